@@ -1,0 +1,80 @@
+# pdkv — top-level build. Every module (ref/*/, harness/*/) owns a module.mk that appends to
+# LIBS, BINS and TESTS; this file turns those lists into rules, so adding a module never means
+# editing this file. Binaries land in $(BUILD)/bin, test programs in $(BUILD)/tests.
+BUILD    ?= build
+CC       ?= cc
+SAN      ?=
+OPT      ?= -O2
+CFLAGS   ?= $(OPT) -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread $(SAN) \
+            -Iref -Iref/common -Iharness -I/usr/include/cjson
+LDFLAGS  += -pthread $(SAN)
+SYSLIBS  := -lcjson -lcurl -lmicrohttpd -lhiredis -lzmq -libverbs -lcmocka -lm -ldl -lrt
+
+LIBS  :=
+BINS  :=
+TESTS :=
+TEST_SCRIPTS :=
+include $(sort $(wildcard ref/*/module.mk harness/module.mk harness/*/module.mk))
+
+DEPS_STAMP := $(BUILD)/.deps-ok
+LIBFILES   := $(foreach l,$(LIBS),$(BUILD)/lib/lib$(l).a)
+BINFILES   := $(foreach b,$(BINS),$(BUILD)/bin/$(b))
+TESTFILES  := $(foreach t,$(TESTS),$(BUILD)/tests/$(t))
+
+.PHONY: all test asan run bench test-rxe clean deps format
+all: $(BINFILES) $(TESTFILES)
+
+# Fresh machine: install the Debian packages once (ci/install-deps.sh is idempotent).
+$(DEPS_STAMP): ci/install-deps.sh
+	@mkdir -p $(@D)
+	@bash ci/install-deps.sh
+	@touch $@
+deps: $(DEPS_STAMP)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+define lib_rule
+$(BUILD)/lib/lib$(1).a: $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+define bin_rule
+$(2)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS)) $$(LIBFILES)
+	@mkdir -p $$(@D)
+	$$(CC) $$(LDFLAGS) -o $$@ $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS)) \
+	  -Wl,--start-group $$(LIBFILES) -Wl,--end-group $$(SYSLIBS)
+endef
+$(foreach l,$(LIBS),$(eval $(call lib_rule,$(l))))
+$(foreach b,$(BINS),$(eval $(call bin_rule,$(b),$(BUILD)/bin)))
+$(foreach t,$(TESTS),$(eval $(call bin_rule,$(t),$(BUILD)/tests)))
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# The README's test command. Runs every test program and test script, one line each, then
+# "tests: N passed, N failed". T=name-substring narrows it.
+test: all
+	@BUILD=$(BUILD) bash ci/run-tests.sh $(T)
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+
+# The README's main command: the default scenario suite on local TCP with a local etcd.
+run: all
+	@$(BUILD)/bin/pdkv run
+
+bench: all
+	@bash ci/bench.sh
+
+test-rxe: all
+	@bash ci/rxe/run-rxe-tier.sh
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-asan

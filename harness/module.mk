@@ -1,0 +1,2 @@
+BINS += pdkv
+pdkv_SRCS := harness/pdkv.c

@@ -1,0 +1,50 @@
+/* pdkv: the one command users type. `pdkv SUB ...` runs the sibling binary pdkv-SUB from the
+ * same directory (git-style), so each subcommand is its own thin main and its own module. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pd_proc.h"
+
+static const struct {
+	const char *name, *what;
+} subs[] = {
+	{ "run", "run scenarios (default suite in scenarios/) and report PASS/FAIL/NOTRUN" },
+	{ "config", "check a mooncake.json + --kv-transfer-config as vLLM would (config check)" },
+	{ "ports", "list every port a deployment binds and report collisions" },
+	{ "bench", "transfer-engine bandwidth benchmark (transfer_engine_bench flags)" },
+	{ "doctor", "check this host for RDMA devices, GIDs, MTU, memlock, metadata reachability" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pdkv <command> [args]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+		fprintf(f, "  %-8s %s\n", subs[i].name, subs[i].what);
+	fprintf(f, "\n`pdkv <command> --help` shows a command's flags.\n");
+}
+
+int main(int argc, char **argv)
+{
+	char path[PATH_MAX];
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (strchr(argv[1], '/') || snprintf(path, sizeof(path), "%s/pdkv-%s", pd_self_dir(),
+					     argv[1]) >= (int)sizeof(path)) {
+		fprintf(stderr, "pdkv: unknown command '%s'\n", argv[1]);
+		return 2;
+	}
+	argv[1] = path;
+	execv(path, argv + 1);
+	if (errno == ENOENT)
+		fprintf(stderr, "pdkv: unknown command '%s' (no %s); run `pdkv --help`\n",
+			strrchr(path, '-') + 1, path);
+	else
+		fprintf(stderr, "pdkv: cannot run %s: %s\n", path, strerror(errno));
+	return 2;
+}

@@ -1,0 +1,428 @@
+/* pd_util: time, file, number and socket helpers shared by every pdkv module.
+ * Nothing here logs; callers turn the returned -errno into a message that names the input. */
+#include "pd_util.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t pd_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+double pd_now_s(void)
+{
+	return (double)pd_now_ns() / 1e9;
+}
+
+void pd_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+int pd_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+	int fd, ret = 0;
+
+	*out = NULL;
+	if (len)
+		*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		ret = -EISDIR;
+		goto out;
+	}
+	for (;;) {
+		ssize_t r;
+		if (n + 4096 + 1 > cap) {
+			size_t ncap = cap ? cap * 2 : 8192;
+			char *nb;
+			if (cap > max + 1)
+				ncap = cap;
+			nb = realloc(buf, ncap);
+			if (!nb) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > max) {
+			ret = -EFBIG;
+			goto out;
+		}
+	}
+	if (!buf && !(buf = malloc(1))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	buf = NULL;
+	if (len)
+		*len = n;
+out:
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+int pd_write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int ret;
+	if (fd < 0)
+		return -errno;
+	ret = pd_write_full(fd, data, len);
+	if (close(fd) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+int pd_mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof(tmp))
+		return -EINVAL;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int pd_rm_rf(const char *path)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+	int ret = 0;
+
+	if (!path || !*path || !strcmp(path, "/"))
+		return -EINVAL;
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) ? -errno : 0;
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char *sub;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		sub = pd_asprintf("%s/%s", path, e->d_name);
+		if (!sub) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (pd_rm_rf(sub) && !ret)
+			ret = -EIO;
+		free(sub);
+	}
+	closedir(d);
+	if (rmdir(path) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+int pd_parse_i64(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end || end == s)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int pd_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end || end == s)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int pd_parse_size(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *sfx;
+		uint64_t mul;
+	} sfx[] = { { "", 1 },
+		    { "K", 1ull << 10 },
+		    { "KiB", 1ull << 10 },
+		    { "KB", 1ull << 10 },
+		    { "k", 1ull << 10 },
+		    { "M", 1ull << 20 },
+		    { "MiB", 1ull << 20 },
+		    { "MB", 1ull << 20 },
+		    { "m", 1ull << 20 },
+		    { "G", 1ull << 30 },
+		    { "GiB", 1ull << 30 },
+		    { "GB", 1ull << 30 },
+		    { "g", 1ull << 30 } };
+	char *end;
+	double v;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno == ERANGE || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < PD_ARRAY_SIZE(sfx); i++) {
+		if (strcmp(end, sfx[i].sfx))
+			continue;
+		v *= (double)sfx[i].mul;
+		if (v >= 18446744073709551616.0)
+			return -ERANGE;
+		*out = (uint64_t)v;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int pd_split_hostport(const char *s, char *host_out, size_t host_sz, int *port_out)
+{
+	const char *colon, *hs = s, *he;
+	int64_t port;
+	if (!s || !*s)
+		return -EINVAL;
+	if (*s == '[') {
+		he = strchr(s, ']');
+		if (!he || he[1] != ':')
+			return -EINVAL;
+		hs = s + 1;
+		colon = he + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		he = colon;
+	}
+	if (he == hs || (size_t)(he - hs) >= host_sz)
+		return -EINVAL;
+	if (pd_parse_i64(colon + 1, &port) || port < 1 || port > 65535)
+		return -EINVAL;
+	memcpy(host_out, hs, (size_t)(he - hs));
+	host_out[he - hs] = '\0';
+	*port_out = (int)port;
+	return 0;
+}
+
+static int resolve(const char *host, int port, int passive, struct addrinfo **res)
+{
+	struct addrinfo hints = { 0 };
+	char pbuf[16];
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	snprintf(pbuf, sizeof(pbuf), "%d", port);
+	if (getaddrinfo(host, pbuf, &hints, res))
+		return -EHOSTUNREACH;
+	return 0;
+}
+
+int pd_tcp_listen(const char *host, int port, int backlog)
+{
+	struct addrinfo *res, *ai;
+	int fd = -1, one = 1, ret;
+	if (!host || !*host || !strcmp(host, "*"))
+		host = "0.0.0.0";
+	ret = resolve(host, port, 1, &res);
+	if (ret)
+		return ret;
+	ret = -EADDRNOTAVAIL;
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog) == 0) {
+			ret = fd;
+			break;
+		}
+		ret = -errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return ret;
+}
+
+int pd_free_port(const char *host)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd = pd_tcp_listen(host, 0, 1), port = -EADDRNOTAVAIL;
+	if (fd < 0)
+		return fd;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+						: ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	close(fd);
+	return port;
+}
+
+int pd_tcp_connect(const char *host, int port, int timeout_ms)
+{
+	struct addrinfo *res, *ai;
+	int ret = resolve(host, port, 0, &res);
+	if (ret)
+		return ret;
+	ret = -ECONNREFUSED;
+	for (ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		int err = 0, one = 1;
+		socklen_t el = sizeof(err);
+		struct pollfd p;
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+			ret = -errno;
+			close(fd);
+			continue;
+		}
+		p.fd = fd;
+		p.events = POLLOUT;
+		if (poll(&p, 1, timeout_ms) != 1) {
+			ret = -ETIMEDOUT;
+			close(fd);
+			continue;
+		}
+		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+		if (err) {
+			ret = -err;
+			close(fd);
+			continue;
+		}
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		ret = fd;
+		break;
+	}
+	freeaddrinfo(res);
+	return ret;
+}
+
+int pd_wait_tcp(const char *host, int port, int timeout_ms)
+{
+	uint64_t end = pd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	do {
+		int fd = pd_tcp_connect(host, port, 200);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		pd_sleep_ms(20);
+	} while (pd_now_ns() < end);
+	return -ETIMEDOUT;
+}
+
+int pd_read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t r = read(fd, p, len);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EPIPE;
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int pd_write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t r = send(fd, p, len, MSG_NOSIGNAL);
+		if (r < 0 && errno == ENOTSOCK)
+			r = write(fd, p, len);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+char *pd_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}

@@ -1,0 +1,47 @@
+/* pd_util: small helpers every pdkv module needs — time, files, numbers, sockets.
+ * All fallible functions return 0 or a negative errno-style code. */
+#ifndef PD_UTIL_H
+#define PD_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+uint64_t pd_now_ns(void); /* CLOCK_MONOTONIC */
+double pd_now_s(void);
+void pd_sleep_ms(int ms);
+
+/* Reads a whole file (NUL-terminated, *len without the NUL). Refuses files over max bytes.
+ * Returns 0, -ENOENT, -EISDIR, -EFBIG, or another -errno. */
+int pd_read_file(const char *path, size_t max, char **out, size_t *len);
+int pd_write_file(const char *path, const void *data, size_t len);
+int pd_mkdir_p(const char *path);
+int pd_rm_rf(const char *path); /* removes a directory tree; refuses "/" and "" */
+
+/* Strict number parsing: the whole string must be consumed. 0 or -EINVAL/-ERANGE. */
+int pd_parse_i64(const char *s, int64_t *out);
+int pd_parse_u64(const char *s, uint64_t *out);
+/* Sizes with an optional K/M/G/KiB/MiB/GiB suffix (binary) or plain number or 2e9. */
+int pd_parse_size(const char *s, uint64_t *out);
+
+/* Splits "host:port" (also "[v6]:port"). host_out gets at most host_sz-1 chars.
+ * Port must be 1..65535. */
+int pd_split_hostport(const char *s, char *host_out, size_t host_sz, int *port_out);
+
+/* A TCP port that is free right now on host (bind to port 0, read it back, close). */
+int pd_free_port(const char *host);
+/* Waits until a TCP connect to host:port succeeds; 0 or -ETIMEDOUT. */
+int pd_wait_tcp(const char *host, int port, int timeout_ms);
+/* Sets SO_REUSEADDR, binds and listens; returns the fd or -errno. host NULL = any. */
+int pd_tcp_listen(const char *host, int port, int backlog);
+/* Connects with a timeout; returns the fd or -errno. */
+int pd_tcp_connect(const char *host, int port, int timeout_ms);
+/* Full read/write loops; 0, -EPIPE on EOF, or -errno. */
+int pd_read_full(int fd, void *buf, size_t len);
+int pd_write_full(int fd, const void *buf, size_t len);
+
+/* printf into a malloc'd string (abort-free: NULL on failure). */
+char *pd_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,113 @@
+/* Unit tests for pd_util and pd_proc: strict parsing, host:port splitting, real sockets and
+ * real child processes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pd_proc.h"
+#include "pd_util.h"
+
+static void test_parse_numbers(void **state)
+{
+	int64_t i;
+	uint64_t u;
+	(void)state;
+	assert_int_equal(pd_parse_i64("42", &i), 0);
+	assert_int_equal(i, 42);
+	assert_int_equal(pd_parse_i64("4x", &i), -EINVAL);
+	assert_int_equal(pd_parse_i64("", &i), -EINVAL);
+	assert_int_equal(pd_parse_i64("99999999999999999999", &i), -ERANGE);
+	assert_int_equal(pd_parse_u64("-1", &u), -EINVAL);
+	assert_int_equal(pd_parse_size("64KiB", &u), 0);
+	assert_int_equal(u, 65536);
+	assert_int_equal(pd_parse_size("2e9", &u), 0);
+	assert_int_equal(u, 2000000000ull);
+	assert_int_equal(pd_parse_size("1M", &u), 0);
+	assert_int_equal(u, 1048576);
+	assert_int_equal(pd_parse_size("1Q", &u), -EINVAL);
+}
+
+static void test_hostport(void **state)
+{
+	char h[64];
+	int port;
+	(void)state;
+	assert_int_equal(pd_split_hostport("10.0.0.1:13003", h, sizeof(h), &port), 0);
+	assert_string_equal(h, "10.0.0.1");
+	assert_int_equal(port, 13003);
+	assert_int_equal(pd_split_hostport("[::1]:80", h, sizeof(h), &port), 0);
+	assert_string_equal(h, "::1");
+	assert_int_equal(pd_split_hostport("host", h, sizeof(h), &port), -EINVAL);
+	assert_int_equal(pd_split_hostport("host:0", h, sizeof(h), &port), -EINVAL);
+	assert_int_equal(pd_split_hostport("host:70000", h, sizeof(h), &port), -EINVAL);
+	assert_int_equal(pd_split_hostport(":80", h, sizeof(h), &port), -EINVAL);
+}
+
+static void test_sockets(void **state)
+{
+	int port, lfd, cfd;
+	(void)state;
+	port = pd_free_port("127.0.0.1");
+	assert_true(port > 0);
+	lfd = pd_tcp_listen("127.0.0.1", port, 4);
+	assert_true(lfd >= 0);
+	assert_int_equal(pd_wait_tcp("127.0.0.1", port, 1000), 0);
+	cfd = pd_tcp_connect("127.0.0.1", port, 1000);
+	assert_true(cfd >= 0);
+	close(cfd);
+	close(lfd);
+	assert_int_equal(pd_wait_tcp("127.0.0.1", port, 100), -ETIMEDOUT);
+}
+
+static void test_files(void **state)
+{
+	char dir[] = "/tmp/pdkv-common-XXXXXX";
+	char *path, *data;
+	size_t len;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	path = pd_asprintf("%s/a/b/c.txt", dir);
+	char *sub = pd_asprintf("%s/a/b", dir);
+	assert_int_equal(pd_mkdir_p(sub), 0);
+	assert_int_equal(pd_write_file(path, "hello", 5), 0);
+	assert_int_equal(pd_read_file(path, 100, &data, &len), 0);
+	assert_int_equal(len, 5);
+	assert_string_equal(data, "hello");
+	free(data);
+	assert_int_equal(pd_read_file(path, 3, &data, &len), -EFBIG);
+	assert_int_equal(pd_read_file(sub, 100, &data, &len), -EISDIR);
+	assert_int_equal(pd_rm_rf(dir), 0);
+	assert_int_equal(pd_read_file(path, 100, &data, &len), -ENOENT);
+	free(path);
+	free(sub);
+}
+
+static void test_proc(void **state)
+{
+	struct pd_proc p;
+	char *argv_sleep[] = { "sleep", "30", NULL };
+	char *argv_bad[] = { "/nonexistent/pdkv-no-such-binary", NULL };
+	(void)state;
+	assert_int_equal(pd_proc_spawn(&p, "sleep", argv_sleep, NULL, NULL), 0);
+	assert_int_equal(pd_proc_alive(&p), 1);
+	assert_int_equal(pd_proc_stop(&p, 1000), 0);
+	assert_int_equal(pd_proc_alive(&p), 0);
+	assert_int_equal(pd_proc_spawn(&p, "bad", argv_bad, NULL, NULL), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_hostport),
+		cmocka_unit_test(test_sockets),       cmocka_unit_test(test_files),
+		cmocka_unit_test(test_proc),
+	};
+	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
+}

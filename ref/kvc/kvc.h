@@ -1,0 +1,80 @@
+/* kvc: the vLLM V0 MooncakeConnector on pdkv's engine — MooncakePipe (ZMQ PUSH/PULL side channel
+ * + TE READ by the receiver + FIFO ACKs) under SimpleBuffer (insert / drop_select keyed by tokens
+ * and roi, kv_buffer_size back pressure). shared/spec/vllm-connector.md §3–§4, §9.1.
+ * One struct kvc per (instance, TP rank). Thread-safe: many request threads may call in. */
+#ifndef KVC_H
+#define KVC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg/cfg.h"
+
+#define KVC_OK 0
+#define KVC_MISS 1            /* drop_select: producer had no match (BUF-old 5 x None) */
+#define KVC_ERR_TIMEOUT -2001
+#define KVC_ERR_TRANSFER -2002 /* "Transfer Return Error" */
+#define KVC_ERR_ALLOC -2003    /* "Allocation Return Error" */
+#define KVC_ERR_PROTOCOL -2004 /* malformed side-channel frame or tensor blob from the peer */
+#define KVC_ERR_CONFIG -2005
+#define KVC_ERR_CLOSED -2006
+
+enum kvc_frame_format {
+	KVC_FRAME_PICKLE = 0, /* PIPE-a/b: pickled (ptr, len) tuple, pickled b'ACK' */
+	KVC_FRAME_U64BE = 1,  /* PIPE-c: two big-endian u64 frames, raw "ACK" */
+};
+enum kvc_miss_mode {
+	KVC_MISS_OLD = 0, /* BUF-old: no match -> 5 x None right away */
+	KVC_MISS_NEW = 1, /* BUF-new: producer waits for a matching insert */
+};
+
+enum kvc_dtype { KVC_BOOL = 0, KVC_I64 = 1, KVC_F32 = 2, KVC_BF16 = 3, KVC_F16 = 4, KVC_U8 = 5 };
+
+/* A tensor as it crosses the pipe (documented pdkv tensor blob format in kvc_tensor.c). */
+struct kvc_tensor {
+	int dtype; /* enum kvc_dtype */
+	int ndim;  /* 1..4 */
+	int64_t shape[4];
+	void *data;
+	size_t nbytes;
+};
+
+/* One SimpleBuffer item: tokens [T] i64, roi [T] bool, keys/values [L,T,H,D], hidden [T,h]. */
+struct kvc_item {
+	struct kvc_tensor tokens, roi, keys, values, hidden;
+};
+void kvc_item_free(struct kvc_item *it); /* frees the tensors' data (not the struct) */
+
+struct kvc_opts {
+	const struct cfg_mooncake *mc;
+	const struct cfg_kv_transfer *kt;
+	int local_rank;
+	int frame_format;        /* enum kvc_frame_format */
+	int miss_mode;           /* enum kvc_miss_mode (producer side) */
+	int select_timeout_ms;   /* consumer: bound on a drop_select (0 = wait forever) */
+	const char *zmq_bind_host; /* NULL = "*" as PIPE-a/b */
+};
+
+struct kvc;
+/* Builds the engine (segment named own_url), the buffer pool, and the four ZMQ sockets. */
+int kvc_create(const struct kvc_opts *o, struct kvc **out);
+void kvc_destroy(struct kvc *c);
+/* True once the segment is published and the side-channel sockets are bound. */
+bool kvc_ready(const struct kvc *c);
+
+/* Producer: copies the item into the buffer; blocks while over kv_buffer_size (back pressure). */
+int kvc_insert(struct kvc *c, const struct kvc_item *it);
+/* Consumer: asks the producer for tokens; KVC_OK with *out filled on a hit, KVC_MISS on a miss. */
+int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out);
+
+struct kvc_stats {
+	uint64_t bytes_sent, bytes_received; /* payload bytes pulled by the peer / by us */
+	uint64_t transfers, transfer_failures;
+	uint64_t buffer_bytes, buffer_items;  /* producer buffer occupancy now */
+	uint64_t hits, misses;
+};
+void kvc_get_stats(const struct kvc *c, struct kvc_stats *s);
+const char *kvc_strerror(int err);
+
+#endif

@@ -1,0 +1,162 @@
+/* te_internal: the seams inside the reference engine — segment descriptors (te_desc.c),
+ * metadata stores (te_meta*.c), the handshake socket (te_handshake.c) and transports
+ * (te_tcp.c, te_rdma*.c). A new transport or metadata backend is one file plus one table row. */
+#ifndef TE_INTERNAL_H
+#define TE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "te.h"
+
+struct cJSON;
+
+/* ---------------------------------------------------------------- descriptors (spec §2.2) */
+#define TE_NAME_MAX 256
+#define TE_MAX_DEVICES 16
+
+struct te_device_desc {
+	char name[64];
+	uint16_t lid;
+	char gid[48]; /* "xx:xx:...:xx", 16 groups */
+};
+
+struct te_buffer_desc {
+	char name[TE_NAME_MAX]; /* location ("cpu:0") for rdma, server name for tcp */
+	uint64_t addr, length;
+	int nkeys;              /* rdma: one key per device; tcp: 0 */
+	uint32_t lkey[TE_MAX_DEVICES], rkey[TE_MAX_DEVICES];
+};
+
+struct te_segment_desc {
+	char name[TE_NAME_MAX];
+	char protocol[16]; /* "tcp" | "rdma" */
+	char timestamp[32];
+	int tcp_data_port;     /* 0 = absent */
+	int tcp_proto_version; /* 0 = absent */
+	int ndevices;
+	struct te_device_desc devices[TE_MAX_DEVICES];
+	int nbuffers;
+	struct te_buffer_desc *buffers;
+	char *priority_matrix; /* rdma: compact JSON object text, e.g. {"cpu:0":[["rxe0"],[]]} */
+};
+
+/* Mooncake FastWriter bytes: compact, keys sorted byte-wise, trailing "\n". malloc'd. */
+char *te_desc_encode(const struct te_segment_desc *d);
+/* Tolerant reader with Mooncake's validation (§2.2): the whole descriptor is rejected on any
+ * invalid field. *out is malloc'd; free with te_desc_free. TE_ERR_MALFORMED_JSON on failure,
+ * with the reason in errbuf. */
+int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, char *errbuf,
+		   size_t errlen);
+void te_desc_free(struct te_segment_desc *d);
+/* Compact sorted-key JSON writer for any cJSON tree (used for rpc_meta and descriptors). */
+char *te_json_fast_write(const struct cJSON *item);
+/* Local-time timestamp "YYYY-MM-DD HH:MM:SS.uuuuuu". */
+void te_desc_timestamp(char out[32]);
+/* Finds the remote buffer holding [addr, addr+len); NULL if none (overflow-safe). */
+const struct te_buffer_desc *te_desc_find_range(const struct te_segment_desc *d, uint64_t addr,
+						uint64_t len);
+
+/* ---------------------------------------------------------------- metadata (spec §2.1, §2.3) */
+enum te_meta_kind { TE_META_ETCD, TE_META_REDIS, TE_META_HTTP, TE_META_P2P };
+
+struct te_conn_info {
+	enum te_meta_kind kind;
+	char url[1024];       /* http: full base URL; etcd: "h:p[,h:p]"; redis: "h:p" */
+	char host[256];       /* first endpoint's host (etcd, redis) */
+	int port;             /* first endpoint's port (redis without port: 12001, as Mooncake) */
+	int nendpoints;       /* etcd endpoint count */
+};
+/* Parses a connection string (§2.3: bare host:port = etcd). TE_ERR_INVALID_ARGUMENT with the
+ * reason in errbuf for an unknown scheme or a malformed address. */
+int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size_t errlen);
+
+struct te_meta; /* opaque store handle; thread-safe */
+int te_meta_open(const char *conn, struct te_meta **out, char *errbuf, size_t errlen);
+enum te_meta_kind te_meta_kind(const struct te_meta *m);
+int te_meta_put(struct te_meta *m, const char *key, const char *value);
+/* *value malloc'd. TE_ERR_NOT_FOUND when absent, TE_ERR_UNREACHABLE when the store is down. */
+int te_meta_get(struct te_meta *m, const char *key, char **value);
+int te_meta_del(struct te_meta *m, const char *key);
+void te_meta_close(struct te_meta *m);
+/* Keys with the MC_METADATA_CLUSTER_ID infix: "mooncake/[id/]ram/<name>" (or
+ * "mooncake/[id/]<name>" when name has a '/'), "mooncake/[id/]rpc_meta/<name>". malloc'd. */
+char *te_meta_segment_key(const char *name);
+char *te_meta_rpc_key(const char *name);
+
+/* ---------------------------------------------------------------- handshake socket (spec §3) */
+#define TE_HS_CONNECTION 0
+#define TE_HS_METADATA 1
+#define TE_HS_NOTIFY 2
+#define TE_HS_PROBE 3
+#define TE_HS_MAX_FRAME (1u << 20)
+
+/* Server callback: returns a malloc'd reply JSON text (NULL -> reply "null"). */
+typedef char *(*te_hs_handler)(void *ctx, int type, const char *json, size_t len);
+struct te_hs_server;
+/* Starts the accept loop on an already-bound (not listening) fd, or binds port if fd < 0. */
+int te_hs_server_start(int bound_fd, int port, te_hs_handler h, void *ctx,
+		       struct te_hs_server **out);
+void te_hs_server_stop(struct te_hs_server *s);
+/* Client: one frame out, one frame in (type must match), close. *reply malloc'd. */
+int te_hs_request(const char *host, int port, int type, const char *json, char **reply,
+		  int timeout_ms);
+
+/* ---------------------------------------------------------------- tasks and transports */
+struct te_task {
+	struct te_request req;
+	const struct te_segment_desc *peer; /* snapshot valid until the batch is freed */
+	atomic_int slice_count;             /* set by the transport before posting */
+	atomic_int success_slices, failed_slices;
+	atomic_size_t transferred;
+	uint64_t submit_ns;
+	bool observed_done;                 /* set by te_batch_status */
+};
+
+/* Transports call this when a slice ends; the engine derives the task status from counts. */
+static inline void te_task_slice_done(struct te_task *t, size_t bytes, bool ok)
+{
+	if (ok) {
+		atomic_fetch_add(&t->transferred, bytes);
+		atomic_fetch_add(&t->success_slices, 1);
+	} else {
+		atomic_fetch_add(&t->failed_slices, 1);
+	}
+}
+
+struct te_transport;
+struct te_transport_ops {
+	const char *name; /* "tcp", "rdma" */
+	/* Creates the transport for eng; may read MC_* env. */
+	int (*install)(struct te_engine *eng, struct te_transport **out);
+	/* Called for each te_register / te_unregister; fills keys in *b for rdma. */
+	int (*register_mem)(struct te_transport *t, void *addr, size_t len, const char *location,
+			    struct te_buffer_desc *b);
+	int (*unregister_mem)(struct te_transport *t, void *addr, size_t len);
+	/* Adds transport fields to the descriptor being published (devices, matrix, ports). */
+	int (*fill_desc)(struct te_transport *t, struct te_segment_desc *d);
+	/* Starts the tasks (asynchronously); returns an error only if nothing could be started. */
+	int (*submit)(struct te_transport *t, struct te_task *const *tasks, size_t n);
+	/* Connection (type 0) handshake frames addressed to this transport; malloc'd reply JSON. */
+	char *(*on_connection)(struct te_transport *t, const char *json, size_t len);
+	void (*destroy)(struct te_transport *t);
+};
+
+extern const struct te_transport_ops te_tcp_transport_ops;
+extern const struct te_transport_ops te_rdma_transport_ops; /* te_rdma.c */
+
+/* Engine services available to transports. */
+const char *te_engine_local_ip(const struct te_engine *eng);
+struct te_meta *te_engine_meta(const struct te_engine *eng);
+/* Fetches (cached) the descriptor and rpc_meta of a peer segment by name. */
+int te_engine_peer_desc(struct te_engine *eng, const char *name,
+			const struct te_segment_desc **desc);
+int te_engine_peer_rpc(struct te_engine *eng, const char *name, char *host, size_t hostlen,
+		       int *rpc_port);
+/* Is [addr,addr+len) inside one locally registered buffer? (for validating remote requests) */
+bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len);
+
+#endif
