@@ -42,11 +42,14 @@ $(BUILD)/lib/lib$(1).a: $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS))
 	@rm -f $$@
 	$$(AR) rcs $$@ $$^
 endef
+# A binary links the libraries named in NAME_LIBS (all of them when unset), so one module's
+# half-finished code never breaks another module's build.
+libs_of = $(foreach l,$(if $($(1)_LIBS),$($(1)_LIBS),$(LIBS)),$(BUILD)/lib/lib$(l).a)
 define bin_rule
-$(2)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS)) $$(LIBFILES)
+$(2)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS)) $$(call libs_of,$(1))
 	@mkdir -p $$(@D)
 	$$(CC) $$(LDFLAGS) -o $$@ $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS)) \
-	  -Wl,--start-group $$(LIBFILES) -Wl,--end-group $$(SYSLIBS)
+	  -Wl,--start-group $$(call libs_of,$(1)) -Wl,--end-group $$(SYSLIBS)
 endef
 $(foreach l,$(LIBS),$(eval $(call lib_rule,$(l))))
 $(foreach b,$(BINS),$(eval $(call bin_rule,$(b),$(BUILD)/bin)))

@@ -1,2 +1,3 @@
 BINS += pdkv
 pdkv_SRCS := harness/pdkv.c
+pdkv_LIBS := pdcommon
