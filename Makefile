@@ -15,7 +15,7 @@ LIBS  :=
 BINS  :=
 TESTS :=
 TEST_SCRIPTS :=
-include $(sort $(wildcard ref/*/module.mk harness/module.mk harness/*/module.mk))
+include $(sort $(wildcard ref/*/*.mk harness/module.mk harness/*/*.mk))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 LIBFILES   := $(foreach l,$(LIBS),$(BUILD)/lib/lib$(l).a)

@@ -1,0 +1,14 @@
+# ref/te is three libraries so that each owner's work-in-progress never breaks the others:
+#   temeta — descriptors, connection strings, metadata stores (te_desc*.c te_meta*.c te_conn*.c te_json*.c)
+#   terdma — the RDMA transport (te_rdma*.c), linked only where RDMA is wanted
+#   te     — engine, batches, handshake, TCP transport, C API (everything else in ref/te)
+# Test and binary lists for each live in meta.mk, rdma.mk and this file.
+TE_META_SRCS := $(wildcard ref/te/te_desc*.c ref/te/te_meta*.c ref/te/te_conn*.c ref/te/te_json*.c)
+TE_RDMA_SRCS := $(wildcard ref/te/te_rdma*.c)
+LIBS += te temeta
+te_SRCS := $(filter-out $(TE_META_SRCS) $(TE_RDMA_SRCS),$(wildcard ref/te/*.c))
+temeta_SRCS := $(TE_META_SRCS)
+ifneq ($(TE_RDMA_SRCS),)
+LIBS += terdma
+terdma_SRCS := $(TE_RDMA_SRCS)
+endif
