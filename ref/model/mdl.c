@@ -1,0 +1,337 @@
+/* mdl: the fake model's implementation — tokenizer, chat template, hash, KV/hidden computation,
+ * footer, shard placement and greedy generation. The contract is in mdl.h. */
+#include "mdl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pd_util.h"
+
+#define P1 0x9E3779B185EBCA87ULL
+#define P2 0xC2B2AE3D27D4EB4FULL
+#define P3 0x165667B19E3779F9ULL
+
+void mdl_geom_default(struct mdl_geom *g)
+{
+	g->layers = 28;
+	g->kv_heads = 4;
+	g->head_dim = 128;
+	g->dtype_bytes = 2;
+	g->hidden_size = 3584;
+}
+
+int mdl_geom_check(const struct mdl_geom *g, char *err, size_t errsz)
+{
+	if (g->layers < 1 || g->layers > 1024) {
+		snprintf(err, errsz, "kv layers: expected 1..1024, got %d", g->layers);
+		return -EINVAL;
+	}
+	if (g->kv_heads < 1 || g->kv_heads > 1024) {
+		snprintf(err, errsz, "kv heads: expected 1..1024, got %d", g->kv_heads);
+		return -EINVAL;
+	}
+	if (g->head_dim < 1 || g->head_dim > 65536) {
+		snprintf(err, errsz, "head dim: expected 1..65536, got %d", g->head_dim);
+		return -EINVAL;
+	}
+	if (g->dtype_bytes != 1 && g->dtype_bytes != 2 && g->dtype_bytes != 4) {
+		snprintf(err, errsz, "dtype bytes: expected 1, 2 or 4, got %d", g->dtype_bytes);
+		return -EINVAL;
+	}
+	if (g->hidden_size < MDL_FOOTER_BYTES / 2 || g->hidden_size > 1 << 20) {
+		snprintf(err, errsz, "hidden size: expected %d..%d, got %d", MDL_FOOTER_BYTES / 2,
+			 1 << 20, g->hidden_size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+size_t mdl_kv_bytes_per_token(const struct mdl_geom *g, int kv_heads_shard)
+{
+	return 2 * (size_t)g->layers * (size_t)kv_heads_shard * (size_t)g->head_dim *
+	       (size_t)g->dtype_bytes;
+}
+
+int mdl_tokenize(const char *text, size_t len, int64_t **ids, size_t *n)
+{
+	int64_t *v = malloc((len ? len : 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++)
+		v[i] = (unsigned char)text[i];
+	*ids = v;
+	*n = len;
+	return 0;
+}
+
+int mdl_detokenize(const int64_t *ids, size_t n, char **text, size_t *len)
+{
+	char *s = malloc(n + 1);
+	size_t k = 0;
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < 0 || ids[i] > MDL_EOS) {
+			free(s);
+			return -EINVAL;
+		}
+		if (ids[i] != MDL_EOS)
+			s[k++] = (char)ids[i];
+	}
+	s[k] = 0;
+	*text = s;
+	if (len)
+		*len = k;
+	return 0;
+}
+
+char *mdl_chat_template(const struct mdl_msg *msgs, size_t n)
+{
+	size_t cap = 64, off = 0;
+	char *s;
+
+	for (size_t i = 0; i < n; i++)
+		cap += strlen(msgs[i].role) + strlen(msgs[i].content) + 32;
+	s = malloc(cap);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		off += (size_t)snprintf(s + off, cap - off, "<|im_start|>%s\n%s<|im_end|>\n",
+					msgs[i].role, msgs[i].content);
+	snprintf(s + off, cap - off, "<|im_start|>assistant\n");
+	return s;
+}
+
+static inline uint64_t rotl64(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static inline uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+static inline uint64_t load64(const uint8_t *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, 8);
+	return w;
+}
+
+static inline uint64_t lane(uint64_t v, uint64_t w)
+{
+	return rotl64(v + w * P2, 31) * P1;
+}
+
+/* Four independent lanes over 32-byte blocks, then words, then bytes, then an avalanche:
+ * one flipped input bit changes about half the output bits. */
+uint64_t mdl_hash64(const void *data, size_t len, uint64_t seed)
+{
+	const uint8_t *p = data, *end = p + len;
+	uint64_t h;
+
+	if (len >= 32) {
+		uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
+
+		do {
+			v1 = lane(v1, load64(p));
+			v2 = lane(v2, load64(p + 8));
+			v3 = lane(v3, load64(p + 16));
+			v4 = lane(v4, load64(p + 24));
+			p += 32;
+		} while (end - p >= 32);
+		h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+		h = (h ^ lane(0, v1)) * P1 + P3;
+		h = (h ^ lane(0, v2)) * P1 + P3;
+		h = (h ^ lane(0, v3)) * P1 + P3;
+		h = (h ^ lane(0, v4)) * P1 + P3;
+	} else {
+		h = seed + P3;
+	}
+	h += (uint64_t)len;
+	while (end - p >= 8) {
+		h ^= lane(0, load64(p));
+		h = rotl64(h, 27) * P1 + P3;
+		p += 8;
+	}
+	while (p < end) {
+		h ^= (uint64_t)(*p++) * P3;
+		h = rotl64(h, 11) * P1;
+	}
+	return mix64(h);
+}
+
+uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each)
+{
+	uint64_t h = mdl_hash64(keys, kv_bytes_each, 0x4b4b4b4bULL);
+
+	return mdl_hash64(values, kv_bytes_each, h);
+}
+
+/* Fills len bytes from a splitmix64 stream seeded by seed. */
+static void fill_stream(uint8_t *dst, size_t len, uint64_t seed)
+{
+	uint64_t s = seed, w;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		s += P1;
+		w = mix64(s);
+		memcpy(dst + i, &w, 8);
+	}
+	if (i < len) {
+		s += P1;
+		w = mix64(s);
+		memcpy(dst + i, &w, len - i);
+	}
+}
+
+void mdl_kv_free(struct mdl_kv *kv)
+{
+	free(kv->keys);
+	free(kv->values);
+	free(kv->hidden);
+	memset(kv, 0, sizeof(*kv));
+}
+
+int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, int head0,
+		   int nheads, int shard, int nshards, struct mdl_kv *out)
+{
+	size_t row = (size_t)g->head_dim * (size_t)g->dtype_bytes; /* one head, one position */
+	size_t hrow = (size_t)g->hidden_size * 2;
+	uint64_t prefix = 0x70646b76ULL; /* "pdkv" */
+	int ret = -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	if (n == 0 || head0 < 0 || nheads < 1 || head0 + nheads > g->kv_heads)
+		return -EINVAL;
+	out->ntokens = n;
+	out->head0 = head0;
+	out->nheads = nheads;
+	out->bytes_each = (size_t)g->layers * n * (size_t)nheads * row;
+	out->hidden_bytes = n * hrow;
+	out->keys = malloc(out->bytes_each);
+	out->values = malloc(out->bytes_each);
+	out->hidden = malloc(out->hidden_bytes);
+	if (!out->keys || !out->values || !out->hidden)
+		goto out;
+	for (size_t t = 0; t < n; t++) {
+		prefix = mix64(prefix ^ ((uint64_t)tokens[t] * P2 + t));
+		for (int l = 0; l < g->layers; l++) {
+			for (int h = 0; h < nheads; h++) {
+				size_t off = (((size_t)l * n + t) * (size_t)nheads + (size_t)h) * row;
+				uint64_t base = prefix ^ ((uint64_t)l << 40) ^
+						((uint64_t)(head0 + h) << 20);
+
+				fill_stream(out->keys + off, row, base * 2 + 1);
+				fill_stream(out->values + off, row, base * 2 + 2 + P3);
+			}
+		}
+		fill_stream(out->hidden + t * hrow, hrow, prefix ^ 0x68696464656eULL);
+	}
+	mdl_footer_write(out->hidden, mdl_kv_checksum(out->keys, out->values, out->bytes_each), n,
+			 (uint32_t)shard, (uint32_t)nshards);
+	ret = 0;
+out:
+	if (ret)
+		mdl_kv_free(out);
+	return ret;
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+void mdl_footer_write(uint8_t *hidden, uint64_t checksum, uint64_t ntokens, uint32_t shard,
+		      uint32_t nshards)
+{
+	memcpy(hidden, MDL_FOOTER_MAGIC, 8);
+	put_le64(hidden + 8, checksum);
+	put_le64(hidden + 16, ntokens);
+	put_le64(hidden + 24, (uint64_t)shard | ((uint64_t)nshards << 32));
+}
+
+int mdl_footer_read(const uint8_t *hidden, size_t hidden_bytes, uint64_t *checksum,
+		    uint64_t *ntokens, uint32_t *shard, uint32_t *nshards)
+{
+	uint64_t sn;
+
+	if (!hidden || hidden_bytes < MDL_FOOTER_BYTES || memcmp(hidden, MDL_FOOTER_MAGIC, 8))
+		return -EBADMSG;
+	*checksum = get_le64(hidden + 8);
+	*ntokens = get_le64(hidden + 16);
+	sn = get_le64(hidden + 24);
+	*shard = (uint32_t)sn;
+	*nshards = (uint32_t)(sn >> 32);
+	return 0;
+}
+
+void mdl_kv_place_shard(const struct mdl_geom *g, size_t ntokens, const uint8_t *shard, int head0,
+			int nheads, uint8_t *full)
+{
+	size_t row = (size_t)g->head_dim * (size_t)g->dtype_bytes;
+
+	for (size_t lt = 0; lt < (size_t)g->layers * ntokens; lt++)
+		memcpy(full + (lt * (size_t)g->kv_heads + (size_t)head0) * row,
+		       shard + lt * (size_t)nheads * row, (size_t)nheads * row);
+}
+
+static const char alphabet[] = "eeettaaoinnshrdlcumwfgypbvk      ,.";
+
+void mdl_gen_init(struct mdl_gen *gs, uint64_t seed, bool ignore_eos)
+{
+	gs->state = mix64(seed ^ 0x67656e6572617465ULL);
+	gs->i = 0;
+	gs->ignore_eos = ignore_eos;
+	gs->done = false;
+}
+
+int64_t mdl_gen_next(struct mdl_gen *gs)
+{
+	uint64_t h = mix64(gs->state + (uint64_t)gs->i * P1);
+	int64_t tok;
+
+	if (!gs->ignore_eos && (h & 0xff) == 0) {
+		tok = MDL_EOS;
+		gs->done = true;
+	} else {
+		tok = (unsigned char)alphabet[(h >> 8) % (sizeof(alphabet) - 1)];
+	}
+	gs->state = mix64(gs->state ^ ((uint64_t)tok + 1) * P2);
+	gs->i++;
+	return tok;
+}
+
+void mdl_pace(uint64_t t0_ns, uint64_t ns_per_token, size_t ntokens)
+{
+	uint64_t want = ns_per_token * (uint64_t)ntokens, spent = pd_now_ns() - t0_ns;
+	struct timespec ts;
+
+	if (want <= spent)
+		return;
+	want -= spent;
+	ts.tv_sec = (time_t)(want / 1000000000ULL);
+	ts.tv_nsec = (long)(want % 1000000000ULL);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
