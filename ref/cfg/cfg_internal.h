@@ -1,0 +1,43 @@
+/* cfg_internal: helpers shared by the cfg library's files — Python-faithful string/number
+ * behaviour (int(), repr(), str.split) and the Python-json reader. Not a public interface. */
+#ifndef CFG_INTERNAL_H
+#define CFG_INTERNAL_H
+
+#include "cfg/cfg.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Python int(s) for a str: surrounding whitespace, sign, '_' between digits, leading zeros.
+ * 0 on success (value saturated to int64 range, *huge set when it was), -1 when Python would
+ * raise "invalid literal for int() with base 10". */
+int cfg_py_int(const char *s, int64_t *out, bool *huge);
+/* repr() of a Python str (quotes chosen like CPython). malloc'd. */
+char *cfg_py_repr(const char *s);
+/* Number of pieces s.split(':') gives. */
+size_t cfg_py_split_count(const char *s, char sep);
+/* Splits "host:port" the way vLLM's url.split(':') does: exactly two pieces, else -1.
+ * host/port are malloc'd. */
+int cfg_py_split2(const char *s, char sep, char **a, char **b);
+/* libzmq's syntax check of a tcp:// connect address host part (zmq_connect EINVAL). */
+bool cfg_zmq_host_ok(const char *host);
+
+/* Python json (json.load) reader: the value tree is cJSON (so NaN/Infinity are numbers, duplicate
+ * keys keep the last value like a dict). On failure returns NULL and *err gets
+ * "ExceptionClass: message" exactly as CPython's json/codec/int layers word it. */
+struct cJSON;
+struct cJSON *cfg_pyjson_parse(const char *buf, size_t len, char **err);
+/* The same parser, worded the way pydantic's JSON parser (jiter) words failures. */
+struct cJSON *cfg_pyjson_parse_jiter(const char *buf, size_t len, char **err);
+/* Python type name of a cJSON value ('NoneType', 'int', 'float', 'str', 'list', 'dict', 'bool'). */
+const char *cfg_py_type(const struct cJSON *v);
+bool cfg_pyjson_is_float(const struct cJSON *v);
+/* obj.get(key) of a Python dict: the last of duplicate keys; NULL when absent. */
+const struct cJSON *cfg_pyjson_get(const struct cJSON *obj, const char *key);
+/* Max nesting the reader follows before it reports Python's RecursionError. */
+#define CFG_PYJSON_MAX_DEPTH 1000
+
+const char *cfg_severity_name(enum cfg_severity s);
+
+#endif

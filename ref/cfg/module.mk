@@ -1,0 +1,7 @@
+# ref/cfg: config parsing library (mooncake.json, --kv-transfer-config, env), V0 pipe ports and
+# the port planner; tests run every fixture under fixtures/config/.
+LIBS += cfg
+cfg_SRCS := $(filter-out ref/cfg/tests/%,$(wildcard ref/cfg/*.c))
+TESTS += test_cfg_pipe
+test_cfg_pipe_SRCS := ref/cfg/tests/test_pipe.c
+test_cfg_pipe_LIBS := cfg pdcommon
