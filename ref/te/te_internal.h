@@ -160,3 +160,12 @@ int te_engine_peer_rpc(struct te_engine *eng, const char *name, char *host, size
 bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len);
 
 #endif
+
+/* ---------------------------------------------------------------- additions by rdma (te_rdma*.c)
+ * The device_names the engine was created with (te_engine_opts.device_names, a comma list);
+ * NULL or "" = every device found. te_rdma.c carries a weak fallback returning NULL until the
+ * engine defines it. */
+#ifndef TE_ENGINE_DEVICE_NAMES_DECLARED
+#define TE_ENGINE_DEVICE_NAMES_DECLARED
+const char *te_engine_device_names(const struct te_engine *eng);
+#endif

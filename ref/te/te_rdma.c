@@ -1,0 +1,580 @@
+/* te_rdma: the RDMA transport (te_rdma_transport_ops) — registration, descriptor fields
+ * (devices, keys, priority matrix), slicing, one worker per device posting one-sided
+ * READ/WRITE and polling the CQ, retries over fresh endpoints (spec §5.3, §5.4). */
+#include "te_rdma.h"
+
+#include <cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pd_log.h"
+
+/* Engines that predate the hook get "all devices"; te_engine.c's definition wins at link. */
+__attribute__((weak)) const char *te_engine_device_names(const struct te_engine *eng)
+{
+	(void)eng;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- registration */
+
+static int rdma_register(struct te_transport *t, void *addr, size_t len, const char *location,
+			 struct te_buffer_desc *b)
+{
+	struct te_rdma *tr = (struct te_rdma *)t;
+	struct te_rdma_mr *m;
+	int rc = te_rdma_reg(tr, addr, len, &m);
+
+	if (rc)
+		return rc;
+	pthread_rwlock_wrlock(&tr->mr_lock);
+	m->next = tr->mrs;
+	tr->mrs = m;
+	pthread_rwlock_unlock(&tr->mr_lock);
+	if (!b->name[0])
+		snprintf(b->name, sizeof(b->name), "%s", location ? location : "cpu:0");
+	b->nkeys = tr->nctx;
+	for (int i = 0; i < tr->nctx; i++) {
+		b->lkey[i] = m->mr[i]->lkey;
+		b->rkey[i] = m->mr[i]->rkey;
+	}
+	return 0;
+}
+
+static int rdma_unregister(struct te_transport *t, void *addr, size_t len)
+{
+	struct te_rdma *tr = (struct te_rdma *)t;
+	struct te_rdma_mr *m = NULL;
+
+	(void)len;
+	pthread_rwlock_wrlock(&tr->mr_lock);
+	for (struct te_rdma_mr **pp = &tr->mrs; *pp; pp = &(*pp)->next)
+		if ((*pp)->addr == (uintptr_t)addr) {
+			m = *pp;
+			*pp = m->next;
+			break;
+		}
+	pthread_rwlock_unlock(&tr->mr_lock);
+	if (!m)
+		return TE_ERR_ADDRESS_NOT_REGISTERED;
+	te_rdma_dereg(m);
+	return 0;
+}
+
+/* Copies the per-context lkeys of the MR holding [addr, addr+len). */
+static int local_keys(struct te_rdma *tr, uintptr_t addr, size_t len, uint32_t *lkey)
+{
+	int rc = TE_ERR_ADDRESS_NOT_REGISTERED;
+
+	pthread_rwlock_rdlock(&tr->mr_lock);
+	for (struct te_rdma_mr *m = tr->mrs; m; m = m->next)
+		if (addr >= m->addr && len <= m->len && addr - m->addr <= m->len - len) {
+			for (int i = 0; i < tr->nctx; i++)
+				lkey[i] = m->mr[i]->lkey;
+			rc = 0;
+			break;
+		}
+	pthread_rwlock_unlock(&tr->mr_lock);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- descriptor */
+
+static void matrix_add(cJSON *m, struct te_rdma *tr, const char *loc)
+{
+	cJSON *e, *pref, *avail;
+
+	if (!loc[0] || !strcmp(loc, "*") || cJSON_GetObjectItem(m, loc))
+		return;
+	/* safe publishing rule (§5.3): every entry lists all NICs in devices[] order */
+	e = cJSON_AddArrayToObject(m, loc);
+	pref = cJSON_CreateArray();
+	avail = cJSON_CreateArray();
+	for (int i = 0; i < tr->nctx; i++)
+		cJSON_AddItemToArray(pref, cJSON_CreateString(tr->ctxs[i].name));
+	cJSON_AddItemToArray(e, pref);
+	cJSON_AddItemToArray(e, avail);
+}
+
+static int rdma_fill_desc(struct te_transport *t, struct te_segment_desc *d)
+{
+	struct te_rdma *tr = (struct te_rdma *)t;
+	cJSON *m = cJSON_CreateObject();
+	DIR *dir = opendir("/sys/devices/system/node");
+	struct dirent *de;
+	char loc[TE_NAME_MAX];
+
+	d->ndevices = tr->nctx;
+	for (int i = 0; i < tr->nctx; i++) {
+		snprintf(d->devices[i].name, sizeof(d->devices[i].name), "%s", tr->ctxs[i].name);
+		d->devices[i].lid = tr->ctxs[i].lid;
+		memcpy(d->devices[i].gid, tr->ctxs[i].gid_str, sizeof(d->devices[i].gid));
+	}
+	while (dir && (de = readdir(dir)))
+		if (!strncmp(de->d_name, "node", 4) && de->d_name[4] >= '0' && de->d_name[4] <= '9') {
+			snprintf(loc, sizeof(loc), "cpu:%s", de->d_name + 4);
+			matrix_add(m, tr, loc);
+		}
+	if (dir)
+		closedir(dir);
+	matrix_add(m, tr, "cpu:0");
+	for (int i = 0; i < d->nbuffers; i++)
+		matrix_add(m, tr, d->buffers[i].name);
+	free(d->priority_matrix);
+	d->priority_matrix = te_json_fast_write(m);
+	cJSON_Delete(m);
+	if (!d->priority_matrix)
+		return TE_ERR_MEMORY;
+	/* the writer ends values with "\n"; the descriptor embeds the object */
+	d->priority_matrix[strcspn(d->priority_matrix, "\n")] = 0;
+	return 0;
+}
+
+/* Remote NIC candidates for buffer location loc from the peer's matrix (preferred, else
+ * available), as indices into peer->devices (the safe reading rule of §5.3). */
+static int remote_candidates(const struct te_segment_desc *p, const char *loc, uint8_t *cand)
+{
+	cJSON *m = p->priority_matrix ? cJSON_Parse(p->priority_matrix) : NULL;
+	cJSON *e = m ? cJSON_GetObjectItem(m, loc) : NULL, *it;
+	int n = 0;
+
+	if (!e && m)
+		e = cJSON_GetObjectItem(m, "*");
+	for (int list = 0; list < 2 && n == 0 && cJSON_IsArray(e); list++)
+		cJSON_ArrayForEach(it, cJSON_GetArrayItem(e, list))
+		{
+			const char *name = cJSON_GetStringValue(it);
+
+			for (int i = 0; name && i < p->ndevices && n < TE_MAX_DEVICES; i++)
+				if (!strcmp(p->devices[i].name, name))
+					cand[n++] = (uint8_t)i;
+		}
+	cJSON_Delete(m);
+	for (int i = 0; n == 0 && i < p->ndevices; i++)
+		cand[i] = (uint8_t)i;
+	return n ? n : p->ndevices;
+}
+
+/* ---------------------------------------------------------------- slices and workers */
+
+static void enqueue(struct te_rdma_ctx *c, struct te_rdma_slice *s)
+{
+	s->next = NULL;
+	pthread_mutex_lock(&c->mu);
+	if (c->q_tail)
+		c->q_tail->next = s;
+	else
+		c->q_head = s;
+	c->q_tail = s;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void slice_end(struct te_rdma_slice *s, bool ok)
+{
+	te_task_slice_done(s->task, ok ? s->len : 0, ok);
+	free(s);
+}
+
+/* A failed attempt: retry on the next (local, remote) NIC pair, or fail after MC_RETRY_CNT. */
+static void slice_retry(struct te_rdma *tr, struct te_rdma_slice *s, const char *why)
+{
+	const struct te_segment_desc *p = s->task->peer;
+	struct te_rdma_ctx *c = &tr->ctxs[s->lctx];
+
+	s->ep = NULL;
+	if (++s->retries >= tr->cfg.retry_cnt) {
+		if (atomic_load(&s->task->failed_slices) == 0)
+			pd_err("rdma: transfer of %u bytes %s %s failed after %d attempts: %s "
+			       "(local %s GID %s, peer %s@%s GID %s); check that the two NICs reach "
+			       "each other (ping the GIDs' IPv4 addresses, same subnet/VLAN, MTU, "
+			       "MC_GID_INDEX on both sides)", s->len,
+			       s->task->req.opcode == TE_READ ? "from" : "to", p->name, s->retries,
+			       why, c->name, c->gid_str, p->name, p->devices[s->rdev].name,
+			       p->devices[s->rdev].gid);
+		slice_end(s, false);
+		return;
+	}
+	pd_dbg("rdma: slice retry %d: %s", s->retries, why);
+	s->lctx = (s->lctx + 1) % tr->nctx;
+	enqueue(&tr->ctxs[s->lctx], s);
+}
+
+/* Posts s on ep; false if the endpoint has no free send slot (caller keeps s queued). */
+static int post_slice(struct te_rdma_ctx *c, struct te_rdma_ep *ep, struct te_rdma_slice *s,
+		      char *why, size_t whylen)
+{
+	const struct te_rdma_cfg *cfg = &c->tr->cfg;
+	struct ibv_sge sge = { .addr = s->local, .length = s->len, .lkey = s->lkey[c->index] };
+	struct ibv_send_wr wr = { 0 }, *bad;
+	int q = -1, rc;
+
+	for (int k = 0; k < ep->nqp; k++) {
+		int i = (int)((ep->rr + k) % ep->nqp);
+
+		if (ep->qp_outstanding[i] < cfg->max_wr) {
+			q = i;
+			break;
+		}
+	}
+	if (q < 0)
+		return 1;
+	ep->rr++;
+	wr.wr_id = (uintptr_t)s;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = s->task->req.opcode == TE_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = s->remote;
+	wr.wr.rdma.rkey = s->rb->rkey[s->rdev];
+	rc = ibv_post_send(ep->qp[q], &wr, &bad);
+	if (rc) {
+		snprintf(why, whylen, "ibv_post_send on %s: %s", c->name, strerror(rc));
+		return -1;
+	}
+	s->ep = ep;
+	s->qp_idx = q;
+	ep->qp_outstanding[q]++;
+	ep->outstanding++;
+	c->outstanding++;
+	return 0;
+}
+
+static void free_dead(struct te_rdma_ctx *c, bool all)
+{
+	for (struct te_rdma_ep **pp = &c->dead; *pp;) {
+		struct te_rdma_ep *ep = *pp;
+
+		if (ep->outstanding == 0 || all) {
+			*pp = ep->next;
+			te_rdma_ep_free(ep);
+		} else {
+			pp = &ep->next;
+		}
+	}
+}
+
+/* Posts what fits from *pending; returns how many were posted or ended. */
+static int post_pending(struct te_rdma_ctx *c, struct te_rdma_slice **pending)
+{
+	struct te_rdma *tr = c->tr;
+	struct te_rdma_slice *s, *keep = NULL, **keep_tail = &keep;
+	char why[512];
+	int done = 0;
+
+	while ((s = *pending)) {
+		struct te_rdma_ep *ep;
+		int rc = 1;
+
+		*pending = s->next;
+		s->next = NULL;
+		if (c->outstanding >= c->cq_depth)
+			goto keep;
+		s->rdev = s->cand[(s->idx + (unsigned)s->retries) % s->ncand];
+		ep = te_rdma_ep_get(c, s->task->peer, s->rdev, why, sizeof(why));
+		if (!ep) {
+			done++;
+			slice_retry(tr, s, why);
+			continue;
+		}
+		pthread_mutex_lock(&c->mu);
+		if (ep->state == EP_CONNECTED)
+			rc = post_slice(c, ep, s, why, sizeof(why));
+		else
+			snprintf(why, sizeof(why), "endpoint %s was reset", ep->peer_path);
+		pthread_mutex_unlock(&c->mu);
+		if (rc == 0) {
+			done++;
+			continue;
+		}
+		if (rc < 0 || ep->state != EP_CONNECTED) {
+			done++;
+			slice_retry(tr, s, why);
+			continue;
+		}
+keep:
+		*keep_tail = s;
+		keep_tail = &s->next;
+	}
+	*keep_tail = *pending;
+	*pending = keep;
+	return done;
+}
+
+static int poll_cq(struct te_rdma_ctx *c)
+{
+	struct ibv_wc wc[64];
+	int n = ibv_poll_cq(c->cq, 64, wc);
+
+	for (int i = 0; i < n; i++) {
+		struct te_rdma_slice *s = (struct te_rdma_slice *)(uintptr_t)wc[i].wr_id;
+		struct te_rdma_ep *ep = s->ep;
+		char why[256];
+
+		pthread_mutex_lock(&c->mu);
+		ep->qp_outstanding[s->qp_idx]--;
+		ep->outstanding--;
+		c->outstanding--;
+		if (wc[i].status != IBV_WC_SUCCESS && ep->state == EP_CONNECTED) {
+			/* tear the endpoint down; the next attempt handshakes a fresh one */
+			pd_warn("rdma: %s -> %s: completion error %s (vendor 0x%x); resetting the "
+				"endpoint", c->name, ep->peer_path, ibv_wc_status_str(wc[i].status),
+				wc[i].vendor_err);
+			te_rdma_ep_kill(ep);
+		}
+		pthread_mutex_unlock(&c->mu);
+		if (wc[i].status == IBV_WC_SUCCESS) {
+			slice_end(s, true);
+		} else {
+			snprintf(why, sizeof(why), "completion status %s",
+				 ibv_wc_status_str(wc[i].status));
+			slice_retry(c->tr, s, why);
+		}
+	}
+	return n < 0 ? 0 : n;
+}
+
+static void *worker_main(void *arg)
+{
+	struct te_rdma_ctx *c = arg;
+	struct te_rdma_slice *pending = NULL, **tail;
+	int idle = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		free_dead(c, false);
+		if (!c->stop && !pending && !c->q_head && c->outstanding == 0) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		}
+		if (c->stop) {
+			pthread_mutex_unlock(&c->mu);
+			break;
+		}
+		for (tail = &pending; *tail; tail = &(*tail)->next)
+			;
+		*tail = c->q_head;
+		c->q_head = c->q_tail = NULL;
+		pthread_mutex_unlock(&c->mu);
+
+		if (post_pending(c, &pending) + poll_cq(c) > 0) {
+			idle = 0;
+		} else if (++idle > 64) {
+			sched_yield(); /* WRs in flight: keep polling, but let rxe/softirq run */
+		}
+	}
+	/* stopping: end what is queued; WRs in flight are flushed by the QPs' ERR state */
+	while (pending) {
+		struct te_rdma_slice *s = pending;
+
+		pending = s->next;
+		slice_end(s, false);
+	}
+	pthread_mutex_lock(&c->mu);
+	while (c->eps)
+		te_rdma_ep_kill(c->eps);
+	pthread_mutex_unlock(&c->mu);
+	for (int spin = 0; c->outstanding > 0 && spin < 20000; spin++)
+		if (!poll_cq(c))
+			sched_yield();
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- submit */
+
+static int rdma_submit(struct te_transport *t, struct te_task *const *tasks, size_t n)
+{
+	struct te_rdma *tr = (struct te_rdma *)t;
+	const size_t ss = tr->cfg.slice_size;
+	struct te_rdma_slice **lists;
+	int rc = 0;
+
+	lists = calloc(n ? n : 1, sizeof(*lists));
+	if (!lists)
+		return TE_ERR_MEMORY;
+	/* validate and build every slice first: on error nothing has started */
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct te_request *r = &tasks[i]->req;
+		const struct te_segment_desc *p = tasks[i]->peer;
+		const struct te_buffer_desc *rb;
+		uint32_t lkey[TE_MAX_DEVICES] = { 0 };
+		uint8_t cand[TE_MAX_DEVICES];
+		int ncand;
+
+		if (!p || p->ndevices <= 0) {
+			pd_err("rdma: segment %s publishes no RDMA devices", p ? p->name : "?");
+			rc = TE_ERR_INVALID_ARGUMENT;
+			break;
+		}
+		rb = te_desc_find_range(p, r->target_offset, r->length);
+		if (!rb) {
+			pd_err("rdma: remote range [0x%llx, +%zu) is not inside one buffer of segment "
+			       "%s; not posted", (unsigned long long)r->target_offset, r->length,
+			       p->name);
+			rc = TE_ERR_OUT_OF_RANGE;
+			break;
+		}
+		if (rb->nkeys != p->ndevices) {
+			pd_err("rdma: segment %s buffer 0x%llx has %d rkeys for %d devices", p->name,
+			       (unsigned long long)rb->addr, rb->nkeys, p->ndevices);
+			rc = TE_ERR_INVALID_ARGUMENT;
+			break;
+		}
+		rc = local_keys(tr, (uintptr_t)r->source, r->length, lkey);
+		if (rc) {
+			pd_err("rdma: local range [%p, +%zu) is not inside one registered buffer",
+			       r->source, r->length);
+			break;
+		}
+		ncand = remote_candidates(p, rb->name, cand);
+		for (size_t off = 0; off < r->length; off += ss) {
+			struct te_rdma_slice *s = calloc(1, sizeof(*s));
+
+			if (!s) {
+				rc = TE_ERR_MEMORY;
+				break;
+			}
+			s->task = tasks[i];
+			s->rb = rb;
+			s->idx = (unsigned)(off / ss);
+			s->local = (uintptr_t)r->source + off;
+			s->remote = r->target_offset + off;
+			s->len = (uint32_t)(r->length - off < ss ? r->length - off : ss);
+			s->ncand = (uint8_t)ncand;
+			memcpy(s->cand, cand, sizeof(cand));
+			memcpy(s->lkey, lkey, sizeof(lkey));
+			s->next = lists[i];
+			lists[i] = s;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct te_rdma_slice *s = lists[i], *rev = NULL, *next;
+		int cnt = 0;
+
+		for (; s; s = next) { /* back to ascending order */
+			next = s->next;
+			s->next = rev;
+			rev = s;
+			cnt++;
+		}
+		if (rc) {
+			for (s = rev; s; s = next) {
+				next = s->next;
+				free(s);
+			}
+			continue;
+		}
+		atomic_store(&tasks[i]->slice_count, cnt);
+		for (s = rev; s; s = next) {
+			next = s->next;
+			s->lctx = (int)(__atomic_fetch_add(&tr->rr, 1, __ATOMIC_RELAXED) % tr->nctx);
+			enqueue(&tr->ctxs[s->lctx], s);
+		}
+	}
+	free(lists);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- install / destroy */
+
+static void rdma_destroy(struct te_transport *t)
+{
+	struct te_rdma *tr = (struct te_rdma *)t;
+
+	if (!tr)
+		return;
+	for (int i = 0; i < tr->nctx; i++) {
+		struct te_rdma_ctx *c = &tr->ctxs[i];
+
+		if (!c->worker_started)
+			continue;
+		pthread_mutex_lock(&c->mu);
+		c->stop = true;
+		pthread_cond_signal(&c->cv);
+		pthread_mutex_unlock(&c->mu);
+		pthread_join(c->worker, NULL);
+	}
+	for (int i = 0; i < tr->nctx; i++) {
+		struct te_rdma_ctx *c = &tr->ctxs[i];
+
+		while (c->q_head) { /* slices retried onto a stopped worker */
+			struct te_rdma_slice *s = c->q_head;
+
+			c->q_head = s->next;
+			slice_end(s, false);
+		}
+		while (c->eps)
+			te_rdma_ep_kill(c->eps);
+		free_dead(c, true);
+	}
+	while (tr->mrs) {
+		struct te_rdma_mr *m = tr->mrs;
+
+		tr->mrs = m->next;
+		te_rdma_dereg(m);
+	}
+	for (int i = 0; i < tr->nctx; i++) {
+		te_rdma_close_ctx(&tr->ctxs[i]);
+		pthread_mutex_destroy(&tr->ctxs[i].mu);
+		pthread_cond_destroy(&tr->ctxs[i].cv);
+	}
+	pthread_rwlock_destroy(&tr->mr_lock);
+	free(tr);
+}
+
+static int rdma_install(struct te_engine *eng, struct te_transport **out)
+{
+	struct te_rdma *tr = calloc(1, sizeof(*tr));
+	int rc;
+
+	if (!tr)
+		return TE_ERR_MEMORY;
+	tr->eng = eng;
+	pthread_rwlock_init(&tr->mr_lock, NULL);
+	te_rdma_cfg_load(&tr->cfg);
+	rc = te_rdma_open_devices(tr, te_engine_device_names(eng));
+	for (int i = 0; !rc && i < tr->nctx; i++) {
+		rc = pthread_create(&tr->ctxs[i].worker, NULL, worker_main, &tr->ctxs[i]);
+		if (rc) {
+			pd_err("rdma: cannot start the worker for %s: %s", tr->ctxs[i].name,
+			       strerror(rc));
+			rc = TE_ERR_CONTEXT;
+		} else {
+			tr->ctxs[i].worker_started = true;
+		}
+	}
+	if (rc) {
+		rdma_destroy((struct te_transport *)tr);
+		return rc;
+	}
+	*out = (struct te_transport *)tr;
+	return 0;
+}
+
+static char *rdma_on_connection(struct te_transport *t, const char *json, size_t len)
+{
+	return te_rdma_on_connection((struct te_rdma *)t, json, len);
+}
+
+const struct te_transport_ops te_rdma_transport_ops = {
+	.name = "rdma",
+	.install = rdma_install,
+	.register_mem = rdma_register,
+	.unregister_mem = rdma_unregister,
+	.fill_desc = rdma_fill_desc,
+	.submit = rdma_submit,
+	.on_connection = rdma_on_connection,
+	.destroy = rdma_destroy,
+};

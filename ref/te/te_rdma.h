@@ -1,0 +1,136 @@
+/* te_rdma: private types shared by the RDMA transport's files — device contexts (te_rdma_dev.c),
+ * endpoints and the QP handshake (te_rdma_ep.c), slicing and workers (te_rdma.c). */
+#ifndef TE_RDMA_H
+#define TE_RDMA_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "te_internal.h"
+
+#define TE_RDMA_MAX_QP_PER_EP 64
+
+/* Knobs read once at install from MC_* (spec §5.5); defaults as Mooncake [P2]. */
+struct te_rdma_cfg {
+	int ib_port;        /* MC_IB_PORT 1 */
+	int gid_index;      /* MC_GID_INDEX / NCCL_IB_GID_INDEX; -1 = auto */
+	int mtu;            /* MC_MTU 4096 (bytes) */
+	int num_qp_per_ep;  /* MC_NUM_QP_PER_EP 2 */
+	int max_wr;         /* MC_MAX_WR 256 */
+	int max_sge;        /* MC_MAX_SGE 4 */
+	int max_inline;     /* MC_MAX_INLINE 64 */
+	int max_cqe;        /* MC_MAX_CQE_PER_CTX 4096 */
+	size_t slice_size;  /* MC_SLICE_SIZE 65536 */
+	int retry_cnt;      /* MC_RETRY_CNT 9 */
+	int hs_timeout_ms;  /* MC_HANDSHAKE_CONNECT_TIMEOUT 5 s */
+};
+
+struct te_rdma;
+struct te_rdma_ep;
+
+/* One opened device (Mooncake's RdmaContext). */
+struct te_rdma_ctx {
+	struct te_rdma *tr;
+	int index; /* position in devices[] of the published descriptor */
+	char name[64];
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	uint8_t port;
+	int gid_index;
+	union ibv_gid gid;
+	char gid_str[48];
+	uint16_t lid;
+	enum ibv_mtu path_mtu;
+	int max_rd_atomic;
+	int cq_depth;
+
+	/* worker: one thread per context posts queued slices and polls the CQ */
+	pthread_t worker;
+	bool worker_started;
+	pthread_mutex_t mu; /* queue + endpoint list */
+	pthread_cond_t cv;
+	struct te_rdma_slice *q_head, *q_tail;
+	struct te_rdma_ep *eps;  /* live endpoints (lookup by peer NIC path) */
+	struct te_rdma_ep *dead; /* endpoints in ERR state, freed once their WRs have drained */
+	int outstanding;         /* WRs posted on this CQ and not yet polled */
+	bool stop;
+};
+
+enum te_rdma_ep_state { EP_NEW, EP_CONNECTED, EP_DEAD };
+
+struct te_rdma_ep {
+	struct te_rdma_ep *next;
+	struct te_rdma_ctx *c;
+	char peer_path[TE_NAME_MAX + 72]; /* "<server>@<dev>" */
+	int state;
+	int nqp;
+	struct ibv_qp *qp[TE_RDMA_MAX_QP_PER_EP];
+	int qp_outstanding[TE_RDMA_MAX_QP_PER_EP];
+	int outstanding;
+	unsigned rr;
+	char peer_gid[48];
+};
+
+struct te_rdma_slice {
+	struct te_rdma_slice *next;
+	struct te_task *task;
+	const struct te_buffer_desc *rb; /* remote buffer in task->peer holding the range */
+	struct te_rdma_ep *ep;           /* while posted */
+	int qp_idx;
+	int lctx;    /* index of the local context of the current attempt */
+	int rdev;    /* remote device index (into peer->devices) of the current attempt */
+	unsigned idx; /* slice number, spreads slices over NICs */
+	uint64_t local, remote;
+	uint32_t len;
+	int retries;
+	uint8_t ncand, cand[TE_MAX_DEVICES]; /* remote device candidates (peer's matrix) */
+	uint32_t lkey[TE_MAX_DEVICES];        /* per local context */
+};
+
+struct te_rdma_mr {
+	struct te_rdma_mr *next;
+	uintptr_t addr;
+	size_t len;
+	struct ibv_mr *mr[TE_MAX_DEVICES];
+};
+
+struct te_rdma {
+	struct te_engine *eng;
+	struct te_rdma_cfg cfg;
+	int nctx;
+	struct te_rdma_ctx ctxs[TE_MAX_DEVICES];
+	pthread_rwlock_t mr_lock;
+	struct te_rdma_mr *mrs;
+	unsigned rr; /* local device round robin */
+};
+
+/* te_rdma_dev.c */
+void te_rdma_cfg_load(struct te_rdma_cfg *cfg);
+/* Opens every device in names (comma list; NULL/"" = all found). On error pd_err()s a message
+ * with the fix and returns TE_ERR_DEVICE_NOT_FOUND / TE_ERR_CONTEXT. */
+int te_rdma_open_devices(struct te_rdma *tr, const char *names);
+void te_rdma_close_ctx(struct te_rdma_ctx *c);
+/* ibv_reg_mr on every context; RLIMIT_MEMLOCK diagnosis on failure. */
+int te_rdma_reg(struct te_rdma *tr, void *addr, size_t len, struct te_rdma_mr **out);
+void te_rdma_dereg(struct te_rdma_mr *m);
+void te_rdma_gid_str(const union ibv_gid *g, char out[48]);
+int te_rdma_gid_parse(const char *s, union ibv_gid *g);
+/* Auto GID choice (§5.1): first RoCEv2 IPv4-mapped entry or IB type, else 0; -1 on no table. */
+int te_rdma_pick_gid(struct ibv_context *ctx, uint8_t port, int tbl_len);
+const char *te_rdma_mtu_str(enum ibv_mtu m);
+
+/* te_rdma_ep.c */
+/* Finds or creates (and connects, active side) the endpoint to peer_path for context c.
+ * Called by c's worker without c->mu held. NULL + errbuf on failure. */
+struct te_rdma_ep *te_rdma_ep_get(struct te_rdma_ctx *c, const struct te_segment_desc *peer,
+				  int peer_dev, char *errbuf, size_t errlen);
+/* Marks ep dead (QPs to ERR so its WRs flush) and unlinks it; caller holds c->mu. */
+void te_rdma_ep_kill(struct te_rdma_ep *ep);
+void te_rdma_ep_free(struct te_rdma_ep *ep);
+/* Passive side of the Connection handshake (§3). */
+char *te_rdma_on_connection(struct te_rdma *tr, const char *json, size_t len);
+
+#endif
