@@ -1,0 +1,9 @@
+# ref/proxy: pdkv-proxy (library px + thin main) and its tests.
+LIBS += px
+px_SRCS := $(filter-out ref/proxy/main.c,$(wildcard ref/proxy/px_*.c))
+BINS += pdkv-proxy
+pdkv-proxy_SRCS := ref/proxy/main.c
+pdkv-proxy_LIBS := px pdcommon
+TESTS += test_proxy_opts
+test_proxy_opts_SRCS := ref/proxy/tests/test_opts.c
+test_proxy_opts_LIBS := px pdcommon

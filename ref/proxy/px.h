@@ -1,0 +1,41 @@
+/* px: the pdkv-proxy library — flag parsing, backend URL normalisation, the libcurl forwarder
+ * and the libmicrohttpd front end that orders prefill (max_tokens=1) before decode. */
+#ifndef PX_H
+#define PX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PX_MAX_BACKENDS 64
+#define PX_URL_MAX 512
+
+struct px_opts {
+	char host[256];             /* --host, bind address */
+	int port;                   /* --port (0 = any free port) */
+	char prefill[PX_MAX_BACKENDS][PX_URL_MAX]; /* normalised base URLs, no trailing slash */
+	int n_prefill;
+	char decode[PX_MAX_BACKENDS][PX_URL_MAX];
+	int n_decode;
+	long prefill_timeout_ms;    /* whole prefill request; 0 = none */
+	long decode_timeout_ms;     /* whole decode request; 0 = none */
+	long connect_timeout_ms;
+	uint64_t max_body;          /* request body limit, bytes */
+	size_t queue_bytes;         /* decode -> client stream queue per request */
+};
+
+/* Parses argv (argv[0] is the program). Returns 0, 1 when --help was printed to stdout, or
+ * -EINVAL after writing a message naming the bad flag to err (size errsz). */
+int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz);
+void px_usage(const char *prog);
+
+/* Turns "http://h:p", "h:p", "[v6]:p", "https://h:p/v1/completions", "http://h:p/v1/" ... into a
+ * base URL ("http://h:p", or with a non-OpenAI path prefix kept). 0 or -EINVAL (err says why). */
+int px_normalize_url(const char *in, char *out, size_t outsz, char *err, size_t errsz);
+
+/* The front end. px_server_start binds (SO_REUSEADDR) and serves on MHD threads; *bound_port
+ * gets the real port. px_server_stop quiesces, aborts in-flight backend calls and joins. */
+struct px_server;
+int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_port);
+void px_server_stop(struct px_server *s);
+
+#endif

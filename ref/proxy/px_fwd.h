@@ -1,0 +1,72 @@
+/* px_fwd: pdkv-proxy's backend side on libcurl — a drained prefill call and a decode call whose
+ * body flows through a bounded queue to the client, with status and headers known first. */
+#ifndef PX_FWD_H
+#define PX_FWD_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Set once on shutdown: every backend call in flight aborts (checked by curl's progress hook). */
+extern volatile int px_stopping;
+
+/* What every backend call carries. */
+struct px_call {
+	const char *url;           /* full endpoint URL */
+	const char *method;        /* "POST" or "GET" */
+	const char *body;          /* POST body (may be NULL for GET) */
+	size_t body_len;
+	const char *request_id;    /* X-Request-Id */
+	const char *authorization; /* Authorization header value, or NULL */
+	long timeout_ms;           /* whole call; 0 = none */
+	long connect_timeout_ms;
+};
+
+/* POSTs and drains the answer. 0 when the backend said 200; otherwise -1 and reason gets a short
+ * text ("HTTP 500: <start of body>", "Failed to connect to ...", "Timeout was reached"). */
+int px_prefill(const struct px_call *c, int *http_status, char *reason, size_t reason_sz);
+
+#define PX_MAX_PASS_HEADERS 32
+
+/* One decode call in flight, owned by the client response that reads it. */
+struct px_stream {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thread;
+	int started;
+
+	/* ring buffer between curl's write callback (producer) and the client (consumer) */
+	char *ring;
+	size_t cap, head, len;
+
+	int hdr_done;   /* final (non-1xx) status line and headers seen */
+	int done;       /* curl returned */
+	int cancel;     /* the client went away: abort the call */
+	int status;     /* HTTP status from the backend, 0 if none */
+	int result;     /* CURLcode */
+	char errbuf[256];
+	int64_t content_length; /* -1 when absent or chunked */
+	char *hdr[PX_MAX_PASS_HEADERS]; /* end-to-end headers as "Name: value" */
+	int n_hdr;
+
+	uint64_t t_start_ns, t_first_ns, t_end_ns; /* t_first = first body byte, 0 if none */
+	uint64_t bytes;                            /* body bytes received from the backend */
+
+	struct px_call call; /* strings below are owned copies */
+	char *own_url, *own_body, *own_rid, *own_auth;
+};
+
+/* Starts the call on its own thread. 0 or -errno (nothing to clean up on failure but _free). */
+int px_stream_start(struct px_stream *s, const struct px_call *c, size_t queue_bytes);
+/* Blocks until the status is known or the call ended. Returns the status, 0 if none. */
+int px_stream_wait_headers(struct px_stream *s);
+/* Copies up to max body bytes: >0 bytes, 0 at a clean end, -1 when the call failed. Blocks. */
+long px_stream_read(struct px_stream *s, char *buf, size_t max);
+/* Reason a call without a status failed ("Failed to connect to ..."). */
+const char *px_stream_error(struct px_stream *s);
+/* Asks a running call to abort (the client went away); returns at once. */
+void px_stream_cancel(struct px_stream *s);
+/* Aborts if still running, joins the thread, frees everything but s itself. */
+void px_stream_finish(struct px_stream *s);
+
+#endif

@@ -1,0 +1,484 @@
+/* px_opts: pdkv-proxy's command line — the guide/PROXY-16 spellings (--prefill/--decode URL)
+ * and the toy proxy's (--prefiller-host/--prefiller-port/...), normalised to base URLs. */
+#include "px.h"
+#include "pd_util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PX_DEFAULT_PREFILL "http://localhost:8100"
+#define PX_DEFAULT_DECODE "http://localhost:8200"
+
+void px_usage(const char *prog)
+{
+	printf("Usage: %s [--host ADDR] [--port N] --prefill URL... --decode URL... [options]\n"
+	       "\n"
+	       "OpenAI-compatible disaggregated-prefill proxy (the integration guide's proxy, made\n"
+	       "strict): each POST /v1/completions or /v1/chat/completions is first sent to a prefill\n"
+	       "instance with max_tokens=1 and stream=false (drained), then the original request goes\n"
+	       "to a decode instance whose answer is streamed back unchanged.\n"
+	       "\n"
+	       "  --host ADDR              bind address (default 0.0.0.0)\n"
+	       "  --port N                 listen port (default 8000; 0 = any free port)\n"
+	       "  --prefill URL            prefill instance; repeat (or comma-separate) for round\n"
+	       "                           robin. URL: http://host:port, host:port, or an endpoint\n"
+	       "                           such as http://host:port/v1/completions. An optional\n"
+	       "                           bootstrap port after it (PROXY-16 style) is ignored.\n"
+	       "  --decode URL             decode instance; same forms, round robin\n"
+	       "  --prefiller-host(s) H..  toy-proxy spelling: hosts (repeat, comma or space list)\n"
+	       "  --prefiller-port(s) P..  toy-proxy spelling: ports (paired with the hosts; one\n"
+	       "                           host or one port is used for every entry of the other)\n"
+	       "  --decoder-host(s) H..    toy-proxy spelling for decode\n"
+	       "  --decoder-port(s) P..\n"
+	       "  --prefill-timeout SEC    whole prefill request (default 600; 0 = none)\n"
+	       "  --decode-timeout SEC     whole decode request incl. streaming (default 21600; 0 = none)\n"
+	       "  --connect-timeout SEC    TCP connect to a backend (default 10)\n"
+	       "  --max-body SIZE          request body limit, e.g. 64MiB (default); larger -> 413\n"
+	       "  --stream-buffer SIZE     per-request decode->client queue (default 256KiB)\n"
+	       "  -h, --help               this text\n"
+	       "\n"
+	       "Defaults when no backend is named: prefill %s, decode %s (the toy proxy's).\n"
+	       "Prefill failure -> 502 JSON error, decode is not called. Decode errors pass through.\n"
+	       "GET /health and /healthcheck answer 200; GET /v1/models goes to the first decode.\n"
+	       "X-Request-Id (generated when absent) and Authorization go to both backends; with no\n"
+	       "Authorization from the client, OPENAI_API_KEY (if set) is sent as a Bearer token.\n"
+	       "Log level: PDKV_LOG=error|warn|info|debug; one access line per request at info.\n",
+	       prog, PX_DEFAULT_PREFILL, PX_DEFAULT_DECODE);
+}
+
+static int fail(char *err, size_t errsz, const char *fmt, const char *a, const char *b)
+{
+	snprintf(err, errsz, fmt, a, b);
+	return -EINVAL;
+}
+
+static int valid_host(const char *h, size_t n, int bracketed)
+{
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)h[i];
+		if (isalnum(c) || c == '-' || c == '.' || c == '_')
+			continue;
+		if (bracketed && (c == ':' || c == '%'))
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+/* Removes OpenAI endpoint suffixes so "/v1/completions" and "/v1/" both give the base. */
+static void strip_endpoint(char *path)
+{
+	static const char *const sfx[] = { "/v1/chat/completions", "/v1/completions", "/v1/models",
+					   "/healthcheck", "/health", "/v1" };
+	int again = 1;
+	while (again) {
+		size_t n = strlen(path);
+		again = 0;
+		while (n && path[n - 1] == '/') {
+			path[--n] = '\0';
+			again = 1;
+		}
+		for (size_t i = 0; i < PD_ARRAY_SIZE(sfx); i++) {
+			size_t m = strlen(sfx[i]);
+			if (n >= m && !strcmp(path + n - m, sfx[i])) {
+				path[n - m] = '\0';
+				again = 1;
+				break;
+			}
+		}
+	}
+}
+
+int px_normalize_url(const char *in, char *out, size_t outsz, char *err, size_t errsz)
+{
+	const char *scheme = "http", *p = in, *auth, *slash, *hp;
+	char path[PX_URL_MAX], authority[300];
+	size_t alen;
+	int has_scheme = 0;
+
+	if (!in || !*in)
+		return fail(err, errsz, "expected http://host:port, host:port or an endpoint URL, got \"%s\"%s",
+			    in ? in : "", "");
+	for (const char *c = in; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			return fail(err, errsz, "URL \"%s\" contains a space or control character%s", in, "");
+	if (strlen(in) >= PX_URL_MAX - 1)
+		return fail(err, errsz, "URL \"%.64s...\" is too long%s", in, "");
+	if (!strncasecmp(p, "http://", 7)) {
+		p += 7;
+		has_scheme = 1;
+	} else if (!strncasecmp(p, "https://", 8)) {
+		scheme = "https";
+		p += 8;
+		has_scheme = 1;
+	} else if (strstr(p, "://")) {
+		return fail(err, errsz, "URL \"%s\": only http:// and https:// are supported%s", in, "");
+	}
+	auth = p;
+	slash = strchr(auth, '/');
+	alen = slash ? (size_t)(slash - auth) : strlen(auth);
+	if (alen == 0 || alen >= sizeof(authority))
+		return fail(err, errsz, "URL \"%s\": expected host:port after the scheme%s", in, "");
+	memcpy(authority, auth, alen);
+	authority[alen] = '\0';
+	if (strchr(authority, '@'))
+		return fail(err, errsz, "URL \"%s\": user info (user@host) is not supported%s", in, "");
+	if (strpbrk(in, "?#"))
+		return fail(err, errsz, "URL \"%s\": a query or fragment is not allowed in a backend URL%s",
+			    in, "");
+
+	/* host and optional port */
+	hp = authority;
+	{
+		const char *colon, *host = hp;
+		size_t hlen;
+		int bracketed = 0;
+		if (*hp == '[') {
+			const char *rb = strchr(hp, ']');
+			if (!rb)
+				return fail(err, errsz, "URL \"%s\": unterminated [IPv6] host%s", in, "");
+			host = hp + 1;
+			hlen = (size_t)(rb - host);
+			bracketed = 1;
+			colon = rb[1] == ':' ? rb + 1 : NULL;
+			if (rb[1] && rb[1] != ':')
+				return fail(err, errsz, "URL \"%s\": junk after ]%s", in, "");
+		} else {
+			colon = strrchr(hp, ':');
+			hlen = colon ? (size_t)(colon - hp) : strlen(hp);
+		}
+		if (!valid_host(host, hlen, bracketed))
+			return fail(err, errsz, "URL \"%s\": bad host name%s", in, "");
+		if (colon) {
+			int64_t port;
+			if (pd_parse_i64(colon + 1, &port) || port < 1 || port > 65535)
+				return fail(err, errsz, "URL \"%s\": port must be 1..65535, got \"%s\"", in,
+					    colon + 1);
+		} else if (!has_scheme) {
+			return fail(err, errsz, "expected http://host:port or host:port, got \"%s\" (no port)%s",
+				    in, "");
+		}
+	}
+	snprintf(path, sizeof(path), "%s", slash ? slash : "");
+	strip_endpoint(path);
+	if ((size_t)snprintf(out, outsz, "%s://%s%s", scheme, authority, path) >= outsz)
+		return fail(err, errsz, "URL \"%s\" is too long%s", in, "");
+	return 0;
+}
+
+/* Seconds as a decimal ("0.5", "600"); 0 allowed only where zero means "no limit". */
+static int parse_secs(const char *flag, const char *v, int zero_ok, long *ms, char *err, size_t errsz)
+{
+	char *end;
+	double d;
+	errno = 0;
+	d = strtod(v, &end);
+	if (!*v || *end || errno || !isfinite(d) || d < 0 || d > 1e7 || (!zero_ok && d <= 0)) {
+		snprintf(err, errsz, "%s: expected seconds (a number %s), got \"%s\"", flag,
+			 zero_ok ? ">= 0, 0 = no limit" : "> 0", v);
+		return -EINVAL;
+	}
+	*ms = (long)llround(d * 1000.0);
+	if (d > 0 && *ms == 0)
+		*ms = 1;
+	return 0;
+}
+
+/* Values of one list flag: repeated flags, comma lists and space lists all land here. */
+struct strlist {
+	char *v[PX_MAX_BACKENDS];
+	int n;
+};
+
+static int list_add(struct strlist *l, const char *flag, const char *val, char *err, size_t errsz)
+{
+	const char *p = val;
+	if (!*val) {
+		snprintf(err, errsz, "%s: empty value", flag);
+		return -EINVAL;
+	}
+	while (1) {
+		size_t n = strcspn(p, ",");
+		if (n == 0) {
+			snprintf(err, errsz, "%s: empty entry in \"%s\"", flag, val);
+			return -EINVAL;
+		}
+		if (l->n >= PX_MAX_BACKENDS) {
+			snprintf(err, errsz, "%s: more than %d entries", flag, PX_MAX_BACKENDS);
+			return -EINVAL;
+		}
+		l->v[l->n] = strndup(p, n);
+		if (!l->v[l->n])
+			return -ENOMEM;
+		l->n++;
+		if (!p[n])
+			return 0;
+		p += n + 1;
+	}
+}
+
+static void list_free(struct strlist *l)
+{
+	for (int i = 0; i < l->n; i++)
+		free(l->v[i]);
+	l->n = 0;
+}
+
+static int is_port_or_none(const char *s)
+{
+	int64_t v;
+	return !strcasecmp(s, "none") || (pd_parse_i64(s, &v) == 0 && v >= 1 && v <= 65535);
+}
+
+static int add_url(char (*dst)[PX_URL_MAX], int *n, const char *flag, const char *url, char *err,
+		   size_t errsz)
+{
+	char why[400];
+	if (*n >= PX_MAX_BACKENDS) {
+		snprintf(err, errsz, "%s: more than %d backends", flag, PX_MAX_BACKENDS);
+		return -EINVAL;
+	}
+	if (px_normalize_url(url, dst[*n], PX_URL_MAX, why, sizeof(why))) {
+		snprintf(err, errsz, "%s: %s", flag, why);
+		return -EINVAL;
+	}
+	(*n)++;
+	return 0;
+}
+
+/* The toy proxy's host and port lists, paired index by index (a single host or port is used
+ * for every entry of the other list). */
+static int add_toy(char (*dst)[PX_URL_MAX], int *n, const char *what, struct strlist *hosts,
+		   struct strlist *ports, const char *def_host, const char *def_port, char *err,
+		   size_t errsz)
+{
+	int count, ret;
+	if (!hosts->n && !ports->n)
+		return 0;
+	if (!hosts->n && (ret = list_add(hosts, what, def_host, err, errsz)))
+		return ret;
+	if (!ports->n && (ret = list_add(ports, what, def_port, err, errsz)))
+		return ret;
+	if (hosts->n != ports->n && hosts->n != 1 && ports->n != 1) {
+		snprintf(err, errsz, "Number of %s hosts (%d) must match number of %s ports (%d)", what,
+			 hosts->n, what, ports->n);
+		return -EINVAL;
+	}
+	count = hosts->n > ports->n ? hosts->n : ports->n;
+	for (int i = 0; i < count; i++) {
+		const char *h = hosts->v[hosts->n == 1 ? 0 : i], *p = ports->v[ports->n == 1 ? 0 : i];
+		char url[PX_URL_MAX + 16], flag[64];
+		int64_t port;
+		if (pd_parse_i64(p, &port) || port < 1 || port > 65535) {
+			snprintf(err, errsz, "--%s-port: expected 1..65535, got \"%s\"", what, p);
+			return -EINVAL;
+		}
+		if (strlen(h) > 255 || strchr(h, '/')) {
+			snprintf(err, errsz, "--%s-host: expected a host name or address, got \"%.64s\"",
+				 what, h);
+			return -EINVAL;
+		}
+		snprintf(url, sizeof(url), strchr(h, ':') && h[0] != '[' ? "http://[%s]:%s" : "http://%s:%s",
+			 h, p);
+		snprintf(flag, sizeof(flag), "--%s-host", what);
+		if ((ret = add_url(dst, n, flag, url, err, errsz)))
+			return ret;
+	}
+	return 0;
+}
+
+enum { F_HOST, F_PORT, F_PREFILL, F_DECODE, F_PH, F_PP, F_DH, F_DP, F_PTMO, F_DTMO, F_CTMO, F_BODY,
+       F_QUEUE, F_HELP };
+
+static const struct {
+	const char *name;
+	int id;
+} flags[] = {
+	{ "--host", F_HOST },
+	{ "--port", F_PORT },
+	{ "--prefill", F_PREFILL },
+	{ "--decode", F_DECODE },
+	{ "--prefiller-host", F_PH },
+	{ "--prefiller-hosts", F_PH },
+	{ "--prefiller-port", F_PP },
+	{ "--prefiller-ports", F_PP },
+	{ "--decoder-host", F_DH },
+	{ "--decoder-hosts", F_DH },
+	{ "--decoder-port", F_DP },
+	{ "--decoder-ports", F_DP },
+	{ "--prefill-timeout", F_PTMO },
+	{ "--decode-timeout", F_DTMO },
+	{ "--connect-timeout", F_CTMO },
+	{ "--max-body", F_BODY },
+	{ "--stream-buffer", F_QUEUE },
+	{ "--help", F_HELP },
+	{ "-h", F_HELP },
+};
+
+int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz)
+{
+	struct strlist ph = { 0 }, pp = { 0 }, dh = { 0 }, dp = { 0 }, *lst;
+	char *urls_p[PX_MAX_BACKENDS], *urls_d[PX_MAX_BACKENDS];
+	int np = 0, nd = 0, ret = 0;
+
+	memset(o, 0, sizeof(*o));
+	snprintf(o->host, sizeof(o->host), "0.0.0.0");
+	o->port = 8000;
+	o->prefill_timeout_ms = 600 * 1000L;
+	o->decode_timeout_ms = 21600 * 1000L;
+	o->connect_timeout_ms = 10 * 1000L;
+	o->max_body = 64ull << 20;
+	o->queue_bytes = 256 << 10;
+	err[0] = '\0';
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = NULL, *eq = NULL;
+		char name[64];
+		int id = -1;
+		size_t nl;
+		if (a[0] != '-') {
+			snprintf(err, errsz, "unexpected argument \"%s\"", a);
+			ret = -EINVAL;
+			goto out;
+		}
+		eq = a[1] == '-' ? strchr(a, '=') : NULL;
+		nl = eq ? (size_t)(eq - a) : strlen(a);
+		snprintf(name, sizeof(name), "%.*s", (int)(nl < 63 ? nl : 63), a);
+		for (size_t k = 0; k < PD_ARRAY_SIZE(flags); k++)
+			if (!strcmp(name, flags[k].name))
+				id = flags[k].id;
+		if (id < 0) {
+			snprintf(err, errsz, "unknown flag \"%s\"", name);
+			ret = -EINVAL;
+			goto out;
+		}
+		if (id == F_HELP) {
+			px_usage(argv[0]);
+			ret = 1;
+			goto out;
+		}
+		if (eq) {
+			val = eq + 1;
+		} else if (i + 1 < argc) {
+			val = argv[++i];
+		} else {
+			snprintf(err, errsz, "%s: missing value", name);
+			ret = -EINVAL;
+			goto out;
+		}
+		switch (id) {
+		case F_HOST:
+			if (!*val || strlen(val) >= sizeof(o->host)) {
+				snprintf(err, errsz, "--host: expected an address, got \"%s\"", val);
+				ret = -EINVAL;
+				goto out;
+			}
+			snprintf(o->host, sizeof(o->host), "%s", val);
+			break;
+		case F_PORT: {
+			int64_t v;
+			if (pd_parse_i64(val, &v) || v < 0 || v > 65535) {
+				snprintf(err, errsz, "--port: expected 0..65535, got \"%s\"", val);
+				ret = -EINVAL;
+				goto out;
+			}
+			o->port = (int)v;
+			break;
+		}
+		case F_PREFILL:
+		case F_DECODE: {
+			char **dst = id == F_PREFILL ? urls_p : urls_d;
+			int *n = id == F_PREFILL ? &np : &nd;
+			if (*n >= PX_MAX_BACKENDS) {
+				snprintf(err, errsz, "%s: more than %d backends", name, PX_MAX_BACKENDS);
+				ret = -EINVAL;
+				goto out;
+			}
+			dst[(*n)++] = (char *)val;
+			/* PROXY-16: "--prefill URL [BOOTSTRAP_PORT|none]"; the V0 pipe has no bootstrap */
+			if (id == F_PREFILL && !eq && i + 1 < argc && is_port_or_none(argv[i + 1]))
+				i++;
+			break;
+		}
+		case F_PH:
+		case F_PP:
+		case F_DH:
+		case F_DP:
+			lst = id == F_PH ? &ph : id == F_PP ? &pp : id == F_DH ? &dh : &dp;
+			if ((ret = list_add(lst, name, val, err, errsz)))
+				goto out;
+			/* argparse nargs="+": "--prefiller-port 8100 8101" */
+			while (!eq && i + 1 < argc && argv[i + 1][0] != '-')
+				if ((ret = list_add(lst, name, argv[++i], err, errsz)))
+					goto out;
+			break;
+		case F_PTMO:
+		case F_DTMO:
+		case F_CTMO: {
+			long *ms = id == F_PTMO ? &o->prefill_timeout_ms :
+				   id == F_DTMO ? &o->decode_timeout_ms : &o->connect_timeout_ms;
+			if ((ret = parse_secs(name, val, id != F_CTMO, ms, err, errsz)))
+				goto out;
+			break;
+		}
+		case F_BODY:
+		case F_QUEUE: {
+			uint64_t v;
+			if (pd_parse_size(val, &v) || v < 1024 || v > (id == F_BODY ? (4ull << 30) : (64ull << 20))) {
+				snprintf(err, errsz, "%s: expected a size from 1KiB to %s, got \"%s\"", name,
+					 id == F_BODY ? "4GiB" : "64MiB", val);
+				ret = -EINVAL;
+				goto out;
+			}
+			if (id == F_BODY)
+				o->max_body = v;
+			else
+				o->queue_bytes = (size_t)v;
+			break;
+		}
+		}
+	}
+	for (int i = 0; i < np; i++) {
+		struct strlist l = { 0 };
+		if ((ret = list_add(&l, "--prefill", urls_p[i], err, errsz)) == 0)
+			for (int k = 0; k < l.n && !ret; k++)
+				ret = add_url(o->prefill, &o->n_prefill, "--prefill", l.v[k], err, errsz);
+		list_free(&l);
+		if (ret)
+			goto out;
+	}
+	for (int i = 0; i < nd; i++) {
+		struct strlist l = { 0 };
+		if ((ret = list_add(&l, "--decode", urls_d[i], err, errsz)) == 0)
+			for (int k = 0; k < l.n && !ret; k++)
+				ret = add_url(o->decode, &o->n_decode, "--decode", l.v[k], err, errsz);
+		list_free(&l);
+		if (ret)
+			goto out;
+	}
+	if ((ret = add_toy(o->prefill, &o->n_prefill, "prefiller", &ph, &pp, "localhost", "8100", err,
+			   errsz)))
+		goto out;
+	if ((ret = add_toy(o->decode, &o->n_decode, "decoder", &dh, &dp, "localhost", "8200", err,
+			   errsz)))
+		goto out;
+	if (!o->n_prefill)
+		add_url(o->prefill, &o->n_prefill, "--prefill", PX_DEFAULT_PREFILL, err, errsz);
+	if (!o->n_decode)
+		add_url(o->decode, &o->n_decode, "--decode", PX_DEFAULT_DECODE, err, errsz);
+out:
+	list_free(&ph);
+	list_free(&pp);
+	list_free(&dh);
+	list_free(&dp);
+	if (ret == -ENOMEM)
+		snprintf(err, errsz, "out of memory");
+	return ret;
+}
