@@ -169,3 +169,51 @@ bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len
 #define TE_ENGINE_DEVICE_NAMES_DECLARED
 const char *te_engine_device_names(const struct te_engine *eng);
 #endif
+
+/* ---------------------------------------------------------------- additions by te-meta
+ * (te_json.c, te_desc.c, te_conn.c, te_meta*.c). te_json_fast_write() returns FastWriter bytes
+ * INCLUDING the trailing "\n"; cJSON_Raw items are written verbatim (exact u64 numbers). */
+#ifndef TE_META_ADDITIONS
+#define TE_META_ADDITIONS
+/* Strict parser that keeps numbers exact: every number becomes a cJSON_Raw item holding its
+ * text (valuedouble is set too); duplicate object keys: the last wins (as jsoncpp); depth <= 64;
+ * trailing whitespace allowed. NULL with the reason in errbuf. Free with cJSON_Delete. */
+struct cJSON *te_json_parse(const char *text, size_t len, char *errbuf, size_t errlen);
+/* Unsigned integer from a Number or Raw item: rejects negatives, fractions, exponents and
+ * values above max. 0 or TE_ERR_MALFORMED_JSON. */
+int te_json_get_uint(const struct cJSON *item, uint64_t max, uint64_t *out);
+/* rpc_meta value: {"ip_or_host_name":"...","rpc_port":N}\n (malloc'd). */
+char *te_rpcmeta_encode(const char *ip_or_host_name, int rpc_port);
+/* Tolerant reader: host non-empty, rpc_port 1..65535. TE_ERR_MALFORMED_JSON + reason. */
+int te_rpcmeta_decode(const char *json, size_t len, char *host, size_t hostlen, int *rpc_port,
+		      char *errbuf, size_t errlen);
+/* Mooncake's adaptor resolution of vLLM's metadata_server/metadata_backend into a TE connection
+ * string (vllm-connector §2.5-2.6): backend NULL -> "h:p" becomes "etcd://h:p"; backend
+ * "etcd"/"redis" (any case) -> "<backend>://h:p"; a server with "://" (or P2PHANDSHAKE) wins.
+ * Another backend -> TE_ERR_INVALID_ARGUMENT with vLLM's message. */
+int te_conn_resolve(const char *metadata_server, const char *metadata_backend, char *out,
+		    size_t outlen, char *errbuf, size_t errlen);
+const char *te_meta_kind_name(enum te_meta_kind kind); /* "etcd" "redis" "http" "P2PHANDSHAKE" */
+const char *te_meta_conn(const struct te_meta *m);     /* the connection string it was opened with */
+
+/* One metadata backend = one file (te_meta_<name>.c) + one row in te_meta.c's table. State is
+ * the backend's own; every op must be thread-safe. get: *val malloc'd, NUL-terminated. */
+struct te_conn_info;
+struct te_meta_backend {
+	enum te_meta_kind kind;
+	int (*open)(const struct te_conn_info *ci, void **state, char *errbuf, size_t errlen);
+	int (*put)(void *state, const char *key, const char *val, size_t len);
+	int (*get)(void *state, const char *key, char **val, size_t *len);
+	int (*del)(void *state, const char *key); /* TE_ERR_NOT_FOUND when it was absent */
+	void (*close)(void *state);
+};
+extern const struct te_meta_backend te_meta_etcd_backend, te_meta_redis_backend,
+	te_meta_http_backend;
+/* Shared libcurl request for the etcd and http backends (te_meta.c). method "GET", "PUT",
+ * "POST", "DELETE"; body may be NULL. *resp malloc'd (NUL-terminated, capped at 256 MiB).
+ * Returns 0 with *status = HTTP code, or TE_ERR_UNREACHABLE (no HTTP answer) with the curl
+ * error in errbuf. */
+int te_meta_http_request(const char *method, const char *url, const char *body, size_t len,
+			 const char *content_type, long timeout_ms, long *status, char **resp,
+			 size_t *resp_len, char *errbuf, size_t errlen);
+#endif
