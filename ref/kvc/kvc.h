@@ -29,6 +29,15 @@ enum kvc_miss_mode {
 	KVC_MISS_NEW = 1, /* BUF-new: producer waits for a matching insert */
 };
 
+/* Producer back pressure (spec §4.7). Added by the kvc helper. */
+enum kvc_overflow {
+	KVC_OVERFLOW_NEW_ESCAPE = 0, /* BUF-new `bytes + item > threshold` waits, but an item larger
+					than the whole threshold is accepted into an empty buffer
+					(warning) instead of blocking forever — pdkv's default */
+	KVC_OVERFLOW_NEW = 1,        /* BUF-new exactly: an oversize item waits forever/timeout */
+	KVC_OVERFLOW_OLD = 2,        /* BUF-old: wait while bytes > threshold, then add */
+};
+
 enum kvc_dtype { KVC_BOOL = 0, KVC_I64 = 1, KVC_F32 = 2, KVC_BF16 = 3, KVC_F16 = 4, KVC_U8 = 5 };
 
 /* A tensor as it crosses the pipe (documented pdkv tensor blob format in kvc_tensor.c). */
@@ -45,6 +54,8 @@ struct kvc_item {
 	struct kvc_tensor tokens, roi, keys, values, hidden;
 };
 void kvc_item_free(struct kvc_item *it); /* frees the tensors' data (not the struct) */
+/* Added by the kvc helper: a tensor with ndim == 0 is None (sent as the NONE_INT sentinel). */
+void kvc_tensor_free(struct kvc_tensor *t);
 
 struct kvc_opts {
 	const struct cfg_mooncake *mc;
@@ -54,6 +65,15 @@ struct kvc_opts {
 	int miss_mode;           /* enum kvc_miss_mode (producer side) */
 	int select_timeout_ms;   /* consumer: bound on a drop_select (0 = wait forever) */
 	const char *zmq_bind_host; /* NULL = "*" as PIPE-a/b */
+	/* Added by the kvc helper; 0 = default for each. */
+	size_t pool_bytes;       /* registered managed-buffer region (default: kv_buffer_size
+				    rounded up to a power of two, clamped to 64..256 MiB;
+				    env PDKV_KVC_POOL_BYTES) */
+	int overflow_rule;       /* enum kvc_overflow */
+	int insert_timeout_ms;   /* producer: bound on a back-pressure wait (0 = until destroy) */
+	int miss_wait_ms;        /* KVC_MISS_NEW: answer 5 x None after this long (0 = wait for a
+				    match until destroy, as vLLM) */
+	int transfer_timeout_ms; /* one TE READ (0 = engine default, MC_TRANSFER_TIMEOUT 30 s) */
 };
 
 struct kvc;
@@ -73,6 +93,9 @@ struct kvc_stats {
 	uint64_t transfers, transfer_failures;
 	uint64_t buffer_bytes, buffer_items;  /* producer buffer occupancy now */
 	uint64_t hits, misses;
+	/* added by the kvc helper */
+	uint64_t protocol_errors, alloc_failures; /* rejected frames/blobs; Allocation Return Error */
+	uint64_t pool_bytes_in_use, pending_acks; /* managed buffers handed out; sends not ACKed */
 };
 void kvc_get_stats(const struct kvc *c, struct kvc_stats *s);
 const char *kvc_strerror(int err);

@@ -1,0 +1,420 @@
+/* kvc: the V0 SimpleConnector on top of the pipe — producer insert + drop_select_handler thread,
+ * consumer drop_select (signal, tokens, roi out; 5 tensors back), stats and orderly shutdown. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvc/kvc_internal.h"
+#include "pd_log.h"
+#include "pd_util.h"
+
+#define END_SIGNAL_MS 300
+#define FLUSH_MS 500
+
+struct kvc {
+	struct kvc_pipe pipe;
+	struct kvc_sbuf sbuf;
+	bool producer;
+	int miss_mode, select_timeout_ms, insert_timeout_ms, miss_wait_ms;
+	atomic_bool ready, closing;
+	/* consumer: one drop_select at a time, as vLLM's single transport thread serializes them */
+	pthread_mutex_t select_mu;
+	int stale;   /* responses the producer still owes to an abandoned drop_select */
+	bool desync; /* a query went out half-sent: the pipe's tensor order is lost */
+	pthread_mutex_t start_mu;
+	pthread_t handler;
+	bool handler_started;
+	atomic_uint_fast64_t hits, misses;
+};
+
+static bool role_is_producer(const struct cfg_kv_transfer *kt)
+{
+	if (kt->kv_role)
+		return strcmp(kt->kv_role, "kv_producer") == 0 || strcmp(kt->kv_role, "kv_both") == 0;
+	return kt->is_producer;
+}
+
+static int bool_to_float(const struct kvc_tensor *in, struct kvc_tensor *out)
+{
+	int rc = kvc_tensor_alloc(out, KVC_F32, in->ndim, in->shape);
+	const uint8_t *b = in->data;
+	float *f = out->data;
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < in->nbytes; i++)
+		f[i] = b[i] ? 1.0f : 0.0f;
+	return 0;
+}
+
+/* roi comes back as float; vLLM converts with `> 0.5` */
+static int float_to_bool(const struct kvc_tensor *in, struct kvc_tensor *out)
+{
+	int rc = kvc_tensor_alloc(out, KVC_BOOL, in->ndim, in->shape);
+	const float *f = in->data;
+	uint8_t *b = out->data;
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < out->nbytes; i++)
+		b[i] = f[i] > 0.5f;
+	return 0;
+}
+
+static bool is_1d(const struct kvc_tensor *t, int dtype)
+{
+	return !kvc_tensor_is_none(t) && t->dtype == dtype && t->ndim == 1;
+}
+
+static void send_item(struct kvc *c, const struct kvc_item *it)
+{
+	struct kvc_tensor roi_f = { 0 };
+	const struct kvc_tensor *v[5] = { NULL, NULL, NULL, NULL, NULL };
+	if (it) {
+		if (bool_to_float(&it->roi, &roi_f)) {
+			pd_err("kvc: drop_select_handler: cannot convert roi; answering a miss");
+			it = NULL;
+		} else {
+			v[0] = &it->tokens;
+			v[1] = &roi_f;
+			v[2] = &it->keys;
+			v[3] = &it->values;
+			v[4] = &it->hidden;
+		}
+	}
+	for (int i = 0; i < 5; i++) {
+		int rc = kvc_pipe_send(&c->pipe, v[i], 0, &c->closing);
+		if (rc) {
+			if (rc != KVC_ERR_CLOSED)
+				pd_err("kvc: drop_select_handler: sending tensor %d of 5: %s", i + 1,
+				       kvc_strerror(rc));
+			break;
+		}
+	}
+	kvc_tensor_free(&roi_f);
+}
+
+static void *handler_main(void *arg)
+{
+	struct kvc *c = arg;
+	while (!atomic_load(&c->closing)) {
+		struct kvc_tensor q[3] = { 0 };
+		struct kvc_tensor roi = { 0 };
+		struct kvc_item it;
+		int rc = 0, r, wait;
+		bool bad = false;
+		for (int i = 0; i < 3; i++) {
+			r = kvc_pipe_recv(&c->pipe, &q[i], 0, &c->closing);
+			if (r == KVC_ERR_CLOSED)
+				goto out;
+			if (r) {
+				pd_err("kvc: drop_select_handler: receiving query tensor %d of 3: %s",
+				       i + 1, kvc_strerror(r));
+				bad = true;
+			}
+			if (i == 0 && !r && kvc_tensor_is_none(&q[0])) {
+				pd_info("kvc: drop_select_handler: end signal from %s; exiting",
+					c->pipe.v0.remote_url);
+				goto out;
+			}
+		}
+		if (!bad && (!is_1d(&q[1], KVC_I64) || !is_1d(&q[2], KVC_F32) ||
+			     q[1].shape[0] != q[2].shape[0])) {
+			pd_err("kvc: drop_select_handler: query needs tokens int64 [T] and roi float "
+			       "[T]; got dtypes %d/%d ndims %d/%d",
+			       q[1].dtype, q[2].dtype, q[1].ndim, q[2].ndim);
+			bad = true;
+		}
+		if (bad) {
+			rc = KVC_MISS;
+		} else if (float_to_bool(&q[2], &roi)) {
+			rc = KVC_MISS;
+		} else {
+			wait = c->miss_mode == KVC_MISS_OLD ? 0
+							    : (c->miss_wait_ms > 0 ? c->miss_wait_ms : -1);
+			rc = kvc_sbuf_take(&c->sbuf, q[1].data, roi.data, (size_t)q[1].shape[0], wait,
+					   &it);
+		}
+		for (int i = 0; i < 3; i++)
+			kvc_tensor_free(&q[i]);
+		kvc_tensor_free(&roi);
+		if (rc == KVC_ERR_CLOSED)
+			break;
+		if (rc == 0) {
+			atomic_fetch_add(&c->hits, 1);
+			send_item(c, &it);
+			kvc_item_free(&it);
+		} else {
+			atomic_fetch_add(&c->misses, 1);
+			pd_dbg("kvc: drop_select_handler: no match; answering 5 x None");
+			send_item(c, NULL);
+		}
+		continue;
+out:
+		for (int i = 0; i < 3; i++)
+			kvc_tensor_free(&q[i]);
+		break;
+	}
+	return NULL;
+}
+
+int kvc_create(const struct kvc_opts *o, struct kvc **out)
+{
+	struct kvc *c;
+	int rc;
+	*out = NULL;
+	if (!o || !o->mc || !o->kt) {
+		pd_err("kvc: kvc_create needs the mooncake.json and kv-transfer-config");
+		return KVC_ERR_CONFIG;
+	}
+	if (o->frame_format != KVC_FRAME_PICKLE && o->frame_format != KVC_FRAME_U64BE) {
+		pd_err("kvc: frame_format %d unknown (0 pickle, 1 u64be)", o->frame_format);
+		return KVC_ERR_CONFIG;
+	}
+	if (o->miss_mode != KVC_MISS_OLD && o->miss_mode != KVC_MISS_NEW) {
+		pd_err("kvc: miss_mode %d unknown (0 old: 5 x None, 1 new: wait)", o->miss_mode);
+		return KVC_ERR_CONFIG;
+	}
+	if (!isfinite(o->kt->kv_buffer_size) || o->kt->kv_buffer_size < 0 ||
+	    o->kt->kv_buffer_size > 1e15) {
+		pd_err("kvc: kv-transfer-config: kv_buffer_size %g is not a byte count", o->kt->kv_buffer_size);
+		return KVC_ERR_CONFIG;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return KVC_ERR_ALLOC;
+	c->producer = role_is_producer(o->kt);
+	c->miss_mode = o->miss_mode;
+	c->select_timeout_ms = o->select_timeout_ms;
+	c->insert_timeout_ms = o->insert_timeout_ms;
+	c->miss_wait_ms = o->miss_wait_ms;
+	pthread_mutex_init(&c->select_mu, NULL);
+	pthread_mutex_init(&c->start_mu, NULL);
+	rc = kvc_sbuf_init(&c->sbuf, (uint64_t)o->kt->kv_buffer_size, o->overflow_rule);
+	if (rc) {
+		free(c);
+		return rc;
+	}
+	rc = kvc_pipe_open(&c->pipe, o);
+	if (rc) {
+		kvc_sbuf_destroy(&c->sbuf);
+		free(c);
+		return rc;
+	}
+	atomic_store(&c->ready, true);
+	*out = c;
+	return 0;
+}
+
+void kvc_destroy(struct kvc *c)
+{
+	if (!c)
+		return;
+	atomic_store(&c->ready, false);
+	atomic_store(&c->closing, true);
+	if (c->producer) {
+		kvc_sbuf_close(&c->sbuf);
+		pthread_mutex_lock(&c->start_mu);
+		if (c->handler_started)
+			pthread_join(c->handler, NULL);
+		c->handler_started = false;
+		pthread_mutex_unlock(&c->start_mu);
+		/* let the consumer finish reading what we already pushed */
+		kvc_pipe_flush(&c->pipe, FLUSH_MS);
+	} else {
+		/* any running drop_select sees `closing` within one poll slice and returns */
+		pthread_mutex_lock(&c->select_mu);
+		if (!c->desync) {
+			/* SimpleBuffer.close(): the end signal (None) so the peer's handler exits */
+			if (kvc_pipe_send(&c->pipe, NULL, END_SIGNAL_MS, NULL) == 0)
+				kvc_pipe_flush(&c->pipe, FLUSH_MS);
+		}
+		pthread_mutex_unlock(&c->select_mu);
+	}
+	kvc_pipe_close(&c->pipe);
+	kvc_sbuf_destroy(&c->sbuf);
+	pthread_mutex_destroy(&c->select_mu);
+	pthread_mutex_destroy(&c->start_mu);
+	free(c);
+}
+
+bool kvc_ready(const struct kvc *c)
+{
+	return c && atomic_load(&c->ready);
+}
+
+int kvc_insert(struct kvc *c, const struct kvc_item *it)
+{
+	int rc;
+	if (!c || !it)
+		return KVC_ERR_CONFIG;
+	if (!c->producer) {
+		pd_err("kvc: insert on a consumer (kv_role is not kv_producer/kv_both): vLLM builds "
+		       "no producer buffer here");
+		return KVC_ERR_CONFIG;
+	}
+	if (atomic_load(&c->closing))
+		return KVC_ERR_CLOSED;
+	rc = kvc_sbuf_insert(&c->sbuf, it, c->insert_timeout_ms);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->start_mu);
+	if (!c->handler_started && !atomic_load(&c->closing)) {
+		if (pthread_create(&c->handler, NULL, handler_main, c) == 0)
+			c->handler_started = true;
+		else
+			pd_err("kvc: cannot start the drop_select_handler thread");
+	}
+	pthread_mutex_unlock(&c->start_mu);
+	return c->handler_started ? 0 : KVC_ERR_CONFIG;
+}
+
+/* ms to pass to the pipe: 0 = no deadline; -1 = already past */
+static int ms_left(uint64_t dl)
+{
+	uint64_t now;
+	if (!dl)
+		return 0;
+	now = pd_now_ns();
+	if (now >= dl)
+		return -1;
+	return (int)((dl - now) / 1000000) + 1;
+}
+
+static int recv_bounded(struct kvc *c, struct kvc_tensor *t, uint64_t dl)
+{
+	int ms = ms_left(dl);
+	if (ms < 0)
+		return KVC_ERR_TIMEOUT;
+	return kvc_pipe_recv(&c->pipe, t, ms, &c->closing);
+}
+
+static int send_bounded(struct kvc *c, const struct kvc_tensor *t, uint64_t dl)
+{
+	int ms = ms_left(dl);
+	if (ms < 0)
+		return KVC_ERR_TIMEOUT;
+	return kvc_pipe_send(&c->pipe, t, ms, &c->closing);
+}
+
+static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct kvc_item *out)
+{
+	uint64_t dl = c->select_timeout_ms > 0
+			      ? pd_now_ns() + (uint64_t)c->select_timeout_ms * 1000000ull
+			      : 0;
+	int64_t zero = 0, shape[1] = { (int64_t)n };
+	struct kvc_tensor sig = { .dtype = KVC_I64, .ndim = 1, .shape = { 1 }, .data = &zero,
+				  .nbytes = 8 };
+	struct kvc_tensor tok = { .dtype = KVC_I64, .ndim = 1, .shape = { (int64_t)n },
+				  .data = (void *)tokens, .nbytes = n * 8 };
+	struct kvc_tensor roi = { 0 }, r[5] = { 0 };
+	int rc;
+
+	if (c->desync) {
+		pd_err("kvc: drop_select: the pipe lost its tensor order after a half-sent query; "
+		       "restart the connector");
+		return KVC_ERR_PROTOCOL;
+	}
+	while (c->stale > 0) { /* late answers to an abandoned select: read, ACK, drop */
+		struct kvc_tensor t;
+		rc = recv_bounded(c, &t, dl);
+		if (rc == KVC_ERR_TIMEOUT || rc == KVC_ERR_CLOSED)
+			return rc;
+		kvc_tensor_free(&t);
+		c->stale--;
+		if (c->stale == 0)
+			pd_warn("kvc: drop_select: discarded the late answer to an earlier timed-out "
+				"select");
+	}
+	rc = kvc_tensor_alloc(&roi, KVC_F32, 1, shape);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		((float *)roi.data)[i] = 1.0f;
+	rc = send_bounded(c, &sig, dl);
+	if (rc)
+		goto out;
+	if ((rc = send_bounded(c, &tok, dl)) || (rc = send_bounded(c, &roi, dl))) {
+		c->desync = true;
+		pd_err("kvc: drop_select: query half-sent (%s); the pipe is out of step",
+		       kvc_strerror(rc));
+		goto out;
+	}
+	for (int i = 0; i < 5; i++) {
+		rc = recv_bounded(c, &r[i], dl);
+		if (rc) {
+			c->stale += 5 - i - (rc == KVC_ERR_TIMEOUT || rc == KVC_ERR_CLOSED ? 0 : 1);
+			goto out;
+		}
+	}
+	if (kvc_tensor_is_none(&r[0])) {
+		atomic_fetch_add(&c->misses, 1);
+		rc = KVC_MISS;
+		goto out;
+	}
+	if (!is_1d(&r[0], KVC_I64) || !is_1d(&r[1], KVC_F32) || r[0].shape[0] != r[1].shape[0]) {
+		pd_err("kvc: drop_select: answer needs tokens int64 [T] and roi float [T]; got "
+		       "dtypes %d/%d ndims %d/%d",
+		       r[0].dtype, r[1].dtype, r[0].ndim, r[1].ndim);
+		atomic_fetch_add(&c->pipe.protocol_errors, 1);
+		rc = KVC_ERR_PROTOCOL;
+		goto out;
+	}
+	rc = float_to_bool(&r[1], &out->roi);
+	if (rc)
+		goto out;
+	out->tokens = r[0];
+	out->keys = r[2];
+	out->values = r[3];
+	out->hidden = r[4];
+	memset(&r[0], 0, sizeof(r[0]));
+	for (int i = 2; i < 5; i++)
+		memset(&r[i], 0, sizeof(r[i]));
+	atomic_fetch_add(&c->hits, 1);
+	rc = KVC_OK;
+out:
+	for (int i = 0; i < 5; i++)
+		kvc_tensor_free(&r[i]);
+	kvc_tensor_free(&roi);
+	return rc;
+}
+
+int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out)
+{
+	int rc;
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (!c || !out || (!tokens && ntokens))
+		return KVC_ERR_CONFIG;
+	if (c->producer) {
+		pd_err("kvc: drop_select on a producer: Please initialize the consumer buffer before "
+		       "calling select. (kv_role %s builds only the producer buffer)",
+		       "kv_producer/kv_both");
+		return KVC_ERR_CONFIG;
+	}
+	pthread_mutex_lock(&c->select_mu);
+	rc = atomic_load(&c->closing) ? KVC_ERR_CLOSED : select_locked(c, tokens, ntokens, out);
+	pthread_mutex_unlock(&c->select_mu);
+	if (rc < 0)
+		kvc_item_free(out);
+	return rc;
+}
+
+void kvc_get_stats(const struct kvc *cc, struct kvc_stats *s)
+{
+	struct kvc *c = (struct kvc *)cc;
+	memset(s, 0, sizeof(*s));
+	if (!c)
+		return;
+	s->bytes_sent = atomic_load(&c->pipe.bytes_sent);
+	s->bytes_received = atomic_load(&c->pipe.bytes_received);
+	s->transfers = atomic_load(&c->pipe.transfers);
+	s->transfer_failures = atomic_load(&c->pipe.transfer_failures);
+	kvc_sbuf_usage(&c->sbuf, &s->buffer_bytes, &s->buffer_items);
+	s->hits = atomic_load(&c->hits);
+	s->misses = atomic_load(&c->misses);
+	s->protocol_errors = atomic_load(&c->pipe.protocol_errors);
+	s->alloc_failures = atomic_load(&c->pipe.alloc_failures);
+	s->pool_bytes_in_use = kvc_pool_in_use(c->pipe.pool);
+	pthread_mutex_lock(&c->pipe.ack_mu);
+	s->pending_acks = c->pipe.ack_n;
+	pthread_mutex_unlock(&c->pipe.ack_mu);
+}

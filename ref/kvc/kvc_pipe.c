@@ -1,0 +1,538 @@
+/* kvc_pipe: the MooncakePipe (spec §3) — engine segment named own_url, the managed-buffer pool,
+ * the four ZMQ sockets, send (PUSH (ptr,len), FIFO ACK release on a cleaner thread) and receive
+ * (PULL (ptr,len), TE READ from the peer's buffer, ACK). Every wait is bounded and abortable. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "kvc/kvc_internal.h"
+#include "pd_log.h"
+#include "pd_util.h"
+#include "te/te.h"
+
+#define SLICE_MS 100
+#define ACK_SEND_MS 2000
+#define MAX_MSG_BYTES (4ull << 30) /* a (ptr,len) asking for more is refused unread */
+
+static int reg_cb(void *ctx, void *addr, size_t len)
+{
+	return te_register(ctx, addr, len, "cpu:0");
+}
+
+static int unreg_cb(void *ctx, void *addr)
+{
+	return te_unregister(ctx, addr);
+}
+
+/* remaining ms to a deadline (ns); deadline 0 = none -> SLICE_MS */
+static long slice_left(uint64_t deadline)
+{
+	uint64_t now;
+	if (!deadline)
+		return SLICE_MS;
+	now = pd_now_ns();
+	if (now >= deadline)
+		return 0;
+	return (long)((deadline - now) / 1000000 < SLICE_MS ? (deadline - now) / 1000000 + 1
+							    : SLICE_MS);
+}
+
+static uint64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms > 0 ? pd_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+}
+
+/* Waits for ev on sock: 0 ready, KVC_ERR_TIMEOUT, KVC_ERR_CLOSED (abort/stop). */
+static int zwait(struct kvc_pipe *p, void *sock, short ev, uint64_t deadline,
+		 const atomic_bool *abort)
+{
+	for (;;) {
+		zmq_pollitem_t it = { .socket = sock, .events = ev };
+		long ms;
+		if ((abort && atomic_load(abort)) || atomic_load(&p->stop))
+			return KVC_ERR_CLOSED;
+		ms = slice_left(deadline);
+		if (ms == 0)
+			return KVC_ERR_TIMEOUT;
+		int r = zmq_poll(&it, 1, ms);
+		if (r < 0 && zmq_errno() != EINTR) {
+			pd_err("kvc: zmq_poll: %s", zmq_strerror(zmq_errno()));
+			return KVC_ERR_CLOSED;
+		}
+		if (r > 0 && (it.revents & ev))
+			return 0;
+	}
+}
+
+/* Sends a message of n parts (all-or-nothing once the first part is queued). */
+static int zsend(struct kvc_pipe *p, void *sock, const uint8_t *const *parts, const size_t *lens,
+		 int n, uint64_t deadline, const atomic_bool *abort)
+{
+	int rc = zwait(p, sock, ZMQ_POLLOUT, deadline, abort);
+	if (rc)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		int fl = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
+		if (zmq_send(sock, parts[i], lens[i], fl) < 0) {
+			pd_err("kvc: zmq_send part %d of %d: %s", i + 1, n, zmq_strerror(zmq_errno()));
+			return KVC_ERR_CLOSED;
+		}
+	}
+	return 0;
+}
+
+struct zframes {
+	uint8_t b[2][KVC_FRAME_MAX];
+	size_t len[2]; /* real lengths (copied at most KVC_FRAME_MAX) */
+	int n;         /* number of parts in the message */
+};
+
+static int zrecv(struct kvc_pipe *p, void *sock, struct zframes *f, uint64_t deadline,
+		 const atomic_bool *abort)
+{
+	int rc = zwait(p, sock, ZMQ_POLLIN, deadline, abort);
+	memset(f, 0, sizeof(*f));
+	if (rc)
+		return rc;
+	for (;;) {
+		zmq_msg_t m;
+		int more;
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, sock, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&m);
+			if (f->n)
+				break;
+			return zmq_errno() == EAGAIN ? KVC_ERR_TIMEOUT : KVC_ERR_CLOSED;
+		}
+		if (f->n < 2) {
+			size_t sz = zmq_msg_size(&m);
+			f->len[f->n] = sz;
+			memcpy(f->b[f->n], zmq_msg_data(&m), sz < KVC_FRAME_MAX ? sz : KVC_FRAME_MAX);
+		}
+		f->n++;
+		more = zmq_msg_more(&m);
+		zmq_msg_close(&m);
+		if (!more || f->n > 64)
+			break;
+	}
+	return 0;
+}
+
+static void log_frame(const char *what, const char *peer, const struct zframes *f,
+		      const char *expected)
+{
+	char h0[160], h1[160] = "";
+	kvc_hex(f->b[0], f->len[0] < KVC_FRAME_MAX ? f->len[0] : KVC_FRAME_MAX, h0, sizeof(h0));
+	if (f->n > 1)
+		kvc_hex(f->b[1], f->len[1] < KVC_FRAME_MAX ? f->len[1] : KVC_FRAME_MAX, h1,
+			sizeof(h1));
+	pd_err("kvc: side channel: rejected %s from %s: %d part(s), [%zu bytes] %s%s%s%s; expected %s",
+	       what, peer, f->n, f->len[0], h0, f->n > 1 ? " | " : "", f->n > 1 ? h1 : "",
+	       f->n > 2 ? " | ..." : "", expected);
+}
+
+static int parse_ptrlen(struct kvc_pipe *p, const struct zframes *f, uint64_t *ptr, uint64_t *len)
+{
+	if (p->fmt == KVC_FRAME_PICKLE) {
+		if (f->n == 1 && f->len[0] <= KVC_FRAME_MAX &&
+		    kvc_unpickle_tuple2(f->b[0], f->len[0], ptr, len) == 0)
+			return 0;
+		log_frame("data frame", p->v0.remote_url, f,
+			  "one pickled (ptr, len) tuple: 80 04 95 <u64 len> <int> <int> 86 94 2e");
+	} else {
+		if (f->n == 2 && kvc_u64be_get(f->b[0], f->len[0], ptr) == 0 &&
+		    kvc_u64be_get(f->b[1], f->len[1], len) == 0)
+			return 0;
+		log_frame("data frame", p->v0.remote_url, f, "two 8-byte big-endian u64 frames");
+	}
+	atomic_fetch_add(&p->protocol_errors, 1);
+	return KVC_ERR_PROTOCOL;
+}
+
+static bool is_ack(struct kvc_pipe *p, const struct zframes *f)
+{
+	if (f->n != 1)
+		return false;
+	if (p->fmt == KVC_FRAME_PICKLE)
+		return f->len[0] <= KVC_FRAME_MAX && kvc_is_pickled_ack(f->b[0], f->len[0]);
+	return f->len[0] == 3 && memcmp(f->b[0], "ACK", 3) == 0;
+}
+
+static void *cleaner_main(void *arg)
+{
+	struct kvc_pipe *p = arg;
+	for (;;) {
+		struct zframes f;
+		struct kvc_ackq *q;
+		int rc;
+		pthread_mutex_lock(&p->ack_mu);
+		while (!atomic_load(&p->stop) && p->ack_n == 0)
+			pthread_cond_wait(&p->ack_cv, &p->ack_mu);
+		pthread_mutex_unlock(&p->ack_mu);
+		if (atomic_load(&p->stop))
+			break;
+		rc = zrecv(p, p->ack_in, &f, pd_now_ns() + SLICE_MS * 1000000ull, NULL);
+		if (rc == KVC_ERR_TIMEOUT)
+			continue;
+		if (rc)
+			break;
+		if (!is_ack(p, &f)) {
+			log_frame("ACK", p->v0.remote_url, &f,
+				  p->fmt == KVC_FRAME_PICKLE ? "pickled b'ACK'" : "raw \"ACK\"");
+			pd_err("kvc: Failed to receive ACK from the receiver");
+			atomic_fetch_add(&p->protocol_errors, 1);
+		}
+		/* like vLLM: the oldest buffer is released in either case (FIFO, no ids) */
+		pthread_mutex_lock(&p->ack_mu);
+		q = p->ack_head;
+		if (q) {
+			p->ack_head = q->next;
+			if (!p->ack_head)
+				p->ack_tail = NULL;
+			p->ack_n--;
+		}
+		pthread_cond_broadcast(&p->ack_cv);
+		pthread_mutex_unlock(&p->ack_mu);
+		if (q) {
+			if (is_ack(p, &f))
+				atomic_fetch_add(&p->bytes_sent, q->len);
+			kvc_pool_free(p->pool, q->ptr);
+			free(q);
+		}
+	}
+	return NULL;
+}
+
+static int zsock(struct kvc_pipe *p, int type, void **out)
+{
+	int zero = 0;
+	int64_t maxmsg = KVC_FRAME_MAX;
+	*out = zmq_socket(p->zctx, type);
+	if (!*out) {
+		pd_err("kvc: zmq_socket: %s", zmq_strerror(zmq_errno()));
+		return KVC_ERR_CONFIG;
+	}
+	zmq_setsockopt(*out, ZMQ_LINGER, &zero, sizeof(zero));
+	if (type == ZMQ_PULL) /* the peer is untrusted: no multi-MB "frames" */
+		zmq_setsockopt(*out, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	return 0;
+}
+
+static int zaddr(char *buf, size_t n, const char *host, int port)
+{
+	if (port < 1 || port > 65535) {
+		pd_err("kvc: side-channel port %d out of range 1..65535 (check the URL ports in "
+		       "mooncake.json)",
+		       port);
+		return KVC_ERR_CONFIG;
+	}
+	snprintf(buf, n, strchr(host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", host, port);
+	return 0;
+}
+
+static int zbind(void *s, const char *host, int port, const char *what)
+{
+	char a[300];
+	int rc = zaddr(a, sizeof(a), host, port);
+	if (rc)
+		return rc;
+	if (zmq_bind(s, a) < 0) {
+		pd_err("kvc: %s: zmq bind %s: %s", what, a, zmq_strerror(zmq_errno()));
+		return KVC_ERR_CONFIG;
+	}
+	pd_dbg("kvc: %s bound %s", what, a);
+	return 0;
+}
+
+static int zconnect(void *s, const char *host, int port, const char *what)
+{
+	char a[300];
+	int rc = zaddr(a, sizeof(a), host, port);
+	if (rc)
+		return rc;
+	if (zmq_connect(s, a) < 0) {
+		pd_err("kvc: %s: zmq connect %s: %s", what, a, zmq_strerror(zmq_errno()));
+		return KVC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+static size_t pool_size(const struct kvc_opts *o)
+{
+	const char *env = getenv("PDKV_KVC_POOL_BYTES");
+	uint64_t v;
+	if (o->pool_bytes)
+		return o->pool_bytes;
+	if (env && *env) {
+		if (pd_parse_size(env, &v) == 0 && v >= KVC_POOL_MIN_BLOCK && v <= (1ull << 40))
+			return (size_t)v;
+		pd_warn("kvc: PDKV_KVC_POOL_BYTES=\"%s\" is not a size between 8KiB and 1TiB; "
+			"using the default",
+			env);
+	}
+	return kvc_pool_default_bytes(o->kt ? o->kt->kv_buffer_size : 1e9);
+}
+
+int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
+{
+	struct cfg_diags d = { 0 };
+	struct te_engine_opts eo = { 0 };
+	const char *bh = o->zmq_bind_host ? o->zmq_bind_host : "*";
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->ack_mu, NULL);
+	pthread_cond_init(&p->ack_cv, NULL);
+	p->fmt = o->frame_format;
+	p->transfer_timeout_ms = o->transfer_timeout_ms;
+	if (cfg_v0_pipe(o->mc, o->kt, o->local_rank, &p->v0, &d) < 0) {
+		for (size_t i = 0; i < d.n; i++)
+			pd_err("kvc: %s: %s", d.v[i].field ? d.v[i].field : "config", d.v[i].message);
+		cfg_diags_free(&d);
+		pd_err("kvc: cannot derive the V0 pipe's URLs and ports for local_rank %d",
+		       o->local_rank);
+		return KVC_ERR_CONFIG;
+	}
+	cfg_diags_free(&d);
+	if (!o->mc->conn_string) {
+		pd_err("kvc: mooncake.json: metadata_server \"%s\" does not resolve to a metadata "
+		       "connection string",
+		       o->mc->metadata_server ? o->mc->metadata_server : "(null)");
+		return KVC_ERR_CONFIG;
+	}
+	eo.metadata_conn = o->mc->conn_string;
+	eo.local_server_name = p->v0.own_url;
+	eo.protocol = o->mc->protocol;
+	eo.device_names = o->mc->device_name && *o->mc->device_name ? o->mc->device_name : NULL;
+	rc = te_engine_create(&eo, &p->eng);
+	if (rc < 0) {
+		pd_err("kvc: engine for segment %s (metadata %s, protocol %s): %s", p->v0.own_url,
+		       eo.metadata_conn, eo.protocol ? eo.protocol : "auto", te_strerror(rc));
+		p->eng = NULL;
+		return KVC_ERR_CONFIG;
+	}
+	rc = kvc_pool_create(pool_size(o), KVC_DEDICATED_CAP, reg_cb, unreg_cb, p->eng, &p->pool);
+	if (rc < 0)
+		goto fail;
+	p->zctx = zmq_ctx_new();
+	if (!p->zctx) {
+		rc = KVC_ERR_CONFIG;
+		goto fail;
+	}
+	if ((rc = zsock(p, ZMQ_PUSH, &p->data_out)) || (rc = zsock(p, ZMQ_PULL, &p->data_in)) ||
+	    (rc = zsock(p, ZMQ_PUSH, &p->ack_out)) || (rc = zsock(p, ZMQ_PULL, &p->ack_in)))
+		goto fail;
+	if ((rc = zbind(p->data_out, bh, p->v0.bind_data_port, "data PUSH (B+9+2r)")) ||
+	    (rc = zbind(p->ack_out, bh, p->v0.bind_ack_port, "ACK PUSH (B+10+2r)")) ||
+	    (rc = zconnect(p->data_in, p->v0.remote_host, p->v0.connect_data_port, "data PULL")) ||
+	    (rc = zconnect(p->ack_in, p->v0.remote_host, p->v0.connect_ack_port, "ACK PULL")))
+		goto fail;
+	if (pthread_create(&p->cleaner, NULL, cleaner_main, p) != 0) {
+		rc = KVC_ERR_CONFIG;
+		goto fail;
+	}
+	p->cleaner_started = true;
+	pd_info("kvc: pipe %s end: segment %s (pool %zu MiB), peer %s, zmq bind %d/%d, connect "
+		"%s:%d/%d, frames %s",
+		p->v0.prefill_end ? "prefill" : "decode", te_engine_name(p->eng),
+		kvc_pool_region_bytes(p->pool) >> 20, p->v0.remote_url, p->v0.bind_data_port,
+		p->v0.bind_ack_port, p->v0.remote_host, p->v0.connect_data_port,
+		p->v0.connect_ack_port, p->fmt == KVC_FRAME_PICKLE ? "pickle" : "u64be");
+	return 0;
+fail:
+	kvc_pipe_close(p);
+	return rc;
+}
+
+void kvc_pipe_close(struct kvc_pipe *p)
+{
+	void **socks[4] = { &p->data_out, &p->data_in, &p->ack_out, &p->ack_in };
+	pthread_mutex_lock(&p->ack_mu);
+	atomic_store(&p->stop, true);
+	pthread_cond_broadcast(&p->ack_cv);
+	pthread_mutex_unlock(&p->ack_mu);
+	if (p->cleaner_started)
+		pthread_join(p->cleaner, NULL);
+	p->cleaner_started = false;
+	for (int i = 0; i < 4; i++) {
+		if (*socks[i])
+			zmq_close(*socks[i]);
+		*socks[i] = NULL;
+	}
+	if (p->zctx)
+		zmq_ctx_term(p->zctx);
+	p->zctx = NULL;
+	while (p->ack_head) {
+		struct kvc_ackq *q = p->ack_head;
+		p->ack_head = q->next;
+		free(q); /* its buffer goes with the pool */
+	}
+	p->ack_tail = NULL;
+	p->ack_n = 0;
+	/* engine first (it deregisters and stops serving reads), then the memory */
+	te_engine_destroy(p->eng);
+	p->eng = NULL;
+	kvc_pool_detach(p->pool);
+	kvc_pool_destroy(p->pool);
+	p->pool = NULL;
+}
+
+int kvc_pipe_send(struct kvc_pipe *p, const struct kvc_tensor *t, int timeout_ms,
+		  const atomic_bool *abort)
+{
+	size_t len = kvc_blob_size(t);
+	uint8_t f0[KVC_FRAME_MAX], f1[8];
+	const uint8_t *parts[2] = { f0, f1 };
+	size_t lens[2];
+	struct kvc_ackq *q;
+	void *buf;
+	int rc;
+
+	q = calloc(1, sizeof(*q));
+	buf = kvc_pool_alloc(p->pool, len);
+	if (!q || !buf) {
+		atomic_fetch_add(&p->alloc_failures, 1);
+		pd_err("kvc: Allocation Return Error: managed buffer of %zu bytes (pool in use %zu)",
+		       len, kvc_pool_in_use(p->pool));
+		free(q);
+		kvc_pool_free(p->pool, buf);
+		return KVC_ERR_ALLOC;
+	}
+	rc = kvc_blob_encode(t, buf, len);
+	if (rc)
+		goto fail;
+	if (p->fmt == KVC_FRAME_PICKLE) {
+		lens[0] = kvc_pickle_tuple2((uint64_t)(uintptr_t)buf, len, f0);
+		rc = zsend(p, p->data_out, parts, lens, 1, deadline_of(timeout_ms), abort);
+	} else {
+		kvc_u64be_put(f0, (uint64_t)(uintptr_t)buf);
+		kvc_u64be_put(f1, len);
+		lens[0] = lens[1] = 8;
+		rc = zsend(p, p->data_out, parts, lens, 2, deadline_of(timeout_ms), abort);
+	}
+	if (rc)
+		goto fail;
+	q->ptr = buf;
+	q->len = len;
+	pthread_mutex_lock(&p->ack_mu);
+	if (p->ack_tail)
+		p->ack_tail->next = q;
+	else
+		p->ack_head = q;
+	p->ack_tail = q;
+	p->ack_n++;
+	pthread_cond_broadcast(&p->ack_cv);
+	pthread_mutex_unlock(&p->ack_mu);
+	return 0;
+fail:
+	free(q);
+	kvc_pool_free(p->pool, buf);
+	return rc;
+}
+
+static void send_ack(struct kvc_pipe *p)
+{
+	uint8_t a[KVC_FRAME_MAX];
+	const uint8_t *parts[1] = { a };
+	size_t lens[1];
+	if (p->fmt == KVC_FRAME_PICKLE) {
+		lens[0] = kvc_pickle_ack(a);
+	} else {
+		memcpy(a, "ACK", 3);
+		lens[0] = 3;
+	}
+	if (zsend(p, p->ack_out, parts, lens, 1, deadline_of(ACK_SEND_MS), NULL))
+		pd_warn("kvc: could not send the ACK to %s within %d ms", p->v0.remote_url,
+			ACK_SEND_MS);
+}
+
+int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
+		  const atomic_bool *abort)
+{
+	struct zframes f;
+	uint64_t ptr = 0, len = 0;
+	void *dst = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = zrecv(p, p->data_in, &f, deadline_of(timeout_ms), abort);
+	if (rc)
+		return rc;
+	/* From here on one peer send is consumed: always ACK so its FIFO of buffers stays in step
+	 * (vLLM raises before ACKing, leaving the peer's buffer and ACK order behind). */
+	rc = parse_ptrlen(p, &f, &ptr, &len);
+	if (rc)
+		goto ack;
+	if (ptr == 0 || len < KVC_BLOB_HDR || len > MAX_MSG_BYTES ||
+	    len > kvc_pool_region_bytes(p->pool) + KVC_DEDICATED_CAP) {
+		pd_err("kvc: side channel: peer %s offers (ptr 0x%llx, len %llu); expected a non-null "
+		       "address and %d <= len <= %llu",
+		       p->v0.remote_url, (unsigned long long)ptr, (unsigned long long)len,
+		       KVC_BLOB_HDR, (unsigned long long)MAX_MSG_BYTES);
+		atomic_fetch_add(&p->protocol_errors, 1);
+		rc = KVC_ERR_PROTOCOL;
+		goto ack;
+	}
+	dst = kvc_pool_alloc(p->pool, len);
+	if (!dst) {
+		atomic_fetch_add(&p->alloc_failures, 1);
+		pd_err("kvc: Allocation Return Error: receive buffer of %llu bytes",
+		       (unsigned long long)len);
+		rc = KVC_ERR_ALLOC;
+		goto ack;
+	}
+	rc = te_transfer_sync(p->eng, TE_READ, p->v0.remote_url, dst, ptr, len,
+			      p->transfer_timeout_ms);
+	if (rc < 0 && rc != TE_ERR_TIMEOUT && !atomic_load(&p->stop)) {
+		/* the peer may have registered a dedicated buffer after we cached its segment,
+		 * or restarted: refresh its descriptor and try once more */
+		pd_dbg("kvc: READ from %s failed (%s); re-syncing its segment", p->v0.remote_url,
+		       te_strerror(rc));
+		te_sync_segment(p->eng, p->v0.remote_url);
+		rc = te_transfer_sync(p->eng, TE_READ, p->v0.remote_url, dst, ptr, len,
+				      p->transfer_timeout_ms);
+	}
+	if (rc < 0) {
+		atomic_fetch_add(&p->transfer_failures, 1);
+		pd_err("kvc: Transfer Return Error: READ %llu bytes at 0x%llx from segment %s: %s",
+		       (unsigned long long)len, (unsigned long long)ptr, p->v0.remote_url,
+		       te_strerror(rc));
+		rc = KVC_ERR_TRANSFER;
+		goto ack;
+	}
+	atomic_fetch_add(&p->transfers, 1);
+	atomic_fetch_add(&p->bytes_received, len);
+	rc = kvc_blob_decode(dst, len, out);
+	if (rc == KVC_ERR_PROTOCOL)
+		atomic_fetch_add(&p->protocol_errors, 1);
+ack:
+	send_ack(p);
+	kvc_pool_free(p->pool, dst);
+	return rc;
+}
+
+int kvc_pipe_flush(struct kvc_pipe *p, int timeout_ms)
+{
+	uint64_t dl = deadline_of(timeout_ms > 0 ? timeout_ms : 1);
+	int rc = 0;
+	pthread_mutex_lock(&p->ack_mu);
+	while (p->ack_n > 0 && !atomic_load(&p->stop)) {
+		struct timespec ts;
+		uint64_t now = pd_now_ns();
+		if (now >= dl) {
+			rc = KVC_ERR_TIMEOUT;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&p->ack_cv, &p->ack_mu, &ts);
+	}
+	pthread_mutex_unlock(&p->ack_mu);
+	return rc;
+}

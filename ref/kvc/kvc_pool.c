@@ -1,0 +1,294 @@
+/* kvc_pool: the managed-buffer allocator behind the pipe (the adaptor's allocateManagedBuffer):
+ * one registered region split by a buddy allocator into 8 KiB … 256 MiB power-of-two classes;
+ * larger requests, or any request when the region is full, get a dedicated mmap + registration.
+ * Bookkeeping lives outside the region (the peer can read the region, it must not steer us). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "kvc/kvc_internal.h"
+#include "pd_log.h"
+
+struct dedicated {
+	void *ptr;
+	size_t len;
+	struct dedicated *next;
+};
+
+struct kvc_pool {
+	pthread_mutex_t mu;
+	uint8_t *base;
+	size_t region;    /* power of two */
+	int max_order;    /* region = MIN_BLOCK << max_order */
+	int top_order;    /* largest class served from the region (<= 256 MiB) */
+	size_t nblocks;   /* region / MIN_BLOCK */
+	int32_t *next, *prev;
+	int8_t *free_order;  /* order of a free block starting here, -1 otherwise */
+	int8_t *alloc_order; /* order of an allocated block starting here, -1 otherwise */
+	int32_t heads[32];
+	size_t in_use, dedicated_bytes, dedicated_cap;
+	struct dedicated *ded;
+	kvc_reg_fn reg;
+	kvc_unreg_fn unreg;
+	void *ctx;
+};
+
+static void list_push(struct kvc_pool *p, int order, int32_t i)
+{
+	p->next[i] = p->heads[order];
+	p->prev[i] = -1;
+	if (p->heads[order] >= 0)
+		p->prev[p->heads[order]] = i;
+	p->heads[order] = i;
+	p->free_order[i] = (int8_t)order;
+}
+
+static void list_del(struct kvc_pool *p, int order, int32_t i)
+{
+	if (p->prev[i] >= 0)
+		p->next[p->prev[i]] = p->next[i];
+	else
+		p->heads[order] = p->next[i];
+	if (p->next[i] >= 0)
+		p->prev[p->next[i]] = p->prev[i];
+	p->free_order[i] = -1;
+}
+
+size_t kvc_pool_default_bytes(double kv_buffer_size)
+{
+	uint64_t want = KVC_POOL_DEFAULT_MIN, r = KVC_POOL_MIN_BLOCK;
+	if (kv_buffer_size > (double)want)
+		want = kv_buffer_size >= (double)KVC_POOL_DEFAULT_MAX ? KVC_POOL_DEFAULT_MAX
+								   : (uint64_t)kv_buffer_size;
+	while (r < want)
+		r <<= 1;
+	return r;
+}
+
+int kvc_pool_create(size_t region_bytes, size_t dedicated_cap, kvc_reg_fn reg, kvc_unreg_fn unreg,
+		    void *ctx, struct kvc_pool **out)
+{
+	struct kvc_pool *p;
+	size_t r = KVC_POOL_MIN_BLOCK;
+	int order = 0, rc;
+	*out = NULL;
+	if (region_bytes > (1ull << 40)) {
+		pd_err("kvc: pool: region of %zu bytes is too large (max 1 TiB)", region_bytes);
+		return KVC_ERR_CONFIG;
+	}
+	while (r < region_bytes) {
+		r <<= 1;
+		order++;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return KVC_ERR_ALLOC;
+	pthread_mutex_init(&p->mu, NULL);
+	p->region = r;
+	p->max_order = order;
+	p->top_order = order;
+	while ((KVC_POOL_MIN_BLOCK << p->top_order) > KVC_POOL_MAX_CLASS)
+		p->top_order--;
+	p->nblocks = r / KVC_POOL_MIN_BLOCK;
+	p->dedicated_cap = dedicated_cap;
+	p->reg = reg;
+	p->unreg = unreg;
+	p->ctx = ctx;
+	p->next = malloc(p->nblocks * sizeof(int32_t));
+	p->prev = malloc(p->nblocks * sizeof(int32_t));
+	p->free_order = malloc(p->nblocks);
+	p->alloc_order = malloc(p->nblocks);
+	/* mmap: pages are only backed once a block is written (for TCP registration) */
+	p->base = mmap(NULL, r, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p->base == MAP_FAILED)
+		p->base = NULL;
+	if (!p->next || !p->prev || !p->free_order || !p->alloc_order || !p->base) {
+		pd_err("kvc: pool: cannot allocate a %zu-byte region", r);
+		rc = KVC_ERR_ALLOC;
+		goto fail;
+	}
+	memset(p->free_order, -1, p->nblocks);
+	memset(p->alloc_order, -1, p->nblocks);
+	for (int i = 0; i < 32; i++)
+		p->heads[i] = -1;
+	/* the region starts as free blocks of the top class */
+	for (size_t i = 0; i < p->nblocks; i += (size_t)1 << p->top_order)
+		list_push(p, p->top_order, (int32_t)i);
+	if (reg && (rc = reg(ctx, p->base, r)) < 0) {
+		pd_err("kvc: pool: registering the %zu-byte region failed (%d)", r, rc);
+		goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	p->reg = NULL;
+	p->unreg = NULL;
+	kvc_pool_destroy(p);
+	return rc;
+}
+
+static void *alloc_dedicated(struct kvc_pool *p, size_t len)
+{
+	struct dedicated *d;
+	void *m;
+	int rc;
+	if (len > p->dedicated_cap || p->dedicated_bytes > p->dedicated_cap - len) {
+		pd_err("kvc: Allocation Return Error: %zu bytes would exceed the dedicated-buffer cap "
+		       "(%zu of %zu in use)",
+		       len, p->dedicated_bytes, p->dedicated_cap);
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!d || m == MAP_FAILED) {
+		pd_err("kvc: Allocation Return Error: mmap of %zu bytes failed", len);
+		free(d);
+		if (m != MAP_FAILED)
+			munmap(m, len);
+		return NULL;
+	}
+	if (p->reg && (rc = p->reg(p->ctx, m, len)) < 0) {
+		pd_err("kvc: Allocation Return Error: registering %zu bytes failed (%d)", len, rc);
+		munmap(m, len);
+		free(d);
+		return NULL;
+	}
+	d->ptr = m;
+	d->len = len;
+	d->next = p->ded;
+	p->ded = d;
+	p->dedicated_bytes += len;
+	p->in_use += len;
+	return m;
+}
+
+void *kvc_pool_alloc(struct kvc_pool *p, size_t len)
+{
+	int order = 0, k;
+	int32_t i;
+	void *r = NULL;
+	if (!p || len == 0)
+		return NULL;
+	pthread_mutex_lock(&p->mu);
+	while ((KVC_POOL_MIN_BLOCK << order) < len && order <= p->top_order)
+		order++;
+	if (order > p->top_order)
+		goto dedicated;
+	for (k = order; k <= p->top_order && p->heads[k] < 0; k++)
+		;
+	if (k > p->top_order)
+		goto dedicated; /* region full: the adaptor would add a raw buffer here too */
+	i = p->heads[k];
+	list_del(p, k, i);
+	while (k > order) {
+		k--;
+		list_push(p, k, i + (1 << k));
+	}
+	p->alloc_order[i] = (int8_t)order;
+	p->in_use += KVC_POOL_MIN_BLOCK << order;
+	r = p->base + (size_t)i * KVC_POOL_MIN_BLOCK;
+	goto out;
+dedicated:
+	r = alloc_dedicated(p, len);
+out:
+	pthread_mutex_unlock(&p->mu);
+	return r;
+}
+
+void kvc_pool_free(struct kvc_pool *p, void *ptr)
+{
+	uint8_t *b = ptr;
+	int32_t i;
+	int order;
+	if (!p || !ptr)
+		return;
+	pthread_mutex_lock(&p->mu);
+	if (b >= p->base && b < p->base + p->region) {
+		i = (int32_t)((size_t)(b - p->base) / KVC_POOL_MIN_BLOCK);
+		order = p->alloc_order[i];
+		if (order < 0 || (size_t)(b - p->base) % KVC_POOL_MIN_BLOCK) {
+			pd_err("kvc: pool: free of %p which is not an allocated block", ptr);
+			goto out;
+		}
+		p->alloc_order[i] = -1;
+		p->in_use -= KVC_POOL_MIN_BLOCK << order;
+		while (order < p->top_order) {
+			int32_t buddy = i ^ (1 << order);
+			if (p->free_order[buddy] != order)
+				break;
+			list_del(p, order, buddy);
+			if (buddy < i)
+				i = buddy;
+			order++;
+		}
+		list_push(p, order, i);
+		goto out;
+	}
+	for (struct dedicated **pp = &p->ded; *pp; pp = &(*pp)->next) {
+		struct dedicated *d = *pp;
+		if (d->ptr != ptr)
+			continue;
+		*pp = d->next;
+		if (p->unreg)
+			p->unreg(p->ctx, d->ptr);
+		munmap(d->ptr, d->len);
+		p->dedicated_bytes -= d->len;
+		p->in_use -= d->len;
+		free(d);
+		goto out;
+	}
+	pd_err("kvc: pool: free of unknown buffer %p", ptr);
+out:
+	pthread_mutex_unlock(&p->mu);
+}
+
+void kvc_pool_detach(struct kvc_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->reg = NULL;
+	p->unreg = NULL;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void kvc_pool_destroy(struct kvc_pool *p)
+{
+	if (!p)
+		return;
+	while (p->ded) {
+		struct dedicated *d = p->ded;
+		p->ded = d->next;
+		if (p->unreg)
+			p->unreg(p->ctx, d->ptr);
+		munmap(d->ptr, d->len);
+		free(d);
+	}
+	if (p->base) {
+		if (p->unreg)
+			p->unreg(p->ctx, p->base);
+		munmap(p->base, p->region);
+	}
+	free(p->next);
+	free(p->prev);
+	free(p->free_order);
+	free(p->alloc_order);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+size_t kvc_pool_region_bytes(const struct kvc_pool *p)
+{
+	return p ? p->region : 0;
+}
+
+size_t kvc_pool_in_use(const struct kvc_pool *p)
+{
+	size_t n;
+	if (!p)
+		return 0;
+	pthread_mutex_lock((pthread_mutex_t *)&p->mu);
+	n = p->in_use;
+	pthread_mutex_unlock((pthread_mutex_t *)&p->mu);
+	return n;
+}
