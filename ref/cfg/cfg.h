@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum cfg_vllm { CFG_VLLM_V0 = 0, CFG_VLLM_V1 = 1 };
 enum cfg_severity { CFG_ERROR = 0, CFG_WARNING = 1, CFG_INFO = 2 };
@@ -38,7 +39,20 @@ struct cfg_mooncake {
 				  "http://h:p/path", "P2PHANDSHAKE"); NULL if unresolvable */
 	char **device_names;   /* device_name split on ',' (no trimming, like the adaptor) */
 	size_t ndevice_names;
+	/* Added by cfg: Python type of each key's JSON value, indexed by enum cfg_mc_field
+	 * ("absent" when the key is missing, "NoneType" for null, "str", "int", ...). */
+	char types[6][12];
+	bool loaded; /* the file was read and is a JSON object */
 };
+enum cfg_mc_field {
+	CFG_MC_PREFILL_URL = 0,
+	CFG_MC_DECODE_URL,
+	CFG_MC_METADATA_SERVER,
+	CFG_MC_METADATA_BACKEND,
+	CFG_MC_PROTOCOL,
+	CFG_MC_DEVICE_NAME,
+};
+extern const char *const cfg_mc_field_names[6];
 
 /* path NULL = MOONCAKE_CONFIG_PATH as vLLM does (unset and empty are different errors).
  * Returns 0 when vLLM would accept the file, -1 otherwise. vllm_error (may be NULL) receives
@@ -91,15 +105,77 @@ struct cfg_port {
 	char purpose[128]; /* e.g. "v0 zmq data PUSH bind (B+9+2r)" */
 	bool binds;        /* false = only connects */
 };
+struct cfg_env;
 struct cfg_deploy {
 	const struct cfg_mooncake *mc;
 	const struct cfg_kv_transfer *kt; /* may be NULL */
 	enum cfg_vllm vllm;
 	int tp, dp;
 	int prefill_http_port, decode_http_port, proxy_port; /* 0 = unknown / not planned */
+	/* Added by cfg: */
+	const struct cfg_env *env;  /* NULL = none of the MC_* / VLLM_MOONCAKE_* variables set */
+	const char *prefill_host, *decode_host, *proxy_host; /* NULL = from the URLs / 127.0.0.1 */
 };
 /* *ports malloc'd; conflicts are pairs of binds on the same host:port (see cfg_ports_conflicts). */
 int cfg_ports_plan(const struct cfg_deploy *dep, struct cfg_port **ports, size_t *n,
 		   struct cfg_diags *d);
+
+/* ---- Added by cfg (not in the lead's first draft) ---- */
+
+/* Binds of two processes (or two ranks) on the same machine and port. Hosts are the same
+ * machine when the strings are equal or both are loopback names (localhost, 127.x, ::1). */
+struct cfg_conflict {
+	char host[256];
+	int port;
+	char **purposes; /* "prefill rank 0: v0 zmq data PUSH bind (B+9+2r)", ... */
+	size_t npurposes;
+};
+int cfg_ports_conflicts(const struct cfg_port *p, size_t n, struct cfg_conflict **out,
+			size_t *nout);
+void cfg_conflicts_free(struct cfg_conflict *c, size_t n);
+bool cfg_same_machine(const char *a, const char *b);
+
+/* Environment that changes what vLLM / TE do (vllm-connector.md §7.4, transfer-engine.md §2.6,
+ * §5.5). Strings are NULL when unset. */
+struct cfg_env {
+	const char *mooncake_config_path;
+	const char *bootstrap_port, *side_channel_port, *abort_timeout, *sender_workers, *protocol;
+	const char *legacy_rpc, *tcp_bind_address, *handshake_port, *cluster_id;
+	const char *min_rpc, *max_rpc, *min_prc, *max_prc;
+};
+void cfg_env_from_environ(struct cfg_env *e);
+
+/* Everything `pdkv config check` / `pdkv ports` take. */
+struct cfg_check_opts {
+	const char *mooncake_path; /* NULL = MOONCAKE_CONFIG_PATH (env.mooncake_config_path) */
+	const char *kv_transfer;   /* raw --kv-transfer-config, NULL = not given */
+	enum cfg_vllm vllm;
+	int tp, dp;
+	int prefill_http_port, decode_http_port, proxy_port; /* 0 = guide defaults 8100/8200/8000 */
+	const char *prefill_host, *decode_host, *proxy_host; /* NULL = from mooncake.json / 127.0.0.1 */
+	struct cfg_env env;
+};
+struct cfg_report {
+	bool ok, vllm_accepted;
+	char *vllm_error; /* "ExceptionClass: message" or NULL */
+	struct cfg_mooncake mc;
+	bool mc_ok;
+	struct cfg_kv_transfer kt;
+	bool kt_given, kt_ok;
+	char *eff_prefill_url, *eff_decode_url; /* after the +100 rule (rank 0) */
+	struct cfg_port *ports;
+	size_t nports;
+	struct cfg_conflict *conflicts;
+	size_t nconflicts;
+	struct cfg_diags diags;
+	enum cfg_vllm vllm;
+};
+/* Runs every check. Returns the exit code contract: 0 usable, 1 errors found. */
+int cfg_check(const struct cfg_check_opts *o, struct cfg_report *r);
+void cfg_report_free(struct cfg_report *r);
+/* The --json object of issue 2 (malloc'd, one line + '\n'). */
+char *cfg_report_json(const struct cfg_report *r);
+/* Human report: errors first, then warnings/infos, then (ports != 0) the port table. */
+void cfg_report_print(const struct cfg_report *r, FILE *f, bool ports_first);
 
 #endif

@@ -39,5 +39,7 @@ const struct cJSON *cfg_pyjson_get(const struct cJSON *obj, const char *key);
 #define CFG_PYJSON_MAX_DEPTH 1000
 
 const char *cfg_severity_name(enum cfg_severity s);
+void cfg_te_rpc_range(const struct cfg_env *env, enum cfg_vllm vllm, int *lo, int *hi);
+bool cfg_v1_is_oot(const struct cfg_kv_transfer *kt);
 
 #endif

@@ -1,0 +1,441 @@
+/* cfg_kvt: --kv-transfer-config as vLLM parses it — V0: pydantic KVTransferConfig.from_cli (lax
+ * coercion, unknown keys ignored, argparse's "invalid from_cli value"); V1: the dataclass. */
+#include "cfg_internal.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* pydantic's collected validation errors, worded like ValidationError's lines. */
+struct perr {
+	char *text;
+	size_t n;
+};
+
+static void perr_add(struct perr *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void perr_add(struct perr *p, const char *fmt, ...)
+{
+	va_list ap;
+	char *line = NULL, *nt = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&line, fmt, ap) < 0)
+		line = NULL;
+	va_end(ap);
+	if (!line)
+		return;
+	if (asprintf(&nt, "%s%s%s", p->text ? p->text : "", p->text ? "; " : "", line) < 0)
+		nt = NULL;
+	free(line);
+	if (!nt)
+		return;
+	free(p->text);
+	p->text = nt;
+	p->n++;
+}
+
+static char *short_input(const cJSON *v)
+{
+	char *s = cJSON_PrintUnformatted(v);
+	if (s && strlen(s) > 60)
+		strcpy(s + 56, "...");
+	return s;
+}
+
+enum ftype { F_STR_OPT, F_STR, F_INT_OPT, F_INT, F_FLOAT, F_DICT, F_BOOL, F_POLICY };
+
+/* pydantic lax mode, JSON input: returns 0 and fills the out pointers, or adds an error. */
+static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *v, char **s,
+		  int64_t *i, double *f, bool *isnull, struct cfg_diags *d)
+{
+	char *in = short_input(v);
+	int ret = -1;
+
+	*isnull = false;
+	if (cJSON_IsNull(v) && (t == F_STR_OPT || t == F_INT_OPT)) {
+		*isnull = true;
+		ret = 0;
+		goto out;
+	}
+	switch (t) {
+	case F_STR_OPT:
+	case F_STR:
+	case F_POLICY:
+		if (!cJSON_IsString(v)) {
+			perr_add(pe, "%s: Input should be a valid string [type=string_type, input_value=%s]",
+				 name, in ? in : "");
+			break;
+		}
+		if (t == F_POLICY && strcmp(v->valuestring, "recompute") &&
+		    strcmp(v->valuestring, "fail")) {
+			perr_add(pe, "%s: Input should be 'recompute' or 'fail' [type=literal_error, input_value=%s]",
+				 name, in ? in : "");
+			break;
+		}
+		*s = strdup(v->valuestring);
+		ret = 0;
+		break;
+	case F_INT_OPT:
+	case F_INT:
+		if (cJSON_IsBool(v)) {
+			*i = cJSON_IsTrue(v);
+			ret = 0;
+		} else if (cJSON_IsNumber(v)) {
+			double x = v->valuedouble;
+			if (!cfg_pyjson_is_float(v)) {
+				int64_t tmp = 0;
+				bool huge = false;
+				if (v->valuestring && !cfg_py_int(v->valuestring, &tmp, &huge)) {
+					*i = tmp;
+					if (huge)
+						cfg_diag_add(d, CFG_WARNING, NULL,
+							     "kv-transfer-config: %s %s does not fit in "
+							     "64 bits",
+							     name, in ? in : "");
+				} else {
+					*i = (int64_t)x;
+				}
+				ret = 0;
+			} else if (!isfinite(x)) {
+				perr_add(pe, "%s: Input should be a finite number [type=finite_number, input_value=%s]",
+					 name, in ? in : "");
+			} else if (x != floor(x)) {
+				perr_add(pe, "%s: Input should be a valid integer, got a number with a fractional part [type=int_from_float, input_value=%s]",
+					 name, in ? in : "");
+			} else if (fabs(x) >= 9.2e18) {
+				perr_add(pe, "%s: Input should be a valid integer, unable to parse input as an integer, exceeded maximum size [type=int_parsing_size]",
+					 name);
+			} else {
+				*i = (int64_t)x;
+				ret = 0;
+			}
+		} else if (cJSON_IsString(v)) {
+			/* pydantic: whitespace stripped, optional sign, digits, trailing ".0"s ok */
+			char *c = strdup(v->valuestring), *dot;
+			int64_t tmp;
+			bool huge = false;
+			if (c && (dot = strchr(c, '.')) != NULL) {
+				size_t k = 1;
+				while (dot[k] == '0')
+					k++;
+				if (dot[k] == 0 || dot[k] == ' ')
+					memmove(dot, dot + k, strlen(dot + k) + 1);
+			}
+			if (c && !strchr(c, '_') && !cfg_py_int(c, &tmp, &huge) && !huge) {
+				*i = tmp;
+				ret = 0;
+			} else {
+				perr_add(pe, "%s: Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value=%s]",
+					 name, in ? in : "");
+			}
+			free(c);
+		} else {
+			perr_add(pe, "%s: Input should be a valid integer [type=int_type, input_value=%s]",
+				 name, in ? in : "");
+		}
+		break;
+	case F_FLOAT:
+		if (cJSON_IsBool(v)) {
+			*f = cJSON_IsTrue(v);
+			ret = 0;
+		} else if (cJSON_IsNumber(v)) {
+			*f = v->valuedouble;
+			ret = 0;
+		} else if (cJSON_IsString(v)) {
+			char *end = NULL;
+			const char *b = v->valuestring;
+			double x;
+			while (*b == ' ' || *b == '\t' || *b == '\n' || *b == '\r')
+				b++;
+			x = strtod(b, &end);
+			while (end && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+				end++;
+			/* strtod also reads hex floats, which Python's float() does not */
+			if (end == b || (end && *end) || strpbrk(b, "xX")) {
+				perr_add(pe, "%s: Input should be a valid number, unable to parse string as a number [type=float_parsing, input_value=%s]",
+					 name, in ? in : "");
+			} else {
+				*f = x;
+				ret = 0;
+			}
+		} else {
+			perr_add(pe, "%s: Input should be a valid number [type=float_type, input_value=%s]",
+				 name, in ? in : "");
+		}
+		break;
+	case F_BOOL:
+		if (cJSON_IsBool(v)) {
+			*i = cJSON_IsTrue(v);
+			ret = 0;
+		} else if (cJSON_IsNumber(v) && !cfg_pyjson_is_float(v) &&
+			   (v->valuedouble == 0 || v->valuedouble == 1)) {
+			*i = v->valuedouble == 1;
+			ret = 0;
+		} else if (cJSON_IsString(v)) {
+			static const char *const tru[] = { "1", "on", "t", "true", "y", "yes" };
+			static const char *const fal[] = { "0", "off", "f", "false", "n", "no" };
+			size_t k;
+			for (k = 0; k < 6; k++) {
+				if (!strcasecmp(v->valuestring, tru[k])) {
+					*i = 1;
+					ret = 0;
+				}
+				if (!strcasecmp(v->valuestring, fal[k])) {
+					*i = 0;
+					ret = 0;
+				}
+			}
+			if (ret)
+				perr_add(pe, "%s: Input should be a valid boolean, unable to interpret input [type=bool_parsing, input_value=%s]",
+					 name, in ? in : "");
+		} else {
+			perr_add(pe, "%s: Input should be a valid boolean [type=bool_type, input_value=%s]",
+				 name, in ? in : "");
+		}
+		break;
+	case F_DICT:
+		if (!cJSON_IsObject(v)) {
+			perr_add(pe, "%s: Input should be a valid dictionary [type=dict_type, input_value=%s]",
+				 name, in ? in : "");
+			break;
+		}
+		*s = cJSON_PrintUnformatted(v);
+		ret = 0;
+		break;
+	}
+out:
+	free(in);
+	return ret;
+}
+
+static const char *const v1_keys[] = { "engine_id", "kv_connector_extra_config",
+				       "kv_connector_module_path", "enable_permute_local_kv",
+				       "kv_load_failure_policy", NULL };
+
+static bool in_list(const char *const *l, const char *k)
+{
+	for (; *l; l++)
+		if (!strcmp(*l, k))
+			return true;
+	return false;
+}
+
+static void defaults(struct cfg_kv_transfer *kt)
+{
+	memset(kt, 0, sizeof(*kt));
+	kt->kv_parallel_size = 1;
+	kt->kv_buffer_size = 1e9;
+	kt->kv_buffer_device = strdup("cuda");
+	kt->kv_ip = strdup("127.0.0.1");
+	kt->kv_port = 14579;
+	kt->kv_connector_extra_config = strdup("{}");
+	kt->kv_load_failure_policy = strdup("recompute");
+}
+
+static void setstr(char **dst, char *v, bool isnull)
+{
+	free(*dst);
+	*dst = isnull ? NULL : v;
+}
+
+int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_transfer *out,
+			  struct cfg_diags *d, char **vllm_error)
+{
+	const char *F = "kv-transfer-config";
+	struct perr pe = { 0 };
+	char *jerr = NULL, *err = NULL, *raw = NULL, *postinit = NULL;
+	cJSON *root = NULL;
+	const cJSON *it;
+	int ret = -1;
+	bool v1 = vllm == CFG_VLLM_V1;
+
+	defaults(out);
+	if (vllm_error)
+		*vllm_error = NULL;
+	if (!json)
+		json = "";
+	raw = cfg_py_repr(json);
+	root = cfg_pyjson_parse_jiter(json, strlen(json), &jerr);
+	if (!root) {
+		perr_add(&pe, "%s", jerr ? jerr : "Invalid JSON");
+		cfg_diag_add(d, CFG_ERROR, F,
+			     "--kv-transfer-config is not valid JSON (%s); pydantic says: %s. Quote it "
+			     "for the shell: --kv-transfer-config '{\"kv_connector\":"
+			     "\"MooncakeConnector\",\"kv_role\":\"kv_producer\",\"kv_rank\":0}'",
+			     json[0] ? "see below" : "empty string", jerr ? jerr : "?");
+		goto fail;
+	}
+	if (!cJSON_IsObject(root)) {
+		char *in = short_input(root);
+		perr_add(&pe, "Input should be a valid dictionary or instance of KVTransferConfig [type=model_type, input_value=%s, input_type=%s]",
+			 in ? in : "", cfg_py_type(root));
+		free(in);
+		cfg_diag_add(d, CFG_ERROR, F, "--kv-transfer-config must be a JSON object, got a JSON %s",
+			     cfg_py_type(root));
+		goto fail;
+	}
+	for (it = root->child; it; it = it->next) {
+		const char *k = it->string;
+		char *s = NULL;
+		int64_t i = 0;
+		double fv = 0;
+		bool isnull = false;
+		const cJSON *v = cfg_pyjson_get(root, k);
+
+		if (v != it)
+			continue; /* duplicate key: the last one counts */
+		if (!strcmp(k, "kv_connector")) {
+			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
+				setstr(&out->kv_connector, s, isnull);
+		} else if (!strcmp(k, "kv_buffer_device")) {
+			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
+				setstr(&out->kv_buffer_device, s, isnull);
+		} else if (!strcmp(k, "kv_role")) {
+			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
+				setstr(&out->kv_role, s, isnull);
+		} else if (!strcmp(k, "kv_ip")) {
+			if (!coerce(&pe, k, F_STR, v, &s, &i, &fv, &isnull, d))
+				setstr(&out->kv_ip, s, false);
+		} else if (!strcmp(k, "kv_buffer_size")) {
+			if (!coerce(&pe, k, F_FLOAT, v, &s, &i, &fv, &isnull, d))
+				out->kv_buffer_size = fv;
+		} else if (!strcmp(k, "kv_rank")) {
+			if (!coerce(&pe, k, F_INT_OPT, v, &s, &i, &fv, &isnull, d)) {
+				out->kv_rank_set = !isnull;
+				out->kv_rank = isnull ? 0 : i;
+			}
+		} else if (!strcmp(k, "kv_parallel_size")) {
+			if (!coerce(&pe, k, F_INT, v, &s, &i, &fv, &isnull, d))
+				out->kv_parallel_size = i;
+		} else if (!strcmp(k, "kv_port")) {
+			if (!coerce(&pe, k, F_INT, v, &s, &i, &fv, &isnull, d))
+				out->kv_port = i;
+		} else if (v1 && !strcmp(k, "engine_id")) {
+			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
+				setstr(&out->engine_id, s, isnull);
+		} else if (v1 && !strcmp(k, "kv_connector_module_path")) {
+			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
+				setstr(&out->kv_connector_module_path, s, isnull);
+		} else if (v1 && !strcmp(k, "kv_connector_extra_config")) {
+			if (!coerce(&pe, k, F_DICT, v, &s, &i, &fv, &isnull, d))
+				setstr(&out->kv_connector_extra_config, s, false);
+		} else if (v1 && !strcmp(k, "kv_load_failure_policy")) {
+			if (!coerce(&pe, k, F_POLICY, v, &s, &i, &fv, &isnull, d))
+				setstr(&out->kv_load_failure_policy, s, false);
+		} else if (v1 && !strcmp(k, "enable_permute_local_kv")) {
+			coerce(&pe, k, F_BOOL, v, &s, &i, &fv, &isnull, d);
+		} else if (!v1 && in_list(v1_keys, k)) {
+			cfg_diag_add(d, CFG_WARNING, F,
+				     "key \"%s\" is a vLLM V1 field; V0's KVTransferConfig ignores it "
+				     "(did you mean --vllm v1?)",
+				     k);
+		} else if (!strcmp(k, "num_workers") || !strcmp(k, "mooncake_protocol")) {
+			cfg_diag_add(d, CFG_WARNING, F,
+				     "key \"%s\" at the top level is ignored; it only reaches the "
+				     "connector inside \"kv_connector_extra_config\": {\"%s\": ...}",
+				     k, k);
+		} else {
+			cfg_diag_add(d, CFG_WARNING, F,
+				     "unknown key \"%.64s\" is ignored by vLLM (typo? known keys: "
+				     "kv_connector, kv_role, kv_rank, kv_parallel_size, kv_buffer_size, "
+				     "kv_buffer_device, kv_ip, kv_port%s)",
+				     k,
+				     v1 ? ", engine_id, kv_connector_module_path, "
+					  "kv_connector_extra_config, kv_load_failure_policy" :
+					  "");
+		}
+		(void)s;
+	}
+	if (pe.n)
+		goto fail;
+	/* model_post_init (V0) / __post_init__ (V1) */
+	if (out->kv_role && strcmp(out->kv_role, "kv_producer") && strcmp(out->kv_role, "kv_consumer") &&
+	    strcmp(out->kv_role, "kv_both")) {
+		if (asprintf(&postinit,
+			     v1 ? "Unsupported kv_role: %s. Supported roles are ('kv_producer', "
+				  "'kv_both', 'kv_consumer')" :
+				  "Unsupported kv_role: %s. Supported roles are `kv_producer`, "
+				  "`kv_consumer`, and `kv_both`",
+			     out->kv_role) < 0)
+			postinit = NULL;
+		cfg_diag_add(d, CFG_ERROR, "kv-transfer-config: kv_role",
+			     "kv_role \"%s\" is not one of kv_producer, kv_consumer, kv_both "
+			     "(case-sensitive); use kv_producer on the prefill instance and "
+			     "kv_consumer on the decode instance",
+			     out->kv_role);
+	} else if (out->kv_connector && !out->kv_role) {
+		if (asprintf(&postinit,
+			     v1 ? "Please specify kv_role when kv_connector is set, supported roles "
+				  "are ('kv_producer', 'kv_both', 'kv_consumer')" :
+				  "Please specify kv_disagg_role when kv_connector is set, supported "
+				  "roles are `kv_producer`, `kv_consumer`, and `kv_both`") < 0)
+			postinit = NULL;
+		cfg_diag_add(d, CFG_ERROR, "kv-transfer-config: kv_role",
+			     "kv_connector is set but kv_role is missing; add \"kv_role\": "
+			     "\"kv_producer\" (prefill) or \"kv_consumer\" (decode)");
+	}
+	if (postinit) {
+		if (v1) {
+			/* V1: the dataclass is built after argparse → ValueError at engine config */
+			if (asprintf(&err, "ValueError: %s", postinit) < 0)
+				err = NULL;
+			goto done;
+		}
+		perr_add(&pe, "Value error, %s [type=value_error]", postinit);
+		goto fail;
+	}
+	out->is_producer = out->kv_role && (!strcmp(out->kv_role, "kv_producer") ||
+					    !strcmp(out->kv_role, "kv_both"));
+	out->is_consumer = out->kv_role && (!strcmp(out->kv_role, "kv_consumer") ||
+					    !strcmp(out->kv_role, "kv_both"));
+	ret = 0;
+	goto done;
+fail:
+	if (v1)
+		ret = asprintf(&err, "ArgumentError: argument --kv-transfer-config: %zu validation error%s for KVTransferConfig: %s",
+			       pe.n, pe.n == 1 ? "" : "s", pe.text ? pe.text : "");
+	else
+		ret = asprintf(&err,
+			       "ArgumentError: argument --kv-transfer-config: invalid from_cli value: %s",
+			       raw ? raw : "''");
+	if (ret < 0)
+		err = NULL;
+	cfg_diag_add(d, CFG_ERROR, F,
+		     "vLLM rejects --kv-transfer-config at argument parsing%s: %zu validation error%s "
+		     "for KVTransferConfig: %s",
+		     v1 ? "" : " (it prints only \"invalid from_cli value\"; pydantic's reason)",
+		     pe.n, pe.n == 1 ? "" : "s", pe.text ? pe.text : "");
+	ret = -1;
+done:
+	if (err)
+		ret = -1;
+	if (vllm_error)
+		*vllm_error = err;
+	else
+		free(err);
+	free(pe.text);
+	free(jerr);
+	free(raw);
+	free(postinit);
+	cJSON_Delete(root);
+	return ret;
+}
+
+void cfg_kv_transfer_free(struct cfg_kv_transfer *kt)
+{
+	if (!kt)
+		return;
+	free(kt->kv_connector);
+	free(kt->kv_role);
+	free(kt->kv_buffer_device);
+	free(kt->kv_ip);
+	free(kt->engine_id);
+	free(kt->kv_connector_module_path);
+	free(kt->kv_connector_extra_config);
+	free(kt->kv_load_failure_policy);
+	memset(kt, 0, sizeof(*kt));
+}
