@@ -1,0 +1,214 @@
+/* pdkv-standin: a vLLM stand-in launched like `vllm serve` — OpenAI HTTP API over the fake model
+ * (ref/model) with the V0 MooncakeConnector (ref/kvc) when --kv-transfer-config is given. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pd_log.h"
+#include "pd_util.h"
+#include "sa.h"
+
+static void print_diags(const struct cfg_diags *d)
+{
+	static const char *const sev[] = { "error", "warning", "info" };
+
+	for (size_t i = 0; i < d->n; i++) {
+		const struct cfg_diag *g = &d->v[i];
+		int k = g->severity >= 0 && g->severity <= 2 ? (int)g->severity : 0;
+
+		fprintf(stderr, "pdkv-standin: %s: %s%s%s\n", sev[k], g->field ? g->field : "",
+			g->field ? ": " : "", g->message ? g->message : "");
+	}
+}
+
+bool sa_ready(struct sa *s)
+{
+	for (int k = 0; k < s->nkvc; k++)
+		if (!kvc_ready(s->kvc[k]))
+			return false;
+	return !atomic_load(&s->stopping);
+}
+
+/* Reads --kv-transfer-config and mooncake.json the way vLLM V0 does; prints the checker's
+ * diagnostics; 0 or -1. */
+static int load_config(struct sa *s)
+{
+	struct cfg_diags d = { 0 };
+	char *verr = NULL;
+	int ret = -1;
+
+	if (cfg_kv_transfer_parse(s->o.kv_transfer_config, CFG_VLLM_V0, &s->kt, &d, &verr)) {
+		print_diags(&d);
+		fprintf(stderr, "pdkv-standin: error: --kv-transfer-config rejected%s%s\n",
+			verr ? "; vLLM would raise " : "", verr ? verr : "");
+		goto out;
+	}
+	if (!s->kt.kv_connector || strcmp(s->kt.kv_connector, "MooncakeConnector")) {
+		print_diags(&d);
+		fprintf(stderr,
+			"pdkv-standin: error: --kv-transfer-config: kv_connector \"%s\" is not "
+			"supported; pdkv-standin speaks the V0 \"MooncakeConnector\"\n",
+			s->kt.kv_connector ? s->kt.kv_connector : "(none)");
+		goto out;
+	}
+	if (cfg_mooncake_load(NULL, CFG_VLLM_V0, &s->mc, &d, &verr)) {
+		print_diags(&d);
+		fprintf(stderr, "pdkv-standin: error: mooncake.json (MOONCAKE_CONFIG_PATH) rejected%s%s\n",
+			verr ? "; vLLM would raise " : "", verr ? verr : "");
+		goto out;
+	}
+	print_diags(&d); /* warnings */
+	s->producer = s->kt.is_producer;
+	s->consumer = !s->producer;
+	if (s->kt.is_producer && s->kt.is_consumer)
+		pd_warn("kv_role kv_both: like vLLM V0's SimpleConnector only the producer side is "
+			"built (vLLM itself fails at the first receive)");
+	ret = 0;
+out:
+	free(verr);
+	cfg_diags_free(&d);
+	return ret;
+}
+
+static int describe_pipes(struct sa *s)
+{
+	for (int r = 0; r < s->o.tp; r++) {
+		struct cfg_v0_pipe p;
+		struct cfg_diags d = { 0 };
+
+		if (cfg_v0_pipe(&s->mc, &s->kt, r, &p, &d)) {
+			print_diags(&d);
+			cfg_diags_free(&d);
+			fprintf(stderr, "pdkv-standin: error: cannot derive the V0 pipe for rank %d\n",
+				r);
+			return -1;
+		}
+		cfg_diags_free(&d);
+		pd_info("rank %d: %s end, segment %s, peer segment %s, zmq bind *:%d (data) *:%d "
+			"(ack), connect %s:%d (data) %s:%d (ack), metadata %s",
+			r, p.prefill_end ? "prefill" : "decode", p.own_url, p.remote_url,
+			p.bind_data_port, p.bind_ack_port, p.remote_host, p.connect_data_port,
+			p.remote_host, p.connect_ack_port,
+			s->mc.conn_string ? s->mc.conn_string : "?");
+	}
+	return 0;
+}
+
+static int start_connector(struct sa *s)
+{
+	for (int r = 0; r < s->o.tp; r++) {
+		struct kvc_opts ko;
+		int ret;
+
+		memset(&ko, 0, sizeof(ko));
+		ko.mc = &s->mc;
+		ko.kt = &s->kt;
+		ko.local_rank = r;
+		ko.frame_format = s->o.frame_format;
+		ko.miss_mode = s->o.miss_mode;
+		ko.select_timeout_ms = s->o.miss_policy == SA_MISS_WAIT ? s->o.kv_wait_timeout_ms :
+									  s->o.kv_select_timeout_ms;
+		ko.zmq_bind_host = s->o.zmq_bind_host;
+		ret = kvc_create(&ko, &s->kvc[r]);
+		if (ret) {
+			fprintf(stderr, "pdkv-standin: error: connector rank %d: kvc_create: %s\n", r,
+				kvc_strerror(ret));
+			return -1;
+		}
+		s->nkvc = r + 1;
+	}
+	return 0;
+}
+
+static void stop_connector(struct sa *s)
+{
+	for (int r = 0; r < s->nkvc; r++)
+		kvc_destroy(s->kvc[r]);
+	s->nkvc = 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct sa s;
+	struct sa_http *h = NULL;
+	sigset_t set;
+	int ret, port = 0, sig;
+	bool ready_logged = false;
+	struct timespec tick = { 0, 100000000 };
+
+	pd_log_set_name("pdkv-standin");
+	ret = sa_args_parse(argc, argv, &s.o);
+	if (ret)
+		return ret == 1 ? 0 : 2;
+	s.started = (double)time(NULL);
+	s.kv = s.o.kv_transfer_config != NULL;
+	if (s.kv) {
+		if (load_config(&s) || describe_pipes(&s))
+			return 1;
+		pd_log_set_name(s.producer ? "pdkv-standin[prefill]" : "pdkv-standin[decode]");
+	}
+	pd_info("model %s (served as %s), max-model-len %lld, role %s, tp %d, kv %d layers x %d "
+		"heads x %d dims x %d bytes = %zu bytes/token, %llu ns/token%s%s",
+		s.o.model, s.o.served[0], (long long)s.o.max_model_len,
+		s.kv ? s.kt.kv_role : "plain (no --kv-transfer-config)", s.o.tp, s.o.geom.layers,
+		s.o.geom.kv_heads, s.o.geom.head_dim, s.o.geom.dtype_bytes,
+		mdl_kv_bytes_per_token(&s.o.geom, s.o.geom.kv_heads),
+		(unsigned long long)s.o.ns_per_token, s.o.fault_spec ? ", fault " : "",
+		s.o.fault_spec ? s.o.fault_spec : "");
+	if (s.o.dry_run)
+		return 0;
+
+	/* Every thread (connector, HTTP) inherits this mask; main takes the signals. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (s.kv && start_connector(&s)) {
+		stop_connector(&s);
+		return 1;
+	}
+	ret = sa_http_start(&s, &h, &port);
+	if (ret) {
+		fprintf(stderr, "pdkv-standin: error: cannot serve HTTP on %s:%d: %s\n",
+			s.o.host ? s.o.host : "0.0.0.0", s.o.port, strerror(-ret));
+		stop_connector(&s);
+		return 1;
+	}
+	pd_info("listening on http://%s:%d (OpenAI API: /v1/completions /v1/chat/completions "
+		"/v1/models /health /metrics)",
+		s.o.host ? s.o.host : "0.0.0.0", port);
+	for (;;) {
+		if (!ready_logged && sa_ready(&s)) {
+			pd_info("ready: /health answers 200%s", s.kv ? " (connector segment "
+								       "published, side channel bound)" :
+								       "");
+			ready_logged = true;
+		}
+		sig = sigtimedwait(&set, NULL, &tick);
+		if (sig == SIGINT || sig == SIGTERM)
+			break;
+	}
+	pd_info("signal %d: shutting down", sig);
+	atomic_store(&s.stopping, true);
+	ret = sa_http_quiesce(h, 1500);
+	if (ret > 0) {
+		pd_err("%d request(s) still running after 1.5 s; exiting without waiting for them "
+		       "(connector not destroyed)",
+		       ret);
+		fflush(NULL);
+		_exit(1);
+	}
+	sa_http_stop(h);
+	stop_connector(&s);
+	if (s.kv) {
+		cfg_kv_transfer_free(&s.kt);
+		cfg_mooncake_free(&s.mc);
+	}
+	pd_info("stopped");
+	return 0;
+}

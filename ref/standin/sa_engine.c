@@ -1,0 +1,340 @@
+/* sa_engine: the prefill step of one request — a producer computes the KV and inserts it into the
+ * connector, a consumer asks the connector for it (verify checksum, else miss policy), a plain
+ * instance computes it. Faults (drop, corrupt, delay, crash) are applied here. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pd_log.h"
+#include "pd_util.h"
+#include "sa.h"
+
+enum fetch { F_HIT = 0, F_MISS, F_BAD, F_CSUM, F_XFER };
+
+static int kv_dtype(int bytes)
+{
+	return bytes == 1 ? KVC_U8 : bytes == 2 ? KVC_BF16 : KVC_F32;
+}
+
+static void tset(struct kvc_tensor *t, int dtype, int ndim, const int64_t *shape, void *data,
+		 size_t nbytes)
+{
+	memset(t, 0, sizeof(*t));
+	t->dtype = dtype;
+	t->ndim = ndim;
+	for (int i = 0; i < ndim; i++)
+		t->shape[i] = shape[i];
+	t->data = data;
+	t->nbytes = nbytes;
+}
+
+static void maybe_crash(struct sa *s, const char *where, const char *id)
+{
+	uint64_t seq;
+
+	if (!s->o.fault.crash)
+		return;
+	seq = atomic_fetch_add(&s->n.fault_seq, 1) + 1;
+	if (seq < (uint64_t)s->o.fault.crash_after)
+		return;
+	pd_err("fault crash: request %s is number %llu, exiting %s", id, (unsigned long long)seq,
+	       where);
+	_exit(1);
+}
+
+/* Computes the request's KV: one shard per connector rank (1 when plain), and the generation
+ * seed over the whole KV. */
+static int compute(struct sa *s, const struct sa_req *r, struct mdl_kv *sh, int nsh, uint64_t *seed)
+{
+	const struct mdl_geom *g = &s->o.geom;
+	int hs = g->kv_heads / nsh, ret = 0;
+	uint64_t t0 = pd_now_ns();
+	uint8_t *fk = NULL, *fv = NULL;
+
+	for (int i = 0; i < nsh; i++) {
+		ret = mdl_kv_compute(g, r->tokens, r->ntok, i * hs, hs, i, nsh, &sh[i]);
+		if (ret)
+			goto out;
+	}
+	if (nsh == 1) {
+		*seed = mdl_kv_checksum(sh[0].keys, sh[0].values, sh[0].bytes_each);
+	} else {
+		size_t each = sh[0].bytes_each * (size_t)nsh;
+
+		fk = malloc(each);
+		fv = malloc(each);
+		ret = -ENOMEM;
+		if (!fk || !fv)
+			goto out;
+		for (int i = 0; i < nsh; i++) {
+			mdl_kv_place_shard(g, r->ntok, sh[i].keys, i * hs, hs, fk);
+			mdl_kv_place_shard(g, r->ntok, sh[i].values, i * hs, hs, fv);
+		}
+		*seed = mdl_kv_checksum(fk, fv, each);
+		ret = 0;
+	}
+	mdl_pace(t0, s->o.ns_per_token, r->ntok);
+	atomic_fetch_add(&s->n.computed, r->ntok);
+out:
+	free(fk);
+	free(fv);
+	if (ret)
+		for (int i = 0; i < nsh; i++)
+			mdl_kv_free(&sh[i]);
+	return ret;
+}
+
+static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
+{
+	const struct mdl_geom *g = &s->o.geom;
+	int64_t T = (int64_t)r->ntok, hs = g->kv_heads / s->nkvc;
+	uint8_t *roi = malloc(r->ntok);
+	int ret = 0;
+
+	if (!roi)
+		return -ENOMEM;
+	memset(roi, 1, r->ntok);
+	if (s->o.fault.delay_ms) {
+		pd_info("fault delay: request %s sleeps %d ms before insert", r->id,
+			s->o.fault.delay_ms);
+		pd_sleep_ms(s->o.fault.delay_ms);
+	}
+	if (s->o.fault.drop) {
+		pd_info("fault drop: request %s: KV not inserted", r->id);
+		r->kv_note = "computed, dropped (fault)";
+		goto out;
+	}
+	if (s->o.fault.corrupt) {
+		size_t pos = sh[0].bytes_each / 2;
+
+		sh[0].keys[pos] ^= 0x40;
+		pd_info("fault corrupt: request %s: flipped bit 6 of key byte %zu after checksum",
+			r->id, pos);
+	}
+	for (int k = 0; k < s->nkvc; k++) {
+		struct kvc_item it;
+		int64_t shp[4] = { T }, kshape[4] = { g->layers, T, hs, g->head_dim },
+			hshape[2] = { T, g->hidden_size };
+
+		tset(&it.tokens, KVC_I64, 1, shp, r->tokens, r->ntok * sizeof(int64_t));
+		tset(&it.roi, KVC_BOOL, 1, shp, roi, r->ntok);
+		tset(&it.keys, kv_dtype(g->dtype_bytes), 4, kshape, sh[k].keys, sh[k].bytes_each);
+		tset(&it.values, kv_dtype(g->dtype_bytes), 4, kshape, sh[k].values,
+		     sh[k].bytes_each);
+		tset(&it.hidden, KVC_BF16, 2, hshape, sh[k].hidden, sh[k].hidden_bytes);
+		ret = kvc_insert(s->kvc[k], &it);
+		if (ret) {
+			atomic_fetch_add(&s->n.insert_failures, 1);
+			atomic_fetch_add(&s->n.transfer_failures, 1);
+			pd_err("request %s: kvc_insert on rank %d failed: %s", r->id, k,
+			       kvc_strerror(ret));
+			goto out;
+		}
+	}
+	atomic_fetch_add(&s->n.inserted, 1);
+	r->kv_note = "computed, inserted";
+	maybe_crash(s, "right after kvc_insert (peer may be mid-transfer)", r->id);
+out:
+	free(roi);
+	return ret;
+}
+
+static bool item_ok(struct sa *s, const struct sa_req *r, const struct kvc_item *it, int rank,
+		    char *why, size_t whysz)
+{
+	const struct mdl_geom *g = &s->o.geom;
+	int64_t T = (int64_t)r->ntok, hs = g->kv_heads / s->nkvc;
+	size_t kvb = (size_t)g->layers * r->ntok * (size_t)hs * (size_t)g->head_dim *
+		     (size_t)g->dtype_bytes;
+	uint64_t sum, nt;
+	uint32_t sh, nsh;
+
+	if (it->roi.ndim != 1 || it->roi.shape[0] != T) {
+		snprintf(why, whysz, "roi length %lld != %lld request tokens",
+			 it->roi.ndim ? (long long)it->roi.shape[0] : -1LL, (long long)T);
+		return false;
+	}
+	if (it->tokens.dtype != KVC_I64 || it->tokens.ndim != 1 || it->tokens.shape[0] != T ||
+	    it->tokens.nbytes != r->ntok * 8 || memcmp(it->tokens.data, r->tokens, r->ntok * 8)) {
+		snprintf(why, whysz, "received tokens differ from the request's");
+		return false;
+	}
+	for (int i = 0; i < 2; i++) {
+		const struct kvc_tensor *t = i ? &it->values : &it->keys;
+
+		if (t->ndim != 4 || t->shape[0] != g->layers || t->shape[1] != T ||
+		    t->shape[2] != hs || t->shape[3] != g->head_dim || t->nbytes != kvb ||
+		    t->dtype != kv_dtype(g->dtype_bytes)) {
+			snprintf(why, whysz,
+				 "%s shape [%lld,%lld,%lld,%lld] (%zu bytes) != expected "
+				 "[%d,%lld,%lld,%d] (%zu bytes)",
+				 i ? "values" : "keys", (long long)t->shape[0],
+				 (long long)t->shape[1], (long long)t->shape[2],
+				 (long long)t->shape[3], t->nbytes, g->layers, (long long)T,
+				 (long long)hs, g->head_dim, kvb);
+			return false;
+		}
+	}
+	if (it->hidden.ndim != 2 || it->hidden.shape[0] != T ||
+	    it->hidden.nbytes != r->ntok * (size_t)g->hidden_size * 2 ||
+	    mdl_footer_read(it->hidden.data, it->hidden.nbytes, &sum, &nt, &sh, &nsh) ||
+	    nt != r->ntok || sh != (uint32_t)rank || nsh != (uint32_t)s->nkvc) {
+		snprintf(why, whysz, "hidden states missing or without a pdkv footer for rank %d",
+			 rank);
+		return false;
+	}
+	return true;
+}
+
+/* Asks every rank's connector for the request's KV. On F_HIT *seed is set. */
+static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *why, size_t whysz)
+{
+	const struct mdl_geom *g = &s->o.geom;
+	struct kvc_item it[SA_MAX_TP];
+	uint64_t deadline = pd_now_ns() + (uint64_t)s->o.kv_wait_timeout_ms * 1000000ULL;
+	int hs = g->kv_heads / s->nkvc, got = 0;
+	enum fetch res = F_HIT;
+	uint8_t *fk = NULL, *fv = NULL;
+	size_t each = 0;
+
+	memset(it, 0, sizeof(it));
+	for (int k = 0; k < s->nkvc && res == F_HIT; k++) {
+		for (;;) {
+			int ret = kvc_drop_select(s->kvc[k], r->tokens, r->ntok, &it[k]);
+
+			if (ret == KVC_OK) {
+				got = k + 1;
+				break;
+			}
+			if (ret != KVC_MISS) {
+				atomic_fetch_add(&s->n.transfer_failures, 1);
+				pd_warn("request %s: kvc_drop_select on rank %d: %s", r->id, k,
+					kvc_strerror(ret));
+			}
+			if (s->o.miss_policy == SA_MISS_WAIT && pd_now_ns() < deadline &&
+			    !atomic_load(&s->stopping)) {
+				pd_sleep_ms(20);
+				continue;
+			}
+			res = ret == KVC_MISS ? F_MISS : F_XFER;
+			snprintf(why, whysz, "%s on rank %d",
+				 ret == KVC_MISS ? "producer had no KV for these tokens" :
+						   kvc_strerror(ret),
+				 k);
+			break;
+		}
+	}
+	if (res == F_HIT)
+		maybe_crash(s, "after kvc_drop_select, before using the KV", r->id);
+	for (int k = 0; k < got && res == F_HIT; k++) {
+		uint64_t sum, nt;
+		uint32_t sh, nsh;
+
+		if (!item_ok(s, r, &it[k], k, why, whysz)) {
+			res = F_BAD;
+			break;
+		}
+		mdl_footer_read(it[k].hidden.data, it[k].hidden.nbytes, &sum, &nt, &sh, &nsh);
+		if (mdl_kv_checksum(it[k].keys.data, it[k].values.data, it[k].keys.nbytes) != sum) {
+			atomic_fetch_add(&s->n.checksum_failures, 1);
+			snprintf(why, whysz, "KV checksum mismatch on rank %d (footer %016llx)", k,
+				 (unsigned long long)sum);
+			res = F_CSUM;
+		}
+	}
+	if (res == F_HIT) {
+		if (s->nkvc == 1) {
+			*seed = mdl_kv_checksum(it[0].keys.data, it[0].values.data,
+						it[0].keys.nbytes);
+		} else {
+			each = it[0].keys.nbytes * (size_t)s->nkvc;
+			fk = malloc(each);
+			fv = malloc(each);
+			if (!fk || !fv) {
+				snprintf(why, whysz, "out of memory assembling %zu KV bytes", each);
+				res = F_BAD;
+			} else {
+				for (int k = 0; k < s->nkvc; k++) {
+					mdl_kv_place_shard(g, r->ntok, it[k].keys.data, k * hs, hs,
+							   fk);
+					mdl_kv_place_shard(g, r->ntok, it[k].values.data, k * hs,
+							   hs, fv);
+				}
+				*seed = mdl_kv_checksum(fk, fv, each);
+			}
+		}
+	}
+	free(fk);
+	free(fv);
+	for (int k = 0; k < got; k++)
+		kvc_item_free(&it[k]);
+	return res;
+}
+
+int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
+{
+	struct mdl_kv sh[SA_MAX_TP];
+	int nsh = s->kv && s->producer ? s->nkvc : 1, ret;
+	char why[256] = "";
+
+	memset(sh, 0, sizeof(sh));
+	*msg = NULL;
+	*msg_alloc = NULL;
+	if (s->kv && s->consumer) {
+		enum fetch f;
+
+		if (s->o.fault.delay_ms) {
+			pd_info("fault delay: request %s sleeps %d ms before drop_select", r->id,
+				s->o.fault.delay_ms);
+			pd_sleep_ms(s->o.fault.delay_ms);
+		}
+		f = fetch(s, r, &r->seed, why, sizeof(why));
+		if (f == F_HIT) {
+			r->reused = r->ntok;
+			atomic_fetch_add(&s->n.reused, r->ntok);
+			r->kv_note = "hit";
+			return 0;
+		}
+		if (f != F_CSUM)
+			atomic_fetch_add(&s->n.misses, 1);
+		if (s->o.miss_policy == SA_MISS_FAIL ||
+		    (s->o.miss_policy == SA_MISS_WAIT && f != F_CSUM && f != F_BAD)) {
+			*msg_alloc = pd_asprintf(
+				"KV cache for request %s not received (%s); --kv-miss-policy %s", r->id,
+				why, s->o.miss_policy == SA_MISS_FAIL ? "fail" : "wait");
+			pd_warn("%s", *msg_alloc ? *msg_alloc : why);
+			return (f == F_MISS || f == F_BAD) ? 503 : 500;
+		}
+		pd_warn("request %s: KV not received (%s); recomputing %zu prompt tokens", r->id, why,
+			r->ntok);
+		ret = compute(s, r, sh, 1, &r->seed);
+		if (ret)
+			goto oom;
+		mdl_kv_free(&sh[0]);
+		r->recomputed = r->ntok;
+		atomic_fetch_add(&s->n.recomputed, r->ntok);
+		r->kv_note = f == F_CSUM ? "recomputed (checksum)" : "recomputed (miss)";
+		return 0;
+	}
+	ret = compute(s, r, sh, nsh, &r->seed);
+	if (ret)
+		goto oom;
+	r->kv_note = "computed";
+	if (s->kv && s->producer)
+		ret = produce(s, r, sh);
+	else
+		maybe_crash(s, "after computing the KV", r->id);
+	for (int i = 0; i < nsh; i++)
+		mdl_kv_free(&sh[i]);
+	if (ret) {
+		*msg_alloc = pd_asprintf("KV insert for request %s failed: %s", r->id,
+					 kvc_strerror(ret));
+		return 500;
+	}
+	return 0;
+oom:
+	*msg = "out of memory computing the KV cache";
+	return 500;
+}

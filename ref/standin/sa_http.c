@@ -1,0 +1,558 @@
+/* sa_http: pdkv-standin's OpenAI-compatible HTTP front end on libmicrohttpd (thread per
+ * connection): routing, request validation with vLLM's error shapes, JSON and SSE responses. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+#include <microhttpd.h>
+
+#include "pd_log.h"
+#include "pd_util.h"
+#include "sa.h"
+#include "sa_req.h"
+
+#define BODY_MAX (64u << 20)
+
+struct sa_http {
+	struct sa *s;
+	struct MHD_Daemon *d;
+	int lfd;
+};
+
+struct conn {
+	char *body;
+	size_t len, cap;
+	bool too_big, counted;
+};
+
+static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *ctype,
+			     const char *text, size_t len, const struct sa_req *r)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+	char num[32];
+
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, "Content-Type", ctype);
+	if (r) {
+		MHD_add_response_header(resp, "X-Request-Id", r->id);
+		snprintf(num, sizeof(num), "%zu", r->reused);
+		MHD_add_response_header(resp, "X-PDKV-Reused-Tokens", num);
+		snprintf(num, sizeof(num), "%zu", r->recomputed);
+		MHD_add_response_header(resp, "X-PDKV-Recomputed-Tokens", num);
+	}
+	ret = MHD_queue_response(c, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *j,
+				 const struct sa_req *r)
+{
+	char *txt = cJSON_PrintUnformatted(j);
+	enum MHD_Result ret;
+
+	cJSON_Delete(j);
+	if (!txt)
+		return MHD_NO;
+	ret = queue(c, status, "application/json", txt, strlen(txt), r);
+	free(txt);
+	return ret;
+}
+
+/* vLLM's ErrorResponse: {"object":"error","message":...,"type":...,"param":null,"code":N}. */
+static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *msg)
+{
+	cJSON *j = cJSON_CreateObject();
+	const char *type = status == 400 ? "BadRequestError" :
+			   status == 401 ? "Unauthorized" :
+			   status == 404 ? "NotFoundError" :
+			   status == 503 ? "ServiceUnavailableError" :
+					   "InternalServerError";
+
+	cJSON_AddStringToObject(j, "object", "error");
+	cJSON_AddStringToObject(j, "message", msg);
+	cJSON_AddStringToObject(j, "type", type);
+	cJSON_AddNullToObject(j, "param");
+	cJSON_AddNumberToObject(j, "code", status);
+	return send_json(c, status, j, NULL);
+}
+
+static enum MHD_Result send_detail(struct MHD_Connection *c, int status, const char *detail)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "detail", detail);
+	return send_json(c, status, j, NULL);
+}
+
+static enum MHD_Result get_models(struct sa *s, struct MHD_Connection *c)
+{
+	cJSON *j = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(j, "data");
+
+	cJSON_AddStringToObject(j, "object", "list");
+	for (int i = 0; i < s->o.nserved; i++) {
+		cJSON *m = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(m, "id", s->o.served[i]);
+		cJSON_AddStringToObject(m, "object", "model");
+		cJSON_AddNumberToObject(m, "created", (double)(long long)s->started);
+		cJSON_AddStringToObject(m, "owned_by", "vllm");
+		cJSON_AddStringToObject(m, "root", s->o.model);
+		cJSON_AddNullToObject(m, "parent");
+		cJSON_AddNumberToObject(m, "max_model_len", (double)s->o.max_model_len);
+		cJSON_AddItemToArray(data, m);
+	}
+	return send_json(c, 200, j, NULL);
+}
+
+/* ---- completion responses ---- */
+
+static cJSON *usage_obj(const struct sa_req *r, long long gen)
+{
+	cJSON *u = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(u, "prompt_tokens", (double)r->ntok);
+	cJSON_AddNumberToObject(u, "total_tokens", (double)r->ntok + (double)gen);
+	cJSON_AddNumberToObject(u, "completion_tokens", (double)gen);
+	cJSON_AddNullToObject(u, "prompt_tokens_details");
+	return u;
+}
+
+static cJSON *resp_head(const struct sa_req *r, const char *object, long long created)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "id", r->id);
+	cJSON_AddStringToObject(j, "object", object);
+	cJSON_AddNumberToObject(j, "created", (double)created);
+	cJSON_AddStringToObject(j, "model", r->model_name);
+	return j;
+}
+
+/* One choice object: completions use "text", chat "message" or "delta". */
+static cJSON *choice(const struct sa_req *r, const char *text, const char *finish, bool delta,
+		     bool role)
+{
+	cJSON *ch = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(ch, "index", 0);
+	if (!r->chat) {
+		cJSON_AddStringToObject(ch, "text", text);
+	} else {
+		cJSON *m = cJSON_AddObjectToObject(ch, delta ? "delta" : "message");
+
+		if (role)
+			cJSON_AddStringToObject(m, "role", "assistant");
+		if (!delta)
+			cJSON_AddNullToObject(m, "reasoning_content");
+		cJSON_AddStringToObject(m, "content", text);
+		if (!delta)
+			cJSON_AddArrayToObject(m, "tool_calls");
+	}
+	cJSON_AddNullToObject(ch, "logprobs");
+	if (finish)
+		cJSON_AddStringToObject(ch, "finish_reason", finish);
+	else
+		cJSON_AddNullToObject(ch, "finish_reason");
+	cJSON_AddNullToObject(ch, "stop_reason");
+	return ch;
+}
+
+static void log_request(struct sa *s, const struct sa_req *r, int status, long long gen,
+			const char *finish)
+{
+	pd_info("request %s role=%s prompt_tokens=%zu reused=%zu recomputed=%zu kv=%s "
+		"gen_tokens=%lld finish=%s status=%d ms=%.1f",
+		r->id, s->kv ? s->kt.kv_role : "plain", r->ntok, r->reused, r->recomputed,
+		r->kv_note ? r->kv_note : "-", gen, finish ? finish : "-", status,
+		(double)(pd_now_ns() - r->t0_ns) / 1e6);
+}
+
+/* Next output token with pacing; returns the byte (or -1 at EOS) and sets *finish at the end. */
+static int next_tok(struct sa *s, struct sa_req *r, struct mdl_gen *g, uint64_t t0, long long *gen,
+		    const char **finish)
+{
+	int64_t t = mdl_gen_next(g);
+
+	(*gen)++;
+	atomic_fetch_add(&s->n.generation_tokens, 1);
+	mdl_pace(t0, s->o.ns_per_token, (size_t)*gen);
+	if (t == MDL_EOS) {
+		*finish = "stop";
+		return -1;
+	}
+	if (*gen >= r->max_tokens)
+		*finish = "length";
+	return (int)t;
+}
+
+struct stream {
+	struct sa_http *h;
+	struct sa_req r;
+	struct mdl_gen g;
+	uint64_t t0;
+	long long gen, created;
+	const char *finish;
+	int phase; /* 0 role chunk (chat), 1 tokens, 2 usage, 3 [DONE], 4 end */
+	char *pend;
+	size_t plen, poff;
+};
+
+static void stream_set(struct stream *st, cJSON *j)
+{
+	char *txt = cJSON_PrintUnformatted(j);
+
+	cJSON_Delete(j);
+	free(st->pend);
+	st->pend = txt ? pd_asprintf("data: %s\n\n", txt) : NULL;
+	free(txt);
+	st->plen = st->pend ? strlen(st->pend) : 0;
+	st->poff = 0;
+}
+
+static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream *st = cls;
+	struct sa *s = st->h->s;
+	const char *obj = st->r.chat ? "chat.completion.chunk" : "text_completion";
+	cJSON *j;
+	(void)pos;
+
+	while (st->poff >= st->plen) {
+		if (atomic_load(&s->stopping))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		switch (st->phase) {
+		case 0:
+			j = resp_head(&st->r, obj, st->created);
+			cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
+					     choice(&st->r, "", NULL, true, true));
+			stream_set(st, j);
+			st->phase = 1;
+			break;
+		case 1: {
+			char txt[2] = { 0, 0 };
+			int t = next_tok(s, &st->r, &st->g, st->t0, &st->gen, &st->finish);
+
+			if (t >= 0)
+				txt[0] = (char)t;
+			j = resp_head(&st->r, obj, st->created);
+			cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
+					     choice(&st->r, txt, st->finish, true, false));
+			stream_set(st, j);
+			if (st->finish)
+				st->phase = 2;
+			break;
+		}
+		case 2:
+			st->phase = 3;
+			if (!st->r.include_usage)
+				break;
+			j = resp_head(&st->r, obj, st->created);
+			cJSON_AddArrayToObject(j, "choices");
+			cJSON_AddItemToObject(j, "usage", usage_obj(&st->r, st->gen));
+			stream_set(st, j);
+			break;
+		case 3:
+			free(st->pend);
+			st->pend = strdup("data: [DONE]\n\n");
+			st->plen = st->pend ? strlen(st->pend) : 0;
+			st->poff = 0;
+			st->phase = 4;
+			break;
+		default:
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
+		if (!st->pend)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	size_t n = st->plen - st->poff < max ? st->plen - st->poff : max;
+	memcpy(buf, st->pend + st->poff, n);
+	st->poff += n;
+	return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+	struct stream *st = cls;
+	struct sa *s = st->h->s;
+
+	log_request(s, &st->r, st->phase == 4 ? 200 : 499, st->gen, st->finish);
+	atomic_fetch_sub(&s->n.running, 1);
+	free(st->pend);
+	sa_req_free(&st->r);
+	free(st);
+}
+
+static enum MHD_Result respond(struct sa_http *h, struct MHD_Connection *c, struct sa_req *r)
+{
+	struct sa *s = h->s;
+	long long created = (long long)time(NULL), gen = 0;
+	const char *finish = NULL;
+	struct mdl_gen g;
+	enum MHD_Result ret;
+
+	mdl_gen_init(&g, r->seed, r->ignore_eos);
+	if (r->stream) {
+		struct stream *st = calloc(1, sizeof(*st));
+		struct MHD_Response *resp;
+
+		if (!st)
+			return MHD_NO;
+		st->h = h;
+		st->r = *r;
+		memset(r, 0, sizeof(*r)); /* the stream owns the request now */
+		st->g = g;
+		st->t0 = pd_now_ns();
+		st->created = created;
+		st->phase = st->r.chat ? 0 : 1;
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_cb, st,
+							 stream_free);
+		if (!resp) {
+			stream_free(st);
+			return MHD_NO;
+		}
+		MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
+		MHD_add_response_header(resp, "X-Request-Id", st->r.id);
+		ret = MHD_queue_response(c, 200, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
+	char *text = malloc((size_t)r->max_tokens + 1);
+	size_t k = 0;
+	uint64_t t0 = pd_now_ns();
+	cJSON *j;
+
+	if (!text)
+		return send_error(c, 500, "out of memory");
+	while (!finish) {
+		int t = next_tok(s, r, &g, t0, &gen, &finish);
+
+		if (t >= 0)
+			text[k++] = (char)t;
+	}
+	text[k] = 0;
+	j = resp_head(r, r->chat ? "chat.completion" : "text_completion", created);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
+			     choice(r, text, finish, false, true));
+	cJSON_AddItemToObject(j, "usage", usage_obj(r, gen));
+	free(text);
+	ret = send_json(c, 200, j, r);
+	log_request(s, r, 200, gen, finish);
+	atomic_fetch_sub(&s->n.running, 1);
+	return ret;
+}
+
+static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, struct conn *cn,
+				  bool chat)
+{
+	struct sa *s = h->s;
+	struct sa_req r;
+	char *msg_alloc = NULL;
+	const char *msg = NULL;
+	int status;
+	enum MHD_Result ret;
+
+	atomic_fetch_add(&s->n.requests, 1);
+	status = sa_req_parse(s, cn->body, cn->len, chat,
+			      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id"), &r,
+			      &msg_alloc);
+	if (status) {
+		atomic_fetch_add(&s->n.requests_failed, 1);
+		pd_info("request rejected (%d): %s", status, msg_alloc ? msg_alloc : "?");
+		ret = send_error(c, status, msg_alloc ? msg_alloc : "bad request");
+		free(msg_alloc);
+		return ret;
+	}
+	atomic_fetch_add(&s->n.running, 1);
+	atomic_fetch_add(&s->n.prompt_tokens, r.ntok);
+	status = sa_prefill(s, &r, &msg, &msg_alloc);
+	if (status) {
+		atomic_fetch_add(&s->n.requests_failed, 1);
+		atomic_fetch_sub(&s->n.running, 1);
+		log_request(s, &r, status, 0, NULL);
+		ret = send_error(c, status, msg_alloc ? msg_alloc : msg);
+		free(msg_alloc);
+		sa_req_free(&r);
+		return ret;
+	}
+	ret = respond(h, c, &r);
+	sa_req_free(&r);
+	return ret;
+}
+
+static bool authorized(struct sa *s, struct MHD_Connection *c)
+{
+	const char *a;
+
+	if (!s->o.api_key)
+		return true;
+	a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	return a && !strncmp(a, "Bearer ", 7) && !strcmp(a + 7, s->o.api_key);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct sa_http *h = cls;
+	struct sa *s = h->s;
+	struct conn *cn = *con_cls;
+	bool post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+	(void)version;
+
+	if (!cn) {
+		cn = calloc(1, sizeof(*cn));
+		if (!cn)
+			return MHD_NO;
+		*con_cls = cn;
+		cn->counted = true;
+		atomic_fetch_add(&s->n.inflight, 1);
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!cn->too_big && cn->len + *upload_size <= BODY_MAX) {
+			if (cn->len + *upload_size + 1 > cn->cap) {
+				size_t nc = (cn->len + *upload_size + 1) * 2;
+				char *nb = realloc(cn->body, nc);
+
+				if (!nb)
+					return MHD_NO;
+				cn->body = nb;
+				cn->cap = nc;
+			}
+			memcpy(cn->body + cn->len, upload, *upload_size);
+			cn->len += *upload_size;
+			cn->body[cn->len] = 0;
+		} else {
+			cn->too_big = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (!strcmp(url, "/health")) {
+		if (!get)
+			return send_detail(c, 405, "Method Not Allowed");
+		return sa_ready(s) ? queue(c, 200, "application/json", "", 0, NULL) :
+				     queue(c, 503, "application/json", "", 0, NULL);
+	}
+	if (!strcmp(url, "/metrics")) {
+		char *m = sa_metrics_text(s);
+		enum MHD_Result ret;
+
+		if (!m)
+			return MHD_NO;
+		ret = queue(c, 200, "text/plain; version=0.0.4; charset=utf-8", m, strlen(m),
+			    NULL);
+		free(m);
+		return ret;
+	}
+	if (!strcmp(url, "/version") && get)
+		return queue(c, 200, "application/json", "{\"version\":\"pdkv-standin 0.1\"}", 30,
+			     NULL);
+	if (!strcmp(url, "/v1/models") || !strcmp(url, "/v1/completions") ||
+	    !strcmp(url, "/v1/chat/completions")) {
+		bool models = !strcmp(url, "/v1/models");
+
+		if ((models && !get) || (!models && !post))
+			return send_detail(c, 405, "Method Not Allowed");
+		if (!authorized(s, c)) {
+			cJSON *j = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(j, "error", "Unauthorized");
+			return send_json(c, 401, j, NULL);
+		}
+		if (models)
+			return get_models(s, c);
+		if (atomic_load(&s->stopping))
+			return send_error(c, 503, "server is shutting down");
+		if (cn->too_big)
+			return send_error(c, 400, "request body larger than 64 MiB");
+		return completion(h, c, cn, !strcmp(url, "/v1/chat/completions"));
+	}
+	return send_detail(c, 404, "Not Found");
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct sa_http *h = cls;
+	struct conn *cn = *con_cls;
+	(void)c;
+	(void)toe;
+
+	if (!cn)
+		return;
+	if (cn->counted)
+		atomic_fetch_sub(&h->s->n.inflight, 1);
+	free(cn->body);
+	free(cn);
+	*con_cls = NULL;
+}
+
+int sa_http_start(struct sa *s, struct sa_http **out, int *bound_port)
+{
+	struct sa_http *h = calloc(1, sizeof(*h));
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (!h)
+		return -ENOMEM;
+	h->s = s;
+	h->lfd = pd_tcp_listen(s->o.host, s->o.port, 512); /* SO_REUSEADDR */
+	if (h->lfd < 0) {
+		int ret = h->lfd;
+
+		free(h);
+		return ret;
+	}
+	if (getsockname(h->lfd, (struct sockaddr *)&ss, &sl) == 0)
+		*bound_port = ss.ss_family == AF_INET6 ?
+				      ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) :
+				      ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+					MHD_USE_ITC | MHD_USE_ERROR_LOG,
+				0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->lfd,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+				MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+	if (!h->d) {
+		close(h->lfd);
+		free(h);
+		return -EIO;
+	}
+	*out = h;
+	return 0;
+}
+
+int sa_http_quiesce(struct sa_http *h, int grace_ms)
+{
+	uint64_t end = pd_now_ns() + (uint64_t)grace_ms * 1000000ULL;
+	int fd = MHD_quiesce_daemon(h->d);
+
+	if (fd >= 0) {
+		close(fd);
+		h->lfd = -1;
+	}
+	while (atomic_load(&h->s->n.running) > 0 && pd_now_ns() < end)
+		pd_sleep_ms(10);
+	return atomic_load(&h->s->n.running);
+}
+
+void sa_http_stop(struct sa_http *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->d);
+	if (h->lfd >= 0)
+		close(h->lfd);
+	free(h);
+}
