@@ -1,0 +1,200 @@
+/* hr: the scenario runner library behind `pdkv run` — scenario files, the processes of one 1P1D
+ * deployment, the OpenAI workload, /metrics scraping, the checks and the reporters. */
+#ifndef HR_H
+#define HR_H
+
+#include <cJSON.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define HR_VERSION "0.1"
+
+/* ---- scenario (hr_scenario.c) -------------------------------------------------------------- */
+enum hr_meta { HR_META_ETCD = 0, HR_META_REDIS, HR_META_HTTP, HR_META_P2P };
+
+struct hr_workload {
+	int requests;
+	int concurrency;
+	int max_tokens;
+	bool stream;
+	bool chat;          /* endpoint "chat" = /v1/chat/completions, else /v1/completions */
+	int *prompt_tokens; /* one planned prompt length per request (deterministic) */
+};
+
+struct hr_scenario {
+	char *path; /* the file it came from ("" for built-in) */
+	char *dir;  /* directory of that file: fixture paths are relative to it */
+	char *name;
+	char *description;
+	enum hr_meta meta;
+	char *protocol; /* "tcp" | "rdma" */
+	char *prefill_host, *decode_host, *proxy_host;
+	char *model;
+	int max_model_len;
+	/* templates, ${VAR} substituted at run time (hr_subst) */
+	cJSON *mooncake;   /* object */
+	cJSON *kv_prefill; /* object */
+	cJSON *kv_decode;  /* object */
+	cJSON *standin_args, *prefill_args, *decode_args, *proxy_args; /* arrays of strings */
+	struct hr_workload wl;
+	char **checks;
+	size_t nchecks;
+	char *expect_fail; /* NULL or the check that must FAIL */
+	double timeout_s;  /* 0 = runner default */
+};
+
+/* Parses and validates one scenario file. On error returns -1 with err = "FILE: FIELD: what is
+ * wrong, expected ...". */
+int hr_scenario_load(const char *path, struct hr_scenario *sc, char *err, size_t errsz);
+/* Same, from JSON text (path is only used in messages and for fixture paths). */
+int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc, char *err,
+		      size_t errsz);
+void hr_scenario_free(struct hr_scenario *sc);
+const char *hr_meta_name(enum hr_meta m);
+bool hr_scenario_has_check(const struct hr_scenario *sc, const char *check);
+
+/* ---- ${VAR} substitution (hr_subst.c) ------------------------------------------------------ */
+#define HR_MAX_VARS 32
+struct hr_vars {
+	size_t n;
+	char name[HR_MAX_VARS][48];
+	char value[HR_MAX_VARS][256];
+};
+int hr_vars_set(struct hr_vars *v, const char *name, const char *value);
+const char *hr_vars_get(const struct hr_vars *v, const char *name);
+/* True for names the runner can provide: PREFILL_HOST, DECODE_HOST, PROXY_HOST, METADATA,
+ * METADATA_HOSTPORT, WORKDIR and PORT_<NAME>. */
+bool hr_var_known(const char *name);
+/* Calls fn for every ${NAME} in s; stops and returns fn's non-zero value. -1 on a bad ${. */
+int hr_vars_scan(const char *s, int (*fn)(const char *name, void *ud), void *ud);
+/* Returns a malloc'd copy of s with every ${NAME} replaced; NULL (and err) on an unset name. */
+char *hr_subst(const struct hr_vars *v, const char *s, char *err, size_t errsz);
+/* Deep copy of a JSON template with every string value substituted. */
+cJSON *hr_subst_json(const struct hr_vars *v, const cJSON *tmpl, char *err, size_t errsz);
+/* A base port B on host such that B..B+span-1 and B+100..B+100+span-1 are all free now
+ * (the V0 pipe binds B+9+2r and B+10+2r; identical URLs move decode to B+100). */
+int hr_pick_port_block(const char *host, int span);
+
+/* ---- Prometheus text (hr_metrics.c) -------------------------------------------------------- */
+struct hr_metrics {
+	size_t n;
+	char **name; /* metric name without labels; samples with labels are summed */
+	double *value;
+};
+int hr_metrics_parse(const char *text, struct hr_metrics *m);
+/* Value or NAN when absent. */
+double hr_metrics_get(const struct hr_metrics *m, const char *name);
+void hr_metrics_free(struct hr_metrics *m);
+/* GET url (the /metrics endpoint) and parse; 0 or negative. */
+int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m);
+
+/* ---- the OpenAI workload (hr_workload.c) --------------------------------------------------- */
+struct hr_req {
+	int idx;
+	int planned_tokens;
+	char *prompt;
+	long status;    /* HTTP status, 0 = no answer */
+	char *body;     /* raw body (SSE text for streams) */
+	char *text;     /* assembled completion text, NULL when the body was not valid */
+	char *invalid;  /* why the body is not a valid OpenAI response, NULL when it is */
+	bool done_marker;  /* stream ended with data: [DONE] */
+	long usage_prompt; /* usage.prompt_tokens, -1 when absent */
+	long usage_completion;
+	double secs;
+	char curl_err[128];
+};
+/* Deterministic prompt of about ntok tokens for request idx (unique per idx and seed). */
+char *hr_prompt_text(int idx, int ntok, unsigned seed);
+/* Sends every request to base_url ("http://h:p") with at most wl->concurrency in flight.
+ * progress (may be NULL) is called after each completion. Stops early when *stop becomes
+ * non-zero or the deadline (pd_now_s() clock) passes; unsent requests keep status 0. */
+int hr_workload_run(const char *base_url, const struct hr_scenario *sc, struct hr_req *reqs,
+		    double deadline, volatile sig_atomic_t *stop,
+		    void (*progress)(int done, int total, void *ud), void *ud);
+/* Validates one response body as the OpenAI answer to a (chat|completion, stream) request;
+ * fills text/invalid/done_marker/usage. Exposed for tests. */
+void hr_response_parse(struct hr_req *r, bool chat, bool stream);
+void hr_reqs_free(struct hr_req *reqs, size_t n);
+
+/* ---- what one run produced, what checks look at (hr_check.c) ------------------------------- */
+struct hr_run_data {
+	const struct hr_scenario *sc;
+	struct hr_req *reqs;  /* through the proxy */
+	struct hr_req *plain; /* the same requests on the plain stand-in, NULL if none */
+	size_t nreqs;
+	struct hr_metrics p_before, p_after, d_before, d_after;
+	bool have_metrics;
+	const char *startup_error; /* why the deployment did not come up; NULL when it did */
+};
+struct hr_check_result {
+	const char *name;
+	bool pass;
+	char detail[600]; /* the numbers; on PASS a short summary */
+};
+struct hr_check {
+	const char *name;
+	const char *what; /* one line for --list / README */
+	bool needs_plain; /* the runner starts a plain (non-disaggregated) stand-in */
+	/* returns true for PASS; writes the numbers into detail either way */
+	bool (*fn)(const struct hr_run_data *rd, char *detail, size_t sz);
+};
+const struct hr_check *hr_check_find(const char *name);
+size_t hr_check_count(void);
+const struct hr_check *hr_check_at(size_t i);
+/* Delta of a counter between two scrapes (0 when absent in both). */
+double hr_metric_delta(const struct hr_metrics *before, const struct hr_metrics *after,
+		       const char *name);
+
+/* ---- results (hr_result.c) and reporters (hr_report_*.c) ----------------------------------- */
+enum hr_status { HR_PASS = 0, HR_FAIL, HR_NOTRUN };
+struct hr_result {
+	char *name;
+	char *path;
+	enum hr_status status;
+	char reason[1024]; /* FAIL/NOTRUN: why, one line */
+	double secs;
+	double startup_s, workload_s;
+	struct hr_check_result *checks;
+	size_t nchecks;
+	char *expect_fail;
+	cJSON *metrics; /* {"prefill":{name:delta},"decode":{...}} or NULL */
+	cJSON *requests; /* summary: sent, ok, latency */
+	char workdir[512];
+	bool kept;
+};
+const char *hr_status_name(enum hr_status s);
+void hr_result_free(struct hr_result *r);
+
+struct hr_report {
+	struct hr_result *v;
+	size_t n;
+	double wall_s;
+	char *workdir;
+	bool interrupted;
+	cJSON *versions; /* {"pdkv-run": ..., "etcd": ...}; may be NULL */
+};
+/* fabtests-style line: "%-60s%8s%8.1fs", then indented details for FAIL/NOTRUN. */
+void hr_report_line(FILE *f, const struct hr_result *r, bool verbose);
+void hr_report_summary(FILE *f, const struct hr_report *rep);
+int hr_report_json(const char *path, const struct hr_report *rep);
+int hr_report_junit(const char *path, const struct hr_report *rep);
+
+/* ---- running one scenario (hr_run.c, hr_deploy.c) ------------------------------------------ */
+struct hr_opts {
+	const char *workdir; /* parent of the per-scenario work dirs */
+	bool keep;           /* keep work dirs of passed scenarios too */
+	bool verbose;
+	double timeout_s;    /* per scenario, 0 = scenario's own or 120 */
+	FILE *progress;      /* progress lines ("# ..."), NULL = none */
+	volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
+};
+/* Runs sc; always stops every process it started. Fills res. */
+void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res);
+/* Binary next to pdkv-run or in $PDKV_BIN; 0 or -ENOENT. */
+int hr_find_bin(const char *name, char *out, size_t outsz);
+/* Reason string when the scenario cannot run on this host (rdma without devices), else NULL. */
+const char *hr_capability_missing(const struct hr_scenario *sc, char *buf, size_t sz);
+
+#endif

@@ -1,0 +1,43 @@
+/* hr_check: the table of checks a scenario can name. Adding a check = one hr_check_NAME.c file
+ * defining `const struct hr_check hr_check_NAME` plus one X(NAME) row below. */
+#include "hr.h"
+#include "pd_util.h"
+
+#include <math.h>
+#include <string.h>
+
+#define HR_CHECKS(X) X(startup) X(http_ok) X(kv_reused) X(output_equal) X(integrity)
+
+#define DECLARE(n) extern const struct hr_check hr_check_##n;
+HR_CHECKS(DECLARE)
+#define ROW(n) &hr_check_##n,
+static const struct hr_check *const table[] = { HR_CHECKS(ROW) };
+
+const struct hr_check *hr_check_find(const char *name)
+{
+	for (size_t i = 0; i < PD_ARRAY_SIZE(table); i++)
+		if (!strcmp(table[i]->name, name))
+			return table[i];
+	return NULL;
+}
+
+size_t hr_check_count(void)
+{
+	return PD_ARRAY_SIZE(table);
+}
+
+const struct hr_check *hr_check_at(size_t i)
+{
+	return i < PD_ARRAY_SIZE(table) ? table[i] : NULL;
+}
+
+double hr_metric_delta(const struct hr_metrics *before, const struct hr_metrics *after,
+		       const char *name)
+{
+	double a = hr_metrics_get(after, name), b = hr_metrics_get(before, name);
+	if (isnan(a))
+		a = 0;
+	if (isnan(b))
+		b = 0;
+	return a - b;
+}

@@ -1,0 +1,46 @@
+/* hr_check_kv_reused: decode used the KV that prefill produced for every prompt token of every
+ * request and recomputed none — the silent-recompute detector (Mooncake#456, #908). */
+#include "hr.h"
+
+#include <math.h>
+
+static bool kv_reused(const struct hr_run_data *rd, char *detail, size_t sz)
+{
+	double prompt = 0, reused, recomputed, failures, received;
+	size_t ok = 0, no_usage = 0;
+	if (!rd->have_metrics) {
+		snprintf(detail, sz, "no /metrics from the stand-ins");
+		return false;
+	}
+	for (size_t i = 0; i < rd->nreqs; i++) {
+		const struct hr_req *r = &rd->reqs[i];
+		if (r->status != 200 || r->invalid)
+			continue;
+		ok++;
+		if (r->usage_prompt < 0)
+			no_usage++;
+		else
+			prompt += (double)r->usage_prompt;
+	}
+	if (no_usage) /* fall back to the decode side's own prompt counter */
+		prompt = hr_metric_delta(&rd->d_before, &rd->d_after, "vllm:prompt_tokens_total");
+	reused = hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_reused_tokens_total");
+	recomputed = hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_recomputed_tokens_total");
+	failures = hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_transfer_failures_total");
+	received = hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_bytes_received_total");
+	if (isnan(hr_metrics_get(&rd->d_after, "pdkv_kv_reused_tokens_total"))) {
+		snprintf(detail, sz, "decode /metrics has no pdkv_kv_reused_tokens_total");
+		return false;
+	}
+	snprintf(detail, sz,
+		 "decode reused %.0f of %.0f prompt tokens, recomputed %.0f (%zu ok requests, "
+		 "%.0f bytes received, %.0f transfer failures)",
+		 reused, prompt, recomputed, ok, received, failures);
+	return ok > 0 && prompt > 0 && reused == prompt && recomputed == 0;
+}
+
+const struct hr_check hr_check_kv_reused = {
+	.name = "kv_reused",
+	.what = "decode reused every prompt token's KV (reused == prompt tokens, 0 recomputed)",
+	.fn = kv_reused,
+};

@@ -1,0 +1,58 @@
+/* hr_check_output_equal: the disaggregated answer to each request is byte-identical to the same
+ * request on one plain (non-disaggregated) stand-in — greedy decoding makes that exact. */
+#include "hr.h"
+
+#include <string.h>
+
+static void clip(char *dst, size_t sz, const char *s)
+{
+	size_t n = strlen(s);
+	if (n < sz) {
+		memcpy(dst, s, n + 1);
+		return;
+	}
+	snprintf(dst, sz, "%.*s...", (int)(sz - 4), s);
+}
+
+static bool output_equal(const struct hr_run_data *rd, char *detail, size_t sz)
+{
+	size_t differ = 0, uncompared = 0, first = (size_t)-1;
+	if (!rd->plain) {
+		snprintf(detail, sz, "no plain stand-in answers to compare with");
+		return false;
+	}
+	for (size_t i = 0; i < rd->nreqs; i++) {
+		const struct hr_req *a = &rd->reqs[i], *b = &rd->plain[i];
+		if (!a->text || !b->text) {
+			uncompared++;
+			continue;
+		}
+		if (strcmp(a->text, b->text) && !differ++)
+			first = i;
+	}
+	if (differ) {
+		char got[100], want[100];
+		clip(got, sizeof(got), rd->reqs[first].text);
+		clip(want, sizeof(want), rd->plain[first].text);
+		snprintf(detail, sz,
+			 "%zu of %zu answers differ from the plain stand-in; first: request %zu "
+			 "(%d prompt tokens): got \"%s\", plain \"%s\"",
+			 differ, rd->nreqs, first, rd->reqs[first].planned_tokens, got, want);
+		return false;
+	}
+	if (uncompared) {
+		snprintf(detail, sz, "%zu of %zu answers could not be compared (a request failed)",
+			 uncompared, rd->nreqs);
+		return false;
+	}
+	snprintf(detail, sz, "%zu of %zu answers identical to the plain stand-in", rd->nreqs,
+		 rd->nreqs);
+	return true;
+}
+
+const struct hr_check hr_check_output_equal = {
+	.name = "output_equal",
+	.what = "each answer identical to the same request on a plain non-disaggregated stand-in",
+	.needs_plain = true,
+	.fn = output_equal,
+};

@@ -1,0 +1,238 @@
+/* hr_deploy: the processes of one scenario — metadata service, prefill / decode / plain
+ * stand-ins, proxy — started in a work dir with their logs, health-waited, and always stopped. */
+#include "hr_deploy.h"
+#include "pd_log.h"
+#include "pd_util.h"
+
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static bool is_exec(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+int hr_find_bin(const char *name, char *out, size_t outsz)
+{
+	const char *bin = getenv("PDKV_BIN");
+	if (bin && *bin) {
+		snprintf(out, outsz, "%s/%s", bin, name);
+		if (is_exec(out))
+			return 0;
+	}
+	snprintf(out, outsz, "%s/%s", pd_self_dir(), name);
+	if (is_exec(out))
+		return 0;
+	return -ENOENT;
+}
+
+const char *hr_capability_missing(const struct hr_scenario *sc, char *buf, size_t sz)
+{
+	const char *sys = getenv("PDKV_SYS_INFINIBAND"); /* tests point this elsewhere */
+	DIR *dir;
+	struct dirent *e;
+	int n = 0;
+	if (strcmp(sc->protocol, "rdma"))
+		return NULL;
+	if (!sys || !*sys)
+		sys = "/sys/class/infiniband";
+	dir = opendir(sys);
+	while (dir && (e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			n++;
+	if (dir)
+		closedir(dir);
+	if (n)
+		return NULL;
+	snprintf(buf, sz, "protocol rdma needs an RDMA device and %s lists none on this host "
+			  "(Soft-RoCE runs in the rxe tier: make test-rxe)", sys);
+	return buf;
+}
+
+static size_t discard(char *p, size_t sz, size_t n, void *ud)
+{
+	(void)p;
+	(void)ud;
+	return sz * n;
+}
+
+long hr_http_status(const char *url, int timeout_ms)
+{
+	CURL *c = curl_easy_init();
+	long code = 0;
+	if (!c)
+		return 0;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	return code;
+}
+
+/* Last non-empty line of a log, for "exited during startup" messages. */
+void hr_log_tail(const char *path, char *out, size_t sz)
+{
+	char *buf = NULL, *end, *start;
+	size_t len = 0;
+	out[0] = '\0';
+	if (pd_read_file(path, 64 << 20, &buf, &len) || len == 0) {
+		free(buf);
+		return;
+	}
+	end = buf + len;
+	while (end > buf && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+		*--end = '\0';
+	start = end;
+	while (start > buf && start[-1] != '\n')
+		start--;
+	snprintf(out, sz, "%s", start);
+	free(buf);
+}
+
+static void describe_exit(const struct pd_proc *p, char *out, size_t sz)
+{
+	int st = p->exit_status;
+	if (st >= 0 && WIFEXITED(st))
+		snprintf(out, sz, "exit status %d", WEXITSTATUS(st));
+	else if (st >= 0 && WIFSIGNALED(st))
+		snprintf(out, sz, "killed by signal %d", WTERMSIG(st));
+	else
+		snprintf(out, sz, "exited");
+}
+
+int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *argv_json,
+	     const char *env)
+{
+	int argc = cJSON_GetArraySize(argv_json), i = 0, ret;
+	char **argv = calloc((size_t)argc + 1, sizeof(char *));
+	char *envv[2] = { (char *)env, NULL };
+	char log[600];
+	if (!argv)
+		return -ENOMEM;
+	for (const cJSON *a = argv_json->child; a; a = a->next)
+		argv[i++] = a->valuestring;
+	snprintf(log, sizeof(log), "%s/%s.log", d->workdir, name);
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	/* the command line heads the log: a person can re-run it by hand */
+	{
+		FILE *f = fopen(log, "w");
+		if (f) {
+			fprintf(f, "# %s%s", env ? env : "", env ? " " : "");
+			for (i = 0; i < argc; i++)
+				fprintf(f, i ? " '%s'" : "%s", argv[i]);
+			fprintf(f, "\n");
+			fclose(f);
+		}
+	}
+	ret = pd_proc_spawn(&n->proc, name, argv, env ? envv : NULL, log);
+	free(argv);
+	if (ret == 0)
+		n->started = true;
+	return ret;
+}
+
+/* Waits until every node's health_url answers 200; a node that exits fails at once. */
+int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, double deadline,
+		    volatile sig_atomic_t *stop, char *why, size_t sz)
+{
+	bool *up = calloc(n, sizeof(bool));
+	size_t left = n;
+	int ret = 0;
+	if (!up)
+		return -ENOMEM;
+	while (left) {
+		for (size_t i = 0; i < n; i++) {
+			struct hr_node *x = nodes[i];
+			if (up[i])
+				continue;
+			if (!pd_proc_alive(&x->proc)) {
+				char how[64], tail[300];
+				describe_exit(&x->proc, how, sizeof(how));
+				hr_log_tail(x->proc.log, tail, sizeof(tail));
+				snprintf(why, sz, "%s %s during startup (log %s/%s.log: %s)", x->name, how,
+					 d->workdir, x->name, tail);
+				ret = -ECHILD;
+				goto out;
+			}
+			if (hr_http_status(x->health_url, 500) == 200) {
+				up[i] = true;
+				left--;
+			}
+		}
+		if (!left)
+			break;
+		if (stop && *stop) {
+			snprintf(why, sz, "interrupted while waiting for /health");
+			ret = -EINTR;
+			goto out;
+		}
+		if (pd_now_s() > deadline) {
+			size_t k = 0;
+			char names[200] = "";
+			for (size_t i = 0; i < n; i++)
+				if (!up[i] && k++ < 4) {
+					strncat(names, k > 1 ? ", " : "", sizeof(names) - strlen(names) - 1);
+					strncat(names, nodes[i]->name, sizeof(names) - strlen(names) - 1);
+				}
+			snprintf(why, sz, "timed out waiting for /health of %s", names);
+			ret = -ETIMEDOUT;
+			goto out;
+		}
+		pd_sleep_ms(50);
+	}
+out:
+	free(up);
+	return ret;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	if (pd_read_file(from, 64 << 20, &buf, &len) == 0)
+		pd_write_file(to, buf, len);
+	free(buf);
+}
+
+void hr_deploy_stop(struct hr_deploy *d)
+{
+	/* proxy first so no new work reaches the stand-ins, metadata last so they can unregister */
+	struct hr_node *order[] = { &d->proxy, &d->decode, &d->prefill, &d->plain };
+	for (size_t i = 0; i < PD_ARRAY_SIZE(order); i++) {
+		if (!order[i]->started)
+			continue;
+		pd_proc_stop(&order[i]->proc, 3000);
+		order[i]->started = false;
+	}
+	if (d->meta_up) {
+		char to[700];
+		snprintf(to, sizeof(to), "%s/metadata-%s.log", d->workdir,
+			 pd_svc_kind_name(d->meta.kind));
+		copy_file(d->meta.log, to);
+		pd_svc_stop(&d->meta);
+		d->meta_up = false;
+	}
+}
+
+/* Every process this deployment started is gone (reaped, and its group empty). */
+bool hr_deploy_all_gone(const struct hr_deploy *d)
+{
+	const struct hr_node *nodes[] = { &d->proxy, &d->decode, &d->prefill, &d->plain };
+	for (size_t i = 0; i < PD_ARRAY_SIZE(nodes); i++)
+		if (nodes[i]->proc.pid > 0)
+			return false;
+	return !d->meta_up;
+}

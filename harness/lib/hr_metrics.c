@@ -1,0 +1,152 @@
+/* hr_metrics: reads a stand-in's /metrics (Prometheus text format 0.0.4) into name -> value,
+ * summing the samples of one metric over its labels. */
+#include "hr.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int add(struct hr_metrics *m, const char *name, size_t nlen, double v)
+{
+	char **nn;
+	double *nv;
+	for (size_t i = 0; i < m->n; i++) {
+		if (strlen(m->name[i]) == nlen && !strncmp(m->name[i], name, nlen)) {
+			m->value[i] += v;
+			return 0;
+		}
+	}
+	nn = realloc(m->name, (m->n + 1) * sizeof(*nn));
+	if (!nn)
+		return -ENOMEM;
+	m->name = nn;
+	nv = realloc(m->value, (m->n + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	m->value = nv;
+	m->name[m->n] = strndup(name, nlen);
+	if (!m->name[m->n])
+		return -ENOMEM;
+	m->value[m->n++] = v;
+	return 0;
+}
+
+/* A sample line: name[{labels}] value [timestamp]. Comments and blank lines are skipped;
+ * a malformed line is an error (the stand-in's output is under test too). */
+int hr_metrics_parse(const char *text, struct hr_metrics *m)
+{
+	const char *p = text;
+	memset(m, 0, sizeof(*m));
+	while (*p) {
+		const char *eol = strchr(p, '\n'), *q = p, *name = p;
+		size_t nlen;
+		char *end;
+		double v;
+		if (!eol)
+			eol = p + strlen(p);
+		while (q < eol && (*q == ' ' || *q == '\t'))
+			q++;
+		if (q == eol || *q == '#')
+			goto next;
+		name = q;
+		while (q < eol && *q != '{' && *q != ' ' && *q != '\t')
+			q++;
+		nlen = (size_t)(q - name);
+		if (nlen == 0)
+			goto bad;
+		if (q < eol && *q == '{') {
+			/* label values may contain '}' inside quotes */
+			bool inq = false;
+			for (q++; q < eol; q++) {
+				if (*q == '\\' && inq && q + 1 < eol)
+					q++;
+				else if (*q == '"')
+					inq = !inq;
+				else if (*q == '}' && !inq)
+					break;
+			}
+			if (q >= eol)
+				goto bad;
+			q++;
+		}
+		while (q < eol && (*q == ' ' || *q == '\t'))
+			q++;
+		if (q >= eol)
+			goto bad;
+		v = strtod(q, &end);
+		if (end == q || (end < eol && *end != ' ' && *end != '\t' && *end != '\r'))
+			goto bad;
+		if (add(m, name, nlen, v))
+			goto bad;
+next:
+		p = *eol ? eol + 1 : eol;
+	}
+	return 0;
+bad:
+	hr_metrics_free(m);
+	return -EINVAL;
+}
+
+double hr_metrics_get(const struct hr_metrics *m, const char *name)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->name[i], name))
+			return m->value[i];
+	return NAN;
+}
+
+void hr_metrics_free(struct hr_metrics *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->name[i]);
+	free(m->name);
+	free(m->value);
+	memset(m, 0, sizeof(*m));
+}
+
+struct buf {
+	char *p;
+	size_t len;
+};
+static size_t grow(char *d, size_t sz, size_t n, void *ud)
+{
+	struct buf *b = ud;
+	size_t add = sz * n;
+	char *t;
+	if (b->len + add > (16u << 20))
+		return 0;
+	t = realloc(b->p, b->len + add + 1);
+	if (!t)
+		return 0;
+	b->p = t;
+	memcpy(b->p + b->len, d, add);
+	b->len += add;
+	b->p[b->len] = '\0';
+	return add;
+}
+
+int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m)
+{
+	CURL *c = curl_easy_init();
+	struct buf b = { NULL, 0 };
+	long code = 0;
+	int ret = -EIO;
+	memset(m, 0, sizeof(*m));
+	if (!c)
+		return -ENOMEM;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, grow);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	if (code == 200 && b.p)
+		ret = hr_metrics_parse(b.p, m);
+	curl_easy_cleanup(c);
+	free(b.p);
+	return ret;
+}
