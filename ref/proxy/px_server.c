@@ -60,7 +60,9 @@ static void access_log(struct px_req *r)
 		snprintf(dec, sizeof(dec), "decode=%s %d ttfb=%.1fms total=%.1fms",
 			 r->d_idx >= 0 ? s->o.decode[r->d_idx] : "-", st->status, ttfb, tot);
 	}
-	pd_info("%s %s %d rid=%s prefill=%s %s %.1fms %s in=%zuB out=%" PRIu64 "B time=%.1fms%s",
+	/* health pollers would drown the log: their lines are debug */
+	pd_log_msg(r->route == R_HEALTH && r->status == 200 ? PD_LOG_DEBUG : PD_LOG_INFO,
+		   "%s %s %d rid=%s prefill=%s %s %.1fms %s in=%zuB out=%" PRIu64 "B time=%.1fms%s",
 		r->method, r->path, r->status, r->rid[0] ? r->rid : "-",
 		r->p_idx >= 0 ? s->o.prefill[r->p_idx] : "-", r->p_idx >= 0 ? r->p_note : "-",
 		r->p_ms, dec, r->len, r->bytes_out, (pd_now_ns() - r->t0_ns) / 1e6,
@@ -71,12 +73,11 @@ static void req_unref(struct px_req *r)
 {
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL))
 		return;
+	if (r->st)
+		px_stream_finish(r->st); /* joins, so the decode times below are final */
 	if (r->status)
 		access_log(r);
-	if (r->st) {
-		px_stream_finish(r->st);
-		free(r->st);
-	}
+	free(r->st);
 	free(r->body);
 	free(r->auth);
 	free(r);

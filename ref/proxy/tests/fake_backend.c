@@ -1,0 +1,232 @@
+/* fake_backend: the proxy tests' stand-in for vLLM prefill/decode instances — records requests,
+ * answers /v1/completions, /v1/chat/completions (JSON or SSE), /v1/models, /health. */
+#include "fake_backend.h"
+#include "pd_util.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct fb_conn {
+	char *body;
+	size_t len, cap;
+};
+
+struct fb_sse {
+	struct fb *f;
+	int i;
+};
+
+static char *chunk(int i, int n)
+{
+	if (i < n)
+		return pd_asprintf("data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":"
+				   "[{\"index\":0,\"text\":\" tok%d\",\"finish_reason\":%s}]}\n\n",
+				   i, i == n - 1 ? "\"length\"" : "null");
+	return pd_asprintf("data: [DONE]\n\n");
+}
+
+char *fb_sse_expected(int n)
+{
+	size_t len = 0;
+	char *all = calloc(1, 1);
+	for (int i = 0; i <= n && all; i++) {
+		char *c = chunk(i, n), *t;
+		size_t cl = c ? strlen(c) : 0;
+		t = c ? realloc(all, len + cl + 1) : NULL;
+		if (!t) {
+			free(c);
+			free(all);
+			return NULL;
+		}
+		all = t;
+		memcpy(all + len, c, cl + 1);
+		len += cl;
+		free(c);
+	}
+	return all;
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct fb_sse *s = cls;
+	char *c;
+	size_t n;
+	(void)pos;
+	if (s->i > s->f->sse_chunks)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (s->i == 1 && s->f->gate) {
+		int waited = 0;
+		while (!*s->f->gate && waited < 3000) {
+			pd_sleep_ms(2);
+			waited += 2;
+		}
+		if (!*s->f->gate)
+			__atomic_add_fetch(&s->f->gate_missed, 1, __ATOMIC_RELAXED);
+	} else if (s->i > 0) {
+		pd_sleep_ms(2);
+	}
+	c = chunk(s->i, s->f->sse_chunks);
+	if (!c)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	n = strlen(c);
+	if (n > max)
+		n = max; /* chunks are tiny; MHD's buffer is larger */
+	memcpy(buf, c, n);
+	free(c);
+	s->i++;
+	return (ssize_t)n;
+}
+
+static enum MHD_Result answer(struct MHD_Connection *c, int status, const char *ctype, const char *body)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
+								 MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+	MHD_add_response_header(r, "Content-Type", ctype);
+	MHD_add_response_header(r, "X-Fake-Backend", "yes");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **con_cls)
+{
+	struct fb *f = cls;
+	struct fb_conn *k = *con_cls;
+	char body[512];
+	const char *v;
+	int stream = 0;
+	(void)version;
+	if (!k) {
+		*con_cls = calloc(1, sizeof(struct fb_conn));
+		return *con_cls ? MHD_YES : MHD_NO;
+	}
+	if (*upload_size) {
+		if (k->len + *upload_size + 1 > k->cap) {
+			k->cap = (k->len + *upload_size + 1) * 2;
+			k->body = realloc(k->body, k->cap);
+			if (!k->body)
+				return MHD_NO;
+		}
+		memcpy(k->body + k->len, upload, *upload_size);
+		k->len += *upload_size;
+		k->body[k->len] = '\0';
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	pthread_mutex_lock(&f->mu);
+	if (f->n < FB_MAX_REQS) {
+		struct fb_req *r = &f->reqs[f->n++];
+		memset(r, 0, sizeof(*r));
+		snprintf(r->method, sizeof(r->method), "%s", method);
+		snprintf(r->path, sizeof(r->path), "%s", url);
+		v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+		snprintf(r->rid, sizeof(r->rid), "%s", v ? v : "");
+		v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+		snprintf(r->auth, sizeof(r->auth), "%s", v ? v : "");
+		r->body = k->body ? strndup(k->body, k->len) : NULL;
+		r->len = k->len;
+	}
+	pthread_mutex_unlock(&f->mu);
+
+	if (!strcmp(url, "/health"))
+		return answer(c, 200, "text/plain", "");
+	if (!strcmp(url, "/v1/models")) {
+		snprintf(body, sizeof(body), "{\"object\":\"list\",\"data\":[{\"id\":\"fake-%s\"}]}", f->name);
+		return answer(c, 200, "application/json", body);
+	}
+	if (f->mode == FB_FAIL500)
+		return answer(c, 500, "application/json", "{\"error\":\"injected failure\"}");
+	if (f->mode == FB_FAIL400)
+		return answer(c, 400, "application/json", FB_FAIL400_BODY);
+	/* interruptible, so fb_reset ends a stall at once */
+	for (int t = 0; f->mode == FB_SLOW && t < f->slow_ms; t += 5)
+		pd_sleep_ms(5);
+	if (k->body) {
+		cJSON *j = cJSON_Parse(k->body);
+		stream = cJSON_IsTrue(cJSON_GetObjectItem(j, "stream"));
+		cJSON_Delete(j);
+	}
+	if (stream) {
+		struct fb_sse *s = calloc(1, sizeof(*s));
+		struct MHD_Response *r;
+		enum MHD_Result ret;
+		if (!s)
+			return MHD_NO;
+		s->f = f;
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s, free);
+		MHD_add_response_header(r, "Content-Type", "text/event-stream");
+		ret = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
+	snprintf(body, sizeof(body),
+		 "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"model\":\"fake\",\"backend\":\"%s\","
+		 "\"choices\":[{\"index\":0,\"text\":\" Paris\",\"finish_reason\":\"length\"}],"
+		 "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}",
+		 f->name);
+	return answer(c, 200, "application/json", body);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct fb_conn *k = *con_cls;
+	(void)cls, (void)c, (void)toe;
+	if (k) {
+		free(k->body);
+		free(k);
+		*con_cls = NULL;
+	}
+}
+
+int fb_start(struct fb *f, const char *name)
+{
+	int fd;
+	memset(f, 0, sizeof(*f));
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->sse_chunks = 8;
+	pthread_mutex_init(&f->mu, NULL);
+	f->port = pd_free_port("127.0.0.1");
+	fd = f->port > 0 ? pd_tcp_listen("127.0.0.1", f->port, 128) : -1;
+	if (fd < 0)
+		return -1;
+	f->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD, 0, NULL,
+				NULL, handler, f, MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, f, MHD_OPTION_END);
+	return f->d ? 0 : -1;
+}
+
+void fb_reset(struct fb *f)
+{
+	pthread_mutex_lock(&f->mu);
+	for (int i = 0; i < f->n; i++)
+		free(f->reqs[i].body);
+	f->n = 0;
+	f->mode = FB_OK;
+	f->gate = NULL;
+	f->gate_missed = 0;
+	pthread_mutex_unlock(&f->mu);
+}
+
+int fb_count(struct fb *f)
+{
+	int n;
+	pthread_mutex_lock(&f->mu);
+	n = f->n;
+	pthread_mutex_unlock(&f->mu);
+	return n;
+}
+
+void fb_stop(struct fb *f)
+{
+	if (f->d)
+		MHD_stop_daemon(f->d);
+	f->d = NULL;
+	fb_reset(f);
+	pthread_mutex_destroy(&f->mu);
+}
