@@ -1,5 +1,5 @@
 # ref/te metadata part (lib temeta; its sources are listed in module.mk): tests owned by te-meta.
-TESTS += test_meta_desc test_meta_conn test_meta_svc
+TESTS += test_meta_desc test_meta_conn test_meta_store test_meta_svc
 test_meta_desc_SRCS := ref/te/tests/test_meta_desc.c
 test_meta_desc_LIBS := temeta pdcommon
 test_meta_conn_SRCS := ref/te/tests/test_meta_conn.c

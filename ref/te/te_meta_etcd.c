@@ -86,10 +86,10 @@ static char *b64_decode(const char *s, size_t *outlen)
 }
 
 /* POSTs body to /v3/kv/<op> on the first endpoint that answers. *resp = parsed reply. */
-static int etcd_call(struct etcd *e, const char *op, const char *body, const char *key,
-		     cJSON **resp)
+static int etcd_call_err(struct etcd *e, const char *op, const char *body, const char *key,
+			 cJSON **resp, char *err, size_t errlen)
 {
-	char err[512] = "", url[400];
+	char url[400];
 	int ret = TE_ERR_UNREACHABLE, start = atomic_load(&e->good);
 
 	*resp = NULL;
@@ -100,7 +100,7 @@ static int etcd_call(struct etcd *e, const char *op, const char *body, const cha
 		size_t tlen;
 		snprintf(url, sizeof(url), "http://%s/v3/kv/%s", e->ep[idx], op);
 		ret = te_meta_http_request("POST", url, body, strlen(body), "application/json",
-					   ETCD_TIMEOUT_MS, &status, &text, &tlen, err, sizeof(err));
+					   ETCD_TIMEOUT_MS, &status, &text, &tlen, err, errlen);
 		if (ret == TE_ERR_UNREACHABLE)
 			continue;
 		if (ret)
@@ -109,7 +109,7 @@ static int etcd_call(struct etcd *e, const char *op, const char *body, const cha
 		*resp = cJSON_ParseWithLength(text, tlen);
 		if (status != 200 || !*resp) {
 			const cJSON *m = *resp ? cJSON_GetObjectItem(*resp, "message") : NULL;
-			snprintf(err, sizeof(err), "%s: HTTP %ld%s%s", url, status,
+			snprintf(err, errlen, "%s: HTTP %ld%s%s", url, status,
 				 cJSON_IsString(m) ? ": " : "", cJSON_IsString(m) ? m->valuestring : "");
 			cJSON_Delete(*resp);
 			*resp = NULL;
@@ -123,11 +123,18 @@ static int etcd_call(struct etcd *e, const char *op, const char *body, const cha
 	return ret;
 }
 
+static int etcd_call(struct etcd *e, const char *op, const char *body, const char *key,
+		     cJSON **resp)
+{
+	char err[512] = "";
+	return etcd_call_err(e, op, body, key, resp, err, sizeof(err));
+}
+
 static int etcd_open(const struct te_conn_info *ci, void **state, char *errbuf, size_t errlen)
 {
 	struct etcd *e = calloc(1, sizeof(*e));
 	const char *s = ci->url;
-	char probe[64], *k;
+	char probe[64], why[512] = "", *k;
 	cJSON *resp;
 	int ret;
 
@@ -142,12 +149,12 @@ static int etcd_open(const struct te_conn_info *ci, void **state, char *errbuf, 
 	k = b64_encode("mooncake/", 9);
 	snprintf(probe, sizeof(probe), "{\"key\":\"%s\",\"count_only\":true}", k ? k : "");
 	free(k);
-	ret = etcd_call(e, "range", probe, "mooncake/", &resp);
+	ret = etcd_call_err(e, "range", probe, "mooncake/", &resp, why, sizeof(why));
 	cJSON_Delete(resp);
 	if (ret) {
-		snprintf(errbuf, errlen, "etcd at %s %s (is etcd running and is its client URL "
+		snprintf(errbuf, errlen, "etcd at %s %s: %s (is etcd running, with its client URL "
 					 "reachable from here?)", ci->url,
-			 ret == TE_ERR_UNREACHABLE ? "is unreachable" : "gave an error");
+			 ret == TE_ERR_UNREACHABLE ? "is unreachable" : "gave an error", why);
 		free(e);
 		return ret;
 	}

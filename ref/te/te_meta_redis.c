@@ -64,7 +64,19 @@ static int rd_connect(struct redis *r, char *err, size_t errlen)
 			goto fail;
 		}
 		freeReplyObject(rep);
+		rep = NULL;
 	}
+	/* a PING proves the server answers and that no AUTH is missing */
+	rep = redisCommand(r->c, "PING");
+	if (!rep || rep->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "redis %s:%d: PING failed: %s%s", r->host, r->port,
+			 rep ? rep->str : r->c->errstr,
+			 rep && strstr(rep->str, "NOAUTH") ? " (set MC_REDIS_PASSWORD)" : "");
+		if (!rep)
+			ret = TE_ERR_UNREACHABLE;
+		goto fail;
+	}
+	freeReplyObject(rep);
 	return 0;
 fail:
 	if (rep)
