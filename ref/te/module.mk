@@ -12,3 +12,8 @@ ifneq ($(TE_RDMA_SRCS),)
 LIBS += terdma
 terdma_SRCS := $(TE_RDMA_SRCS)
 endif
+
+# te-core tests (engine, batches, handshake, tcp) and the C API
+TESTS += test_te_engine
+test_te_engine_SRCS := ref/te/tests/test_te_engine.c
+test_te_engine_LIBS := te temeta pdcommon

@@ -159,16 +159,64 @@ int te_engine_peer_rpc(struct te_engine *eng, const char *name, char *host, size
 /* Is [addr,addr+len) inside one locally registered buffer? (for validating remote requests) */
 bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len);
 
-#endif
 
-/* ---------------------------------------------------------------- additions by rdma (te_rdma*.c)
- * The device_names the engine was created with (te_engine_opts.device_names, a comma list);
- * NULL or "" = every device found. te_rdma.c carries a weak fallback returning NULL until the
- * engine defines it. */
-#ifndef TE_ENGINE_DEVICE_NAMES_DECLARED
-#define TE_ENGINE_DEVICE_NAMES_DECLARED
-const char *te_engine_device_names(const struct te_engine *eng);
-#endif
+/* ---------------------------------------------------------------- additions by te-core
+ * Contracts for transports (tcp, rdma) — the engine relies on these:
+ *  - install() runs after the engine has chosen its name, local ip and rpc port; the transport
+ *    may call te_engine_take_data_fd() to adopt the pre-bound rpc_port+1 socket (tcp).
+ *  - register_mem(): the engine pre-fills b->addr, b->length and b->name = location; the
+ *    transport may overwrite b->name (tcp: the server name) and fill keys (rdma).
+ *  - submit(): the engine sets every task's slice_count to -1 (= "not started", reported as
+ *    WAITING) before the call. The transport must store the final slice_count (>= 1) BEFORE the
+ *    first slice of that task can end. Zero-length requests never reach the transport (the
+ *    engine completes them). After its last te_task_slice_done() on a task the transport must
+ *    not touch the task again: the batch may be freed at once. submit() returning an error
+ *    means none of the tasks was started (the engine then reports the error to the caller and
+ *    the tasks are not counted in the batch); later failures are reported per slice.
+ *  - task->peer is the peer descriptor snapshot (for target_id 0, the local segment's); it stays
+ *    valid until the engine is destroyed. task->req.target_offset is already range-checked
+ *    against it.
+ *  - destroy() stops all threads; every in-flight task must be ended (failed) or abandoned. */
+
+/* Adopts the socket pre-bound to rpc_port+1 (not listening yet); -1 if none. */
+int te_engine_take_data_fd(struct te_engine *eng);
+/* Segment name of target_id as cached by the engine (NULL if unknown). */
+const char *te_engine_segment_name(struct te_engine *eng, uint64_t id);
+/* Current local descriptor JSON (malloc'd) — what P2P metadata requests are answered with. */
+char *te_engine_local_desc_json(struct te_engine *eng);
+/* Engine-wide knobs read once at create (env): MC_SLICE_TIMEOUT (s, 0 = off). */
+int te_engine_slice_timeout_s(const struct te_engine *eng);
+
+/* Handshake framing (te_handshake.c), exposed for tests and the rdma transport.
+ * type TE_HS_LEGACY sends/receives a pre-0.3.0 frame (no type byte). */
+#define TE_HS_LEGACY -1
+int te_hs_send_frame(int fd, int type, const char *json, size_t len);
+/* Reads one frame: max_len bounds the length field (0 = TE_HS_MAX_FRAME or
+ * MC_HANDSHAKE_MAX_LENGTH); *json is malloc'd and NUL-terminated, *type TE_HS_LEGACY for a
+ * legacy frame. TE_ERR_SOCKET on I/O error/EOF/timeout, TE_ERR_MALFORMED_JSON on a length of 0
+ * or over the maximum (nothing is allocated for it). */
+int te_hs_recv_frame(int fd, int *type, char **json, size_t *len, size_t max_len);
+/* Resolves host (IPv4/IPv6) and connects with a timeout; TCP_NODELAY set. Returns the fd or
+ * TE_ERR_DNS / TE_ERR_UNREACHABLE. */
+int te_net_connect(const char *host, int port, int timeout_ms);
+/* Local IPv4 per spec §2.6: MC_TCP_BIND_ADDRESS, else first non-lo UP+RUNNING, else 127.0.0.1. */
+void te_net_local_ip(char *out, size_t len);
+
+/* Batches (te_batch.c). The handle table makes any bogus id TE_ERR_BAD_BATCH. */
+struct te_batch_table;
+int te_batch_table_create(struct te_batch_table **out);
+/* Frees every batch that is still allocated (engine destroy, after transports stopped). */
+void te_batch_table_destroy(struct te_batch_table *bt);
+struct te_batch_table *te_engine_batches(struct te_engine *eng);
+/* Engine hook used by te_batch_submit: validates reqs and starts them. */
+int te_engine_start_tasks(struct te_engine *eng, struct te_task *tasks, size_t n);
+
+/* Signal/exit cleanup: SIGINT/SIGTERM remove this engine's metadata keys (from a helper
+ * thread, not the handler), then the signal's default action runs. Normal exit() without
+ * te_engine_destroy also removes them (atexit). Safe to call for several engines. */
+int te_engine_install_signal_cleanup(struct te_engine *eng);
+/* Removes this engine's rpc_meta and segment keys now (idempotent). */
+int te_engine_remove_keys(struct te_engine *eng);
 
 /* ---------------------------------------------------------------- additions by te-meta
  * (te_json.c, te_desc.c, te_conn.c, te_meta*.c). te_json_fast_write() returns FastWriter bytes
@@ -216,4 +264,15 @@ extern const struct te_meta_backend te_meta_etcd_backend, te_meta_redis_backend,
 int te_meta_http_request(const char *method, const char *url, const char *body, size_t len,
 			 const char *content_type, long timeout_ms, long *status, char **resp,
 			 size_t *resp_len, char *errbuf, size_t errlen);
+#endif
+
+/* ---------------------------------------------------------------- additions by rdma (te_rdma*.c)
+ * The device_names the engine was created with (te_engine_opts.device_names, a comma list);
+ * NULL or "" = every device found. te_rdma.c carries a weak fallback returning NULL until the
+ * engine defines it. */
+#ifndef TE_ENGINE_DEVICE_NAMES_DECLARED
+#define TE_ENGINE_DEVICE_NAMES_DECLARED
+const char *te_engine_device_names(const struct te_engine *eng);
+#endif
+
 #endif

@@ -1,0 +1,251 @@
+/* te_batch: batch ids and task status (spec §1.1). Ids index a handle table (generation in
+ * the high half), so a stale or bogus id is TE_ERR_BAD_BATCH instead of a wild pointer. */
+#include "te_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_log.h"
+#include "pd_util.h"
+
+#define TE_BATCH_MAX_TASKS (1u << 20)
+
+struct te_batch {
+	pthread_mutex_t mu; /* serialises submits to this batch */
+	size_t cap, count;
+	struct te_task *tasks;
+};
+
+struct te_batch_slot {
+	uint32_t gen;
+	struct te_batch *b; /* NULL = free */
+};
+
+struct te_batch_table {
+	pthread_rwlock_t lock; /* read: any use of a batch; write: alloc/free */
+	struct te_batch_slot *slots;
+	size_t nslots;
+};
+
+int te_batch_table_create(struct te_batch_table **out)
+{
+	struct te_batch_table *bt = calloc(1, sizeof(*bt));
+	pthread_rwlockattr_t at;
+
+	if (!bt)
+		return TE_ERR_MEMORY;
+	/* writer preference: pollers on other threads must not starve alloc/free */
+	pthread_rwlockattr_init(&at);
+	pthread_rwlockattr_setkind_np(&at, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&bt->lock, &at);
+	pthread_rwlockattr_destroy(&at);
+	*out = bt;
+	return 0;
+}
+
+static void batch_free(struct te_batch *b)
+{
+	if (!b)
+		return;
+	pthread_mutex_destroy(&b->mu);
+	free(b->tasks);
+	free(b);
+}
+
+void te_batch_table_destroy(struct te_batch_table *bt)
+{
+	if (!bt)
+		return;
+	for (size_t i = 0; i < bt->nslots; i++)
+		batch_free(bt->slots[i].b);
+	free(bt->slots);
+	pthread_rwlock_destroy(&bt->lock);
+	free(bt);
+}
+
+static uint64_t make_id(size_t idx, uint32_t gen)
+{
+	return ((uint64_t)gen << 32) | (uint64_t)(idx + 1);
+}
+
+/* Caller holds bt->lock (either side). */
+static struct te_batch *lookup(struct te_batch_table *bt, uint64_t id)
+{
+	uint64_t idx1 = id & 0xffffffffu;
+	uint32_t gen = (uint32_t)(id >> 32);
+
+	if (idx1 == 0 || idx1 > bt->nslots)
+		return NULL;
+	if (bt->slots[idx1 - 1].gen != gen)
+		return NULL;
+	return bt->slots[idx1 - 1].b;
+}
+
+int te_batch_alloc(struct te_engine *eng, size_t batch_size, uint64_t *batch_id)
+{
+	struct te_batch_table *bt;
+	struct te_batch *b;
+	size_t idx;
+	int ret = 0;
+
+	if (!eng || !batch_id)
+		return TE_ERR_INVALID_ARGUMENT;
+	*batch_id = TE_INVALID_BATCH;
+	if (batch_size == 0 || batch_size > TE_BATCH_MAX_TASKS) {
+		pd_err("te: batch size %zu outside 1..%u", batch_size, TE_BATCH_MAX_TASKS);
+		return TE_ERR_INVALID_ARGUMENT;
+	}
+	bt = te_engine_batches(eng);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return TE_ERR_MEMORY;
+	b->tasks = calloc(batch_size, sizeof(*b->tasks));
+	if (!b->tasks) {
+		free(b);
+		return TE_ERR_MEMORY;
+	}
+	b->cap = batch_size;
+	pthread_mutex_init(&b->mu, NULL);
+
+	pthread_rwlock_wrlock(&bt->lock);
+	for (idx = 0; idx < bt->nslots; idx++)
+		if (!bt->slots[idx].b)
+			break;
+	if (idx == bt->nslots) {
+		size_t n = bt->nslots ? bt->nslots * 2 : 16;
+		struct te_batch_slot *ns;
+		if (n > 0xffffffffu || !(ns = realloc(bt->slots, n * sizeof(*ns)))) {
+			ret = TE_ERR_MEMORY;
+			goto out;
+		}
+		memset(ns + bt->nslots, 0, (n - bt->nslots) * sizeof(*ns));
+		bt->slots = ns;
+		bt->nslots = n;
+	}
+	/* Generation 0 never used and never 0xffffffff, so no id equals TE_INVALID_BATCH. */
+	bt->slots[idx].gen = bt->slots[idx].gen % 0x7ffffffeu + 1;
+	bt->slots[idx].b = b;
+	*batch_id = make_id(idx, bt->slots[idx].gen);
+	b = NULL;
+out:
+	pthread_rwlock_unlock(&bt->lock);
+	batch_free(b);
+	return ret;
+}
+
+int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_request *reqs,
+		    size_t n)
+{
+	struct te_batch_table *bt;
+	struct te_batch *b;
+	int ret;
+
+	if (!eng || (n && !reqs))
+		return TE_ERR_INVALID_ARGUMENT;
+	bt = te_engine_batches(eng);
+	pthread_rwlock_rdlock(&bt->lock);
+	b = lookup(bt, batch_id);
+	if (!b) {
+		ret = TE_ERR_BAD_BATCH;
+		goto out;
+	}
+	pthread_mutex_lock(&b->mu);
+	if (n > b->cap - b->count) {
+		pd_err("te: submitting %zu requests to a batch with %zu of %zu slots left", n,
+		       b->cap - b->count, b->cap);
+		ret = TE_ERR_TOO_MANY_REQUESTS;
+	} else if (n == 0) {
+		ret = 0;
+	} else {
+		struct te_task *t = b->tasks + b->count;
+		uint64_t now = pd_now_ns();
+		for (size_t i = 0; i < n; i++) {
+			memset(&t[i], 0, sizeof(t[i]));
+			t[i].req = reqs[i];
+			t[i].submit_ns = now;
+			atomic_store(&t[i].slice_count, -1);
+		}
+		ret = te_engine_start_tasks(eng, t, n);
+		if (!ret)
+			b->count += n;
+	}
+	pthread_mutex_unlock(&b->mu);
+out:
+	pthread_rwlock_unlock(&bt->lock);
+	return ret;
+}
+
+static int task_status(struct te_task *t, uint64_t timeout_ns, struct te_task_status *st)
+{
+	int sc = atomic_load(&t->slice_count);
+	int ok = atomic_load(&t->success_slices);
+	int bad = atomic_load(&t->failed_slices);
+
+	st->transferred_bytes = atomic_load(&t->transferred);
+	if (sc >= 0 && ok + bad >= sc) {
+		t->observed_done = true;
+		return bad ? TE_FAILED : TE_COMPLETED;
+	}
+	if (timeout_ns && pd_now_ns() - t->submit_ns > timeout_ns)
+		return TE_TIMEOUT;
+	return ok + bad > 0 ? TE_PENDING : TE_WAITING;
+}
+
+int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
+		    struct te_task_status *st)
+{
+	struct te_batch_table *bt;
+	struct te_batch *b;
+	int ret = 0;
+
+	if (!eng || !st)
+		return TE_ERR_INVALID_ARGUMENT;
+	bt = te_engine_batches(eng);
+	pthread_rwlock_rdlock(&bt->lock);
+	b = lookup(bt, batch_id);
+	if (!b) {
+		ret = TE_ERR_BAD_BATCH;
+		goto out;
+	}
+	/* count only grows under b->mu; a racing submit makes the new tasks invisible, not torn */
+	pthread_mutex_lock(&b->mu);
+	if (task_id >= b->count) {
+		pthread_mutex_unlock(&b->mu);
+		ret = TE_ERR_INVALID_ARGUMENT;
+		goto out;
+	}
+	pthread_mutex_unlock(&b->mu);
+	st->status = task_status(&b->tasks[task_id],
+				 (uint64_t)te_engine_slice_timeout_s(eng) * 1000000000ull, st);
+out:
+	pthread_rwlock_unlock(&bt->lock);
+	return ret;
+}
+
+int te_batch_free(struct te_engine *eng, uint64_t batch_id)
+{
+	struct te_batch_table *bt;
+	struct te_batch *b;
+	int ret = 0;
+
+	if (!eng)
+		return TE_ERR_INVALID_ARGUMENT;
+	bt = te_engine_batches(eng);
+	pthread_rwlock_wrlock(&bt->lock);
+	b = lookup(bt, batch_id);
+	if (!b) {
+		ret = TE_ERR_BAD_BATCH;
+		goto out;
+	}
+	for (size_t i = 0; i < b->count; i++) {
+		if (!b->tasks[i].observed_done) {
+			ret = TE_ERR_BATCH_BUSY;
+			goto out;
+		}
+	}
+	bt->slots[(batch_id & 0xffffffffu) - 1].b = NULL;
+	batch_free(b);
+out:
+	pthread_rwlock_unlock(&bt->lock);
+	return ret;
+}

@@ -1,0 +1,58 @@
+/* te_engine_priv: the engine's state, shared by te_engine.c (lifecycle, registration,
+ * publishing, cleanup) and te_segment.c (segment cache, request validation). Not public. */
+#ifndef TE_ENGINE_PRIV_H
+#define TE_ENGINE_PRIV_H
+
+#include "te_internal.h"
+
+struct te_local_buf {
+	uint64_t addr, len;
+	struct te_buffer_desc desc; /* what is published for it */
+};
+
+struct te_seg_entry {
+	char name[TE_NAME_MAX];
+	const struct te_segment_desc *desc; /* current; old ones stay alive (te_engine.descs) */
+	char rpc_host[256];
+	int rpc_port; /* 0 = not resolved yet */
+};
+
+struct te_engine {
+	char name[TE_NAME_MAX];
+	char local_ip[128];
+	char conn[1024];
+	char device_names[512];
+	int rpc_port;
+	int rpc_fd, data_fd;
+	bool p2p;
+	struct te_meta *meta;
+	const struct te_transport_ops *ops;
+	struct te_transport *tp;
+	struct te_hs_server *hs;
+	struct te_batch_table *batches;
+	int slice_timeout_s;
+	bool disable_metacache;
+
+	pthread_rwlock_t buf_lock; /* bufs (sorted by addr); read on every remote request */
+	struct te_local_buf *bufs;
+	size_t nbufs, bufcap;
+
+	pthread_mutex_t pub_lock; /* local_desc, local_json, descs, key state */
+	struct te_segment_desc *local_desc;
+	char *local_json;
+	bool rpc_published, seg_published;
+
+	pthread_mutex_t seg_lock; /* segs, descs */
+	struct te_seg_entry **segs; /* id = index + 1 */
+	size_t nsegs, segcap;
+	struct te_segment_desc **descs; /* every descriptor ever handed out; freed at destroy */
+	size_t ndescs, desccap;
+};
+
+/* Keeps d alive until destroy; caller holds seg_lock. 0 or TE_ERR_MEMORY. */
+int te_engine_keep_desc(struct te_engine *eng, struct te_segment_desc *d);
+/* Current local descriptor snapshot (id 0). */
+const struct te_segment_desc *te_engine_local_desc(struct te_engine *eng);
+void te_engine_free_segments(struct te_engine *eng);
+
+#endif

@@ -1,0 +1,855 @@
+/* te_tcp: the TCP transport of spec §4 — 24-byte LE header, READ/WRITE, persistent pipelined
+ * connections (a few lanes per peer, one sender and one receiver thread per lane), optional v2
+ * "MCTV" status frames, and a server that validates every request against registered memory. */
+#include "te_internal.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "pd_log.h"
+#include "pd_util.h"
+
+#define TCP_HDR_LEN 24
+#define TCP_OP_V2 0x80
+#define TCP_STATUS_MAGIC 0x4D43545600000000ull /* "MCTV" in the high half */
+#define TCP_SLICE_MAX (8ull << 20)             /* larger requests are split over lanes */
+#define TCP_MAX_LANES 16
+#define TCP_MAX_SERVER_CONNS 256
+#define TCP_IO_TIMEOUT_S 30
+#define TCP_IOV_MAX 64
+#define TCP_GROUP_BYTES (4u << 20)
+
+struct tcp_slice {
+	struct te_task *t;
+	char *local;
+	uint64_t raddr, len;
+	uint8_t op; /* TE_READ / TE_WRITE */
+};
+
+struct slice_vec {
+	struct tcp_slice *v;
+	size_t n, cap, head; /* head: first unconsumed (used as a FIFO by the receiver) */
+};
+
+struct tcp_lane {
+	struct tcp_peer *peer;
+	int fd; /* -1 = not connected */
+	pthread_t snd, rcv;
+	bool started;
+	pthread_mutex_t mu;
+	pthread_cond_t snd_cv, rcv_cv;
+	struct slice_vec sq; /* queued, not sent yet */
+	struct slice_vec iq; /* sent (or being sent), awaiting a response, in wire order */
+	bool broken, rcv_parked, stop;
+};
+
+struct tcp_peer {
+	struct te_transport *tp;
+	char host[256];
+	int port;
+	bool v2;
+	int nlanes;
+	atomic_uint rr;
+	struct tcp_lane lanes[TCP_MAX_LANES];
+};
+
+struct te_transport {
+	struct te_engine *eng;
+	int nlanes;
+	bool proto_v1_only;
+	/* client */
+	pthread_mutex_t peers_mu;
+	struct tcp_peer **peers;
+	size_t npeers;
+	/* server */
+	int lfd;
+	int wake[2];
+	pthread_t accept_thr;
+	bool accept_started;
+	pthread_mutex_t srv_mu;
+	pthread_cond_t srv_cv;
+	int nconns;
+	int conn_fds[TCP_MAX_SERVER_CONNS];
+	bool stopping;
+};
+
+/* ---------------------------------------------------------------- helpers */
+static int vec_push(struct slice_vec *q, const struct tcp_slice *s)
+{
+	if (q->n == q->cap) {
+		size_t nc = q->cap ? q->cap * 2 : 256;
+		struct tcp_slice *p;
+		if (q->head) { /* compact before growing */
+			memmove(q->v, q->v + q->head, (q->n - q->head) * sizeof(*q->v));
+			q->n -= q->head;
+			q->head = 0;
+			if (q->n < q->cap)
+				goto put;
+		}
+		p = realloc(q->v, nc * sizeof(*p));
+		if (!p)
+			return TE_ERR_MEMORY;
+		q->v = p;
+		q->cap = nc;
+	}
+put:
+	q->v[q->n++] = *s;
+	return 0;
+}
+
+static size_t vec_len(const struct slice_vec *q)
+{
+	return q->n - q->head;
+}
+
+static void set_io_timeout(int fd, int secs)
+{
+	struct timeval tv = { secs, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+static void tune_socket(int fd)
+{
+	const char *e = getenv("PDKV_TCP_SOCKBUF");
+	int one = 1;
+	uint64_t sz;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* Default: leave the kernel's autotuning alone (a fixed SO_SNDBUF disables it and is
+	 * capped by wmem_max); PDKV_TCP_SOCKBUF=4M forces a size. */
+	if (e && !pd_parse_size(e, &sz) && sz >= 65536 && sz <= (1ull << 30)) {
+		int v = (int)sz;
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	}
+}
+
+static int recv_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t r = recv(fd, p, len, MSG_WAITALL);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EPIPE;
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static int send_iov(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		struct msghdr m = { 0 };
+		ssize_t w;
+		m.msg_iov = iov;
+		m.msg_iovlen = (size_t)n;
+		w = sendmsg(fd, &m, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+static void put_header(unsigned char h[TCP_HDR_LEN], uint64_t size, uint64_t addr, uint8_t op)
+{
+	uint64_t s = htole64(size), a = htole64(addr);
+	memcpy(h, &s, 8);
+	memcpy(h + 8, &a, 8);
+	h[16] = op;
+	memset(h + 17, 0, 7);
+}
+
+/* ---------------------------------------------------------------- client lanes */
+static bool expects_reply(const struct tcp_lane *l, const struct tcp_slice *s)
+{
+	return s->op == TE_READ || l->peer->v2;
+}
+
+/* Receiver: consumes responses in wire order (v2 status frames, READ bodies). */
+static void *lane_rcv_main(void *arg)
+{
+	struct tcp_lane *l = arg;
+	unsigned char stbuf[TCP_IOV_MAX * 8];
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		struct tcp_slice s;
+		size_t nwrites = 0;
+		int fd, err = 0;
+
+		while (!l->stop && (vec_len(&l->iq) == 0 || l->broken)) {
+			if (l->broken && !l->rcv_parked) {
+				for (size_t i = l->iq.head; i < l->iq.n; i++)
+					te_task_slice_done(l->iq.v[i].t, 0, false);
+				l->iq.n = l->iq.head = 0;
+				l->rcv_parked = true;
+				pthread_cond_broadcast(&l->snd_cv);
+			}
+			pthread_cond_wait(&l->rcv_cv, &l->mu);
+		}
+		if (l->stop)
+			break;
+		s = l->iq.v[l->iq.head];
+		fd = l->fd;
+		if (l->peer->v2 && s.op == TE_WRITE)
+			while (nwrites < TCP_IOV_MAX && l->iq.head + nwrites < l->iq.n &&
+			       l->iq.v[l->iq.head + nwrites].op == TE_WRITE)
+				nwrites++;
+		pthread_mutex_unlock(&l->mu);
+
+		if (nwrites) {
+			/* v2 WRITE statuses: read as many as are outstanding in one call, never past
+			 * the last of them (a READ's body may follow). */
+			ssize_t r = recv(fd, stbuf, 8, MSG_WAITALL);
+			size_t got = r > 0 ? (size_t)r : 0;
+			if (r == 8 && nwrites > 1) {
+				ssize_t r2 = recv(fd, stbuf + 8, (nwrites - 1) * 8, MSG_DONTWAIT);
+				if (r2 > 0)
+					got += (size_t)r2;
+				if (got % 8) {
+					err = recv_full(fd, stbuf + got, 8 - got % 8);
+					got += 8 - got % 8;
+				}
+			} else if (r != 8) {
+				err = r == 0 ? -EPIPE : -errno;
+			}
+			pthread_mutex_lock(&l->mu);
+			for (size_t i = 0; !err && i < got / 8; i++) {
+				uint64_t v;
+				struct tcp_slice *x = &l->iq.v[l->iq.head];
+				memcpy(&v, stbuf + i * 8, 8);
+				v = le64toh(v);
+				if ((v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC) {
+					err = -EPROTO;
+					break;
+				}
+				te_task_slice_done(x->t, x->len, (v & 0xffffffffu) == 0);
+				l->iq.head++;
+				if ((v & 0xffffffffu) != 0) {
+					pd_err("tcp: %s:%d rejected WRITE 0x%llx+%llu (status %u)",
+					       l->peer->host, l->peer->port,
+					       (unsigned long long)x->raddr,
+					       (unsigned long long)x->len, (unsigned)(v & 0xffffffffu));
+					err = -ECONNABORTED; /* the server closes after a reject */
+				}
+			}
+		} else {
+			if (l->peer->v2) {
+				uint64_t v;
+				err = recv_full(fd, &v, 8);
+				v = le64toh(v);
+				if (!err && (v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC)
+					err = -EPROTO;
+				else if (!err && (v & 0xffffffffu)) {
+					pd_err("tcp: %s:%d rejected READ 0x%llx+%llu (status %u)",
+					       l->peer->host, l->peer->port,
+					       (unsigned long long)s.raddr, (unsigned long long)s.len,
+					       (unsigned)(v & 0xffffffffu));
+					err = -ECONNABORTED;
+				}
+			}
+			if (!err)
+				err = recv_full(fd, s.local, s.len);
+			pthread_mutex_lock(&l->mu);
+			if (!err) {
+				te_task_slice_done(s.t, s.len, true);
+				l->iq.head++;
+			}
+		}
+		if (l->iq.head == l->iq.n)
+			l->iq.head = l->iq.n = 0;
+		if (err && !l->broken) {
+			if (err != -ECONNABORTED)
+				pd_err("tcp: connection to %s:%d lost while receiving: %s",
+				       l->peer->host, l->peer->port, strerror(-err));
+			l->broken = true;
+			shutdown(fd, SHUT_RDWR);
+			pthread_cond_broadcast(&l->snd_cv);
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* Sends one group of slices (headers and WRITE bodies in as few sendmsg calls as fit). */
+static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t *sent)
+{
+	unsigned char hdrs[TCP_IOV_MAX][TCP_HDR_LEN];
+	struct iovec iov[TCP_IOV_MAX * 2];
+	size_t i = 0;
+	int ret = 0;
+
+	*sent = 0;
+	while (i < n) {
+		size_t first = i, bytes = 0;
+		int niov = 0;
+		for (; i < n && i - first < TCP_IOV_MAX && (i == first || bytes < TCP_GROUP_BYTES);
+		     i++) {
+			uint8_t op = v[i].op | (l->peer->v2 ? TCP_OP_V2 : 0);
+			put_header(hdrs[i - first], v[i].len, v[i].raddr, op);
+			iov[niov].iov_base = hdrs[i - first];
+			iov[niov++].iov_len = TCP_HDR_LEN;
+			if (v[i].op == TE_WRITE) {
+				iov[niov].iov_base = v[i].local;
+				iov[niov++].iov_len = v[i].len;
+				bytes += v[i].len;
+			}
+		}
+		ret = send_iov(l->fd, iov, niov);
+		if (ret)
+			return ret;
+		*sent = i;
+	}
+	return 0;
+}
+
+static void *lane_snd_main(void *arg)
+{
+	struct tcp_lane *l = arg;
+	struct slice_vec work = { 0 };
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		struct slice_vec tmp;
+		size_t sent = 0;
+		int err;
+
+		while (!l->stop && vec_len(&l->sq) == 0 && !l->broken)
+			pthread_cond_wait(&l->snd_cv, &l->mu);
+		if (l->stop)
+			break;
+		if (l->broken) {
+			pthread_cond_broadcast(&l->rcv_cv);
+			while (!l->rcv_parked && !l->stop)
+				pthread_cond_wait(&l->snd_cv, &l->mu);
+			if (l->fd >= 0)
+				close(l->fd);
+			l->fd = -1;
+			l->broken = l->rcv_parked = false;
+			continue;
+		}
+		tmp = l->sq; /* take the whole queue; leave an empty buffer behind */
+		l->sq = work;
+		l->sq.n = l->sq.head = 0;
+		work = tmp;
+		if (l->fd < 0) {
+			int fd;
+			pthread_mutex_unlock(&l->mu);
+			fd = te_net_connect(l->peer->host, l->peer->port, 5000);
+			pthread_mutex_lock(&l->mu);
+			if (fd < 0) {
+				pd_err("tcp: cannot connect to %s:%d: %s; failing %zu requests",
+				       l->peer->host, l->peer->port, te_strerror(fd), vec_len(&work));
+				for (size_t i = work.head; i < work.n; i++)
+					te_task_slice_done(work.v[i].t, 0, false);
+				continue;
+			}
+			tune_socket(fd);
+			set_io_timeout(fd, TCP_IO_TIMEOUT_S);
+			l->fd = fd;
+		}
+		/* responses are matched in wire order, so queue them before the headers go out */
+		for (size_t i = work.head; i < work.n; i++)
+			if (expects_reply(l, &work.v[i]) && vec_push(&l->iq, &work.v[i])) {
+				/* out of memory: fail the rest of the group without sending it */
+				for (size_t j = i; j < work.n; j++)
+					te_task_slice_done(work.v[j].t, 0, false);
+				work.n = i;
+				break;
+			}
+		pthread_cond_signal(&l->rcv_cv);
+		pthread_mutex_unlock(&l->mu);
+
+		err = send_group(l, work.v + work.head, work.n - work.head, &sent);
+		/* v1 WRITEs have no reply: done once the bytes are in the socket (as Mooncake) */
+		for (size_t i = 0; i < work.n - work.head; i++) {
+			struct tcp_slice *s = &work.v[work.head + i];
+			if (!expects_reply(l, s))
+				te_task_slice_done(s->t, i < sent ? s->len : 0, i < sent);
+		}
+		pthread_mutex_lock(&l->mu);
+		if (err && !l->broken) {
+			pd_err("tcp: connection to %s:%d lost while sending: %s", l->peer->host,
+			       l->peer->port, strerror(-err));
+			l->broken = true;
+			shutdown(l->fd, SHUT_RDWR);
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	free(work.v);
+	return NULL;
+}
+
+static void lane_stop(struct tcp_lane *l)
+{
+	if (!l->started)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = true;
+	if (l->fd >= 0)
+		shutdown(l->fd, SHUT_RDWR);
+	pthread_cond_broadcast(&l->snd_cv);
+	pthread_cond_broadcast(&l->rcv_cv);
+	pthread_mutex_unlock(&l->mu);
+	pthread_join(l->snd, NULL);
+	pthread_join(l->rcv, NULL);
+	/* abandoned work ends FAILED so no batch stays busy forever */
+	for (size_t i = l->sq.head; i < l->sq.n; i++)
+		te_task_slice_done(l->sq.v[i].t, 0, false);
+	for (size_t i = l->iq.head; i < l->iq.n; i++)
+		te_task_slice_done(l->iq.v[i].t, 0, false);
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l->sq.v);
+	free(l->iq.v);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->snd_cv);
+	pthread_cond_destroy(&l->rcv_cv);
+}
+
+static int lane_start(struct tcp_peer *p, struct tcp_lane *l)
+{
+	l->peer = p;
+	l->fd = -1;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->snd_cv, NULL);
+	pthread_cond_init(&l->rcv_cv, NULL);
+	if (pthread_create(&l->snd, NULL, lane_snd_main, l))
+		goto fail;
+	if (pthread_create(&l->rcv, NULL, lane_rcv_main, l)) {
+		pthread_mutex_lock(&l->mu);
+		l->stop = true;
+		pthread_cond_broadcast(&l->snd_cv);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(l->snd, NULL);
+		goto fail;
+	}
+	l->started = true;
+	return 0;
+fail:
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->snd_cv);
+	pthread_cond_destroy(&l->rcv_cv);
+	return TE_ERR_MEMORY;
+}
+
+/* Peer = (host, data port, protocol version); lanes start lazily with the first request. */
+static struct tcp_peer *get_peer(struct te_transport *tp, const struct te_segment_desc *d,
+				 int *err)
+{
+	char host[256];
+	int rpc_port, port;
+	bool v2;
+	struct tcp_peer *p = NULL, **np;
+
+	*err = te_engine_peer_rpc(tp->eng, d->name, host, sizeof(host), &rpc_port);
+	if (*err)
+		return NULL;
+	port = d->tcp_data_port > 0 ? d->tcp_data_port : rpc_port + 1;
+	v2 = d->tcp_proto_version >= 2 && !tp->proto_v1_only;
+	pthread_mutex_lock(&tp->peers_mu);
+	for (size_t i = 0; i < tp->npeers; i++) {
+		p = tp->peers[i];
+		if (p->port == port && p->v2 == v2 && !strcmp(p->host, host))
+			goto out;
+	}
+	p = calloc(1, sizeof(*p));
+	np = p ? realloc(tp->peers, (tp->npeers + 1) * sizeof(*np)) : NULL;
+	if (!np) {
+		free(p);
+		p = NULL;
+		*err = TE_ERR_MEMORY;
+		goto out;
+	}
+	tp->peers = np;
+	p->tp = tp;
+	snprintf(p->host, sizeof(p->host), "%s", host);
+	p->port = port;
+	p->v2 = v2;
+	for (int i = 0; i < tp->nlanes; i++) {
+		if (lane_start(p, &p->lanes[i]))
+			break;
+		p->nlanes++;
+	}
+	if (p->nlanes == 0) {
+		free(p);
+		p = NULL;
+		*err = TE_ERR_MEMORY;
+		goto out;
+	}
+	tp->peers[tp->npeers++] = p;
+out:
+	pthread_mutex_unlock(&tp->peers_mu);
+	return p;
+}
+
+static int tcp_submit(struct te_transport *tp, struct te_task *const *tasks, size_t n)
+{
+	const struct te_segment_desc *last_desc = NULL;
+	struct tcp_peer *p = NULL;
+	int err = 0;
+
+	/* resolve every peer first so an unreachable rpc_meta fails the call with nothing sent */
+	for (size_t i = 0; i < n; i++) {
+		if (tasks[i]->peer != last_desc) {
+			p = get_peer(tp, tasks[i]->peer, &err);
+			if (!p)
+				return err;
+			last_desc = tasks[i]->peer;
+		}
+	}
+	last_desc = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct te_task *t = tasks[i];
+		uint64_t len = t->req.length, off = 0;
+		int nslices = (int)((len + TCP_SLICE_MAX - 1) / TCP_SLICE_MAX);
+
+		if (t->peer != last_desc) {
+			p = get_peer(tp, t->peer, &err);
+			if (!p) /* cannot happen after the first pass; be safe */
+				p = tp->peers[0];
+			last_desc = t->peer;
+		}
+		atomic_store(&t->slice_count, nslices);
+		for (int k = 0; k < nslices; k++) {
+			struct tcp_slice s;
+			unsigned lane = atomic_fetch_add(&p->rr, 1) % (unsigned)p->nlanes;
+			struct tcp_lane *l = &p->lanes[lane];
+
+			s.t = t;
+			s.op = (uint8_t)t->req.opcode;
+			s.local = (char *)t->req.source + off;
+			s.raddr = t->req.target_offset + off;
+			s.len = len - off < TCP_SLICE_MAX ? len - off : TCP_SLICE_MAX;
+			off += s.len;
+			pthread_mutex_lock(&l->mu);
+			if (vec_push(&l->sq, &s))
+				te_task_slice_done(t, 0, false);
+			else if (vec_len(&l->sq) == 1)
+				pthread_cond_signal(&l->snd_cv);
+			pthread_mutex_unlock(&l->mu);
+		}
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- server */
+struct srv_conn {
+	struct te_transport *tp;
+	int fd, slot;
+};
+
+static int send_status(int fd, uint32_t code)
+{
+	uint64_t v = htole64(TCP_STATUS_MAGIC | code);
+	return send(fd, &v, 8, MSG_NOSIGNAL) == 8 ? 0 : -EPIPE;
+}
+
+/* Reads a header; 1 = clean EOF between requests, 0 = got one, <0 = error/truncated. */
+static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h)
+{
+	size_t got = 0;
+	while (got < TCP_HDR_LEN) {
+		ssize_t r = recv(fd, h + got, TCP_HDR_LEN - got, 0);
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		if (r == 0)
+			return got ? -EPROTO : 1;
+		if (errno == EINTR)
+			continue;
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && got == 0 && !tp->stopping)
+			continue; /* idle persistent connection */
+		return got ? -EPROTO : -errno;
+	}
+	return 0;
+}
+
+static void *srv_conn_main(void *arg)
+{
+	struct srv_conn *c = arg;
+	struct te_transport *tp = c->tp;
+	int fd = c->fd;
+	uint64_t nreq = 0;
+
+	for (;;) {
+		unsigned char h[TCP_HDR_LEN];
+		uint64_t size, addr;
+		uint8_t op;
+		bool v2;
+		int r = srv_read_header(tp, fd, h);
+
+		if (r == 1)
+			break;
+		if (r < 0) {
+			if (r == -EPROTO)
+				pd_warn("tcp server: truncated request header after %llu requests, "
+					"closing the connection",
+					(unsigned long long)nreq);
+			break;
+		}
+		memcpy(&size, h, 8);
+		memcpy(&addr, h + 8, 8);
+		size = le64toh(size);
+		addr = le64toh(addr);
+		v2 = h[16] & TCP_OP_V2;
+		op = h[16] & ~TCP_OP_V2;
+		if ((op != TE_READ && op != TE_WRITE) || !te_engine_local_range_ok(tp->eng, addr, size)) {
+			pd_warn("tcp server: rejected %s 0x%llx+%llu (opcode 0x%02x): not inside one "
+				"registered buffer; closing the connection",
+				op == TE_WRITE ? "WRITE" : "READ", (unsigned long long)addr,
+				(unsigned long long)size, h[16]);
+			if (v2)
+				send_status(fd, 1);
+			break;
+		}
+		if (op == TE_WRITE) {
+			r = recv_full(fd, (void *)(uintptr_t)addr, size);
+			if (!r && v2)
+				r = send_status(fd, 0);
+		} else {
+			struct iovec iov[2];
+			uint64_t st = htole64(TCP_STATUS_MAGIC);
+			int k = 0;
+			if (v2) {
+				iov[k].iov_base = &st;
+				iov[k++].iov_len = 8;
+			}
+			iov[k].iov_base = (void *)(uintptr_t)addr;
+			iov[k++].iov_len = size;
+			r = send_iov(fd, iov, k);
+		}
+		if (r) {
+			pd_warn("tcp server: %s of %llu bytes failed: %s; closing the connection",
+				op == TE_WRITE ? "receiving a WRITE" : "sending a READ",
+				(unsigned long long)size, strerror(-r));
+			break;
+		}
+		nreq++;
+	}
+	pthread_mutex_lock(&tp->srv_mu);
+	tp->conn_fds[c->slot] = -1;
+	close(fd);
+	tp->nconns--;
+	pthread_cond_broadcast(&tp->srv_cv);
+	pthread_mutex_unlock(&tp->srv_mu);
+	free(c);
+	return NULL;
+}
+
+static void *srv_accept_main(void *arg)
+{
+	struct te_transport *tp = arg;
+
+	for (;;) {
+		struct pollfd pf[2] = { { tp->lfd, POLLIN, 0 }, { tp->wake[0], POLLIN, 0 } };
+		struct srv_conn *c = NULL;
+		pthread_attr_t at;
+		pthread_t t;
+		int fd, slot = -1;
+
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[1].revents)
+			break;
+		if (!(pf[0].revents & POLLIN))
+			continue;
+		fd = accept4(tp->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				pd_sleep_ms(50);
+			continue;
+		}
+		pthread_mutex_lock(&tp->srv_mu);
+		for (int i = 0; i < TCP_MAX_SERVER_CONNS && !tp->stopping; i++)
+			if (tp->conn_fds[i] < 0) {
+				slot = i;
+				break;
+			}
+		if (slot >= 0) {
+			tp->conn_fds[slot] = fd;
+			tp->nconns++;
+		}
+		pthread_mutex_unlock(&tp->srv_mu);
+		if (slot < 0) {
+			pd_warn("tcp server: %d connections open, refusing one", TCP_MAX_SERVER_CONNS);
+			close(fd);
+			continue;
+		}
+		tune_socket(fd);
+		set_io_timeout(fd, TCP_IO_TIMEOUT_S);
+		c = malloc(sizeof(*c));
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (c) {
+			c->tp = tp;
+			c->fd = fd;
+			c->slot = slot;
+		}
+		if (!c || pthread_create(&t, &at, srv_conn_main, c)) {
+			free(c);
+			pthread_mutex_lock(&tp->srv_mu);
+			tp->conn_fds[slot] = -1;
+			tp->nconns--;
+			pthread_mutex_unlock(&tp->srv_mu);
+			close(fd);
+		}
+		pthread_attr_destroy(&at);
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- ops */
+static void tcp_destroy(struct te_transport *tp)
+{
+	if (!tp)
+		return;
+	if (tp->accept_started) {
+		char b = 1;
+		if (write(tp->wake[1], &b, 1) < 0)
+			pd_warn("tcp: wake pipe: %s", strerror(errno));
+		pthread_join(tp->accept_thr, NULL);
+	}
+	pthread_mutex_lock(&tp->srv_mu);
+	tp->stopping = true;
+	for (int i = 0; i < TCP_MAX_SERVER_CONNS; i++)
+		if (tp->conn_fds[i] >= 0)
+			shutdown(tp->conn_fds[i], SHUT_RDWR);
+	while (tp->nconns > 0)
+		pthread_cond_wait(&tp->srv_cv, &tp->srv_mu);
+	pthread_mutex_unlock(&tp->srv_mu);
+	for (size_t i = 0; i < tp->npeers; i++) {
+		for (int k = 0; k < tp->peers[i]->nlanes; k++)
+			lane_stop(&tp->peers[i]->lanes[k]);
+		free(tp->peers[i]);
+	}
+	free(tp->peers);
+	if (tp->lfd >= 0)
+		close(tp->lfd);
+	if (tp->wake[0] >= 0) {
+		close(tp->wake[0]);
+		close(tp->wake[1]);
+	}
+	pthread_mutex_destroy(&tp->peers_mu);
+	pthread_mutex_destroy(&tp->srv_mu);
+	pthread_cond_destroy(&tp->srv_cv);
+	free(tp);
+}
+
+static int tcp_install(struct te_engine *eng, struct te_transport **out)
+{
+	struct te_transport *tp = calloc(1, sizeof(*tp));
+	const char *e;
+	int64_t v;
+
+	*out = NULL;
+	if (!tp)
+		return TE_ERR_MEMORY;
+	tp->eng = eng;
+	tp->lfd = tp->wake[0] = tp->wake[1] = -1;
+	pthread_mutex_init(&tp->peers_mu, NULL);
+	pthread_mutex_init(&tp->srv_mu, NULL);
+	pthread_cond_init(&tp->srv_cv, NULL);
+	for (int i = 0; i < TCP_MAX_SERVER_CONNS; i++)
+		tp->conn_fds[i] = -1;
+	tp->nlanes = 2;
+	e = getenv("MC_TCP_LANES_PER_PEER");
+	if (e && !pd_parse_i64(e, &v) && v >= 1 && v <= TCP_MAX_LANES)
+		tp->nlanes = (int)v;
+	e = getenv("MC_TCP_PROTO");
+	tp->proto_v1_only = e && !strcmp(e, "1");
+
+	tp->lfd = te_engine_take_data_fd(eng);
+	if (tp->lfd < 0) {
+		pd_err("tcp: the engine reserved no data port (rpc_port+1)");
+		goto fail;
+	}
+	if (listen(tp->lfd, 128)) {
+		pd_err("tcp: listen on data port %d failed: %s", te_engine_rpc_port(eng) + 1,
+		       strerror(errno));
+		goto fail;
+	}
+	if (pipe2(tp->wake, O_CLOEXEC))
+		goto fail;
+	if (pthread_create(&tp->accept_thr, NULL, srv_accept_main, tp))
+		goto fail;
+	tp->accept_started = true;
+	*out = tp;
+	return 0;
+fail:
+	tcp_destroy(tp);
+	return TE_ERR_SOCKET;
+}
+
+static int tcp_register(struct te_transport *tp, void *addr, size_t len, const char *location,
+			struct te_buffer_desc *b)
+{
+	(void)addr;
+	(void)len;
+	(void)location;
+	/* Mooncake's TCP descriptor names every buffer after the server (§2.2) */
+	snprintf(b->name, sizeof(b->name), "%s", te_engine_name(tp->eng));
+	b->nkeys = 0;
+	return 0;
+}
+
+static int tcp_unregister(struct te_transport *tp, void *addr, size_t len)
+{
+	(void)tp;
+	(void)addr;
+	(void)len;
+	return 0;
+}
+
+static int tcp_fill_desc(struct te_transport *tp, struct te_segment_desc *d)
+{
+	/* rpc_port+1 reaches <=0.3.4 initiators, tcp_data_port >=0.3.5 ones (§4.2) */
+	d->tcp_data_port = te_engine_rpc_port(tp->eng) + 1;
+	d->tcp_proto_version = 2;
+	return 0;
+}
+
+const struct te_transport_ops te_tcp_transport_ops = {
+	.name = "tcp",
+	.install = tcp_install,
+	.register_mem = tcp_register,
+	.unregister_mem = tcp_unregister,
+	.fill_desc = tcp_fill_desc,
+	.submit = tcp_submit,
+	.on_connection = NULL,
+	.destroy = tcp_destroy,
+};
