@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# test_metaserver: pdkv-metaserver's HTTP contract (Mooncake's metadata API) and its flags,
+# driven with curl against a real instance on a free loopback port.
+set -u
+BIN=${PDKV_BIN:-build/bin}/pdkv-metaserver
+command -v curl >/dev/null || { echo "SKIP: curl not installed"; exit 77; }
+[ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
+TMP=$(mktemp -d)
+PID=
+cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+fails=0
+check() { # name expected actual
+  if [ "$2" == "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected [$2] got [$3]"; fails=$((fails+1)); fi
+}
+start() { # extra args...
+  "$BIN" --host 127.0.0.1 --port 0 "$@" >"$TMP/out" 2>"$TMP/err" &
+  PID=$!
+  for _ in $(seq 1 100); do grep -q listening "$TMP/out" 2>/dev/null && break; sleep 0.05; done
+  PORT=$(sed -n 's#.*127\.0\.0\.1:\([0-9][0-9]*\)/.*#\1#p' "$TMP/out")
+  U=http://127.0.0.1:$PORT
+}
+code() { curl -s -o "$TMP/body" -w '%{http_code}' --max-time 5 "$@"; }
+
+start --max-body 1KiB
+[ -n "$PORT" ] || { echo "FAIL: server did not start"; cat "$TMP/err"; exit 1; }
+check "GET /health" 200 "$(code "$U/health")"
+check "GET missing key" 404 "$(code "$U/metadata?key=mooncake%2Fram%2Fh%3A1")"
+check "404 body" "metadata not found" "$(cat "$TMP/body")"
+check "PUT" 200 "$(code -X PUT -H 'Content-Type: application/json' --data-binary '{"a":1}' "$U/metadata?key=mooncake%2Fram%2Fh%3A1")"
+check "PUT body" "metadata updated" "$(cat "$TMP/body")"
+check "GET" 200 "$(code "$U/metadata?key=mooncake%2Fram%2Fh%3A1")"
+check "GET value" '{"a":1}' "$(cat "$TMP/body")"
+check "any path with ?key=" 200 "$(code "$U/other/path?key=mooncake/ram/h:1")"
+check "prefix listing" 200 "$(code "$U/?prefix=mooncake/ram/")"
+grep -q '"mooncake/ram/h:1"' "$TMP/body"; check "listing has key" 0 $?
+check "DELETE" 200 "$(code -X DELETE "$U/metadata?key=mooncake%2Fram%2Fh%3A1")"
+check "DELETE missing (Python server: 404)" 404 "$(code -X DELETE "$U/metadata?key=mooncake%2Fram%2Fh%3A1")"
+check "empty key" 400 "$(code "$U/metadata?key=")"
+check "no key" 400 "$(code "$U/metadata")"
+check "method" 405 "$(code -X PATCH "$U/metadata?key=a")"
+head -c 2048 /dev/zero | tr '\0' x >"$TMP/big"
+check "body over --max-body" 413 "$(code -X PUT --data-binary @"$TMP/big" "$U/metadata?key=big")"
+check "chunked body over --max-body" 413 "$(code -X PUT -H 'Transfer-Encoding: chunked' --data-binary @"$TMP/big" "$U/metadata?key=big")"
+check "too-big value not stored" 404 "$(code "$U/metadata?key=big")"
+# a second server on the same port fails with a message, exit 1
+"$BIN" --host 127.0.0.1 --port "$PORT" >/dev/null 2>"$TMP/err2"; rc=$?
+check "port in use exits 1" 1 $rc
+grep -q "cannot listen on 127.0.0.1:$PORT" "$TMP/err2"; check "port in use message" 0 $?
+kill -TERM "$PID"; wait "$PID"; rc=$?; PID=
+check "SIGTERM exits 0" 0 $rc
+
+start --reject-duplicate-rpc-meta
+check "rpc_meta first PUT" 200 "$(code -X PUT --data-binary '{}' "$U/metadata?key=mooncake/rpc_meta/n")"
+check "rpc_meta duplicate PUT" 400 "$(code -X PUT --data-binary '{}' "$U/metadata?key=mooncake/rpc_meta/n")"
+check "ram key overwrite still fine" 200 "$(code -X PUT --data-binary '{}' "$U/metadata?key=mooncake/ram/n")"
+kill -INT "$PID"; wait "$PID"; rc=$?; PID=
+check "SIGINT exits 0" 0 $rc
+
+"$BIN" --port abc >/dev/null 2>&1; check "bad --port exits 2" 2 $?
+"$BIN" --addr=8080 >/dev/null 2>&1; check "bad --addr exits 2" 2 $?
+"$BIN" --bogus >/dev/null 2>&1; check "unknown flag exits 2" 2 $?
+"$BIN" --help | grep -q -- '--addr'; check "--help" 0 $?
+# Go spelling --addr=:PORT binds every interface
+"$BIN" --addr=:0 >"$TMP/out3" 2>&1 & P3=$!
+for _ in $(seq 1 100); do grep -q listening "$TMP/out3" && break; sleep 0.05; done
+grep -q 'http://0.0.0.0:' "$TMP/out3"; check "--addr=:0 binds 0.0.0.0" 0 $?
+kill "$P3"; wait "$P3" 2>/dev/null
+
+[ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
+[ $fails -eq 0 ]
