@@ -418,3 +418,13 @@ void kvc_get_stats(const struct kvc *cc, struct kvc_stats *s)
 	s->pending_acks = c->pipe.ack_n;
 	pthread_mutex_unlock(&c->pipe.ack_mu);
 }
+
+const char *kvc_own_url(const struct kvc *c)
+{
+	return c ? c->pipe.v0.own_url : "";
+}
+
+const char *kvc_remote_url(const struct kvc *c)
+{
+	return c ? c->pipe.v0.remote_url : "";
+}

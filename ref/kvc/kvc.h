@@ -98,6 +98,10 @@ struct kvc_stats {
 	uint64_t pool_bytes_in_use, pending_acks; /* managed buffers handed out; sends not ACKed */
 };
 void kvc_get_stats(const struct kvc *c, struct kvc_stats *s);
+/* Added by the kvc helper: this rank's TE segment name (own_url, +100 rule applied) and the
+ * peer's (remote_url), for logs and /health. */
+const char *kvc_own_url(const struct kvc *c);
+const char *kvc_remote_url(const struct kvc *c);
 const char *kvc_strerror(int err);
 
 #endif

@@ -452,7 +452,7 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 		  const atomic_bool *abort)
 {
 	struct zframes f;
-	uint64_t ptr = 0, len = 0;
+	uint64_t ptr = 0, len = 0, t_read;
 	void *dst = NULL;
 	int rc;
 
@@ -483,6 +483,7 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 		rc = KVC_ERR_ALLOC;
 		goto ack;
 	}
+	t_read = pd_now_ns();
 	rc = te_transfer_sync(p->eng, TE_READ, p->v0.remote_url, dst, ptr, len,
 			      p->transfer_timeout_ms);
 	if (rc < 0 && rc != TE_ERR_TIMEOUT && !atomic_load(&p->stop)) {
@@ -504,6 +505,8 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 	}
 	atomic_fetch_add(&p->transfers, 1);
 	atomic_fetch_add(&p->bytes_received, len);
+	pd_dbg("kvc: READ %llu bytes from %s in %.2f ms", (unsigned long long)len,
+	       p->v0.remote_url, (double)(pd_now_ns() - t_read) / 1e6);
 	rc = kvc_blob_decode(dst, len, out);
 	if (rc == KVC_ERR_PROTOCOL)
 		atomic_fetch_add(&p->protocol_errors, 1);
