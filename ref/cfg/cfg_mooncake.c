@@ -356,6 +356,15 @@ static char *str_or_null(const cJSON *v)
 int cfg_mooncake_load(const char *path, enum cfg_vllm vllm, struct cfg_mooncake *out,
 		      struct cfg_diags *d, char **vllm_error)
 {
+	if (!path)
+		return cfg_mooncake_load_ex(getenv("MOONCAKE_CONFIG_PATH"), true, vllm, out, d,
+					    vllm_error);
+	return cfg_mooncake_load_ex(path, false, vllm, out, d, vllm_error);
+}
+
+int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
+			 struct cfg_mooncake *out, struct cfg_diags *d, char **vllm_error)
+{
 	char *buf = NULL, *jerr = NULL, *r = NULL;
 	size_t len = 0;
 	cJSON *root = NULL;
@@ -367,8 +376,7 @@ int cfg_mooncake_load(const char *path, enum cfg_vllm vllm, struct cfg_mooncake 
 		snprintf(out->types[k], sizeof(out->types[k]), "absent");
 	if (vllm_error)
 		*vllm_error = NULL;
-	if (!path) {
-		path = getenv("MOONCAKE_CONFIG_PATH");
+	if (from_env) {
 		if (!path) {
 			if (vllm == CFG_VLLM_V1) {
 				cfg_diag_add(d, CFG_INFO, "MOONCAKE_CONFIG_PATH",
@@ -409,6 +417,9 @@ int cfg_mooncake_load(const char *path, enum cfg_vllm vllm, struct cfg_mooncake 
 		r = cfg_py_repr(path);
 		set_err(&err, "%s: [Errno %d] %s: %s", errno_class(-ret), -ret, strerror(-ret),
 			r ? r : path);
+		if (!*path && !from_env)
+			cfg_diag_add(d, CFG_ERROR, "mooncake.json",
+				     "the mooncake.json path is empty; give the file's path");
 		if (*path)
 			cfg_diag_add(d, CFG_ERROR, "mooncake.json", "%s: cannot read: %s%s", path,
 				     strerror(-ret),

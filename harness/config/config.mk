@@ -1,0 +1,7 @@
+# harness/config: thin mains for `pdkv config check` (pdkv-config) and `pdkv ports` (pdkv-ports)
+# over ref/cfg; their shared flag parsing lives in cfg_cli.c.
+BINS += pdkv-config pdkv-ports
+pdkv-config_SRCS := harness/config/config_main.c harness/config/cfg_cli.c
+pdkv-config_LIBS := cfg pdcommon
+pdkv-ports_SRCS := harness/config/ports_main.c harness/config/cfg_cli.c
+pdkv-ports_LIBS := cfg pdcommon
