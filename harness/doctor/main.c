@@ -1,0 +1,512 @@
+/* pdkv-doctor: checks a host before a PD run — RDMA devices, ports, GID table, MTU, line rate,
+ * RLIMIT_MEMLOCK, metadata server, ports a config needs, shared libraries, GPUs — one line per
+ * check (OK/WARN/FAIL + the fix) or --json; exit 0 when nothing FAILs. */
+#include <arpa/inet.h>
+#include <cJSON.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cfg/cfg.h"
+#include "pd_log.h"
+#include "pd_util.h"
+#include "te/te_internal.h"
+
+enum { OK, WARN, FAIL };
+static const char *const lvl_name[] = { "OK", "WARN", "FAIL" };
+
+struct opts {
+	const char *metadata, *config, *devices, *protocol;
+	bool json, rdma_wanted;
+	int vllm;
+};
+
+static cJSON *g_results;
+static int g_count[3];
+
+static void report(int lvl, const char *check, const char *fix, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void report(int lvl, const char *check, const char *fix, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	cJSON *o = cJSON_CreateObject();
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	g_count[lvl]++;
+	cJSON_AddStringToObject(o, "check", check);
+	cJSON_AddStringToObject(o, "status", lvl_name[lvl]);
+	cJSON_AddStringToObject(o, "detail", msg);
+	if (fix)
+		cJSON_AddStringToObject(o, "fix", fix);
+	cJSON_AddItemToArray(g_results, o);
+}
+
+/* ---------------------------------------------------------------- RDMA */
+
+/* Data rate per lane in Gb/s for ibv_port_attr.active_speed (encoding overhead removed). */
+static double lane_gbps(uint8_t s)
+{
+	switch (s) {
+	case 1: return 2.0;    /* SDR */
+	case 2: return 4.0;    /* DDR */
+	case 4: return 8.0;    /* QDR */
+	case 8: return 10.0;   /* FDR10 */
+	case 16: return 13.64; /* FDR */
+	case 32: return 25.0;  /* EDR */
+	case 64: return 50.0;  /* HDR */
+	case 128: return 100.0; /* NDR */
+	}
+	return 0;
+}
+
+static int lanes(uint8_t w)
+{
+	switch (w) {
+	case 1: return 1;
+	case 2: return 4;
+	case 4: return 8;
+	case 8: return 12;
+	case 16: return 2;
+	}
+	return 0;
+}
+
+static const char *gid_type_name(int t)
+{
+	return t == IBV_GID_TYPE_IB ? "IB" : t == IBV_GID_TYPE_ROCE_V1 ? "RoCEv1" : "RoCEv2";
+}
+
+static bool listed(const char *names, const char *n)
+{
+	size_t l = strlen(n);
+
+	for (const char *p = names; p && *p;) {
+		size_t k = strcspn(p, ",");
+
+		if (k == l && !strncmp(p, n, l))
+			return true;
+		p += k + (p[k] == ',');
+	}
+	return false;
+}
+
+static void check_port(struct ibv_context *ctx, const char *dev)
+{
+	struct ibv_port_attr pa;
+	char check[96], buf[1024] = "", gs[64];
+	int auto_gi = -1, env_gi = -1;
+	const char *env = getenv("MC_GID_INDEX") ? getenv("MC_GID_INDEX") : getenv("NCCL_IB_GID_INDEX");
+	double gbps;
+
+	snprintf(check, sizeof(check), "%s port 1", dev);
+	if (ibv_query_port(ctx, 1, &pa)) {
+		report(FAIL, check, "check the driver (dmesg)", "ibv_query_port failed: %s",
+		       strerror(errno));
+		return;
+	}
+	if (pa.state != IBV_PORT_ACTIVE)
+		report(FAIL, check, "bring the link up (cable/switch; `ip link set <netdev> up` for "
+		       "RoCE) or pick another device with device_name",
+		       "state %s, physical state %u", ibv_port_state_str(pa.state), pa.phys_state);
+	else
+		report(OK, check, NULL, "ACTIVE, link layer %s, lid %u",
+		       pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : "InfiniBand",
+		       pa.lid);
+
+	/* GID table: which index is RoCEv2/IPv4 (Mooncake's auto choice) */
+	for (int i = 0; i < pa.gid_tbl_len && strlen(buf) < sizeof(buf) - 80; i++) {
+		struct ibv_gid_entry e;
+		bool v4;
+
+		if (ibv_query_gid_ex(ctx, 1, i, &e, 0))
+			continue;
+		v4 = !memcmp(e.gid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12);
+		if (v4)
+			inet_ntop(AF_INET, e.gid.raw + 12, gs, sizeof(gs));
+		else
+			inet_ntop(AF_INET6, e.gid.raw, gs, sizeof(gs));
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s[%d] %s %s", buf[0] ? ", " : "",
+			 i, gid_type_name(e.gid_type), gs);
+		if (auto_gi < 0 && ((e.gid_type == IBV_GID_TYPE_ROCE_V2 && v4) ||
+				    e.gid_type == IBV_GID_TYPE_IB))
+			auto_gi = i;
+	}
+	snprintf(check, sizeof(check), "%s GID table", dev);
+	if (env && *env)
+		env_gi = atoi(env);
+	if (!buf[0])
+		report(FAIL, check, "give the RoCE interface an IP address (GIDs follow the netdev's "
+		       "addresses), then re-run", "no populated GID entry");
+	else if (env_gi >= 0)
+		report(env_gi == auto_gi || auto_gi < 0 ? OK : WARN, check,
+		       env_gi == auto_gi ? NULL : "unset MC_GID_INDEX unless the fabric needs it",
+		       "%s; MC_GID_INDEX=%d pins the index (auto would pick %d)", buf, env_gi, auto_gi);
+	else if (auto_gi < 0)
+		report(WARN, check, "no RoCEv2 IPv4-mapped entry: add an IPv4 address to the netdev or "
+		       "set MC_GID_INDEX", "%s; auto-selection falls back to index 0", buf);
+	else
+		report(OK, check, NULL, "%s; auto-selects index %d (MC_GID_INDEX overrides)", buf,
+		       auto_gi);
+
+	snprintf(check, sizeof(check), "%s MTU", dev);
+	report(pa.active_mtu >= IBV_MTU_1024 ? OK : WARN, check,
+	       pa.active_mtu >= IBV_MTU_1024 ? NULL : "raise the netdev/switch MTU (RoCE: 4200 for 4096)",
+	       "active %d, max %d (the engine uses min(active, MC_MTU=4096))",
+	       128 << pa.active_mtu, 128 << pa.max_mtu);
+
+	snprintf(check, sizeof(check), "%s line rate", dev);
+	gbps = lane_gbps(pa.active_speed) * lanes(pa.active_width);
+	if (gbps > 0)
+		report(OK, check, NULL, "%dx %.4g Gb/s = %.1f Gb/s = %.2f GB/s (bench %% of line rate "
+		       "uses this)", lanes(pa.active_width), lane_gbps(pa.active_speed), gbps,
+		       gbps / 8);
+	else
+		report(WARN, check, NULL, "unknown speed code %u / width code %u", pa.active_speed,
+		       pa.active_width);
+}
+
+static void check_rdma(const struct opts *o)
+{
+	struct ibv_device **l;
+	int n = 0, used = 0;
+	const char *none_fix = o->rdma_wanted
+		? "this host has no RDMA NIC or driver: install/load it (mlx5_core + ib_uverbs; "
+		  "Soft-RoCE: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0`), in a "
+		  "container pass --device=/dev/infiniband; or use protocol \"tcp\""
+		: NULL;
+
+	errno = 0;
+	l = ibv_get_device_list(&n);
+	if (!l || n == 0) {
+		report(o->rdma_wanted ? FAIL : WARN, "rdma devices", none_fix,
+		       "none found (%s)%s", errno ? strerror(errno) : "empty list",
+		       o->rdma_wanted ? "" : "; fine for protocol tcp");
+		goto out;
+	}
+	for (const char *p = o->devices; p && *p;) {
+		size_t k = strcspn(p, ",");
+		bool found = false;
+
+		for (int i = 0; i < n; i++)
+			if (strlen(ibv_get_device_name(l[i])) == k &&
+			    !strncmp(ibv_get_device_name(l[i]), p, k))
+				found = true;
+		if (!found)
+			report(FAIL, "device_name", "fix device_name (comma list, no spaces) to name "
+			       "devices `ibv_devices` shows", "\"%.*s\" is not an RDMA device here",
+			       (int)k, p);
+		p += k + (p[k] == ',');
+	}
+	for (int i = 0; i < n; i++) {
+		const char *dn = ibv_get_device_name(l[i]);
+		struct ibv_context *ctx;
+
+		if (o->devices && *o->devices && !listed(o->devices, dn))
+			continue;
+		used++;
+		ctx = ibv_open_device(l[i]);
+		if (!ctx) {
+			report(FAIL, dn, "check permissions on /dev/infiniband/uverbs* (container: "
+			       "--device=/dev/infiniband)", "ibv_open_device failed: %s",
+			       strerror(errno));
+			continue;
+		}
+		check_port(ctx, dn);
+		ibv_close_device(ctx);
+	}
+	report(used ? OK : FAIL, "rdma devices", used ? NULL : "fix device_name",
+	       "%d found, %d checked", n, used);
+out:
+	if (l)
+		ibv_free_device_list(l);
+}
+
+/* ---------------------------------------------------------------- host */
+
+static void check_memlock(const struct opts *o)
+{
+	struct rlimit rl;
+	const char *fix = "`ulimit -l unlimited` (limits.conf: `* - memlock unlimited`; docker: "
+			  "--ulimit memlock=-1; systemd: LimitMEMLOCK=infinity)";
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl)) {
+		report(WARN, "RLIMIT_MEMLOCK", NULL, "getrlimit failed: %s", strerror(errno));
+	} else if (rl.rlim_cur == RLIM_INFINITY) {
+		report(OK, "RLIMIT_MEMLOCK", NULL, "unlimited");
+	} else {
+		/* KV buffers are registered whole (GBs); root has CAP_IPC_LOCK and is not bound */
+		int lvl = geteuid() == 0 ? WARN : (o->rdma_wanted ? FAIL : WARN);
+
+		report(rl.rlim_cur >= (1ull << 40) ? OK : lvl, "RLIMIT_MEMLOCK", fix,
+		       "%llu KiB: ibv_reg_mr of the KV buffer will fail beyond it%s",
+		       (unsigned long long)rl.rlim_cur / 1024,
+		       geteuid() == 0 ? " (root: CAP_IPC_LOCK usually overrides)" : "");
+	}
+}
+
+static void check_libs(void)
+{
+	static const char *const libs[][3] = {
+		{ "libibverbs.so.1", "RDMA verbs (rdma-core)", "apt-get install libibverbs1 ibverbs-providers" },
+		{ "libcuda.so.1", "CUDA driver", "install the NVIDIA driver (only for GPU KV buffers)" },
+		{ "libcudart.so", "CUDA runtime", "install the CUDA toolkit / cuda-cudart (vLLM brings its own)" },
+	};
+
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+		char check[64];
+		void *h = dlopen(libs[i][0], RTLD_NOW | RTLD_LOCAL);
+
+		if (!h && !strcmp(libs[i][0], "libcudart.so"))
+			h = dlopen("libcudart.so.12", RTLD_NOW | RTLD_LOCAL);
+		snprintf(check, sizeof(check), "lib %s", libs[i][0]);
+		if (h) {
+			report(OK, check, NULL, "%s loads", libs[i][1]);
+			dlclose(h);
+		} else {
+			report(i == 0 ? FAIL : WARN, check, libs[i][2], "%s not loadable: %s",
+			       libs[i][1], dlerror());
+		}
+	}
+}
+
+static void check_gpu(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	int (*init)(unsigned) = NULL, (*count)(int *) = NULL;
+	int n = 0, rc = -1;
+
+	if (h) {
+		*(void **)&init = dlsym(h, "cuInit");
+		*(void **)&count = dlsym(h, "cuDeviceGetCount");
+		if (init && count && (rc = init(0)) == 0)
+			rc = count(&n);
+		dlclose(h);
+	}
+	if (rc == 0 && n > 0)
+		report(OK, "gpu", NULL, "%d CUDA device(s)", n);
+	else if (!access("/dev/nvidia0", F_OK))
+		report(WARN, "gpu", "check the driver with nvidia-smi", "/dev/nvidia0 exists but "
+		       "CUDA reports no device (cuInit rc %d)", rc);
+	else
+		report(WARN, "gpu", "vLLM needs GPUs; pdkv's stand-ins and bench run without",
+		       "no CUDA GPU (KV buffers on cpu only)");
+}
+
+static void check_metadata(const char *conn)
+{
+	struct te_meta *m = NULL;
+	char err[256] = "", *v = NULL;
+	double t0 = pd_now_s();
+	int rc;
+
+	if (!strcmp(conn, "P2PHANDSHAKE")) {
+		report(OK, "metadata server", NULL, "P2PHANDSHAKE: no store; peers are host:rpc_port");
+		return;
+	}
+	rc = te_meta_open(conn, &m, err, sizeof(err));
+	if (rc) {
+		report(FAIL, "metadata server", "use etcd://h:p, h:p, redis://h:p, http://h:p/path or "
+		       "P2PHANDSHAKE", "\"%s\": %s", conn, err[0] ? err : te_strerror(rc));
+		return;
+	}
+	rc = te_meta_get(m, "mooncake/rpc_meta/__pdkv_doctor_probe__", &v);
+	if (rc == 0 || rc == TE_ERR_NOT_FOUND)
+		report(OK, "metadata server", NULL, "%s answers (%.0f ms)", conn,
+		       (pd_now_s() - t0) * 1e3);
+	else
+		report(FAIL, "metadata server", "start it (etcd, redis or a Mooncake HTTP metadata "
+		       "server) or fix metadata_server", "%s: %s", conn, te_strerror(rc));
+	free(v);
+	te_meta_close(m);
+}
+
+static bool local_host(const char *h)
+{
+	char ip[64];
+
+	if (!*h || !strcmp(h, "*") || !strcmp(h, "0.0.0.0") || !strcmp(h, "localhost") ||
+	    !strncmp(h, "127.", 4) || !strcmp(h, "::1"))
+		return true;
+	te_net_local_ip(ip, sizeof(ip));
+	return !strcmp(h, ip);
+}
+
+static char cfg_devices[512], cfg_conn[1024];
+
+static void check_config(struct opts *o)
+{
+	struct cfg_mooncake mc = { 0 };
+	struct cfg_diags d = { 0 };
+	struct cfg_deploy dep = { 0 };
+	struct cfg_port *p = NULL;
+	char *verr = NULL;
+	size_t n = 0, taken = 0, checked = 0;
+
+	if (cfg_mooncake_load(o->config, o->vllm, &mc, &d, &verr)) {
+		report(FAIL, "mooncake config", "fix the file (pdkv config explains every field)",
+		       "%s: %s", o->config, verr ? verr : "rejected");
+		goto out;
+	}
+	report(cfg_diags_count(&d, CFG_ERROR) ? FAIL : OK, "mooncake config",
+	       cfg_diags_count(&d, CFG_ERROR) ? "run `pdkv config` for the details" : NULL,
+	       "%s: protocol %s, device_name \"%s\", metadata %s (%zu error(s), %zu warning(s))",
+	       o->config, mc.protocol ? mc.protocol : "null", mc.device_name ? mc.device_name : "",
+	       mc.conn_string ? mc.conn_string : "?", cfg_diags_count(&d, CFG_ERROR),
+	       cfg_diags_count(&d, CFG_WARNING));
+	if (!o->protocol)
+		o->rdma_wanted = mc.protocol && !strcmp(mc.protocol, "rdma");
+	if (!o->devices && mc.device_name && *mc.device_name) {
+		snprintf(cfg_devices, sizeof(cfg_devices), "%s", mc.device_name);
+		o->devices = cfg_devices;
+	}
+	if (!o->metadata && mc.conn_string) {
+		snprintf(cfg_conn, sizeof(cfg_conn), "%s", mc.conn_string);
+		o->metadata = cfg_conn;
+	}
+	dep.mc = &mc;
+	dep.vllm = o->vllm;
+	dep.tp = dep.dp = 1;
+	if (cfg_ports_plan(&dep, &p, &n, &d))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		int fd;
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)p[i].port) };
+
+		if (!p[i].binds || p[i].port <= 0 || !local_host(p[i].host))
+			continue;
+		checked++;
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0)
+			continue;
+		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) && errno == EADDRINUSE) {
+			char fix[160];
+
+			snprintf(fix, sizeof(fix), "stop what holds it (`ss -ltnp 'sport = :%d'`) or "
+				 "move the base port in the config", p[i].port);
+			report(FAIL, "port", fix, "%d (%s %s) is already in use", p[i].port, p[i].side,
+			       p[i].purpose);
+			taken++;
+		}
+		close(fd);
+	}
+	if (!taken)
+		report(OK, "ports", NULL, "%zu port(s) the config binds on this host are free",
+		       checked);
+out:
+	free(p);
+	free(verr);
+	cfg_mooncake_free(&mc);
+	cfg_diags_free(&d);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pdkv doctor [--metadata_server=CONN] [--mooncake-config=FILE] "
+		   "[--device_name=a,b] [--protocol=rdma|tcp] [--vllm=v0|v1] [--json]\n"
+		   "Checks RDMA devices, ports, GID table, MTU, line rate, RLIMIT_MEMLOCK, the "
+		   "metadata server,\nports the config needs, shared libraries and GPUs. Exit 0 when "
+		   "no check FAILs.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "metadata_server", required_argument, 0, 'm' },
+		{ "mooncake-config", required_argument, 0, 'c' },
+		{ "device_name", required_argument, 0, 'd' },
+		{ "protocol", required_argument, 0, 'p' },
+		{ "vllm", required_argument, 0, 'v' },
+		{ "json", no_argument, 0, 'j' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	struct opts o = { .rdma_wanted = true, .vllm = CFG_VLLM_V1 };
+	cJSON *it;
+	int c;
+
+	pd_log_set_name("pdkv-doctor");
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'm': o.metadata = optarg; break;
+		case 'c': o.config = optarg; break;
+		case 'd': o.devices = optarg; break;
+		case 'j': o.json = true; break;
+		case 'p':
+			if (strcmp(optarg, "rdma") && strcmp(optarg, "tcp")) {
+				fprintf(stderr, "pdkv doctor: --protocol: expected rdma or tcp, got "
+						"\"%s\"\n", optarg);
+				return 2;
+			}
+			o.protocol = optarg;
+			o.rdma_wanted = !strcmp(optarg, "rdma");
+			break;
+		case 'v':
+			if (strcmp(optarg, "v0") && strcmp(optarg, "v1")) {
+				fprintf(stderr, "pdkv doctor: --vllm: expected v0 or v1, got \"%s\"\n",
+					optarg);
+				return 2;
+			}
+			o.vllm = !strcmp(optarg, "v0") ? CFG_VLLM_V0 : CFG_VLLM_V1;
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pdkv doctor: unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (!o.json)
+		pd_log_set_level(PD_LOG_ERROR);
+	g_results = cJSON_CreateArray();
+	if (o.config)
+		check_config(&o);
+	check_rdma(&o);
+	check_memlock(&o);
+	if (o.metadata)
+		check_metadata(o.metadata);
+	check_libs();
+	check_gpu();
+	if (o.json) {
+		cJSON *root = cJSON_CreateObject();
+		char *s;
+
+		cJSON_AddItemToObject(root, "checks", g_results);
+		cJSON_AddNumberToObject(root, "ok", g_count[OK]);
+		cJSON_AddNumberToObject(root, "warn", g_count[WARN]);
+		cJSON_AddNumberToObject(root, "fail", g_count[FAIL]);
+		s = cJSON_Print(root);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(root);
+	} else {
+		cJSON_ArrayForEach(it, g_results)
+		{
+			const char *fix = cJSON_GetStringValue(cJSON_GetObjectItem(it, "fix"));
+			const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(it, "status"));
+
+			printf("%-4s %-24s %s\n", st,
+			       cJSON_GetStringValue(cJSON_GetObjectItem(it, "check")),
+			       cJSON_GetStringValue(cJSON_GetObjectItem(it, "detail")));
+			if (fix && strcmp(st, "OK"))
+				printf("     %-24s fix: %s\n", "", fix);
+		}
+		printf("doctor: %d OK, %d WARN, %d FAIL\n", g_count[OK], g_count[WARN],
+		       g_count[FAIL]);
+		cJSON_Delete(g_results);
+	}
+	return g_count[FAIL] ? 1 : 0;
+}
