@@ -42,6 +42,7 @@ struct hr_scenario {
 	char **checks;
 	size_t nchecks;
 	char *expect_fail; /* NULL or the check that must FAIL */
+	char *expect_match; /* NULL or a substring the failing check's numbers must contain */
 	double timeout_s;  /* 0 = runner default */
 };
 
@@ -131,7 +132,7 @@ struct hr_run_data {
 struct hr_check_result {
 	const char *name;
 	bool pass;
-	char detail[600]; /* the numbers; on PASS a short summary */
+	char detail[1024]; /* the numbers; on PASS a short summary */
 };
 struct hr_check {
 	const char *name;
@@ -153,7 +154,7 @@ struct hr_result {
 	char *name;
 	char *path;
 	enum hr_status status;
-	char reason[1024]; /* FAIL/NOTRUN: why, one line */
+	char reason[1400]; /* FAIL/NOTRUN: why, one line */
 	double secs;
 	double startup_s, workload_s;
 	struct hr_check_result *checks;

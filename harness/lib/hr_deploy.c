@@ -82,23 +82,29 @@ long hr_http_status(const char *url, int timeout_ms)
 	return code;
 }
 
-/* Last non-empty line of a log, for "exited during startup" messages. */
+/* The line of a log that best explains a failed start: the first one saying "error" (the root
+ * cause; later lines are consequences), else the last non-empty line. */
 void hr_log_tail(const char *path, char *out, size_t sz)
 {
-	char *buf = NULL, *end, *start;
+	char *buf = NULL, *line, *save = NULL, *last = NULL;
 	size_t len = 0;
 	out[0] = '\0';
 	if (pd_read_file(path, 64 << 20, &buf, &len) || len == 0) {
 		free(buf);
 		return;
 	}
-	end = buf + len;
-	while (end > buf && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-		*--end = '\0';
-	start = end;
-	while (start > buf && start[-1] != '\n')
-		start--;
-	snprintf(out, sz, "%s", start);
+	for (line = strtok_r(buf, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+		if (line[0] == '#' || !line[strspn(line, " \t")])
+			continue; /* our command-line header, blank lines */
+		if (strcasestr(line, "error")) {
+			snprintf(out, sz, "%s", line);
+			free(buf);
+			return;
+		}
+		last = line;
+	}
+	if (last)
+		snprintf(out, sz, "%s", last);
 	free(buf);
 }
 
@@ -149,6 +155,7 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 		    volatile sig_atomic_t *stop, char *why, size_t sz)
 {
 	bool *up = calloc(n, sizeof(bool));
+	(void)d;
 	size_t left = n;
 	int ret = 0;
 	if (!up)
@@ -162,8 +169,8 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 				char how[64], tail[300];
 				describe_exit(&x->proc, how, sizeof(how));
 				hr_log_tail(x->proc.log, tail, sizeof(tail));
-				snprintf(why, sz, "%s %s during startup (log %s/%s.log: %s)", x->name, how,
-					 d->workdir, x->name, tail);
+				snprintf(why, sz, "%s %s during startup: %s", x->name, how,
+					 tail[0] ? tail : "(empty log)");
 				ret = -ECHILD;
 				goto out;
 			}

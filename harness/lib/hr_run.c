@@ -296,6 +296,9 @@ static void run_checks(struct run *r, struct hr_run_data *rd)
 		if (want_fail && cr->pass)
 			fail(r, "self-test: %s did not fail, the injected fault went undetected: %s",
 			     ck->name, cr->detail);
+		else if (want_fail && sc->expect_match && !strstr(cr->detail, sc->expect_match))
+			fail(r, "self-test: %s failed, but not with \"%s\": %s", ck->name,
+			     sc->expect_match, cr->detail);
 		else if (!want_fail && !cr->pass)
 			fail(r, "%s: %s", ck->name, cr->detail);
 	}

@@ -438,13 +438,15 @@ static int parse_checks(struct pctx *c, const cJSON *root, struct hr_scenario *s
 		}
 	}
 	if (ef) {
-		static const char *const ok[] = { "check", NULL };
-		const cJSON *ck;
+		static const char *const ok[] = { "check", "match", NULL };
+		const cJSON *ck, *m = cJSON_GetObjectItemCaseSensitive(ef, "match");
 		if (!cJSON_IsObject(ef))
 			return perr(c, "expect_fail", "expected {\"check\": NAME}, got %s",
 				    type_name(ef));
 		if (check_keys(c, ef, "expect_fail.", ok) ||
 		    get_str(c, ef, "check", "expect_fail.check", NULL, &sc->expect_fail))
+			return -1;
+		if (m && get_str(c, ef, "match", "expect_fail.match", NULL, &sc->expect_match))
 			return -1;
 		ck = NULL;
 		for (i = 0; i < sc->nchecks; i++)
@@ -588,5 +590,6 @@ void hr_scenario_free(struct hr_scenario *sc)
 		free(sc->checks[i]);
 	free(sc->checks);
 	free(sc->expect_fail);
+	free(sc->expect_match);
 	memset(sc, 0, sizeof(*sc));
 }
