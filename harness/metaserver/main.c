@@ -1,5 +1,6 @@
 /* pdkv-metaserver: an in-memory HTTP metadata server with Mooncake's API (GET/PUT/DELETE
- * <any path>?key=K, 404 "metadata not found", /health), usable instead of Mooncake's Python/Go one. */
+ * <any path>?key=K, 404 "metadata not found", /health), usable instead of Mooncake's Python/Go one.
+ */
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -17,7 +18,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
-#define DEFAULT_PORT 8080
+#define DEFAULT_PORT     8080
 #define DEFAULT_MAX_BODY (16ull << 20)
 
 /* ------------------------------------------------------------------ key/value store */
@@ -32,12 +33,12 @@ static struct {
 	pthread_mutex_t lock;
 	struct entry **b;
 	size_t nb, n;
-} store = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} store = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct {
 	uint64_t max_body;
 	bool reject_dup_rpc_meta;
-} opt = { DEFAULT_MAX_BODY, false };
+} opt = {DEFAULT_MAX_BODY, false};
 
 static uint64_t hash_str(const char *s)
 {
@@ -105,10 +106,10 @@ struct req {
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *ctype,
-			     const void *data, size_t len)
+                             const void *data, size_t len)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)data,
-								 MHD_RESPMEM_MUST_COPY);
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ret;
 	if (!r)
 		return MHD_NO;
@@ -253,8 +254,8 @@ static enum MHD_Result handle_del(struct MHD_Connection *c, const char *key)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
 	struct req *rq = *con_cls;
 	const char *key, *prefix;
@@ -265,8 +266,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)version;
 
 	if (!rq) {
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		const char *cl =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		uint64_t n;
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
@@ -320,7 +321,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
-		    enum MHD_RequestTerminationCode toe)
+                    enum MHD_RequestTerminationCode toe)
 {
 	struct req *rq = *con_cls;
 	(void)cls;
@@ -336,16 +337,17 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 /* ------------------------------------------------------------------ main */
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: pdkv-metaserver [--port N] [--host ADDR] [--addr=[HOST]:PORT]\n"
-		"                       [--max-body SIZE] [--reject-duplicate-rpc-meta]\n"
-		"In-memory HTTP metadata server with Mooncake's API:\n"
-		"  GET|PUT|DELETE <path>?key=K   value get/set/remove (404 \"metadata not found\")\n"
-		"  GET /health                   200 OK\n"
-		"  GET /dump, GET /?prefix=P     all (or prefixed) keys as a JSON object\n"
-		"Defaults: --host 0.0.0.0 --port %d --max-body 16MiB (larger PUT -> 413).\n"
-		"--port 0 picks a free port (printed on stdout).\n",
-		DEFAULT_PORT);
+	fprintf(
+	    f,
+	    "usage: pdkv-metaserver [--port N] [--host ADDR] [--addr=[HOST]:PORT]\n"
+	    "                       [--max-body SIZE] [--reject-duplicate-rpc-meta]\n"
+	    "In-memory HTTP metadata server with Mooncake's API:\n"
+	    "  GET|PUT|DELETE <path>?key=K   value get/set/remove (404 \"metadata not found\")\n"
+	    "  GET /health                   200 OK\n"
+	    "  GET /dump, GET /?prefix=P     all (or prefixed) keys as a JSON object\n"
+	    "Defaults: --host 0.0.0.0 --port %d --max-body 16MiB (larger PUT -> 413).\n"
+	    "--port 0 picks a free port (printed on stdout).\n",
+	    DEFAULT_PORT);
 }
 
 /* "--name=value" or "--name value"; returns the value or NULL. */
@@ -429,11 +431,11 @@ int main(int argc, char **argv)
 	}
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 		port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-						: ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		                                : ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-			     on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
-			     MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-			     MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
+	                     on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+	                     MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+	                     MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
 	if (!d) {
 		pd_err("cannot start the HTTP daemon on %s:%d", host, port);
 		close(fd);

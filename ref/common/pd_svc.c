@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define SVC_START_TIMEOUT_MS 20000
-#define SVC_START_TRIES 3
+#define SVC_START_TRIES      3
 
 const char *pd_svc_kind_name(enum pd_svc_kind kind)
 {
@@ -104,7 +104,7 @@ static long http_get_status(const char *url)
 
 static int redis_ping(const char *host, int port)
 {
-	struct timeval tv = { 0, 500000 };
+	struct timeval tv = {0, 500000};
 	redisContext *rc = redisConnectWithTimeout(host, port, tv);
 	redisReply *r;
 	int ok = 0;
@@ -243,7 +243,7 @@ static int spawn_once(struct pd_svc *s, const char *exe)
 
 int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, struct pd_svc *out)
 {
-	static const char *progs[] = { "etcd", "redis-server", "pdkv-metaserver" };
+	static const char *progs[] = {"etcd", "redis-server", "pdkv-metaserver"};
 	char exe[PATH_MAX], tmpl[600];
 	int ret;
 
@@ -259,7 +259,7 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 		workdir = "/tmp";
 
 	ret = kind == PD_SVC_METASERVER ? find_metaserver(exe, sizeof(exe))
-					: find_in_path(progs[kind], exe, sizeof(exe));
+	                                : find_in_path(progs[kind], exe, sizeof(exe));
 	if (ret) {
 		pd_warn("pd_svc: %s not found (install it or set PATH/PDKV_BIN)", progs[kind]);
 		return -ENOENT;
@@ -294,7 +294,7 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 		if (ret == 0)
 			break;
 		pd_warn("pd_svc: %s on %s:%d did not come up (%s), attempt %d/%d", progs[kind],
-			out->host, out->port, strerror(-ret), i + 1, SVC_START_TRIES);
+		        out->host, out->port, strerror(-ret), i + 1, SVC_START_TRIES);
 		if (ret == -ENOENT)
 			break;
 	}
@@ -312,7 +312,7 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 		break;
 	case PD_SVC_METASERVER:
 		snprintf(out->conn, sizeof(out->conn), "http://%s:%d/metadata", out->host,
-			 out->port);
+		         out->port);
 		break;
 	}
 	pd_dbg("pd_svc: %s up at %s (pid %d, dir %s)", progs[kind], out->conn, (int)out->proc.pid,

@@ -1,5 +1,6 @@
 /* te_conn: metadata connection strings (spec §2.3) — P2PHANDSHAKE, etcd://h:p[,h:p], bare h:p
- * (= etcd), redis://h[:p], http(s)://... — and the vLLM adaptor's resolution (vllm-connector §2.6). */
+ * (= etcd), redis://h[:p], http(s)://... — and the vLLM adaptor's resolution (vllm-connector §2.6).
+ */
 #include "te_internal.h"
 
 #include <ctype.h>
@@ -13,7 +14,7 @@
 #define REDIS_DEFAULT_PORT 12001 /* Mooncake's handshake default, used for redis too (a bug) */
 
 static int bad(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int bad(char *errbuf, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -42,8 +43,8 @@ const char *te_meta_kind_name(enum te_meta_kind kind)
 
 /* etcd endpoint list "h:p[,h:p...]" (',' or ';'); an optional http:// per endpoint is
  * dropped, as clientv3 accepts both. Normalised list goes to out->url. */
-static int parse_etcd(const char *conn, const char *rest, struct te_conn_info *out,
-		      char *errbuf, size_t errlen)
+static int parse_etcd(const char *conn, const char *rest, struct te_conn_info *out, char *errbuf,
+                      size_t errlen)
 {
 	char ep[512], host[256];
 	const char *s = rest;
@@ -51,21 +52,25 @@ static int parse_etcd(const char *conn, const char *rest, struct te_conn_info *o
 	int port;
 
 	if (!*rest)
-		return bad(errbuf, errlen, "metadata \"%s\": etcd endpoint missing (expected "
-					   "etcd://host:port)", conn);
+		return bad(errbuf, errlen,
+		           "metadata \"%s\": etcd endpoint missing (expected "
+		           "etcd://host:port)",
+		           conn);
 	while (*s) {
 		size_t n = strcspn(s, ",;");
 		if (n == 0 || n >= sizeof(ep))
-			return bad(errbuf, errlen, "metadata \"%s\": empty or overlong etcd endpoint",
-				   conn);
+			return bad(errbuf, errlen,
+			           "metadata \"%s\": empty or overlong etcd endpoint", conn);
 		memcpy(ep, s, n);
 		ep[n] = '\0';
 		const char *e = ep;
 		if (!strncmp(e, "http://", 7))
 			e += 7;
 		if (pd_split_hostport(e, host, sizeof(host), &port))
-			return bad(errbuf, errlen, "metadata \"%s\": etcd endpoint \"%s\": expected "
-						   "host:port with port 1..65535", conn, ep);
+			return bad(errbuf, errlen,
+			           "metadata \"%s\": etcd endpoint \"%s\": expected "
+			           "host:port with port 1..65535",
+			           conn, ep);
 		if (out->nendpoints == 0) {
 			snprintf(out->host, sizeof(out->host), "%s", host);
 			out->port = port;
@@ -73,7 +78,7 @@ static int parse_etcd(const char *conn, const char *rest, struct te_conn_info *o
 		size_t el = strlen(e);
 		if (ulen + el + 2 > sizeof(out->url))
 			return bad(errbuf, errlen, "metadata \"%s\": etcd endpoint list too long",
-				   conn);
+			           conn);
 		if (ulen)
 			out->url[ulen++] = ',';
 		memcpy(out->url + ulen, e, el + 1);
@@ -86,16 +91,18 @@ static int parse_etcd(const char *conn, const char *rest, struct te_conn_info *o
 	return 0;
 }
 
-static int parse_redis(const char *conn, const char *rest, struct te_conn_info *out,
-		       char *errbuf, size_t errlen)
+static int parse_redis(const char *conn, const char *rest, struct te_conn_info *out, char *errbuf,
+                       size_t errlen)
 {
 	int port;
 	size_t n = strlen(rest);
 	if (n && rest[n - 1] == '/')
 		n--;
 	if (n == 0 || n >= sizeof(out->url) || memchr(rest, '@', n) || memchr(rest, '/', n))
-		return bad(errbuf, errlen, "metadata \"%s\": expected redis://host[:port] (password "
-					   "via MC_REDIS_PASSWORD)", conn);
+		return bad(errbuf, errlen,
+		           "metadata \"%s\": expected redis://host[:port] (password "
+		           "via MC_REDIS_PASSWORD)",
+		           conn);
 	snprintf(out->url, sizeof(out->url), "%.*s", (int)n, rest);
 	if (!strchr(out->url, ':') || (out->url[0] == '[' && !strstr(out->url, "]:"))) {
 		/* no port: Mooncake falls back to 12001 */
@@ -112,8 +119,10 @@ static int parse_redis(const char *conn, const char *rest, struct te_conn_info *
 		pd_dbg("metadata \"%s\": no redis port given, using %d as Mooncake does", conn,
 		       REDIS_DEFAULT_PORT);
 	} else if (pd_split_hostport(out->url, out->host, sizeof(out->host), &port)) {
-		return bad(errbuf, errlen, "metadata \"%s\": expected redis://host[:port] with port "
-					   "1..65535", conn);
+		return bad(errbuf, errlen,
+		           "metadata \"%s\": expected redis://host[:port] with port "
+		           "1..65535",
+		           conn);
 	} else {
 		out->port = port;
 	}
@@ -123,12 +132,13 @@ static int parse_redis(const char *conn, const char *rest, struct te_conn_info *
 
 /* http(s): the whole string is the base URL; host and port are filled for messages. */
 static int parse_http(const char *conn, const char *rest, int https, struct te_conn_info *out,
-		      char *errbuf, size_t errlen)
+                      char *errbuf, size_t errlen)
 {
 	size_t n = strcspn(rest, "/?#");
 	char auth[300];
 	if (n == 0 || n >= sizeof(auth) || strlen(conn) >= sizeof(out->url))
-		return bad(errbuf, errlen, "metadata \"%s\": expected http://host[:port]/path", conn);
+		return bad(errbuf, errlen, "metadata \"%s\": expected http://host[:port]/path",
+		           conn);
 	snprintf(out->url, sizeof(out->url), "%s", conn);
 	memcpy(auth, rest, n);
 	auth[n] = '\0';
@@ -155,8 +165,9 @@ int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size
 
 	memset(out, 0, sizeof(*out));
 	if (!conn || !*conn)
-		return bad(errbuf, errlen, "metadata connection string is empty (expected "
-					   "P2PHANDSHAKE, etcd://h:p, redis://h:p or http://h:p/path)");
+		return bad(errbuf, errlen,
+		           "metadata connection string is empty (expected "
+		           "P2PHANDSHAKE, etcd://h:p, redis://h:p or http://h:p/path)");
 	if (!strcmp(conn, "P2PHANDSHAKE")) {
 		out->kind = TE_META_P2P;
 		snprintf(out->url, sizeof(out->url), "%s", conn);
@@ -185,12 +196,13 @@ int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size
 		return parse_http(conn, sep + 3, scheme[4] == 's', out, errbuf, errlen);
 	}
 	return bad(errbuf, errlen,
-		   "metadata \"%s\": unsupported scheme \"%s\" (expected etcd, redis, http, https "
-		   "or the exact string P2PHANDSHAKE; Mooncake would abort here)", conn, scheme);
+	           "metadata \"%s\": unsupported scheme \"%s\" (expected etcd, redis, http, https "
+	           "or the exact string P2PHANDSHAKE; Mooncake would abort here)",
+	           conn, scheme);
 }
 
 int te_conn_resolve(const char *metadata_server, const char *metadata_backend, char *out,
-		    size_t outlen, char *errbuf, size_t errlen)
+                    size_t outlen, char *errbuf, size_t errlen)
 {
 	char be[16];
 	const char *type = "etcd";
@@ -204,9 +216,11 @@ int te_conn_resolve(const char *metadata_server, const char *metadata_backend, c
 			be[i] = (char)tolower((unsigned char)metadata_backend[i]);
 		be[bl < sizeof(be) - 1 ? bl : sizeof(be) - 1] = '\0';
 		if (bl >= sizeof(be) - 1 || (strcmp(be, "etcd") && strcmp(be, "redis")))
-			return bad(errbuf, errlen,
-				   "Mooncake Configuration error. `metadata_backend`should be one of "
-				   "['etcd', 'redis'] (got \"%s\")", metadata_backend);
+			return bad(
+			    errbuf, errlen,
+			    "Mooncake Configuration error. `metadata_backend`should be one of "
+			    "['etcd', 'redis'] (got \"%s\")",
+			    metadata_backend);
 		type = be;
 	}
 	if (strstr(metadata_server, "://") || !strcmp(metadata_server, "P2PHANDSHAKE"))

@@ -26,7 +26,7 @@ void te_desc_timestamp(char out[32])
 }
 
 const struct te_buffer_desc *te_desc_find_range(const struct te_segment_desc *d, uint64_t addr,
-						uint64_t len)
+                                                uint64_t len)
 {
 	if (!d)
 		return NULL;
@@ -121,9 +121,10 @@ char *te_desc_encode(const struct te_segment_desc *d)
 		}
 		if (d->priority_matrix && *d->priority_matrix) {
 			pm = te_json_parse(d->priority_matrix, strlen(d->priority_matrix), why,
-					   sizeof(why));
+			                   sizeof(why));
 			if (!pm || !cJSON_IsObject(pm)) {
-				pd_err("te_desc_encode: priority_matrix of %s is not a JSON object: %s",
+				pd_err("te_desc_encode: priority_matrix of %s is not a JSON "
+				       "object: %s",
 				       d->name, pm ? "wrong type" : why);
 				cJSON_Delete(pm);
 				goto out;
@@ -142,7 +143,7 @@ out:
 
 /* ------------------------------------------------------------------ decode */
 static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int fail(char *errbuf, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -202,7 +203,7 @@ static int decode_keys(const cJSON *b, const char *key, uint32_t *keys, int *n)
 }
 
 static int decode_buffers(const cJSON *root, struct te_segment_desc *d, int rdma, char *errbuf,
-			  size_t errlen)
+                          size_t errlen)
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "buffers"), *b;
 	int i = 0, nl, nr;
@@ -214,42 +215,46 @@ static int decode_buffers(const cJSON *root, struct te_segment_desc *d, int rdma
 	d->buffers = calloc(d->nbuffers ? (size_t)d->nbuffers : 1, sizeof(*d->buffers));
 	if (!d->buffers)
 		return fail(errbuf, errlen, "segment %s: out of memory for %d buffers", d->name,
-			    d->nbuffers);
+		            d->nbuffers);
 	cJSON_ArrayForEach(b, arr)
 	{
 		struct te_buffer_desc *bd = &d->buffers[i];
 		if (!cJSON_IsObject(b))
 			return fail(errbuf, errlen, "segment %s: buffers[%d] is not an object",
-				    d->name, i);
+			            d->name, i);
 		if (get_str(b, "name", bd->name, sizeof(bd->name), 1))
 			return fail(errbuf, errlen,
-				    "segment %s: buffers[%d].name: expected a non-empty string",
-				    d->name, i);
+			            "segment %s: buffers[%d].name: expected a non-empty string",
+			            d->name, i);
 		if (get_uint(b, "addr", UINT64_MAX, &bd->addr, 1) || !bd->addr)
 			return fail(errbuf, errlen,
-				    "segment %s: buffers[%d].addr: expected a non-zero unsigned "
-				    "integer", d->name, i);
+			            "segment %s: buffers[%d].addr: expected a non-zero unsigned "
+			            "integer",
+			            d->name, i);
 		if (get_uint(b, "length", UINT64_MAX, &bd->length, 1) || !bd->length)
 			return fail(errbuf, errlen,
-				    "segment %s: buffers[%d].length: expected a non-zero unsigned "
-				    "integer", d->name, i);
+			            "segment %s: buffers[%d].length: expected a non-zero unsigned "
+			            "integer",
+			            d->name, i);
 		if (bd->length - 1 > UINT64_MAX - bd->addr) /* end == 2^64 is fine */
 			return fail(errbuf, errlen,
-				    "segment %s: buffers[%d]: addr %" PRIu64 " + length %" PRIu64
-				    " wraps the address space", d->name, i, bd->addr, bd->length);
+			            "segment %s: buffers[%d]: addr %" PRIu64 " + length %" PRIu64
+			            " wraps the address space",
+			            d->name, i, bd->addr, bd->length);
 		if (rdma) {
 			if (decode_keys(b, "rkey", bd->rkey, &nr) ||
 			    decode_keys(b, "lkey", bd->lkey, &nl))
 				return fail(errbuf, errlen,
-					    "segment %s: buffers[%d]: rkey/lkey must be arrays of "
-					    "at most %d u32", d->name, i, TE_MAX_DEVICES);
+				            "segment %s: buffers[%d]: rkey/lkey must be arrays of "
+				            "at most %d u32",
+				            d->name, i, TE_MAX_DEVICES);
 			if (nr == 0)
 				return fail(errbuf, errlen, "segment %s: buffers[%d].rkey is empty",
-					    d->name, i);
+				            d->name, i);
 			if (nr != nl)
 				return fail(errbuf, errlen,
-					    "segment %s: buffers[%d]: %d rkeys but %d lkeys", d->name,
-					    i, nr, nl);
+				            "segment %s: buffers[%d]: %d rkeys but %d lkeys",
+				            d->name, i, nr, nl);
 			bd->nkeys = nr;
 		}
 		i++;
@@ -257,8 +262,7 @@ static int decode_buffers(const cJSON *root, struct te_segment_desc *d, int rdma
 	return 0;
 }
 
-static int decode_devices(const cJSON *root, struct te_segment_desc *d, char *errbuf,
-			  size_t errlen)
+static int decode_devices(const cJSON *root, struct te_segment_desc *d, char *errbuf, size_t errlen)
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "devices"), *dv;
 	uint64_t lid;
@@ -269,21 +273,23 @@ static int decode_devices(const cJSON *root, struct te_segment_desc *d, char *er
 		return fail(errbuf, errlen, "segment %s: \"devices\" is not an array", d->name);
 	if (cJSON_GetArraySize(arr) > TE_MAX_DEVICES)
 		return fail(errbuf, errlen, "segment %s: %d devices (at most %d supported)",
-			    d->name, cJSON_GetArraySize(arr), TE_MAX_DEVICES);
+		            d->name, cJSON_GetArraySize(arr), TE_MAX_DEVICES);
 	cJSON_ArrayForEach(dv, arr)
 	{
 		struct te_device_desc *dd = &d->devices[i];
 		if (!cJSON_IsObject(dv) || get_str(dv, "name", dd->name, sizeof(dd->name), 1))
 			return fail(errbuf, errlen,
-				    "segment %s: devices[%d].name: expected a non-empty string",
-				    d->name, i);
+			            "segment %s: devices[%d].name: expected a non-empty string",
+			            d->name, i);
 		if (get_str(dv, "gid", dd->gid, sizeof(dd->gid), 1))
-			return fail(errbuf, errlen,
-				    "segment %s: devices[%d].gid: expected a non-empty string of at "
-				    "most 47 chars", d->name, i);
+			return fail(
+			    errbuf, errlen,
+			    "segment %s: devices[%d].gid: expected a non-empty string of at "
+			    "most 47 chars",
+			    d->name, i);
 		if (get_uint(dv, "lid", UINT16_MAX, &lid, 0))
 			return fail(errbuf, errlen, "segment %s: devices[%d].lid: expected a u16",
-				    d->name, i);
+			            d->name, i);
 		dd->lid = (uint16_t)lid;
 		i++;
 	}
@@ -292,7 +298,7 @@ static int decode_devices(const cJSON *root, struct te_segment_desc *d, char *er
 }
 
 int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, char *errbuf,
-		   size_t errlen)
+                   size_t errlen)
 {
 	struct te_segment_desc *d = NULL;
 	cJSON *root;
@@ -313,8 +319,10 @@ int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, c
 		goto out;
 	}
 	if (get_str(root, "name", d->name, sizeof(d->name), 1)) {
-		ret = fail(errbuf, errlen, "segment descriptor: \"name\": expected a non-empty "
-					   "string shorter than %d", TE_NAME_MAX);
+		ret = fail(errbuf, errlen,
+		           "segment descriptor: \"name\": expected a non-empty "
+		           "string shorter than %d",
+		           TE_NAME_MAX);
 		goto out;
 	}
 	if (get_str(root, "protocol", d->protocol, sizeof(d->protocol), 1)) {
@@ -323,9 +331,10 @@ int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, c
 	}
 	rdma = !strcmp(d->protocol, "rdma");
 	if (!rdma && strcmp(d->protocol, "tcp")) {
-		ret = fail(errbuf, errlen,
-			   "segment %s: protocol \"%s\" not supported (expected \"tcp\" or \"rdma\")",
-			   d->name, d->protocol);
+		ret =
+		    fail(errbuf, errlen,
+		         "segment %s: protocol \"%s\" not supported (expected \"tcp\" or \"rdma\")",
+		         d->name, d->protocol);
 		goto out;
 	}
 	/* informational; a long or odd timestamp is cut, not rejected */
@@ -338,8 +347,8 @@ int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, c
 	}
 	d->tcp_data_port = (int)v;
 	if (get_uint(root, "tcp_proto_version", 255, &v, 0)) {
-		ret = fail(errbuf, errlen, "segment %s: tcp_proto_version: expected 0..255",
-			   d->name);
+		ret =
+		    fail(errbuf, errlen, "segment %s: tcp_proto_version: expected 0..255", d->name);
 		goto out;
 	}
 	d->tcp_proto_version = (int)v;
@@ -384,7 +393,7 @@ char *te_rpcmeta_encode(const char *ip_or_host_name, int rpc_port)
 }
 
 int te_rpcmeta_decode(const char *json, size_t len, char *host, size_t hostlen, int *rpc_port,
-		      char *errbuf, size_t errlen)
+                      char *errbuf, size_t errlen)
 {
 	char why[160];
 	uint64_t port;
@@ -395,8 +404,10 @@ int te_rpcmeta_decode(const char *json, size_t len, char *host, size_t hostlen, 
 	if (!cJSON_IsObject(root))
 		ret = fail(errbuf, errlen, "rpc_meta: expected a JSON object");
 	else if (get_str(root, "ip_or_host_name", host, hostlen, 1))
-		ret = fail(errbuf, errlen, "rpc_meta: \"ip_or_host_name\": expected a non-empty "
-					   "string shorter than %zu", hostlen);
+		ret = fail(errbuf, errlen,
+		           "rpc_meta: \"ip_or_host_name\": expected a non-empty "
+		           "string shorter than %zu",
+		           hostlen);
 	else if (get_uint(root, "rpc_port", 65535, &port, 1) || port == 0)
 		ret = fail(errbuf, errlen, "rpc_meta: \"rpc_port\": expected 1..65535");
 	else

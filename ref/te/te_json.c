@@ -12,7 +12,7 @@
 
 #include "pd_util.h"
 
-#define JSON_MAX_DEPTH 64
+#define JSON_MAX_DEPTH   64
 #define JSON_MAX_MEMBERS 10000 /* per object: bounds the duplicate-key scan on hostile input */
 
 /* ------------------------------------------------------------------ writer */
@@ -129,7 +129,7 @@ static void sb_quote(struct sbuf *b, const char *str)
 		if (cp >= 0x10000) {
 			cp -= 0x10000;
 			snprintf(tmp, sizeof(tmp), "\\u%04x\\u%04x", 0xd800 + (cp >> 10),
-				 0xdc00 + (cp & 0x3ff));
+			         0xdc00 + (cp & 0x3ff));
 		} else {
 			snprintf(tmp, sizeof(tmp), "\\u%04x", cp);
 		}
@@ -232,7 +232,7 @@ static void write_item(struct sbuf *b, const cJSON *it, int depth)
 
 char *te_json_fast_write(const struct cJSON *item)
 {
-	struct sbuf b = { 0 };
+	struct sbuf b = {0};
 	if (!item)
 		return NULL;
 	write_item(&b, item, 0);
@@ -264,7 +264,8 @@ static void perr(struct parser *p, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (p->err && p->errlen)
-		snprintf(p->err, p->errlen, "JSON %s at offset %zu", msg, (size_t)(p->s - p->start));
+		snprintf(p->err, p->errlen, "JSON %s at offset %zu", msg,
+		         (size_t)(p->s - p->start));
 }
 
 static void skip_ws(struct parser *p)
@@ -321,7 +322,7 @@ static void put_utf8(struct sbuf *b, unsigned cp)
 /* Parses a string at p->s (on the opening quote); returns a malloc'd NUL-free C string. */
 static char *parse_string(struct parser *p)
 {
-	struct sbuf b = { 0 };
+	struct sbuf b = {0};
 	p->s++;
 	sb_put(&b, "", 0);
 	while (!p->failed) {
@@ -353,14 +354,30 @@ static char *parse_string(struct parser *p)
 		char c = p->s[1];
 		p->s += 2;
 		switch (c) {
-		case '"': sb_put(&b, "\"", 1); break;
-		case '\\': sb_put(&b, "\\", 1); break;
-		case '/': sb_put(&b, "/", 1); break;
-		case 'b': sb_put(&b, "\b", 1); break;
-		case 'f': sb_put(&b, "\f", 1); break;
-		case 'n': sb_put(&b, "\n", 1); break;
-		case 'r': sb_put(&b, "\r", 1); break;
-		case 't': sb_put(&b, "\t", 1); break;
+		case '"':
+			sb_put(&b, "\"", 1);
+			break;
+		case '\\':
+			sb_put(&b, "\\", 1);
+			break;
+		case '/':
+			sb_put(&b, "/", 1);
+			break;
+		case 'b':
+			sb_put(&b, "\b", 1);
+			break;
+		case 'f':
+			sb_put(&b, "\f", 1);
+			break;
+		case 'n':
+			sb_put(&b, "\n", 1);
+			break;
+		case 'r':
+			sb_put(&b, "\r", 1);
+			break;
+		case 't':
+			sb_put(&b, "\t", 1);
+			break;
 		case 'u': {
 			unsigned cp, lo;
 			if (p->e - p->s < 4 || hex4(p->s, &cp)) {
@@ -572,7 +589,7 @@ static cJSON *parse_value(struct parser *p, int depth)
 
 struct cJSON *te_json_parse(const char *text, size_t len, char *errbuf, size_t errlen)
 {
-	struct parser p = { text, text + len, text, errbuf, errlen, 0 };
+	struct parser p = {text, text + len, text, errbuf, errlen, 0};
 	cJSON *root;
 	if (!text) {
 		if (errbuf && errlen)

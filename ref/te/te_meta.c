@@ -21,9 +21,9 @@ struct te_meta {
 };
 
 static const struct te_meta_backend *const backends[] = {
-	&te_meta_etcd_backend,
-	&te_meta_redis_backend,
-	&te_meta_http_backend,
+    &te_meta_etcd_backend,
+    &te_meta_redis_backend,
+    &te_meta_http_backend,
 };
 
 /* ------------------------------------------------------------------ keys */
@@ -102,12 +102,12 @@ static size_t on_body(char *data, size_t sz, size_t n, void *ud)
 }
 
 int te_meta_http_request(const char *method, const char *url, const char *body, size_t len,
-			 const char *content_type, long timeout_ms, long *status, char **resp,
-			 size_t *resp_len, char *errbuf, size_t errlen)
+                         const char *content_type, long timeout_ms, long *status, char **resp,
+                         size_t *resp_len, char *errbuf, size_t errlen)
 {
 	char cerr[CURL_ERROR_SIZE] = "", ct[128];
 	struct curl_slist *hdr = NULL;
-	struct rbuf b = { 0 };
+	struct rbuf b = {0};
 	CURLcode rc;
 	CURL *c;
 	int ret = TE_ERR_UNREACHABLE;
@@ -137,7 +137,8 @@ int te_meta_http_request(const char *method, const char *url, const char *body, 
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 		if (body || strcmp(method, "DELETE")) {
 			curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
-			curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+			curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+			                 (curl_off_t)(body ? len : 0));
 		}
 	}
 	if (content_type) {
@@ -153,15 +154,16 @@ int te_meta_http_request(const char *method, const char *url, const char *body, 
 		ret = 0;
 	} else if (b.too_big) {
 		snprintf(errbuf, errlen, "%s %s: response larger than %u bytes", method, url,
-			 META_MAX_RESPONSE);
+		         META_MAX_RESPONSE);
 		ret = TE_ERR_METADATA;
 	} else {
-		snprintf(errbuf, errlen, "%s %s: %s", method, url, cerr[0] ? cerr : curl_easy_strerror(rc));
+		snprintf(errbuf, errlen, "%s %s: %s", method, url,
+		         cerr[0] ? cerr : curl_easy_strerror(rc));
 		ret = rc == CURLE_OPERATION_TIMEDOUT || rc == CURLE_COULDNT_CONNECT ||
-			      rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_RECV_ERROR ||
-			      rc == CURLE_SEND_ERROR || rc == CURLE_GOT_NOTHING
-			  ? TE_ERR_UNREACHABLE
-			  : TE_ERR_METADATA;
+		              rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_RECV_ERROR ||
+		              rc == CURLE_SEND_ERROR || rc == CURLE_GOT_NOTHING
+		          ? TE_ERR_UNREACHABLE
+		          : TE_ERR_METADATA;
 	}
 	curl_slist_free_all(hdr);
 	curl_easy_cleanup(c);

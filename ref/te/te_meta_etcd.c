@@ -11,7 +11,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 
-#define ETCD_TIMEOUT_MS 5000
+#define ETCD_TIMEOUT_MS    5000
 #define ETCD_MAX_ENDPOINTS 16
 
 struct etcd {
@@ -87,7 +87,7 @@ static char *b64_decode(const char *s, size_t *outlen)
 
 /* POSTs body to /v3/kv/<op> on the first endpoint that answers. *resp = parsed reply. */
 static int etcd_call_err(struct etcd *e, const char *op, const char *body, const char *key,
-			 cJSON **resp, char *err, size_t errlen)
+                         cJSON **resp, char *err, size_t errlen)
 {
 	char url[400];
 	int ret = TE_ERR_UNREACHABLE, start = atomic_load(&e->good);
@@ -100,7 +100,7 @@ static int etcd_call_err(struct etcd *e, const char *op, const char *body, const
 		size_t tlen;
 		snprintf(url, sizeof(url), "http://%s/v3/kv/%s", e->ep[idx], op);
 		ret = te_meta_http_request("POST", url, body, strlen(body), "application/json",
-					   ETCD_TIMEOUT_MS, &status, &text, &tlen, err, errlen);
+		                           ETCD_TIMEOUT_MS, &status, &text, &tlen, err, errlen);
 		if (ret == TE_ERR_UNREACHABLE)
 			continue;
 		if (ret)
@@ -110,7 +110,8 @@ static int etcd_call_err(struct etcd *e, const char *op, const char *body, const
 		if (status != 200 || !*resp) {
 			const cJSON *m = *resp ? cJSON_GetObjectItem(*resp, "message") : NULL;
 			snprintf(err, errlen, "%s: HTTP %ld%s%s", url, status,
-				 cJSON_IsString(m) ? ": " : "", cJSON_IsString(m) ? m->valuestring : "");
+			         cJSON_IsString(m) ? ": " : "",
+			         cJSON_IsString(m) ? m->valuestring : "");
 			cJSON_Delete(*resp);
 			*resp = NULL;
 			ret = TE_ERR_METADATA;
@@ -124,7 +125,7 @@ static int etcd_call_err(struct etcd *e, const char *op, const char *body, const
 }
 
 static int etcd_call(struct etcd *e, const char *op, const char *body, const char *key,
-		     cJSON **resp)
+                     cJSON **resp)
 {
 	char err[512] = "";
 	return etcd_call_err(e, op, body, key, resp, err, sizeof(err));
@@ -152,9 +153,11 @@ static int etcd_open(const struct te_conn_info *ci, void **state, char *errbuf, 
 	ret = etcd_call_err(e, "range", probe, "mooncake/", &resp, why, sizeof(why));
 	cJSON_Delete(resp);
 	if (ret) {
-		snprintf(errbuf, errlen, "etcd at %s %s: %s (is etcd running, with its client URL "
-					 "reachable from here?)", ci->url,
-			 ret == TE_ERR_UNREACHABLE ? "is unreachable" : "gave an error", why);
+		snprintf(errbuf, errlen,
+		         "etcd at %s %s: %s (is etcd running, with its client URL "
+		         "reachable from here?)",
+		         ci->url, ret == TE_ERR_UNREACHABLE ? "is unreachable" : "gave an error",
+		         why);
 		free(e);
 		return ret;
 	}
@@ -249,10 +252,10 @@ static void etcd_close(void *state)
 }
 
 const struct te_meta_backend te_meta_etcd_backend = {
-	.kind = TE_META_ETCD,
-	.open = etcd_open,
-	.put = etcd_put,
-	.get = etcd_get,
-	.del = etcd_del,
-	.close = etcd_close,
+    .kind = TE_META_ETCD,
+    .open = etcd_open,
+    .put = etcd_put,
+    .get = etcd_get,
+    .del = etcd_del,
+    .close = etcd_close,
 };

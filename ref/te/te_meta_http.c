@@ -28,7 +28,7 @@ static char *key_url(struct http *h, const char *key)
 
 /* One request; maps the answer: 200 -> 0, 404 -> NOT_FOUND, other -> METADATA. */
 static int http_do(struct http *h, const char *method, const char *key, const char *body,
-		   size_t len, char **resp, size_t *resp_len)
+                   size_t len, char **resp, size_t *resp_len)
 {
 	char err[512] = "", *url = key_url(h, key), *text = NULL;
 	size_t tlen = 0;
@@ -38,7 +38,7 @@ static int http_do(struct http *h, const char *method, const char *key, const ch
 	if (!url)
 		return TE_ERR_MEMORY;
 	ret = te_meta_http_request(method, url, body, len, body ? "application/json" : NULL,
-				   HTTP_TIMEOUT_MS, &status, &text, &tlen, err, sizeof(err));
+	                           HTTP_TIMEOUT_MS, &status, &text, &tlen, err, sizeof(err));
 	if (ret) {
 		pd_warn("http metadata %s \"%s\" failed: %s", method, key, err);
 	} else if (status == 404) {
@@ -72,17 +72,19 @@ static int http_open(const struct te_conn_info *ci, void **state, char *errbuf, 
 		free(h);
 		return TE_ERR_MEMORY;
 	}
-	ret = te_meta_http_request("GET", url, NULL, 0, NULL, HTTP_TIMEOUT_MS, &status, &text,
-				   NULL, err, sizeof(err));
+	ret = te_meta_http_request("GET", url, NULL, 0, NULL, HTTP_TIMEOUT_MS, &status, &text, NULL,
+	                           err, sizeof(err));
 	free(text);
 	free(url);
 	if (ret) {
-		snprintf(errbuf, errlen, "http metadata server %s is unreachable: %s", ci->url, err);
+		snprintf(errbuf, errlen, "http metadata server %s is unreachable: %s", ci->url,
+		         err);
 		free(h);
 		return ret;
 	}
 	if (status != 200 && status != 404)
-		pd_warn("http metadata server %s answered a probe GET with HTTP %ld", ci->url, status);
+		pd_warn("http metadata server %s answered a probe GET with HTTP %ld", ci->url,
+		        status);
 	*state = h;
 	return 0;
 }
@@ -108,10 +110,10 @@ static void http_close(void *state)
 }
 
 const struct te_meta_backend te_meta_http_backend = {
-	.kind = TE_META_HTTP,
-	.open = http_open,
-	.put = http_put,
-	.get = http_get,
-	.del = http_del,
-	.close = http_close,
+    .kind = TE_META_HTTP,
+    .open = http_open,
+    .put = http_put,
+    .get = http_get,
+    .del = http_del,
+    .close = http_close,
 };

@@ -32,7 +32,7 @@ static void rd_drop(struct redis *r)
 /* (Re)connects, authenticates and selects the db. 0 or TE_ERR_*, reason in err. */
 static int rd_connect(struct redis *r, char *err, size_t errlen)
 {
-	struct timeval tv = { REDIS_TIMEOUT_MS / 1000, (REDIS_TIMEOUT_MS % 1000) * 1000 };
+	struct timeval tv = {REDIS_TIMEOUT_MS / 1000, (REDIS_TIMEOUT_MS % 1000) * 1000};
 	redisReply *rep = NULL;
 	int ret = TE_ERR_UNREACHABLE;
 
@@ -40,17 +40,17 @@ static int rd_connect(struct redis *r, char *err, size_t errlen)
 	r->c = redisConnectWithTimeout(r->host, r->port, tv);
 	if (!r->c || r->c->err) {
 		snprintf(err, errlen, "redis %s:%d: connect: %s", r->host, r->port,
-			 r->c ? r->c->errstr : "out of memory");
+		         r->c ? r->c->errstr : "out of memory");
 		goto fail;
 	}
 	redisSetTimeout(r->c, tv);
 	ret = TE_ERR_METADATA;
 	if (r->pass[0]) {
 		rep = r->user[0] ? redisCommand(r->c, "AUTH %s %s", r->user, r->pass)
-				 : redisCommand(r->c, "AUTH %s", r->pass);
+		                 : redisCommand(r->c, "AUTH %s", r->pass);
 		if (!rep || rep->type == REDIS_REPLY_ERROR) {
 			snprintf(err, errlen, "redis %s:%d: AUTH (MC_REDIS_PASSWORD) failed: %s",
-				 r->host, r->port, rep ? rep->str : r->c->errstr);
+			         r->host, r->port, rep ? rep->str : r->c->errstr);
 			goto fail;
 		}
 		freeReplyObject(rep);
@@ -59,8 +59,9 @@ static int rd_connect(struct redis *r, char *err, size_t errlen)
 	if (r->db >= 0) {
 		rep = redisCommand(r->c, "SELECT %d", r->db);
 		if (!rep || rep->type == REDIS_REPLY_ERROR) {
-			snprintf(err, errlen, "redis %s:%d: SELECT %d (MC_REDIS_DB_INDEX) failed: %s",
-				 r->host, r->port, r->db, rep ? rep->str : r->c->errstr);
+			snprintf(err, errlen,
+			         "redis %s:%d: SELECT %d (MC_REDIS_DB_INDEX) failed: %s", r->host,
+			         r->port, r->db, rep ? rep->str : r->c->errstr);
 			goto fail;
 		}
 		freeReplyObject(rep);
@@ -70,8 +71,8 @@ static int rd_connect(struct redis *r, char *err, size_t errlen)
 	rep = redisCommand(r->c, "PING");
 	if (!rep || rep->type == REDIS_REPLY_ERROR) {
 		snprintf(err, errlen, "redis %s:%d: PING failed: %s%s", r->host, r->port,
-			 rep ? rep->str : r->c->errstr,
-			 rep && strstr(rep->str, "NOAUTH") ? " (set MC_REDIS_PASSWORD)" : "");
+		         rep ? rep->str : r->c->errstr,
+		         rep && strstr(rep->str, "NOAUTH") ? " (set MC_REDIS_PASSWORD)" : "");
 		if (!rep)
 			ret = TE_ERR_UNREACHABLE;
 		goto fail;
@@ -87,7 +88,7 @@ fail:
 
 /* Runs one command (argv form, binary-safe), reconnecting once after an I/O error. */
 static redisReply *rd_cmd(struct redis *r, int argc, const char **argv, const size_t *lens,
-			  const char *key, int *ret)
+                          const char *key, int *ret)
 {
 	char err[512] = "";
 	redisReply *rep = NULL;
@@ -98,7 +99,7 @@ static redisReply *rd_cmd(struct redis *r, int argc, const char **argv, const si
 		if (rep)
 			break;
 		snprintf(err, sizeof(err), "redis %s:%d: %s: %s", r->host, r->port, argv[0],
-			 r->c->errstr);
+		         r->c->errstr);
 		*ret = TE_ERR_UNREACHABLE;
 		rd_drop(r);
 	}
@@ -132,14 +133,16 @@ static int redis_open(const struct te_conn_info *ci, void **state, char *errbuf,
 	r->db = -1;
 	if (db && *db) {
 		if (pd_parse_i64(db, &v) || v < 0 || v > 255) {
-			snprintf(errbuf, errlen, "MC_REDIS_DB_INDEX: expected 0..255, got \"%s\"", db);
+			snprintf(errbuf, errlen, "MC_REDIS_DB_INDEX: expected 0..255, got \"%s\"",
+			         db);
 			ret = TE_ERR_INVALID_ARGUMENT;
 			goto fail;
 		}
 		r->db = (int)v;
 	}
 	if (pass && strlen(pass) >= sizeof(r->pass)) {
-		snprintf(errbuf, errlen, "MC_REDIS_PASSWORD longer than %zu bytes", sizeof(r->pass) - 1);
+		snprintf(errbuf, errlen, "MC_REDIS_PASSWORD longer than %zu bytes",
+		         sizeof(r->pass) - 1);
 		ret = TE_ERR_INVALID_ARGUMENT;
 		goto fail;
 	}
@@ -159,8 +162,8 @@ fail:
 static int redis_put(void *state, const char *key, const char *val, size_t len)
 {
 	struct redis *r = state;
-	const char *argv[] = { "SET", key, val };
-	size_t lens[] = { 3, strlen(key), len };
+	const char *argv[] = {"SET", key, val};
+	size_t lens[] = {3, strlen(key), len};
 	int ret;
 	pthread_mutex_lock(&r->lock);
 	redisReply *rep = rd_cmd(r, 3, argv, lens, key, &ret);
@@ -173,8 +176,8 @@ static int redis_put(void *state, const char *key, const char *val, size_t len)
 static int redis_get(void *state, const char *key, char **val, size_t *len)
 {
 	struct redis *r = state;
-	const char *argv[] = { "GET", key };
-	size_t lens[] = { 3, strlen(key) };
+	const char *argv[] = {"GET", key};
+	size_t lens[] = {3, strlen(key)};
 	int ret;
 	pthread_mutex_lock(&r->lock);
 	redisReply *rep = rd_cmd(r, 2, argv, lens, key, &ret);
@@ -200,8 +203,8 @@ static int redis_get(void *state, const char *key, char **val, size_t *len)
 static int redis_del(void *state, const char *key)
 {
 	struct redis *r = state;
-	const char *argv[] = { "DEL", key };
-	size_t lens[] = { 3, strlen(key) };
+	const char *argv[] = {"DEL", key};
+	size_t lens[] = {3, strlen(key)};
 	int ret;
 	pthread_mutex_lock(&r->lock);
 	redisReply *rep = rd_cmd(r, 2, argv, lens, key, &ret);
@@ -223,10 +226,10 @@ static void redis_close(void *state)
 }
 
 const struct te_meta_backend te_meta_redis_backend = {
-	.kind = TE_META_REDIS,
-	.open = redis_open,
-	.put = redis_put,
-	.get = redis_get,
-	.del = redis_del,
-	.close = redis_close,
+    .kind = TE_META_REDIS,
+    .open = redis_open,
+    .put = redis_put,
+    .get = redis_get,
+    .del = redis_del,
+    .close = redis_close,
 };

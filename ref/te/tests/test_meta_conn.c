@@ -23,39 +23,39 @@ struct conn_case {
 static void test_conn_table(void **state)
 {
 	static const struct conn_case cases[] = {
-		{ "P2PHANDSHAKE", 0, TE_META_P2P, "P2PHANDSHAKE", "", 0, 0 },
-		{ "etcd://10.0.0.1:2379", 0, TE_META_ETCD, "10.0.0.1:2379", "10.0.0.1", 2379, 1 },
-		{ "10.0.0.1:2379", 0, TE_META_ETCD, "10.0.0.1:2379", "10.0.0.1", 2379, 1 },
-		{ "etcd://a:2379,b:2380", 0, TE_META_ETCD, "a:2379,b:2380", "a", 2379, 2 },
-		{ "etcd://a:1;b:2;c:3", 0, TE_META_ETCD, "a:1,b:2,c:3", "a", 1, 3 },
-		{ "etcd://http://a:1,http://b:2", 0, TE_META_ETCD, "a:1,b:2", "a", 1, 2 },
-		{ "etcd://[::1]:2379", 0, TE_META_ETCD, "[::1]:2379", "::1", 2379, 1 },
-		{ "redis://h:6379", 0, TE_META_REDIS, "h:6379", "h", 6379, 1 },
-		{ "redis://h", 0, TE_META_REDIS, "h", "h", 12001, 1 }, /* Mooncake's default */
-		{ "redis://h:6379/", 0, TE_META_REDIS, "h:6379", "h", 6379, 1 },
-		{ "http://h:8080/metadata", 0, TE_META_HTTP, "http://h:8080/metadata", "h", 8080, 1 },
-		{ "https://meta.example/md", 0, TE_META_HTTP, "https://meta.example/md", "meta.example",
-		  443, 1 },
-		{ "http://h", 0, TE_META_HTTP, "http://h", "h", 80, 1 },
-		/* errors */
-		{ "", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "p2phandshake", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 }, /* case matters */
-		{ "zk://h:2181", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "ETCD://h:1", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "://h:1", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "etcd://", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "etcd://h", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "etcd://h:0", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "etcd://h:65536", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "etcd://a:1,,b:2", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "h:abc", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "localhost", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "redis://", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "redis://h:x", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "redis://:pw@h:1", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "http://", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "http:///metadata", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
-		{ "http://h:99999/m", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0 },
+	    {"P2PHANDSHAKE", 0, TE_META_P2P, "P2PHANDSHAKE", "", 0, 0},
+	    {"etcd://10.0.0.1:2379", 0, TE_META_ETCD, "10.0.0.1:2379", "10.0.0.1", 2379, 1},
+	    {"10.0.0.1:2379", 0, TE_META_ETCD, "10.0.0.1:2379", "10.0.0.1", 2379, 1},
+	    {"etcd://a:2379,b:2380", 0, TE_META_ETCD, "a:2379,b:2380", "a", 2379, 2},
+	    {"etcd://a:1;b:2;c:3", 0, TE_META_ETCD, "a:1,b:2,c:3", "a", 1, 3},
+	    {"etcd://http://a:1,http://b:2", 0, TE_META_ETCD, "a:1,b:2", "a", 1, 2},
+	    {"etcd://[::1]:2379", 0, TE_META_ETCD, "[::1]:2379", "::1", 2379, 1},
+	    {"redis://h:6379", 0, TE_META_REDIS, "h:6379", "h", 6379, 1},
+	    {"redis://h", 0, TE_META_REDIS, "h", "h", 12001, 1}, /* Mooncake's default */
+	    {"redis://h:6379/", 0, TE_META_REDIS, "h:6379", "h", 6379, 1},
+	    {"http://h:8080/metadata", 0, TE_META_HTTP, "http://h:8080/metadata", "h", 8080, 1},
+	    {"https://meta.example/md", 0, TE_META_HTTP, "https://meta.example/md", "meta.example",
+	     443, 1},
+	    {"http://h", 0, TE_META_HTTP, "http://h", "h", 80, 1},
+	    /* errors */
+	    {"", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"p2phandshake", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0}, /* case matters */
+	    {"zk://h:2181", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"ETCD://h:1", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"://h:1", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"etcd://", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"etcd://h", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"etcd://h:0", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"etcd://h:65536", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"etcd://a:1,,b:2", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"h:abc", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"localhost", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"redis://", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"redis://h:x", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"redis://:pw@h:1", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"http://", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"http:///metadata", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
+	    {"http://h:99999/m", TE_ERR_INVALID_ARGUMENT, 0, NULL, NULL, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -73,7 +73,7 @@ static void test_conn_table(void **state)
 		if (ci.kind != c->kind || strcmp(ci.url, c->url) || strcmp(ci.host, c->host) ||
 		    ci.port != c->port || ci.nendpoints != c->nendpoints)
 			fail_msg("\"%s\": got kind %d url \"%s\" host \"%s\" port %d n %d", c->conn,
-				 ci.kind, ci.url, ci.host, ci.port, ci.nendpoints);
+			         ci.kind, ci.url, ci.host, ci.port, ci.nendpoints);
 	}
 	/* the message for an unknown scheme names it */
 	struct te_conn_info ci;
@@ -90,38 +90,38 @@ static void test_vllm_resolution_table(void **state)
 		const char *server, *backend, *conn;
 		int parse_ret;
 	} rows[] = {
-		{ "h:2379", NULL, "etcd://h:2379", 0 },
-		{ "etcd://a:2379,b:2379", NULL, "etcd://a:2379,b:2379", 0 },
-		{ "redis://h:6379", NULL, "redis://h:6379", 0 },
-		{ "http://h:8080/metadata", NULL, "http://h:8080/metadata", 0 },
-		{ "h:6379", "redis", "redis://h:6379", 0 },
-		{ "h:6379", "REDIS", "redis://h:6379", 0 },
-		{ "redis://h:6379", "etcd", "redis://h:6379", 0 }, /* prefix wins */
-		{ "zk://h:2181", NULL, "zk://h:2181", TE_ERR_INVALID_ARGUMENT },
-		{ "P2PHANDSHAKE", NULL, "P2PHANDSHAKE", 0 },
+	    {"h:2379", NULL, "etcd://h:2379", 0},
+	    {"etcd://a:2379,b:2379", NULL, "etcd://a:2379,b:2379", 0},
+	    {"redis://h:6379", NULL, "redis://h:6379", 0},
+	    {"http://h:8080/metadata", NULL, "http://h:8080/metadata", 0},
+	    {"h:6379", "redis", "redis://h:6379", 0},
+	    {"h:6379", "REDIS", "redis://h:6379", 0},
+	    {"redis://h:6379", "etcd", "redis://h:6379", 0}, /* prefix wins */
+	    {"zk://h:2181", NULL, "zk://h:2181", TE_ERR_INVALID_ARGUMENT},
+	    {"P2PHANDSHAKE", NULL, "P2PHANDSHAKE", 0},
 	};
 	char out[256], err[256];
 	struct te_conn_info ci;
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		int ret = te_conn_resolve(rows[i].server, rows[i].backend, out, sizeof(out), err,
-					  sizeof(err));
+		                          sizeof(err));
 		if (ret || strcmp(out, rows[i].conn))
 			fail_msg("row %zu: %d \"%s\" (%s)", i, ret, out, err);
 		if (te_conn_parse(out, &ci, err, sizeof(err)) != rows[i].parse_ret)
 			fail_msg("row %zu: parse of \"%s\" did not give %d", i, out,
-				 rows[i].parse_ret);
+			         rows[i].parse_ret);
 	}
 	/* vLLM itself rejects other backends ("http" included) */
 	assert_int_equal(te_conn_resolve("h:1", "http", out, sizeof(out), err, sizeof(err)),
-			 TE_ERR_INVALID_ARGUMENT);
+	                 TE_ERR_INVALID_ARGUMENT);
 	assert_non_null(strstr(err, "should be one of ['etcd', 'redis']"));
 	assert_int_equal(te_conn_resolve("h:1", "", out, sizeof(out), err, sizeof(err)),
-			 TE_ERR_INVALID_ARGUMENT);
+	                 TE_ERR_INVALID_ARGUMENT);
 	assert_int_equal(te_conn_resolve("", NULL, out, sizeof(out), err, sizeof(err)),
-			 TE_ERR_INVALID_ARGUMENT);
+	                 TE_ERR_INVALID_ARGUMENT);
 	assert_int_equal(te_conn_resolve("h:1", NULL, out, 8, err, sizeof(err)),
-			 TE_ERR_INVALID_ARGUMENT);
+	                 TE_ERR_INVALID_ARGUMENT);
 }
 
 static void check_key(char *k, const char *want)
@@ -171,13 +171,13 @@ static void test_open_p2p_and_errors(void **state)
 
 	m = (void *)1;
 	assert_int_equal(te_meta_open("zk://h:2181", &m, err, sizeof(err)),
-			 TE_ERR_INVALID_ARGUMENT);
+	                 TE_ERR_INVALID_ARGUMENT);
 	assert_null(m);
 	assert_non_null(strstr(err, "zk"));
 	assert_int_equal(te_meta_open("etcd://h", &m, err, sizeof(err)), TE_ERR_INVALID_ARGUMENT);
 	setenv("MC_REDIS_DB_INDEX", "256", 1);
 	assert_int_equal(te_meta_open("redis://127.0.0.1:1", &m, err, sizeof(err)),
-			 TE_ERR_INVALID_ARGUMENT);
+	                 TE_ERR_INVALID_ARGUMENT);
 	assert_non_null(strstr(err, "MC_REDIS_DB_INDEX"));
 	unsetenv("MC_REDIS_DB_INDEX");
 }
@@ -185,10 +185,10 @@ static void test_open_p2p_and_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_conn_table),
-		cmocka_unit_test(test_vllm_resolution_table),
-		cmocka_unit_test(test_keys),
-		cmocka_unit_test(test_open_p2p_and_errors),
+	    cmocka_unit_test(test_conn_table),
+	    cmocka_unit_test(test_vllm_resolution_table),
+	    cmocka_unit_test(test_keys),
+	    cmocka_unit_test(test_open_p2p_and_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,10 +14,11 @@
 #include "te/te_internal.h"
 
 static const char spec_example[] =
-	"{\"buffers\":[{\"addr\":140000000000000,\"length\":1073741824,\"lkey\":[4660],\"name\":"
-	"\"cpu:0\",\"rkey\":[4660]}],\"devices\":[{\"gid\":\"00:00:00:00:00:00:00:00:00:00:ff:ff:"
-	"0a:00:00:02\",\"lid\":0,\"name\":\"rxe0\"}],\"name\":\"10.0.0.2:13003\",\"priority_matrix\":"
-	"{\"cpu:0\":[[\"rxe0\"],[]]},\"protocol\":\"rdma\",\"timestamp\":\"2025-06-17 00:44:41.000000\"}";
+    "{\"buffers\":[{\"addr\":140000000000000,\"length\":1073741824,\"lkey\":[4660],\"name\":"
+    "\"cpu:0\",\"rkey\":[4660]}],\"devices\":[{\"gid\":\"00:00:00:00:00:00:00:00:00:00:ff:ff:"
+    "0a:00:00:02\",\"lid\":0,\"name\":\"rxe0\"}],\"name\":\"10.0.0.2:13003\",\"priority_matrix\":"
+    "{\"cpu:0\":[[\"rxe0\"],[]]},\"protocol\":\"rdma\",\"timestamp\":\"2025-06-17 "
+    "00:44:41.000000\"}";
 
 static struct te_segment_desc *decode_ok(const char *json)
 {
@@ -60,9 +61,9 @@ static void test_spec_example_roundtrip(void **state)
 static void test_tolerant_reader(void **state)
 {
 	const char *loose =
-		" {\n  \"timestamp\" : \"x\", \"protocol\":\"tcp\", \"name\" : \"h:1\",\n"
-		"  \"buffers\" : [ { \"length\" : 4096, \"name\":\"h:1\", \"addr\" : 4096 } ],"
-		" \"tcp_data_port\": 15001, \"unknown_field\": {\"a\": [1, 2.5, null, true]} }\n \t\n";
+	    " {\n  \"timestamp\" : \"x\", \"protocol\":\"tcp\", \"name\" : \"h:1\",\n"
+	    "  \"buffers\" : [ { \"length\" : 4096, \"name\":\"h:1\", \"addr\" : 4096 } ],"
+	    " \"tcp_data_port\": 15001, \"unknown_field\": {\"a\": [1, 2.5, null, true]} }\n \t\n";
 	struct te_segment_desc *d;
 	char *enc;
 	(void)state;
@@ -70,8 +71,8 @@ static void test_tolerant_reader(void **state)
 	assert_int_equal(d->tcp_data_port, 15001);
 	enc = te_desc_encode(d);
 	assert_string_equal(enc, "{\"buffers\":[{\"addr\":4096,\"length\":4096,\"name\":\"h:1\"}],"
-				 "\"name\":\"h:1\",\"protocol\":\"tcp\",\"tcp_data_port\":15001,"
-				 "\"timestamp\":\"x\"}\n");
+	                         "\"name\":\"h:1\",\"protocol\":\"tcp\",\"tcp_data_port\":15001,"
+	                         "\"timestamp\":\"x\"}\n");
 	free(enc);
 	te_desc_free(d);
 }
@@ -79,9 +80,9 @@ static void test_tolerant_reader(void **state)
 /* u64 addresses above 2^53 survive a round trip exactly (cJSON doubles would not). */
 static void test_u64_exact(void **state)
 {
-	struct te_buffer_desc b = { .name = "n:1", .addr = 0xfffffffffffff001ull, .length = 4095 };
-	struct te_segment_desc d = { .name = "n:1", .protocol = "tcp", .timestamp = "t",
-				     .nbuffers = 1, .buffers = &b };
+	struct te_buffer_desc b = {.name = "n:1", .addr = 0xfffffffffffff001ull, .length = 4095};
+	struct te_segment_desc d = {
+	    .name = "n:1", .protocol = "tcp", .timestamp = "t", .nbuffers = 1, .buffers = &b};
 	struct te_segment_desc *back;
 	char *enc;
 	(void)state;
@@ -96,26 +97,30 @@ static void test_u64_exact(void **state)
 
 static void test_tcp_encode_exact(void **state)
 {
-	struct te_buffer_desc b[2] = { { .name = "10.0.0.2:13003", .addr = 1, .length = 2 },
-				       { .name = "10.0.0.2:13003", .addr = 140737488355328ull,
-					 .length = 1ull << 40 } };
-	struct te_segment_desc d = { .name = "10.0.0.2:13003", .protocol = "tcp",
-				     .timestamp = "2025-06-17 00:44:41.000000", .tcp_data_port = 15424,
-				     .tcp_proto_version = 2, .nbuffers = 2, .buffers = b };
+	struct te_buffer_desc b[2] = {
+	    {.name = "10.0.0.2:13003", .addr = 1, .length = 2},
+	    {.name = "10.0.0.2:13003", .addr = 140737488355328ull, .length = 1ull << 40}};
+	struct te_segment_desc d = {.name = "10.0.0.2:13003",
+	                            .protocol = "tcp",
+	                            .timestamp = "2025-06-17 00:44:41.000000",
+	                            .tcp_data_port = 15424,
+	                            .tcp_proto_version = 2,
+	                            .nbuffers = 2,
+	                            .buffers = b};
 	char *enc = te_desc_encode(&d);
 	(void)state;
 	assert_string_equal(enc,
-			    "{\"buffers\":[{\"addr\":1,\"length\":2,\"name\":\"10.0.0.2:13003\"},"
-			    "{\"addr\":140737488355328,\"length\":1099511627776,\"name\":"
-			    "\"10.0.0.2:13003\"}],\"name\":\"10.0.0.2:13003\",\"protocol\":\"tcp\","
-			    "\"tcp_data_port\":15424,\"tcp_proto_version\":2,\"timestamp\":"
-			    "\"2025-06-17 00:44:41.000000\"}\n");
+	                    "{\"buffers\":[{\"addr\":1,\"length\":2,\"name\":\"10.0.0.2:13003\"},"
+	                    "{\"addr\":140737488355328,\"length\":1099511627776,\"name\":"
+	                    "\"10.0.0.2:13003\"}],\"name\":\"10.0.0.2:13003\",\"protocol\":\"tcp\","
+	                    "\"tcp_data_port\":15424,\"tcp_proto_version\":2,\"timestamp\":"
+	                    "\"2025-06-17 00:44:41.000000\"}\n");
 	free(enc);
 }
 
 static void test_empty_segment_and_timestamp(void **state)
 {
-	struct te_segment_desc d = { .name = "a:1", .protocol = "tcp" }, *back;
+	struct te_segment_desc d = {.name = "a:1", .protocol = "tcp"}, *back;
 	char *enc = te_desc_encode(&d), ts[32];
 	(void)state;
 	assert_non_null(strstr(enc, "\"buffers\":[]"));
@@ -133,43 +138,60 @@ static void test_empty_segment_and_timestamp(void **state)
 static void test_decoder_rejects(void **state)
 {
 	static const char *const bad[] = {
-		"",
-		"[]",
-		"{\"name\":\"a\",\"protocol\":\"tcp\"",                        /* truncated */
-		"{\"name\":\"a\",\"protocol\":\"tcp\"} x",                    /* garbage */
-		"{\"protocol\":\"tcp\"}",                                     /* no name */
-		"{\"name\":\"\",\"protocol\":\"tcp\"}",                       /* empty name */
-		"{\"name\":\"a\"}",                                           /* no protocol */
-		"{\"name\":\"a\",\"protocol\":\"nvmeof\"}",                   /* unsupported */
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":{}}",       /* not an array */
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[1]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"\",\"addr\":1,\"length\":1}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":0,\"length\":1}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":1,\"length\":0}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"length\":1}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":-4096,\"length\":1}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":1.5,\"length\":1}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":\"4096\",\"length\":1}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":18446744073709551616,\"length\":1}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":18446744073709551615,\"length\":2}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"tcp_data_port\":70000}",
-		/* rdma */
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"\",\"lid\":0,\"gid\":\"00\"}]}",
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"rxe0\",\"lid\":0,\"gid\":\"\"}]}",
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"rxe0\",\"lid\":0}]}",
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"rxe0\",\"lid\":70000,\"gid\":\"00\"}]}",
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":1,\"length\":1,\"rkey\":[],\"lkey\":[]}]}",
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":1,\"length\":1,\"lkey\":[1]}]}",
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":1,\"length\":1,\"rkey\":[1,2],\"lkey\":[1]}]}",
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":1,\"length\":1,\"rkey\":[4294967296],\"lkey\":[1]}]}",
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":0,\"length\":1,\"rkey\":[1],\"lkey\":[1]}]}",
-		"{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"\",\"addr\":1,\"length\":1,\"rkey\":[1],\"lkey\":[1]}]}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"s\":\"\\ud800\"}",  /* lone surrogate */
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"s\":\"a\\u0000b\"}", /* NUL */
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"s\":\"\x01\"}",      /* raw control */
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"n\":01}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",\"n\":1.}",
-		"{\"name\":\"a\",\"protocol\":\"tcp\",}",
+	    "",
+	    "[]",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\"",                 /* truncated */
+	    "{\"name\":\"a\",\"protocol\":\"tcp\"} x",              /* garbage */
+	    "{\"protocol\":\"tcp\"}",                               /* no name */
+	    "{\"name\":\"\",\"protocol\":\"tcp\"}",                 /* empty name */
+	    "{\"name\":\"a\"}",                                     /* no protocol */
+	    "{\"name\":\"a\",\"protocol\":\"nvmeof\"}",             /* unsupported */
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":{}}", /* not an array */
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[1]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"\",\"addr\":1,"
+	    "\"length\":1}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":0,"
+	    "\"length\":1}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":1,"
+	    "\"length\":0}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"length\":1}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":-4096,"
+	    "\"length\":1}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":1.5,"
+	    "\"length\":1}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":\"4096\","
+	    "\"length\":1}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":"
+	    "18446744073709551616,\"length\":1}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"buffers\":[{\"name\":\"a\",\"addr\":"
+	    "18446744073709551615,\"length\":2}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"tcp_data_port\":70000}",
+	    /* rdma */
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"\",\"lid\":0,\"gid\":"
+	    "\"00\"}]}",
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"rxe0\",\"lid\":0,"
+	    "\"gid\":\"\"}]}",
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"rxe0\",\"lid\":0}]}",
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"rxe0\",\"lid\":70000,"
+	    "\"gid\":\"00\"}]}",
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":1,"
+	    "\"length\":1,\"rkey\":[],\"lkey\":[]}]}",
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":1,"
+	    "\"length\":1,\"lkey\":[1]}]}",
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":1,"
+	    "\"length\":1,\"rkey\":[1,2],\"lkey\":[1]}]}",
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":1,"
+	    "\"length\":1,\"rkey\":[4294967296],\"lkey\":[1]}]}",
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"cpu:0\",\"addr\":0,"
+	    "\"length\":1,\"rkey\":[1],\"lkey\":[1]}]}",
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"buffers\":[{\"name\":\"\",\"addr\":1,"
+	    "\"length\":1,\"rkey\":[1],\"lkey\":[1]}]}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"s\":\"\\ud800\"}",   /* lone surrogate */
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"s\":\"a\\u0000b\"}", /* NUL */
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"s\":\"\x01\"}",      /* raw control */
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"n\":01}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"n\":1.}",
+	    "{\"name\":\"a\",\"protocol\":\"tcp\",}",
 	};
 	char err[256];
 	(void)state;
@@ -179,11 +201,11 @@ static void test_decoder_rejects(void **state)
 		int ret = te_desc_decode(bad[i], strlen(bad[i]), &d, err, sizeof(err));
 		if (ret != TE_ERR_MALFORMED_JSON || d != NULL || !err[0])
 			fail_msg("case %zu accepted or wrong error (%d, \"%s\"): %s", i, ret, err,
-				 bad[i]);
+			         bad[i]);
 	}
 	/* the error names the field */
-	te_desc_decode(bad[26], strlen(bad[26]), &(struct te_segment_desc *){ NULL }, err,
-		       sizeof(err));
+	te_desc_decode(bad[26], strlen(bad[26]), &(struct te_segment_desc *){NULL}, err,
+	               sizeof(err));
 	assert_non_null(strstr(err, "1 lkeys"));
 }
 
@@ -211,11 +233,11 @@ static void test_hostile_json(void **state)
 static void test_fast_write(void **state)
 {
 	cJSON *o = cJSON_Parse("{\"b\":1,\"a\":[true,false,null,-5,0.5,\"x\\u0001\"],\"B\":{},"
-			       "\"\":{\"z\":1,\"y\":2},\"aa\":1e3}");
+	                       "\"\":{\"z\":1,\"y\":2},\"aa\":1e3}");
 	char *s = te_json_fast_write(o);
 	(void)state;
 	assert_string_equal(s, "{\"\":{\"y\":2,\"z\":1},\"B\":{},\"a\":[true,false,null,-5,0.5,"
-			       "\"x\\u0001\"],\"aa\":1000,\"b\":1}\n");
+	                       "\"x\\u0001\"],\"aa\":1000,\"b\":1}\n");
 	free(s);
 	cJSON_Delete(o);
 	/* te_json_parse keeps numbers exact and lets the last duplicate key win */
@@ -235,14 +257,14 @@ static void test_fast_write(void **state)
 
 static void test_find_range(void **state)
 {
-	struct te_buffer_desc b[2] = { { .name = "x", .addr = 0x1000, .length = 0x1000 },
-				       { .name = "x", .addr = UINT64_MAX - 0xfff, .length = 0x1000 } };
-	struct te_segment_desc d = { .nbuffers = 2, .buffers = b };
+	struct te_buffer_desc b[2] = {{.name = "x", .addr = 0x1000, .length = 0x1000},
+	                              {.name = "x", .addr = UINT64_MAX - 0xfff, .length = 0x1000}};
+	struct te_segment_desc d = {.nbuffers = 2, .buffers = b};
 	(void)state;
 	assert_ptr_equal(te_desc_find_range(&d, 0x1000, 0x1000), &b[0]);
 	assert_ptr_equal(te_desc_find_range(&d, 0x1800, 0x800), &b[0]);
-	assert_null(te_desc_find_range(&d, 0x1800, 0x801));    /* straddles the end */
-	assert_null(te_desc_find_range(&d, 0xfff, 2));         /* starts before */
+	assert_null(te_desc_find_range(&d, 0x1800, 0x801));      /* straddles the end */
+	assert_null(te_desc_find_range(&d, 0xfff, 2));           /* starts before */
 	assert_null(te_desc_find_range(&d, 0x1800, UINT64_MAX)); /* wraps */
 	assert_ptr_equal(te_desc_find_range(&d, UINT64_MAX - 0xf, 0x10), &b[1]);
 	assert_null(te_desc_find_range(&d, UINT64_MAX - 0xf, 0x11));
@@ -256,44 +278,46 @@ static void test_rpcmeta(void **state)
 	(void)state;
 	s = te_rpcmeta_encode("10.0.0.2", 15423);
 	assert_string_equal(s, "{\"ip_or_host_name\":\"10.0.0.2\",\"rpc_port\":15423}\n");
-	assert_int_equal(te_rpcmeta_decode(s, strlen(s), host, sizeof(host), &port, err,
-					   sizeof(err)), 0);
+	assert_int_equal(
+	    te_rpcmeta_decode(s, strlen(s), host, sizeof(host), &port, err, sizeof(err)), 0);
 	assert_string_equal(host, "10.0.0.2");
 	assert_int_equal(port, 15423);
 	free(s);
 	assert_null(te_rpcmeta_encode("h", 0));
 	assert_null(te_rpcmeta_encode("h", 65536));
 	static const char *const bad[] = {
-		"{\"ip_or_host_name\":\"\",\"rpc_port\":1}", "{\"ip_or_host_name\":\"h\"}",
-		"{\"ip_or_host_name\":\"h\",\"rpc_port\":0}",
-		"{\"ip_or_host_name\":\"h\",\"rpc_port\":65536}",
-		"{\"ip_or_host_name\":\"h\",\"rpc_port\":\"1\"}", "{\"ip_or_host_name\":5,\"rpc_port\":1}",
-		"null",
+	    "{\"ip_or_host_name\":\"\",\"rpc_port\":1}",
+	    "{\"ip_or_host_name\":\"h\"}",
+	    "{\"ip_or_host_name\":\"h\",\"rpc_port\":0}",
+	    "{\"ip_or_host_name\":\"h\",\"rpc_port\":65536}",
+	    "{\"ip_or_host_name\":\"h\",\"rpc_port\":\"1\"}",
+	    "{\"ip_or_host_name\":5,\"rpc_port\":1}",
+	    "null",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (te_rpcmeta_decode(bad[i], strlen(bad[i]), host, sizeof(host), &port, err,
-				      sizeof(err)) != TE_ERR_MALFORMED_JSON)
+		                      sizeof(err)) != TE_ERR_MALFORMED_JSON)
 			fail_msg("rpc_meta case %zu accepted: %s", i, bad[i]);
 	/* extra fields and whitespace are fine */
 	const char *ok = " {\"rpc_port\" : 16000 , \"x\":[], \"ip_or_host_name\":\"node-1\"}\n";
-	assert_int_equal(te_rpcmeta_decode(ok, strlen(ok), host, sizeof(host), &port, err,
-					   sizeof(err)), 0);
+	assert_int_equal(
+	    te_rpcmeta_decode(ok, strlen(ok), host, sizeof(host), &port, err, sizeof(err)), 0);
 	assert_int_equal(port, 16000);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_spec_example_roundtrip),
-		cmocka_unit_test(test_tolerant_reader),
-		cmocka_unit_test(test_u64_exact),
-		cmocka_unit_test(test_tcp_encode_exact),
-		cmocka_unit_test(test_empty_segment_and_timestamp),
-		cmocka_unit_test(test_decoder_rejects),
-		cmocka_unit_test(test_hostile_json),
-		cmocka_unit_test(test_fast_write),
-		cmocka_unit_test(test_find_range),
-		cmocka_unit_test(test_rpcmeta),
+	    cmocka_unit_test(test_spec_example_roundtrip),
+	    cmocka_unit_test(test_tolerant_reader),
+	    cmocka_unit_test(test_u64_exact),
+	    cmocka_unit_test(test_tcp_encode_exact),
+	    cmocka_unit_test(test_empty_segment_and_timestamp),
+	    cmocka_unit_test(test_decoder_rejects),
+	    cmocka_unit_test(test_hostile_json),
+	    cmocka_unit_test(test_fast_write),
+	    cmocka_unit_test(test_find_range),
+	    cmocka_unit_test(test_rpcmeta),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

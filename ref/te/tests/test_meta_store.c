@@ -34,7 +34,8 @@ static int setup(void **state)
 		int ret = pd_svc_start((enum pd_svc_kind)k, NULL, NULL, &svc[k]);
 		have[k] = ret == 0;
 		if (ret && ret != -ENOENT) {
-			fprintf(stderr, "cannot start %s: %s\n", pd_svc_kind_name(k), strerror(-ret));
+			fprintf(stderr, "cannot start %s: %s\n", pd_svc_kind_name(k),
+			        strerror(-ret));
 			return -1;
 		}
 		if (ret)
@@ -76,10 +77,10 @@ static void check_value(struct te_meta *m, const char *key, const char *want)
 static void exercise(enum pd_svc_kind k)
 {
 	static const char *const keys[] = {
-		"mooncake/ram/10.0.0.2:13003",
-		"mooncake/rpc_meta/10.0.0.2:13003",
-		"mooncake/ram/we?ird&key=x+y %25 #frag",
-		"mooncake/nvmeof/a/b:c",
+	    "mooncake/ram/10.0.0.2:13003",
+	    "mooncake/rpc_meta/10.0.0.2:13003",
+	    "mooncake/ram/we?ird&key=x+y %25 #frag",
+	    "mooncake/nvmeof/a/b:c",
 	};
 	const char *val = "{\"ip_or_host_name\":\"10.0.0.2\",\"rpc_port\":15423}\n";
 	struct te_meta *m;
@@ -88,9 +89,9 @@ static void exercise(enum pd_svc_kind k)
 	if (!have[k])
 		skip();
 	m = open_ok(svc[k].conn);
-	assert_int_equal(te_meta_kind(m), k == PD_SVC_ETCD	    ? TE_META_ETCD
-					  : k == PD_SVC_REDIS ? TE_META_REDIS
-							      : TE_META_HTTP);
+	assert_int_equal(te_meta_kind(m), k == PD_SVC_ETCD    ? TE_META_ETCD
+	                                  : k == PD_SVC_REDIS ? TE_META_REDIS
+	                                                      : TE_META_HTTP);
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		assert_int_equal(te_meta_get(m, keys[i], &v), TE_ERR_NOT_FOUND);
 		assert_null(v);
@@ -157,8 +158,8 @@ static void test_etcd_etcdctl_and_endpoint_list(void **state)
 	m = open_ok(svc[PD_SVC_ETCD].conn);
 	assert_int_equal(te_meta_put(m, "mooncake/rpc_meta/n:1", "{\"rpc_port\":15001}\n"), 0);
 	snprintf(cmd, sizeof(cmd),
-		 "ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:%d get --prefix mooncake/ 2>&1",
-		 svc[PD_SVC_ETCD].port);
+	         "ETCDCTL_API=3 etcdctl --endpoints=127.0.0.1:%d get --prefix mooncake/ 2>&1",
+	         svc[PD_SVC_ETCD].port);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	n = fread(out, 1, sizeof(out) - 1, p);
@@ -172,7 +173,7 @@ static void test_etcd_etcdctl_and_endpoint_list(void **state)
 	/* a dead first endpoint is skipped */
 	dead = pd_free_port("127.0.0.1");
 	snprintf(conn, sizeof(conn), "etcd://127.0.0.1:%d,127.0.0.1:%d", dead,
-		 svc[PD_SVC_ETCD].port);
+	         svc[PD_SVC_ETCD].port);
 	m = open_ok(conn);
 	check_value(m, "mooncake/rpc_meta/n:1", "{\"rpc_port\":15001}\n");
 	/* bare host:port is etcd too */
@@ -197,15 +198,17 @@ static void test_http_escaping(void **state)
 	m = open_ok(svc[PD_SVC_METASERVER].conn);
 	assert_int_equal(te_meta_put(m, "mooncake/ram/10.0.0.2:13003", "{\"a\":1}\n"), 0);
 	snprintf(url, sizeof(url), "%s?key=mooncake%%2Fram%%2F10.0.0.2%%3A13003",
-		 svc[PD_SVC_METASERVER].conn);
-	assert_int_equal(te_meta_http_request("GET", url, NULL, 0, NULL, 3000, &status, &resp,
-					      NULL, err, sizeof(err)), 0);
+	         svc[PD_SVC_METASERVER].conn);
+	assert_int_equal(te_meta_http_request("GET", url, NULL, 0, NULL, 3000, &status, &resp, NULL,
+	                                      err, sizeof(err)),
+	                 0);
 	assert_int_equal(status, 200);
 	assert_string_equal(resp, "{\"a\":1}\n");
 	free(resp);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/dump", svc[PD_SVC_METASERVER].port);
-	assert_int_equal(te_meta_http_request("GET", url, NULL, 0, NULL, 3000, &status, &resp,
-					      NULL, err, sizeof(err)), 0);
+	assert_int_equal(te_meta_http_request("GET", url, NULL, 0, NULL, 3000, &status, &resp, NULL,
+	                                      err, sizeof(err)),
+	                 0);
 	snprintf(body, sizeof(body), "%s", resp);
 	free(resp);
 	assert_non_null(strstr(body, "\"mooncake/ram/10.0.0.2:13003\""));
@@ -247,7 +250,8 @@ static void test_threads(void **state)
 			void *r;
 			pthread_join(t[i], &r);
 			if (r)
-				fail_msg("%s: %d failed ops in thread %d", svc[k].conn, (int)(intptr_t)r, i);
+				fail_msg("%s: %d failed ops in thread %d", svc[k].conn,
+				         (int)(intptr_t)r, i);
 		}
 		te_meta_close(m);
 	}
@@ -308,13 +312,13 @@ static struct {
 	int status;
 	atomic_int stop;
 	atomic_int requests;
-} fake = { .fd = -1 };
+} fake = {.fd = -1};
 
 static void *fake_server(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&fake.stop)) {
-		struct pollfd p = { fake.fd, POLLIN, 0 };
+		struct pollfd p = {fake.fd, POLLIN, 0};
 		char buf[8192], reply[256];
 		size_t got = 0;
 		if (poll(&p, 1, 50) <= 0)
@@ -329,14 +333,17 @@ static void *fake_server(void *arg)
 				break;
 			got += (size_t)r;
 			buf[got] = '\0';
-			char *end = strstr(buf, "\r\n\r\n"), *cl = strcasestr(buf, "content-length:");
-			if (end && (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 15, NULL, 10) : 0) <= got)
+			char *end = strstr(buf, "\r\n\r\n"),
+			     *cl = strcasestr(buf, "content-length:");
+			if (end &&
+			    (size_t)(end + 4 - buf) + (cl ? strtoul(cl + 15, NULL, 10) : 0) <= got)
 				break;
 		}
 		atomic_fetch_add(&fake.requests, 1);
-		int n = snprintf(reply, sizeof(reply),
-				 "HTTP/1.1 %d Nope\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope",
-				 fake.status);
+		int n = snprintf(
+		    reply, sizeof(reply),
+		    "HTTP/1.1 %d Nope\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope",
+		    fake.status);
 		if (pd_write_full(c, reply, (size_t)n))
 			fprintf(stderr, "fake server: write failed\n");
 		close(c);
@@ -379,8 +386,8 @@ static void test_http_non_200(void **state)
 /* Nothing listening: open fails with a message naming the address; never a crash or a hang. */
 static void test_store_down(void **state)
 {
-	static const char *const fmt[] = { "etcd://127.0.0.1:%d", "redis://127.0.0.1:%d",
-					   "http://127.0.0.1:%d/metadata" };
+	static const char *const fmt[] = {"etcd://127.0.0.1:%d", "redis://127.0.0.1:%d",
+	                                  "http://127.0.0.1:%d/metadata"};
 	char conn[128], err[512], port_s[16];
 	struct te_meta *m = (void *)1;
 	uint64_t t0 = pd_now_ns();
@@ -421,16 +428,16 @@ static void test_store_goes_away(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_etcd),
-		cmocka_unit_test(test_redis),
-		cmocka_unit_test(test_http),
-		cmocka_unit_test(test_etcd_etcdctl_and_endpoint_list),
-		cmocka_unit_test(test_http_escaping),
-		cmocka_unit_test(test_threads),
-		cmocka_unit_test(test_redis_auth_select),
-		cmocka_unit_test(test_http_non_200),
-		cmocka_unit_test(test_store_down),
-		cmocka_unit_test(test_store_goes_away),
+	    cmocka_unit_test(test_etcd),
+	    cmocka_unit_test(test_redis),
+	    cmocka_unit_test(test_http),
+	    cmocka_unit_test(test_etcd_etcdctl_and_endpoint_list),
+	    cmocka_unit_test(test_http_escaping),
+	    cmocka_unit_test(test_threads),
+	    cmocka_unit_test(test_redis_auth_select),
+	    cmocka_unit_test(test_http_non_200),
+	    cmocka_unit_test(test_store_down),
+	    cmocka_unit_test(test_store_goes_away),
 	};
 	if (!getenv("PDKV_LOG"))
 		setenv("PDKV_LOG", "error", 1); /* the negative cases warn by design */

@@ -72,10 +72,10 @@ static void test_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_etcd),
-		cmocka_unit_test(test_redis),
-		cmocka_unit_test(test_metaserver),
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_etcd),
+	    cmocka_unit_test(test_redis),
+	    cmocka_unit_test(test_metaserver),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
