@@ -41,7 +41,7 @@ static int http_do(struct http *h, const char *method, const char *key, const ch
 	                           HTTP_TIMEOUT_MS, &status, &text, &tlen, err, sizeof(err));
 	if (ret) {
 		pd_warn("http metadata %s \"%s\" failed: %s", method, key, err);
-	} else if (status == 404) {
+	} else if (status == 404 && strcmp(method, "PUT")) { /* a PUT 404 is a wrong server */
 		ret = TE_ERR_NOT_FOUND;
 	} else if (status != 200) {
 		pd_warn("http metadata %s %s: HTTP %ld: %.200s", method, url, status, text);

@@ -374,9 +374,13 @@ static void test_http_non_200(void **state)
 	assert_int_equal(te_meta_del(m, "mooncake/ram/a"), TE_ERR_METADATA);
 	fake.status = 400; /* e.g. the newer Python server's duplicate rpc_meta answer */
 	assert_int_equal(te_meta_put(m, "mooncake/rpc_meta/a", "{}\n"), TE_ERR_METADATA);
+	fake.status = 404; /* absent for GET/DELETE; for a PUT it means a wrong server */
+	assert_int_equal(te_meta_get(m, "mooncake/ram/a", &v), TE_ERR_NOT_FOUND);
+	assert_int_equal(te_meta_del(m, "mooncake/ram/a"), TE_ERR_NOT_FOUND);
+	assert_int_equal(te_meta_put(m, "mooncake/ram/a", "{}\n"), TE_ERR_METADATA);
 	fake.status = 201; /* Mooncake needs exactly 200 */
 	assert_int_equal(te_meta_put(m, "mooncake/ram/a", "{}\n"), TE_ERR_METADATA);
-	assert_true(atomic_load(&fake.requests) >= 6);
+	assert_true(atomic_load(&fake.requests) >= 9);
 	te_meta_close(m);
 	atomic_store(&fake.stop, 1);
 	pthread_join(th, NULL);
