@@ -39,7 +39,7 @@ void px_usage(const char *prog)
 	       "  --decode-timeout SEC     whole decode request incl. streaming (default 21600; 0 = none)\n"
 	       "  --connect-timeout SEC    TCP connect to a backend (default 10)\n"
 	       "  --max-body SIZE          request body limit, e.g. 64MiB (default); larger -> 413\n"
-	       "  --stream-buffer SIZE     per-request decode->client queue (default 256KiB)\n"
+	       "  --stream-buffer SIZE     per-request decode->client queue (default 64KiB)\n"
 	       "  -h, --help               this text\n"
 	       "\n"
 	       "Defaults when no backend is named: prefill %s, decode %s (the toy proxy's).\n"
@@ -335,7 +335,7 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 	o->decode_timeout_ms = 21600 * 1000L;
 	o->connect_timeout_ms = 10 * 1000L;
 	o->max_body = 64ull << 20;
-	o->queue_bytes = 256 << 10;
+	o->queue_bytes = 64 << 10;
 	err[0] = '\0';
 
 	for (int i = 1; i < argc; i++) {

@@ -286,21 +286,22 @@ static enum MHD_Result do_completion(struct MHD_Connection *c, struct px_req *r)
 	int pst = 0, idx;
 	uint64_t t;
 
-	root = r->body ? cJSON_ParseWithOpts(r->body, &end, 1) : NULL;
-	if (!root || end != r->body + r->len || !cJSON_IsObject(root)) {
+	if (!r->body || !r->len)
+		return send_error(c, r, 400, "BadRequestError",
+				  "request body is empty; expected a JSON object");
+	root = cJSON_ParseWithOpts(r->body, &end, 1);
+	if (!root) {
 		char near[40] = "";
-		if (!root && r->body) {
-			const char *e = cJSON_GetErrorPtr();
-			if (e)
-				for (size_t i = 0; i < sizeof(near) - 1 && e[i]; i++)
-					near[i] = (unsigned char)e[i] < ' ' ? ' ' : e[i];
-		}
+		const char *e = cJSON_GetErrorPtr();
+		for (size_t i = 0; e && i < sizeof(near) - 1 && e[i]; i++)
+			near[i] = (unsigned char)e[i] < ' ' || (unsigned char)e[i] >= 0x7f ? ' ' : e[i];
+		return send_error(c, r, 400, "BadRequestError", "invalid JSON body near \"%s\"", near);
+	}
+	if (end != r->body + r->len || !cJSON_IsObject(root)) {
 		cJSON_Delete(root);
 		return send_error(c, r, 400, "BadRequestError",
-				  !r->body || !r->len ? "request body is empty; expected a JSON object" :
-				  root			? "request body must be a JSON object" :
-							  "invalid JSON body near \"%s\"",
-				  near);
+				  end != r->body + r->len ? "invalid JSON body: a NUL byte inside" :
+							    "request body must be a JSON object");
 	}
 	pbody = prefill_body(root);
 	cJSON_Delete(root);

@@ -79,6 +79,13 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	return (ssize_t)n;
 }
 
+static void sse_free(void *cls)
+{
+	struct fb_sse *s = cls;
+	s->f->sse_ended_at = s->i;
+	free(s);
+}
+
 static enum MHD_Result answer(struct MHD_Connection *c, int status, const char *ctype, const char *body)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
@@ -143,6 +150,24 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return answer(c, 500, "application/json", "{\"error\":\"injected failure\"}");
 	if (f->mode == FB_FAIL400)
 		return answer(c, 400, "application/json", FB_FAIL400_BODY);
+	if (f->mode == FB_BIG) {
+		static const char head[] = "{\"object\":\"text_completion\",\"choices\":[{\"text\":\"";
+		char *big = malloc(FB_BIG_BYTES + 1);
+		size_t hl = strlen(head);
+		enum MHD_Result ret;
+		struct MHD_Response *r;
+		if (!big)
+			return MHD_NO;
+		memcpy(big, head, hl);
+		for (size_t i = hl; i < FB_BIG_BYTES - 4; i++)
+			big[i] = (char)('a' + i % 26);
+		memcpy(big + FB_BIG_BYTES - 4, "\"}]}", 4);
+		r = MHD_create_response_from_buffer(FB_BIG_BYTES, big, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		ret = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
 	/* interruptible, so fb_reset ends a stall at once */
 	for (int t = 0; f->mode == FB_SLOW && t < f->slow_ms; t += 5)
 		pd_sleep_ms(5);
@@ -158,7 +183,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (!s)
 			return MHD_NO;
 		s->f = f;
-		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s, free);
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s, sse_free);
 		MHD_add_response_header(r, "Content-Type", "text/event-stream");
 		ret = MHD_queue_response(c, 200, r);
 		MHD_destroy_response(r);
@@ -190,6 +215,7 @@ int fb_start(struct fb *f, const char *name)
 	memset(f, 0, sizeof(*f));
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	f->sse_chunks = 8;
+	f->sse_ended_at = -1;
 	pthread_mutex_init(&f->mu, NULL);
 	f->port = pd_free_port("127.0.0.1");
 	fd = f->port > 0 ? pd_tcp_listen("127.0.0.1", f->port, 128) : -1;
@@ -210,6 +236,8 @@ void fb_reset(struct fb *f)
 	f->mode = FB_OK;
 	f->gate = NULL;
 	f->gate_missed = 0;
+	f->sse_ended_at = -1;
+	f->sse_chunks = 8;
 	pthread_mutex_unlock(&f->mu);
 }
 

@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <stddef.h>
 
-enum fb_mode { FB_OK, FB_FAIL500, FB_FAIL400, FB_SLOW };
+enum fb_mode { FB_OK, FB_FAIL500, FB_FAIL400, FB_SLOW, FB_BIG };
+
+#define FB_BIG_BYTES (1 << 20) /* FB_BIG: a JSON answer this large, text of 'a'..'z' */
 
 #define FB_MAX_REQS 128
 #define FB_FAIL400_BODY \
@@ -33,6 +35,7 @@ struct fb {
 	 * the test client sets when it has received that chunk. gate_missed counts timeouts. */
 	volatile int *gate;
 	volatile int gate_missed;
+	volatile int sse_ended_at; /* chunks sent when the last SSE answer ended, -1 while none */
 	pthread_mutex_t mu;
 	struct fb_req reqs[FB_MAX_REQS];
 	int n;

@@ -37,6 +37,7 @@ struct hresp {
 	char ctype[128];
 	char rid[96];
 	volatile int *gate; /* set to 1 when the first body bytes arrive */
+	int hang_up;        /* abort the transfer after the first body bytes */
 	double t_first, t_end;
 };
 
@@ -44,7 +45,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *u)
 {
 	struct hresp *r = u;
 	size_t len = sz * n;
-	char *nb = realloc(r->body, r->len + len + 1);
+	char *nb;
+	if (r->hang_up && r->len)
+		return 0;
+	nb = realloc(r->body, r->len + len + 1);
 	if (!nb)
 		return 0;
 	r->body = nb;
@@ -104,8 +108,10 @@ static int http(int port, const char *method, const char *path, const char *body
 		h = curl_slist_append(h, hdrs[i]);
 	free(r->body);
 	volatile int *gate = r->gate;
+	int hang_up = r->hang_up;
 	memset(r, 0, sizeof(*r));
 	r->gate = gate;
+	r->hang_up = hang_up;
 	e = req_new(port, method, path, body, body ? strlen(body) : 0, h, r);
 	res = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
@@ -348,6 +354,62 @@ static void test_stream_sse(void **state)
 	cJSON_Delete(j);
 	assert_memory_equal(d->reqs[0].body, BODY_STREAM, strlen(BODY_STREAM));
 	free(want);
+	hfree(&r);
+}
+
+/* A client that hangs up mid-stream: the proxy aborts the decode call instead of draining it. */
+static void test_client_hangup(void **state)
+{
+	struct hresp r = { 0 };
+	char path[PATH_MAX], *log = NULL;
+	size_t len;
+	int ended = -1;
+	(void)state;
+	reset_all();
+	D[0].sse_chunks = D[1].sse_chunks = 400; /* 2 ms apart: ~0.8 s if nobody stops it */
+	r.hang_up = 1;
+	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY_STREAM, NULL, &r), CURLE_WRITE_ERROR);
+	for (int i = 0; i < 300 && ended < 0; i++) {
+		ended = D[0].sse_ended_at >= 0 ? D[0].sse_ended_at : D[1].sse_ended_at;
+		pd_sleep_ms(10);
+	}
+	if (ended < 0 || ended >= 400)
+		fail_msg("decode sent %d of 400 chunks after the client hung up (want an early stop)", ended);
+	snprintf(path, sizeof(path), "%s/proxy-a.log", tmpdir);
+	for (int i = 0; i < 100; i++) {
+		free(log);
+		log = NULL;
+		assert_int_equal(pd_read_file(path, 16 << 20, &log, &len), 0);
+		if (strstr(log, fmt("rid=%s ", r.rid)) && strstr(log, "(client gone or aborted)"))
+			break;
+		pd_sleep_ms(20);
+	}
+	assert_has(log, "(client gone or aborted)");
+	free(log);
+	r.hang_up = 0;
+	assert_int_equal(http(port_a, "GET", "/health", NULL, NULL, &r), CURLE_OK);
+	assert_int_equal(r.status, 200);
+	hfree(&r);
+}
+
+/* A decode answer far larger than the stream queue (--stream-buffer 4KiB on proxy A) arrives
+ * byte for byte. */
+static void test_big_answer(void **state)
+{
+	struct hresp r = { 0 };
+	(void)state;
+	reset_all();
+	D[0].mode = D[1].mode = FB_BIG;
+	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.len, FB_BIG_BYTES);
+	/* the fake fills the text with 'a' + (offset in the body % 26) */
+	const char *t = strstr(r.body, "\"text\":\"");
+	assert_non_null(t);
+	for (size_t i = (size_t)(t - r.body) + 8; i < FB_BIG_BYTES - 4; i++)
+		if (r.body[i] != (char)('a' + i % 26))
+			fail_msg("byte %zu of the big answer differs", i);
+	assert_string_equal(r.body + FB_BIG_BYTES - 4, "\"}]}");
 	hfree(&r);
 }
 
@@ -678,7 +740,7 @@ static int setup(void **state)
 	const char *fa[] = { "--prefill", fmt("http://127.0.0.1:%d/v1/completions", P[0].port), "--prefill",
 			     fmt("127.0.0.1:%d", P[1].port), "--decode", fmt("http://127.0.0.1:%d", D[0].port),
 			     "--decode", fmt("127.0.0.1:%d/v1/", D[1].port), "--max-body", "64KiB",
-			     "--connect-timeout", "2", NULL };
+			     "--connect-timeout", "2", "--stream-buffer", "4KiB", NULL };
 	if (start_proxy(&proxy_a, &port_a, "proxy-a", fa))
 		return -1;
 	const char *fbb[] = { "--prefill", fmt("127.0.0.1:%d", dead_port), "--prefill",
@@ -725,6 +787,8 @@ int main(void)
 		cmocka_unit_test(test_health),
 		cmocka_unit_test(test_completion_json),
 		cmocka_unit_test(test_stream_sse),
+		cmocka_unit_test(test_client_hangup),
+		cmocka_unit_test(test_big_answer),
 		cmocka_unit_test(test_round_robin_chat),
 		cmocka_unit_test(test_prefill_500),
 		cmocka_unit_test(test_decode_4xx_passthrough),
