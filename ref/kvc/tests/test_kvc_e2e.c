@@ -503,6 +503,79 @@ static void test_rogue_peer(void **state)
 	zmq_ctx_term(ctx);
 }
 
+struct conc {
+	struct kvc *d;
+	struct kvc_item *want;
+	int rc;
+	bool same;
+};
+
+static void *conc_main(void *arg)
+{
+	struct conc *c = arg;
+	struct kvc_item got;
+	c->rc = kvc_drop_select(c->d, c->want->tokens.data, (size_t)c->want->tokens.shape[0], &got);
+	c->same = c->rc == KVC_OK && got.keys.nbytes == c->want->keys.nbytes &&
+		  memcmp(got.keys.data, c->want->keys.data, got.keys.nbytes) == 0 &&
+		  memcmp(got.values.data, c->want->values.data, got.values.nbytes) == 0;
+	kvc_item_free(&got);
+	return NULL;
+}
+
+/* Items larger than the 16 MiB pool (dedicated registrations the consumer has not seen yet)
+ * and concurrent drop_select callers on one struct kvc each get their own item. */
+static void test_large_and_concurrent(void **state)
+{
+	enum { N = 4 };
+	struct env e;
+	struct kvc *p, *d;
+	struct kvc_item big, got, items[N];
+	struct kvc_stats ps, ds;
+	struct conc cs[N];
+	pthread_t th[N];
+	(void)state;
+	env_init(&e);
+	p = mk(&e, true, KVC_FRAME_U64BE, KVC_MISS_OLD, 0, 10000);
+	d = mk(&e, false, KVC_FRAME_U64BE, KVC_MISS_OLD, 0, 10000);
+	make_item(&big, 11, 700); /* keys 20 MiB each > 16 MiB pool */
+	assert_int_equal(kvc_insert(p, &big), 0);
+	uint64_t t0 = pd_now_ns();
+	assert_int_equal(kvc_drop_select(d, big.tokens.data, 700, &got), KVC_OK);
+	double ms = (double)(pd_now_ns() - t0) / 1e6;
+	assert_item_eq(&got, &big);
+	kvc_item_free(&got);
+	print_message("    large: %.1f MiB item (dedicated buffers) in %.1f ms\n",
+		      (double)kvc_item_nbytes(&big) / 1048576.0, ms);
+
+	for (int i = 0; i < N; i++) {
+		make_item(&items[i], 20 + i, T);
+		assert_int_equal(kvc_insert(p, &items[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		cs[i] = (struct conc){ .d = d, .want = &items[N - 1 - i] };
+		pthread_create(&th[i], NULL, conc_main, &cs[i]);
+	}
+	for (int i = 0; i < N; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(cs[i].rc, KVC_OK);
+		assert_true(cs[i].same);
+	}
+	wait_acks(p);
+	wait_acks(d);
+	kvc_get_stats(p, &ps);
+	kvc_get_stats(d, &ds);
+	assert_int_equal(ps.buffer_items, 0);
+	assert_int_equal(ds.hits, N + 1);
+	assert_int_equal(ps.pool_bytes_in_use, 0); /* dedicated buffers released after the ACKs */
+	assert_int_equal(ds.pool_bytes_in_use, 0);
+	assert_int_equal(ds.transfer_failures, 0);
+	kvc_destroy(d);
+	kvc_destroy(p);
+	kvc_item_free(&big);
+	for (int i = 0; i < N; i++)
+		kvc_item_free(&items[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -510,6 +583,7 @@ int main(void)
 		cmocka_unit_test(test_u64be_new_wait_and_miss),
 		cmocka_unit_test(test_timeout_then_stale_answer),
 		cmocka_unit_test(test_frame_mismatch),
+		cmocka_unit_test(test_large_and_concurrent),
 		cmocka_unit_test(test_rogue_peer),
 	};
 	int rc = pd_svc_start(PD_SVC_ETCD, NULL, NULL, &g_etcd);
