@@ -9,7 +9,7 @@
 #include "pd_util.h"
 
 #define END_SIGNAL_MS 300
-#define FLUSH_MS 500
+#define FLUSH_MS      500
 
 struct kvc {
 	struct kvc_pipe pipe;
@@ -30,7 +30,8 @@ struct kvc {
 static bool role_is_producer(const struct cfg_kv_transfer *kt)
 {
 	if (kt->kv_role)
-		return strcmp(kt->kv_role, "kv_producer") == 0 || strcmp(kt->kv_role, "kv_both") == 0;
+		return strcmp(kt->kv_role, "kv_producer") == 0 ||
+		       strcmp(kt->kv_role, "kv_both") == 0;
 	return kt->is_producer;
 }
 
@@ -66,8 +67,8 @@ static bool is_1d(const struct kvc_tensor *t, int dtype)
 
 static void send_item(struct kvc *c, const struct kvc_item *it)
 {
-	struct kvc_tensor roi_f = { 0 };
-	const struct kvc_tensor *v[5] = { NULL, NULL, NULL, NULL, NULL };
+	struct kvc_tensor roi_f = {0};
+	const struct kvc_tensor *v[5] = {NULL, NULL, NULL, NULL, NULL};
 	if (it) {
 		if (bool_to_float(&it->roi, &roi_f)) {
 			pd_err("kvc: drop_select_handler: cannot convert roi; answering a miss");
@@ -84,8 +85,8 @@ static void send_item(struct kvc *c, const struct kvc_item *it)
 		int rc = kvc_pipe_send(&c->pipe, v[i], 0, &c->closing);
 		if (rc) {
 			if (rc != KVC_ERR_CLOSED)
-				pd_err("kvc: drop_select_handler: sending tensor %d of 5: %s", i + 1,
-				       kvc_strerror(rc));
+				pd_err("kvc: drop_select_handler: sending tensor %d of 5: %s",
+				       i + 1, kvc_strerror(rc));
 			break;
 		}
 	}
@@ -96,8 +97,8 @@ static void *handler_main(void *arg)
 {
 	struct kvc *c = arg;
 	while (!atomic_load(&c->closing)) {
-		struct kvc_tensor q[3] = { 0 };
-		struct kvc_tensor roi = { 0 };
+		struct kvc_tensor q[3] = {0};
+		struct kvc_tensor roi = {0};
 		struct kvc_item it;
 		int rc = 0, r, wait;
 		bool bad = false;
@@ -106,21 +107,23 @@ static void *handler_main(void *arg)
 			if (r == KVC_ERR_CLOSED)
 				goto out;
 			if (r) {
-				pd_err("kvc: drop_select_handler: receiving query tensor %d of 3: %s",
-				       i + 1, kvc_strerror(r));
+				pd_err(
+				    "kvc: drop_select_handler: receiving query tensor %d of 3: %s",
+				    i + 1, kvc_strerror(r));
 				bad = true;
 			}
 			if (i == 0 && !r && kvc_tensor_is_none(&q[0])) {
 				pd_info("kvc: drop_select_handler: end signal from %s; exiting",
-					c->pipe.v0.remote_url);
+				        c->pipe.v0.remote_url);
 				goto out;
 			}
 		}
 		if (!bad && (!is_1d(&q[1], KVC_I64) || !is_1d(&q[2], KVC_F32) ||
-			     q[1].shape[0] != q[2].shape[0])) {
-			pd_err("kvc: drop_select_handler: query needs tokens int64 [T] and roi float "
-			       "[T]; got dtypes %d/%d ndims %d/%d",
-			       q[1].dtype, q[2].dtype, q[1].ndim, q[2].ndim);
+		             q[1].shape[0] != q[2].shape[0])) {
+			pd_err(
+			    "kvc: drop_select_handler: query needs tokens int64 [T] and roi float "
+			    "[T]; got dtypes %d/%d ndims %d/%d",
+			    q[1].dtype, q[2].dtype, q[1].ndim, q[2].ndim);
 			bad = true;
 		}
 		if (bad) {
@@ -128,10 +131,11 @@ static void *handler_main(void *arg)
 		} else if (float_to_bool(&q[2], &roi)) {
 			rc = KVC_MISS;
 		} else {
-			wait = c->miss_mode == KVC_MISS_OLD ? 0
-							    : (c->miss_wait_ms > 0 ? c->miss_wait_ms : -1);
-			rc = kvc_sbuf_take(&c->sbuf, q[1].data, roi.data, (size_t)q[1].shape[0], wait,
-					   &it);
+			wait = c->miss_mode == KVC_MISS_OLD
+			           ? 0
+			           : (c->miss_wait_ms > 0 ? c->miss_wait_ms : -1);
+			rc = kvc_sbuf_take(&c->sbuf, q[1].data, roi.data, (size_t)q[1].shape[0],
+			                   wait, &it);
 		}
 		for (int i = 0; i < 3; i++)
 			kvc_tensor_free(&q[i]);
@@ -148,7 +152,7 @@ static void *handler_main(void *arg)
 			send_item(c, NULL);
 		}
 		continue;
-out:
+	out:
 		for (int i = 0; i < 3; i++)
 			kvc_tensor_free(&q[i]);
 		break;
@@ -175,7 +179,8 @@ int kvc_create(const struct kvc_opts *o, struct kvc **out)
 	}
 	if (!isfinite(o->kt->kv_buffer_size) || o->kt->kv_buffer_size < 0 ||
 	    o->kt->kv_buffer_size > 1e15) {
-		pd_err("kvc: kv-transfer-config: kv_buffer_size %g is not a byte count", o->kt->kv_buffer_size);
+		pd_err("kvc: kv-transfer-config: kv_buffer_size %g is not a byte count",
+		       o->kt->kv_buffer_size);
 		return KVC_ERR_CONFIG;
 	}
 	c = calloc(1, sizeof(*c));
@@ -223,7 +228,8 @@ void kvc_destroy(struct kvc *c)
 		/* any running drop_select sees `closing` within one poll slice and returns */
 		pthread_mutex_lock(&c->select_mu);
 		if (!c->desync) {
-			/* SimpleBuffer.close(): the end signal (None) so the peer's handler exits */
+			/* SimpleBuffer.close(): the end signal (None) so the peer's handler exits
+			 */
 			if (kvc_pipe_send(&c->pipe, NULL, END_SIGNAL_MS, NULL) == 0)
 				kvc_pipe_flush(&c->pipe, FLUSH_MS);
 		}
@@ -247,8 +253,9 @@ int kvc_insert(struct kvc *c, const struct kvc_item *it)
 	if (!c || !it)
 		return KVC_ERR_CONFIG;
 	if (!c->producer) {
-		pd_err("kvc: insert on a consumer (kv_role is not kv_producer/kv_both): vLLM builds "
-		       "no producer buffer here");
+		pd_err(
+		    "kvc: insert on a consumer (kv_role is not kv_producer/kv_both): vLLM builds "
+		    "no producer buffer here");
 		return KVC_ERR_CONFIG;
 	}
 	if (atomic_load(&c->closing))
@@ -298,14 +305,17 @@ static int send_bounded(struct kvc *c, const struct kvc_tensor *t, uint64_t dl)
 static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct kvc_item *out)
 {
 	uint64_t dl = c->select_timeout_ms > 0
-			      ? pd_now_ns() + (uint64_t)c->select_timeout_ms * 1000000ull
-			      : 0;
-	int64_t zero = 0, shape[1] = { (int64_t)n };
-	struct kvc_tensor sig = { .dtype = KVC_I64, .ndim = 1, .shape = { 1 }, .data = &zero,
-				  .nbytes = 8 };
-	struct kvc_tensor tok = { .dtype = KVC_I64, .ndim = 1, .shape = { (int64_t)n },
-				  .data = (void *)tokens, .nbytes = n * 8 };
-	struct kvc_tensor roi = { 0 }, r[5] = { 0 };
+	                  ? pd_now_ns() + (uint64_t)c->select_timeout_ms * 1000000ull
+	                  : 0;
+	int64_t zero = 0, shape[1] = {(int64_t)n};
+	struct kvc_tensor sig = {
+	    .dtype = KVC_I64, .ndim = 1, .shape = {1}, .data = &zero, .nbytes = 8};
+	struct kvc_tensor tok = {.dtype = KVC_I64,
+	                         .ndim = 1,
+	                         .shape = {(int64_t)n},
+	                         .data = (void *)tokens,
+	                         .nbytes = n * 8};
+	struct kvc_tensor roi = {0}, r[5] = {0};
 	int rc;
 
 	if (c->desync) {
@@ -321,8 +331,9 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 		kvc_tensor_free(&t);
 		c->stale--;
 		if (c->stale == 0)
-			pd_warn("kvc: drop_select: discarded the late answer to an earlier timed-out "
-				"select");
+			pd_warn(
+			    "kvc: drop_select: discarded the late answer to an earlier timed-out "
+			    "select");
 	}
 	rc = kvc_tensor_alloc(&roi, KVC_F32, 1, shape);
 	if (rc)
@@ -385,9 +396,10 @@ int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct
 	if (!c || !out || (!tokens && ntokens))
 		return KVC_ERR_CONFIG;
 	if (c->producer) {
-		pd_err("kvc: drop_select on a producer: Please initialize the consumer buffer before "
-		       "calling select. (kv_role %s builds only the producer buffer)",
-		       "kv_producer/kv_both");
+		pd_err(
+		    "kvc: drop_select on a producer: Please initialize the consumer buffer before "
+		    "calling select. (kv_role %s builds only the producer buffer)",
+		    "kv_producer/kv_both");
 		return KVC_ERR_CONFIG;
 	}
 	pthread_mutex_lock(&c->select_mu);

@@ -6,17 +6,17 @@
 #include "kvc/kvc_internal.h"
 
 /* pickle opcodes used by CPython for a tuple of two ints and for short bytes */
-#define OP_PROTO 0x80
-#define OP_FRAME 0x95
-#define OP_BININT 0x4a
-#define OP_BININT1 0x4b
-#define OP_BININT2 0x4d
-#define OP_LONG1 0x8a
-#define OP_TUPLE2 0x86
-#define OP_MEMOIZE 0x94
-#define OP_STOP 0x2e
+#define OP_PROTO          0x80
+#define OP_FRAME          0x95
+#define OP_BININT         0x4a
+#define OP_BININT1        0x4b
+#define OP_BININT2        0x4d
+#define OP_LONG1          0x8a
+#define OP_TUPLE2         0x86
+#define OP_MEMOIZE        0x94
+#define OP_STOP           0x2e
 #define OP_SHORT_BINBYTES 0x43
-#define PICKLE_HDR 11 /* PROTO v, FRAME u64 */
+#define PICKLE_HDR        11 /* PROTO v, FRAME u64 */
 
 static void put_le64(uint8_t *p, uint64_t v)
 {
@@ -152,9 +152,8 @@ int kvc_unpickle_tuple2(const uint8_t *p, size_t n, uint64_t *a, uint64_t *b)
 
 size_t kvc_pickle_ack(uint8_t *out)
 {
-	static const uint8_t ack[KVC_PICKLE_ACK_LEN] = { 0x80, 0x04, 0x95, 0x07, 0, 0, 0, 0, 0,
-							 0, 0, 0x43, 0x03, 'A', 'C', 'K', 0x94,
-							 0x2e };
+	static const uint8_t ack[KVC_PICKLE_ACK_LEN] = {
+	    0x80, 0x04, 0x95, 0x07, 0, 0, 0, 0, 0, 0, 0, 0x43, 0x03, 'A', 'C', 'K', 0x94, 0x2e};
 	memcpy(out, ack, sizeof(ack));
 	return sizeof(ack);
 }

@@ -12,8 +12,8 @@
 #include "kvc/kvc.h"
 
 /* ---- side-channel frames (kvc_frame.c) ---------------------------------------------------- */
-#define KVC_FRAME_MAX 64       /* longest frame we build or accept (ZMQ_MAXMSGSIZE on PULLs) */
-#define KVC_PICKLE_ACK_LEN 18  /* 80 04 95 07.. 43 03 'ACK' 94 2e */
+#define KVC_FRAME_MAX      64 /* longest frame we build or accept (ZMQ_MAXMSGSIZE on PULLs) */
+#define KVC_PICKLE_ACK_LEN 18 /* 80 04 95 07.. 43 03 'ACK' 94 2e */
 
 /* Pickle protocol 4 of the Python tuple (a, b), byte-exact as CPython writes it. Returns the
  * length written to out (<= KVC_FRAME_MAX). */
@@ -29,13 +29,13 @@ int kvc_u64be_get(const uint8_t *p, size_t n, uint64_t *v); /* n must be 8 */
 void kvc_hex(const void *p, size_t n, char *out, size_t cap);
 
 /* ---- tensor blob (kvc_tensor.c; format documented there) ---------------------------------- */
-#define KVC_BLOB_MAGIC "PDKT"
+#define KVC_BLOB_MAGIC   "PDKT"
 #define KVC_BLOB_VERSION 1
-#define KVC_BLOB_HDR 48
-#define KVC_NONE_INT (-150886311LL)
-#define KVC_MAX_NDIM 4
+#define KVC_BLOB_HDR     48
+#define KVC_NONE_INT     (-150886311LL)
+#define KVC_MAX_NDIM     4
 
-size_t kvc_dtype_size(int dtype); /* 0 for an unknown dtype */
+size_t kvc_dtype_size(int dtype);                    /* 0 for an unknown dtype */
 bool kvc_tensor_is_none(const struct kvc_tensor *t); /* NULL or ndim == 0 */
 /* Shape, dtype and nbytes agree (None counts as valid). 0 or KVC_ERR_PROTOCOL. */
 int kvc_tensor_check(const struct kvc_tensor *t);
@@ -49,11 +49,11 @@ int kvc_tensor_alloc(struct kvc_tensor *t, int dtype, int ndim, const int64_t *s
 uint64_t kvc_item_nbytes(const struct kvc_item *it);
 
 /* ---- managed-buffer pool (kvc_pool.c) ------------------------------------------------------ */
-#define KVC_POOL_MIN_BLOCK (8ull << 10)
-#define KVC_POOL_MAX_CLASS (256ull << 20)
+#define KVC_POOL_MIN_BLOCK   (8ull << 10)
+#define KVC_POOL_MAX_CLASS   (256ull << 20)
 #define KVC_POOL_DEFAULT_MIN (64ull << 20)
 #define KVC_POOL_DEFAULT_MAX (256ull << 20)
-#define KVC_DEDICATED_CAP (4ull << 30)
+#define KVC_DEDICATED_CAP    (4ull << 30)
 
 typedef int (*kvc_reg_fn)(void *ctx, void *addr, size_t len);
 typedef int (*kvc_unreg_fn)(void *ctx, void *addr);
@@ -62,7 +62,7 @@ struct kvc_pool;
  * Requests over min(256 MiB, region), or any request when the region is full, get a dedicated
  * mmap + reg while the dedicated total stays <= dedicated_cap. */
 int kvc_pool_create(size_t region_bytes, size_t dedicated_cap, kvc_reg_fn reg, kvc_unreg_fn unreg,
-		    void *ctx, struct kvc_pool **out);
+                    void *ctx, struct kvc_pool **out);
 void *kvc_pool_alloc(struct kvc_pool *p, size_t len); /* NULL -> "Allocation Return Error" */
 void kvc_pool_free(struct kvc_pool *p, void *ptr);
 void kvc_pool_detach(struct kvc_pool *p); /* engine gone: destroy must not call unreg */
@@ -94,12 +94,12 @@ int kvc_sbuf_insert(struct kvc_sbuf *b, const struct kvc_item *it, int timeout_m
 /* SimpleBuffer._matches: roi-masked tokens share an equal prefix over min(len) > 0 tokens.
  * roi NULL = all true. Returns the matched length (0 = no match). */
 size_t kvc_match_len(const int64_t *st, const uint8_t *sroi, size_t sn, const int64_t *rt,
-		     const uint8_t *rroi, size_t rn);
+                     const uint8_t *rroi, size_t rn);
 /* drop_select_handler's search: vLLM's rotate-the-deque order; pops the match into *out.
  * wait_ms: 0 = answer at once (BUF-old), > 0 = wait that long, < 0 = until a match or close.
  * 0 (found), KVC_MISS, KVC_ERR_CLOSED. */
 int kvc_sbuf_take(struct kvc_sbuf *b, const int64_t *qt, const uint8_t *qroi, size_t qn,
-		  int wait_ms, struct kvc_item *out);
+                  int wait_ms, struct kvc_item *out);
 void kvc_sbuf_usage(struct kvc_sbuf *b, uint64_t *bytes, uint64_t *items);
 
 /* ---- MooncakePipe (kvc_pipe.c) ------------------------------------------------------------- */
@@ -130,10 +130,10 @@ void kvc_pipe_close(struct kvc_pipe *p);
 /* Sends one tensor (NULL/None -> sentinel): managed buffer, blob, PUSH (ptr,len), queue the ACK
  * wait. timeout_ms <= 0: no deadline. abort (may be NULL) ends a wait with KVC_ERR_CLOSED. */
 int kvc_pipe_send(struct kvc_pipe *p, const struct kvc_tensor *t, int timeout_ms,
-		  const atomic_bool *abort);
+                  const atomic_bool *abort);
 /* Receives one tensor: PULL (ptr,len), TE READ, decode, ACK. None -> out->ndim == 0. */
 int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
-		  const atomic_bool *abort);
+                  const atomic_bool *abort);
 /* Waits (bounded) until every sent buffer was ACKed and freed. */
 int kvc_pipe_flush(struct kvc_pipe *p, int timeout_ms);
 

@@ -12,8 +12,8 @@
 #include "pd_util.h"
 #include "te/te.h"
 
-#define SLICE_MS 100
-#define ACK_SEND_MS 2000
+#define SLICE_MS      100
+#define ACK_SEND_MS   2000
 #define MAX_MSG_BYTES (4ull << 30) /* a (ptr,len) asking for more is refused unread */
 
 static int reg_cb(void *ctx, void *addr, size_t len)
@@ -36,7 +36,7 @@ static long slice_left(uint64_t deadline)
 	if (now >= deadline)
 		return 0;
 	return (long)((deadline - now) / 1000000 < SLICE_MS ? (deadline - now) / 1000000 + 1
-							    : SLICE_MS);
+	                                                    : SLICE_MS);
 }
 
 static uint64_t deadline_of(int timeout_ms)
@@ -46,10 +46,10 @@ static uint64_t deadline_of(int timeout_ms)
 
 /* Waits for ev on sock: 0 ready, KVC_ERR_TIMEOUT, KVC_ERR_CLOSED (abort/stop). */
 static int zwait(struct kvc_pipe *p, void *sock, short ev, uint64_t deadline,
-		 const atomic_bool *abort)
+                 const atomic_bool *abort)
 {
 	for (;;) {
-		zmq_pollitem_t it = { .socket = sock, .events = ev };
+		zmq_pollitem_t it = {.socket = sock, .events = ev};
 		long ms;
 		if ((abort && atomic_load(abort)) || atomic_load(&p->stop))
 			return KVC_ERR_CLOSED;
@@ -68,7 +68,7 @@ static int zwait(struct kvc_pipe *p, void *sock, short ev, uint64_t deadline,
 
 /* Sends a message of n parts (all-or-nothing once the first part is queued). */
 static int zsend(struct kvc_pipe *p, void *sock, const uint8_t *const *parts, const size_t *lens,
-		 int n, uint64_t deadline, const atomic_bool *abort)
+                 int n, uint64_t deadline, const atomic_bool *abort)
 {
 	int rc = zwait(p, sock, ZMQ_POLLOUT, deadline, abort);
 	if (rc)
@@ -76,7 +76,8 @@ static int zsend(struct kvc_pipe *p, void *sock, const uint8_t *const *parts, co
 	for (int i = 0; i < n; i++) {
 		int fl = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
 		if (zmq_send(sock, parts[i], lens[i], fl) < 0) {
-			pd_err("kvc: zmq_send part %d of %d: %s", i + 1, n, zmq_strerror(zmq_errno()));
+			pd_err("kvc: zmq_send part %d of %d: %s", i + 1, n,
+			       zmq_strerror(zmq_errno()));
 			return KVC_ERR_CLOSED;
 		}
 	}
@@ -90,7 +91,7 @@ struct zframes {
 };
 
 static int zrecv(struct kvc_pipe *p, void *sock, struct zframes *f, uint64_t deadline,
-		 const atomic_bool *abort)
+                 const atomic_bool *abort)
 {
 	int rc = zwait(p, sock, ZMQ_POLLIN, deadline, abort);
 	memset(f, 0, sizeof(*f));
@@ -109,7 +110,8 @@ static int zrecv(struct kvc_pipe *p, void *sock, struct zframes *f, uint64_t dea
 		if (f->n < 2) {
 			size_t sz = zmq_msg_size(&m);
 			f->len[f->n] = sz;
-			memcpy(f->b[f->n], zmq_msg_data(&m), sz < KVC_FRAME_MAX ? sz : KVC_FRAME_MAX);
+			memcpy(f->b[f->n], zmq_msg_data(&m),
+			       sz < KVC_FRAME_MAX ? sz : KVC_FRAME_MAX);
 		}
 		f->n++;
 		more = zmq_msg_more(&m);
@@ -121,16 +123,17 @@ static int zrecv(struct kvc_pipe *p, void *sock, struct zframes *f, uint64_t dea
 }
 
 static void log_frame(const char *what, const char *peer, const struct zframes *f,
-		      const char *expected)
+                      const char *expected)
 {
 	char h0[160], h1[160] = "";
 	kvc_hex(f->b[0], f->len[0] < KVC_FRAME_MAX ? f->len[0] : KVC_FRAME_MAX, h0, sizeof(h0));
 	if (f->n > 1)
 		kvc_hex(f->b[1], f->len[1] < KVC_FRAME_MAX ? f->len[1] : KVC_FRAME_MAX, h1,
-			sizeof(h1));
-	pd_err("kvc: side channel: rejected %s from %s: %d part(s), [%zu bytes] %s%s%s%s; expected %s",
-	       what, peer, f->n, f->len[0], h0, f->n > 1 ? " | " : "", f->n > 1 ? h1 : "",
-	       f->n > 2 ? " | ..." : "", expected);
+		        sizeof(h1));
+	pd_err(
+	    "kvc: side channel: rejected %s from %s: %d part(s), [%zu bytes] %s%s%s%s; expected %s",
+	    what, peer, f->n, f->len[0], h0, f->n > 1 ? " | " : "", f->n > 1 ? h1 : "",
+	    f->n > 2 ? " | ..." : "", expected);
 }
 
 static int parse_ptrlen(struct kvc_pipe *p, const struct zframes *f, uint64_t *ptr, uint64_t *len)
@@ -140,7 +143,7 @@ static int parse_ptrlen(struct kvc_pipe *p, const struct zframes *f, uint64_t *p
 		    kvc_unpickle_tuple2(f->b[0], f->len[0], ptr, len) == 0)
 			return 0;
 		log_frame("data frame", p->v0.remote_url, f,
-			  "one pickled (ptr, len) tuple: 80 04 95 <u64 len> <int> <int> 86 94 2e");
+		          "one pickled (ptr, len) tuple: 80 04 95 <u64 len> <int> <int> 86 94 2e");
 	} else {
 		if (f->n == 2 && kvc_u64be_get(f->b[0], f->len[0], ptr) == 0 &&
 		    kvc_u64be_get(f->b[1], f->len[1], len) == 0)
@@ -180,7 +183,7 @@ static void *cleaner_main(void *arg)
 			break;
 		if (!is_ack(p, &f)) {
 			log_frame("ACK", p->v0.remote_url, &f,
-				  p->fmt == KVC_FRAME_PICKLE ? "pickled b'ACK'" : "raw \"ACK\"");
+			          p->fmt == KVC_FRAME_PICKLE ? "pickled b'ACK'" : "raw \"ACK\"");
 			pd_err("kvc: Failed to receive ACK from the receiver");
 			atomic_fetch_add(&p->protocol_errors, 1);
 		}
@@ -269,16 +272,16 @@ static size_t pool_size(const struct kvc_opts *o)
 		if (pd_parse_size(env, &v) == 0 && v >= KVC_POOL_MIN_BLOCK && v <= (1ull << 40))
 			return (size_t)v;
 		pd_warn("kvc: PDKV_KVC_POOL_BYTES=\"%s\" is not a size between 8KiB and 1TiB; "
-			"using the default",
-			env);
+		        "using the default",
+		        env);
 	}
 	return kvc_pool_default_bytes(o->kt ? o->kt->kv_buffer_size : 1e9);
 }
 
 int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 {
-	struct cfg_diags d = { 0 };
-	struct te_engine_opts eo = { 0 };
+	struct cfg_diags d = {0};
+	struct te_engine_opts eo = {0};
 	const char *bh = o->zmq_bind_host ? o->zmq_bind_host : "*";
 	int rc;
 
@@ -289,7 +292,8 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	p->transfer_timeout_ms = o->transfer_timeout_ms;
 	if (cfg_v0_pipe(o->mc, o->kt, o->local_rank, &p->v0, &d) < 0) {
 		for (size_t i = 0; i < d.n; i++)
-			pd_err("kvc: %s: %s", d.v[i].field ? d.v[i].field : "config", d.v[i].message);
+			pd_err("kvc: %s: %s", d.v[i].field ? d.v[i].field : "config",
+			       d.v[i].message);
 		cfg_diags_free(&d);
 		pd_err("kvc: cannot derive the V0 pipe's URLs and ports for local_rank %d",
 		       o->local_rank);
@@ -335,11 +339,11 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	}
 	p->cleaner_started = true;
 	pd_info("kvc: pipe %s end: segment %s (pool %zu MiB), peer %s, zmq bind %d/%d, connect "
-		"%s:%d/%d, frames %s",
-		p->v0.prefill_end ? "prefill" : "decode", te_engine_name(p->eng),
-		kvc_pool_region_bytes(p->pool) >> 20, p->v0.remote_url, p->v0.bind_data_port,
-		p->v0.bind_ack_port, p->v0.remote_host, p->v0.connect_data_port,
-		p->v0.connect_ack_port, p->fmt == KVC_FRAME_PICKLE ? "pickle" : "u64be");
+	        "%s:%d/%d, frames %s",
+	        p->v0.prefill_end ? "prefill" : "decode", te_engine_name(p->eng),
+	        kvc_pool_region_bytes(p->pool) >> 20, p->v0.remote_url, p->v0.bind_data_port,
+	        p->v0.bind_ack_port, p->v0.remote_host, p->v0.connect_data_port,
+	        p->v0.connect_ack_port, p->fmt == KVC_FRAME_PICKLE ? "pickle" : "u64be");
 	return 0;
 fail:
 	kvc_pipe_close(p);
@@ -348,7 +352,7 @@ fail:
 
 void kvc_pipe_close(struct kvc_pipe *p)
 {
-	void **socks[4] = { &p->data_out, &p->data_in, &p->ack_out, &p->ack_in };
+	void **socks[4] = {&p->data_out, &p->data_in, &p->ack_out, &p->ack_in};
 	pthread_mutex_lock(&p->ack_mu);
 	atomic_store(&p->stop, true);
 	pthread_cond_broadcast(&p->ack_cv);
@@ -380,11 +384,11 @@ void kvc_pipe_close(struct kvc_pipe *p)
 }
 
 int kvc_pipe_send(struct kvc_pipe *p, const struct kvc_tensor *t, int timeout_ms,
-		  const atomic_bool *abort)
+                  const atomic_bool *abort)
 {
 	size_t len = kvc_blob_size(t);
 	uint8_t f0[KVC_FRAME_MAX], f1[8];
-	const uint8_t *parts[2] = { f0, f1 };
+	const uint8_t *parts[2] = {f0, f1};
 	size_t lens[2];
 	struct kvc_ackq *q;
 	void *buf;
@@ -394,8 +398,9 @@ int kvc_pipe_send(struct kvc_pipe *p, const struct kvc_tensor *t, int timeout_ms
 	buf = kvc_pool_alloc(p->pool, len);
 	if (!q || !buf) {
 		atomic_fetch_add(&p->alloc_failures, 1);
-		pd_err("kvc: Allocation Return Error: managed buffer of %zu bytes (pool in use %zu)",
-		       len, kvc_pool_in_use(p->pool));
+		pd_err(
+		    "kvc: Allocation Return Error: managed buffer of %zu bytes (pool in use %zu)",
+		    len, kvc_pool_in_use(p->pool));
 		free(q);
 		kvc_pool_free(p->pool, buf);
 		return KVC_ERR_ALLOC;
@@ -435,7 +440,7 @@ fail:
 static void send_ack(struct kvc_pipe *p)
 {
 	uint8_t a[KVC_FRAME_MAX];
-	const uint8_t *parts[1] = { a };
+	const uint8_t *parts[1] = {a};
 	size_t lens[1];
 	if (p->fmt == KVC_FRAME_PICKLE) {
 		lens[0] = kvc_pickle_ack(a);
@@ -445,11 +450,11 @@ static void send_ack(struct kvc_pipe *p)
 	}
 	if (zsend(p, p->ack_out, parts, lens, 1, deadline_of(ACK_SEND_MS), NULL))
 		pd_warn("kvc: could not send the ACK to %s within %d ms", p->v0.remote_url,
-			ACK_SEND_MS);
+		        ACK_SEND_MS);
 }
 
 int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
-		  const atomic_bool *abort)
+                  const atomic_bool *abort)
 {
 	struct zframes f;
 	uint64_t ptr = 0, len = 0, t_read;
@@ -467,10 +472,11 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 		goto ack;
 	if (ptr == 0 || len < KVC_BLOB_HDR || len > MAX_MSG_BYTES ||
 	    len > kvc_pool_region_bytes(p->pool) + KVC_DEDICATED_CAP) {
-		pd_err("kvc: side channel: peer %s offers (ptr 0x%llx, len %llu); expected a non-null "
-		       "address and %d <= len <= %llu",
-		       p->v0.remote_url, (unsigned long long)ptr, (unsigned long long)len,
-		       KVC_BLOB_HDR, (unsigned long long)MAX_MSG_BYTES);
+		pd_err(
+		    "kvc: side channel: peer %s offers (ptr 0x%llx, len %llu); expected a non-null "
+		    "address and %d <= len <= %llu",
+		    p->v0.remote_url, (unsigned long long)ptr, (unsigned long long)len,
+		    KVC_BLOB_HDR, (unsigned long long)MAX_MSG_BYTES);
 		atomic_fetch_add(&p->protocol_errors, 1);
 		rc = KVC_ERR_PROTOCOL;
 		goto ack;
@@ -485,7 +491,7 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 	}
 	t_read = pd_now_ns();
 	rc = te_transfer_sync(p->eng, TE_READ, p->v0.remote_url, dst, ptr, len,
-			      p->transfer_timeout_ms);
+	                      p->transfer_timeout_ms);
 	if (rc < 0 && rc != TE_ERR_TIMEOUT && !atomic_load(&p->stop)) {
 		/* the peer may have registered a dedicated buffer after we cached its segment,
 		 * or restarted: refresh its descriptor and try once more */
@@ -493,7 +499,7 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 		       te_strerror(rc));
 		te_sync_segment(p->eng, p->v0.remote_url);
 		rc = te_transfer_sync(p->eng, TE_READ, p->v0.remote_url, dst, ptr, len,
-				      p->transfer_timeout_ms);
+		                      p->transfer_timeout_ms);
 	}
 	if (rc < 0) {
 		atomic_fetch_add(&p->transfer_failures, 1);
@@ -505,8 +511,8 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 	}
 	atomic_fetch_add(&p->transfers, 1);
 	atomic_fetch_add(&p->bytes_received, len);
-	pd_dbg("kvc: READ %llu bytes from %s in %.2f ms", (unsigned long long)len,
-	       p->v0.remote_url, (double)(pd_now_ns() - t_read) / 1e6);
+	pd_dbg("kvc: READ %llu bytes from %s in %.2f ms", (unsigned long long)len, p->v0.remote_url,
+	       (double)(pd_now_ns() - t_read) / 1e6);
 	rc = kvc_blob_decode(dst, len, out);
 	if (rc == KVC_ERR_PROTOCOL)
 		atomic_fetch_add(&p->protocol_errors, 1);

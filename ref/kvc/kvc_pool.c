@@ -18,10 +18,10 @@ struct dedicated {
 struct kvc_pool {
 	pthread_mutex_t mu;
 	uint8_t *base;
-	size_t region;    /* power of two */
-	int max_order;    /* region = MIN_BLOCK << max_order */
-	int top_order;    /* largest class served from the region (<= 256 MiB) */
-	size_t nblocks;   /* region / MIN_BLOCK */
+	size_t region;  /* power of two */
+	int max_order;  /* region = MIN_BLOCK << max_order */
+	int top_order;  /* largest class served from the region (<= 256 MiB) */
+	size_t nblocks; /* region / MIN_BLOCK */
 	int32_t *next, *prev;
 	int8_t *free_order;  /* order of a free block starting here, -1 otherwise */
 	int8_t *alloc_order; /* order of an allocated block starting here, -1 otherwise */
@@ -59,14 +59,14 @@ size_t kvc_pool_default_bytes(double kv_buffer_size)
 	uint64_t want = KVC_POOL_DEFAULT_MIN, r = KVC_POOL_MIN_BLOCK;
 	if (kv_buffer_size > (double)want)
 		want = kv_buffer_size >= (double)KVC_POOL_DEFAULT_MAX ? KVC_POOL_DEFAULT_MAX
-								   : (uint64_t)kv_buffer_size;
+		                                                      : (uint64_t)kv_buffer_size;
 	while (r < want)
 		r <<= 1;
 	return r;
 }
 
 int kvc_pool_create(size_t region_bytes, size_t dedicated_cap, kvc_reg_fn reg, kvc_unreg_fn unreg,
-		    void *ctx, struct kvc_pool **out)
+                    void *ctx, struct kvc_pool **out)
 {
 	struct kvc_pool *p;
 	size_t r = KVC_POOL_MIN_BLOCK;
@@ -133,9 +133,10 @@ static void *alloc_dedicated(struct kvc_pool *p, size_t len)
 	void *m;
 	int rc;
 	if (len > p->dedicated_cap || p->dedicated_bytes > p->dedicated_cap - len) {
-		pd_err("kvc: Allocation Return Error: %zu bytes would exceed the dedicated-buffer cap "
-		       "(%zu of %zu in use)",
-		       len, p->dedicated_bytes, p->dedicated_cap);
+		pd_err(
+		    "kvc: Allocation Return Error: %zu bytes would exceed the dedicated-buffer cap "
+		    "(%zu of %zu in use)",
+		    len, p->dedicated_bytes, p->dedicated_cap);
 		return NULL;
 	}
 	d = calloc(1, sizeof(*d));

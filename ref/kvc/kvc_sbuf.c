@@ -82,8 +82,8 @@ static bool must_wait(const struct kvc_sbuf *b, uint64_t item)
 
 static int valid_item(const struct kvc_item *it)
 {
-	const struct kvc_tensor *v[5] = { &it->tokens, &it->roi, &it->keys, &it->values,
-					  &it->hidden };
+	const struct kvc_tensor *v[5] = {&it->tokens, &it->roi, &it->keys, &it->values,
+	                                 &it->hidden};
 	for (int i = 0; i < 5; i++)
 		if (kvc_tensor_check(v[i]) < 0)
 			return KVC_ERR_PROTOCOL;
@@ -111,8 +111,8 @@ int kvc_sbuf_insert(struct kvc_sbuf *b, const struct kvc_item *it, int timeout_m
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return KVC_ERR_ALLOC;
-	if (kvc_tensor_clone(&n->it.tokens, &it->tokens) || kvc_tensor_clone(&n->it.roi, &it->roi) ||
-	    kvc_tensor_clone(&n->it.keys, &it->keys) ||
+	if (kvc_tensor_clone(&n->it.tokens, &it->tokens) ||
+	    kvc_tensor_clone(&n->it.roi, &it->roi) || kvc_tensor_clone(&n->it.keys, &it->keys) ||
 	    kvc_tensor_clone(&n->it.values, &it->values) ||
 	    kvc_tensor_clone(&n->it.hidden, &it->hidden)) {
 		rc = KVC_ERR_ALLOC;
@@ -137,16 +137,18 @@ int kvc_sbuf_insert(struct kvc_sbuf *b, const struct kvc_item *it, int timeout_m
 	if (b->closed)
 		rc = KVC_ERR_CLOSED;
 	if (rc) {
-		pd_warn("kvc: insert of %llu bytes gave up: %s (buffer %llu of %llu bytes, %llu items)",
-			(unsigned long long)sz, kvc_strerror(rc), (unsigned long long)b->bytes,
-			(unsigned long long)b->threshold, (unsigned long long)b->n);
+		pd_warn(
+		    "kvc: insert of %llu bytes gave up: %s (buffer %llu of %llu bytes, %llu items)",
+		    (unsigned long long)sz, kvc_strerror(rc), (unsigned long long)b->bytes,
+		    (unsigned long long)b->threshold, (unsigned long long)b->n);
 		pthread_mutex_unlock(&b->mu);
 		goto fail;
 	}
 	if (sz > b->threshold)
-		pd_warn("kvc: item of %llu bytes exceeds kv_buffer_size %llu; accepted into an empty "
-			"buffer (vLLM BUF-new would block forever)",
-			(unsigned long long)sz, (unsigned long long)b->threshold);
+		pd_warn(
+		    "kvc: item of %llu bytes exceeds kv_buffer_size %llu; accepted into an empty "
+		    "buffer (vLLM BUF-new would block forever)",
+		    (unsigned long long)sz, (unsigned long long)b->threshold);
 	n->prev = b->tail;
 	if (b->tail)
 		b->tail->next = n;
@@ -165,7 +167,7 @@ fail:
 }
 
 size_t kvc_match_len(const int64_t *st, const uint8_t *sroi, size_t sn, const int64_t *rt,
-		     const uint8_t *rroi, size_t rn)
+                     const uint8_t *rroi, size_t rn)
 {
 	size_t i = 0, j = 0, m = 0;
 	/* walk both roi-masked sequences in step: equal prefix over the shorter one */
@@ -185,10 +187,10 @@ size_t kvc_match_len(const int64_t *st, const uint8_t *sroi, size_t sn, const in
 }
 
 static size_t node_match(const struct kvc_sbuf_node *n, const int64_t *qt, const uint8_t *qroi,
-			 size_t qn)
+                         size_t qn)
 {
 	return kvc_match_len(n->it.tokens.data, n->it.roi.data, (size_t)n->it.tokens.shape[0], qt,
-			     qroi, qn);
+	                     qroi, qn);
 }
 
 /* deque.rotate(1): the last item becomes the first */
@@ -206,7 +208,7 @@ static void rotate(struct kvc_sbuf *b)
 }
 
 int kvc_sbuf_take(struct kvc_sbuf *b, const int64_t *qt, const uint8_t *qroi, size_t qn,
-		  int wait_ms, struct kvc_item *out)
+                  int wait_ms, struct kvc_item *out)
 {
 	struct kvc_sbuf_node *n = NULL;
 	struct timespec dl;

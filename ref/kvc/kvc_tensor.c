@@ -70,8 +70,7 @@ int kvc_tensor_check(const struct kvc_tensor *t)
 	uint64_t n;
 	if (kvc_tensor_is_none(t))
 		return 0;
-	if (shape_bytes(t->dtype, t->ndim, t->shape, &n) < 0 || n != t->nbytes ||
-	    (n && !t->data))
+	if (shape_bytes(t->dtype, t->ndim, t->shape, &n) < 0 || n != t->nbytes || (n && !t->data))
 		return KVC_ERR_PROTOCOL;
 	return 0;
 }
@@ -99,7 +98,7 @@ int kvc_blob_encode(const struct kvc_tensor *t, void *dst, size_t cap)
 {
 	uint8_t *b = dst;
 	int64_t none_val = KVC_NONE_INT, one = 1;
-	struct kvc_tensor none = { .dtype = KVC_I64, .ndim = 1, .data = &none_val, .nbytes = 8 };
+	struct kvc_tensor none = {.dtype = KVC_I64, .ndim = 1, .data = &none_val, .nbytes = 8};
 	none.shape[0] = one;
 	if (kvc_tensor_is_none(t))
 		t = &none;
@@ -121,11 +120,12 @@ int kvc_blob_encode(const struct kvc_tensor *t, void *dst, size_t cap)
 int kvc_blob_decode(const void *blob, size_t n, struct kvc_tensor *out)
 {
 	const uint8_t *b = blob;
-	struct kvc_tensor t = { 0 };
+	struct kvc_tensor t = {0};
 	uint64_t want, nb;
 	memset(out, 0, sizeof(*out));
 	if (n < KVC_BLOB_HDR || memcmp(b, KVC_BLOB_MAGIC, 4) != 0) {
-		pd_err("kvc: tensor blob: bad magic or short blob (%zu bytes); expected \"PDKT\"", n);
+		pd_err("kvc: tensor blob: bad magic or short blob (%zu bytes); expected \"PDKT\"",
+		       n);
 		return KVC_ERR_PROTOCOL;
 	}
 	if (get_le(b + 4, 2) != KVC_BLOB_VERSION) {
@@ -140,7 +140,8 @@ int kvc_blob_decode(const void *blob, size_t n, struct kvc_tensor *out)
 		if (i < t.ndim)
 			t.shape[i] = d;
 		else if (d != 0) {
-			pd_err("kvc: tensor blob: dim %d = %lld past ndim %d", i, (long long)d, t.ndim);
+			pd_err("kvc: tensor blob: dim %d = %lld past ndim %d", i, (long long)d,
+			       t.ndim);
 			return KVC_ERR_PROTOCOL;
 		}
 	}
@@ -215,8 +216,8 @@ void kvc_item_free(struct kvc_item *it)
 
 uint64_t kvc_item_nbytes(const struct kvc_item *it)
 {
-	const struct kvc_tensor *v[5] = { &it->tokens, &it->roi, &it->keys, &it->values,
-					  &it->hidden };
+	const struct kvc_tensor *v[5] = {&it->tokens, &it->roi, &it->keys, &it->values,
+	                                 &it->hidden};
 	uint64_t n = 0;
 	for (int i = 0; i < 5; i++)
 		if (!kvc_tensor_is_none(v[i]))

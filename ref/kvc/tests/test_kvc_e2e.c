@@ -21,10 +21,10 @@
 #include "pd_util.h"
 
 /* Qwen2.5-7B geometry: 28 layers, 4 KV heads, 128 dims, bf16; 64 tokens; hidden 3584 */
-#define L 28
-#define T 64
-#define H 4
-#define D 128
+#define L   28
+#define T   64
+#define H   4
+#define D   128
 #define HID 3584
 
 static struct pd_svc g_etcd;
@@ -48,7 +48,7 @@ static bool port_free(int port)
 /* B with B, B+9, B+10 and B+100, B+109, B+110 free (identical URLs: decode uses B+100). */
 static int pick_base(void)
 {
-	static const int offs[] = { 0, 9, 10, 100, 109, 110 };
+	static const int offs[] = {0, 9, 10, 100, 109, 110};
 	for (int tries = 0; tries < 50; tries++) {
 		int b = pd_free_port("127.0.0.1");
 		bool ok = b > 1024 && b < 65000;
@@ -85,24 +85,24 @@ static void env_init(struct env *e)
 }
 
 static struct kvc *mk(struct env *e, bool producer, int fmt, int miss, int miss_wait_ms,
-		      int select_timeout_ms)
+                      int select_timeout_ms)
 {
 	struct kvc_opts o = {
-		.mc = &e->mc,
-		.kt = producer ? &e->kp : &e->kd,
-		.frame_format = fmt,
-		.miss_mode = miss,
-		.miss_wait_ms = miss_wait_ms,
-		.select_timeout_ms = select_timeout_ms,
-		.zmq_bind_host = "127.0.0.1",
-		.pool_bytes = 16 << 20,
-		.transfer_timeout_ms = 5000,
+	    .mc = &e->mc,
+	    .kt = producer ? &e->kp : &e->kd,
+	    .frame_format = fmt,
+	    .miss_mode = miss,
+	    .miss_wait_ms = miss_wait_ms,
+	    .select_timeout_ms = select_timeout_ms,
+	    .zmq_bind_host = "127.0.0.1",
+	    .pool_bytes = 16 << 20,
+	    .transfer_timeout_ms = 5000,
 	};
 	struct kvc *c = NULL;
 	int rc = kvc_create(&o, &c);
 	if (rc)
 		fail_msg("kvc_create (%s) failed: %s", producer ? "prefill" : "decode",
-			 kvc_strerror(rc));
+		         kvc_strerror(rc));
 	assert_true(kvc_ready(c));
 	return c;
 }
@@ -110,7 +110,7 @@ static struct kvc *mk(struct env *e, bool producer, int fmt, int miss, int miss_
 /* A realistic item; content is a function of seed so a mix-up is visible. */
 static void make_item(struct kvc_item *it, int64_t seed, int ntok)
 {
-	int64_t st[1] = { ntok }, skv[4] = { L, ntok, H, D }, sh[2] = { ntok, HID };
+	int64_t st[1] = {ntok}, skv[4] = {L, ntok, H, D}, sh[2] = {ntok, HID};
 	memset(it, 0, sizeof(*it));
 	assert_int_equal(kvc_tensor_alloc(&it->tokens, KVC_I64, 1, st), 0);
 	assert_int_equal(kvc_tensor_alloc(&it->roi, KVC_BOOL, 1, st), 0);
@@ -122,7 +122,7 @@ static void make_item(struct kvc_item *it, int64_t seed, int ntok)
 		((uint8_t *)it->roi.data)[i] = 1;
 	}
 	uint32_t x = (uint32_t)seed * 2654435761u + 1;
-	struct kvc_tensor *v[3] = { &it->keys, &it->values, &it->hidden };
+	struct kvc_tensor *v[3] = {&it->keys, &it->values, &it->hidden};
 	for (int k = 0; k < 3; k++)
 		for (size_t i = 0; i < v[k]->nbytes; i++) {
 			x = x * 1664525u + 1013904223u;
@@ -191,7 +191,7 @@ static void test_pickle_old_hit_and_miss(void **state)
 	assert_item_eq(&got, &it);
 	kvc_item_free(&got);
 	print_message("    hit (cold): %.1f MiB item in %.1f ms\n",
-		      (double)kvc_item_nbytes(&it) / 1048576.0, ms);
+	              (double)kvc_item_nbytes(&it) / 1048576.0, ms);
 	/* warm hits: segment handles cached on both sides */
 	t0 = pd_now_ns();
 	for (int i = 0; i < 4; i++) {
@@ -201,11 +201,11 @@ static void test_pickle_old_hit_and_miss(void **state)
 		kvc_item_free(&got);
 	}
 	ms = (double)(pd_now_ns() - t0) / 4e6;
-	print_message("    hit (warm): %.1f ms per select (insert + 3 + 5 tensors), %.0f MB/s\n", ms,
-		      (double)kvc_item_nbytes(&it) / 1e3 / ms);
+	print_message("    hit (warm): %.1f ms per select (insert + 3 + 5 tensors), %.0f MB/s\n",
+	              ms, (double)kvc_item_nbytes(&it) / 1e3 / ms);
 
 	/* miss: unknown tokens -> 5 x None at once */
-	int64_t unknown[3] = { 1, 2, 3 };
+	int64_t unknown[3] = {1, 2, 3};
 	assert_int_equal(kvc_drop_select(d, unknown, 3, &got), KVC_MISS);
 	assert_null(got.tokens.data);
 
@@ -268,7 +268,7 @@ static void test_u64be_new_wait_and_miss(void **state)
 	assert_int_equal(kvc_insert(p, &seed), 0); /* starts the handler */
 
 	make_item(&it, 2, T);
-	in = (struct inserter){ .p = p, .it = &it, .delay_ms = 200 };
+	in = (struct inserter){.p = p, .it = &it, .delay_ms = 200};
 	pthread_create(&th, NULL, insert_later, &in);
 	uint64_t t0 = pd_now_ns();
 	assert_int_equal(kvc_drop_select(d, it.tokens.data, T, &got), KVC_OK);
@@ -279,14 +279,14 @@ static void test_u64be_new_wait_and_miss(void **state)
 	kvc_item_free(&got);
 
 	/* miss: the producer waits miss_wait_ms (400) and then answers 5 x None */
-	int64_t unknown[2] = { 42, 43 };
+	int64_t unknown[2] = {42, 43};
 	t0 = pd_now_ns();
 	assert_int_equal(kvc_drop_select(d, unknown, 2, &got), KVC_MISS);
 	assert_true(pd_now_ns() - t0 >= 350000000ull);
 
 	/* §4.4 hazard: asking for a prefix of the 4-token seed item matches it (min len 2) and
 	 * hands back the longer item */
-	int64_t prefix[2] = { 1000, 1001 };
+	int64_t prefix[2] = {1000, 1001};
 	assert_int_equal(kvc_drop_select(d, prefix, 2, &got), KVC_OK);
 	assert_int_equal(got.tokens.shape[0], 4);
 	kvc_item_free(&got);
@@ -365,7 +365,7 @@ struct selector {
 static void *select_main(void *arg)
 {
 	struct selector *s = arg;
-	int64_t tok[3] = { 1, 2, 3 };
+	int64_t tok[3] = {1, 2, 3};
 	struct kvc_item got;
 	s->rc = kvc_drop_select(s->d, tok, 3, &got);
 	kvc_item_free(&got);
@@ -374,7 +374,7 @@ static void *select_main(void *arg)
 
 static int zrecv1(void *sock, uint8_t *buf, size_t cap, int *more)
 {
-	zmq_pollitem_t pi = { .socket = sock, .events = ZMQ_POLLIN };
+	zmq_pollitem_t pi = {.socket = sock, .events = ZMQ_POLLIN};
 	size_t m = sizeof(*more);
 	if (zmq_poll(&pi, 1, 3000) <= 0)
 		return -1;
@@ -425,7 +425,7 @@ static void test_rogue_peer(void **state)
 	void *ctx = zmq_ctx_new();
 	void *push = zmq_socket(ctx, ZMQ_PUSH), *pull = zmq_socket(ctx, ZMQ_PULL);
 	void *ack_pull = zmq_socket(ctx, ZMQ_PULL), *ack_push = zmq_socket(ctx, ZMQ_PUSH);
-	void *socks[4] = { push, pull, ack_pull, ack_push };
+	void *socks[4] = {push, pull, ack_pull, ack_push};
 	for (int i = 0; i < 4; i++)
 		zmq_setsockopt(socks[i], ZMQ_LINGER, &zero, sizeof(zero));
 	/* the prefill end's ports: bind B+9/B+10, connect the decode's B+109/B+110 */
@@ -439,7 +439,7 @@ static void test_rogue_peer(void **state)
 	assert_int_equal(zmq_connect(ack_pull, a), 0);
 
 	/* 1: garbage answer */
-	s = (struct selector){ .d = d };
+	s = (struct selector){.d = d};
 	pthread_create(&th, NULL, select_main, &s);
 	expect_query_frame(pull, KVC_BLOB_HDR + 8);     /* signal tensor([0]) */
 	expect_query_frame(pull, KVC_BLOB_HDR + 3 * 8); /* tokens int64 [3] */
@@ -450,7 +450,7 @@ static void test_rogue_peer(void **state)
 	expect_ack(ack_pull);
 
 	/* 2: four more answers owed (stale), then the new query's answer: all unreadable */
-	s = (struct selector){ .d = d };
+	s = (struct selector){.d = d};
 	pthread_create(&th, NULL, select_main, &s);
 	size_t n = kvc_pickle_tuple2(0x10000, 100, f);
 	for (int i = 0; i < 4; i++)
@@ -465,7 +465,7 @@ static void test_rogue_peer(void **state)
 		expect_ack(ack_pull);
 
 	/* 3: an oversized length is refused unread */
-	s = (struct selector){ .d = d };
+	s = (struct selector){.d = d};
 	pthread_create(&th, NULL, select_main, &s);
 	for (int i = 0; i < 4; i++) /* settle the 4 still owed */
 		assert_int_equal(zmq_send(push, f, n, 0), (int)n);
@@ -516,8 +516,8 @@ static void *conc_main(void *arg)
 	struct kvc_item got;
 	c->rc = kvc_drop_select(c->d, c->want->tokens.data, (size_t)c->want->tokens.shape[0], &got);
 	c->same = c->rc == KVC_OK && got.keys.nbytes == c->want->keys.nbytes &&
-		  memcmp(got.keys.data, c->want->keys.data, got.keys.nbytes) == 0 &&
-		  memcmp(got.values.data, c->want->values.data, got.values.nbytes) == 0;
+	          memcmp(got.keys.data, c->want->keys.data, got.keys.nbytes) == 0 &&
+	          memcmp(got.values.data, c->want->values.data, got.values.nbytes) == 0;
 	kvc_item_free(&got);
 	return NULL;
 }
@@ -545,14 +545,14 @@ static void test_large_and_concurrent(void **state)
 	assert_item_eq(&got, &big);
 	kvc_item_free(&got);
 	print_message("    large: %.1f MiB item (dedicated buffers) in %.1f ms\n",
-		      (double)kvc_item_nbytes(&big) / 1048576.0, ms);
+	              (double)kvc_item_nbytes(&big) / 1048576.0, ms);
 
 	for (int i = 0; i < N; i++) {
 		make_item(&items[i], 20 + i, T);
 		assert_int_equal(kvc_insert(p, &items[i]), 0);
 	}
 	for (int i = 0; i < N; i++) {
-		cs[i] = (struct conc){ .d = d, .want = &items[N - 1 - i] };
+		cs[i] = (struct conc){.d = d, .want = &items[N - 1 - i]};
 		pthread_create(&th[i], NULL, conc_main, &cs[i]);
 	}
 	for (int i = 0; i < N; i++) {
@@ -579,12 +579,12 @@ static void test_large_and_concurrent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pickle_old_hit_and_miss),
-		cmocka_unit_test(test_u64be_new_wait_and_miss),
-		cmocka_unit_test(test_timeout_then_stale_answer),
-		cmocka_unit_test(test_frame_mismatch),
-		cmocka_unit_test(test_large_and_concurrent),
-		cmocka_unit_test(test_rogue_peer),
+	    cmocka_unit_test(test_pickle_old_hit_and_miss),
+	    cmocka_unit_test(test_u64be_new_wait_and_miss),
+	    cmocka_unit_test(test_timeout_then_stale_answer),
+	    cmocka_unit_test(test_frame_mismatch),
+	    cmocka_unit_test(test_large_and_concurrent),
+	    cmocka_unit_test(test_rogue_peer),
 	};
 	int rc = pd_svc_start(PD_SVC_ETCD, NULL, NULL, &g_etcd);
 	if (rc == -ENOENT) {

@@ -30,14 +30,14 @@ static const struct {
 	uint64_t a, b;
 	const char *hex;
 } vectors[] = {
-	{ 1, 2, "80049507000000000000004b014b0286942e" },
-	{ 255, 256, "80049508000000000000004bff4d000186942e" },
-	{ 65535, 65536, "8004950b000000000000004dffff4a0000010086942e" },
-	{ 2147483647, 2147483648ull, "8004950f000000000000004affffff7f8a05000000800086942e" },
-	{ 0x7f1234567000ull, 3670016, "80049510000000000000008a0600705634127f4a0000380086942e" },
-	{ 4294967295ull, 9223372036854775808ull,
-	  "80049515000000000000008a05ffffffff008a0900000000000000800086942e" },
-	{ UINT64_MAX, 0, "80049510000000000000008a09ffffffffffffffff004b0086942e" },
+    {1, 2, "80049507000000000000004b014b0286942e"},
+    {255, 256, "80049508000000000000004bff4d000186942e"},
+    {65535, 65536, "8004950b000000000000004dffff4a0000010086942e"},
+    {2147483647, 2147483648ull, "8004950f000000000000004affffff7f8a05000000800086942e"},
+    {0x7f1234567000ull, 3670016, "80049510000000000000008a0600705634127f4a0000380086942e"},
+    {4294967295ull, 9223372036854775808ull,
+     "80049515000000000000008a05ffffffff008a0900000000000000800086942e"},
+    {UINT64_MAX, 0, "80049510000000000000008a09ffffffffffffffff004b0086942e"},
 };
 
 static void test_pickle_vectors(void **state)
@@ -74,19 +74,19 @@ static void test_pickle_ack(void **state)
 static void test_pickle_malformed(void **state)
 {
 	static const char *bad[] = {
-		"",                                                      /* empty */
-		"80049507000000000000004b014b0286942e00",               /* trailing byte */
-		"80049507000000000000004b014b028694",                   /* truncated, no STOP */
-		"80039507000000000000004b014b0286942e",                 /* protocol 3 */
-		"80049508000000000000004b014b0286942e",                 /* frame length off */
-		"80049509000000000000004b014b024b0387942e",             /* 3-tuple */
-		"8004950a000000000000004affffffff4b0286942e",           /* BININT -1 */
-		"80049507000000000000008a01ff4b0286942e",               /* LONG1 -1 */
-		"8004950b000000000000008a0a000000000000000000014b0286942e", /* LONG1 10 bytes */
-		"80049512000000000000008a09ffffffffffffffff014b0086942e", /* 2^64 + ... */
-		"8004950700000000000000430341434b942e",                 /* b'ACK' as data */
-		"80049507000000000000004b014b0285942e",                 /* TUPLE1 opcode 0x85 */
-		"80049507000000000000004a014b0286942e",                 /* BININT cut short */
+	    "",                                                         /* empty */
+	    "80049507000000000000004b014b0286942e00",                   /* trailing byte */
+	    "80049507000000000000004b014b028694",                       /* truncated, no STOP */
+	    "80039507000000000000004b014b0286942e",                     /* protocol 3 */
+	    "80049508000000000000004b014b0286942e",                     /* frame length off */
+	    "80049509000000000000004b014b024b0387942e",                 /* 3-tuple */
+	    "8004950a000000000000004affffffff4b0286942e",               /* BININT -1 */
+	    "80049507000000000000008a01ff4b0286942e",                   /* LONG1 -1 */
+	    "8004950b000000000000008a0a000000000000000000014b0286942e", /* LONG1 10 bytes */
+	    "80049512000000000000008a09ffffffffffffffff014b0086942e",   /* 2^64 + ... */
+	    "8004950700000000000000430341434b942e",                     /* b'ACK' as data */
+	    "80049507000000000000004b014b0285942e",                     /* TUPLE1 opcode 0x85 */
+	    "80049507000000000000004a014b0286942e",                     /* BININT cut short */
 	};
 	(void)state;
 	for (size_t i = 0; i < PD_ARRAY_SIZE(bad); i++) {
@@ -103,7 +103,7 @@ static void test_pickle_malformed(void **state)
 	assert_int_equal(kvc_unpickle_tuple2(b5, n5, &x, &y), 0);
 	assert_true(x == 1 && y == 2);
 	/* an oversized buffer is refused before parsing */
-	uint8_t big[KVC_FRAME_MAX + 8] = { 0x80, 0x04, 0x95 };
+	uint8_t big[KVC_FRAME_MAX + 8] = {0x80, 0x04, 0x95};
 	assert_int_equal(kvc_unpickle_tuple2(big, sizeof(big), &x, &y), KVC_ERR_PROTOCOL);
 }
 
@@ -137,7 +137,7 @@ static void test_hex(void **state)
 static void test_blob_roundtrip(void **state)
 {
 	struct kvc_tensor t, d;
-	int64_t shape[4] = { 2, 3, 4, 5 };
+	int64_t shape[4] = {2, 3, 4, 5};
 	uint8_t *blob;
 	size_t n;
 	(void)state;
@@ -163,14 +163,13 @@ static void test_blob_roundtrip(void **state)
 	struct {
 		size_t off;
 		uint8_t val;
-	} bad[] = { { 0, 'X' }, { 4, 2 }, { 6, 9 }, { 7, 0 }, { 7, 5 }, { 8, 3 }, { 15, 0x80 },
-		    { 40, 0x11 } };
+	} bad[] = {{0, 'X'}, {4, 2}, {6, 9}, {7, 0}, {7, 5}, {8, 3}, {15, 0x80}, {40, 0x11}};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(bad); i++) {
 		uint8_t save = blob[bad[i].off];
 		blob[bad[i].off] = bad[i].val;
 		if (kvc_blob_decode(blob, n, &d) != KVC_ERR_PROTOCOL)
 			fail_msg("corruption %zu (byte %zu = 0x%02x) accepted", i, bad[i].off,
-				 bad[i].val);
+			         bad[i].val);
 		blob[bad[i].off] = save;
 	}
 	assert_int_equal(kvc_blob_decode(blob, n - 1, &d), KVC_ERR_PROTOCOL);
@@ -193,7 +192,7 @@ static void test_blob_none(void **state)
 {
 	uint8_t b[KVC_BLOB_HDR + 8];
 	struct kvc_tensor d, one;
-	int64_t s1[1] = { 1 };
+	int64_t s1[1] = {1};
 	(void)state;
 	assert_int_equal(kvc_blob_size(NULL), sizeof(b));
 	assert_int_equal(kvc_blob_encode(NULL, b, sizeof(b)), 0);
@@ -217,8 +216,8 @@ static void test_blob_none(void **state)
 
 static void test_match_rules(void **state)
 {
-	int64_t p[] = { 1, 2, 3 }, d4[] = { 1, 2, 3, 4 }, d2[] = { 1, 2 }, x[] = { 1, 9, 3 };
-	uint8_t all3[] = { 1, 1, 1 }, m3[] = { 1, 0, 1 }, none3[] = { 0, 0, 0 };
+	int64_t p[] = {1, 2, 3}, d4[] = {1, 2, 3, 4}, d2[] = {1, 2}, x[] = {1, 9, 3};
+	uint8_t all3[] = {1, 1, 1}, m3[] = {1, 0, 1}, none3[] = {0, 0, 0};
 	(void)state;
 	assert_int_equal(kvc_match_len(p, all3, 3, p, NULL, 3), 3);
 	/* §4.4 hazard: a prefix with a different length still matches (min(len) = 3) */
@@ -236,7 +235,7 @@ static void test_match_rules(void **state)
 
 static void make_item(struct kvc_item *it, const int64_t *tok, int n, size_t kv_bytes)
 {
-	int64_t s[1] = { n }, sk[1] = { (int64_t)kv_bytes };
+	int64_t s[1] = {n}, sk[1] = {(int64_t)kv_bytes};
 	memset(it, 0, sizeof(*it));
 	assert_int_equal(kvc_tensor_alloc(&it->tokens, KVC_I64, 1, s), 0);
 	memcpy(it->tokens.data, tok, (size_t)n * 8);
@@ -250,8 +249,8 @@ static void test_sbuf_order_and_miss(void **state)
 {
 	struct kvc_sbuf b;
 	struct kvc_item a, c, d, out;
-	int64_t ta[] = { 10, 11 }, tc[] = { 20, 21 }, td[] = { 30, 31 }, q[] = { 30, 31 };
-	int64_t qa[] = { 10 }, qz[] = { 99 };
+	int64_t ta[] = {10, 11}, tc[] = {20, 21}, td[] = {30, 31}, q[] = {30, 31};
+	int64_t qa[] = {10}, qz[] = {99};
 	uint64_t bytes, items;
 	(void)state;
 	assert_int_equal(kvc_sbuf_init(&b, 1 << 20, KVC_OVERFLOW_NEW_ESCAPE), 0);
@@ -303,7 +302,7 @@ static void *later_main(void *arg)
 	if (l->take) {
 		struct kvc_item out;
 		l->rc = kvc_sbuf_take(l->b, l->it->tokens.data, NULL,
-				      (size_t)l->it->tokens.shape[0], 0, &out);
+		                      (size_t)l->it->tokens.shape[0], 0, &out);
 		kvc_item_free(&out);
 	} else {
 		l->rc = kvc_sbuf_insert(l->b, l->it, 0);
@@ -315,9 +314,9 @@ static void test_sbuf_new_waits_for_insert(void **state)
 {
 	struct kvc_sbuf b;
 	struct kvc_item a, out;
-	int64_t ta[] = { 5, 6, 7 };
+	int64_t ta[] = {5, 6, 7};
 	pthread_t th;
-	struct later l = { .b = &b, .it = &a, .delay_ms = 50 };
+	struct later l = {.b = &b, .it = &a, .delay_ms = 50};
 	(void)state;
 	assert_int_equal(kvc_sbuf_init(&b, 1 << 20, KVC_OVERFLOW_NEW_ESCAPE), 0);
 	make_item(&a, ta, 3, 10);
@@ -335,21 +334,21 @@ static void test_backpressure(void **state)
 {
 	struct kvc_sbuf b;
 	struct kvc_item a, c, big;
-	int64_t ta[] = { 1 }, tc[] = { 2 }, tb[] = { 3 };
+	int64_t ta[] = {1}, tc[] = {2}, tb[] = {3};
 	pthread_t th;
 	struct later l;
 	uint64_t bytes, items;
 	(void)state;
 	/* item size = 8 (token) + 1 (roi) + kv */
-	make_item(&a, ta, 1, 591);   /* 600 */
-	make_item(&c, tc, 1, 591);   /* 600 */
+	make_item(&a, ta, 1, 591);    /* 600 */
+	make_item(&c, tc, 1, 591);    /* 600 */
 	make_item(&big, tb, 1, 1991); /* 2000 > threshold */
 
 	/* BUF-new + escape: 600 + 600 > 1000 waits; a take makes room */
 	assert_int_equal(kvc_sbuf_init(&b, 1000, KVC_OVERFLOW_NEW_ESCAPE), 0);
 	assert_int_equal(kvc_sbuf_insert(&b, &a, 0), 0);
 	assert_int_equal(kvc_sbuf_insert(&b, &c, 100), KVC_ERR_TIMEOUT);
-	l = (struct later){ .b = &b, .it = &a, .delay_ms = 50, .take = true };
+	l = (struct later){.b = &b, .it = &a, .delay_ms = 50, .take = true};
 	pthread_create(&th, NULL, later_main, &l);
 	assert_int_equal(kvc_sbuf_insert(&b, &c, 5000), 0);
 	pthread_join(th, NULL);
@@ -375,7 +374,7 @@ static void test_backpressure(void **state)
 	assert_int_equal(kvc_sbuf_insert(&b, &c, 50), 0);
 	assert_int_equal(kvc_sbuf_insert(&b, &big, 50), KVC_ERR_TIMEOUT);
 	/* close releases a waiter with CLOSED */
-	l = (struct later){ .b = &b, .it = &big, .delay_ms = 0 };
+	l = (struct later){.b = &b, .it = &big, .delay_ms = 0};
 	pthread_create(&th, NULL, later_main, &l);
 	pd_sleep_ms(50);
 	kvc_sbuf_close(&b);
@@ -434,7 +433,7 @@ static void test_pool(void **state)
 	assert_int_equal(kvc_pool_in_use(p), 64 * 8192);
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(((uint8_t *)v[i])[8191], i); /* no overlap */
-	void *h = kvc_pool_alloc(p, 512 << 10); /* the upper half */
+	void *h = kvc_pool_alloc(p, 512 << 10);               /* the upper half */
 	assert_non_null(h);
 	assert_int_equal(n_reg, 1);
 	/* region full: the next request goes dedicated */
@@ -473,7 +472,7 @@ static void test_pool(void **state)
 	assert_non_null(b);
 	assert_non_null(c);
 	assert_true((uint8_t *)a + (256ull << 20) == (uint8_t *)b ||
-		    (uint8_t *)b + (256ull << 20) == (uint8_t *)a);
+	            (uint8_t *)b + (256ull << 20) == (uint8_t *)a);
 	kvc_pool_free(p, a);
 	kvc_pool_free(p, b);
 	kvc_pool_free(p, c);
@@ -490,19 +489,19 @@ static void test_strerror(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pickle_vectors),
-		cmocka_unit_test(test_pickle_ack),
-		cmocka_unit_test(test_pickle_malformed),
-		cmocka_unit_test(test_u64be),
-		cmocka_unit_test(test_hex),
-		cmocka_unit_test(test_blob_roundtrip),
-		cmocka_unit_test(test_blob_none),
-		cmocka_unit_test(test_match_rules),
-		cmocka_unit_test(test_sbuf_order_and_miss),
-		cmocka_unit_test(test_sbuf_new_waits_for_insert),
-		cmocka_unit_test(test_backpressure),
-		cmocka_unit_test(test_pool),
-		cmocka_unit_test(test_strerror),
+	    cmocka_unit_test(test_pickle_vectors),
+	    cmocka_unit_test(test_pickle_ack),
+	    cmocka_unit_test(test_pickle_malformed),
+	    cmocka_unit_test(test_u64be),
+	    cmocka_unit_test(test_hex),
+	    cmocka_unit_test(test_blob_roundtrip),
+	    cmocka_unit_test(test_blob_none),
+	    cmocka_unit_test(test_match_rules),
+	    cmocka_unit_test(test_sbuf_order_and_miss),
+	    cmocka_unit_test(test_sbuf_new_waits_for_insert),
+	    cmocka_unit_test(test_backpressure),
+	    cmocka_unit_test(test_pool),
+	    cmocka_unit_test(test_strerror),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
