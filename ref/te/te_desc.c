@@ -262,6 +262,22 @@ static int decode_buffers(const cJSON *root, struct te_segment_desc *d, int rdma
 	return 0;
 }
 
+/* 16 groups of 1-2 hex digits separated by ':' (what the reader's %x parse needs). */
+static int gid_ok(const char *g)
+{
+	for (int grp = 0; grp < 16; grp++) {
+		int n = 0;
+		while (n < 2 && ((*g >= '0' && *g <= '9') || (*g >= 'a' && *g <= 'f') ||
+		                 (*g >= 'A' && *g <= 'F')))
+			g++, n++;
+		if (!n || *g != (grp == 15 ? '\0' : ':'))
+			return 0;
+		if (grp < 15)
+			g++;
+	}
+	return 1;
+}
+
 static int decode_devices(const cJSON *root, struct te_segment_desc *d, char *errbuf, size_t errlen)
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "devices"), *dv;
@@ -281,11 +297,11 @@ static int decode_devices(const cJSON *root, struct te_segment_desc *d, char *er
 			return fail(errbuf, errlen,
 			            "segment %s: devices[%d].name: expected a non-empty string",
 			            d->name, i);
-		if (get_str(dv, "gid", dd->gid, sizeof(dd->gid), 1))
+		if (get_str(dv, "gid", dd->gid, sizeof(dd->gid), 1) || !gid_ok(dd->gid))
 			return fail(
 			    errbuf, errlen,
-			    "segment %s: devices[%d].gid: expected a non-empty string of at "
-			    "most 47 chars",
+			    "segment %s: devices[%d].gid: expected 16 hex bytes joined by ':' "
+			    "(e.g. 00:00:...:ff:ff:0a:00:00:02)",
 			    d->name, i);
 		if (get_uint(dv, "lid", UINT16_MAX, &lid, 0))
 			return fail(errbuf, errlen, "segment %s: devices[%d].lid: expected a u16",

@@ -48,38 +48,41 @@ static void sb_puts(struct sbuf *b, const char *s)
 	sb_put(b, s, strlen(s));
 }
 
-/* Decodes one UTF-8 sequence at *s (< e); invalid input gives U+FFFD and consumes one byte. */
-static unsigned utf8_next(const unsigned char **s, const unsigned char *e)
+/* Length of the valid UTF-8 sequence at p (< e), its code point in *cp; 0 if invalid. */
+static unsigned utf8_seq(const unsigned char *p, const unsigned char *e, unsigned *cp)
 {
-	const unsigned char *p = *s;
-	unsigned c = *p, cp, n;
+	unsigned c = *p, n;
 	if (c < 0x80) {
-		*s = p + 1;
-		return c;
+		*cp = c;
+		return 1;
 	}
 	if ((c & 0xe0) == 0xc0)
-		n = 1, cp = c & 0x1f;
+		n = 1, *cp = c & 0x1f;
 	else if ((c & 0xf0) == 0xe0)
-		n = 2, cp = c & 0x0f;
+		n = 2, *cp = c & 0x0f;
 	else if ((c & 0xf8) == 0xf0)
-		n = 3, cp = c & 0x07;
+		n = 3, *cp = c & 0x07;
 	else
-		goto bad;
+		return 0;
 	if ((size_t)(e - p) < n + 1)
-		goto bad;
+		return 0;
 	for (unsigned i = 1; i <= n; i++) {
 		if ((p[i] & 0xc0) != 0x80)
-			goto bad;
-		cp = (cp << 6) | (p[i] & 0x3f);
+			return 0;
+		*cp = (*cp << 6) | (p[i] & 0x3f);
 	}
-	if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		goto bad;
-	*s = p + n + 1;
-	return cp;
-bad:
-	*s = p + 1;
-	return 0xfffd;
+	if ((n == 1 && *cp < 0x80) || (n == 2 && *cp < 0x800) || (n == 3 && *cp < 0x10000) ||
+	    *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
+		return 0;
+	return n + 1;
+}
+
+/* One code point at *s; invalid input gives U+FFFD and consumes one byte (as jsoncpp). */
+static unsigned utf8_next(const unsigned char **s, const unsigned char *e)
+{
+	unsigned cp, n = utf8_seq(*s, e, &cp);
+	*s += n ? n : 1;
+	return n ? cp : 0xfffd;
 }
 
 /* jsoncpp 1.9 valueToQuotedString (emitUTF8 = false): non-ASCII as \uXXXX, lowercase hex. */
@@ -327,8 +330,19 @@ static char *parse_string(struct parser *p)
 	sb_put(&b, "", 0);
 	while (!p->failed) {
 		const char *run = p->s;
-		while (p->s < p->e && *p->s != '"' && *p->s != '\\' && (unsigned char)*p->s >= 0x20)
-			p->s++;
+		while (p->s < p->e && *p->s != '"' && *p->s != '\\' &&
+		       (unsigned char)*p->s >= 0x20) {
+			unsigned cp, n = 1;
+			if ((unsigned char)*p->s >= 0x80 &&
+			    !(n = utf8_seq((const unsigned char *)p->s, (const unsigned char *)p->e,
+			                   &cp))) {
+				perr(p, "invalid UTF-8 in string");
+				break;
+			}
+			p->s += n;
+		}
+		if (p->failed)
+			break;
 		sb_put(&b, run, (size_t)(p->s - run));
 		if (p->s >= p->e) {
 			perr(p, "unterminated string");

@@ -192,6 +192,11 @@ static void test_decoder_rejects(void **state)
 	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"n\":01}",
 	    "{\"name\":\"a\",\"protocol\":\"tcp\",\"n\":1.}",
 	    "{\"name\":\"a\",\"protocol\":\"tcp\",}",
+	    "{\"name\":\"a\xff\",\"protocol\":\"tcp\"}", /* invalid UTF-8 */
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"rxe0\",\"lid\":0,"
+	    "\"gid\":\"00:00:00:00:00:00:00:00:00:00:ff:ff:0a:00:00\"}]}", /* 15 groups */
+	    "{\"name\":\"a\",\"protocol\":\"rdma\",\"devices\":[{\"name\":\"rxe0\",\"lid\":0,"
+	    "\"gid\":\"00:00:00:00:00:00:00:00:00:00:ff:ff:0a:00:00:0g\"}]}",
 	};
 	char err[256];
 	(void)state;
@@ -305,6 +310,56 @@ static void test_rpcmeta(void **state)
 	assert_int_equal(port, 16000);
 }
 
+/* Mutated descriptors (byte flips, cuts, insertions; fixed seed) never crash the decoder, and
+ * whatever it accepts re-encodes to something it accepts again. */
+static void test_mutations(void **state)
+{
+	static const char alphabet[] = "{}[]\":,0123456789-.eE\\ntfu\x01\xff ";
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	size_t base = strlen(spec_example), accepted = 0;
+	char *buf = malloc(base + 16), err[256];
+	(void)state;
+	for (int iter = 0; iter < 5000; iter++) {
+		size_t len = base;
+		memcpy(buf, spec_example, base);
+		for (int k = 0; k < 1 + iter % 4; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			size_t pos = (size_t)(seed >> 33) % len;
+			char c = alphabet[(seed >> 13) % (sizeof(alphabet) - 1)];
+			switch ((seed >> 7) % 3) {
+			case 0:
+				buf[pos] = c;
+				break;
+			case 1:
+				len = pos ? pos : 1;
+				break;
+			default:
+				if (len < base + 15) {
+					memmove(buf + pos + 1, buf + pos, len - pos);
+					buf[pos] = c;
+					len++;
+				}
+			}
+		}
+		struct te_segment_desc *d = NULL, *d2 = NULL;
+		if (te_desc_decode(buf, len, &d, err, sizeof(err)) == 0) {
+			char *enc = te_desc_encode(d);
+			assert_non_null(enc);
+			if (te_desc_decode(enc, strlen(enc), &d2, err, sizeof(err)))
+				fail_msg("accepted %.*s\nbut not its encoding %s: %s", (int)len,
+				         buf, enc, err);
+			te_desc_free(d2);
+			free(enc);
+			te_desc_free(d);
+			accepted++;
+		} else {
+			assert_null(d);
+		}
+	}
+	assert_true(accepted > 0); /* some mutations (inside strings) stay valid */
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -318,6 +373,7 @@ int main(void)
 	    cmocka_unit_test(test_fast_write),
 	    cmocka_unit_test(test_find_range),
 	    cmocka_unit_test(test_rpcmeta),
+	    cmocka_unit_test(test_mutations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
