@@ -1,0 +1,98 @@
+/* bench: pdkv-bench internals — options (transfer_engine_bench spellings), the two back-ends
+ * (pdkv's transfer engine, a plain C socket), the data pattern used by --check, and reports. */
+#ifndef PDKV_BENCH_H
+#define PDKV_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BENCH_MAX_THREADS 64
+
+struct bench_opts {
+	const char *mode;      /* target | initiator | loopback */
+	const char *metadata;  /* --metadata_server */
+	const char *local_name;
+	const char *segment;   /* --segment_id */
+	const char *protocol;  /* tcp | rdma */
+	const char *device;    /* --device_name */
+	int op;                /* TE_READ | TE_WRITE (the pass being run) */
+	const char *ops_str;   /* --operation as given */
+	uint64_t block, batch, threads;
+	double duration;       /* seconds per row */
+	uint64_t buffer_size;
+	const char *unit;      /* GB GiB Gb MB MiB Mb KB KiB Kb */
+	double unit_div;       /* bytes per unit (bits for the b units handled by unit_bits) */
+	bool unit_bits;
+	int precision;
+	uint64_t sweep_b, sweep_e; /* -b -e (0 = no sweep) */
+	double sweep_f;            /* -f */
+	bool check;
+	double min_bw;         /* in report units; 0 = off */
+	const char *json, *csv;
+	const char *baseline;  /* none | socket | socket-only */
+	const char *baseline_server; /* initiator: host:port of a target's socket baseline */
+	const char *ready_file;      /* target: write "segment\nsocket host:port\n" when up */
+	bool quiet;
+};
+
+struct bench_row {
+	const char *kind; /* "pdkv" | "socket" */
+	int op;           /* TE_READ | TE_WRITE */
+	uint64_t block, batch, threads;
+	double seconds;   /* transfer time (verification excluded) */
+	double wall;
+	uint64_t batches, transfers, bytes;
+	double lat_p50_us, lat_p99_us;
+	uint64_t wrong;   /* wrong bytes */
+	uint64_t failed;  /* failed transfers */
+	double bw;        /* in report units per second */
+};
+
+/* per-thread latency samples (µs) */
+struct bench_lat {
+	double *v;
+	size_t n, cap;
+};
+void bench_lat_add(struct bench_lat *l, double us);
+void bench_lat_merge(struct bench_lat *dst, struct bench_lat *src); /* frees src */
+void bench_lat_pct(struct bench_lat *l, double *p50, double *p99);
+
+/* Pattern: word i (8 bytes at remote offset 8i) of iteration `seed`. seed 0 = the target's
+ * fixed READ pattern. Offsets are relative to the remote buffer's start. */
+void bench_fill(char *dst, uint64_t remote_off, size_t len, uint64_t seed);
+uint64_t bench_count_wrong(const char *buf, uint64_t remote_off, size_t len, uint64_t seed);
+
+/* transfer engine back-end (bench_te.c) */
+int bench_te_target(const struct bench_opts *o, int sock_listen_fd, const char *sock_addr);
+struct bench_te;
+int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_te **out);
+int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
+		 struct bench_row *row);
+void bench_te_fini(struct bench_te *b);
+const char *bench_te_local_name(struct bench_te *b);
+uint64_t bench_te_remote_size(struct bench_te *b);
+
+/* plain socket back-end (bench_sock.c): same request shape, no engine */
+void *bench_sock_server(void *arg); /* arg: struct bench_sock_srv */
+struct bench_sock_srv {
+	int lfd;
+	char *buf;
+	uint64_t len;
+	volatile int stop;
+};
+int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
+		   struct bench_row *row);
+
+/* reporting (bench_report.c) */
+void bench_banner(const struct bench_opts *o, const char *local, const char *remote,
+		  uint64_t remote_size);
+void bench_table_header(const struct bench_opts *o);
+void bench_table_row(const struct bench_opts *o, struct bench_row *r);
+int bench_write_json(const struct bench_opts *o, const char *path, struct bench_row *rows,
+		     size_t n, const char *local, const char *remote);
+int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_row *rows,
+		    size_t n);
+double bench_bw(const struct bench_opts *o, uint64_t bytes, double secs);
+
+#endif

@@ -1,0 +1,534 @@
+/* pdkv-bench: transfer_engine_bench's flags and output on pdkv's engine, plus an nccl-tests
+ * size sweep, --check, a plain-socket baseline, and a loopback mode that spawns its own target. */
+#include "bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pd_log.h"
+#include "pd_proc.h"
+#include "pd_util.h"
+#include "te/te.h"
+#include "te/te_internal.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pdkv bench [flags]   (flags spelled as Mooncake's transfer_engine_bench)\n"
+		"  --mode=target|initiator|loopback   loopback = spawn a local target, run the\n"
+		"                                     initiator against it, stop it (default)\n"
+		"  --metadata_server=CONN       P2PHANDSHAKE (default), etcd://h:p, h:p, redis://h:p,\n"
+		"                               http://h:p/metadata\n"
+		"  --local_server_name=NAME     default: the host name (P2P rewrites it to ip:port)\n"
+		"  --segment_id=NAME            initiator: the target's segment (the target prints it)\n"
+		"  --protocol=tcp|rdma          default tcp; --auto_discovery picks rdma if an HCA exists\n"
+		"  --device_name=LIST           rdma devices, comma list\n"
+		"  --operation=read|write[,..]  default read; write,read runs both\n"
+		"  --block_size=N (65536)  --batch_size=N (128)  --threads=N (1)  --duration=S (10)\n"
+		"  --buffer_size=N              target buffer (1 GiB; loopback: just what rows need)\n"
+		"  --report_unit=GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb (GB)  --report_precision=N (2)\n"
+		"  -b MIN -e MAX -f FACTOR      size sweep (nccl-tests); one row per block size\n"
+		"  --check                      verify every byte; #wrong per row (not timed)\n"
+		"  --min-bw=X                   exit 1 if a pdkv row is below X report_units/s\n"
+		"  --json=FILE --csv=FILE       machine-readable results\n"
+		"  --baseline=none|socket|socket-only  socket: also run a plain C socket with the same\n"
+		"                               shape and print the ratio (target side serves it too)\n"
+		"  --baseline_server=H:P        initiator: the target's socket baseline address\n"
+		"Exit: 0 ok; 1 wrong bytes, failed transfers or under --min-bw; 2 bad usage.\n");
+}
+
+static int bad(const char *flag, const char *val, const char *want)
+{
+	fprintf(stderr, "pdkv-bench: %s: expected %s, got \"%s\"\n", flag, want, val ? val : "");
+	return 2;
+}
+
+static int set_unit(struct bench_opts *o, const char *u)
+{
+	static const struct {
+		const char *n;
+		double div;
+		bool bits;
+	} units[] = { { "GB", 1e9, 0 },	     { "GiB", 1073741824.0, 0 }, { "Gb", 1e9, 1 },
+		      { "MB", 1e6, 0 },	     { "MiB", 1048576.0, 0 },	 { "Mb", 1e6, 1 },
+		      { "KB", 1e3, 0 },	     { "KiB", 1024.0, 0 },	 { "Kb", 1e3, 1 } };
+	for (size_t i = 0; i < PD_ARRAY_SIZE(units); i++)
+		if (!strcmp(u, units[i].n)) {
+			o->unit = units[i].n;
+			o->unit_div = units[i].div;
+			o->unit_bits = units[i].bits;
+			return 0;
+		}
+	return -1;
+}
+
+enum {
+	F_MODE = 256, F_META, F_LOCAL, F_SEG, F_PROTO, F_DEV, F_OP, F_BLOCK, F_BATCH, F_THREADS,
+	F_DUR, F_BUF, F_UNIT, F_PREC, F_AUTO, F_MATRIX, F_CHECK, F_MINBW, F_JSON, F_CSV, F_BASE,
+	F_BASESRV, F_READY, F_HELP
+};
+
+static const struct option longopts[] = {
+	{ "mode", 1, 0, F_MODE },
+	{ "metadata_server", 1, 0, F_META },
+	{ "local_server_name", 1, 0, F_LOCAL },
+	{ "segment_id", 1, 0, F_SEG },
+	{ "protocol", 1, 0, F_PROTO },
+	{ "device_name", 1, 0, F_DEV },
+	{ "operation", 1, 0, F_OP },
+	{ "block_size", 1, 0, F_BLOCK },
+	{ "batch_size", 1, 0, F_BATCH },
+	{ "threads", 1, 0, F_THREADS },
+	{ "duration", 1, 0, F_DUR },
+	{ "buffer_size", 1, 0, F_BUF },
+	{ "report_unit", 1, 0, F_UNIT },
+	{ "report_precision", 1, 0, F_PREC },
+	{ "auto_discovery", 2, 0, F_AUTO },
+	{ "nic_priority_matrix", 1, 0, F_MATRIX },
+	{ "check", 0, 0, F_CHECK },
+	{ "min-bw", 1, 0, F_MINBW },
+	{ "min_bw", 1, 0, F_MINBW },
+	{ "json", 1, 0, F_JSON },
+	{ "csv", 1, 0, F_CSV },
+	{ "baseline", 1, 0, F_BASE },
+	{ "baseline_server", 1, 0, F_BASESRV },
+	{ "ready_file", 1, 0, F_READY },
+	{ "help", 0, 0, F_HELP },
+	{ 0, 0, 0, 0 },
+};
+
+struct run_ops {
+	int ops[2];
+	int nops;
+	bool buffer_given;
+};
+
+static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro)
+{
+	int c;
+	uint64_t v;
+	double d;
+	char *end;
+
+	*o = (struct bench_opts){ .mode = "loopback", .metadata = "P2PHANDSHAKE",
+				  .protocol = "tcp", .op = TE_READ, .block = 65536, .batch = 128,
+				  .threads = 1, .duration = 10, .buffer_size = 1ull << 30,
+				  .precision = 2, .sweep_f = 2, .baseline = "none",
+				  .ops_str = "read" };
+	set_unit(o, "GB");
+	ro->ops[0] = TE_READ;
+	ro->nops = 1;
+	ro->buffer_given = false;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "b:e:f:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case F_MODE:
+			if (strcmp(optarg, "target") && strcmp(optarg, "initiator") &&
+			    strcmp(optarg, "loopback"))
+				return bad("--mode", optarg, "target, initiator or loopback");
+			o->mode = optarg;
+			break;
+		case F_META: o->metadata = optarg; break;
+		case F_LOCAL: o->local_name = optarg; break;
+		case F_SEG: o->segment = optarg; break;
+		case F_PROTO:
+			if (strcmp(optarg, "tcp") && strcmp(optarg, "rdma"))
+				return bad("--protocol", optarg, "tcp or rdma");
+			o->protocol = optarg;
+			break;
+		case F_DEV: o->device = optarg; break;
+		case F_AUTO:
+			if (!optarg || !strcmp(optarg, "true") || !strcmp(optarg, "1"))
+				o->protocol = NULL;
+			break;
+		case F_MATRIX:
+			fprintf(stderr, "pdkv-bench: note: --nic_priority_matrix is ignored (pdkv "
+					"discovers the topology)\n");
+			break;
+		case F_OP: {
+			char tmp[64], *tok, *save = NULL;
+			snprintf(tmp, sizeof(tmp), "%s", optarg);
+			o->ops_str = optarg;
+			ro->nops = 0;
+			for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				if (ro->nops == 2 || (strcmp(tok, "read") && strcmp(tok, "write")))
+					return bad("--operation", optarg,
+						   "read, write, or a list of both");
+				ro->ops[ro->nops++] = strcmp(tok, "read") ? TE_WRITE : TE_READ;
+			}
+			if (!ro->nops)
+				return bad("--operation", optarg, "read or write");
+			break;
+		}
+		case F_BLOCK:
+			if (pd_parse_size(optarg, &o->block) || !o->block || o->block > (1ull << 36))
+				return bad("--block_size", optarg, "a size like 65536 or 1M");
+			break;
+		case F_BATCH:
+			if (pd_parse_size(optarg, &o->batch) || !o->batch || o->batch > 65536)
+				return bad("--batch_size", optarg, "1..65536");
+			break;
+		case F_THREADS:
+			if (pd_parse_u64(optarg, &o->threads) || !o->threads ||
+			    o->threads > BENCH_MAX_THREADS)
+				return bad("--threads", optarg, "1..64");
+			break;
+		case F_DUR:
+			d = strtod(optarg, &end);
+			if (*end || end == optarg || !(d > 0) || d > 86400)
+				return bad("--duration", optarg, "seconds > 0");
+			o->duration = d;
+			break;
+		case F_BUF:
+			if (pd_parse_size(optarg, &o->buffer_size) || o->buffer_size < 4096)
+				return bad("--buffer_size", optarg, "a size >= 4096 like 1G");
+			ro->buffer_given = true;
+			break;
+		case F_UNIT:
+			if (set_unit(o, optarg))
+				return bad("--report_unit", optarg, "GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb");
+			break;
+		case F_PREC:
+			if (pd_parse_u64(optarg, &v) || v > 9)
+				return bad("--report_precision", optarg, "0..9");
+			o->precision = (int)v;
+			break;
+		case 'b':
+			if (pd_parse_size(optarg, &o->sweep_b) || !o->sweep_b)
+				return bad("-b", optarg, "a size like 64K");
+			break;
+		case 'e':
+			if (pd_parse_size(optarg, &o->sweep_e) || !o->sweep_e)
+				return bad("-e", optarg, "a size like 1M");
+			break;
+		case 'f':
+			d = strtod(optarg, &end);
+			if (*end || end == optarg || !(d > 1) || d > 1024)
+				return bad("-f", optarg, "a factor > 1");
+			o->sweep_f = d;
+			break;
+		case F_CHECK: o->check = true; break;
+		case F_MINBW:
+			d = strtod(optarg, &end);
+			if (*end || end == optarg || !(d >= 0))
+				return bad("--min-bw", optarg, "a bandwidth in report units");
+			o->min_bw = d;
+			break;
+		case F_JSON: o->json = optarg; break;
+		case F_CSV: o->csv = optarg; break;
+		case F_BASE:
+			if (strcmp(optarg, "none") && strcmp(optarg, "socket") &&
+			    strcmp(optarg, "socket-only"))
+				return bad("--baseline", optarg, "none, socket or socket-only");
+			o->baseline = optarg;
+			break;
+		case F_BASESRV: o->baseline_server = optarg; break;
+		case F_READY: o->ready_file = optarg; break;
+		case 'h':
+		case F_HELP: usage(stdout); exit(0);
+		default:
+			fprintf(stderr, "pdkv-bench: unknown or incomplete flag \"%s\"\n",
+				argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pdkv-bench: unexpected argument \"%s\"\n", argv[optind]);
+		return 2;
+	}
+	if (o->sweep_b || o->sweep_e) {
+		if (!o->sweep_b)
+			o->sweep_b = o->block;
+		if (!o->sweep_e)
+			o->sweep_e = o->sweep_b;
+		if (o->sweep_e < o->sweep_b) {
+			fprintf(stderr, "pdkv-bench: -e %llu is below -b %llu\n",
+				(unsigned long long)o->sweep_e, (unsigned long long)o->sweep_b);
+			return 2;
+		}
+		o->block = o->sweep_b;
+	}
+	if (!strcmp(o->mode, "initiator") && !o->segment) {
+		fprintf(stderr, "pdkv-bench: --mode=initiator needs --segment_id (the target prints "
+				"it)\n");
+		return 2;
+	}
+	if (!strcmp(o->mode, "initiator") && strcmp(o->baseline, "none") && !o->baseline_server) {
+		fprintf(stderr, "pdkv-bench: --baseline=%s as initiator needs --baseline_server=H:P "
+				"(printed by a target started with --baseline=socket)\n",
+			o->baseline);
+		return 2;
+	}
+	return 0;
+}
+
+static size_t sizes_of(const struct bench_opts *o, uint64_t *out, size_t max)
+{
+	size_t n = 0;
+	if (!o->sweep_b) {
+		out[n++] = o->block;
+		return n;
+	}
+	for (double s = (double)o->sweep_b; s <= (double)o->sweep_e * 1.0000001 && n < max;
+	     s *= o->sweep_f)
+		out[n++] = (uint64_t)llround(s);
+	return n;
+}
+
+static void default_name(struct bench_opts *o, const char *role, char *buf, size_t len)
+{
+	char host[128] = "localhost";
+	if (o->local_name)
+		return;
+	gethostname(host, sizeof(host) - 1);
+	if (strcmp(o->metadata, "P2PHANDSHAKE") && role)
+		snprintf(buf, len, "%s:bench-%s-%d", host, role, (int)getpid());
+	else
+		snprintf(buf, len, "%s", host);
+	o->local_name = buf;
+}
+
+/* Listening socket for the plain-socket baseline (target side). */
+static int sock_listen(char *addr, size_t len)
+{
+	const char *bind = getenv("MC_TCP_BIND_ADDRESS");
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	char ip[128];
+	int fd = pd_tcp_listen(bind && *bind ? bind : NULL, 0, 16);
+
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&sa, &sl))
+		return -1;
+	te_net_local_ip(ip, sizeof(ip));
+	snprintf(addr, len, "%s:%d", ip, ntohs(sa.sin_port));
+	return fd;
+}
+
+struct runner {
+	struct bench_opts *o;
+	struct bench_te *te;
+	const char *sock_server;
+	struct bench_row rows[128];
+	size_t nrows;
+	int rc;
+};
+
+static void add_row(struct runner *r, struct bench_row *row)
+{
+	bench_table_row(r->o, row);
+	if (row->wrong || row->failed) {
+		fprintf(stderr, "pdkv-bench: %s %s %llu B: %llu wrong bytes, %llu failed transfers\n",
+			row->kind, row->op ? "write" : "read", (unsigned long long)row->block,
+			(unsigned long long)row->wrong, (unsigned long long)row->failed);
+		r->rc = 1;
+	}
+	if (r->o->min_bw > 0 && !strcmp(row->kind, "pdkv") && row->bw < r->o->min_bw) {
+		fprintf(stderr, "pdkv-bench: BW result %.*f %s/s is below --min-bw %g\n",
+			r->o->precision, row->bw, r->o->unit, r->o->min_bw);
+		r->rc = 1;
+	}
+	if (r->nrows < PD_ARRAY_SIZE(r->rows))
+		r->rows[r->nrows++] = *row;
+}
+
+static void run_all(struct runner *r, const struct run_ops *ro)
+{
+	struct bench_opts *o = r->o;
+	uint64_t sizes[64];
+	size_t ns = sizes_of(o, sizes, PD_ARRAY_SIZE(sizes));
+
+	bench_table_header(o);
+	for (int k = 0; k < ro->nops; k++) {
+		o->op = ro->ops[k];
+		for (size_t i = 0; i < ns; i++) {
+			struct bench_row srow, prow;
+			bool have_s = false;
+			if (strcmp(o->baseline, "none")) {
+				if (bench_sock_row(o, r->sock_server, sizes[i], &srow))
+					r->rc = 1;
+				add_row(r, &srow);
+				have_s = true;
+			}
+			if (!strcmp(o->baseline, "socket-only"))
+				continue;
+			if (bench_te_row(r->te, o, sizes[i], &prow))
+				r->rc = 1;
+			add_row(r, &prow);
+			if (have_s && srow.bw > 0)
+				printf("# ratio pdkv/socket %s %llu B: %.*f / %.*f %s/s = %.2f\n",
+				       o->op ? "write" : "read", (unsigned long long)sizes[i],
+				       o->precision, prow.bw, o->precision, srow.bw, o->unit,
+				       prow.bw / srow.bw);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o;
+	struct run_ops ro;
+	struct runner r = { 0 };
+	struct pd_proc target = { 0 };
+	char namebuf[256], seg[256], sockaddr_s[160], ready[256] = "";
+	uint64_t sizes[64], max_block = 0, region;
+	size_t ns;
+	int rc;
+
+	pd_log_set_name("pdkv-bench");
+	rc = parse(argc, argv, &o, &ro);
+	if (rc)
+		return rc;
+	ns = sizes_of(&o, sizes, PD_ARRAY_SIZE(sizes));
+	for (size_t i = 0; i < ns; i++)
+		if (sizes[i] > max_block)
+			max_block = sizes[i];
+	region = max_block * o.batch * o.threads;
+	if (o.buffer_size < region)
+		o.buffer_size = region;
+
+	if (!strcmp(o.mode, "target")) {
+		sigset_t ss;
+		int lfd = -1;
+		/* block before any thread exists, so sigwait() in the target gets them */
+		sigemptyset(&ss);
+		sigaddset(&ss, SIGINT);
+		sigaddset(&ss, SIGTERM);
+		pthread_sigmask(SIG_BLOCK, &ss, NULL);
+		default_name(&o, "target", namebuf, sizeof(namebuf));
+		if (strcmp(o.baseline, "none") &&
+		    (lfd = sock_listen(sockaddr_s, sizeof(sockaddr_s))) < 0) {
+			fprintf(stderr, "pdkv-bench: cannot listen for the socket baseline\n");
+			return 1;
+		}
+		rc = bench_te_target(&o, lfd, sockaddr_s);
+		if (lfd >= 0)
+			close(lfd);
+		return rc;
+	}
+
+	if (!strcmp(o.mode, "loopback")) {
+		char *targv[24], bufarg[64], *log;
+		const char *self = pd_self_dir();
+		char exe[PATH_MAX + 16];
+		int ta = 0;
+		uint64_t end;
+
+		snprintf(exe, sizeof(exe), "%s/pdkv-bench", self);
+		snprintf(ready, sizeof(ready), "%s/pdkv-bench-ready.%d",
+			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+		unlink(ready);
+		if (!ro.buffer_given)
+			o.buffer_size = region;
+		snprintf(bufarg, sizeof(bufarg), "--buffer_size=%llu",
+			 (unsigned long long)o.buffer_size);
+		targv[ta++] = exe;
+		targv[ta++] = "--mode=target";
+		targv[ta++] = pd_asprintf("--metadata_server=%s", o.metadata);
+		if (o.protocol)
+			targv[ta++] = pd_asprintf("--protocol=%s", o.protocol);
+		else
+			targv[ta++] = "--auto_discovery";
+		if (o.device)
+			targv[ta++] = pd_asprintf("--device_name=%s", o.device);
+		targv[ta++] = bufarg;
+		targv[ta++] = pd_asprintf("--ready_file=%s", ready);
+		if (strcmp(o.metadata, "P2PHANDSHAKE")) {
+			char host[128] = "localhost";
+			gethostname(host, sizeof(host) - 1);
+			targv[ta++] = pd_asprintf("--local_server_name=%s:bench-target-%d", host,
+						  (int)getpid());
+		}
+		if (strcmp(o.baseline, "none"))
+			targv[ta++] = "--baseline=socket";
+		targv[ta] = NULL;
+		log = pd_asprintf("%s.log", ready);
+		if (pd_proc_spawn(&target, "bench-target", targv, NULL, log)) {
+			fprintf(stderr, "pdkv-bench: cannot start %s\n", exe);
+			return 1;
+		}
+		end = pd_now_ns() + 20000000000ull;
+		for (;;) {
+			char *txt = NULL;
+			if (!pd_read_file(ready, 4096, &txt, NULL)) {
+				char *nl = strchr(txt, '\n');
+				if (nl) {
+					*nl = '\0';
+					snprintf(seg, sizeof(seg), "%s", txt);
+					snprintf(sockaddr_s, sizeof(sockaddr_s), "%s", nl + 1);
+					sockaddr_s[strcspn(sockaddr_s, "\n")] = '\0';
+				}
+				free(txt);
+				break;
+			}
+			if (!pd_proc_alive(&target) || pd_now_ns() > end) {
+				char *tl = NULL;
+				fprintf(stderr, "pdkv-bench: the spawned target did not come up; its "
+						"log (%s):\n",
+					log);
+				if (!pd_read_file(log, 1 << 16, &tl, NULL))
+					fputs(tl, stderr);
+				free(tl);
+				pd_proc_stop(&target, 2000);
+				return 1;
+			}
+			pd_sleep_ms(20);
+		}
+		o.segment = seg;
+		if (strcmp(o.baseline, "none"))
+			o.baseline_server = sockaddr_s;
+		free(log);
+	}
+
+	default_name(&o, "initiator", namebuf, sizeof(namebuf));
+	r.o = &o;
+	r.sock_server = o.baseline_server;
+	if (strcmp(o.baseline, "socket-only")) {
+		if (bench_te_init(&o, region, &r.te)) {
+			rc = 1;
+			goto out;
+		}
+	}
+	bench_banner(&o, r.te ? bench_te_local_name(r.te) : "-", o.segment,
+		     r.te ? bench_te_remote_size(r.te) : o.buffer_size);
+	run_all(&r, &ro);
+	rc = r.rc;
+	if (o.json && bench_write_json(&o, o.json, r.rows, r.nrows,
+				       r.te ? bench_te_local_name(r.te) : "-", o.segment)) {
+		fprintf(stderr, "pdkv-bench: cannot write --json %s\n", o.json);
+		rc = 1;
+	}
+	if (o.csv && bench_write_csv(&o, o.csv, r.rows, r.nrows)) {
+		fprintf(stderr, "pdkv-bench: cannot write --csv %s\n", o.csv);
+		rc = 1;
+	}
+out:
+	bench_te_fini(r.te);
+	if (target.pid) {
+		pd_proc_stop(&target, 5000);
+		if (!WIFEXITED(target.exit_status) || WEXITSTATUS(target.exit_status)) {
+			fprintf(stderr, "pdkv-bench: the spawned target did not exit cleanly "
+					"(status 0x%x)\n",
+				target.exit_status);
+			rc = rc ? rc : 1;
+		}
+		unlink(ready);
+		{
+			char *log = pd_asprintf("%s.log", ready);
+			if (log && !rc)
+				unlink(log);
+			free(log);
+		}
+	}
+	return rc;
+}

@@ -1,0 +1,230 @@
+/* bench_report: what pdkv-bench prints and writes — banner, perftest/nccl-tests-style rows,
+ * JSON and CSV — plus the --check data pattern and latency percentiles. */
+#include "bench.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_util.h"
+
+void bench_lat_add(struct bench_lat *l, double us)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 4096;
+		double *p = realloc(l->v, nc * sizeof(*p));
+		if (!p)
+			return; /* a lost sample only blurs a percentile */
+		l->v = p;
+		l->cap = nc;
+	}
+	l->v[l->n++] = us;
+}
+
+void bench_lat_merge(struct bench_lat *dst, struct bench_lat *src)
+{
+	for (size_t i = 0; i < src->n; i++)
+		bench_lat_add(dst, src->v[i]);
+	free(src->v);
+	memset(src, 0, sizeof(*src));
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+void bench_lat_pct(struct bench_lat *l, double *p50, double *p99)
+{
+	*p50 = *p99 = 0;
+	if (!l->n)
+		return;
+	qsort(l->v, l->n, sizeof(double), cmp_d);
+	*p50 = l->v[(size_t)((double)(l->n - 1) * 0.50)];
+	*p99 = l->v[(size_t)((double)(l->n - 1) * 0.99)];
+}
+
+/* ---------------------------------------------------------------- pattern */
+static inline uint64_t word(uint64_t i, uint64_t seed)
+{
+	uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed * 0xD1B54A32D192ED03ull;
+	return x ^ (x >> 31);
+}
+
+void bench_fill(char *dst, uint64_t off, size_t len, uint64_t seed)
+{
+	while (len && (off & 7)) {
+		uint64_t w = word(off >> 3, seed);
+		*dst++ = (char)(w >> (8 * (off & 7)));
+		off++;
+		len--;
+	}
+	for (; len >= 8; len -= 8, off += 8, dst += 8) {
+		uint64_t w = word(off >> 3, seed);
+		memcpy(dst, &w, 8);
+	}
+	for (; len; len--, off++) {
+		uint64_t w = word(off >> 3, seed);
+		*dst++ = (char)(w >> (8 * (off & 7)));
+	}
+}
+
+uint64_t bench_count_wrong(const char *buf, uint64_t off, size_t len, uint64_t seed)
+{
+	uint64_t wrong = 0;
+	while (len && (off & 7)) {
+		uint64_t w = word(off >> 3, seed);
+		wrong += *buf++ != (char)(w >> (8 * (off & 7)));
+		off++;
+		len--;
+	}
+	for (; len >= 8; len -= 8, off += 8, buf += 8) {
+		uint64_t w = word(off >> 3, seed), got;
+		memcpy(&got, buf, 8);
+		if (got != w)
+			for (int k = 0; k < 8; k++)
+				wrong += (uint8_t)(got >> (8 * k)) != (uint8_t)(w >> (8 * k));
+	}
+	for (; len; len--, off++) {
+		uint64_t w = word(off >> 3, seed);
+		wrong += *buf++ != (char)(w >> (8 * (off & 7)));
+	}
+	return wrong;
+}
+
+/* ---------------------------------------------------------------- text */
+double bench_bw(const struct bench_opts *o, uint64_t bytes, double secs)
+{
+	double v = secs > 0 ? (double)bytes / secs : 0;
+	if (o->unit_bits)
+		v *= 8;
+	return v / o->unit_div;
+}
+
+void bench_banner(const struct bench_opts *o, const char *local, const char *remote,
+		  uint64_t remote_size)
+{
+	const char *line = "-------------------------------------------------------------------"
+			   "--------------------------";
+	printf("%s\n", line);
+	printf(" pdkv bench: %s, protocol %s, %s\n", o->ops_str,
+	       o->protocol ? o->protocol : "auto",
+	       !strcmp(o->baseline, "socket-only") ? "plain socket only"
+	       : !strcmp(o->baseline, "socket")    ? "with plain-socket baseline"
+						   : "transfer engine");
+	printf(" metadata       : %s\n", o->metadata);
+	printf(" local segment  : %s\n", local ? local : "-");
+	printf(" target segment : %s (buffer %llu bytes)\n", remote ? remote : "-",
+	       (unsigned long long)remote_size);
+	printf(" block size     : %llu", (unsigned long long)o->block);
+	if (o->sweep_b)
+		printf(" (sweep -b %llu -e %llu -f %g)", (unsigned long long)o->sweep_b,
+		       (unsigned long long)o->sweep_e, o->sweep_f);
+	printf("\n batch size     : %llu   threads: %llu   duration: %g s per row\n",
+	       (unsigned long long)o->batch, (unsigned long long)o->threads, o->duration);
+	printf(" buffer size    : %llu bytes per side (at least block x batch x threads)\n",
+	       (unsigned long long)o->buffer_size);
+	printf(" check          : %s\n",
+	       o->check ? "on: every byte compared (write: per-iteration pattern read back; read: "
+			  "target pattern); not timed"
+			: "off");
+	printf("%s\n", line);
+	fflush(stdout);
+}
+
+void bench_table_header(const struct bench_opts *o)
+{
+	char bw[24];
+	snprintf(bw, sizeof(bw), "%s/s", o->unit);
+	printf("# %-6s %-5s %12s %6s %4s %10s %12s %12s %12s %10s %8s\n", "kind", "op", "bytes", "batch",
+	       "thr", bw, "transfers/s", "lat_p50(us)", "lat_p99(us)", "#wrong", "#failed");
+	fflush(stdout);
+}
+
+void bench_table_row(const struct bench_opts *o, struct bench_row *r)
+{
+	printf("  %-6s %-5s %12llu %6llu %4llu %10.*f %12.0f %12.1f %12.1f %10llu %8llu\n", r->kind,
+	       r->op ? "write" : "read", (unsigned long long)r->block, (unsigned long long)r->batch,
+	       (unsigned long long)r->threads, o->precision, r->bw,
+	       r->seconds > 0 ? (double)r->transfers / r->seconds : 0, r->lat_p50_us, r->lat_p99_us,
+	       (unsigned long long)r->wrong, (unsigned long long)r->failed);
+	/* transfer_engine_bench's closing line, one per row */
+	printf("Test completed: duration %.2f, batch count %llu, throughput %.*f %s/s\n", r->seconds,
+	       (unsigned long long)r->batches, o->precision, r->bw, o->unit);
+	fflush(stdout);
+}
+
+int bench_write_json(const struct bench_opts *o, const char *path, struct bench_row *rows,
+		     size_t n, const char *local, const char *remote)
+{
+	cJSON *root = cJSON_CreateObject(), *arr;
+	char *txt;
+	int ret;
+
+	cJSON_AddStringToObject(root, "tool", "pdkv-bench");
+	cJSON_AddStringToObject(root, "local_segment", local ? local : "");
+	cJSON_AddStringToObject(root, "target_segment", remote ? remote : "");
+	cJSON_AddStringToObject(root, "protocol", o->protocol ? o->protocol : "auto");
+	cJSON_AddStringToObject(root, "metadata", o->metadata);
+	cJSON_AddStringToObject(root, "report_unit", o->unit);
+	cJSON_AddBoolToObject(root, "check", o->check);
+	cJSON_AddNumberToObject(root, "batch_size", (double)o->batch);
+	cJSON_AddNumberToObject(root, "threads", (double)o->threads);
+	arr = cJSON_AddArrayToObject(root, "rows");
+	for (size_t i = 0; i < n; i++) {
+		struct bench_row *r = &rows[i];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "kind", r->kind);
+		cJSON_AddStringToObject(x, "operation", r->op ? "write" : "read");
+		cJSON_AddNumberToObject(x, "block_size", (double)r->block);
+		cJSON_AddNumberToObject(x, "batch_size", (double)r->batch);
+		cJSON_AddNumberToObject(x, "threads", (double)r->threads);
+		cJSON_AddNumberToObject(x, "duration_s", r->seconds);
+		cJSON_AddNumberToObject(x, "wall_s", r->wall);
+		cJSON_AddNumberToObject(x, "batches", (double)r->batches);
+		cJSON_AddNumberToObject(x, "transfers", (double)r->transfers);
+		cJSON_AddNumberToObject(x, "bytes", (double)r->bytes);
+		cJSON_AddNumberToObject(x, "bandwidth", r->bw);
+		cJSON_AddNumberToObject(x, "GBps", r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9
+								 : 0);
+		cJSON_AddNumberToObject(x, "transfers_per_s",
+					r->seconds > 0 ? (double)r->transfers / r->seconds : 0);
+		cJSON_AddNumberToObject(x, "lat_p50_us", r->lat_p50_us);
+		cJSON_AddNumberToObject(x, "lat_p99_us", r->lat_p99_us);
+		cJSON_AddNumberToObject(x, "wrong", (double)r->wrong);
+		cJSON_AddNumberToObject(x, "failed", (double)r->failed);
+		cJSON_AddItemToArray(arr, x);
+	}
+	txt = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!txt)
+		return -1;
+	ret = pd_write_file(path, txt, strlen(txt));
+	free(txt);
+	return ret;
+}
+
+int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_row *rows,
+		    size_t n)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "kind,operation,block_size,batch_size,threads,duration_s,batches,transfers,bytes,"
+		   "bandwidth_%s_per_s,transfers_per_s,lat_p50_us,lat_p99_us,wrong,failed\n",
+		o->unit);
+	for (size_t i = 0; i < n; i++) {
+		struct bench_row *r = &rows[i];
+		fprintf(f, "%s,%s,%llu,%llu,%llu,%.6f,%llu,%llu,%llu,%.*f,%.1f,%.2f,%.2f,%llu,%llu\n",
+			r->kind, r->op ? "write" : "read", (unsigned long long)r->block,
+			(unsigned long long)r->batch, (unsigned long long)r->threads, r->seconds,
+			(unsigned long long)r->batches, (unsigned long long)r->transfers,
+			(unsigned long long)r->bytes, o->precision + 2, r->bw,
+			r->seconds > 0 ? (double)r->transfers / r->seconds : 0, r->lat_p50_us,
+			r->lat_p99_us, (unsigned long long)r->wrong, (unsigned long long)r->failed);
+	}
+	return fclose(f) ? -1 : 0;
+}
