@@ -146,9 +146,11 @@ int main(int argc, char **argv)
 	s.started = (double)time(NULL);
 	s.kv = s.o.kv_transfer_config != NULL;
 	if (s.kv) {
-		if (load_config(&s) || describe_pipes(&s))
+		if (load_config(&s))
 			return 1;
 		pd_log_set_name(s.producer ? "pdkv-standin[prefill]" : "pdkv-standin[decode]");
+		if (describe_pipes(&s))
+			return 1;
 	}
 	pd_info("model %s (served as %s), max-model-len %lld, role %s, tp %d, kv %d layers x %d "
 		"heads x %d dims x %d bytes = %zu bytes/token, %llu ns/token%s%s",

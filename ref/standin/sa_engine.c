@@ -208,7 +208,11 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 				got = k + 1;
 				break;
 			}
-			if (ret != KVC_MISS) {
+			/* A timeout is "no KV arrived" (e.g. a producer that never inserted has no
+			 * handler thread yet, spec §4.5), not a failed transfer. */
+			bool miss = ret == KVC_MISS || ret == KVC_ERR_TIMEOUT;
+
+			if (!miss) {
 				atomic_fetch_add(&s->n.transfer_failures, 1);
 				pd_warn("request %s: kvc_drop_select on rank %d: %s", r->id, k,
 					kvc_strerror(ret));
@@ -218,11 +222,17 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 				pd_sleep_ms(20);
 				continue;
 			}
-			res = ret == KVC_MISS ? F_MISS : F_XFER;
-			snprintf(why, whysz, "%s on rank %d",
-				 ret == KVC_MISS ? "producer had no KV for these tokens" :
-						   kvc_strerror(ret),
-				 k);
+			res = miss ? F_MISS : F_XFER;
+			if (ret == KVC_ERR_TIMEOUT)
+				snprintf(why, whysz, "no answer from the producer within %d ms on rank %d",
+					 s->o.miss_policy == SA_MISS_WAIT ? s->o.kv_wait_timeout_ms :
+									     s->o.kv_select_timeout_ms,
+					 k);
+			else
+				snprintf(why, whysz, "%s on rank %d",
+					 ret == KVC_MISS ? "producer had no KV for these tokens" :
+							   kvc_strerror(ret),
+					 k);
 			break;
 		}
 	}
