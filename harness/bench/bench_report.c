@@ -198,6 +198,26 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		cJSON_AddNumberToObject(x, "failed", (double)r->failed);
 		cJSON_AddItemToArray(arr, x);
 	}
+	/* pdkv / plain socket for every (operation, block size) measured both ways */
+	arr = cJSON_AddArrayToObject(root, "ratios_vs_socket");
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(rows[i].kind, "pdkv"))
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			cJSON *x;
+			if (strcmp(rows[j].kind, "socket") || rows[j].op != rows[i].op ||
+			    rows[j].block != rows[i].block || !(rows[j].bw > 0))
+				continue;
+			x = cJSON_CreateObject();
+			cJSON_AddStringToObject(x, "operation", rows[i].op ? "write" : "read");
+			cJSON_AddNumberToObject(x, "block_size", (double)rows[i].block);
+			cJSON_AddNumberToObject(x, "pdkv", rows[i].bw);
+			cJSON_AddNumberToObject(x, "socket", rows[j].bw);
+			cJSON_AddNumberToObject(x, "ratio", rows[i].bw / rows[j].bw);
+			cJSON_AddItemToArray(arr, x);
+			break;
+		}
+	}
 	txt = cJSON_Print(root);
 	cJSON_Delete(root);
 	if (!txt)

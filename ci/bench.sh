@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# make bench: one command that measures a plain C socket and pdkv's TCP transport in the same
+# run (loopback, write+read, 64 KiB and 1 MiB blocks, batch 128, every byte checked) and prints
+# the ratios to the socket and to Mooncake's published transfer_engine_bench figures.
+# Writes reports/out/bench.{json,csv,txt}, bench-summary.txt and bench.png (if gnuplot exists).
+# Env: BUILD (build), PDKV_BENCH_DURATION (3 s per row), PDKV_BENCH_THREADS (1).
+set -u
+BUILD=${BUILD:-build}
+BIN=$BUILD/bin/pdkv-bench
+OUT=reports/out
+DUR=${PDKV_BENCH_DURATION:-3}
+THR=${PDKV_BENCH_THREADS:-1}
+export MC_TCP_BIND_ADDRESS=${MC_TCP_BIND_ADDRESS:-127.0.0.1}
+mkdir -p "$OUT"
+[ -x "$BIN" ] || { echo "bench: $BIN not built (run make first)" >&2; exit 2; }
+
+echo "[bench] $(date +%T) plain socket vs pdkv tcp: write+read, 64 KiB and 1 MiB x batch 128," \
+     "${DUR}s per row, --check on (8 rows, about $((DUR * 8 + 25))s)"
+"$BIN" --mode=loopback --baseline=socket --protocol=tcp --metadata_server=P2PHANDSHAKE \
+  --operation=write,read -b 64K -e 1M -f 16 --batch_size=128 --threads="$THR" \
+  --duration="$DUR" --report_unit=GB --check \
+  --json "$OUT/bench.json" --csv "$OUT/bench.csv" 2>&1 | tee "$OUT/bench.txt" |
+  while IFS= read -r l; do
+    case "$l" in
+      "  socket"*|"  pdkv"*|"# ratio"*) echo "[bench] $(date +%T) $l" ;;
+      *) echo "$l" ;;
+    esac
+  done
+rc=${PIPESTATUS[0]}
+
+# Mooncake 0.3.3 transfer_engine_bench on this machine class (issue 3): GB/s, 1 thread.
+summary() {
+  awk -F, '
+    NR == 1 { next }
+    { key = $2 "," $3; bw[$1 "," key] = $10; seen[key] = 1 }
+    END {
+      ref["write,1048576"] = 2.05; ref["write,65536"] = 0.93; ref["read,1048576"] = 1.39
+      printf "%-6s %9s %10s %10s %9s %10s %9s  %s\n", "op", "block", "pdkv GB/s",
+             "socket", "vs sock", "mooncake", "vs MC", "goal"
+      n = split("write,1048576 write,65536 read,1048576 read,65536", order, " ")
+      for (i = 1; i <= n; i++) {
+        k = order[i]; if (!(k in seen)) continue
+        split(k, f, ","); p = bw["pdkv," k] + 0; s = bw["socket," k] + 0
+        rs = s > 0 ? sprintf("%.2f", p / s) : "-"
+        if (k in ref) { mc = sprintf("%.2f", ref[k]); rm = sprintf("%.2fx", p / ref[k]) }
+        else { mc = "-"; rm = "-" }
+        goal = ""
+        if (k == "write,1048576") goal = (p >= 4.1 ? "MET" : "MISSED") " >=4.1 GB/s (2x MC)"
+        if (k == "write,65536") goal = (p >= 2.79 ? "MET" : "MISSED") " >=2.79 GB/s (3x MC)"
+        if (s > 0) goal = goal (goal != "" ? "; " : "") (p >= 0.85 * s ? "MET" : "MISSED") " >=85% socket"
+        printf "%-6s %9d %10.2f %10.2f %9s %10s %9s  %s\n", f[1], f[2], p, s, rs, mc, rm, goal
+      }
+    }' "$OUT/bench.csv"
+}
+if [ -s "$OUT/bench.csv" ]; then
+  echo
+  echo "[bench] summary (pdkv vs plain socket in this run, vs Mooncake's published figures):"
+  summary | tee "$OUT/bench-summary.txt"
+  if command -v gnuplot >/dev/null 2>&1; then
+    awk -F, 'NR > 1 { printf "%s-%dK %s %s\n", $2, $3 / 1024, $1, $10 }' "$OUT/bench.csv" |
+      awk '{ v[$1 " " $2] = $3; k[$1] = 1 }
+           END { ref["write-1024K"] = 2.05; ref["write-64K"] = 0.93; ref["read-1024K"] = 1.39
+                 for (x in k) printf "%s %s %s %s\n", x, v[x " socket"] + 0, v[x " pdkv"] + 0,
+                                    (x in ref) ? ref[x] : 0 }' | sort >"$OUT/bench.dat"
+    gnuplot <<GP 2>/dev/null && echo "[bench] plot: $OUT/bench.png"
+set terminal png size 900,500
+set output "$OUT/bench.png"
+set title "pdkv TCP vs plain socket vs Mooncake 0.3.3 (loopback, batch 128)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set ylabel "GB/s"
+set yrange [0:*]
+set key top left
+plot "$OUT/bench.dat" using 2:xtic(1) title "plain socket", '' using 3 title "pdkv", '' using 4 title "Mooncake (published)"
+GP
+  fi
+fi
+echo "[bench] results: $OUT/bench.json $OUT/bench.csv $OUT/bench.txt"
+[ "$rc" -eq 0 ] || echo "[bench] FAILED: pdkv-bench exited $rc (wrong bytes, failed transfers or errors above)" >&2
+exit "$rc"
