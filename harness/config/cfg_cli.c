@@ -125,7 +125,7 @@ int cfg_cli_run(struct cfg_cli *c, bool ports_mode)
 	int rc = cfg_check(&c->o, &r);
 
 	if (ports_mode) {
-		rc = r.nconflicts > 0 || (c->o.vllm == CFG_VLLM_V0 && r.nports == 0) ? 1 : 0;
+		rc = r.nconflicts > 0 || !r.ports_planned ? 1 : 0;
 		/* the port verdict: ok only when a plan exists and nothing collides */
 		r.ok = rc == 0 && r.ok;
 	}

@@ -5,3 +5,6 @@ pdkv-config_SRCS := harness/config/config_main.c harness/config/cfg_cli.c
 pdkv-config_LIBS := cfg pdcommon
 pdkv-ports_SRCS := harness/config/ports_main.c harness/config/cfg_cli.c
 pdkv-ports_LIBS := cfg pdcommon
+TESTS += test_config_fixtures
+test_config_fixtures_SRCS := harness/config/tests/test_fixtures.c harness/config/cfg_cli.c
+test_config_fixtures_LIBS := cfg pdcommon

@@ -169,6 +169,8 @@ struct cfg_report {
 	size_t nconflicts;
 	struct cfg_diags diags;
 	enum cfg_vllm vllm;
+	bool ports_planned; /* V0: the pipe's ports could be derived; V1: always */
+	char *v1_protocol;  /* V1: mooncake_protocol / VLLM_MOONCAKE_PROTOCOL in effect */
 };
 /* Runs every check. Returns the exit code contract: 0 usable, 1 errors found. */
 int cfg_check(const struct cfg_check_opts *o, struct cfg_report *r);

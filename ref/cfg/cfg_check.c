@@ -150,8 +150,13 @@ static void check_v1_extra(struct cfg_report *r, const struct cfg_check_opts *o)
 	const char *F = "kv-transfer-config: kv_connector_extra_config";
 	bool oot = cfg_v1_is_oot(&r->kt);
 
+	r->v1_protocol = strdup(oot && o->env.protocol ? o->env.protocol : "rdma");
 	for (it = root ? root->child : NULL; it; it = it->next) {
 		if (!strcmp(it->string, "mooncake_protocol")) {
+			if (!oot && cJSON_IsString(it)) {
+				free(r->v1_protocol);
+				r->v1_protocol = strdup(it->valuestring);
+			}
 			if (!cJSON_IsString(it) ||
 			    (strcmp(it->valuestring, "rdma") && strcmp(it->valuestring, "tcp")))
 				cfg_diag_add(&r->diags, CFG_ERROR, F,
@@ -332,6 +337,7 @@ void cfg_report_free(struct cfg_report *r)
 	cfg_kv_transfer_free(&r->kt);
 	free(r->eff_prefill_url);
 	free(r->eff_decode_url);
+	free(r->v1_protocol);
 	free(r->ports);
 	cfg_conflicts_free(r->conflicts, r->nconflicts);
 	cfg_diags_free(&r->diags);

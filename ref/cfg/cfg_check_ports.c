@@ -163,8 +163,11 @@ void cfg_check_ports(struct cfg_report *r, const struct cfg_check_opts *o)
 			     "vLLM V0's Mooncake pipe has no data-parallel pairing; --dp is ignored");
 	if (v0)
 		dep.dp = 1;
-	if (cfg_ports_plan(&dep, &r->ports, &r->nports, NULL) < 0)
+	if (cfg_ports_plan(&dep, &r->ports, &r->nports, &r->diags) < 0)
 		return;
+	r->ports_planned = !v0;
+	for (i = 0; i < r->nports; i++)
+		r->ports_planned |= !strncmp(r->ports[i].purpose, "v0 zmq", 6);
 	memset(&k0, 0, sizeof(k0));
 	k0.kv_rank_set = true;
 	if (v0 && dep.mc && !cfg_v0_pipe(dep.mc, &k0, 0, &pp, NULL)) {

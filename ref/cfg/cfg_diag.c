@@ -29,6 +29,12 @@ void cfg_diag_add(struct cfg_diags *d, enum cfg_severity sev, const char *field,
 	va_end(ap);
 	if (n < 0)
 		return;
+	if (n > 2048) { /* a 1 MB value quoted in a message helps nobody */
+		size_t k = 2040;
+		while (k > 0 && ((unsigned char)msg[k] & 0xc0) == 0x80)
+			k--; /* cut on a UTF-8 character boundary */
+		strcpy(msg + k, " [...]");
+	}
 	d->v[d->n].severity = sev;
 	d->v[d->n].field = field ? strdup(field) : NULL;
 	d->v[d->n].message = msg;

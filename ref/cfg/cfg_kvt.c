@@ -38,9 +38,21 @@ static void perr_add(struct perr *p, const char *fmt, ...)
 	p->n++;
 }
 
+/* pydantic's input_value: repr() of the Python value the JSON became. */
 static char *short_input(const cJSON *v)
 {
-	char *s = cJSON_PrintUnformatted(v);
+	char *s;
+
+	if (cJSON_IsString(v))
+		s = cfg_py_repr(v->valuestring);
+	else if (cJSON_IsNumber(v) && v->valuestring)
+		s = strdup(v->valuestring);
+	else if (cJSON_IsNull(v))
+		s = strdup("None");
+	else if (cJSON_IsBool(v))
+		s = strdup(cJSON_IsTrue(v) ? "True" : "False");
+	else
+		s = cJSON_PrintUnformatted(v);
 	if (s && strlen(s) > 60)
 		strcpy(s + 56, "...");
 	return s;
@@ -107,7 +119,7 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 				perr_add(pe, "%s: Input should be a valid integer, got a number with a fractional part [type=int_from_float, input_value=%s]",
 					 name, in ? in : "");
 			} else if (fabs(x) >= 9.2e18) {
-				perr_add(pe, "%s: Input should be a valid integer, unable to parse input as an integer, exceeded maximum size [type=int_parsing_size]",
+				perr_add(pe, "%s: Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size]",
 					 name);
 			} else {
 				*i = (int64_t)x;
@@ -122,10 +134,10 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 				size_t k = 1;
 				while (dot[k] == '0')
 					k++;
-				if (dot[k] == 0 || dot[k] == ' ')
+				if (k > 1 && (dot[k] == 0 || dot[k] == ' '))
 					memmove(dot, dot + k, strlen(dot + k) + 1);
 			}
-			if (c && !strchr(c, '_') && !cfg_py_int(c, &tmp, &huge) && !huge) {
+			if (c && !cfg_py_int(c, &tmp, &huge)) {
 				*i = tmp;
 				ret = 0;
 			} else {
@@ -146,9 +158,17 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 			*f = v->valuedouble;
 			ret = 0;
 		} else if (cJSON_IsString(v)) {
-			char *end = NULL;
-			const char *b = v->valuestring;
+			char *end = NULL, *cp = strdup(v->valuestring), *b = cp;
 			double x;
+			size_t a, z;
+			if (!cp)
+				break;
+			/* Python float(): '_' allowed between digits */
+			for (a = z = 0; cp[a]; a++)
+				if (!(cp[a] == '_' && a > 0 && cp[a - 1] >= '0' && cp[a - 1] <= '9' &&
+				      cp[a + 1] >= '0' && cp[a + 1] <= '9'))
+					cp[z++] = cp[a];
+			cp[z] = 0;
 			while (*b == ' ' || *b == '\t' || *b == '\n' || *b == '\r')
 				b++;
 			x = strtod(b, &end);
@@ -162,6 +182,7 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 				*f = x;
 				ret = 0;
 			}
+			free(cp);
 		} else {
 			perr_add(pe, "%s: Input should be a valid number [type=float_type, input_value=%s]",
 				 name, in ? in : "");
@@ -271,7 +292,7 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 	}
 	if (!cJSON_IsObject(root)) {
 		char *in = short_input(root);
-		perr_add(&pe, "Input should be a valid dictionary or instance of KVTransferConfig [type=model_type, input_value=%s, input_type=%s]",
+		perr_add(&pe, "Input should be an object [type=model_type, input_value=%s, input_type=%s]",
 			 in ? in : "", cfg_py_type(root));
 		free(in);
 		cfg_diag_add(d, CFG_ERROR, F, "--kv-transfer-config must be a JSON object, got a JSON %s",

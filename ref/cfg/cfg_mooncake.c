@@ -242,7 +242,6 @@ static void split_devices(struct cfg_mooncake *mc, struct cfg_diags *d)
  * vLLM raises, for the side whose kv_rank is given (both ends are checked by the caller). */
 static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **err)
 {
-	const char *keys[2] = { "prefill_url", "decode_url" };
 	const char *urls[2] = { mc->prefill_url, mc->decode_url };
 	char *h[2] = { NULL, NULL }, *p[2] = { NULL, NULL };
 	int k;
@@ -254,12 +253,6 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 		if (strcmp(t, "str") != 0) {
 			set_err(err, "AttributeError: '%s' object has no attribute 'split'",
 				!strcmp(t, "absent") ? "NoneType" : t);
-			if (strcmp(t, "absent") && strcmp(t, "NoneType")) {
-				char f[64];
-				cfg_diag_add(d, CFG_ERROR, fld(f, sizeof(f), keys[k]),
-					     "%s: %s must be a string \"<ip>:<port>\", got a JSON %s",
-					     mc->path, keys[k], t);
-			}
 			goto out;
 		}
 		if (cfg_py_split2(urls[k], ':', &h[k], &p[k])) {
@@ -334,12 +327,6 @@ typeerr:
 			"str%s) -> int",
 			mc->metadata_backend ? "initializeExt" : "initialize",
 			mc->metadata_backend ? ", arg4: str" : "");
-		{
-			char f[64];
-			cfg_diag_add(d, CFG_ERROR, fld(f, sizeof(f), cfg_mc_field_names[types_bad]),
-				     "%s: %s must be a string, got a JSON %s", mc->path,
-				     cfg_mc_field_names[types_bad], mc->types[types_bad]);
-		}
 	}
 out:
 	for (k = 0; k < 2; k++) {

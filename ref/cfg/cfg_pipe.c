@@ -7,13 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int pipe_url(const char *key, const char *url, char **host, char **port, int64_t *base,
-		    struct cfg_diags *d)
+static int pipe_url(const char *key, const char *url, const char *type, char **host, char **port,
+		    int64_t *base, struct cfg_diags *d)
 {
 	char field[64];
 	bool huge = false;
 
 	snprintf(field, sizeof(field), "mooncake.json: %s", key);
+	if (!url && *type && strcmp(type, "absent") && strcmp(type, "NoneType"))
+		return -EINVAL; /* a wrong JSON type, reported by cfg_mooncake_load */
 	if (!url) {
 		cfg_diag_add(d, CFG_ERROR, field,
 			     "%s is missing or null; vLLM fails with AttributeError: 'NoneType' object "
@@ -54,10 +56,10 @@ int cfg_v0_pipe(const struct cfg_mooncake *mc, const struct cfg_kv_transfer *kt,
 	memset(out, 0, sizeof(*out));
 	if (!mc || local_rank < 0 || local_rank > 4096)
 		return -EINVAL;
-	ret = pipe_url("prefill_url", mc->prefill_url, &hp, &pp, &bp, d);
+	ret = pipe_url("prefill_url", mc->prefill_url, mc->types[CFG_MC_PREFILL_URL], &hp, &pp, &bp, d);
 	if (ret)
 		goto out;
-	ret = pipe_url("decode_url", mc->decode_url, &hd, &pd, &bd, d);
+	ret = pipe_url("decode_url", mc->decode_url, mc->types[CFG_MC_DECODE_URL], &hd, &pd, &bd, d);
 	if (ret)
 		goto out;
 	if (strlen(hp) >= sizeof(out->own_host) || strlen(hd) >= sizeof(out->own_host)) {

@@ -245,7 +245,7 @@ int cfg_ports_plan(const struct cfg_deploy *dep, struct cfg_port **ports, size_t
 	host_of(mc ? mc->decode_url : NULL, dep->decode_host, hd, sizeof(hd));
 	snprintf(hx, sizeof(hx), "%s", dep->proxy_host ? dep->proxy_host : hp);
 	if (dep->vllm == CFG_VLLM_V0) {
-		if (mc && mc->prefill_url && mc->decode_url)
+		if (mc)
 			plan_v0(&p, dep, d);
 	} else {
 		plan_v1(&p, dep, hp, hd);

@@ -33,6 +33,8 @@ static void pj_fail(struct pj *p, size_t pos, const char *py, const char *jt)
 		}
 	col = last_nl == (size_t)-1 ? pos + 1 : pos - last_nl;
 	if (p->jiter) {
+		if (pos >= p->n && col > 0)
+			col--; /* jiter reports EOF at the column of the last character */
 		if (asprintf(&p->err, "Invalid JSON: %s at line %zu column %zu [type=json_invalid]", jt,
 			     line, col) < 0)
 			p->err = NULL;

@@ -17,17 +17,10 @@ static void v1_config(const struct cfg_report *r, cJSON *cfg)
 	char *err = NULL;
 	const char *x = r->kt.kv_connector_extra_config;
 	cJSON *ex = x ? cfg_pyjson_parse(x, strlen(x), &err) : NULL;
-	const cJSON *p = cfg_pyjson_get(ex, "mooncake_protocol");
 	const cJSON *dn = cfg_pyjson_get(ex, "device_name");
 	cJSON *arr = cJSON_CreateArray();
-	const char *proto = "rdma";
+	const char *proto = r->v1_protocol ? r->v1_protocol : "rdma";
 
-	if (cfg_v1_is_oot(&r->kt)) {
-		const char *e = getenv("VLLM_MOONCAKE_PROTOCOL");
-		proto = e ? e : "rdma";
-	} else if (p && cJSON_IsString(p)) {
-		proto = p->valuestring;
-	}
 	cJSON_AddItemToObject(cfg, "prefill_url", cJSON_CreateNull());
 	cJSON_AddItemToObject(cfg, "decode_url", cJSON_CreateNull());
 	cJSON_AddItemToObject(cfg, "metadata_server", cJSON_CreateString("P2PHANDSHAKE"));
