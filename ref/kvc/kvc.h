@@ -67,7 +67,7 @@ struct kvc_opts {
 	const char *zmq_bind_host; /* NULL = "*" as PIPE-a/b */
 	/* Added by the kvc helper; 0 = default for each. */
 	size_t pool_bytes;       /* registered managed-buffer region (default: kv_buffer_size
-				    rounded up to a power of two, clamped to 64..256 MiB;
+				    rounded up to a power of two, clamped to 64..512 MiB;
 				    env PDKV_KVC_POOL_BYTES) */
 	int overflow_rule;       /* enum kvc_overflow */
 	int insert_timeout_ms;   /* producer: bound on a back-pressure wait (0 = until destroy) */

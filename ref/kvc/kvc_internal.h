@@ -52,7 +52,7 @@ uint64_t kvc_item_nbytes(const struct kvc_item *it);
 #define KVC_POOL_MIN_BLOCK   (8ull << 10)
 #define KVC_POOL_MAX_CLASS   (256ull << 20)
 #define KVC_POOL_DEFAULT_MIN (64ull << 20)
-#define KVC_POOL_DEFAULT_MAX (256ull << 20)
+#define KVC_POOL_DEFAULT_MAX (512ull << 20)
 #define KVC_DEDICATED_CAP    (4ull << 30)
 
 typedef int (*kvc_reg_fn)(void *ctx, void *addr, size_t len);

@@ -306,20 +306,8 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 		       o->mc->metadata_server ? o->mc->metadata_server : "(null)");
 		return KVC_ERR_CONFIG;
 	}
-	eo.metadata_conn = o->mc->conn_string;
-	eo.local_server_name = p->v0.own_url;
-	eo.protocol = o->mc->protocol;
-	eo.device_names = o->mc->device_name && *o->mc->device_name ? o->mc->device_name : NULL;
-	rc = te_engine_create(&eo, &p->eng);
-	if (rc < 0) {
-		pd_err("kvc: engine for segment %s (metadata %s, protocol %s): %s", p->v0.own_url,
-		       eo.metadata_conn, eo.protocol ? eo.protocol : "auto", te_strerror(rc));
-		p->eng = NULL;
-		return KVC_ERR_CONFIG;
-	}
-	rc = kvc_pool_create(pool_size(o), KVC_DEDICATED_CAP, reg_cb, unreg_cb, p->eng, &p->pool);
-	if (rc < 0)
-		goto fail;
+	/* Side channel first (vLLM builds the engine first): a port clash then fails before
+	 * this instance publishes a segment under a name another live instance may own. */
 	p->zctx = zmq_ctx_new();
 	if (!p->zctx) {
 		rc = KVC_ERR_CONFIG;
@@ -332,6 +320,21 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	    (rc = zbind(p->ack_out, bh, p->v0.bind_ack_port, "ACK PUSH (B+10+2r)")) ||
 	    (rc = zconnect(p->data_in, p->v0.remote_host, p->v0.connect_data_port, "data PULL")) ||
 	    (rc = zconnect(p->ack_in, p->v0.remote_host, p->v0.connect_ack_port, "ACK PULL")))
+		goto fail;
+	eo.metadata_conn = o->mc->conn_string;
+	eo.local_server_name = p->v0.own_url;
+	eo.protocol = o->mc->protocol;
+	eo.device_names = o->mc->device_name && *o->mc->device_name ? o->mc->device_name : NULL;
+	rc = te_engine_create(&eo, &p->eng);
+	if (rc < 0) {
+		pd_err("kvc: engine for segment %s (metadata %s, protocol %s): %s", p->v0.own_url,
+		       eo.metadata_conn, eo.protocol ? eo.protocol : "auto", te_strerror(rc));
+		p->eng = NULL;
+		rc = KVC_ERR_CONFIG;
+		goto fail;
+	}
+	rc = kvc_pool_create(pool_size(o), KVC_DEDICATED_CAP, reg_cb, unreg_cb, p->eng, &p->pool);
+	if (rc < 0)
 		goto fail;
 	if (pthread_create(&p->cleaner, NULL, cleaner_main, p) != 0) {
 		rc = KVC_ERR_CONFIG;

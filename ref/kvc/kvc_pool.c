@@ -1,7 +1,11 @@
 /* kvc_pool: the managed-buffer allocator behind the pipe (the adaptor's allocateManagedBuffer):
  * one registered region split by a buddy allocator into 8 KiB … 256 MiB power-of-two classes;
  * larger requests, or any request when the region is full, get a dedicated mmap + registration.
- * Bookkeeping lives outside the region (the peer can read the region, it must not steer us). */
+ * Bookkeeping lives outside the region (the peer can read the region, it must not steer us).
+ * Size: the adaptor registers 2 GiB; pdkv defaults to kv_buffer_size rounded up to a power of
+ * two, clamped to 64..512 MiB (kvc_opts.pool_bytes / PDKV_KVC_POOL_BYTES override). In flight on
+ * the pipe is about one item (5 tensors until their ACKs), and the region is mmap'd so pages
+ * are only backed once used — but RDMA registration pins all of it, hence the clamp. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -576,6 +576,47 @@ static void test_large_and_concurrent(void **state)
 		kvc_item_free(&items[i]);
 }
 
+/* A second instance on the same ports fails (ZMQ "Address already in use") before it touches
+ * the metadata store, so the first keeps working; bad options are refused. */
+static void test_port_clash_and_bad_config(void **state)
+{
+	struct env e;
+	struct kvc *p, *p2 = NULL, *d, *x = NULL;
+	struct kvc_item it, got;
+	struct kvc_opts o;
+	(void)state;
+	env_init(&e);
+	p = mk(&e, true, KVC_FRAME_PICKLE, KVC_MISS_OLD, 0, 10000);
+	o = (struct kvc_opts){.mc = &e.mc, .kt = &e.kp, .zmq_bind_host = "127.0.0.1"};
+	assert_int_equal(kvc_create(&o, &p2), KVC_ERR_CONFIG);
+	assert_null(p2);
+	d = mk(&e, false, KVC_FRAME_PICKLE, KVC_MISS_OLD, 0, 10000);
+	make_item(&it, 9, 16);
+	assert_int_equal(kvc_insert(p, &it), 0);
+	assert_int_equal(kvc_drop_select(d, it.tokens.data, 16, &got), KVC_OK);
+	assert_item_eq(&got, &it);
+	kvc_item_free(&got);
+	/* role checks: insert on the consumer, select on the producer */
+	assert_int_equal(kvc_insert(d, &it), KVC_ERR_CONFIG);
+	assert_int_equal(kvc_drop_select(p, it.tokens.data, 16, &got), KVC_ERR_CONFIG);
+	kvc_destroy(d);
+	kvc_destroy(p);
+
+	o.frame_format = 5;
+	assert_int_equal(kvc_create(&o, &x), KVC_ERR_CONFIG);
+	o.frame_format = KVC_FRAME_PICKLE;
+	o.miss_mode = 9;
+	assert_int_equal(kvc_create(&o, &x), KVC_ERR_CONFIG);
+	o.miss_mode = KVC_MISS_OLD;
+	e.mc.prefill_url = "no-port-here";
+	assert_int_equal(kvc_create(&o, &x), KVC_ERR_CONFIG);
+	e.mc.prefill_url = e.url;
+	e.mc.conn_string = NULL;
+	assert_int_equal(kvc_create(&o, &x), KVC_ERR_CONFIG);
+	assert_null(x);
+	kvc_item_free(&it);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -584,6 +625,7 @@ int main(void)
 	    cmocka_unit_test(test_timeout_then_stale_answer),
 	    cmocka_unit_test(test_frame_mismatch),
 	    cmocka_unit_test(test_large_and_concurrent),
+	    cmocka_unit_test(test_port_clash_and_bad_config),
 	    cmocka_unit_test(test_rogue_peer),
 	};
 	int rc = pd_svc_start(PD_SVC_ETCD, NULL, NULL, &g_etcd);

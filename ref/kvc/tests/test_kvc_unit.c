@@ -417,7 +417,8 @@ static void test_pool(void **state)
 	struct kvc_pool *p;
 	void *v[64];
 	(void)state;
-	assert_int_equal(kvc_pool_default_bytes(1e9), 256ull << 20);
+	assert_int_equal(kvc_pool_default_bytes(1e9), 512ull << 20);
+	assert_int_equal(kvc_pool_default_bytes(2e9), 512ull << 20);
 	assert_int_equal(kvc_pool_default_bytes(1e6), 64ull << 20);
 	assert_int_equal(kvc_pool_default_bytes(1e8), 128ull << 20);
 	n_reg = n_unreg = 0;
