@@ -40,9 +40,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pd_info("listening on %s:%d; prefill %d, decode %d; timeouts prefill %.1fs decode %.1fs "
-		"connect %.1fs; max body %llu",
-		o.host, port, o.n_prefill, o.n_decode, o.prefill_timeout_ms / 1e3,
-		o.decode_timeout_ms / 1e3, o.connect_timeout_ms / 1e3, (unsigned long long)o.max_body);
+	        "connect %.1fs; max body %llu",
+	        o.host, port, o.n_prefill, o.n_decode, o.prefill_timeout_ms / 1e3,
+	        o.decode_timeout_ms / 1e3, o.connect_timeout_ms / 1e3,
+	        (unsigned long long)o.max_body);
 	for (int i = 0; i < o.n_prefill; i++)
 		pd_info("prefill[%d] %s", i, o.prefill[i]);
 	for (int i = 0; i < o.n_decode; i++)

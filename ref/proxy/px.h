@@ -7,20 +7,20 @@
 #include <stdint.h>
 
 #define PX_MAX_BACKENDS 64
-#define PX_URL_MAX 512
+#define PX_URL_MAX      512
 
 struct px_opts {
-	char host[256];             /* --host, bind address */
-	int port;                   /* --port (0 = any free port) */
+	char host[256];                            /* --host, bind address */
+	int port;                                  /* --port (0 = any free port) */
 	char prefill[PX_MAX_BACKENDS][PX_URL_MAX]; /* normalised base URLs, no trailing slash */
 	int n_prefill;
 	char decode[PX_MAX_BACKENDS][PX_URL_MAX];
 	int n_decode;
-	long prefill_timeout_ms;    /* whole prefill request; 0 = none */
-	long decode_timeout_ms;     /* whole decode request; 0 = none */
+	long prefill_timeout_ms; /* whole prefill request; 0 = none */
+	long decode_timeout_ms;  /* whole decode request; 0 = none */
 	long connect_timeout_ms;
-	uint64_t max_body;          /* request body limit, bytes */
-	size_t queue_bytes;         /* decode -> client stream queue per request */
+	uint64_t max_body;  /* request body limit, bytes */
+	size_t queue_bytes; /* decode -> client stream queue per request */
 };
 
 /* Parses argv (argv[0] is the program). Returns 0, 1 when --help was printed to stdout, or

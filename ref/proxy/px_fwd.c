@@ -17,7 +17,7 @@ static struct curl_slist *base_headers(const struct px_call *c, int json_body)
 {
 	struct curl_slist *h = NULL, *t;
 	char line[512];
-	const char *fixed[] = { "Expect:", json_body ? "Content-Type: application/json" : NULL };
+	const char *fixed[] = {"Expect:", json_body ? "Content-Type: application/json" : NULL};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(fixed); i++) {
 		if (!fixed[i])
 			continue;
@@ -107,7 +107,7 @@ static size_t drain_cb(char *p, size_t sz, size_t n, void *u)
 
 int px_prefill(const struct px_call *c, int *http_status, char *reason, size_t reason_sz)
 {
-	struct drain d = { .kept = 0 };
+	struct drain d = {.kept = 0};
 	char errbuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *h = base_headers(c, 1);
 	CURL *e = h ? easy_for(c, h, errbuf, NULL) : NULL;
@@ -146,9 +146,10 @@ out:
 
 static int hop_by_hop(const char *line, size_t n)
 {
-	static const char *const drop[] = { "connection:", "keep-alive:", "transfer-encoding:",
-					    "content-length:", "date:", "server:", "te:", "trailer:",
-					    "upgrade:", "proxy-", "x-request-id:" };
+	static const char *const drop[] = {
+	    "connection:",  "keep-alive:", "transfer-encoding:", "content-length:", "date:",
+	    "server:",      "te:",         "trailer:",           "upgrade:",        "proxy-",
+	    "x-request-id:"};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(drop); i++) {
 		size_t m = strlen(drop[i]);
 		if (n >= m && !strncasecmp(line, drop[i], m))
@@ -172,8 +173,8 @@ static size_t header_cb(char *p, size_t sz, size_t n, void *u)
 		s->n_hdr = 0;
 		s->content_length = -1;
 		s->status = 0;
-		if (sp && (size_t)(sp - p) + 4 <= l && sp[1] >= '1' && sp[1] <= '5' && sp[2] >= '0' &&
-		    sp[2] <= '9' && sp[3] >= '0' && sp[3] <= '9')
+		if (sp && (size_t)(sp - p) + 4 <= l && sp[1] >= '1' && sp[1] <= '5' &&
+		    sp[2] >= '0' && sp[2] <= '9' && sp[3] >= '0' && sp[3] <= '9')
 			s->status = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
 	} else if (l == 0) {
 		if (s->status >= 200) {
@@ -190,7 +191,8 @@ static size_t header_cb(char *p, size_t sz, size_t n, void *u)
 		s->content_length = pd_parse_i64(t, &cl) == 0 && cl >= 0 ? cl : -1;
 	} else if (!strncasecmp(p, "transfer-encoding:", 18)) {
 		s->content_length = -1;
-	} else if (!hop_by_hop(p, l) && s->n_hdr < PX_MAX_PASS_HEADERS && l < 4096 && memchr(p, ':', l)) {
+	} else if (!hop_by_hop(p, l) && s->n_hdr < PX_MAX_PASS_HEADERS && l < 4096 &&
+	           memchr(p, ':', l)) {
 		s->hdr[s->n_hdr] = strndup(p, l);
 		if (s->hdr[s->n_hdr])
 			s->n_hdr++;
@@ -207,7 +209,8 @@ static size_t body_cb(char *p, size_t sz, size_t n, void *u)
 	size_t len = sz * n, off = 0;
 	pthread_mutex_lock(&s->mu);
 	if (!s->hdr_done) {
-		s->hdr_done = 1; /* body without a header block (HTTP/0.9-ish): status stays as is */
+		s->hdr_done =
+		    1; /* body without a header block (HTTP/0.9-ish): status stays as is */
 		pthread_cond_broadcast(&s->cv);
 	}
 	if (!s->t_first_ns && len)

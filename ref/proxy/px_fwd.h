@@ -12,9 +12,9 @@ extern volatile int px_stopping;
 
 /* What every backend call carries. */
 struct px_call {
-	const char *url;           /* full endpoint URL */
-	const char *method;        /* "POST" or "GET" */
-	const char *body;          /* POST body (may be NULL for GET) */
+	const char *url;    /* full endpoint URL */
+	const char *method; /* "POST" or "GET" */
+	const char *body;   /* POST body (may be NULL for GET) */
 	size_t body_len;
 	const char *request_id;    /* X-Request-Id */
 	const char *authorization; /* Authorization header value, or NULL */
@@ -39,13 +39,13 @@ struct px_stream {
 	char *ring;
 	size_t cap, head, len;
 
-	int hdr_done;   /* final (non-1xx) status line and headers seen */
-	int done;       /* curl returned */
-	int cancel;     /* the client went away: abort the call */
-	int status;     /* HTTP status from the backend, 0 if none */
-	int result;     /* CURLcode */
+	int hdr_done; /* final (non-1xx) status line and headers seen */
+	int done;     /* curl returned */
+	int cancel;   /* the client went away: abort the call */
+	int status;   /* HTTP status from the backend, 0 if none */
+	int result;   /* CURLcode */
 	char errbuf[256];
-	int64_t content_length; /* -1 when absent or chunked */
+	int64_t content_length;         /* -1 when absent or chunked */
 	char *hdr[PX_MAX_PASS_HEADERS]; /* end-to-end headers as "Name: value" */
 	int n_hdr;
 

@@ -12,43 +12,47 @@
 #include <strings.h>
 
 #define PX_DEFAULT_PREFILL "http://localhost:8100"
-#define PX_DEFAULT_DECODE "http://localhost:8200"
+#define PX_DEFAULT_DECODE  "http://localhost:8200"
 
 void px_usage(const char *prog)
 {
-	printf("Usage: %s [--host ADDR] [--port N] --prefill URL... --decode URL... [options]\n"
-	       "\n"
-	       "OpenAI-compatible disaggregated-prefill proxy (the integration guide's proxy, made\n"
-	       "strict): each POST /v1/completions or /v1/chat/completions is first sent to a prefill\n"
-	       "instance with max_tokens=1 and stream=false (drained), then the original request goes\n"
-	       "to a decode instance whose answer is streamed back unchanged.\n"
-	       "\n"
-	       "  --host ADDR              bind address (default 0.0.0.0)\n"
-	       "  --port N                 listen port (default 8000; 0 = any free port)\n"
-	       "  --prefill URL            prefill instance; repeat (or comma-separate) for round\n"
-	       "                           robin. URL: http://host:port, host:port, or an endpoint\n"
-	       "                           such as http://host:port/v1/completions. An optional\n"
-	       "                           bootstrap port after it (PROXY-16 style) is ignored.\n"
-	       "  --decode URL             decode instance; same forms, round robin\n"
-	       "  --prefiller-host(s) H..  toy-proxy spelling: hosts (repeat, comma or space list)\n"
-	       "  --prefiller-port(s) P..  toy-proxy spelling: ports (paired with the hosts; one\n"
-	       "                           host or one port is used for every entry of the other)\n"
-	       "  --decoder-host(s) H..    toy-proxy spelling for decode\n"
-	       "  --decoder-port(s) P..\n"
-	       "  --prefill-timeout SEC    whole prefill request (default 600; 0 = none)\n"
-	       "  --decode-timeout SEC     whole decode request incl. streaming (default 21600; 0 = none)\n"
-	       "  --connect-timeout SEC    TCP connect to a backend (default 10)\n"
-	       "  --max-body SIZE          request body limit, e.g. 64MiB (default); larger -> 413\n"
-	       "  --stream-buffer SIZE     per-request decode->client queue (default 64KiB)\n"
-	       "  -h, --help               this text\n"
-	       "\n"
-	       "Defaults when no backend is named: prefill %s, decode %s (the toy proxy's).\n"
-	       "Prefill failure -> 502 JSON error, decode is not called. Decode errors pass through.\n"
-	       "GET /health and /healthcheck answer 200; GET /v1/models goes to the first decode.\n"
-	       "X-Request-Id (generated when absent) and Authorization go to both backends; with no\n"
-	       "Authorization from the client, OPENAI_API_KEY (if set) is sent as a Bearer token.\n"
-	       "Log level: PDKV_LOG=error|warn|info|debug; one access line per request at info.\n",
-	       prog, PX_DEFAULT_PREFILL, PX_DEFAULT_DECODE);
+	printf(
+	    "Usage: %s [--host ADDR] [--port N] --prefill URL... --decode URL... [options]\n"
+	    "\n"
+	    "OpenAI-compatible disaggregated-prefill proxy (the integration guide's proxy, made\n"
+	    "strict): each POST /v1/completions or /v1/chat/completions is first sent to a "
+	    "prefill\n"
+	    "instance with max_tokens=1 and stream=false (drained), then the original request "
+	    "goes\n"
+	    "to a decode instance whose answer is streamed back unchanged.\n"
+	    "\n"
+	    "  --host ADDR              bind address (default 0.0.0.0)\n"
+	    "  --port N                 listen port (default 8000; 0 = any free port)\n"
+	    "  --prefill URL            prefill instance; repeat (or comma-separate) for round\n"
+	    "                           robin. URL: http://host:port, host:port, or an endpoint\n"
+	    "                           such as http://host:port/v1/completions. An optional\n"
+	    "                           bootstrap port after it (PROXY-16 style) is ignored.\n"
+	    "  --decode URL             decode instance; same forms, round robin\n"
+	    "  --prefiller-host(s) H..  toy-proxy spelling: hosts (repeat, comma or space list)\n"
+	    "  --prefiller-port(s) P..  toy-proxy spelling: ports (paired with the hosts; one\n"
+	    "                           host or one port is used for every entry of the other)\n"
+	    "  --decoder-host(s) H..    toy-proxy spelling for decode\n"
+	    "  --decoder-port(s) P..\n"
+	    "  --prefill-timeout SEC    whole prefill request (default 600; 0 = none)\n"
+	    "  --decode-timeout SEC     whole decode request incl. streaming (default 21600; 0 = "
+	    "none)\n"
+	    "  --connect-timeout SEC    TCP connect to a backend (default 10)\n"
+	    "  --max-body SIZE          request body limit, e.g. 64MiB (default); larger -> 413\n"
+	    "  --stream-buffer SIZE     per-request decode->client queue (default 64KiB)\n"
+	    "  -h, --help               this text\n"
+	    "\n"
+	    "Defaults when no backend is named: prefill %s, decode %s (the toy proxy's).\n"
+	    "Prefill failure -> 502 JSON error, decode is not called. Decode errors pass through.\n"
+	    "GET /health and /healthcheck answer 200; GET /v1/models goes to the first decode.\n"
+	    "X-Request-Id (generated when absent) and Authorization go to both backends; with no\n"
+	    "Authorization from the client, OPENAI_API_KEY (if set) is sent as a Bearer token.\n"
+	    "Log level: PDKV_LOG=error|warn|info|debug; one access line per request at info.\n",
+	    prog, PX_DEFAULT_PREFILL, PX_DEFAULT_DECODE);
 }
 
 static int fail(char *err, size_t errsz, const char *fmt, const char *a, const char *b)
@@ -75,8 +79,8 @@ static int valid_host(const char *h, size_t n, int bracketed)
 /* Removes OpenAI endpoint suffixes so "/v1/completions" and "/v1/" both give the base. */
 static void strip_endpoint(char *path)
 {
-	static const char *const sfx[] = { "/v1/chat/completions", "/v1/completions", "/v1/models",
-					   "/healthcheck", "/health", "/v1" };
+	static const char *const sfx[] = {"/v1/chat/completions", "/v1/completions", "/v1/models",
+	                                  "/healthcheck",         "/health",         "/v1"};
 	int again = 1;
 	while (again) {
 		size_t n = strlen(path);
@@ -104,11 +108,13 @@ int px_normalize_url(const char *in, char *out, size_t outsz, char *err, size_t 
 	int has_scheme = 0;
 
 	if (!in || !*in)
-		return fail(err, errsz, "expected http://host:port, host:port or an endpoint URL, got \"%s\"%s",
-			    in ? in : "", "");
+		return fail(err, errsz,
+		            "expected http://host:port, host:port or an endpoint URL, got \"%s\"%s",
+		            in ? in : "", "");
 	for (const char *c = in; *c; c++)
 		if ((unsigned char)*c <= ' ' || *c == 0x7f)
-			return fail(err, errsz, "URL \"%s\" contains a space or control character%s", in, "");
+			return fail(err, errsz,
+			            "URL \"%s\" contains a space or control character%s", in, "");
 	if (strlen(in) >= PX_URL_MAX - 1)
 		return fail(err, errsz, "URL \"%.64s...\" is too long%s", in, "");
 	if (!strncasecmp(p, "http://", 7)) {
@@ -119,20 +125,24 @@ int px_normalize_url(const char *in, char *out, size_t outsz, char *err, size_t 
 		p += 8;
 		has_scheme = 1;
 	} else if (strstr(p, "://")) {
-		return fail(err, errsz, "URL \"%s\": only http:// and https:// are supported%s", in, "");
+		return fail(err, errsz, "URL \"%s\": only http:// and https:// are supported%s", in,
+		            "");
 	}
 	auth = p;
 	slash = strchr(auth, '/');
 	alen = slash ? (size_t)(slash - auth) : strlen(auth);
 	if (alen == 0 || alen >= sizeof(authority))
-		return fail(err, errsz, "URL \"%s\": expected host:port after the scheme%s", in, "");
+		return fail(err, errsz, "URL \"%s\": expected host:port after the scheme%s", in,
+		            "");
 	memcpy(authority, auth, alen);
 	authority[alen] = '\0';
 	if (strchr(authority, '@'))
-		return fail(err, errsz, "URL \"%s\": user info (user@host) is not supported%s", in, "");
+		return fail(err, errsz, "URL \"%s\": user info (user@host) is not supported%s", in,
+		            "");
 	if (strpbrk(in, "?#"))
-		return fail(err, errsz, "URL \"%s\": a query or fragment is not allowed in a backend URL%s",
-			    in, "");
+		return fail(err, errsz,
+		            "URL \"%s\": a query or fragment is not allowed in a backend URL%s", in,
+		            "");
 
 	/* host and optional port */
 	hp = authority;
@@ -143,7 +153,8 @@ int px_normalize_url(const char *in, char *out, size_t outsz, char *err, size_t 
 		if (*hp == '[') {
 			const char *rb = strchr(hp, ']');
 			if (!rb)
-				return fail(err, errsz, "URL \"%s\": unterminated [IPv6] host%s", in, "");
+				return fail(err, errsz, "URL \"%s\": unterminated [IPv6] host%s",
+				            in, "");
 			host = hp + 1;
 			hlen = (size_t)(rb - host);
 			bracketed = 1;
@@ -159,11 +170,14 @@ int px_normalize_url(const char *in, char *out, size_t outsz, char *err, size_t 
 		if (colon) {
 			int64_t port;
 			if (pd_parse_i64(colon + 1, &port) || port < 1 || port > 65535)
-				return fail(err, errsz, "URL \"%s\": port must be 1..65535, got \"%s\"", in,
-					    colon + 1);
+				return fail(err, errsz,
+				            "URL \"%s\": port must be 1..65535, got \"%s\"", in,
+				            colon + 1);
 		} else if (!has_scheme) {
-			return fail(err, errsz, "expected http://host:port or host:port, got \"%s\" (no port)%s",
-				    in, "");
+			return fail(
+			    err, errsz,
+			    "expected http://host:port or host:port, got \"%s\" (no port)%s", in,
+			    "");
 		}
 	}
 	snprintf(path, sizeof(path), "%s", slash ? slash : "");
@@ -174,7 +188,8 @@ int px_normalize_url(const char *in, char *out, size_t outsz, char *err, size_t 
 }
 
 /* Seconds as a decimal ("0.5", "600"); 0 allowed only where zero means "no limit". */
-static int parse_secs(const char *flag, const char *v, int zero_ok, long *ms, char *err, size_t errsz)
+static int parse_secs(const char *flag, const char *v, int zero_ok, long *ms, char *err,
+                      size_t errsz)
 {
 	char *end;
 	double d;
@@ -182,7 +197,7 @@ static int parse_secs(const char *flag, const char *v, int zero_ok, long *ms, ch
 	d = strtod(v, &end);
 	if (!*v || *end || errno || !isfinite(d) || d < 0 || d > 1e7 || (!zero_ok && d <= 0)) {
 		snprintf(err, errsz, "%s: expected seconds (a number %s), got \"%s\"", flag,
-			 zero_ok ? ">= 0, 0 = no limit" : "> 0", v);
+		         zero_ok ? ">= 0, 0 = no limit" : "> 0", v);
 		return -EINVAL;
 	}
 	*ms = (long)llround(d * 1000.0);
@@ -238,7 +253,7 @@ static int is_port_or_none(const char *s)
 }
 
 static int add_url(char (*dst)[PX_URL_MAX], int *n, const char *flag, const char *url, char *err,
-		   size_t errsz)
+                   size_t errsz)
 {
 	char why[400];
 	if (*n >= PX_MAX_BACKENDS) {
@@ -256,8 +271,8 @@ static int add_url(char (*dst)[PX_URL_MAX], int *n, const char *flag, const char
 /* The toy proxy's host and port lists, paired index by index (a single host or port is used
  * for every entry of the other list). */
 static int add_toy(char (*dst)[PX_URL_MAX], int *n, const char *what, struct strlist *hosts,
-		   struct strlist *ports, const char *def_host, const char *def_port, char *err,
-		   size_t errsz)
+                   struct strlist *ports, const char *def_host, const char *def_port, char *err,
+                   size_t errsz)
 {
 	int count, ret;
 	if (!hosts->n && !ports->n)
@@ -267,13 +282,14 @@ static int add_toy(char (*dst)[PX_URL_MAX], int *n, const char *what, struct str
 	if (!ports->n && (ret = list_add(ports, what, def_port, err, errsz)))
 		return ret;
 	if (hosts->n != ports->n && hosts->n != 1 && ports->n != 1) {
-		snprintf(err, errsz, "Number of %s hosts (%d) must match number of %s ports (%d)", what,
-			 hosts->n, what, ports->n);
+		snprintf(err, errsz, "Number of %s hosts (%d) must match number of %s ports (%d)",
+		         what, hosts->n, what, ports->n);
 		return -EINVAL;
 	}
 	count = hosts->n > ports->n ? hosts->n : ports->n;
 	for (int i = 0; i < count; i++) {
-		const char *h = hosts->v[hosts->n == 1 ? 0 : i], *p = ports->v[ports->n == 1 ? 0 : i];
+		const char *h = hosts->v[hosts->n == 1 ? 0 : i],
+		           *p = ports->v[ports->n == 1 ? 0 : i];
 		char url[PX_URL_MAX + 16], flag[64];
 		int64_t port;
 		if (pd_parse_i64(p, &port) || port < 1 || port > 65535) {
@@ -281,12 +297,13 @@ static int add_toy(char (*dst)[PX_URL_MAX], int *n, const char *what, struct str
 			return -EINVAL;
 		}
 		if (strlen(h) > 255 || strchr(h, '/')) {
-			snprintf(err, errsz, "--%s-host: expected a host name or address, got \"%.64s\"",
-				 what, h);
+			snprintf(err, errsz,
+			         "--%s-host: expected a host name or address, got \"%.64s\"", what,
+			         h);
 			return -EINVAL;
 		}
-		snprintf(url, sizeof(url), strchr(h, ':') && h[0] != '[' ? "http://[%s]:%s" : "http://%s:%s",
-			 h, p);
+		snprintf(url, sizeof(url),
+		         strchr(h, ':') && h[0] != '[' ? "http://[%s]:%s" : "http://%s:%s", h, p);
 		snprintf(flag, sizeof(flag), "--%s-host", what);
 		if ((ret = add_url(dst, n, flag, url, err, errsz)))
 			return ret;
@@ -294,37 +311,51 @@ static int add_toy(char (*dst)[PX_URL_MAX], int *n, const char *what, struct str
 	return 0;
 }
 
-enum { F_HOST, F_PORT, F_PREFILL, F_DECODE, F_PH, F_PP, F_DH, F_DP, F_PTMO, F_DTMO, F_CTMO, F_BODY,
-       F_QUEUE, F_HELP };
+enum {
+	F_HOST,
+	F_PORT,
+	F_PREFILL,
+	F_DECODE,
+	F_PH,
+	F_PP,
+	F_DH,
+	F_DP,
+	F_PTMO,
+	F_DTMO,
+	F_CTMO,
+	F_BODY,
+	F_QUEUE,
+	F_HELP
+};
 
 static const struct {
 	const char *name;
 	int id;
 } flags[] = {
-	{ "--host", F_HOST },
-	{ "--port", F_PORT },
-	{ "--prefill", F_PREFILL },
-	{ "--decode", F_DECODE },
-	{ "--prefiller-host", F_PH },
-	{ "--prefiller-hosts", F_PH },
-	{ "--prefiller-port", F_PP },
-	{ "--prefiller-ports", F_PP },
-	{ "--decoder-host", F_DH },
-	{ "--decoder-hosts", F_DH },
-	{ "--decoder-port", F_DP },
-	{ "--decoder-ports", F_DP },
-	{ "--prefill-timeout", F_PTMO },
-	{ "--decode-timeout", F_DTMO },
-	{ "--connect-timeout", F_CTMO },
-	{ "--max-body", F_BODY },
-	{ "--stream-buffer", F_QUEUE },
-	{ "--help", F_HELP },
-	{ "-h", F_HELP },
+    {"--host", F_HOST},
+    {"--port", F_PORT},
+    {"--prefill", F_PREFILL},
+    {"--decode", F_DECODE},
+    {"--prefiller-host", F_PH},
+    {"--prefiller-hosts", F_PH},
+    {"--prefiller-port", F_PP},
+    {"--prefiller-ports", F_PP},
+    {"--decoder-host", F_DH},
+    {"--decoder-hosts", F_DH},
+    {"--decoder-port", F_DP},
+    {"--decoder-ports", F_DP},
+    {"--prefill-timeout", F_PTMO},
+    {"--decode-timeout", F_DTMO},
+    {"--connect-timeout", F_CTMO},
+    {"--max-body", F_BODY},
+    {"--stream-buffer", F_QUEUE},
+    {"--help", F_HELP},
+    {"-h", F_HELP},
 };
 
 int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz)
 {
-	struct strlist ph = { 0 }, pp = { 0 }, dh = { 0 }, dp = { 0 }, *lst;
+	struct strlist ph = {0}, pp = {0}, dh = {0}, dp = {0}, *lst;
 	char *urls_p[PX_MAX_BACKENDS], *urls_d[PX_MAX_BACKENDS];
 	int np = 0, nd = 0, ret = 0;
 
@@ -376,7 +407,8 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 		switch (id) {
 		case F_HOST:
 			if (!*val || strlen(val) >= sizeof(o->host)) {
-				snprintf(err, errsz, "--host: expected an address, got \"%s\"", val);
+				snprintf(err, errsz, "--host: expected an address, got \"%s\"",
+				         val);
 				ret = -EINVAL;
 				goto out;
 			}
@@ -397,12 +429,14 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 			char **dst = id == F_PREFILL ? urls_p : urls_d;
 			int *n = id == F_PREFILL ? &np : &nd;
 			if (*n >= PX_MAX_BACKENDS) {
-				snprintf(err, errsz, "%s: more than %d backends", name, PX_MAX_BACKENDS);
+				snprintf(err, errsz, "%s: more than %d backends", name,
+				         PX_MAX_BACKENDS);
 				ret = -EINVAL;
 				goto out;
 			}
 			dst[(*n)++] = (char *)val;
-			/* PROXY-16: "--prefill URL [BOOTSTRAP_PORT|none]"; the V0 pipe has no bootstrap */
+			/* PROXY-16: "--prefill URL [BOOTSTRAP_PORT|none]"; the V0 pipe has no
+			 * bootstrap */
 			if (id == F_PREFILL && !eq && i + 1 < argc && is_port_or_none(argv[i + 1]))
 				i++;
 			break;
@@ -422,8 +456,9 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 		case F_PTMO:
 		case F_DTMO:
 		case F_CTMO: {
-			long *ms = id == F_PTMO ? &o->prefill_timeout_ms :
-				   id == F_DTMO ? &o->decode_timeout_ms : &o->connect_timeout_ms;
+			long *ms = id == F_PTMO   ? &o->prefill_timeout_ms
+			           : id == F_DTMO ? &o->decode_timeout_ms
+			                          : &o->connect_timeout_ms;
 			if ((ret = parse_secs(name, val, id != F_CTMO, ms, err, errsz)))
 				goto out;
 			break;
@@ -431,9 +466,11 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 		case F_BODY:
 		case F_QUEUE: {
 			uint64_t v;
-			if (pd_parse_size(val, &v) || v < 1024 || v > (id == F_BODY ? (4ull << 30) : (64ull << 20))) {
-				snprintf(err, errsz, "%s: expected a size from 1KiB to %s, got \"%s\"", name,
-					 id == F_BODY ? "4GiB" : "64MiB", val);
+			if (pd_parse_size(val, &v) || v < 1024 ||
+			    v > (id == F_BODY ? (4ull << 30) : (64ull << 20))) {
+				snprintf(err, errsz,
+				         "%s: expected a size from 1KiB to %s, got \"%s\"", name,
+				         id == F_BODY ? "4GiB" : "64MiB", val);
 				ret = -EINVAL;
 				goto out;
 			}
@@ -446,28 +483,30 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 		}
 	}
 	for (int i = 0; i < np; i++) {
-		struct strlist l = { 0 };
+		struct strlist l = {0};
 		if ((ret = list_add(&l, "--prefill", urls_p[i], err, errsz)) == 0)
 			for (int k = 0; k < l.n && !ret; k++)
-				ret = add_url(o->prefill, &o->n_prefill, "--prefill", l.v[k], err, errsz);
+				ret = add_url(o->prefill, &o->n_prefill, "--prefill", l.v[k], err,
+				              errsz);
 		list_free(&l);
 		if (ret)
 			goto out;
 	}
 	for (int i = 0; i < nd; i++) {
-		struct strlist l = { 0 };
+		struct strlist l = {0};
 		if ((ret = list_add(&l, "--decode", urls_d[i], err, errsz)) == 0)
 			for (int k = 0; k < l.n && !ret; k++)
-				ret = add_url(o->decode, &o->n_decode, "--decode", l.v[k], err, errsz);
+				ret = add_url(o->decode, &o->n_decode, "--decode", l.v[k], err,
+				              errsz);
 		list_free(&l);
 		if (ret)
 			goto out;
 	}
-	if ((ret = add_toy(o->prefill, &o->n_prefill, "prefiller", &ph, &pp, "localhost", "8100", err,
-			   errsz)))
+	if ((ret = add_toy(o->prefill, &o->n_prefill, "prefiller", &ph, &pp, "localhost", "8100",
+	                   err, errsz)))
 		goto out;
 	if ((ret = add_toy(o->decode, &o->n_decode, "decoder", &dh, &dp, "localhost", "8200", err,
-			   errsz)))
+	                   errsz)))
 		goto out;
 	if (!o->n_prefill)
 		add_url(o->prefill, &o->n_prefill, "--prefill", PX_DEFAULT_PREFILL, err, errsz);

@@ -58,15 +58,16 @@ static void access_log(struct px_req *r)
 		double ttfb = st->t_first_ns ? (st->t_first_ns - st->t_start_ns) / 1e6 : -1;
 		double tot = st->t_end_ns ? (st->t_end_ns - st->t_start_ns) / 1e6 : -1;
 		snprintf(dec, sizeof(dec), "decode=%s %d ttfb=%.1fms total=%.1fms",
-			 r->d_idx >= 0 ? s->o.decode[r->d_idx] : "-", st->status, ttfb, tot);
+		         r->d_idx >= 0 ? s->o.decode[r->d_idx] : "-", st->status, ttfb, tot);
 	}
 	/* health pollers would drown the log: their lines are debug */
 	pd_log_msg(r->route == R_HEALTH && r->status == 200 ? PD_LOG_DEBUG : PD_LOG_INFO,
-		   "%s %s %d rid=%s prefill=%s %s %.1fms %s in=%zuB out=%" PRIu64 "B time=%.1fms%s",
-		r->method, r->path, r->status, r->rid[0] ? r->rid : "-",
-		r->p_idx >= 0 ? s->o.prefill[r->p_idx] : "-", r->p_idx >= 0 ? r->p_note : "-",
-		r->p_ms, dec, r->len, r->bytes_out, (pd_now_ns() - r->t0_ns) / 1e6,
-		r->toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (client gone or aborted)");
+	           "%s %s %d rid=%s prefill=%s %s %.1fms %s in=%zuB out=%" PRIu64 "B time=%.1fms%s",
+	           r->method, r->path, r->status, r->rid[0] ? r->rid : "-",
+	           r->p_idx >= 0 ? s->o.prefill[r->p_idx] : "-", r->p_idx >= 0 ? r->p_note : "-",
+	           r->p_ms, dec, r->len, r->bytes_out, (pd_now_ns() - r->t0_ns) / 1e6,
+	           r->toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
+	                                                         : " (client gone or aborted)");
 }
 
 static void req_unref(struct px_req *r)
@@ -88,20 +89,21 @@ static char *json_error(int code, const char *type, const char *msg)
 	cJSON *o = cJSON_CreateObject();
 	char *s = NULL;
 	if (o && cJSON_AddStringToObject(o, "object", "error") &&
-	    cJSON_AddStringToObject(o, "message", msg) && cJSON_AddStringToObject(o, "type", type) &&
-	    cJSON_AddNumberToObject(o, "code", code))
+	    cJSON_AddStringToObject(o, "message", msg) &&
+	    cJSON_AddStringToObject(o, "type", type) && cJSON_AddNumberToObject(o, "code", code))
 		s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;
 }
 
 static enum MHD_Result send_body(struct MHD_Connection *c, struct px_req *r, int status,
-				 const char *ctype, const char *body)
+                                 const char *ctype, const char *body)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 	size_t n = body ? strlen(body) : 0;
-	resp = MHD_create_response_from_buffer(n, (void *)(body ? body : ""), MHD_RESPMEM_MUST_COPY);
+	resp =
+	    MHD_create_response_from_buffer(n, (void *)(body ? body : ""), MHD_RESPMEM_MUST_COPY);
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, "Content-Type", ctype);
@@ -116,10 +118,10 @@ static enum MHD_Result send_body(struct MHD_Connection *c, struct px_req *r, int
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *c, struct px_req *r, int status,
-				  const char *type, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+                                  const char *type, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 static enum MHD_Result send_error(struct MHD_Connection *c, struct px_req *r, int status,
-				  const char *type, const char *fmt, ...)
+                                  const char *type, const char *fmt, ...)
 {
 	char msg[768];
 	char *js;
@@ -159,10 +161,9 @@ static void rid_new(char *out, size_t sz)
 	}
 	b[6] = (b[6] & 0x0f) | 0x40; /* uuid4 layout, as the toy proxy's uuid.uuid4() */
 	b[8] = (b[8] & 0x3f) | 0x80;
-	snprintf(out, sz,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-		 b[14], b[15]);
+	snprintf(out, sz, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+	         b[13], b[14], b[15]);
 }
 
 /* ---- decode passthrough ---- */
@@ -188,21 +189,21 @@ static void reader_free(void *cls)
 }
 
 /* Sends the call to decode backend idx and answers the client with whatever decode says. */
-static enum MHD_Result relay(struct MHD_Connection *c, struct px_req *r, int idx, const char *endpoint,
-			     const char *method, const char *body, size_t len)
+static enum MHD_Result relay(struct MHD_Connection *c, struct px_req *r, int idx,
+                             const char *endpoint, const char *method, const char *body, size_t len)
 {
 	struct px_server *s = r->srv;
 	struct MHD_Response *resp;
 	char url[PX_URL_MAX + 64];
 	struct px_call call = {
-		.url = url,
-		.method = method,
-		.body = body,
-		.body_len = len,
-		.request_id = r->rid,
-		.authorization = r->auth,
-		.timeout_ms = s->o.decode_timeout_ms,
-		.connect_timeout_ms = s->o.connect_timeout_ms,
+	    .url = url,
+	    .method = method,
+	    .body = body,
+	    .body_len = len,
+	    .request_id = r->rid,
+	    .authorization = r->auth,
+	    .timeout_ms = s->o.decode_timeout_ms,
+	    .connect_timeout_ms = s->o.connect_timeout_ms,
 	};
 	enum MHD_Result ret;
 	int status;
@@ -214,15 +215,14 @@ static enum MHD_Result relay(struct MHD_Connection *c, struct px_req *r, int idx
 		return send_error(c, r, 500, "InternalServerError", "out of memory");
 	if (px_stream_start(r->st, &call, s->o.queue_bytes))
 		return send_error(c, r, 500, "InternalServerError", "decode %s: cannot start call",
-				  url);
+		                  url);
 	status = px_stream_wait_headers(r->st);
 	if (status < 200 || status > 599)
 		return send_error(c, r, 502, "BadGateway", "decode %s: %s", url,
-				  px_stream_error(r->st));
-	resp = MHD_create_response_from_callback(r->st->content_length >= 0 ?
-							 (uint64_t)r->st->content_length :
-							 MHD_SIZE_UNKNOWN,
-						 16 * 1024, reader_cb, r, reader_free);
+		                  px_stream_error(r->st));
+	resp = MHD_create_response_from_callback(
+	    r->st->content_length >= 0 ? (uint64_t)r->st->content_length : MHD_SIZE_UNKNOWN,
+	    16 * 1024, reader_cb, r, reader_free);
 	if (!resp)
 		return send_error(c, r, 500, "InternalServerError", "out of memory");
 	__atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL); /* dropped in reader_free */
@@ -263,7 +263,8 @@ static char *prefill_body(const cJSON *root)
 	char *out = NULL;
 	if (!p)
 		return NULL;
-	if (set_item(p, "max_tokens", cJSON_CreateNumber(1)) || set_item(p, "stream", cJSON_CreateFalse()))
+	if (set_item(p, "max_tokens", cJSON_CreateNumber(1)) ||
+	    set_item(p, "stream", cJSON_CreateFalse()))
 		goto out;
 	if (cJSON_HasObjectItem(p, "max_completion_tokens") &&
 	    set_item(p, "max_completion_tokens", cJSON_CreateNumber(1)))
@@ -288,38 +289,41 @@ static enum MHD_Result do_completion(struct MHD_Connection *c, struct px_req *r)
 
 	if (!r->body || !r->len)
 		return send_error(c, r, 400, "BadRequestError",
-				  "request body is empty; expected a JSON object");
+		                  "request body is empty; expected a JSON object");
 	root = cJSON_ParseWithOpts(r->body, &end, 1);
 	if (!root) {
 		char near[40] = "";
 		const char *e = cJSON_GetErrorPtr();
 		for (size_t i = 0; e && i < sizeof(near) - 1 && e[i]; i++)
-			near[i] = (unsigned char)e[i] < ' ' || (unsigned char)e[i] >= 0x7f ? ' ' : e[i];
-		return send_error(c, r, 400, "BadRequestError", "invalid JSON body near \"%s\"", near);
+			near[i] =
+			    (unsigned char)e[i] < ' ' || (unsigned char)e[i] >= 0x7f ? ' ' : e[i];
+		return send_error(c, r, 400, "BadRequestError", "invalid JSON body near \"%s\"",
+		                  near);
 	}
 	if (end != r->body + r->len || !cJSON_IsObject(root)) {
 		cJSON_Delete(root);
 		return send_error(c, r, 400, "BadRequestError",
-				  end != r->body + r->len ? "invalid JSON body: a NUL byte inside" :
-							    "request body must be a JSON object");
+		                  end != r->body + r->len ? "invalid JSON body: a NUL byte inside"
+		                                          : "request body must be a JSON object");
 	}
 	pbody = prefill_body(root);
 	cJSON_Delete(root);
 	if (!pbody)
 		return send_error(c, r, 500, "InternalServerError", "out of memory");
 
-	idx = (int)(__atomic_fetch_add(&s->rr_prefill, 1, __ATOMIC_RELAXED) % (unsigned)s->o.n_prefill);
+	idx = (int)(__atomic_fetch_add(&s->rr_prefill, 1, __ATOMIC_RELAXED) %
+	            (unsigned)s->o.n_prefill);
 	r->p_idx = idx;
 	snprintf(url, sizeof(url), "%s%s", s->o.prefill[idx], ep);
 	struct px_call call = {
-		.url = url,
-		.method = "POST",
-		.body = pbody,
-		.body_len = strlen(pbody),
-		.request_id = r->rid,
-		.authorization = r->auth,
-		.timeout_ms = s->o.prefill_timeout_ms,
-		.connect_timeout_ms = s->o.connect_timeout_ms,
+	    .url = url,
+	    .method = "POST",
+	    .body = pbody,
+	    .body_len = strlen(pbody),
+	    .request_id = r->rid,
+	    .authorization = r->auth,
+	    .timeout_ms = s->o.prefill_timeout_ms,
+	    .connect_timeout_ms = s->o.connect_timeout_ms,
 	};
 	t = pd_now_ns();
 	ret = px_prefill(&call, &pst, reason, sizeof(reason));
@@ -331,7 +335,8 @@ static enum MHD_Result do_completion(struct MHD_Connection *c, struct px_req *r)
 		return send_error(c, r, 502, "BadGateway", "prefill %s: %s", url, reason);
 	}
 	snprintf(r->p_note, sizeof(r->p_note), "%d", pst);
-	idx = (int)(__atomic_fetch_add(&s->rr_decode, 1, __ATOMIC_RELAXED) % (unsigned)s->o.n_decode);
+	idx =
+	    (int)(__atomic_fetch_add(&s->rr_decode, 1, __ATOMIC_RELAXED) % (unsigned)s->o.n_decode);
 	return relay(c, r, idx, ep, "POST", r->body, r->len);
 }
 
@@ -341,7 +346,8 @@ static enum MHD_Result do_health(struct MHD_Connection *c, struct px_req *r)
 	cJSON *o = cJSON_CreateObject(), *p, *d;
 	char *js = NULL;
 	enum MHD_Result ret;
-	if (o && cJSON_AddStringToObject(o, "status", "ok") && (p = cJSON_AddArrayToObject(o, "prefill")) &&
+	if (o && cJSON_AddStringToObject(o, "status", "ok") &&
+	    (p = cJSON_AddArrayToObject(o, "prefill")) &&
 	    (d = cJSON_AddArrayToObject(o, "decode"))) {
 		for (int i = 0; i < s->o.n_prefill; i++)
 			cJSON_AddItemToArray(p, cJSON_CreateString(s->o.prefill[i]));
@@ -373,8 +379,8 @@ static enum route route_of(const char *path)
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
-			       const char *method, const char *version, const char *upload_data,
-			       size_t *upload_data_size, void **con_cls)
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **con_cls)
 {
 	struct px_server *s = cls;
 	struct px_req *r = *con_cls;
@@ -412,8 +418,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			uint64_t cl;
 			if (pd_parse_u64(v, &cl) == 0 && cl > s->o.max_body)
 				return send_error(c, r, 413, "RequestEntityTooLarge",
-						  "request body of %" PRIu64 " bytes exceeds --max-body %" PRIu64,
-						  cl, s->o.max_body);
+				                  "request body of %" PRIu64
+				                  " bytes exceeds --max-body %" PRIu64,
+				                  cl, s->o.max_body);
 		}
 		return MHD_YES;
 	}
@@ -424,7 +431,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			return MHD_YES;
 		if (r->len + n > s->o.max_body)
 			return send_error(c, r, 413, "RequestEntityTooLarge",
-					  "request body exceeds --max-body %" PRIu64 " bytes", s->o.max_body);
+			                  "request body exceeds --max-body %" PRIu64 " bytes",
+			                  s->o.max_body);
 		if (r->len + n + 1 > r->cap) {
 			size_t cap = r->cap ? r->cap : 4096;
 			char *nb;
@@ -432,7 +440,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 				cap *= 2;
 			nb = realloc(r->body, cap);
 			if (!nb)
-				return send_error(c, r, 500, "InternalServerError", "out of memory");
+				return send_error(c, r, 500, "InternalServerError",
+				                  "out of memory");
 			r->body = nb;
 			r->cap = cap;
 		}
@@ -458,13 +467,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			break;
 		return relay(c, r, 0, "/v1/models", "GET", NULL, 0);
 	case R_NONE:
-		return send_error(c, r, 404, "NotFoundError", "no route for %s %s", r->method, r->path);
+		return send_error(c, r, 404, "NotFoundError", "no route for %s %s", r->method,
+		                  r->path);
 	}
-	return send_error(c, r, 405, "MethodNotAllowed", "%s is not allowed on %s", r->method, r->path);
+	return send_error(c, r, 405, "MethodNotAllowed", "%s is not allowed on %s", r->method,
+	                  r->path);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
-		      enum MHD_RequestTerminationCode toe)
+                      enum MHD_RequestTerminationCode toe)
 {
 	struct px_req *r = *con_cls;
 	(void)cls, (void)c;
@@ -495,13 +506,13 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 	}
 	*bound_port = o->port;
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		*bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) :
-							 ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
-					MHD_USE_ERROR_LOG,
-				0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_END);
+		*bound_port = ss.ss_family == AF_INET6
+		                  ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+		                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	s->d = MHD_start_daemon(
+	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0,
+	    NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+	    completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_END);
 	if (!s->d) {
 		pd_err("cannot start the HTTP server on %s:%d", o->host, *bound_port);
 		close(fd);

@@ -21,9 +21,10 @@ struct fb_sse {
 static char *chunk(int i, int n)
 {
 	if (i < n)
-		return pd_asprintf("data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":"
-				   "[{\"index\":0,\"text\":\" tok%d\",\"finish_reason\":%s}]}\n\n",
-				   i, i == n - 1 ? "\"length\"" : "null");
+		return pd_asprintf(
+		    "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":"
+		    "[{\"index\":0,\"text\":\" tok%d\",\"finish_reason\":%s}]}\n\n",
+		    i, i == n - 1 ? "\"length\"" : "null");
 	return pd_asprintf("data: [DONE]\n\n");
 }
 
@@ -86,10 +87,11 @@ static void sse_free(void *cls)
 	free(s);
 }
 
-static enum MHD_Result answer(struct MHD_Connection *c, int status, const char *ctype, const char *body)
+static enum MHD_Result answer(struct MHD_Connection *c, int status, const char *ctype,
+                              const char *body)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body,
-								 MHD_RESPMEM_MUST_COPY);
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ret;
 	MHD_add_response_header(r, "Content-Type", ctype);
 	MHD_add_response_header(r, "X-Fake-Backend", "yes");
@@ -99,8 +101,8 @@ static enum MHD_Result answer(struct MHD_Connection *c, int status, const char *
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
-			       const char *method, const char *version, const char *upload,
-			       size_t *upload_size, void **con_cls)
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls)
 {
 	struct fb *f = cls;
 	struct fb_conn *k = *con_cls;
@@ -143,7 +145,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (!strcmp(url, "/health"))
 		return answer(c, 200, "text/plain", "");
 	if (!strcmp(url, "/v1/models")) {
-		snprintf(body, sizeof(body), "{\"object\":\"list\",\"data\":[{\"id\":\"fake-%s\"}]}", f->name);
+		snprintf(body, sizeof(body),
+		         "{\"object\":\"list\",\"data\":[{\"id\":\"fake-%s\"}]}", f->name);
 		return answer(c, 200, "application/json", body);
 	}
 	if (f->mode == FB_FAIL500)
@@ -151,7 +154,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (f->mode == FB_FAIL400)
 		return answer(c, 400, "application/json", FB_FAIL400_BODY);
 	if (f->mode == FB_BIG) {
-		static const char head[] = "{\"object\":\"text_completion\",\"choices\":[{\"text\":\"";
+		static const char head[] =
+		    "{\"object\":\"text_completion\",\"choices\":[{\"text\":\"";
 		char *big = malloc(FB_BIG_BYTES + 1);
 		size_t hl = strlen(head);
 		enum MHD_Result ret;
@@ -183,22 +187,24 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (!s)
 			return MHD_NO;
 		s->f = f;
-		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s, sse_free);
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s,
+		                                      sse_free);
 		MHD_add_response_header(r, "Content-Type", "text/event-stream");
 		ret = MHD_queue_response(c, 200, r);
 		MHD_destroy_response(r);
 		return ret;
 	}
 	snprintf(body, sizeof(body),
-		 "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"model\":\"fake\",\"backend\":\"%s\","
-		 "\"choices\":[{\"index\":0,\"text\":\" Paris\",\"finish_reason\":\"length\"}],"
-		 "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}",
-		 f->name);
+	         "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"model\":\"fake\",\"backend\":"
+	         "\"%s\","
+	         "\"choices\":[{\"index\":0,\"text\":\" Paris\",\"finish_reason\":\"length\"}],"
+	         "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}",
+	         f->name);
 	return answer(c, 200, "application/json", body);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
-		      enum MHD_RequestTerminationCode toe)
+                      enum MHD_RequestTerminationCode toe)
 {
 	struct fb_conn *k = *con_cls;
 	(void)cls, (void)c, (void)toe;
@@ -221,9 +227,9 @@ int fb_start(struct fb *f, const char *name)
 	fd = f->port > 0 ? pd_tcp_listen("127.0.0.1", f->port, 128) : -1;
 	if (fd < 0)
 		return -1;
-	f->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD, 0, NULL,
-				NULL, handler, f, MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_NOTIFY_COMPLETED, completed, f, MHD_OPTION_END);
+	f->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD, 0,
+	                        NULL, NULL, handler, f, MHD_OPTION_LISTEN_SOCKET, fd,
+	                        MHD_OPTION_NOTIFY_COMPLETED, completed, f, MHD_OPTION_END);
 	return f->d ? 0 : -1;
 }
 

@@ -12,8 +12,9 @@ enum fb_mode { FB_OK, FB_FAIL500, FB_FAIL400, FB_SLOW, FB_BIG };
 #define FB_BIG_BYTES (1 << 20) /* FB_BIG: a JSON answer this large, text of 'a'..'z' */
 
 #define FB_MAX_REQS 128
-#define FB_FAIL400_BODY \
-	"{\"object\":\"error\",\"message\":\"max_tokens is too large\",\"type\":\"BadRequestError\",\"code\":400}"
+#define FB_FAIL400_BODY                                                                            \
+	"{\"object\":\"error\",\"message\":\"max_tokens is too "                                   \
+	"large\",\"type\":\"BadRequestError\",\"code\":400}"
 
 struct fb_req {
 	char method[8];

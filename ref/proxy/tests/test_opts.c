@@ -96,12 +96,13 @@ static void test_guide_spellings(void **state)
 	struct px_opts o;
 	char err[256];
 	(void)state;
-	assert_int_equal(parse(&o, err, sizeof(err), "--port", "9000", "--host=127.0.0.1", "--prefill",
-			       "http://localhost:8100/v1/completions", "--prefill", "10.0.0.2:8101,10.0.0.3:8102",
-			       "--decode", "http://192.168.0.139:8200", "--decode=10.0.0.9:8201/v1",
-			       "--prefill-timeout", "2.5", "--decode-timeout", "0", "--connect-timeout",
-			       "0.25", "--max-body", "1MiB", NULL),
-			 0);
+	assert_int_equal(parse(&o, err, sizeof(err), "--port", "9000", "--host=127.0.0.1",
+	                       "--prefill", "http://localhost:8100/v1/completions", "--prefill",
+	                       "10.0.0.2:8101,10.0.0.3:8102", "--decode",
+	                       "http://192.168.0.139:8200", "--decode=10.0.0.9:8201/v1",
+	                       "--prefill-timeout", "2.5", "--decode-timeout", "0",
+	                       "--connect-timeout", "0.25", "--max-body", "1MiB", NULL),
+	                 0);
 	assert_int_equal(o.port, 9000);
 	assert_string_equal(o.host, "127.0.0.1");
 	assert_int_equal(o.n_prefill, 3);
@@ -117,9 +118,10 @@ static void test_guide_spellings(void **state)
 	assert_int_equal(o.max_body, 1 << 20);
 
 	/* PROXY-16: "--prefill URL [BOOTSTRAP_PORT|none]" — the bootstrap port is accepted */
-	assert_int_equal(parse(&o, err, sizeof(err), "--prefill", "http://p1:8100", "8998", "--prefill",
-			       "http://p2:8100", "none", "--decode", "http://d:8200", NULL),
-			 0);
+	assert_int_equal(parse(&o, err, sizeof(err), "--prefill", "http://p1:8100", "8998",
+	                       "--prefill", "http://p2:8100", "none", "--decode", "http://d:8200",
+	                       NULL),
+	                 0);
 	assert_int_equal(o.n_prefill, 2);
 	assert_string_equal(o.prefill[1], "http://p2:8100");
 }
@@ -130,10 +132,10 @@ static void test_toy_spellings(void **state)
 	char err[256];
 	(void)state;
 	/* argparse nargs="+" lists, comma lists and repeats all work */
-	assert_int_equal(parse(&o, err, sizeof(err), "--prefiller-hosts", "a", "b", "--prefiller-ports",
-			       "8100", "8101", "--decoder-host", "c", "--decoder-host", "d",
-			       "--decoder-port", "8200,8201", NULL),
-			 0);
+	assert_int_equal(parse(&o, err, sizeof(err), "--prefiller-hosts", "a", "b",
+	                       "--prefiller-ports", "8100", "8101", "--decoder-host", "c",
+	                       "--decoder-host", "d", "--decoder-port", "8200,8201", NULL),
+	                 0);
 	assert_int_equal(o.n_prefill, 2);
 	assert_string_equal(o.prefill[0], "http://a:8100");
 	assert_string_equal(o.prefill[1], "http://b:8101");
@@ -142,9 +144,10 @@ static void test_toy_spellings(void **state)
 	assert_string_equal(o.decode[1], "http://d:8201");
 
 	/* one host for many ports; ports alone use the toy default host */
-	assert_int_equal(parse(&o, err, sizeof(err), "--prefiller-host", "10.1.1.1", "--prefiller-port",
-			       "8100,8101,8102", "--decoder-port", "8200", NULL),
-			 0);
+	assert_int_equal(parse(&o, err, sizeof(err), "--prefiller-host", "10.1.1.1",
+	                       "--prefiller-port", "8100,8101,8102", "--decoder-port", "8200",
+	                       NULL),
+	                 0);
 	assert_int_equal(o.n_prefill, 3);
 	assert_string_equal(o.prefill[2], "http://10.1.1.1:8102");
 	assert_string_equal(o.decode[0], "http://localhost:8200");
@@ -196,11 +199,9 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_normalize),
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_guide_spellings),
-		cmocka_unit_test(test_toy_spellings),
-		cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_normalize),       cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_guide_spellings), cmocka_unit_test(test_toy_spellings),
+	    cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "fake_backend.h"
+#include "test_client.h"
 #include "pd_proc.h"
 #include "pd_util.h"
 
@@ -28,113 +29,12 @@ static char bin[PATH_MAX], tmpdir[] = "/tmp/pdkv-proxy-test-XXXXXX";
 static struct pd_proc proxy_a, proxy_b;
 static int port_a, port_b, dead_port;
 
-/* ---- HTTP client ---- */
-
-struct hresp {
-	long status;
-	char *body;
-	size_t len;
-	char ctype[128];
-	char rid[96];
-	volatile int *gate; /* set to 1 when the first body bytes arrive */
-	int hang_up;        /* abort the transfer after the first body bytes */
-	double t_first, t_end;
-};
-
-static size_t on_body(char *p, size_t sz, size_t n, void *u)
-{
-	struct hresp *r = u;
-	size_t len = sz * n;
-	char *nb;
-	if (r->hang_up && r->len)
-		return 0;
-	nb = realloc(r->body, r->len + len + 1);
-	if (!nb)
-		return 0;
-	r->body = nb;
-	memcpy(r->body + r->len, p, len);
-	r->len += len;
-	r->body[r->len] = '\0';
-	if (!r->t_first)
-		r->t_first = pd_now_s();
-	if (r->gate)
-		*r->gate = 1;
-	return len;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *u)
-{
-	struct hresp *r = u;
-	size_t len = sz * n, l = len;
-	while (l && (p[l - 1] == '\r' || p[l - 1] == '\n'))
-		l--;
-	if (l > 14 && !strncasecmp(p, "Content-Type: ", 14))
-		snprintf(r->ctype, sizeof(r->ctype), "%.*s", (int)(l - 14), p + 14);
-	if (l > 14 && !strncasecmp(p, "X-Request-Id: ", 14))
-		snprintf(r->rid, sizeof(r->rid), "%.*s", (int)(l - 14), p + 14);
-	return len;
-}
-
-static CURL *req_new(int port, const char *method, const char *path, const char *body, size_t blen,
-		     struct curl_slist *h, struct hresp *r)
-{
-	char url[256];
-	CURL *e = curl_easy_init();
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_PROXY, "");
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	if (!strcmp(method, "POST")) {
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)blen);
-	}
-	return e;
-}
-
-/* One request; extra headers "K: v" (NULL-terminated list, may be NULL). */
-static int http(int port, const char *method, const char *path, const char *body,
-		const char *const *hdrs, struct hresp *r)
-{
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-	CURL *e;
-	int res;
-	for (int i = 0; hdrs && hdrs[i]; i++)
-		h = curl_slist_append(h, hdrs[i]);
-	free(r->body);
-	volatile int *gate = r->gate;
-	int hang_up = r->hang_up;
-	memset(r, 0, sizeof(*r));
-	r->gate = gate;
-	r->hang_up = hang_up;
-	e = req_new(port, method, path, body, body ? strlen(body) : 0, h, r);
-	res = curl_easy_perform(e);
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &r->status);
-	r->t_end = pd_now_s();
-	curl_easy_cleanup(e);
-	curl_slist_free_all(h);
-	if (!r->body)
-		r->body = calloc(1, 1);
-	return res;
-}
-
-static void hfree(struct hresp *r)
-{
-	free(r->body);
-	memset(r, 0, sizeof(*r));
-}
-
 /* ---- helpers ---- */
 
-#define assert_has(hay, needle)                                                                  \
-	do {                                                                                     \
-		if (!strstr((hay), (needle)))                                                    \
-			fail_msg("expected \"%s\" in: %s", (needle), (hay));                     \
+#define assert_has(hay, needle)                                                                    \
+	do {                                                                                       \
+		if (!strstr((hay), (needle)))                                                      \
+			fail_msg("expected \"%s\" in: %s", (needle), (hay));                       \
 	} while (0)
 
 static cJSON *req_json(struct fb *f, int i)
@@ -167,7 +67,7 @@ static struct fb *which(struct fb *f)
 	return fb_count(&f[0]) ? &f[0] : &f[1];
 }
 
-static void check_error_json(struct hresp *r, long status, const char *type, const char *msg_part)
+static void check_error_json(struct tc_resp *r, long status, const char *type, const char *msg_part)
 {
 	cJSON *j = cJSON_Parse(r->body);
 	if (r->status != status)
@@ -184,17 +84,18 @@ static void check_error_json(struct hresp *r, long status, const char *type, con
 
 static int wait_health(struct pd_proc *p, int port)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	for (int i = 0; i < 250; i++) {
 		if (!pd_proc_alive(p))
 			return -ECHILD;
-		if (http(port, "GET", "/health", NULL, NULL, &r) == CURLE_OK && r.status == 200) {
-			hfree(&r);
+		if (tc_http(port, "GET", "/health", NULL, NULL, &r) == CURLE_OK &&
+		    r.status == 200) {
+			tc_hfree(&r);
 			return 0;
 		}
 		pd_sleep_ms(20);
 	}
-	hfree(&r);
+	tc_hfree(&r);
 	return -ETIMEDOUT;
 }
 
@@ -223,34 +124,23 @@ static int start_proxy(struct pd_proc *p, int *port, const char *name, const cha
 	return ret;
 }
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-	static char bufs[16][128];
-	static int k;
-	char *b = bufs[k++ % 16];
-	va_list ap;
-	va_start(ap, f);
-	vsnprintf(b, 128, f, ap);
-	va_end(ap);
-	return b;
-}
-
 /* ---- tests on proxy A: 2 prefill + 2 decode, all URL spellings ---- */
 
-static const char *BODY = "{\"model\":\"Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4\",\"prompt\":\"San Francisco is a\","
-			  "\"max_tokens\":1000,\"temperature\":0}";
-static const char *BODY_STREAM = "{\"model\":\"m\", \"prompt\":\"San Francisco is a\", \"max_tokens\":8,"
-				 " \"stream\":true, \"stream_options\":{\"include_usage\":true}}";
+static const char *BODY =
+    "{\"model\":\"Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4\",\"prompt\":\"San Francisco is a\","
+    "\"max_tokens\":1000,\"temperature\":0}";
+static const char *BODY_STREAM =
+    "{\"model\":\"m\", \"prompt\":\"San Francisco is a\", \"max_tokens\":8,"
+    " \"stream\":true, \"stream_options\":{\"include_usage\":true}}";
 
 static void test_health(void **state)
 {
-	struct hresp r = { 0 };
-	const char *paths[] = { "/health", "/healthcheck" };
+	struct tc_resp r = {0};
+	const char *paths[] = {"/health", "/healthcheck"};
 	(void)state;
 	for (size_t i = 0; i < 2; i++) {
 		cJSON *j, *p, *d;
-		assert_int_equal(http(port_a, "GET", paths[i], NULL, NULL, &r), CURLE_OK);
+		assert_int_equal(tc_http(port_a, "GET", paths[i], NULL, NULL, &r), CURLE_OK);
 		assert_int_equal(r.status, 200);
 		j = cJSON_Parse(r.body);
 		assert_non_null(j);
@@ -261,44 +151,46 @@ static void test_health(void **state)
 		assert_int_equal(cJSON_GetArraySize(d), 2);
 		/* every spelling normalised to a base URL */
 		assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(p, 0)),
-				    fmt("http://127.0.0.1:%d", P[0].port));
+		                    tc_fmt("http://127.0.0.1:%d", P[0].port));
 		assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(p, 1)),
-				    fmt("http://127.0.0.1:%d", P[1].port));
+		                    tc_fmt("http://127.0.0.1:%d", P[1].port));
 		assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(d, 0)),
-				    fmt("http://127.0.0.1:%d", D[0].port));
+		                    tc_fmt("http://127.0.0.1:%d", D[0].port));
 		assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(d, 1)),
-				    fmt("http://127.0.0.1:%d", D[1].port));
-		assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "prefill_instances")), 2);
+		                    tc_fmt("http://127.0.0.1:%d", D[1].port));
+		assert_int_equal(
+		    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "prefill_instances")), 2);
 		cJSON_Delete(j);
 	}
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 static void test_completion_json(void **state)
 {
-	struct hresp r = { 0 };
-	const char *hdrs[] = { "X-Request-Id: test-rid-123", "Authorization: Bearer sk-test", NULL };
+	struct tc_resp r = {0};
+	const char *hdrs[] = {"X-Request-Id: test-rid-123", "Authorization: Bearer sk-test", NULL};
 	struct fb *p, *d;
 	cJSON *j;
 	(void)state;
 	reset_all();
-	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY, hdrs, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, hdrs, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
 	assert_int_equal(total(P), 1);
 	assert_int_equal(total(D), 1);
 	p = which(P);
 	d = which(D);
 	/* the client gets decode's answer unchanged */
-	assert_has(r.body, fmt("\"backend\":\"%s\"", d->name));
+	assert_has(r.body, tc_fmt("\"backend\":\"%s\"", d->name));
 	assert_has(r.ctype, "application/json");
 	/* prefill: same request, max_tokens=1, stream=false */
 	assert_string_equal(p->reqs[0].path, "/v1/completions");
 	j = req_json(p, 0);
 	assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "max_tokens")), 1);
 	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "stream")));
-	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "prompt")), "San Francisco is a");
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "prompt")),
+	                    "San Francisco is a");
 	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "model")),
-			    "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4");
+	                    "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4");
 	cJSON_Delete(j);
 	/* decode: the original bytes */
 	assert_string_equal(d->reqs[0].path, "/v1/completions");
@@ -313,7 +205,7 @@ static void test_completion_json(void **state)
 
 	/* without an id the proxy makes one (uuid4) and sends the same one to both */
 	reset_all();
-	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
 	p = which(P);
 	d = which(D);
@@ -321,12 +213,12 @@ static void test_completion_json(void **state)
 	assert_string_equal(p->reqs[0].rid, d->reqs[0].rid);
 	assert_string_equal(r.rid, d->reqs[0].rid);
 	assert_string_equal(d->reqs[0].auth, "");
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 static void test_stream_sse(void **state)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	volatile int gate = 0;
 	char *want = fb_sse_expected(8);
 	struct fb *p, *d;
@@ -335,7 +227,8 @@ static void test_stream_sse(void **state)
 	reset_all();
 	D[0].gate = D[1].gate = &gate;
 	r.gate = &gate;
-	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY_STREAM, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY_STREAM, NULL, &r),
+	                 CURLE_OK);
 	assert_int_equal(r.status, 200);
 	assert_has(r.ctype, "text/event-stream");
 	/* all chunks, in order, ending with [DONE] */
@@ -343,8 +236,9 @@ static void test_stream_sse(void **state)
 	assert_has(r.body, "data: [DONE]\n\n");
 	/* the first chunk reached the client before decode produced the second: no buffering */
 	if (D[0].gate_missed + D[1].gate_missed)
-		fail_msg("the first SSE chunk did not reach the client before decode sent the next: "
-			 "the proxy buffered the stream");
+		fail_msg(
+		    "the first SSE chunk did not reach the client before decode sent the next: "
+		    "the proxy buffered the stream");
 	p = which(P);
 	d = which(D);
 	j = req_json(p, 0);
@@ -354,13 +248,13 @@ static void test_stream_sse(void **state)
 	cJSON_Delete(j);
 	assert_memory_equal(d->reqs[0].body, BODY_STREAM, strlen(BODY_STREAM));
 	free(want);
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 /* A client that hangs up mid-stream: the proxy aborts the decode call instead of draining it. */
 static void test_client_hangup(void **state)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	char path[PATH_MAX], *log = NULL;
 	size_t len;
 	int ended = -1;
@@ -368,39 +262,43 @@ static void test_client_hangup(void **state)
 	reset_all();
 	D[0].sse_chunks = D[1].sse_chunks = 400; /* 2 ms apart: ~0.8 s if nobody stops it */
 	r.hang_up = 1;
-	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY_STREAM, NULL, &r), CURLE_WRITE_ERROR);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY_STREAM, NULL, &r),
+	                 CURLE_WRITE_ERROR);
 	for (int i = 0; i < 300 && ended < 0; i++) {
 		ended = D[0].sse_ended_at >= 0 ? D[0].sse_ended_at : D[1].sse_ended_at;
 		pd_sleep_ms(10);
 	}
 	if (ended < 0 || ended >= 400)
-		fail_msg("decode sent %d of 400 chunks after the client hung up (want an early stop)", ended);
+		fail_msg(
+		    "decode sent %d of 400 chunks after the client hung up (want an early stop)",
+		    ended);
 	snprintf(path, sizeof(path), "%s/proxy-a.log", tmpdir);
 	for (int i = 0; i < 100; i++) {
 		free(log);
 		log = NULL;
 		assert_int_equal(pd_read_file(path, 16 << 20, &log, &len), 0);
-		if (strstr(log, fmt("rid=%s ", r.rid)) && strstr(log, "(client gone or aborted)"))
+		if (strstr(log, tc_fmt("rid=%s ", r.rid)) &&
+		    strstr(log, "(client gone or aborted)"))
 			break;
 		pd_sleep_ms(20);
 	}
 	assert_has(log, "(client gone or aborted)");
 	free(log);
 	r.hang_up = 0;
-	assert_int_equal(http(port_a, "GET", "/health", NULL, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "GET", "/health", NULL, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 /* A decode answer far larger than the stream queue (--stream-buffer 4KiB on proxy A) arrives
  * byte for byte. */
 static void test_big_answer(void **state)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	(void)state;
 	reset_all();
 	D[0].mode = D[1].mode = FB_BIG;
-	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
 	assert_int_equal(r.len, FB_BIG_BYTES);
 	/* the fake fills the text with 'a' + (offset in the body % 26) */
@@ -410,18 +308,19 @@ static void test_big_answer(void **state)
 		if (r.body[i] != (char)('a' + i % 26))
 			fail_msg("byte %zu of the big answer differs", i);
 	assert_string_equal(r.body + FB_BIG_BYTES - 4, "\"}]}");
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 static void test_round_robin_chat(void **state)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	const char *chat = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
-			   "\"max_completion_tokens\":50}";
+	                   "\"max_completion_tokens\":50}";
 	(void)state;
 	reset_all();
 	for (int i = 0; i < 4; i++) {
-		assert_int_equal(http(port_a, "POST", "/v1/chat/completions", chat, NULL, &r), CURLE_OK);
+		assert_int_equal(tc_http(port_a, "POST", "/v1/chat/completions", chat, NULL, &r),
+		                 CURLE_OK);
 		assert_int_equal(r.status, 200);
 	}
 	for (int i = 0; i < 2; i++) {
@@ -430,61 +329,65 @@ static void test_round_robin_chat(void **state)
 		assert_string_equal(P[i].reqs[0].path, "/v1/chat/completions");
 		assert_string_equal(D[i].reqs[1].path, "/v1/chat/completions");
 		cJSON *j = req_json(&P[i], 0);
-		assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "max_completion_tokens")), 1);
-		assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "max_tokens")), 1);
+		assert_int_equal(
+		    (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "max_completion_tokens")), 1);
+		assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "max_tokens")),
+		                 1);
 		cJSON_Delete(j);
 		assert_memory_equal(D[i].reqs[0].body, chat, strlen(chat));
 	}
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 static void test_prefill_500(void **state)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	(void)state;
 	reset_all();
 	P[0].mode = P[1].mode = FB_FAIL500;
-	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	check_error_json(&r, 502, "BadGateway", "prefill http://127.0.0.1:");
 	assert_has(r.body, "HTTP 500");
 	assert_has(r.body, "injected failure");
 	assert_int_equal(total(P), 1);
 	assert_int_equal(total(D), 0); /* no fall-through to decode */
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 static void test_decode_4xx_passthrough(void **state)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	(void)state;
 	reset_all();
 	D[0].mode = D[1].mode = FB_FAIL400;
-	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 400);
 	assert_string_equal(r.body, FB_FAIL400_BODY);
 	assert_has(r.ctype, "application/json");
 	assert_int_equal(total(P), 1);
 	assert_int_equal(total(D), 1);
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 static void test_bad_requests(void **state)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	char *big;
 	(void)state;
 	reset_all();
-	assert_int_equal(http(port_a, "POST", "/v1/completions", "{\"prompt\": \"x\",", NULL, &r), CURLE_OK);
+	assert_int_equal(
+	    tc_http(port_a, "POST", "/v1/completions", "{\"prompt\": \"x\",", NULL, &r), CURLE_OK);
 	check_error_json(&r, 400, "BadRequestError", "invalid JSON");
-	assert_int_equal(http(port_a, "POST", "/v1/completions", "[1,2]", NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", "[1,2]", NULL, &r), CURLE_OK);
 	check_error_json(&r, 400, "BadRequestError", "JSON object");
-	assert_int_equal(http(port_a, "POST", "/v1/chat/completions", "", NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/chat/completions", "", NULL, &r), CURLE_OK);
 	check_error_json(&r, 400, "BadRequestError", "empty");
-	assert_int_equal(http(port_a, "POST", "/v1/completions", "{} trailing", NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", "{} trailing", NULL, &r),
+	                 CURLE_OK);
 	check_error_json(&r, 400, "BadRequestError", "invalid JSON");
-	assert_int_equal(http(port_a, "GET", "/v1/completions", NULL, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "GET", "/v1/completions", NULL, NULL, &r), CURLE_OK);
 	check_error_json(&r, 405, "MethodNotAllowed", "GET");
-	assert_int_equal(http(port_a, "GET", "/nope", NULL, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "GET", "/nope", NULL, NULL, &r), CURLE_OK);
 	check_error_json(&r, 404, "NotFoundError", "/nope");
 	/* proxy A runs with --max-body 64KiB */
 	big = malloc(100 * 1024 + 1);
@@ -492,34 +395,34 @@ static void test_bad_requests(void **state)
 	big[0] = '{';
 	big[100 * 1024 - 1] = '}';
 	big[100 * 1024] = '\0';
-	assert_int_equal(http(port_a, "POST", "/v1/completions", big, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", big, NULL, &r), CURLE_OK);
 	check_error_json(&r, 413, "RequestEntityTooLarge", "65536");
 	free(big);
 	assert_int_equal(total(P) + total(D), 0);
 	/* the proxy still serves after all that */
-	assert_int_equal(http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 static void test_models(void **state)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	(void)state;
 	reset_all();
-	assert_int_equal(http(port_a, "GET", "/v1/models", NULL, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_a, "GET", "/v1/models", NULL, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
 	assert_has(r.body, "fake-D0");
 	assert_int_equal(fb_count(&D[0]), 1);
 	assert_string_equal(D[0].reqs[0].method, "GET");
 	assert_int_equal(total(P), 0);
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 static void test_concurrent(void **state)
 {
 	enum { N = 16 };
-	struct hresp r[N];
+	struct tc_resp r[N];
 	CURL *e[N];
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
 	CURLM *m = curl_multi_init();
@@ -530,7 +433,7 @@ static void test_concurrent(void **state)
 	memset(r, 0, sizeof(r));
 	for (int i = 0; i < N; i++) {
 		const char *b = i % 2 ? BODY : BODY_STREAM;
-		e[i] = req_new(port_a, "POST", "/v1/completions", b, strlen(b), h, &r[i]);
+		e[i] = tc_req_new(port_a, "POST", "/v1/completions", b, strlen(b), h, &r[i]);
 		curl_multi_add_handle(m, e[i]);
 	}
 	while (running && pd_now_s() - t0 < 10) {
@@ -548,7 +451,7 @@ static void test_concurrent(void **state)
 	for (int i = 0; i < N; i++) {
 		if (r[i].status != 200)
 			fail_msg("concurrent request %d: status %ld body %s", i, r[i].status,
-				 r[i].body ? r[i].body : "");
+			         r[i].body ? r[i].body : "");
 		if (i % 2 == 0)
 			assert_has(r[i].body, "data: [DONE]");
 		free(r[i].body);
@@ -575,30 +478,33 @@ static void test_access_log(void **state)
 
 static void test_backend_down_and_timeout(void **state)
 {
-	struct hresp r = { 0 };
+	struct tc_resp r = {0};
 	double t;
 	(void)state;
 	reset_all();
 	/* 1: prefill down -> 502, decode not tried */
-	assert_int_equal(http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
-	check_error_json(&r, 502, "BadGateway", fmt("prefill http://127.0.0.1:%d/v1/completions: ", dead_port));
+	assert_int_equal(tc_http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	check_error_json(&r, 502, "BadGateway",
+	                 tc_fmt("prefill http://127.0.0.1:%d/v1/completions: ", dead_port));
 	/* 2: prefill P0 stalls past --prefill-timeout 0.4 -> 502 naming the timeout */
 	P[0].mode = FB_SLOW;
 	P[0].slow_ms = 3000;
 	t = pd_now_s();
-	assert_int_equal(http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
-	check_error_json(&r, 502, "BadGateway", fmt("prefill http://127.0.0.1:%d/v1/completions: ", P[0].port));
+	assert_int_equal(tc_http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	check_error_json(&r, 502, "BadGateway",
+	                 tc_fmt("prefill http://127.0.0.1:%d/v1/completions: ", P[0].port));
 	assert_has(r.body, "timed out");
 	assert_true(pd_now_s() - t < 2.0);
 	P[0].mode = FB_OK;
 	assert_int_equal(total(D), 0);
 	/* 3: prefill down again (round robin), 4: prefill fine, decode down -> 502 naming decode */
-	assert_int_equal(http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 502);
-	assert_int_equal(http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
-	check_error_json(&r, 502, "BadGateway", fmt("decode http://127.0.0.1:%d/v1/completions: ", dead_port));
+	assert_int_equal(tc_http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+	check_error_json(&r, 502, "BadGateway",
+	                 tc_fmt("decode http://127.0.0.1:%d/v1/completions: ", dead_port));
 	assert_int_equal(fb_count(&P[0]), 2);
-	hfree(&r);
+	tc_hfree(&r);
 }
 
 /* ---- proxy C: the toy proxy's spellings; then a clean SIGTERM with a request in flight ---- */
@@ -606,41 +512,51 @@ static void test_backend_down_and_timeout(void **state)
 struct bg {
 	pthread_t t;
 	int port;
-	struct hresp r;
+	struct tc_resp r;
 };
 
 static void *bg_request(void *arg)
 {
 	struct bg *b = arg;
-	http(b->port, "POST", "/v1/completions", BODY, NULL, &b->r);
+	tc_http(b->port, "POST", "/v1/completions", BODY, NULL, &b->r);
 	return NULL;
 }
 
 static void test_toy_flags_and_shutdown(void **state)
 {
 	struct pd_proc c;
-	struct hresp r = { 0 };
-	struct bg b = { 0 };
+	struct tc_resp r = {0};
+	struct bg b = {0};
 	int port;
 	double t;
-	const char *flags[] = { "--prefiller-host", "127.0.0.1", "--prefiller-port",
-				fmt("%d,%d", P[0].port, P[1].port), "--decoder-hosts", "127.0.0.1",
-				"127.0.0.1", "--decoder-ports", fmt("%d", D[0].port),
-				fmt("%d", D[1].port), NULL };
+	const char *flags[] = {"--prefiller-host",
+	                       "127.0.0.1",
+	                       "--prefiller-port",
+	                       tc_fmt("%d,%d", P[0].port, P[1].port),
+	                       "--decoder-hosts",
+	                       "127.0.0.1",
+	                       "127.0.0.1",
+	                       "--decoder-ports",
+	                       tc_fmt("%d", D[0].port),
+	                       tc_fmt("%d", D[1].port),
+	                       NULL};
 	cJSON *j;
 	(void)state;
 	reset_all();
 	assert_int_equal(start_proxy(&c, &port, "proxy-c", flags), 0);
-	assert_int_equal(http(port, "GET", "/healthcheck", NULL, NULL, &r), CURLE_OK);
+	assert_int_equal(tc_http(port, "GET", "/healthcheck", NULL, NULL, &r), CURLE_OK);
 	j = cJSON_Parse(r.body);
 	assert_non_null(j);
-	assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "prefill"), 1)),
-			    fmt("http://127.0.0.1:%d", P[1].port));
-	assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "decode"), 1)),
-			    fmt("http://127.0.0.1:%d", D[1].port));
+	assert_string_equal(
+	    cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "prefill"), 1)),
+	    tc_fmt("http://127.0.0.1:%d", P[1].port));
+	assert_string_equal(
+	    cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "decode"), 1)),
+	    tc_fmt("http://127.0.0.1:%d", D[1].port));
 	cJSON_Delete(j);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(http(port, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
+		assert_int_equal(tc_http(port, "POST", "/v1/completions", BODY, NULL, &r),
+		                 CURLE_OK);
 		assert_int_equal(r.status, 200);
 	}
 	assert_int_equal(fb_count(&P[0]), 1);
@@ -668,8 +584,8 @@ static void test_toy_flags_and_shutdown(void **state)
 	assert_true(b.r.t_end > 0);
 	if (b.r.status)
 		assert_int_equal(b.r.status, 502);
-	hfree(&b.r);
-	hfree(&r);
+	tc_hfree(&b.r);
+	tc_hfree(&r);
 	pd_proc_stop(&c, 1000);
 }
 
@@ -700,21 +616,22 @@ static void test_binary_flags(void **state)
 {
 	char *out = NULL;
 	(void)state;
-	assert_int_equal(run_bin((const char *[]){ "--help", NULL }, &out), 0);
+	assert_int_equal(run_bin((const char *[]){"--help", NULL}, &out), 0);
 	assert_has(out, "--prefiller-host");
 	free(out);
-	assert_int_equal(run_bin((const char *[]){ "--bogus", NULL }, &out), 2);
+	assert_int_equal(run_bin((const char *[]){"--bogus", NULL}, &out), 2);
 	assert_has(out, "unknown flag \"--bogus\"");
 	free(out);
-	assert_int_equal(run_bin((const char *[]){ "--decode", "nohostport", NULL }, &out), 2);
+	assert_int_equal(run_bin((const char *[]){"--decode", "nohostport", NULL}, &out), 2);
 	assert_has(out, "--decode: expected http://host:port or host:port");
 	free(out);
-	assert_int_equal(run_bin((const char *[]){ "--decoder-port", "1,2", "--decoder-host", "a,b,c", NULL },
-				 &out),
-			 2);
+	assert_int_equal(
+	    run_bin((const char *[]){"--decoder-port", "1,2", "--decoder-host", "a,b,c", NULL},
+	            &out),
+	    2);
 	assert_has(out, "must match");
 	free(out);
-	assert_int_equal(run_bin((const char *[]){ "--prefill-timeout", "soon", NULL }, &out), 2);
+	assert_int_equal(run_bin((const char *[]){"--prefill-timeout", "soon", NULL}, &out), 2);
 	assert_has(out, "--prefill-timeout");
 	free(out);
 }
@@ -725,7 +642,7 @@ static int setup(void **state)
 {
 	const char *env = getenv("PDKV_BIN");
 	(void)state;
-	snprintf(bin, sizeof(bin), "%s/pdkv-proxy", env ? env : fmt("%s/../bin", pd_self_dir()));
+	snprintf(bin, sizeof(bin), "%s/pdkv-proxy", env ? env : tc_fmt("%s/../bin", pd_self_dir()));
 	if (access(bin, X_OK)) {
 		fprintf(stderr, "pdkv-proxy not found at %s (build it first)\n", bin);
 		return -1;
@@ -737,15 +654,34 @@ static int setup(void **state)
 	    fb_start(&D[1], "D1"))
 		return -1;
 	dead_port = pd_free_port("127.0.0.1");
-	const char *fa[] = { "--prefill", fmt("http://127.0.0.1:%d/v1/completions", P[0].port), "--prefill",
-			     fmt("127.0.0.1:%d", P[1].port), "--decode", fmt("http://127.0.0.1:%d", D[0].port),
-			     "--decode", fmt("127.0.0.1:%d/v1/", D[1].port), "--max-body", "64KiB",
-			     "--connect-timeout", "2", "--stream-buffer", "4KiB", NULL };
+	const char *fa[] = {"--prefill",
+	                    tc_fmt("http://127.0.0.1:%d/v1/completions", P[0].port),
+	                    "--prefill",
+	                    tc_fmt("127.0.0.1:%d", P[1].port),
+	                    "--decode",
+	                    tc_fmt("http://127.0.0.1:%d", D[0].port),
+	                    "--decode",
+	                    tc_fmt("127.0.0.1:%d/v1/", D[1].port),
+	                    "--max-body",
+	                    "64KiB",
+	                    "--connect-timeout",
+	                    "2",
+	                    "--stream-buffer",
+	                    "4KiB",
+	                    NULL};
 	if (start_proxy(&proxy_a, &port_a, "proxy-a", fa))
 		return -1;
-	const char *fbb[] = { "--prefill", fmt("127.0.0.1:%d", dead_port), "--prefill",
-			      fmt("http://127.0.0.1:%d", P[0].port), "--decode", fmt("127.0.0.1:%d", dead_port),
-			      "--prefill-timeout", "0.4", "--connect-timeout", "1", NULL };
+	const char *fbb[] = {"--prefill",
+	                     tc_fmt("127.0.0.1:%d", dead_port),
+	                     "--prefill",
+	                     tc_fmt("http://127.0.0.1:%d", P[0].port),
+	                     "--decode",
+	                     tc_fmt("127.0.0.1:%d", dead_port),
+	                     "--prefill-timeout",
+	                     "0.4",
+	                     "--connect-timeout",
+	                     "1",
+	                     NULL};
 	if (start_proxy(&proxy_b, &port_b, "proxy-b", fbb))
 		return -1;
 	return 0;
@@ -784,21 +720,21 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_health),
-		cmocka_unit_test(test_completion_json),
-		cmocka_unit_test(test_stream_sse),
-		cmocka_unit_test(test_client_hangup),
-		cmocka_unit_test(test_big_answer),
-		cmocka_unit_test(test_round_robin_chat),
-		cmocka_unit_test(test_prefill_500),
-		cmocka_unit_test(test_decode_4xx_passthrough),
-		cmocka_unit_test(test_bad_requests),
-		cmocka_unit_test(test_models),
-		cmocka_unit_test(test_concurrent),
-		cmocka_unit_test(test_access_log),
-		cmocka_unit_test(test_backend_down_and_timeout),
-		cmocka_unit_test(test_toy_flags_and_shutdown),
-		cmocka_unit_test(test_binary_flags),
+	    cmocka_unit_test(test_health),
+	    cmocka_unit_test(test_completion_json),
+	    cmocka_unit_test(test_stream_sse),
+	    cmocka_unit_test(test_client_hangup),
+	    cmocka_unit_test(test_big_answer),
+	    cmocka_unit_test(test_round_robin_chat),
+	    cmocka_unit_test(test_prefill_500),
+	    cmocka_unit_test(test_decode_4xx_passthrough),
+	    cmocka_unit_test(test_bad_requests),
+	    cmocka_unit_test(test_models),
+	    cmocka_unit_test(test_concurrent),
+	    cmocka_unit_test(test_access_log),
+	    cmocka_unit_test(test_backend_down_and_timeout),
+	    cmocka_unit_test(test_toy_flags_and_shutdown),
+	    cmocka_unit_test(test_binary_flags),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
