@@ -99,8 +99,12 @@ int hr_report_junit(const char *path, const struct hr_report *rep)
 		if (r->nchecks || (r->kept && r->workdir[0])) {
 			fprintf(f, "      <system-out>");
 			for (size_t k = 0; k < r->nchecks && r->status != HR_FAIL; k++) {
+				bool want_fail = r->expect_fail &&
+						 !strcmp(r->expect_fail, r->checks[k].name);
 				fprintf(f, "%s: %s: ", r->checks[k].name,
-					r->checks[k].pass ? "PASS" : "FAIL");
+					r->checks[k].pass ? "PASS"
+					: want_fail	  ? "FAIL (expected: self-test caught its fault)"
+							  : "FAIL");
 				xml_text(f, r->checks[k].detail);
 				fputc('\n', f);
 			}

@@ -121,8 +121,12 @@ static const char *default_suite(char *buf, size_t sz)
 	if (env && *env)
 		return env;
 	snprintf(buf, sz, "%s/../../scenarios", pd_self_dir());
-	if (is_dir(buf))
+	if (is_dir(buf)) {
+		char real[PATH_MAX];
+		if (realpath(buf, real))
+			snprintf(buf, sz, "%s", real);
 		return buf;
+	}
 	return "scenarios";
 }
 
@@ -151,6 +155,20 @@ static int list_dir(const char *dir, char ***out, size_t *n)
 	}
 	closedir(d);
 	return 0;
+}
+
+/* --json reports/out/run.json works on a fresh clone */
+static void mkdir_parent(const char *path)
+{
+	char dir[PATH_MAX], *slash;
+	if (!path)
+		return;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		pd_mkdir_p(dir);
+	}
 }
 
 static void add_version(cJSON *v, const char *key, const char *cmd)
@@ -324,6 +342,8 @@ int main(int argc, char **argv)
 		notrun += rep.v[i].status == HR_NOTRUN;
 		any_kept |= rep.v[i].kept;
 	}
+	mkdir_parent(a.json);
+	mkdir_parent(a.junit);
 	if (a.json && (ret = hr_report_json(a.json, &rep)))
 		fprintf(stderr, "pdkv run: cannot write --json %s: %s\n", a.json, strerror(-ret));
 	if (a.junit && (ret = hr_report_junit(a.junit, &rep)))
