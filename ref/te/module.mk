@@ -17,3 +17,6 @@ endif
 TESTS += test_te_engine
 test_te_engine_SRCS := ref/te/tests/test_te_engine.c
 test_te_engine_LIBS := te temeta pdcommon
+TESTS += test_te_tcp
+test_te_tcp_SRCS := ref/te/tests/test_te_tcp.c
+test_te_tcp_LIBS := te temeta pdcommon

@@ -692,6 +692,7 @@ int te_engine_install_signal_cleanup(struct te_engine *eng)
 			if (old.sa_handler != SIG_DFL)
 				continue; /* the program handles (or ignores) it itself */
 			sa.sa_handler = cleanup_signal_handler;
+			sa.sa_flags = SA_RESTART; /* the program's blocking calls go on */
 			sigemptyset(&sa.sa_mask);
 			sigaction(sigs[i], &sa, NULL);
 		}

@@ -1,0 +1,501 @@
+/* test_te_tcp: two real processes — a forked target and this initiator — moving verified data
+ * over TCP with P2PHANDSHAKE and with real etcd / redis / pdkv-metaserver stores (keys checked
+ * while up and gone after shutdown or SIGTERM); hostile raw peers against the data and
+ * handshake ports (target survives and keeps serving); metadata store down -> clean error. */
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pd_log.h"
+#include "pd_svc.h"
+#include "pd_util.h"
+#include "te/te.h"
+#include "te/te_internal.h"
+
+#define TBUF (8u << 20)
+
+struct child {
+	pid_t pid;
+	int ctl; /* closing it tells the target to shut down */
+	char name[256];
+	uint64_t addr;
+	int rpc_port;
+};
+
+static uint8_t pat(uint64_t i)
+{
+	return (uint8_t)(i * 131 + (i >> 9));
+}
+
+/* Forks a target engine: registers TBUF bytes of pattern, reports "name addr rpc_port",
+ * waits for EOF on its control pipe (or a signal), then shuts down cleanly. */
+static int start_target(const char *conn, const char *name, bool sig_cleanup, struct child *c)
+{
+	int up[2], down[2];
+	char line[512] = "";
+	size_t n = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (pipe(up) || pipe(down))
+		return -1;
+	c->pid = fork();
+	if (c->pid < 0)
+		return -1;
+	if (c->pid == 0) {
+		struct te_engine_opts o = { conn, name, "tcp", NULL };
+		struct te_engine *e = NULL;
+		char *buf = malloc(TBUF), b;
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(up[0]);
+		close(down[1]);
+		for (uint64_t i = 0; i < TBUF; i++)
+			buf[i] = (char)pat(i);
+		if (te_engine_create(&o, &e) || te_register(e, buf, TBUF, "cpu:0") ||
+		    (sig_cleanup && te_engine_install_signal_cleanup(e))) {
+			dprintf(up[1], "ERR\n");
+			_exit(1);
+		}
+		dprintf(up[1], "%s %llu %d\n", te_engine_name(e),
+			(unsigned long long)(uintptr_t)buf, te_engine_rpc_port(e));
+		while (read(down[0], &b, 1) > 0)
+			;
+		te_engine_destroy(e);
+		free(buf);
+		_exit(0);
+	}
+	close(up[1]);
+	close(down[0]);
+	c->ctl = down[1];
+	while (n < sizeof(line) - 1) {
+		struct pollfd p = { up[0], POLLIN, 0 };
+		ssize_t r;
+		if (poll(&p, 1, 15000) != 1)
+			break;
+		r = read(up[0], line + n, sizeof(line) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		if (memchr(line, '\n', n))
+			break;
+	}
+	close(up[0]);
+	{
+		unsigned long long a = 0;
+		if (sscanf(line, "%255s %llu %d", c->name, &a, &c->rpc_port) != 3)
+			return -1;
+		c->addr = a;
+	}
+	return 0;
+}
+
+/* Clean stop: EOF on the control pipe; returns the exit status. */
+static int stop_target(struct child *c)
+{
+	int st = -1;
+	close(c->ctl);
+	for (int i = 0; i < 500; i++) {
+		if (waitpid(c->pid, &st, WNOHANG) == c->pid)
+			return st;
+		pd_sleep_ms(20);
+	}
+	kill(c->pid, SIGKILL);
+	waitpid(c->pid, &st, 0);
+	return -1;
+}
+
+static struct te_engine *mk(const char *conn, const char *name)
+{
+	struct te_engine_opts o = { conn, name, "tcp", NULL };
+	struct te_engine *e = NULL;
+	int r = te_engine_create(&o, &e);
+	if (r)
+		fail_msg("te_engine_create(%s, %s): %s", conn, name, te_strerror(r));
+	return e;
+}
+
+static void wait_all(struct te_engine *e, uint64_t b, size_t n, int want)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct te_task_status st = { 0, 0 };
+		uint64_t end = pd_now_ns() + 15000000000ull;
+		while (pd_now_ns() < end) {
+			assert_int_equal(te_batch_status(e, b, i, &st), 0);
+			if (st.status == TE_COMPLETED || st.status == TE_FAILED)
+				break;
+			pd_sleep_ms(1);
+		}
+		if (st.status != want)
+			fail_msg("task %zu: %s, expected %s", i, te_status_name(st.status),
+				 te_status_name(want));
+	}
+}
+
+/* READ the target's pattern, WRITE a new one, READ it back: every byte checked. */
+static void exchange(struct te_engine *e, struct child *c)
+{
+	char *l = malloc(TBUF);
+	uint64_t seg, b;
+	struct te_request r[16];
+	size_t blk = TBUF / 16;
+
+	assert_int_equal(te_register(e, l, TBUF, "cpu:0"), 0);
+	assert_int_equal(te_open_segment(e, c->name, &seg), 0);
+	memset(l, 0, TBUF);
+	for (int i = 0; i < 16; i++)
+		r[i] = (struct te_request){ TE_READ, l + i * blk, seg, c->addr + i * blk, blk };
+	assert_int_equal(te_batch_alloc(e, 48, &b), 0);
+	assert_int_equal(te_batch_submit(e, b, r, 16), 0);
+	wait_all(e, b, 16, TE_COMPLETED);
+	for (uint64_t i = 0; i < TBUF; i++)
+		if ((uint8_t)l[i] != pat(i))
+			fail_msg("READ: byte %llu is %u, expected %u", (unsigned long long)i,
+				 (uint8_t)l[i], pat(i));
+	for (uint64_t i = 0; i < TBUF; i++)
+		l[i] = (char)(pat(i) ^ 0xa5);
+	for (int i = 0; i < 16; i++)
+		r[i].opcode = TE_WRITE;
+	assert_int_equal(te_batch_submit(e, b, r, 16), 0);
+	wait_all(e, b, 32, TE_COMPLETED);
+	memset(l, 0, TBUF);
+	for (int i = 0; i < 16; i++)
+		r[i].opcode = TE_READ;
+	assert_int_equal(te_batch_submit(e, b, r, 16), 0);
+	wait_all(e, b, 48, TE_COMPLETED);
+	assert_int_equal(te_batch_free(e, b), 0);
+	for (uint64_t i = 0; i < TBUF; i++)
+		if ((uint8_t)l[i] != (uint8_t)(pat(i) ^ 0xa5))
+			fail_msg("WRITE+READ: byte %llu differs", (unsigned long long)i);
+	/* put the target's pattern back for the next exchange */
+	for (uint64_t i = 0; i < TBUF; i++)
+		l[i] = (char)pat(i);
+	assert_int_equal(te_transfer_sync(e, TE_WRITE, c->name, l, c->addr, TBUF, 10000), 0);
+	assert_int_equal(te_unregister(e, l), 0);
+	free(l);
+}
+
+static void test_p2p_two_processes(void **state)
+{
+	struct child c;
+	struct te_engine *e;
+	(void)state;
+
+	assert_int_equal(start_target("P2PHANDSHAKE", "ignored:1", false, &c), 0);
+	e = mk("P2PHANDSHAKE", "init");
+	exchange(e, &c);
+	/* v1 wire format as well */
+	setenv("MC_TCP_PROTO", "1", 1);
+	te_engine_destroy(e);
+	e = mk("P2PHANDSHAKE", "init");
+	exchange(e, &c);
+	unsetenv("MC_TCP_PROTO");
+	te_engine_destroy(e);
+	assert_int_equal(stop_target(&c), 0);
+}
+
+/* ---------------------------------------------------------------- hostile peers */
+static int raw_connect(int port)
+{
+	int fd = pd_tcp_connect("127.0.0.1", port, 2000);
+	struct timeval tv = { 3, 0 };
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+/* The server must close the connection at once (EOF, maybe after a v2 status frame). */
+static void expect_closed(int fd, bool v2_reject)
+{
+	unsigned char b[16];
+	ssize_t r = recv(fd, b, sizeof(b), MSG_WAITALL);
+	if (v2_reject) {
+		uint64_t v;
+		assert_int_equal(r, 8);
+		memcpy(&v, b, 8);
+		assert_true(v == 0x4D43545600000001ull);
+		r = recv(fd, b, sizeof(b), 0);
+	}
+	if (r != 0 && !(r < 0 && errno == ECONNRESET))
+		fail_msg("expected the server to close the connection, recv returned %zd (%s)", r,
+			 r < 0 ? strerror(errno) : "data");
+	close(fd);
+}
+
+static void send_hdr(int fd, uint64_t size, uint64_t addr, uint8_t op)
+{
+	unsigned char h[24] = { 0 };
+	memcpy(h, &size, 8);
+	memcpy(h + 8, &addr, 8);
+	h[16] = op;
+	assert_int_equal(send(fd, h, 24, MSG_NOSIGNAL), 24);
+}
+
+static void test_hostile_peers(void **state)
+{
+	struct child c;
+	struct te_engine *e;
+	int dport, fd, st;
+	(void)state;
+
+	assert_int_equal(start_target("P2PHANDSHAKE", "victim", false, &c), 0);
+	dport = c.rpc_port + 1;
+
+	/* out of range, both opcodes, v1 and v2 */
+	fd = raw_connect(dport);
+	send_hdr(fd, 4096, 0x1000, 1);
+	expect_closed(fd, false);
+	fd = raw_connect(dport);
+	send_hdr(fd, 4096, 0x1000, 0 | 0x80);
+	expect_closed(fd, true);
+	/* straddling the end of the buffer; size that wraps; zero size; bad opcode */
+	fd = raw_connect(dport);
+	send_hdr(fd, 8192, c.addr + TBUF - 4096, 1);
+	expect_closed(fd, false);
+	fd = raw_connect(dport);
+	send_hdr(fd, UINT64_MAX - 8, c.addr + 16, 0);
+	expect_closed(fd, false);
+	fd = raw_connect(dport);
+	send_hdr(fd, 0, c.addr, 1);
+	expect_closed(fd, false);
+	fd = raw_connect(dport);
+	send_hdr(fd, 16, c.addr, 5);
+	expect_closed(fd, false);
+	/* truncated header, then EOF */
+	fd = raw_connect(dport);
+	assert_int_equal(send(fd, "0123456789", 10, MSG_NOSIGNAL), 10);
+	shutdown(fd, SHUT_WR);
+	expect_closed(fd, false);
+	/* a valid request first, then garbage on the same (persistent) connection */
+	fd = raw_connect(dport);
+	send_hdr(fd, 16, c.addr, 0);
+	{
+		unsigned char b[16];
+		assert_int_equal(recv(fd, b, 16, MSG_WAITALL), 16);
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(b[i], pat((uint64_t)i));
+	}
+	send_hdr(fd, 16, 0xdeadbeef000, 0);
+	expect_closed(fd, false);
+
+	/* handshake port: oversize length, zero length, truncated, malformed JSON, legacy */
+	fd = raw_connect(c.rpc_port);
+	{
+		uint64_t big = 1ull << 40;
+		assert_int_equal(send(fd, &big, 8, MSG_NOSIGNAL), 8);
+		expect_closed(fd, false);
+	}
+	fd = raw_connect(c.rpc_port);
+	{
+		uint64_t z = 0;
+		assert_int_equal(send(fd, &z, 8, MSG_NOSIGNAL), 8);
+		expect_closed(fd, false);
+	}
+	fd = raw_connect(c.rpc_port);
+	{
+		uint64_t n = 1000;
+		assert_int_equal(send(fd, &n, 8, MSG_NOSIGNAL), 8);
+		assert_int_equal(send(fd, "\x01{", 2, MSG_NOSIGNAL), 2);
+		shutdown(fd, SHUT_WR);
+		expect_closed(fd, false);
+	}
+	{
+		char *reply = NULL, host[64];
+		snprintf(host, sizeof(host), "127.0.0.1");
+		/* junk JSON in a metadata request: still answered with the descriptor */
+		assert_int_equal(te_hs_request(host, c.rpc_port, TE_HS_METADATA, "{{{not json",
+					       &reply, 3000),
+				 0);
+		assert_non_null(strstr(reply, "\"protocol\":\"tcp\""));
+		free(reply);
+		/* connection request to a tcp engine: answered "null" */
+		assert_int_equal(te_hs_request(host, c.rpc_port, TE_HS_CONNECTION, "{}", &reply,
+					       3000),
+				 0);
+		assert_string_equal(reply, "null");
+		free(reply);
+		/* legacy frame (no type byte) goes the connection path too */
+		fd = raw_connect(c.rpc_port);
+		assert_int_equal(te_hs_send_frame(fd, TE_HS_LEGACY, "{\"a\":1}", 7), 0);
+		{
+			int type;
+			size_t len;
+			char *json;
+			assert_int_equal(te_hs_recv_frame(fd, &type, &json, &len, 0), 0);
+			assert_int_equal(type, TE_HS_LEGACY);
+			assert_string_equal(json, "null");
+			free(json);
+		}
+		close(fd);
+	}
+	/* a silent handshake client must not block the others */
+	fd = raw_connect(c.rpc_port);
+	{
+		char *reply = NULL;
+		uint64_t t0 = pd_now_ns();
+		assert_int_equal(te_hs_request("127.0.0.1", c.rpc_port, TE_HS_METADATA, "{}", &reply,
+					       3000),
+				 0);
+		assert_true(pd_now_ns() - t0 < 2000000000ull);
+		free(reply);
+	}
+	close(fd);
+
+	/* the target is alive and still serves verified data */
+	assert_int_equal(waitpid(c.pid, &st, WNOHANG), 0);
+	e = mk("P2PHANDSHAKE", "after");
+	exchange(e, &c);
+	te_engine_destroy(e);
+	assert_int_equal(stop_target(&c), 0);
+}
+
+/* ---------------------------------------------------------------- metadata backends */
+static void check_key(struct te_meta *m, const char *key, bool want, const char *needle)
+{
+	char *v = NULL;
+	int r = te_meta_get(m, key, &v);
+	if (want) {
+		if (r)
+			fail_msg("key %s: %s", key, te_strerror(r));
+		if (needle && !strstr(v, needle))
+			fail_msg("key %s: %s lacks %s", key, v, needle);
+		assert_true(v[strlen(v) - 1] == '\n');
+	} else if (r != TE_ERR_NOT_FOUND) {
+		fail_msg("key %s should be gone, got %d %s", key, r, v ? v : "");
+	}
+	free(v);
+}
+
+static void backend_case(enum pd_svc_kind kind)
+{
+	struct pd_svc svc;
+	struct child c;
+	struct te_engine *e;
+	struct te_meta *m = NULL;
+	char err[256], *segkey, *rpckey, needle[64], tname[64];
+	int r = pd_svc_start(kind, "127.0.0.1", NULL, &svc), st;
+
+	if (r == -ENOENT) {
+		print_message("SKIP %s: server binary not installed\n", pd_svc_kind_name(kind));
+		return;
+	}
+	assert_int_equal(r, 0);
+	snprintf(tname, sizeof(tname), "tgt-%s-%d:1", pd_svc_kind_name(kind), (int)getpid());
+	assert_int_equal(start_target(svc.conn, tname, false, &c), 0);
+	assert_string_equal(c.name, tname);
+	assert_int_equal(te_meta_open(svc.conn, &m, err, sizeof(err)), 0);
+	segkey = te_meta_segment_key(tname);
+	rpckey = te_meta_rpc_key(tname);
+	snprintf(needle, sizeof(needle), "\"tcp_data_port\":%d", c.rpc_port + 1);
+	check_key(m, segkey, true, needle);
+	check_key(m, segkey, true, "\"tcp_proto_version\":2");
+	snprintf(needle, sizeof(needle), "\"rpc_port\":%d}", c.rpc_port);
+	check_key(m, rpckey, true, needle);
+
+	e = mk(svc.conn, "init-engine");
+	exchange(e, &c);
+	te_engine_destroy(e);
+	/* the initiator removed its own keys too */
+	{
+		char *k = te_meta_rpc_key("init-engine");
+		check_key(m, k, false, NULL);
+		free(k);
+	}
+	assert_int_equal(stop_target(&c), 0);
+	check_key(m, segkey, false, NULL);
+	check_key(m, rpckey, false, NULL);
+
+	/* SIGTERM with te_engine_install_signal_cleanup: keys removed, process dies by it */
+	assert_int_equal(start_target(svc.conn, tname, true, &c), 0);
+	check_key(m, segkey, true, NULL);
+	kill(c.pid, SIGTERM);
+	assert_int_equal(waitpid(c.pid, &st, 0), c.pid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	close(c.ctl);
+	check_key(m, segkey, false, NULL);
+	check_key(m, rpckey, false, NULL);
+
+	free(segkey);
+	free(rpckey);
+	te_meta_close(m);
+	pd_svc_stop(&svc);
+
+	/* the store is down now: engine creation fails cleanly and quickly */
+	{
+		struct te_engine_opts o = { svc.conn, "late", "tcp", NULL };
+		struct te_engine *x = NULL;
+		uint64_t t0 = pd_now_ns();
+		r = te_engine_create(&o, &x);
+		assert_true(r < 0);
+		assert_null(x);
+		assert_true(pd_now_ns() - t0 < 15000000000ull);
+	}
+}
+
+static void test_etcd(void **state)
+{
+	(void)state;
+	backend_case(PD_SVC_ETCD);
+}
+
+static void test_redis(void **state)
+{
+	(void)state;
+	backend_case(PD_SVC_REDIS);
+}
+
+static void test_http(void **state)
+{
+	(void)state;
+	backend_case(PD_SVC_METASERVER);
+}
+
+static void test_store_down(void **state)
+{
+	static const char *conns[] = { "etcd://127.0.0.1:%d", "127.0.0.1:%d",
+				       "redis://127.0.0.1:%d", "http://127.0.0.1:%d/metadata" };
+	(void)state;
+	for (size_t i = 0; i < PD_ARRAY_SIZE(conns); i++) {
+		char conn[128];
+		struct te_engine_opts o = { conn, "nobody", "tcp", NULL };
+		struct te_engine *x = NULL;
+		uint64_t t0 = pd_now_ns();
+		int r;
+		snprintf(conn, sizeof(conn), conns[i], pd_free_port("127.0.0.1"));
+		r = te_engine_create(&o, &x);
+		if (r >= 0 || x)
+			fail_msg("%s: engine created against a dead store", conn);
+		if (pd_now_ns() - t0 > 15000000000ull)
+			fail_msg("%s: took %.1f s to fail", conn, (double)(pd_now_ns() - t0) / 1e9);
+	}
+	{
+		struct te_engine_opts o = { "zookeeper://x:1", "n", "tcp", NULL };
+		struct te_engine *x = NULL;
+		assert_true(te_engine_create(&o, &x) < 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_p2p_two_processes), cmocka_unit_test(test_hostile_peers),
+		cmocka_unit_test(test_store_down),	  cmocka_unit_test(test_etcd),
+		cmocka_unit_test(test_redis),		  cmocka_unit_test(test_http),
+	};
+	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
+	signal(SIGPIPE, SIG_IGN);
+	if (getenv("TE_TCP_ONLY"))
+		cmocka_set_test_filter(getenv("TE_TCP_ONLY"));
+	return cmocka_run_group_tests_name("te_tcp", tests, NULL, NULL);
+}
