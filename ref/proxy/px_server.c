@@ -37,7 +37,8 @@ struct px_req {
 	char method[8], path[72];
 	char *body;
 	size_t len, cap;
-	int responded; /* a response is queued (e.g. 413 during upload) */
+	int responded; /* a response is queued (e.g. 413 before the upload) */
+	int reject;    /* 413 or 500 decided during the upload, sent after it */
 	char rid[80];
 	char *auth;
 	int status;
@@ -427,21 +428,24 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		if (r->responded)
+		/* MHD cannot answer in the middle of an upload: read the rest, drop it, answer
+		 * after */
+		if (r->responded || r->reject)
 			return MHD_YES;
-		if (r->len + n > s->o.max_body)
-			return send_error(c, r, 413, "RequestEntityTooLarge",
-			                  "request body exceeds --max-body %" PRIu64 " bytes",
-			                  s->o.max_body);
+		if (r->len + n > s->o.max_body) {
+			r->reject = 413;
+			return MHD_YES;
+		}
 		if (r->len + n + 1 > r->cap) {
 			size_t cap = r->cap ? r->cap : 4096;
 			char *nb;
 			while (cap < r->len + n + 1)
 				cap *= 2;
 			nb = realloc(r->body, cap);
-			if (!nb)
-				return send_error(c, r, 500, "InternalServerError",
-				                  "out of memory");
+			if (!nb) {
+				r->reject = 500;
+				return MHD_YES;
+			}
 			r->body = nb;
 			r->cap = cap;
 		}
@@ -452,6 +456,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	}
 	if (r->responded)
 		return MHD_YES;
+	if (r->reject == 413)
+		return send_error(c, r, 413, "RequestEntityTooLarge",
+		                  "request body exceeds --max-body %" PRIu64 " bytes",
+		                  s->o.max_body);
+	if (r->reject)
+		return send_error(c, r, 500, "InternalServerError",
+		                  "out of memory for the request body");
 	switch (r->route) {
 	case R_COMPLETIONS:
 	case R_CHAT:

@@ -397,6 +397,11 @@ static void test_bad_requests(void **state)
 	big[100 * 1024] = '\0';
 	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", big, NULL, &r), CURLE_OK);
 	check_error_json(&r, 413, "RequestEntityTooLarge", "65536");
+	/* the same without a Content-Length (chunked upload): found while reading */
+	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", big,
+	                         (const char *[]){"Transfer-Encoding: chunked", NULL}, &r),
+	                 CURLE_OK);
+	check_error_json(&r, 413, "RequestEntityTooLarge", "65536");
 	free(big);
 	assert_int_equal(total(P) + total(D), 0);
 	/* the proxy still serves after all that */
