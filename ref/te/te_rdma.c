@@ -259,25 +259,28 @@ static void free_dead(struct te_rdma_ctx *c, bool all)
 	}
 }
 
-/* Posts what fits from *pending; returns how many were posted or ended. */
+/* Posts what fits from *pending, in order, stopping at the first slice that has no free send
+ * slot (the rest wait for completions); returns how many were posted or ended. */
 static int post_pending(struct te_rdma_ctx *c, struct te_rdma_slice **pending)
 {
 	struct te_rdma *tr = c->tr;
-	struct te_rdma_slice *s, *keep = NULL, **keep_tail = &keep;
+	const struct te_segment_desc *last_peer = NULL;
+	struct te_rdma_ep *ep = NULL;
+	struct te_rdma_slice *s;
+	int last_rdev = -1, done = 0;
 	char why[512];
-	int done = 0;
 
-	while ((s = *pending)) {
-		struct te_rdma_ep *ep;
+	while ((s = *pending) && c->outstanding < c->cq_depth) {
 		int rc = 1;
 
-		*pending = s->next;
-		s->next = NULL;
-		if (c->outstanding >= c->cq_depth)
-			goto keep;
 		s->rdev = s->cand[(s->idx + (unsigned)s->retries) % s->ncand];
-		ep = te_rdma_ep_get(c, s->task->peer, s->rdev, why, sizeof(why));
+		if (!ep || s->task->peer != last_peer || s->rdev != last_rdev) {
+			ep = te_rdma_ep_get(c, s->task->peer, s->rdev, why, sizeof(why));
+			last_peer = s->task->peer;
+			last_rdev = s->rdev;
+		}
 		if (!ep) {
+			*pending = s->next;
 			done++;
 			slice_retry(tr, s, why);
 			continue;
@@ -286,23 +289,17 @@ static int post_pending(struct te_rdma_ctx *c, struct te_rdma_slice **pending)
 		if (ep->state == EP_CONNECTED)
 			rc = post_slice(c, ep, s, why, sizeof(why));
 		else
-			snprintf(why, sizeof(why), "endpoint %s was reset", ep->peer_path);
+			rc = -1, snprintf(why, sizeof(why), "endpoint %s was reset", ep->peer_path);
 		pthread_mutex_unlock(&c->mu);
-		if (rc == 0) {
-			done++;
-			continue;
-		}
-		if (rc < 0 || ep->state != EP_CONNECTED) {
-			done++;
+		if (rc > 0)
+			break; /* endpoint full: wait for completions */
+		*pending = s->next;
+		done++;
+		if (rc < 0) {
+			ep = NULL;
 			slice_retry(tr, s, why);
-			continue;
 		}
-keep:
-		*keep_tail = s;
-		keep_tail = &s->next;
 	}
-	*keep_tail = *pending;
-	*pending = keep;
 	return done;
 }
 

@@ -221,7 +221,7 @@ static void bandwidth(struct side *a, struct side *b)
 			if (te_batch_status(a->eng, bid, i, &st) || st.status == TE_COMPLETED ||
 			    st.status == TE_FAILED)
 				break;
-			usleep(100);
+			usleep(1000);
 		} while (pd_now_s() < end);
 		CHECK_EQ(st.status, TE_COMPLETED);
 	}
