@@ -5,9 +5,12 @@
 #include "pd_util.h"
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,7 +170,7 @@ static int two_ports(const char *host, int *a, int *b)
 
 static int spawn_once(struct pd_svc *s, const char *exe)
 {
-	char a[8][320];
+	char a[8][320], etcd_data[600];
 	char *argv[24];
 	int n = 0, peer = 0, ret;
 
@@ -182,8 +185,9 @@ static int spawn_once(struct pd_svc *s, const char *exe)
 		argv[n++] = (char *)exe;
 		argv[n++] = "--name";
 		argv[n++] = "default";
+		snprintf(etcd_data, sizeof(etcd_data), "%s/data", s->datadir);
 		argv[n++] = "--data-dir";
-		argv[n++] = s->datadir;
+		argv[n++] = etcd_data;
 		argv[n++] = "--listen-client-urls";
 		argv[n++] = a[0];
 		argv[n++] = "--advertise-client-urls";
@@ -241,6 +245,88 @@ static int spawn_once(struct pd_svc *s, const char *exe)
 	}
 }
 
+/* Services this process started, by value (the caller's struct may be gone by exit time):
+ * an exit without pd_svc_stop still stops them and removes their directories. */
+#define SVC_LIVE_MAX 64
+static struct {
+	pid_t pid, owner; /* a forked child that exits must not stop its parent's services */
+	char dir[512];
+} live[SVC_LIVE_MAX];
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+
+static void live_atexit(void)
+{
+	pthread_mutex_lock(&live_lock);
+	for (int i = 0; i < SVC_LIVE_MAX; i++) {
+		struct pd_proc p = {.pid = live[i].pid, .exit_status = -1};
+		if (!live[i].pid || live[i].owner != getpid())
+			continue;
+		pd_proc_stop(&p, 2000);
+		if (live[i].dir[0] && !getenv("PDKV_KEEP_SVC"))
+			pd_rm_rf(live[i].dir);
+		live[i].pid = 0;
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void live_init(void)
+{
+	atexit(live_atexit);
+}
+
+static void live_add(pid_t pid, const char *dir)
+{
+	pthread_once(&live_once, live_init);
+	pthread_mutex_lock(&live_lock);
+	for (int i = 0; i < SVC_LIVE_MAX; i++)
+		if (!live[i].pid) {
+			live[i].pid = pid;
+			live[i].owner = getpid();
+			snprintf(live[i].dir, sizeof(live[i].dir), "%s", dir);
+			break;
+		}
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void live_del(pid_t pid)
+{
+	pthread_mutex_lock(&live_lock);
+	for (int i = 0; i < SVC_LIVE_MAX; i++)
+		if (live[i].pid == pid)
+			live[i].pid = 0;
+	pthread_mutex_unlock(&live_lock);
+}
+
+/* Removes workdir/pdkv-<kind>-* directories whose owner process (owner.pid) is gone — left
+ * behind by a test that was killed. Directories without an owner file are left alone. */
+static void sweep_stale(const char *workdir)
+{
+	DIR *d = opendir(workdir);
+	struct dirent *de;
+	char path[1024], *txt;
+	size_t len;
+	int64_t pid;
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "pdkv-etcd-", 10) &&
+		    strncmp(de->d_name, "pdkv-redis-", 11) && strncmp(de->d_name, "pdkv-http-", 10))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/owner.pid", workdir, de->d_name);
+		if (pd_read_file(path, 64, &txt, &len))
+			continue;
+		txt[strcspn(txt, "\n")] = '\0';
+		if (!pd_parse_i64(txt, &pid) && pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH) {
+			snprintf(path, sizeof(path), "%s/%s", workdir, de->d_name);
+			pd_dbg("pd_svc: removing stale %s (owner %lld gone)", path, (long long)pid);
+			pd_rm_rf(path);
+		}
+		free(txt);
+	}
+	closedir(d);
+}
+
 int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, struct pd_svc *out)
 {
 	static const char *progs[] = {"etcd", "redis-server", "pdkv-metaserver"};
@@ -269,6 +355,7 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 		pd_err("pd_svc: cannot create workdir %s: %s", workdir, strerror(-ret));
 		return ret;
 	}
+	sweep_stale(workdir);
 	if (snprintf(tmpl, sizeof(tmpl), "%s/pdkv-%s-XXXXXX", workdir, pd_svc_kind_name(kind)) >=
 	    400) {
 		pd_err("pd_svc: workdir path too long: %s", workdir);
@@ -282,13 +369,19 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 	if (snprintf(out->datadir, sizeof(out->datadir), "%s", tmpl) < 0 ||
 	    snprintf(out->log, sizeof(out->log), "%s/%s.log", tmpl, progs[kind]) < 0)
 		return -EINVAL;
+	{
+		char owner[620], pid[24];
+		int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+		if (snprintf(owner, sizeof(owner), "%s/owner.pid", tmpl) > 0)
+			pd_write_file(owner, pid, (size_t)n);
+	}
 
 	for (int i = 0; i < SVC_START_TRIES; i++) {
 		if (kind == PD_SVC_ETCD) {
 			/* a failed attempt leaves a half-initialised member dir behind */
-			char member[600];
-			if (snprintf(member, sizeof(member), "%s/member", out->datadir) > 0)
-				pd_rm_rf(member);
+			char data[600];
+			if (snprintf(data, sizeof(data), "%s/data", out->datadir) > 0)
+				pd_rm_rf(data);
 		}
 		ret = spawn_once(out, exe);
 		if (ret == 0)
@@ -315,6 +408,7 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 		         out->port);
 		break;
 	}
+	live_add(out->proc.pid, out->datadir);
 	pd_dbg("pd_svc: %s up at %s (pid %d, dir %s)", progs[kind], out->conn, (int)out->proc.pid,
 	       out->datadir);
 	return 0;
@@ -324,6 +418,8 @@ void pd_svc_stop(struct pd_svc *s)
 {
 	if (!s)
 		return;
+	if (s->proc.pid > 0)
+		live_del(s->proc.pid);
 	pd_proc_stop(&s->proc, 3000);
 	if (s->datadir[0] && !getenv("PDKV_KEEP_SVC"))
 		pd_rm_rf(s->datadir);
