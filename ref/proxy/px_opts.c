@@ -46,7 +46,7 @@ void px_usage(const char *prog)
 	    "  --stream-buffer SIZE     per-request decode->client queue (default 64KiB)\n"
 	    "  -h, --help               this text\n"
 	    "\n"
-	    "Defaults when no backend is named: prefill %s, decode %s (the toy proxy's).\n"
+	    "Defaults when no backend is named (the toy proxy's): prefill %s,\ndecode %s.\n"
 	    "Prefill failure -> 502 JSON error, decode is not called. Decode errors pass through.\n"
 	    "GET /health and /healthcheck answer 200; GET /v1/models goes to the first decode.\n"
 	    "X-Request-Id (generated when absent) and Authorization go to both backends; with no\n"
@@ -391,7 +391,7 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 			goto out;
 		}
 		if (id == F_HELP) {
-			px_usage(argv[0]);
+			px_usage(strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
 			ret = 1;
 			goto out;
 		}
