@@ -237,6 +237,30 @@ static const char *const v1_keys[] = { "engine_id", "kv_connector_extra_config",
 				       "kv_connector_module_path", "enable_permute_local_kv",
 				       "kv_load_failure_policy", NULL };
 
+enum slot { S_NONE, S_CONNECTOR, S_DEVICE, S_SIZE, S_ROLE, S_RANK, S_PSIZE, S_IP, S_PORT, S_ENGINE,
+	    S_MODULE, S_EXTRA, S_POLICY };
+static const struct {
+	const char *name;
+	enum ftype t;
+	enum slot slot;
+	bool v1;
+} fields[] = {
+	{ "kv_connector", F_STR_OPT, S_CONNECTOR, false },
+	{ "engine_id", F_STR_OPT, S_ENGINE, true },
+	{ "kv_buffer_device", F_STR_OPT, S_DEVICE, false },
+	{ "kv_buffer_size", F_FLOAT, S_SIZE, false },
+	{ "kv_role", F_STR_OPT, S_ROLE, false },
+	{ "kv_rank", F_INT_OPT, S_RANK, false },
+	{ "kv_parallel_size", F_INT, S_PSIZE, false },
+	{ "kv_ip", F_STR, S_IP, false },
+	{ "kv_port", F_INT, S_PORT, false },
+	{ "kv_connector_extra_config", F_DICT, S_EXTRA, true },
+	{ "kv_connector_module_path", F_STR_OPT, S_MODULE, true },
+	{ "enable_permute_local_kv", F_BOOL, S_NONE, true },
+	{ "kv_load_failure_policy", F_POLICY, S_POLICY, true },
+	{ NULL, F_STR, S_NONE, false },
+};
+
 static bool in_list(const char *const *l, const char *k)
 {
 	for (; *l; l++)
@@ -273,6 +297,7 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 	const cJSON *it;
 	int ret = -1;
 	bool v1 = vllm == CFG_VLLM_V1;
+	size_t fi, unknown = 0;
 
 	defaults(out);
 	if (vllm_error)
@@ -299,56 +324,52 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 			     cfg_py_type(root));
 		goto fail;
 	}
-	for (it = root->child; it; it = it->next) {
-		const char *k = it->string;
+	/* pydantic validates the model's fields in definition order; a duplicate key's last value
+	 * is the one it sees. */
+	for (fi = 0; fields[fi].name; fi++) {
+		const char *k = fields[fi].name;
 		char *s = NULL;
 		int64_t i = 0;
 		double fv = 0;
 		bool isnull = false;
-		const cJSON *v = cfg_pyjson_get(root, k);
+		const cJSON *v;
 
-		if (v != it)
-			continue; /* duplicate key: the last one counts */
-		if (!strcmp(k, "kv_connector")) {
-			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
-				setstr(&out->kv_connector, s, isnull);
-		} else if (!strcmp(k, "kv_buffer_device")) {
-			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
-				setstr(&out->kv_buffer_device, s, isnull);
-		} else if (!strcmp(k, "kv_role")) {
-			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
-				setstr(&out->kv_role, s, isnull);
-		} else if (!strcmp(k, "kv_ip")) {
-			if (!coerce(&pe, k, F_STR, v, &s, &i, &fv, &isnull, d))
-				setstr(&out->kv_ip, s, false);
-		} else if (!strcmp(k, "kv_buffer_size")) {
-			if (!coerce(&pe, k, F_FLOAT, v, &s, &i, &fv, &isnull, d))
-				out->kv_buffer_size = fv;
-		} else if (!strcmp(k, "kv_rank")) {
-			if (!coerce(&pe, k, F_INT_OPT, v, &s, &i, &fv, &isnull, d)) {
-				out->kv_rank_set = !isnull;
-				out->kv_rank = isnull ? 0 : i;
-			}
-		} else if (!strcmp(k, "kv_parallel_size")) {
-			if (!coerce(&pe, k, F_INT, v, &s, &i, &fv, &isnull, d))
-				out->kv_parallel_size = i;
-		} else if (!strcmp(k, "kv_port")) {
-			if (!coerce(&pe, k, F_INT, v, &s, &i, &fv, &isnull, d))
-				out->kv_port = i;
-		} else if (v1 && !strcmp(k, "engine_id")) {
-			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
-				setstr(&out->engine_id, s, isnull);
-		} else if (v1 && !strcmp(k, "kv_connector_module_path")) {
-			if (!coerce(&pe, k, F_STR_OPT, v, &s, &i, &fv, &isnull, d))
-				setstr(&out->kv_connector_module_path, s, isnull);
-		} else if (v1 && !strcmp(k, "kv_connector_extra_config")) {
-			if (!coerce(&pe, k, F_DICT, v, &s, &i, &fv, &isnull, d))
-				setstr(&out->kv_connector_extra_config, s, false);
-		} else if (v1 && !strcmp(k, "kv_load_failure_policy")) {
-			if (!coerce(&pe, k, F_POLICY, v, &s, &i, &fv, &isnull, d))
-				setstr(&out->kv_load_failure_policy, s, false);
-		} else if (v1 && !strcmp(k, "enable_permute_local_kv")) {
-			coerce(&pe, k, F_BOOL, v, &s, &i, &fv, &isnull, d);
+		if (fields[fi].v1 && !v1)
+			continue;
+		v = cfg_pyjson_get(root, k);
+		if (!v)
+			continue;
+		if (coerce(&pe, k, fields[fi].t, v, &s, &i, &fv, &isnull, d))
+			continue;
+		switch (fields[fi].slot) {
+		case S_CONNECTOR: setstr(&out->kv_connector, s, isnull); break;
+		case S_DEVICE: setstr(&out->kv_buffer_device, s, isnull); break;
+		case S_ROLE: setstr(&out->kv_role, s, isnull); break;
+		case S_IP: setstr(&out->kv_ip, s, false); break;
+		case S_ENGINE: setstr(&out->engine_id, s, isnull); break;
+		case S_MODULE: setstr(&out->kv_connector_module_path, s, isnull); break;
+		case S_EXTRA: setstr(&out->kv_connector_extra_config, s, false); break;
+		case S_POLICY: setstr(&out->kv_load_failure_policy, s, false); break;
+		case S_SIZE: out->kv_buffer_size = fv; break;
+		case S_RANK:
+			out->kv_rank_set = !isnull;
+			out->kv_rank = isnull ? 0 : i;
+			break;
+		case S_PSIZE: out->kv_parallel_size = i; break;
+		case S_PORT: out->kv_port = i; break;
+		case S_NONE: free(s); break;
+		}
+	}
+	for (it = root->child; it; it = it->next) {
+		const char *k = it->string;
+		bool known = false;
+
+		for (fi = 0; fields[fi].name; fi++)
+			known |= (!fields[fi].v1 || v1) && !strcmp(fields[fi].name, k);
+		if (known)
+			continue;
+		if (++unknown > 10) {
+			continue;
 		} else if (!v1 && in_list(v1_keys, k)) {
 			cfg_diag_add(d, CFG_WARNING, F,
 				     "key \"%s\" is a vLLM V1 field; V0's KVTransferConfig ignores it "
@@ -369,8 +390,9 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 					  "kv_connector_extra_config, kv_load_failure_policy" :
 					  "");
 		}
-		(void)s;
 	}
+	if (unknown > 10)
+		cfg_diag_add(d, CFG_WARNING, F, "... and %zu more unknown keys", unknown - 10);
 	if (pe.n)
 		goto fail;
 	/* model_post_init (V0) / __post_init__ (V1) */

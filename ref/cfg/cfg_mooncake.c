@@ -198,6 +198,7 @@ static void split_devices(struct cfg_mooncake *mc, struct cfg_diags *d)
 	size_t n = *s ? cfg_py_split_count(s, ',') : 0, i = 0;
 	const char *p = s;
 	char f[64];
+	int warned_empty = 0, warned_space = 0;
 
 	fld(f, sizeof(f), "device_name");
 	mc->device_names = calloc(n + 1, sizeof(char *));
@@ -214,12 +215,12 @@ static void split_devices(struct cfg_mooncake *mc, struct cfg_diags *d)
 		const char *t = mc->device_names[i];
 		if (!t)
 			continue;
-		if (!*t)
+		if (!*t && !warned_empty++)
 			cfg_diag_add(d, CFG_WARNING, f,
 				     "%s: device_name \"%s\" has an empty entry (position %zu); remove "
 				     "the extra ','",
 				     mc->path, s, i);
-		else if (strpbrk(t, " \t"))
+		else if (*t && strpbrk(t, " \t") && !warned_space++)
 			cfg_diag_add(d, CFG_WARNING, f,
 				     "%s: device_name \"%s\": entry \"%s\" contains whitespace; the "
 				     "adaptor splits on ',' only, so no NIC has that name. Write the "
@@ -245,7 +246,7 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 	const char *urls[2] = { mc->prefill_url, mc->decode_url };
 	char *h[2] = { NULL, NULL }, *p[2] = { NULL, NULL };
 	int k;
-	bool huge;
+	bool huge, port_bad = false;
 	int64_t v;
 
 	for (k = 0; k < 2; k++) {
@@ -267,6 +268,8 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 	}
 	for (k = 0; k < 2; k++) {
 		char *r;
+		if (cfg_py_int(p[k], &v, &huge) == 0 && (huge || v < -9 || v > 65535 - 9))
+			port_bad = true;
 		if (cfg_py_int(p[k], &v, &huge)) {
 			r = cfg_py_repr(p[k]);
 			set_err(err, "ValueError: invalid literal for int() with base 10: %s",
@@ -319,6 +322,9 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 				     "receives a null pointer; a C++ exception or a crash)",
 				     mc->path, !mc->metadata_server ? "metadata_server" : "protocol");
 		}
+		/* MooncakePipe then binds port B+9+2r on all interfaces; libzmq rejects ports outside 0..65535 */
+		if (port_bad)
+			set_err(err, "zmq.error.ZMQError: Invalid argument");
 		goto out;
 typeerr:
 		set_err(err,
@@ -460,17 +466,21 @@ int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
 	/* unknown keys: ignored by vLLM */
 	{
 		const cJSON *it;
+		size_t unknown = 0;
 		for (it = root->child; it; it = it->next) {
 			bool known = false;
 			for (k = 0; k < 6; k++)
 				known |= it->string && !strcmp(it->string, cfg_mc_field_names[k]);
-			if (!known && it->string)
+			if (!known && it->string && ++unknown <= 10)
 				cfg_diag_add(d, CFG_WARNING, "mooncake.json",
 					     "%s: unknown key \"%.64s\" is ignored by vLLM (known: "
 					     "prefill_url, decode_url, metadata_server, metadata_backend, "
 					     "protocol, device_name)",
 					     path, it->string);
 		}
+		if (unknown > 10)
+			cfg_diag_add(d, CFG_WARNING, "mooncake.json", "%s: ... and %zu more unknown keys",
+				     path, unknown - 10);
 	}
 	for (k = 0; k < 6; k++) {
 		char f[64];

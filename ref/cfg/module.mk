@@ -5,3 +5,6 @@ cfg_SRCS := $(filter-out ref/cfg/tests/%,$(wildcard ref/cfg/*.c))
 TESTS += test_cfg_pipe
 test_cfg_pipe_SRCS := ref/cfg/tests/test_pipe.c
 test_cfg_pipe_LIBS := cfg pdcommon
+TESTS += test_cfg_robust
+test_cfg_robust_SRCS := ref/cfg/tests/test_robust.c
+test_cfg_robust_LIBS := cfg pdcommon

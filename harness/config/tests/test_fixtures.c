@@ -89,7 +89,7 @@ static bool value_eq(const cJSON *v, const char *want)
 static void run_fixture(void **state)
 {
 	const struct fx *f = *state;
-	char *text = NULL, *line, *save = NULL, *json = NULL, *argv[64], mc[600];
+	char *text = NULL, *line, *save = NULL, *json = NULL, *argv[64], mc[600], *mcarg = NULL;
 	const char *args[64];
 	int argc = 1, rc, ports_rc, fails = 0;
 	struct cfg_cli c;
@@ -111,7 +111,8 @@ static void run_fixture(void **state)
 				snprintf(mc, sizeof(mc), "--mooncake-config=%s%s%s",
 					 line[9] == '/' ? "" : fixdir, line[9] == '/' ? "" : "/",
 					 line + 9);
-				args[argc++] = strdup(mc);
+				mcarg = strdup(mc);
+				args[argc++] = mcarg;
 			}
 		} else if (!strncmp(line, "env ", 4)) {
 			char *eq = strchr(line + 4, '=');
@@ -125,7 +126,8 @@ static void run_fixture(void **state)
 		snprintf(mc, sizeof(mc), "%s/%s.json", fixdir, f->name);
 		if (stat(mc, &st) == 0) {
 			snprintf(mc, sizeof(mc), "--mooncake-config=%s/%s.json", fixdir, f->name);
-			args[argc++] = strdup(mc);
+			mcarg = strdup(mc);
+			args[argc++] = mcarg;
 			mc_set = true;
 		}
 	}
@@ -268,9 +270,7 @@ static void run_fixture(void **state)
 	}
 	if (fails)
 		print_error("%s: exit=%d ports-exit=%d; --json was:\n%s", f->name, rc, ports_rc, json);
-	for (argc = 1; args[argc]; argc++)
-		if (!strncmp(args[argc], "--mooncake-config=", 18))
-			free((char *)args[argc]);
+	free(mcarg);
 	cJSON_Delete(o);
 	free(json);
 	free(text);
