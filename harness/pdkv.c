@@ -16,6 +16,9 @@ static const struct {
 	{ "ports", "list every port a deployment binds and report collisions" },
 	{ "bench", "transfer-engine bandwidth benchmark (transfer_engine_bench flags)" },
 	{ "doctor", "check this host for RDMA devices, GIDs, MTU, memlock, metadata reachability" },
+	{ "standin", "OpenAI-compatible Prefill/Decode stand-in for vLLM (deterministic fake model)" },
+	{ "proxy", "disaggregation proxy: prefill with max_tokens=1, then decode" },
+	{ "metaserver", "HTTP metadata server with Mooncake's API" },
 };
 
 static void usage(FILE *f)
