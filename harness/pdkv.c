@@ -25,7 +25,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: pdkv <command> [args]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-		fprintf(f, "  %-8s %s\n", subs[i].name, subs[i].what);
+		fprintf(f, "  %-11s %s\n", subs[i].name, subs[i].what);
 	fprintf(f, "\n`pdkv <command> --help` shows a command's flags.\n");
 }
 
