@@ -63,7 +63,13 @@ start() {
 	eval "PORT_$name=$port"
 	[ -n "$port" ] || { echo "--- $name log"; cat "$TMP/$name.log"; }
 }
-stop() { local p; eval "p=\$PID_$1"; kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; }
+stop() {
+	local p rc
+	eval "p=\$PID_$1"
+	kill -TERM "$p" 2>/dev/null
+	wait "$p" 2>/dev/null; rc=$?
+	check "$1 exits 0 on SIGTERM (got $rc)" [ $rc -eq 0 ]
+}
 pair() { # pair TAG [prefill args] -- [decode args]
 	local tag=$1 base; shift
 	base=$(free_base)
@@ -145,6 +151,29 @@ check "drop + fail policy: 503 (got $c)" [ "$c" = 503 ]
 check "drop + fail policy: vLLM error object" grep -q '"object":"error".*"code":503' "$TMP/body"
 check "drop: nothing reused" [ "$(metric $PORT_DC pdkv_kv_reused_tokens_total)" = 0 ]
 stop DC; stop PC
+
+# ---- TP=2: each rank's connector carries its half of the KV heads ----
+pair F -tp 2 -- -tp 2
+post $PORT_PF '{"prompt":"San Francisco is a","max_tokens":1}' >/dev/null
+post $PORT_DF '{"prompt":"San Francisco is a","max_tokens":24}' >/dev/null
+check "tp 2: decode text = plain text" [ "$(text)" = "${WANT[San Francisco is a]}" ]
+check "tp 2: 18 reused" [ "$(metric $PORT_DF pdkv_kv_reused_tokens_total)" = 18 ]
+check "tp 2: two connector ranks" grep -q "rank 1: decode end" "$TMP/DF.log"
+stop DF; stop PF
+
+# ---- fault crash=2 + delay: the 2nd prefill dies right after its insert; wait policy -> 503 ----
+pair E --fault delay=100,crash=2 -- --kv-miss-policy wait --kv-wait-timeout 1500
+c=$(post $PORT_DE '{"prompt":"first","max_tokens":3}' &
+	sleep 0.3; post $PORT_PE '{"prompt":"first","max_tokens":1}' >/dev/null; wait)
+check "wait policy: decode sent before prefill still hits" [ "$(metric $PORT_DE pdkv_kv_reused_tokens_total)" = 5 ]
+c=$(post $PORT_PE '{"prompt":"second","max_tokens":1}')
+check "crash: prefill request gets no answer (got $c)" [ "$c" = 000 ]
+wait $PID_PE; rc=$?
+check "crash: prefill exited 1 (got $rc)" [ $rc -eq 1 ]
+check "crash: logged" grep -q "fault crash: request .* is number 2" "$TMP/PE.log"
+c=$(post $PORT_DE '{"prompt":"second","max_tokens":3}')
+check "crash + wait policy: decode 503 after the bound (got $c)" [ "$c" = 503 ]
+stop DE
 
 [ $fails -eq 0 ] || { for f in "$TMP"/*.log; do echo "--- $f"; tail -n 15 "$f"; done; echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"
