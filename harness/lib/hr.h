@@ -162,6 +162,7 @@ struct hr_result {
 	char *expect_fail;
 	cJSON *metrics; /* {"prefill":{name:delta},"decode":{...}} or NULL */
 	cJSON *requests; /* summary: sent, ok, latency */
+	cJSON *logs;     /* per process: warning / error counts and the first of each */
 	char workdir[512];
 	bool kept;
 };

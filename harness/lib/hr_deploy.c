@@ -243,3 +243,40 @@ bool hr_deploy_all_gone(const struct hr_deploy *d)
 			return false;
 	return !d->meta_up;
 }
+
+/* Counts pd_log WARN / ERROR lines of one log and keeps the first of each: the observables a
+ * person greps for ("KV not received ... recomputing", "exceeds kv_buffer_size"). */
+static cJSON *log_summary(const char *path)
+{
+	char *buf = NULL, *line, *save = NULL;
+	size_t len = 0;
+	int warns = 0, errs = 0;
+	cJSON *o;
+	if (pd_read_file(path, 64 << 20, &buf, &len))
+		return NULL;
+	o = cJSON_CreateObject();
+	for (line = strtok_r(buf, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+		bool w = strstr(line, " WARN ") != NULL, e = strstr(line, " ERROR ") != NULL;
+		if (w && !warns++)
+			cJSON_AddStringToObject(o, "first_warning", line);
+		if (e && !errs++)
+			cJSON_AddStringToObject(o, "first_error", line);
+	}
+	cJSON_AddNumberToObject(o, "warnings", warns);
+	cJSON_AddNumberToObject(o, "errors", errs);
+	free(buf);
+	return o;
+}
+
+cJSON *hr_deploy_logs(const struct hr_deploy *d)
+{
+	const struct hr_node *nodes[] = { &d->prefill, &d->decode, &d->plain, &d->proxy };
+	cJSON *o = cJSON_CreateObject();
+	for (size_t i = 0; i < PD_ARRAY_SIZE(nodes); i++) {
+		cJSON *s;
+		if (!nodes[i]->proc.log[0] || !(s = log_summary(nodes[i]->proc.log)))
+			continue;
+		cJSON_AddItemToObject(o, nodes[i]->name, s);
+	}
+	return o;
+}

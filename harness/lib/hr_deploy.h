@@ -35,5 +35,7 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 		    volatile sig_atomic_t *stop, char *why, size_t sz);
 void hr_deploy_stop(struct hr_deploy *d);
 bool hr_deploy_all_gone(const struct hr_deploy *d);
+/* {"prefill": {"warnings": N, "errors": N, "first_warning": ..., "first_error": ...}, ...} */
+cJSON *hr_deploy_logs(const struct hr_deploy *d);
 
 #endif

@@ -36,6 +36,8 @@ static cJSON *scenario_json(const struct hr_result *r)
 		cJSON_AddItemToObject(o, "metrics", cJSON_Duplicate(r->metrics, 1));
 	if (r->requests)
 		cJSON_AddItemToObject(o, "requests", cJSON_Duplicate(r->requests, 1));
+	if (r->logs)
+		cJSON_AddItemToObject(o, "logs", cJSON_Duplicate(r->logs, 1));
 	if (r->kept && r->workdir[0])
 		cJSON_AddStringToObject(o, "workdir", r->workdir);
 	return o;

@@ -29,6 +29,17 @@ void hr_report_line(FILE *f, const struct hr_result *r, bool verbose)
 	if (r->status == HR_FAIL && r->reason[0])
 		fprintf(f, "    # %s\n", r->reason);
 	checks_detail(f, r, verbose);
+	for (const cJSON *l = (verbose || r->status == HR_FAIL) && r->logs ? r->logs->child : NULL; l;
+	     l = l->next) {
+		const cJSON *w = cJSON_GetObjectItem(l, "warnings"), *e = cJSON_GetObjectItem(l, "errors");
+		const cJSON *first = cJSON_GetObjectItem(l, "first_error");
+		if (!first)
+			first = cJSON_GetObjectItem(l, "first_warning");
+		if (!first)
+			continue;
+		fprintf(f, "    # %s.log: %d warnings, %d errors; first: %.200s\n", l->string,
+			w ? w->valueint : 0, e ? e->valueint : 0, first->valuestring);
+	}
 	if ((r->status == HR_FAIL || verbose) && r->workdir[0] && r->kept)
 		fprintf(f, "    # logs: %s\n", r->workdir);
 	fflush(f);

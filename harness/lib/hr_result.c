@@ -25,5 +25,6 @@ void hr_result_free(struct hr_result *r)
 	free(r->expect_fail);
 	cJSON_Delete(r->metrics);
 	cJSON_Delete(r->requests);
+	cJSON_Delete(r->logs);
 	memset(r, 0, sizeof(*r));
 }

@@ -23,6 +23,8 @@ struct run {
 	int picked[HR_MAX_VARS];
 	size_t npicked;
 	int last_pct;
+	bool port_race; /* a start lost a port to another program: worth one more attempt */
+	int attempt;
 };
 
 static void progress(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -307,6 +309,13 @@ static void run_checks(struct run *r, struct hr_run_data *rd)
 /* A process died or never got healthy: a FAIL, unless the scenario says startup must fail. */
 static void startup_failed(struct run *r, struct hr_run_data *rd, int ret, const char *why)
 {
+	/* ports are picked free but not held; on a busy host another program can take one in
+	 * between, which says nothing about the deployment: start over once on fresh ports */
+	if (ret == -ECHILD && r->attempt == 0 && strcasestr(why, "address already in use")) {
+		r->port_race = true;
+		progress(r, "%s; retrying on other ports", why);
+		return;
+	}
 	if (ret == -ECHILD && hr_scenario_has_check(r->sc, "startup")) {
 		rd->startup_error = why;
 		run_checks(r, rd);
@@ -536,9 +545,19 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	snprintf(res->workdir, sizeof(res->workdir), "%s", r.d.workdir);
 	pd_rm_rf(r.d.workdir); /* a previous run's logs would mislead */
 
-	run_body(&r);
-
-	hr_deploy_stop(&r.d);
+	for (;;) {
+		run_body(&r);
+		hr_deploy_stop(&r.d);
+		if (!r.port_race || r.attempt > 0)
+			break;
+		r.port_race = false;
+		r.attempt++;
+		r.npicked = 0;
+		memset(&r.d.vars, 0, sizeof(r.d.vars));
+		pd_rm_rf(r.d.workdir);
+	}
+	if (res->status != HR_NOTRUN)
+		res->logs = hr_deploy_logs(&r.d);
 	if (!hr_deploy_all_gone(&r.d))
 		fail(&r, "a process of this scenario could not be stopped");
 	res->secs = pd_now_s() - r.t0;
