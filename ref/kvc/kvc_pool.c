@@ -30,8 +30,10 @@ struct kvc_pool {
 	int8_t *free_order;  /* order of a free block starting here, -1 otherwise */
 	int8_t *alloc_order; /* order of an allocated block starting here, -1 otherwise */
 	int32_t heads[32];
-	size_t in_use, dedicated_bytes, dedicated_cap;
-	struct dedicated *ded;
+	size_t in_use, dedicated_bytes, dedicated_cap; /* dedicated_bytes: in use + cached */
+	struct dedicated *ded;                         /* dedicated buffers handed out */
+	struct dedicated *cache; /* freed ones kept registered for reuse, newest first */
+	size_t cached_bytes, cache_cap;
 	kvc_reg_fn reg;
 	kvc_unreg_fn unreg;
 	void *ctx;
@@ -95,6 +97,7 @@ int kvc_pool_create(size_t region_bytes, size_t dedicated_cap, kvc_reg_fn reg, k
 		p->top_order--;
 	p->nblocks = r / KVC_POOL_MIN_BLOCK;
 	p->dedicated_cap = dedicated_cap;
+	p->cache_cap = r; /* keep at most one region's worth of freed dedicated buffers */
 	p->reg = reg;
 	p->unreg = unreg;
 	p->ctx = ctx;
@@ -131,11 +134,47 @@ fail:
 	return rc;
 }
 
+static void drop_dedicated(struct kvc_pool *p, struct dedicated *d)
+{
+	if (p->unreg)
+		p->unreg(p->ctx, d->ptr);
+	munmap(d->ptr, d->len);
+	p->dedicated_bytes -= d->len;
+	free(d);
+}
+
+/* Unregisters cached buffers, oldest first, until want more bytes fit under the cap. */
+static void evict_cache(struct kvc_pool *p, size_t want)
+{
+	while (p->cache && p->dedicated_bytes + want > p->dedicated_cap) {
+		struct dedicated **pp = &p->cache;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		p->cached_bytes -= (*pp)->len;
+		drop_dedicated(p, *pp);
+		*pp = NULL;
+	}
+}
+
+/* Registration republishes the segment (a metadata write), so freed dedicated buffers are kept
+ * registered and reused for a request of len .. 2 x len bytes. */
 static void *alloc_dedicated(struct kvc_pool *p, size_t len)
 {
-	struct dedicated *d;
+	struct dedicated *d, **best = NULL;
 	void *m;
 	int rc;
+	len = (len + 4095) & ~(size_t)4095;
+	for (struct dedicated **pp = &p->cache; *pp; pp = &(*pp)->next)
+		if ((*pp)->len >= len && (*pp)->len / 2 <= len &&
+		    (!best || (*pp)->len < (*best)->len))
+			best = pp;
+	if (best) {
+		d = *best;
+		*best = d->next;
+		p->cached_bytes -= d->len;
+		goto found;
+	}
+	evict_cache(p, len);
 	if (len > p->dedicated_cap || p->dedicated_bytes > p->dedicated_cap - len) {
 		pd_err(
 		    "kvc: Allocation Return Error: %zu bytes would exceed the dedicated-buffer cap "
@@ -160,11 +199,12 @@ static void *alloc_dedicated(struct kvc_pool *p, size_t len)
 	}
 	d->ptr = m;
 	d->len = len;
+	p->dedicated_bytes += len;
+found:
 	d->next = p->ded;
 	p->ded = d;
-	p->dedicated_bytes += len;
-	p->in_use += len;
-	return m;
+	p->in_use += d->len;
+	return d->ptr;
 }
 
 void *kvc_pool_alloc(struct kvc_pool *p, size_t len)
@@ -234,12 +274,22 @@ void kvc_pool_free(struct kvc_pool *p, void *ptr)
 		if (d->ptr != ptr)
 			continue;
 		*pp = d->next;
-		if (p->unreg)
-			p->unreg(p->ctx, d->ptr);
-		munmap(d->ptr, d->len);
-		p->dedicated_bytes -= d->len;
 		p->in_use -= d->len;
-		free(d);
+		if (d->len > p->cache_cap || !p->reg) {
+			drop_dedicated(p, d);
+			goto out;
+		}
+		d->next = p->cache;
+		p->cache = d;
+		p->cached_bytes += d->len;
+		while (p->cached_bytes > p->cache_cap) {
+			struct dedicated **last = &p->cache;
+			while ((*last)->next)
+				last = &(*last)->next;
+			p->cached_bytes -= (*last)->len;
+			drop_dedicated(p, *last);
+			*last = NULL;
+		}
 		goto out;
 	}
 	pd_err("kvc: pool: free of unknown buffer %p", ptr);
@@ -261,13 +311,13 @@ void kvc_pool_destroy(struct kvc_pool *p)
 {
 	if (!p)
 		return;
-	while (p->ded) {
-		struct dedicated *d = p->ded;
-		p->ded = d->next;
-		if (p->unreg)
-			p->unreg(p->ctx, d->ptr);
-		munmap(d->ptr, d->len);
-		free(d);
+	for (int l = 0; l < 2; l++) {
+		struct dedicated **list = l ? &p->cache : &p->ded;
+		while (*list) {
+			struct dedicated *d = *list;
+			*list = d->next;
+			drop_dedicated(p, d);
+		}
 	}
 	if (p->base) {
 		if (p->unreg)

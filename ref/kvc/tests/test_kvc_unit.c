@@ -442,14 +442,27 @@ static void test_pool(void **state)
 	assert_non_null(d);
 	assert_int_equal(n_reg, 2);
 	kvc_pool_free(p, d);
-	assert_int_equal(n_unreg, 1);
+	assert_int_equal(n_unreg, 0); /* kept registered in the cache */
+	void *d2 = kvc_pool_alloc(p, 3000);
+	assert_ptr_equal(d2, d); /* reused: no second registration */
+	assert_int_equal(n_reg, 2);
+	kvc_pool_free(p, d2);
 	for (int i = 0; i < 64; i += 2)
 		kvc_pool_free(p, v[i]);
-	/* fragmented: 32 free 8K blocks but no 16K buddy pair -> dedicated */
+	/* fragmented: 32 free 8K blocks but no 16K buddy pair -> dedicated (the cached 4 KiB
+	 * buffer is too small) */
 	d = kvc_pool_alloc(p, 16384);
 	assert_non_null(d);
 	assert_int_equal(n_reg, 3);
 	kvc_pool_free(p, d);
+	/* 4090 KiB more would exceed the
+	 * 4 MiB cap with the cache, so the cache is evicted first */
+	void *e = kvc_pool_alloc(p, 4090 << 10);
+	assert_non_null(e);
+	assert_int_equal(n_reg, 4);
+	assert_int_equal(n_unreg, 2);
+	kvc_pool_free(p, e); /* larger than the cache (one region): released at once */
+	assert_int_equal(n_unreg, 3);
 	for (int i = 1; i < 64; i += 2)
 		kvc_pool_free(p, v[i]);
 	kvc_pool_free(p, h);
@@ -457,13 +470,13 @@ static void test_pool(void **state)
 	/* everything coalesced back: the whole region is one block again */
 	void *all = kvc_pool_alloc(p, 1 << 20);
 	assert_non_null(all);
-	assert_int_equal(n_reg, 3);
+	assert_int_equal(n_reg, 4);
 	/* over the dedicated cap -> Allocation Return Error */
 	assert_null(kvc_pool_alloc(p, 5 << 20));
 	assert_null(kvc_pool_alloc(p, 0));
 	kvc_pool_free(p, all);
 	kvc_pool_destroy(p);
-	assert_int_equal(n_unreg, 3); /* region unregistered at destroy */
+	assert_int_equal(n_unreg, 4); /* region unregistered at destroy */
 
 	/* a region over 256 MiB is served in 256 MiB top classes; larger is dedicated */
 	assert_int_equal(kvc_pool_create(512ull << 20, 1ull << 30, NULL, NULL, NULL, &p), 0);
