@@ -12,6 +12,7 @@
 #include "kvc/kvc.h"
 #include "model/mdl.h"
 
+#define SA_VERSION "0.1"
 #define SA_MAX_NAMES 8
 #define SA_MAX_TP 64
 

@@ -63,7 +63,8 @@ static const char usage_line[] =
 	"                    [--head-dim N] [--dtype-bytes N] [--hidden-size N] [--ns-per-token NS]\n"
 	"                    [--kv-miss-policy recompute|fail|wait] [--kv-wait-timeout MS]\n"
 	"                    [--kv-select-timeout MS] [--kv-frame-format pickle|u64be]\n"
-	"                    [--kv-miss-mode old|new] [--kv-zmq-bind-host HOST] [--fault KIND] [--dry-run]\n";
+	"                    [--kv-miss-mode old|new] [--kv-zmq-bind-host HOST] [--fault KIND] [--dry-run]\n"
+	"                    [--version] [-h]\n";
 
 static void usage_error(const char *fmt, const char *a, const char *b)
 {
@@ -201,6 +202,11 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 		split_flag(a, name, sizeof(name), &inl);
 		if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
 			print_help();
+			return 1;
+		}
+		if (!strcmp(name, "--version")) {
+			printf("pdkv-standin %s (fake model mdl, V0 MooncakeConnector via kvc)\n",
+			       SA_VERSION);
 			return 1;
 		}
 		/* Boolean flags of our own. */

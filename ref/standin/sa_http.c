@@ -456,8 +456,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return ret;
 	}
 	if (!strcmp(url, "/version") && get)
-		return queue(c, 200, "application/json", "{\"version\":\"pdkv-standin 0.1\"}", 30,
-			     NULL);
+		return queue(c, 200, "application/json", "{\"version\":\"pdkv-standin " SA_VERSION "\"}",
+			     strlen("{\"version\":\"pdkv-standin " SA_VERSION "\"}"), NULL);
 	if (!strcmp(url, "/v1/models") || !strcmp(url, "/v1/completions") ||
 	    !strcmp(url, "/v1/chat/completions")) {
 		bool models = !strcmp(url, "/v1/models");
