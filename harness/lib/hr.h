@@ -21,6 +21,8 @@ struct hr_workload {
 	bool stream;
 	bool chat;          /* endpoint "chat" = /v1/chat/completions, else /v1/completions */
 	int *prompt_tokens; /* one planned prompt length per request (deterministic) */
+	char **prompts;     /* literal prompts, cycled (NULL = generated ones of prompt_tokens) */
+	size_t nprompts;
 };
 
 struct hr_scenario {

@@ -209,7 +209,8 @@ static struct hr_req *make_reqs(const struct hr_scenario *sc)
 		q[i].idx = i;
 		q[i].planned_tokens = sc->wl.prompt_tokens[i];
 		q[i].usage_prompt = q[i].usage_completion = -1;
-		q[i].prompt = hr_prompt_text(i, sc->wl.prompt_tokens[i], 7);
+		q[i].prompt = sc->wl.prompts ? strdup(sc->wl.prompts[(size_t)i % sc->wl.nprompts])
+					     : hr_prompt_text(i, sc->wl.prompt_tokens[i], 7);
 		if (!q[i].prompt) {
 			hr_reqs_free(q, (size_t)i);
 			return NULL;

@@ -326,8 +326,8 @@ static unsigned lcg(unsigned *s)
 
 static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
 {
-	static const char *const ok[] = { "requests", "concurrency", "prompt_tokens", "stream",
-					  "endpoint", "max_tokens", "seed", NULL };
+	static const char *const ok[] = { "requests", "concurrency", "prompt_tokens", "prompts",
+					  "stream", "endpoint", "max_tokens", "seed", NULL };
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "workload");
 	cJSON *empty = NULL;
 	struct hr_workload *wl = &sc->wl;
@@ -358,7 +358,31 @@ static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario 
 	if (!wl->prompt_tokens)
 		goto fail;
 	pt = cJSON_GetObjectItemCaseSensitive(w, "prompt_tokens");
-	if (!pt) {
+	if (cJSON_GetObjectItemCaseSensitive(w, "prompts")) {
+		const cJSON *ps = cJSON_GetObjectItemCaseSensitive(w, "prompts");
+		size_t i = 0;
+		if (pt) {
+			perr(c, "workload.prompts", "give prompts or prompt_tokens, not both");
+			goto fail;
+		}
+		if (!cJSON_IsArray(ps) || cJSON_GetArraySize(ps) == 0) {
+			perr(c, "workload.prompts", "expected a non-empty list of strings");
+			goto fail;
+		}
+		wl->nprompts = (size_t)cJSON_GetArraySize(ps);
+		wl->prompts = calloc(wl->nprompts, sizeof(char *));
+		if (!wl->prompts)
+			goto fail;
+		for (const cJSON *e = ps->child; e; e = e->next, i++) {
+			if (!cJSON_IsString(e) || !*e->valuestring) {
+				perr(c, "workload.prompts", "element %zu: expected a non-empty string", i);
+				goto fail;
+			}
+			wl->prompts[i] = strdup(e->valuestring);
+		}
+		for (int k = 0; k < wl->requests; k++)
+			wl->prompt_tokens[k] = (int)strlen(wl->prompts[(size_t)k % wl->nprompts]);
+	} else if (!pt) {
 		for (int i = 0; i < wl->requests; i++)
 			wl->prompt_tokens[i] = 32;
 	} else if (cJSON_IsArray(pt)) {
@@ -586,6 +610,9 @@ void hr_scenario_free(struct hr_scenario *sc)
 	cJSON_Delete(sc->decode_args);
 	cJSON_Delete(sc->proxy_args);
 	free(sc->wl.prompt_tokens);
+	for (size_t i = 0; i < sc->wl.nprompts; i++)
+		free(sc->wl.prompts[i]);
+	free(sc->wl.prompts);
 	for (size_t i = 0; i < sc->nchecks; i++)
 		free(sc->checks[i]);
 	free(sc->checks);

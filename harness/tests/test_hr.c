@@ -87,6 +87,15 @@ static void test_parse_full(void **state)
 	assert_true(sc.timeout_s == 9);
 	assert_true(cJSON_GetObjectItem(sc.kv_decode, "kv_buffer_size")->valuedouble == 1e6);
 	hr_scenario_free(&sc);
+	assert_int_equal(hr_scenario_parse("a.json",
+					   "{\"name\":\"g\",\"metadata\":\"etcd\",\"workload\":"
+					   "{\"requests\":3,\"prompts\":[\"San Francisco is a\",\"x\"]}}",
+					   &sc, err, sizeof(err)),
+			 0);
+	assert_int_equal(sc.wl.nprompts, 2);
+	assert_int_equal(sc.wl.prompt_tokens[0], 18); /* one token per byte */
+	assert_int_equal(sc.wl.prompt_tokens[2], 18);
+	hr_scenario_free(&sc);
 }
 
 static void test_parse_range_deterministic(void **state)
@@ -153,6 +162,12 @@ static void test_parse_errors(void **state)
 			   "kv_transfer_config.decode: missing");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"standin_args\":[1]}",
 			   "standin_args: expected an array of strings");
+	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"prompts\":"
+			   "[\"a\"],\"prompt_tokens\":[1]}}",
+			   "workload.prompts: give prompts or prompt_tokens, not both");
+	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"prompts\":"
+			   "[\"a\",\"\"]}}",
+			   "workload.prompts: element 1: expected a non-empty string");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"timeout_s\":-1}",
 			   "timeout_s: expected seconds > 0");
 }
