@@ -47,6 +47,7 @@ struct bench_row {
 	uint64_t wrong;   /* wrong bytes */
 	uint64_t failed;  /* failed transfers */
 	double bw;        /* in report units per second */
+	double cpu_init_s, cpu_target_s; /* CPU used during the row (target: loopback only) */
 };
 
 /* per-thread latency samples (µs) */

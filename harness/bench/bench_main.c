@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pd_log.h"
@@ -315,7 +316,34 @@ static int sock_listen(char *addr, size_t len)
 	return fd;
 }
 
+static double cpu_self(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* utime+stime of another process (the spawned target), from /proc/PID/stat; -1 if unknown */
+static double cpu_of(pid_t pid)
+{
+	char path[64], *txt = NULL, *p;
+	unsigned long long ut, st;
+	double v = -1;
+
+	if (pid <= 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (pd_read_file(path, 4096, &txt, NULL))
+		return -1;
+	p = strrchr(txt, ')'); /* comm may hold spaces */
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+		v = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	free(txt);
+	return v;
+}
+
 struct runner {
+	pid_t target_pid;
 	struct bench_opts *o;
 	struct bench_te *te;
 	const char *sock_server;
@@ -324,9 +352,16 @@ struct runner {
 	int rc;
 };
 
-static void add_row(struct runner *r, struct bench_row *row)
+static void add_row(struct runner *r, struct bench_row *row, double c0, double t0)
 {
+	double t1 = cpu_of(r->target_pid);
+	row->cpu_init_s = cpu_self() - c0;
+	row->cpu_target_s = t0 >= 0 && t1 >= 0 ? t1 - t0 : 0;
 	bench_table_row(r->o, row);
+	if (row->bytes)
+		printf("# cpu: initiator %.2f s, target %.2f s = %.2f s per GB moved\n",
+		       row->cpu_init_s, row->cpu_target_s,
+		       (row->cpu_init_s + row->cpu_target_s) / ((double)row->bytes / 1e9));
 	if (row->wrong || row->failed) {
 		fprintf(stderr, "pdkv-bench: %s %s %llu B: %llu wrong bytes, %llu failed transfers\n",
 			row->kind, row->op ? "write" : "read", (unsigned long long)row->block,
@@ -354,17 +389,22 @@ static void run_all(struct runner *r, const struct run_ops *ro)
 		for (size_t i = 0; i < ns; i++) {
 			struct bench_row srow, prow;
 			bool have_s = false;
+			double c0, t0;
 			if (strcmp(o->baseline, "none")) {
+				c0 = cpu_self();
+				t0 = cpu_of(r->target_pid);
 				if (bench_sock_row(o, r->sock_server, sizes[i], &srow))
 					r->rc = 1;
-				add_row(r, &srow);
+				add_row(r, &srow, c0, t0);
 				have_s = true;
 			}
 			if (!strcmp(o->baseline, "socket-only"))
 				continue;
+			c0 = cpu_self();
+			t0 = cpu_of(r->target_pid);
 			if (bench_te_row(r->te, o, sizes[i], &prow))
 				r->rc = 1;
-			add_row(r, &prow);
+			add_row(r, &prow, c0, t0);
 			if (have_s && srow.bw > 0)
 				printf("# ratio pdkv/socket %s %llu B: %.*f / %.*f %s/s = %.2f\n",
 				       o->op ? "write" : "read", (unsigned long long)sizes[i],
@@ -492,6 +532,7 @@ int main(int argc, char **argv)
 
 	default_name(&o, "initiator", namebuf, sizeof(namebuf));
 	r.o = &o;
+	r.target_pid = target.pid;
 	r.sock_server = o.baseline_server;
 	if (strcmp(o.baseline, "socket-only")) {
 		if (bench_te_init(&o, region, &r.te)) {

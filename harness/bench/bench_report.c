@@ -196,6 +196,8 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		cJSON_AddNumberToObject(x, "lat_p99_us", r->lat_p99_us);
 		cJSON_AddNumberToObject(x, "wrong", (double)r->wrong);
 		cJSON_AddNumberToObject(x, "failed", (double)r->failed);
+		cJSON_AddNumberToObject(x, "cpu_initiator_s", r->cpu_init_s);
+		cJSON_AddNumberToObject(x, "cpu_target_s", r->cpu_target_s);
 		cJSON_AddItemToArray(arr, x);
 	}
 	/* pdkv / plain socket for every (operation, block size) measured both ways */

@@ -49,6 +49,22 @@ static int send_all(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
+/* MSG_WAITALL: one wake-up per message, as a competent plain-socket program would do */
+static int recv_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t r = recv(fd, p, len, MSG_WAITALL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r ? -errno : -EPIPE;
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
 struct sconn {
 	struct bench_sock_srv *s;
 	int fd;
@@ -60,12 +76,12 @@ static void *sconn_main(void *arg)
 	struct bench_sock_srv *s = c->s;
 	struct hdr h;
 
-	while (pd_read_full(c->fd, &h, sizeof(h)) == 0) {
+	while (recv_all(c->fd, &h, sizeof(h)) == 0) {
 		uint8_t op = h.op & ~OP_ACK;
 		if (!h.size || h.off > s->len || h.size > s->len - h.off || op > OP_WRITE)
 			break; /* the baseline validates too, or the comparison would be unfair */
 		if (op == OP_WRITE) {
-			if (pd_read_full(c->fd, s->buf + h.off, h.size))
+			if (recv_all(c->fd, s->buf + h.off, h.size))
 				break;
 			if (h.op & OP_ACK) {
 				uint64_t ack = 1;
@@ -150,11 +166,11 @@ static int sock_batch(struct sthr *th, int fd, int op, char *base, bool record, 
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 		}
 		if (!ret)
-			ret = pd_read_full(fd, &ack, 8);
+			ret = recv_all(fd, &ack, 8);
 	} else {
 		ret = pd_write_full(fd, h, n * sizeof(*h));
 		for (uint64_t i = 0; i < n && !ret; i++) {
-			ret = pd_read_full(fd, base + h[i].off, th->block);
+			ret = recv_all(fd, base + h[i].off, th->block);
 			if (record && !ret)
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 		}

@@ -154,6 +154,41 @@ static int recv_full(int fd, void *buf, size_t len)
 	return 0;
 }
 
+/* recvmsg(MSG_WAITALL) of an 8-byte status followed by len body bytes; *got = bytes read. */
+static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t *got)
+{
+	struct iovec iov[2] = { { st, 8 }, { body, len } };
+	struct iovec *v = iov;
+	int n = 2;
+
+	*got = 0;
+	while (n > 0) {
+		struct msghdr m = { 0 };
+		ssize_t r;
+		m.msg_iov = v;
+		m.msg_iovlen = (size_t)n;
+		r = recvmsg(fd, &m, MSG_WAITALL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r ? -errno : -EPIPE;
+		*got += (size_t)r;
+		while (n > 0 && (size_t)r >= v->iov_len) {
+			r -= (ssize_t)v->iov_len;
+			v++;
+			n--;
+		}
+		if (n > 0) {
+			v->iov_base = (char *)v->iov_base + r;
+			v->iov_len -= (size_t)r;
+		}
+		/* stop early on a reject so its status is reported, not just the EOF */
+		if (*got >= 8 && (le64toh(*st) & 0xffffffffu))
+			return 0;
+	}
+	return 0;
+}
+
 static int send_iov(int fd, struct iovec *iov, int n)
 {
 	while (n > 0) {
@@ -265,21 +300,24 @@ static void *lane_rcv_main(void *arg)
 			}
 		} else {
 			if (l->peer->v2) {
-				uint64_t v;
-				err = recv_full(fd, &v, 8);
+				/* status and body in one call; a reject (status != 0) is followed
+				 * by the server closing, so the body part then ends in EOF */
+				uint64_t v = 0;
+				size_t got = 0;
+				err = recv_status_body(fd, &v, s.local, s.len, &got);
 				v = le64toh(v);
-				if (!err && (v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC)
+				if (got >= 8 && (v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC) {
 					err = -EPROTO;
-				else if (!err && (v & 0xffffffffu)) {
+				} else if (got >= 8 && (v & 0xffffffffu)) {
 					pd_err("tcp: %s:%d rejected READ 0x%llx+%llu (status %u)",
 					       l->peer->host, l->peer->port,
 					       (unsigned long long)s.raddr, (unsigned long long)s.len,
 					       (unsigned)(v & 0xffffffffu));
 					err = -ECONNABORTED;
 				}
-			}
-			if (!err)
+			} else {
 				err = recv_full(fd, s.local, s.len);
+			}
 			pthread_mutex_lock(&l->mu);
 			if (!err) {
 				te_task_slice_done(s.t, s.len, true);
@@ -569,46 +607,96 @@ struct srv_conn {
 	int fd, slot;
 };
 
-static int send_status(int fd, uint32_t code)
+/* v2 statuses are coalesced: they wait while more requests are already queued on the socket
+ * and go out (in one send) before the server would block, before a READ reply, or when full.
+ * Pipelined 64 KiB WRITEs then cost one small segment per burst, not per request. */
+#define SRV_PENDING_MAX 64
+struct srv_out {
+	uint64_t st[SRV_PENDING_MAX];
+	int n;
+};
+
+static int flush_status(int fd, struct srv_out *o)
 {
-	uint64_t v = htole64(TCP_STATUS_MAGIC | code);
-	return send(fd, &v, 8, MSG_NOSIGNAL) == 8 ? 0 : -EPIPE;
+	struct iovec iov = { o->st, (size_t)o->n * 8 };
+	int r = o->n ? send_iov(fd, &iov, 1) : 0;
+	o->n = 0;
+	return r;
 }
 
-/* Reads a header; 1 = clean EOF between requests, 0 = got one, <0 = error/truncated. */
-static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h)
+static int queue_status(int fd, struct srv_out *o, uint32_t code)
 {
-	size_t got = 0;
-	while (got < TCP_HDR_LEN) {
-		ssize_t r = recv(fd, h + got, TCP_HDR_LEN - got, 0);
+	o->st[o->n++] = htole64(TCP_STATUS_MAGIC | code);
+	return o->n == SRV_PENDING_MAX ? flush_status(fd, o) : 0;
+}
+
+/* Buffered request input: headers that arrive together (pipelined READs) are parsed from one
+ * recv; WRITE body bytes that came along are copied out, the rest lands straight in place. */
+#define SRV_INBUF 4096
+struct srv_in {
+	unsigned char b[SRV_INBUF];
+	size_t pos, len;
+};
+
+/* Reads a header; 1 = clean EOF between requests, 0 = got one, <0 = error/truncated. Pending
+ * statuses are flushed before the call could block. */
+static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, struct srv_in *in,
+			   struct srv_out *o)
+{
+	while (in->len - in->pos < TCP_HDR_LEN) {
+		size_t have = in->len - in->pos;
+		ssize_t r;
+		memmove(in->b, in->b + in->pos, have);
+		in->pos = 0;
+		in->len = have;
+		r = recv(fd, in->b + have, SRV_INBUF - have, o->n ? MSG_DONTWAIT : 0);
 		if (r > 0) {
-			got += (size_t)r;
+			in->len += (size_t)r;
 			continue;
 		}
 		if (r == 0)
-			return got ? -EPROTO : 1;
+			return have ? -EPROTO : 1;
 		if (errno == EINTR)
 			continue;
-		if ((errno == EAGAIN || errno == EWOULDBLOCK) && got == 0 && !tp->stopping)
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && o->n) {
+			if (flush_status(fd, o))
+				return -EPIPE;
+			continue;
+		}
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && have == 0 && !tp->stopping)
 			continue; /* idle persistent connection */
-		return got ? -EPROTO : -errno;
+		return have ? -EPROTO : -errno;
 	}
+	memcpy(h, in->b + in->pos, TCP_HDR_LEN);
+	in->pos += TCP_HDR_LEN;
 	return 0;
+}
+
+static int srv_read_body(int fd, struct srv_in *in, char *dst, uint64_t size)
+{
+	size_t have = in->len - in->pos, take = have < size ? have : (size_t)size;
+	memcpy(dst, in->b + in->pos, take);
+	in->pos += take;
+	return size > take ? recv_full(fd, dst + take, size - take) : 0;
 }
 
 static void *srv_conn_main(void *arg)
 {
 	struct srv_conn *c = arg;
 	struct te_transport *tp = c->tp;
+	struct srv_out out = { .n = 0 };
+	struct srv_in *in = malloc(sizeof(*in));
 	int fd = c->fd;
 	uint64_t nreq = 0;
 
-	for (;;) {
-		unsigned char h[TCP_HDR_LEN];
+	if (in)
+		in->pos = in->len = 0;
+	for (; in;) {
+		unsigned char h[TCP_HDR_LEN] = { 0 };
 		uint64_t size, addr;
 		uint8_t op;
 		bool v2;
-		int r = srv_read_header(tp, fd, h);
+		int r = srv_read_header(tp, fd, h, in, &out);
 
 		if (r == 1)
 			break;
@@ -630,24 +718,29 @@ static void *srv_conn_main(void *arg)
 				"registered buffer; closing the connection",
 				op == TE_WRITE ? "WRITE" : "READ", (unsigned long long)addr,
 				(unsigned long long)size, h[16]);
-			if (v2)
-				send_status(fd, 1);
+			if (v2) {
+				out.st[out.n++] = htole64(TCP_STATUS_MAGIC | 1);
+				flush_status(fd, &out);
+			}
 			break;
 		}
 		if (op == TE_WRITE) {
-			r = recv_full(fd, (void *)(uintptr_t)addr, size);
+			r = srv_read_body(fd, in, (char *)(uintptr_t)addr, size);
 			if (!r && v2)
-				r = send_status(fd, 0);
+				r = queue_status(fd, &out, 0);
 		} else {
+			/* earlier statuses, this one and the body in one sendmsg */
 			struct iovec iov[2];
-			uint64_t st = htole64(TCP_STATUS_MAGIC);
 			int k = 0;
-			if (v2) {
-				iov[k].iov_base = &st;
-				iov[k++].iov_len = 8;
+			if (v2)
+				out.st[out.n++] = htole64(TCP_STATUS_MAGIC);
+			if (out.n) {
+				iov[k].iov_base = out.st;
+				iov[k++].iov_len = (size_t)out.n * 8;
 			}
 			iov[k].iov_base = (void *)(uintptr_t)addr;
 			iov[k++].iov_len = size;
+			out.n = 0;
 			r = send_iov(fd, iov, k);
 		}
 		if (r) {
@@ -658,6 +751,8 @@ static void *srv_conn_main(void *arg)
 		}
 		nreq++;
 	}
+	flush_status(fd, &out);
+	free(in);
 	pthread_mutex_lock(&tp->srv_mu);
 	tp->conn_fds[c->slot] = -1;
 	close(fd);
