@@ -511,7 +511,7 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 	s->o = *o;
 	fd = pd_tcp_listen(o->host, o->port, 1024);
 	if (fd < 0) {
-		pd_err("listen on %s:%d: %s", o->host, o->port, strerror(-fd));
+		pd_err("--host %s --port %d: cannot listen: %s", o->host, o->port, strerror(-fd));
 		free(s);
 		return fd;
 	}

@@ -37,6 +37,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u)
 		l--;
 	if (l > 14 && !strncasecmp(p, "Content-Type: ", 14))
 		snprintf(r->ctype, sizeof(r->ctype), "%.*s", (int)(l - 14), p + 14);
+	if (l > 16 && !strncasecmp(p, "X-Fake-Backend: ", 16))
+		snprintf(r->fake, sizeof(r->fake), "%.*s", (int)(l - 16), p + 16);
 	if (l > 14 && !strncasecmp(p, "X-Request-Id: ", 14))
 		snprintf(r->rid, sizeof(r->rid), "%.*s", (int)(l - 14), p + 14);
 	return len;

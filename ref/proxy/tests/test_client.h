@@ -12,6 +12,7 @@ struct tc_resp {
 	size_t len;
 	char ctype[128];
 	char rid[96];
+	char fake[16];      /* X-Fake-Backend, which only the fake backend sets */
 	volatile int *gate; /* set to 1 when the first body bytes arrive */
 	int hang_up;        /* abort the transfer after the first body bytes */
 	double t_first, t_end;

@@ -182,6 +182,7 @@ static void test_completion_json(void **state)
 	/* the client gets decode's answer unchanged */
 	assert_has(r.body, tc_fmt("\"backend\":\"%s\"", d->name));
 	assert_has(r.ctype, "application/json");
+	assert_string_equal(r.fake, "yes"); /* decode's own headers pass through */
 	/* prefill: same request, max_tokens=1, stream=false */
 	assert_string_equal(p->reqs[0].path, "/v1/completions");
 	j = req_json(p, 0);
