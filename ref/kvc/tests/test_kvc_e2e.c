@@ -631,6 +631,8 @@ int main(void)
 	    cmocka_unit_test(test_port_clash_and_bad_config),
 	    cmocka_unit_test(test_rogue_peer),
 	};
+	/* keep the engines' RPC endpoints on loopback, whatever the first interface is */
+	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	int rc = pd_svc_start(PD_SVC_ETCD, NULL, NULL, &g_etcd);
 	if (rc == -ENOENT) {
 		printf("SKIP: etcd not installed\n");
