@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# test_bench: pdkv-bench end to end — usage errors, loopback over P2PHANDSHAKE with --check and
+# the socket baseline, --min-bw failing, loopback over real etcd / redis / pdkv-metaserver, and
+# a separate target + initiator over etcd whose keys etcdctl sees while up and not after SIGINT.
+set -u
+BIN=${PDKV_BIN:-build/bin}
+B="$BIN/pdkv-bench"
+export MC_TCP_BIND_ADDRESS=127.0.0.1
+T=$(mktemp -d /tmp/pdkv-test-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  sleep 0.2
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -f "$T/out" ] && tail -20 "$T/out"; exit 1; }
+free_port() {
+  local p
+  for _ in $(seq 50); do
+    p=$((20000 + RANDOM % 20000))
+    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
+  done
+  echo 0
+}
+wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+[ -x "$B" ] || { echo "SKIP: $B not built"; exit 77; }
+SHORT="-b 4K -e 64K -f 16 --batch_size=16 --duration=0.3 --check"
+
+# usage errors name the flag, exit 2
+"$B" --block_size=abc >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --block_size: want exit 2"
+grep -q -- "--block_size" "$T/out" || fail "bad --block_size: message does not name the flag"
+"$B" --mode=initiator >"$T/out" 2>&1; [ $? -eq 2 ] || fail "initiator without --segment_id: want exit 2"
+"$B" --operation=copy >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --operation: want exit 2"
+
+# loopback, P2PHANDSHAKE, both operations, every byte checked, JSON + CSV
+"$B" --operation=write,read $SHORT --baseline=socket --json "$T/b.json" --csv "$T/b.csv" >"$T/out" 2>&1 ||
+  fail "loopback P2P run failed"
+[ "$(grep -c '^Test completed: duration' "$T/out")" -eq 8 ] || fail "expected 8 'Test completed' lines"
+grep -q '# ratio pdkv/socket write 65536' "$T/out" || fail "no socket ratio line"
+grep -q '"ratios_vs_socket"' "$T/b.json" || fail "json lacks ratios"
+[ "$(grep -c '"wrong":[[:space:]]*0' "$T/b.json")" -eq 8 ] || fail "json: wrong bytes reported"
+[ "$(wc -l <"$T/b.csv")" -eq 9 ] || fail "csv: expected header + 8 rows"
+
+# --min-bw that cannot be met -> exit 1 with perftest's wording
+"$B" --operation=write --block_size=4K --batch_size=8 --duration=0.2 --min-bw=100000 >"$T/out" 2>&1
+[ $? -eq 1 ] || fail "--min-bw: want exit 1"
+grep -q "is below --min-bw" "$T/out" || fail "--min-bw: no message"
+
+# real metadata stores
+EP=$(free_port); PP=$(free_port)
+etcd --name default --data-dir "$T/etcd" --listen-client-urls "http://127.0.0.1:$EP" \
+  --advertise-client-urls "http://127.0.0.1:$EP" --listen-peer-urls "http://127.0.0.1:$PP" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$PP" --initial-cluster "default=http://127.0.0.1:$PP" \
+  --log-level warn --logger zap >"$T/etcd.log" 2>&1 &
+PIDS+=($!)
+RP=$(free_port)
+redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no --dir "$T" >"$T/redis.log" 2>&1 &
+PIDS+=($!)
+HP=$(free_port)
+"$BIN/pdkv-metaserver" --port "$HP" --host 127.0.0.1 >"$T/http.log" 2>&1 &
+PIDS+=($!)
+wait_port "$EP" && wait_port "$RP" && wait_port "$HP" || fail "metadata services did not start"
+for conn in "etcd://127.0.0.1:$EP" "127.0.0.1:$EP" "redis://127.0.0.1:$RP" "http://127.0.0.1:$HP/metadata"; do
+  "$B" --metadata_server="$conn" --operation=write,read $SHORT >"$T/out" 2>&1 ||
+    fail "loopback over $conn failed"
+done
+
+# separate target and initiator over etcd; keys visible, then removed on SIGINT
+export ETCDCTL_API=3
+ETC="etcdctl --endpoints=http://127.0.0.1:$EP"
+"$B" --mode=target --metadata_server="etcd://127.0.0.1:$EP" --local_server_name=bench-tgt:1 \
+  --buffer_size=8M >"$T/target.log" 2>&1 &
+TPID=$!
+PIDS+=($TPID)
+for _ in $(seq 100); do grep -q "segment bench-tgt:1" "$T/target.log" && break; sleep 0.1; done
+grep -q "Transfer engine target started: segment bench-tgt:1" "$T/target.log" || fail "target did not start"
+$ETC get --prefix mooncake/ --keys-only >"$T/keys" 2>&1 || fail "etcdctl failed"
+grep -qx "mooncake/ram/bench-tgt:1" "$T/keys" || fail "segment key missing: $(cat "$T/keys")"
+grep -qx "mooncake/rpc_meta/bench-tgt:1" "$T/keys" || fail "rpc_meta key missing"
+$ETC get mooncake/ram/bench-tgt:1 --print-value-only | grep -q '"protocol":"tcp"' || fail "descriptor lacks protocol tcp"
+"$B" --mode=initiator --metadata_server="etcd://127.0.0.1:$EP" --local_server_name=bench-init:1 \
+  --segment_id=bench-tgt:1 --operation=write --block_size=64K --batch_size=16 --duration=0.3 --check \
+  >"$T/out" 2>&1 || fail "initiator over etcd failed"
+grep -q "^Test completed: duration" "$T/out" || fail "initiator printed no completion line"
+kill -INT "$TPID"
+wait "$TPID"; rc=$?
+[ $rc -eq 0 ] || fail "target exit $rc after SIGINT"
+$ETC get --prefix mooncake/ --keys-only >"$T/keys" 2>&1
+[ ! -s "$T/keys" ] || fail "keys left after shutdown: $(cat "$T/keys")"
+echo "bench: all checks passed"
