@@ -247,13 +247,24 @@ static enum MHD_Result relay(struct MHD_Connection *c, struct px_req *r, int idx
 
 /* ---- routes ---- */
 
+/* Keys are matched case-sensitively and every duplicate goes: Python's json keeps the LAST of
+ * duplicate keys, so a left-over "max_tokens" would silently win on the backend. */
+static void del_all(cJSON *o, const char *key)
+{
+	while (cJSON_GetObjectItemCaseSensitive(o, key))
+		cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+}
+
 static int set_item(cJSON *o, const char *key, cJSON *v)
 {
 	if (!v)
 		return -ENOMEM;
-	if (cJSON_HasObjectItem(o, key))
-		return cJSON_ReplaceItemInObjectCaseSensitive(o, key, v) ? 0 : -ENOMEM;
-	return cJSON_AddItemToObject(o, key, v) ? 0 : -ENOMEM;
+	del_all(o, key);
+	if (!cJSON_AddItemToObject(o, key, v)) {
+		cJSON_Delete(v);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* The guide's recipe: the same request with max_tokens=1, not streamed (toy proxy: also
@@ -267,10 +278,10 @@ static char *prefill_body(const cJSON *root)
 	if (set_item(p, "max_tokens", cJSON_CreateNumber(1)) ||
 	    set_item(p, "stream", cJSON_CreateFalse()))
 		goto out;
-	if (cJSON_HasObjectItem(p, "max_completion_tokens") &&
+	if (cJSON_GetObjectItemCaseSensitive(p, "max_completion_tokens") &&
 	    set_item(p, "max_completion_tokens", cJSON_CreateNumber(1)))
 		goto out;
-	cJSON_DeleteItemFromObjectCaseSensitive(p, "stream_options");
+	del_all(p, "stream_options");
 	out = cJSON_PrintUnformatted(p);
 out:
 	cJSON_Delete(p);

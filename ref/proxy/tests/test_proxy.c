@@ -337,6 +337,22 @@ static void test_round_robin_chat(void **state)
 		cJSON_Delete(j);
 		assert_memory_equal(D[i].reqs[0].body, chat, strlen(chat));
 	}
+
+	/* duplicate keys: Python keeps the last one, so none may survive in the prefill copy */
+	reset_all();
+	assert_int_equal(
+	    tc_http(port_a, "POST", "/v1/completions",
+	            "{\"prompt\":\"x\",\"max_tokens\":500,\"stream\":true,\"max_tokens\":700,"
+	            "\"stream\":true,\"stream_options\":{},\"stream_options\":{}}",
+	            NULL, &r),
+	    CURLE_OK);
+	assert_int_equal(r.status, 200);
+	{
+		const char *b = which(P)->reqs[0].body, *k = strstr(b, "\"max_tokens\"");
+		if (!k || strstr(k + 1, "\"max_tokens\"") || strstr(b, "stream_options") ||
+		    strstr(b, "true"))
+			fail_msg("prefill body keeps a duplicate: %s", b);
+	}
 	tc_hfree(&r);
 }
 
