@@ -116,7 +116,7 @@ static int zrecv(struct kvc_pipe *p, void *sock, struct zframes *f, uint64_t dea
 		f->n++;
 		more = zmq_msg_more(&m);
 		zmq_msg_close(&m);
-		if (!more || f->n > 64)
+		if (!more) /* drain every part: a message is delivered whole */
 			break;
 	}
 	return 0;
@@ -211,7 +211,7 @@ static void *cleaner_main(void *arg)
 static int zsock(struct kvc_pipe *p, int type, void **out)
 {
 	int zero = 0;
-	int64_t maxmsg = KVC_FRAME_MAX;
+	int64_t maxmsg = 4096; /* > KVC_FRAME_MAX so small junk is logged, not silently dropped */
 	*out = zmq_socket(p->zctx, type);
 	if (!*out) {
 		pd_err("kvc: zmq_socket: %s", zmq_strerror(zmq_errno()));

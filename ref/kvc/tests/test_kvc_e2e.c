@@ -446,7 +446,8 @@ static void test_rogue_peer(void **state)
 	expect_query_frame(pull, KVC_BLOB_HDR + 8);     /* signal tensor([0]) */
 	expect_query_frame(pull, KVC_BLOB_HDR + 3 * 8); /* tokens int64 [3] */
 	expect_query_frame(pull, KVC_BLOB_HDR + 3 * 4); /* roi float [3] */
-	assert_int_equal(zmq_send(push, "\x80\x04garbage", 9, 0), 9);
+	uint8_t junk[200] = "\x80\x04garbage";          /* over KVC_FRAME_MAX: refused and logged */
+	assert_int_equal(zmq_send(push, junk, sizeof(junk), 0), (int)sizeof(junk));
 	pthread_join(th, NULL);
 	assert_int_equal(s.rc, KVC_ERR_PROTOCOL);
 	expect_ack(ack_pull);
