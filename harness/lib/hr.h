@@ -192,6 +192,7 @@ struct hr_opts {
 	bool verbose;
 	double timeout_s;    /* per scenario, 0 = scenario's own or 120 */
 	FILE *progress;      /* progress lines ("# ..."), NULL = none */
+	bool progress_tty;   /* progress is a terminal: one line, rewritten in place */
 	volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
 };
 /* Runs sc; always stops every process it started. Fills res. */

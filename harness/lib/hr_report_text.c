@@ -24,6 +24,7 @@ void hr_report_line(FILE *f, const struct hr_result *r, bool verbose)
 	fprintf(f, "%-60s%8s%8.1fs\n", r->name, hr_status_name(r->status), r->secs);
 	if (r->status == HR_NOTRUN) {
 		fprintf(f, "    # notrun: %s\n", r->reason);
+		fflush(f);
 		return;
 	}
 	if (r->status == HR_FAIL && r->reason[0])

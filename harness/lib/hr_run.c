@@ -31,13 +31,19 @@ static void progress(struct run *r, const char *fmt, ...) __attribute__((format(
 static void progress(struct run *r, const char *fmt, ...)
 {
 	va_list ap;
+	char line[160];
+	int n;
 	if (!r->o->progress)
 		return;
-	fprintf(r->o->progress, "# %s: ", r->sc->name);
+	n = snprintf(line, sizeof(line), "# %s: ", r->sc->name);
 	va_start(ap, fmt);
-	vfprintf(r->o->progress, fmt, ap);
+	if (n > 0 && (size_t)n < sizeof(line))
+		vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
-	fputc('\n', r->o->progress);
+	if (r->o->progress_tty) /* one status line, kept short so \r can rewrite it */
+		fprintf(r->o->progress, "\r\033[K%.100s", line);
+	else
+		fprintf(r->o->progress, "%s\n", line);
 	fflush(r->o->progress);
 }
 

@@ -317,6 +317,7 @@ int main(int argc, char **argv)
 	o.verbose = a.verbose;
 	o.timeout_s = a.timeout_s;
 	o.progress = stderr;
+	o.progress_tty = isatty(2) && !a.verbose;
 	o.stop = &g_stop;
 	fprintf(stderr, "# pdkv run: %zu scenario%s, work dir %s\n", nsc, nsc == 1 ? "" : "s", wbuf);
 
@@ -325,6 +326,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nsc && !g_stop; i++) {
 		struct hr_result *r = &rep.v[rep.n++];
 		hr_run_scenario(&sc[i], &o, r);
+		if (o.progress_tty)
+			fputs("\r\033[K", stderr);
 		if (r->status == HR_NOTRUN && a.strict) {
 			char why[sizeof(r->reason)];
 			snprintf(why, sizeof(why), "%s", r->reason);
