@@ -177,20 +177,23 @@ uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_e
 	return mdl_hash64(values, kv_bytes_each, h);
 }
 
-/* Fills len bytes from a splitmix64 stream seeded by seed. */
+/* Fills len bytes from a counter stream seeded by seed: one full mix per call, then one
+ * multiply per 8 bytes (KV generation must stay well below the checksum's cost per byte). */
 static void fill_stream(uint8_t *dst, size_t len, uint64_t seed)
 {
-	uint64_t s = seed, w;
+	uint64_t s = mix64(seed), w;
 	size_t i = 0;
 
 	for (; i + 8 <= len; i += 8) {
 		s += P1;
-		w = mix64(s);
+		w = (s ^ (s >> 31)) * 0xD6E8FEB86659FD93ULL;
+		w ^= w >> 32;
 		memcpy(dst + i, &w, 8);
 	}
 	if (i < len) {
 		s += P1;
-		w = mix64(s);
+		w = (s ^ (s >> 31)) * 0xD6E8FEB86659FD93ULL;
+		w ^= w >> 32;
 		memcpy(dst + i, &w, len - i);
 	}
 }
@@ -208,7 +211,7 @@ int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, in
 {
 	size_t row = (size_t)g->head_dim * (size_t)g->dtype_bytes; /* one head, one position */
 	size_t hrow = (size_t)g->hidden_size * 2;
-	uint64_t prefix = 0x70646b76ULL; /* "pdkv" */
+	uint64_t prefix = 0x70646b76ULL, *pre = NULL; /* "pdkv" */
 	int ret = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
@@ -224,24 +227,32 @@ int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, in
 	out->hidden = malloc(out->hidden_bytes);
 	if (!out->keys || !out->values || !out->hidden)
 		goto out;
+	pre = malloc(n * sizeof(*pre));
+	if (!pre)
+		goto out;
 	for (size_t t = 0; t < n; t++) {
 		prefix = mix64(prefix ^ ((uint64_t)tokens[t] * P2 + t));
-		for (int l = 0; l < g->layers; l++) {
+		pre[t] = prefix;
+		fill_stream(out->hidden + t * hrow, hrow, prefix ^ 0x68696464656eULL);
+	}
+	/* Layer-major like the layout, so both arrays are written front to back. */
+	for (int l = 0; l < g->layers; l++) {
+		for (size_t t = 0; t < n; t++) {
 			for (int h = 0; h < nheads; h++) {
 				size_t off = (((size_t)l * n + t) * (size_t)nheads + (size_t)h) * row;
-				uint64_t base = prefix ^ ((uint64_t)l << 40) ^
+				uint64_t base = pre[t] ^ ((uint64_t)l << 40) ^
 						((uint64_t)(head0 + h) << 20);
 
 				fill_stream(out->keys + off, row, base * 2 + 1);
 				fill_stream(out->values + off, row, base * 2 + 2 + P3);
 			}
 		}
-		fill_stream(out->hidden + t * hrow, hrow, prefix ^ 0x68696464656eULL);
 	}
 	mdl_footer_write(out->hidden, mdl_kv_checksum(out->keys, out->values, out->bytes_each), n,
 			 (uint32_t)shard, (uint32_t)nshards);
 	ret = 0;
 out:
+	free(pre);
 	if (ret)
 		mdl_kv_free(out);
 	return ret;
