@@ -36,16 +36,16 @@ struct hr_scenario {
 	char *model;
 	int max_model_len;
 	/* templates, ${VAR} substituted at run time (hr_subst) */
-	cJSON *mooncake;   /* object */
-	cJSON *kv_prefill; /* object */
-	cJSON *kv_decode;  /* object */
+	cJSON *mooncake;                                               /* object */
+	cJSON *kv_prefill;                                             /* object */
+	cJSON *kv_decode;                                              /* object */
 	cJSON *standin_args, *prefill_args, *decode_args, *proxy_args; /* arrays of strings */
 	struct hr_workload wl;
 	char **checks;
 	size_t nchecks;
-	char *expect_fail; /* NULL or the check that must FAIL */
+	char *expect_fail;  /* NULL or the check that must FAIL */
 	char *expect_match; /* NULL or a substring the failing check's numbers must contain */
-	double timeout_s;  /* 0 = runner default */
+	double timeout_s;   /* 0 = runner default */
 };
 
 /* Parses and validates one scenario file. On error returns -1 with err = "FILE: FIELD: what is
@@ -53,7 +53,7 @@ struct hr_scenario {
 int hr_scenario_load(const char *path, struct hr_scenario *sc, char *err, size_t errsz);
 /* Same, from JSON text (path is only used in messages and for fixture paths). */
 int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc, char *err,
-		      size_t errsz);
+                      size_t errsz);
 void hr_scenario_free(struct hr_scenario *sc);
 const char *hr_meta_name(enum hr_meta m);
 bool hr_scenario_has_check(const struct hr_scenario *sc, const char *check);
@@ -98,10 +98,10 @@ struct hr_req {
 	int idx;
 	int planned_tokens;
 	char *prompt;
-	long status;    /* HTTP status, 0 = no answer */
-	char *body;     /* raw body (SSE text for streams) */
-	char *text;     /* assembled completion text, NULL when the body was not valid */
-	char *invalid;  /* why the body is not a valid OpenAI response, NULL when it is */
+	long status;       /* HTTP status, 0 = no answer */
+	char *body;        /* raw body (SSE text for streams) */
+	char *text;        /* assembled completion text, NULL when the body was not valid */
+	char *invalid;     /* why the body is not a valid OpenAI response, NULL when it is */
 	bool done_marker;  /* stream ended with data: [DONE] */
 	long usage_prompt; /* usage.prompt_tokens, -1 when absent */
 	long usage_completion;
@@ -114,8 +114,8 @@ char *hr_prompt_text(int idx, int ntok, unsigned seed);
  * progress (may be NULL) is called after each completion. Stops early when *stop becomes
  * non-zero or the deadline (pd_now_s() clock) passes; unsent requests keep status 0. */
 int hr_workload_run(const char *base_url, const struct hr_scenario *sc, struct hr_req *reqs,
-		    double deadline, volatile sig_atomic_t *stop,
-		    void (*progress)(int done, int total, void *ud), void *ud);
+                    double deadline, volatile sig_atomic_t *stop,
+                    void (*progress)(int done, int total, void *ud), void *ud);
 /* Validates one response body as the OpenAI answer to a (chat|completion, stream) request;
  * fills text/invalid/done_marker/usage. Exposed for tests. */
 void hr_response_parse(struct hr_req *r, bool chat, bool stream);
@@ -148,7 +148,7 @@ size_t hr_check_count(void);
 const struct hr_check *hr_check_at(size_t i);
 /* Delta of a counter between two scrapes (0 when absent in both). */
 double hr_metric_delta(const struct hr_metrics *before, const struct hr_metrics *after,
-		       const char *name);
+                       const char *name);
 
 /* ---- results (hr_result.c) and reporters (hr_report_*.c) ----------------------------------- */
 enum hr_status { HR_PASS = 0, HR_FAIL, HR_NOTRUN };
@@ -162,7 +162,7 @@ struct hr_result {
 	struct hr_check_result *checks;
 	size_t nchecks;
 	char *expect_fail;
-	cJSON *metrics; /* {"prefill":{name:delta},"decode":{...}} or NULL */
+	cJSON *metrics;  /* {"prefill":{name:delta},"decode":{...}} or NULL */
 	cJSON *requests; /* summary: sent, ok, latency */
 	cJSON *logs;     /* per process: warning / error counts and the first of each */
 	char workdir[512];
@@ -190,9 +190,9 @@ struct hr_opts {
 	const char *workdir; /* parent of the per-scenario work dirs */
 	bool keep;           /* keep work dirs of passed scenarios too */
 	bool verbose;
-	double timeout_s;    /* per scenario, 0 = scenario's own or 120 */
-	FILE *progress;      /* progress lines ("# ..."), NULL = none */
-	bool progress_tty;   /* progress is a terminal: one line, rewritten in place */
+	double timeout_s;            /* per scenario, 0 = scenario's own or 120 */
+	FILE *progress;              /* progress lines ("# ..."), NULL = none */
+	bool progress_tty;           /* progress is a terminal: one line, rewritten in place */
 	volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
 };
 /* Runs sc; always stops every process it started. Fills res. */

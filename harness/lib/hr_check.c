@@ -11,7 +11,7 @@
 #define DECLARE(n) extern const struct hr_check hr_check_##n;
 HR_CHECKS(DECLARE)
 #define ROW(n) &hr_check_##n,
-static const struct hr_check *const table[] = { HR_CHECKS(ROW) };
+static const struct hr_check *const table[] = {HR_CHECKS(ROW)};
 
 const struct hr_check *hr_check_find(const char *name)
 {
@@ -32,7 +32,7 @@ const struct hr_check *hr_check_at(size_t i)
 }
 
 double hr_metric_delta(const struct hr_metrics *before, const struct hr_metrics *after,
-		       const char *name)
+                       const char *name)
 {
 	double a = hr_metrics_get(after, name), b = hr_metrics_get(before, name);
 	if (isnan(a))

@@ -24,7 +24,7 @@ static bool http_ok(const struct hr_run_data *rd, char *detail, size_t sz)
 	}
 	if (!bad) {
 		snprintf(detail, sz, "%zu of %zu requests answered 200 with valid OpenAI bodies",
-			 rd->nreqs, rd->nreqs);
+		         rd->nreqs, rd->nreqs);
 		return true;
 	}
 	{
@@ -32,21 +32,23 @@ static bool http_ok(const struct hr_run_data *rd, char *detail, size_t sz)
 		char body[160];
 		one_line(body, sizeof(body), r->body);
 		if (r->status == 0)
-			snprintf(detail, sz, "%zu of %zu requests failed; first: request %d: no answer (%s)",
-				 bad, rd->nreqs, r->idx, r->curl_err[0] ? r->curl_err : "not sent");
+			snprintf(detail, sz,
+			         "%zu of %zu requests failed; first: request %d: no answer (%s)",
+			         bad, rd->nreqs, r->idx, r->curl_err[0] ? r->curl_err : "not sent");
 		else if (r->status != 200)
-			snprintf(detail, sz, "%zu of %zu requests failed; first: request %d: HTTP %ld %s",
-				 bad, rd->nreqs, r->idx, r->status, body);
+			snprintf(detail, sz,
+			         "%zu of %zu requests failed; first: request %d: HTTP %ld %s", bad,
+			         rd->nreqs, r->idx, r->status, body);
 		else
 			snprintf(detail, sz,
-				 "%zu of %zu requests failed; first: request %d: HTTP 200 but %s", bad,
-				 rd->nreqs, r->idx, r->invalid);
+			         "%zu of %zu requests failed; first: request %d: HTTP 200 but %s",
+			         bad, rd->nreqs, r->idx, r->invalid);
 	}
 	return false;
 }
 
 const struct hr_check hr_check_http_ok = {
-	.name = "http_ok",
-	.what = "every request answers 200 with a valid OpenAI body; streams end with [DONE]",
-	.fn = http_ok,
+    .name = "http_ok",
+    .what = "every request answers 200 with a valid OpenAI body; streams end with [DONE]",
+    .fn = http_ok,
 };

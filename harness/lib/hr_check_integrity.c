@@ -17,13 +17,14 @@ static bool integrity(const struct hr_run_data *rd, char *detail, size_t sz)
 	}
 	d = hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_checksum_failures_total");
 	p = hr_metric_delta(&rd->p_before, &rd->p_after, "pdkv_kv_checksum_failures_total");
-	snprintf(detail, sz, "checksum failures: decode %.0f, prefill %.0f (KV received %.0f bytes)",
-		 d, p, hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_bytes_received_total"));
+	snprintf(detail, sz,
+	         "checksum failures: decode %.0f, prefill %.0f (KV received %.0f bytes)", d, p,
+	         hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_bytes_received_total"));
 	return d == 0 && p == 0;
 }
 
 const struct hr_check hr_check_integrity = {
-	.name = "integrity",
-	.what = "no checksum failures on the KV decode received",
-	.fn = integrity,
+    .name = "integrity",
+    .what = "no checksum failures on the KV decode received",
+    .fn = integrity,
 };

@@ -25,7 +25,8 @@ static bool kv_reused(const struct hr_run_data *rd, char *detail, size_t sz)
 	if (no_usage) /* fall back to the decode side's own prompt counter */
 		prompt = hr_metric_delta(&rd->d_before, &rd->d_after, "vllm:prompt_tokens_total");
 	reused = hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_reused_tokens_total");
-	recomputed = hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_recomputed_tokens_total");
+	recomputed =
+	    hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_recomputed_tokens_total");
 	failures = hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_transfer_failures_total");
 	received = hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_bytes_received_total");
 	if (isnan(hr_metrics_get(&rd->d_after, "pdkv_kv_reused_tokens_total"))) {
@@ -33,14 +34,14 @@ static bool kv_reused(const struct hr_run_data *rd, char *detail, size_t sz)
 		return false;
 	}
 	snprintf(detail, sz,
-		 "decode reused %.0f of %.0f prompt tokens, recomputed %.0f (%zu ok requests, "
-		 "%.0f bytes received, %.0f transfer failures)",
-		 reused, prompt, recomputed, ok, received, failures);
+	         "decode reused %.0f of %.0f prompt tokens, recomputed %.0f (%zu ok requests, "
+	         "%.0f bytes received, %.0f transfer failures)",
+	         reused, prompt, recomputed, ok, received, failures);
 	return ok > 0 && prompt > 0 && reused == prompt && recomputed == 0;
 }
 
 const struct hr_check hr_check_kv_reused = {
-	.name = "kv_reused",
-	.what = "decode reused every prompt token's KV (reused == prompt tokens, 0 recomputed)",
-	.fn = kv_reused,
+    .name = "kv_reused",
+    .what = "decode reused every prompt token's KV (reused == prompt tokens, 0 recomputed)",
+    .fn = kv_reused,
 };

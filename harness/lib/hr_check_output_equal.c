@@ -35,24 +35,24 @@ static bool output_equal(const struct hr_run_data *rd, char *detail, size_t sz)
 		clip(got, sizeof(got), rd->reqs[first].text);
 		clip(want, sizeof(want), rd->plain[first].text);
 		snprintf(detail, sz,
-			 "%zu of %zu answers differ from the plain stand-in; first: request %zu "
-			 "(%d prompt tokens): got \"%s\", plain \"%s\"",
-			 differ, rd->nreqs, first, rd->reqs[first].planned_tokens, got, want);
+		         "%zu of %zu answers differ from the plain stand-in; first: request %zu "
+		         "(%d prompt tokens): got \"%s\", plain \"%s\"",
+		         differ, rd->nreqs, first, rd->reqs[first].planned_tokens, got, want);
 		return false;
 	}
 	if (uncompared) {
 		snprintf(detail, sz, "%zu of %zu answers could not be compared (a request failed)",
-			 uncompared, rd->nreqs);
+		         uncompared, rd->nreqs);
 		return false;
 	}
 	snprintf(detail, sz, "%zu of %zu answers identical to the plain stand-in", rd->nreqs,
-		 rd->nreqs);
+	         rd->nreqs);
 	return true;
 }
 
 const struct hr_check hr_check_output_equal = {
-	.name = "output_equal",
-	.what = "each answer identical to the same request on a plain non-disaggregated stand-in",
-	.needs_plain = true,
-	.fn = output_equal,
+    .name = "output_equal",
+    .what = "each answer identical to the same request on a plain non-disaggregated stand-in",
+    .needs_plain = true,
+    .fn = output_equal,
 };

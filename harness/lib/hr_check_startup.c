@@ -13,7 +13,7 @@ static bool startup(const struct hr_run_data *rd, char *detail, size_t sz)
 }
 
 const struct hr_check hr_check_startup = {
-	.name = "startup",
-	.what = "prefill, decode (and plain) stand-ins and the proxy start and answer /health",
-	.fn = startup,
+    .name = "startup",
+    .what = "prefill, decode (and plain) stand-ins and the proxy start and answer /health",
+    .fn = startup,
 };

@@ -52,8 +52,10 @@ const char *hr_capability_missing(const struct hr_scenario *sc, char *buf, size_
 		closedir(dir);
 	if (n)
 		return NULL;
-	snprintf(buf, sz, "protocol rdma needs an RDMA device and %s lists none on this host "
-			  "(Soft-RoCE runs in the rxe tier: make test-rxe)", sys);
+	snprintf(buf, sz,
+	         "protocol rdma needs an RDMA device and %s lists none on this host "
+	         "(Soft-RoCE runs in the rxe tier: make test-rxe)",
+	         sys);
 	return buf;
 }
 
@@ -120,11 +122,11 @@ static void describe_exit(const struct pd_proc *p, char *out, size_t sz)
 }
 
 int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *argv_json,
-	     const char *env)
+             const char *env)
 {
 	int argc = cJSON_GetArraySize(argv_json), i = 0, ret;
 	char **argv = calloc((size_t)argc + 1, sizeof(char *));
-	char *envv[2] = { (char *)env, NULL };
+	char *envv[2] = {(char *)env, NULL};
 	char log[600];
 	if (!argv)
 		return -ENOMEM;
@@ -152,7 +154,7 @@ int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *ar
 
 /* Waits until every node's health_url answers 200; a node that exits fails at once. */
 int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, double deadline,
-		    volatile sig_atomic_t *stop, char *why, size_t sz)
+                    volatile sig_atomic_t *stop, char *why, size_t sz)
 {
 	bool *up = calloc(n, sizeof(bool));
 	(void)d;
@@ -170,7 +172,7 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 				describe_exit(&x->proc, how, sizeof(how));
 				hr_log_tail(x->proc.log, tail, sizeof(tail));
 				snprintf(why, sz, "%s %s during startup: %s", x->name, how,
-					 tail[0] ? tail : "(empty log)");
+				         tail[0] ? tail : "(empty log)");
 				ret = -ECHILD;
 				goto out;
 			}
@@ -191,8 +193,10 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 			char names[200] = "";
 			for (size_t i = 0; i < n; i++)
 				if (!up[i] && k++ < 4) {
-					strncat(names, k > 1 ? ", " : "", sizeof(names) - strlen(names) - 1);
-					strncat(names, nodes[i]->name, sizeof(names) - strlen(names) - 1);
+					strncat(names, k > 1 ? ", " : "",
+					        sizeof(names) - strlen(names) - 1);
+					strncat(names, nodes[i]->name,
+					        sizeof(names) - strlen(names) - 1);
 				}
 			snprintf(why, sz, "timed out waiting for /health of %s", names);
 			ret = -ETIMEDOUT;
@@ -217,7 +221,7 @@ static void copy_file(const char *from, const char *to)
 void hr_deploy_stop(struct hr_deploy *d)
 {
 	/* proxy first so no new work reaches the stand-ins, metadata last so they can unregister */
-	struct hr_node *order[] = { &d->proxy, &d->decode, &d->prefill, &d->plain };
+	struct hr_node *order[] = {&d->proxy, &d->decode, &d->prefill, &d->plain};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(order); i++) {
 		if (!order[i]->started)
 			continue;
@@ -227,7 +231,7 @@ void hr_deploy_stop(struct hr_deploy *d)
 	if (d->meta_up) {
 		char to[700];
 		snprintf(to, sizeof(to), "%s/metadata-%s.log", d->workdir,
-			 pd_svc_kind_name(d->meta.kind));
+		         pd_svc_kind_name(d->meta.kind));
 		copy_file(d->meta.log, to);
 		pd_svc_stop(&d->meta);
 		d->meta_up = false;
@@ -237,7 +241,7 @@ void hr_deploy_stop(struct hr_deploy *d)
 /* Every process this deployment started is gone (reaped, and its group empty). */
 bool hr_deploy_all_gone(const struct hr_deploy *d)
 {
-	const struct hr_node *nodes[] = { &d->proxy, &d->decode, &d->prefill, &d->plain };
+	const struct hr_node *nodes[] = {&d->proxy, &d->decode, &d->prefill, &d->plain};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(nodes); i++)
 		if (nodes[i]->proc.pid > 0)
 			return false;
@@ -270,7 +274,7 @@ static cJSON *log_summary(const char *path)
 
 cJSON *hr_deploy_logs(const struct hr_deploy *d)
 {
-	const struct hr_node *nodes[] = { &d->prefill, &d->decode, &d->plain, &d->proxy };
+	const struct hr_node *nodes[] = {&d->prefill, &d->decode, &d->plain, &d->proxy};
 	cJSON *o = cJSON_CreateObject();
 	for (size_t i = 0; i < PD_ARRAY_SIZE(nodes); i++) {
 		cJSON *s;

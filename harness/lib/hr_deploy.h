@@ -13,7 +13,7 @@ struct hr_node {
 	bool started;
 	char host[64];
 	int port;
-	char base_url[128];   /* http://host:port */
+	char base_url[128]; /* http://host:port */
 	char health_url[160];
 	char metrics_url[160];
 };
@@ -30,9 +30,9 @@ long hr_http_status(const char *url, int timeout_ms);
 void hr_log_tail(const char *path, char *out, size_t sz);
 /* argv_json: array of strings (argv[0] = full path); env: "K=V" or NULL. Log: WORKDIR/NAME.log */
 int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *argv_json,
-	     const char *env);
+             const char *env);
 int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, double deadline,
-		    volatile sig_atomic_t *stop, char *why, size_t sz);
+                    volatile sig_atomic_t *stop, char *why, size_t sz);
 void hr_deploy_stop(struct hr_deploy *d);
 bool hr_deploy_all_gone(const struct hr_deploy *d);
 /* {"prefill": {"warnings": N, "errors": N, "first_warning": ..., "first_error": ...}, ...} */

@@ -80,7 +80,7 @@ int hr_metrics_parse(const char *text, struct hr_metrics *m)
 			goto bad;
 		if (add(m, name, nlen, v))
 			goto bad;
-next:
+	next:
 		p = *eol ? eol + 1 : eol;
 	}
 	return 0;
@@ -130,7 +130,7 @@ static size_t grow(char *d, size_t sz, size_t n, void *ud)
 int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m)
 {
 	CURL *c = curl_easy_init();
-	struct buf b = { NULL, 0 };
+	struct buf b = {NULL, 0};
 	long code = 0;
 	int ret = -EIO;
 	memset(m, 0, sizeof(*m));

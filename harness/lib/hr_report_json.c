@@ -28,7 +28,7 @@ static cJSON *scenario_json(const struct hr_result *r)
 		cJSON_AddStringToObject(c, "name", r->checks[i].name);
 		cJSON_AddStringToObject(c, "result", r->checks[i].pass ? "PASS" : "FAIL");
 		cJSON_AddBoolToObject(c, "expected_to_fail",
-				      r->expect_fail && !strcmp(r->expect_fail, r->checks[i].name));
+		                      r->expect_fail && !strcmp(r->expect_fail, r->checks[i].name));
 		cJSON_AddStringToObject(c, "detail", r->checks[i].detail);
 		cJSON_AddItemToArray(cks, c);
 	}

@@ -56,11 +56,14 @@ int hr_report_junit(const char *path, const struct hr_report *rep)
 		skips += rep->v[i].status == HR_NOTRUN;
 	}
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	fprintf(f, "<testsuites name=\"pdkv run\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\" "
-		   "errors=\"0\" time=\"%.3f\">\n", rep->n, fails, skips, rep->wall_s);
-	fprintf(f, "  <testsuite name=\"pdkv.scenarios\" tests=\"%zu\" failures=\"%zu\" "
-		   "skipped=\"%zu\" errors=\"0\" time=\"%.3f\" timestamp=\"%s\" hostname=\"",
-		rep->n, fails, skips, rep->wall_s, ts);
+	fprintf(f,
+	        "<testsuites name=\"pdkv run\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\" "
+	        "errors=\"0\" time=\"%.3f\">\n",
+	        rep->n, fails, skips, rep->wall_s);
+	fprintf(f,
+	        "  <testsuite name=\"pdkv.scenarios\" tests=\"%zu\" failures=\"%zu\" "
+	        "skipped=\"%zu\" errors=\"0\" time=\"%.3f\" timestamp=\"%s\" hostname=\"",
+	        rep->n, fails, skips, rep->wall_s, ts);
 	xml_text(f, host);
 	fprintf(f, "\">\n");
 	for (size_t i = 0; i < rep->n; i++) {
@@ -77,7 +80,8 @@ int hr_report_junit(const char *path, const struct hr_report *rep)
 		} else if (r->status == HR_FAIL) {
 			const char *type = "scenario";
 			for (size_t k = 0; k < r->nchecks; k++) {
-				bool want_fail = r->expect_fail && !strcmp(r->expect_fail, r->checks[k].name);
+				bool want_fail =
+				    r->expect_fail && !strcmp(r->expect_fail, r->checks[k].name);
 				if (r->checks[k].pass == want_fail) {
 					type = r->checks[k].name;
 					break;
@@ -90,7 +94,7 @@ int hr_report_junit(const char *path, const struct hr_report *rep)
 			fprintf(f, "\">");
 			for (size_t k = 0; k < r->nchecks; k++) {
 				fprintf(f, "%s: %s: ", r->checks[k].name,
-					r->checks[k].pass ? "PASS" : "FAIL");
+				        r->checks[k].pass ? "PASS" : "FAIL");
 				xml_text(f, r->checks[k].detail);
 				fputc('\n', f);
 			}
@@ -99,12 +103,12 @@ int hr_report_junit(const char *path, const struct hr_report *rep)
 		if (r->nchecks || (r->kept && r->workdir[0])) {
 			fprintf(f, "      <system-out>");
 			for (size_t k = 0; k < r->nchecks && r->status != HR_FAIL; k++) {
-				bool want_fail = r->expect_fail &&
-						 !strcmp(r->expect_fail, r->checks[k].name);
+				bool want_fail =
+				    r->expect_fail && !strcmp(r->expect_fail, r->checks[k].name);
 				fprintf(f, "%s: %s: ", r->checks[k].name,
-					r->checks[k].pass ? "PASS"
-					: want_fail	  ? "FAIL (expected: self-test caught its fault)"
-							  : "FAIL");
+				        r->checks[k].pass ? "PASS"
+				        : want_fail ? "FAIL (expected: self-test caught its fault)"
+				                    : "FAIL");
 				xml_text(f, r->checks[k].detail);
 				fputc('\n', f);
 			}

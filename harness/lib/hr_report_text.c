@@ -11,7 +11,7 @@ static void checks_detail(FILE *f, const struct hr_result *r, bool all)
 		bool expected = r->expect_fail && !strcmp(r->expect_fail, c->name);
 		if (expected)
 			fprintf(f, "    # self-test: %s %s as it must: %s\n", c->name,
-				c->pass ? "did NOT fail" : "failed", c->detail);
+			        c->pass ? "did NOT fail" : "failed", c->detail);
 		else if (!c->pass && r->reason[0] && strstr(r->reason, c->detail))
 			continue; /* already the reason line */
 		else if (!c->pass || all)
@@ -30,16 +30,17 @@ void hr_report_line(FILE *f, const struct hr_result *r, bool verbose)
 	if (r->status == HR_FAIL && r->reason[0])
 		fprintf(f, "    # %s\n", r->reason);
 	checks_detail(f, r, verbose);
-	for (const cJSON *l = (verbose || r->status == HR_FAIL) && r->logs ? r->logs->child : NULL; l;
-	     l = l->next) {
-		const cJSON *w = cJSON_GetObjectItem(l, "warnings"), *e = cJSON_GetObjectItem(l, "errors");
+	for (const cJSON *l = (verbose || r->status == HR_FAIL) && r->logs ? r->logs->child : NULL;
+	     l; l = l->next) {
+		const cJSON *w = cJSON_GetObjectItem(l, "warnings"),
+		            *e = cJSON_GetObjectItem(l, "errors");
 		const cJSON *first = cJSON_GetObjectItem(l, "first_error");
 		if (!first)
 			first = cJSON_GetObjectItem(l, "first_warning");
 		if (!first)
 			continue;
 		fprintf(f, "    # %s.log: %d warnings, %d errors; first: %.200s\n", l->string,
-			w ? w->valueint : 0, e ? e->valueint : 0, first->valuestring);
+		        w ? w->valueint : 0, e ? e->valueint : 0, first->valuestring);
 	}
 	if ((r->status == HR_FAIL || verbose) && r->workdir[0] && r->kept)
 		fprintf(f, "    # logs: %s\n", r->workdir);
@@ -57,8 +58,8 @@ void hr_report_summary(FILE *f, const struct hr_report *rep)
 		else
 			n++;
 	}
-	fprintf(f, "# %zu scenarios: %zu passed, %zu failed, %zu notrun in %.1fs%s\n", rep->n, p, fl,
-		n, rep->wall_s, rep->interrupted ? " (interrupted)" : "");
+	fprintf(f, "# %zu scenarios: %zu passed, %zu failed, %zu notrun in %.1fs%s\n", rep->n, p,
+	        fl, n, rep->wall_s, rep->interrupted ? " (interrupted)" : "");
 	fprintf(f, "%zu passed, %zu failed, %zu skipped\n", p, fl, n);
 	fflush(f);
 }

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #define DEFAULT_TIMEOUT_S 120.0
-#define HEALTH_BOUND_S 30.0
-#define PORT_SPAN 16 /* B .. B+10+2r for TP up to 2, and B+100.. for identical URLs */
+#define HEALTH_BOUND_S    30.0
+#define PORT_SPAN         16 /* B .. B+10+2r for TP up to 2, and B+100.. for identical URLs */
 
 struct run {
 	const struct hr_scenario *sc;
@@ -153,7 +153,7 @@ static void add_all(cJSON *a, const cJSON *more)
 
 /* argv of a stand-in launched the way the guide launches vLLM */
 static cJSON *standin_argv(struct run *r, const char *exe, struct hr_node *n, const cJSON *kv,
-			   const cJSON *side_args, char *err, size_t errsz)
+                           const cJSON *side_args, char *err, size_t errsz)
 {
 	const struct hr_scenario *sc = r->sc;
 	cJSON *a = cJSON_CreateArray(), *common = NULL, *side = NULL;
@@ -216,7 +216,7 @@ static struct hr_req *make_reqs(const struct hr_scenario *sc)
 		q[i].planned_tokens = sc->wl.prompt_tokens[i];
 		q[i].usage_prompt = q[i].usage_completion = -1;
 		q[i].prompt = sc->wl.prompts ? strdup(sc->wl.prompts[(size_t)i % sc->wl.nprompts])
-					     : hr_prompt_text(i, sc->wl.prompt_tokens[i], 7);
+		                             : hr_prompt_text(i, sc->wl.prompt_tokens[i], 7);
 		if (!q[i].prompt) {
 			hr_reqs_free(q, (size_t)i);
 			return NULL;
@@ -303,7 +303,8 @@ static void run_checks(struct run *r, struct hr_run_data *rd)
 		cr->name = ck->name;
 		cr->pass = ck->fn(rd, cr->detail, sizeof(cr->detail));
 		if (want_fail && cr->pass)
-			fail(r, "self-test: %s did not fail, the injected fault went undetected: %s",
+			fail(r,
+			     "self-test: %s did not fail, the injected fault went undetected: %s",
 			     ck->name, cr->detail);
 		else if (want_fail && sc->expect_match && !strstr(cr->detail, sc->expect_match))
 			fail(r, "self-test: %s failed, but not with \"%s\": %s", ck->name,
@@ -356,7 +357,7 @@ static void run_body(struct run *r)
 	struct hr_node *nodes[3];
 	size_t nn = 0;
 	bool plain = false;
-	struct hr_run_data rd = { .sc = sc, .nreqs = (size_t)sc->wl.requests };
+	struct hr_run_data rd = {.sc = sc, .nreqs = (size_t)sc->wl.requests};
 	cJSON *argv;
 	double tw;
 	int ret;
@@ -368,7 +369,7 @@ static void run_body(struct run *r)
 	if (hr_find_bin("pdkv-standin", standin, sizeof(standin)) ||
 	    hr_find_bin("pdkv-proxy", proxy, sizeof(proxy))) {
 		notrun(r, "pdkv-standin / pdkv-proxy not found next to pdkv-run or in $PDKV_BIN "
-			  "(build them: make)");
+		          "(build them: make)");
 		return;
 	}
 	for (size_t i = 0; i < sc->nchecks; i++)
@@ -380,8 +381,8 @@ static void run_body(struct run *r)
 	}
 
 	if (sc->meta != HR_META_P2P) {
-		static const enum pd_svc_kind kinds[] = { PD_SVC_ETCD, PD_SVC_REDIS,
-							  PD_SVC_METASERVER };
+		static const enum pd_svc_kind kinds[] = {PD_SVC_ETCD, PD_SVC_REDIS,
+		                                         PD_SVC_METASERVER};
 		progress(r, "starting %s metadata service", hr_meta_name(sc->meta));
 		ret = pd_svc_start(kinds[sc->meta], "127.0.0.1", d->workdir, &d->meta);
 		if (ret == -ENOENT) {
@@ -407,30 +408,31 @@ static void run_body(struct run *r)
 		fail(r, "mooncake: %s", err);
 		return;
 	}
-	if (node_init(r, &d->prefill, sc->prefill_host) || node_init(r, &d->decode, sc->decode_host) ||
-	    node_init(r, &d->proxy, sc->proxy_host) || (plain && node_init(r, &d->plain, "127.0.0.1"))) {
+	if (node_init(r, &d->prefill, sc->prefill_host) ||
+	    node_init(r, &d->decode, sc->decode_host) || node_init(r, &d->proxy, sc->proxy_host) ||
+	    (plain && node_init(r, &d->plain, "127.0.0.1"))) {
 		fail(r, "no free HTTP port on the scenario's loopback addresses");
 		return;
 	}
 	snprintf(env, sizeof(env), "MOONCAKE_CONFIG_PATH=%s/mooncake.json", d->workdir);
 
 	progress(r, "starting prefill %s, decode %s%s", d->prefill.base_url, d->decode.base_url,
-		 plain ? ", plain stand-in" : "");
+	         plain ? ", plain stand-in" : "");
 	struct {
 		struct hr_node *n;
 		const char *name;
 		const cJSON *kv, *args;
 		bool on;
 	} starts[] = {
-		{ &d->prefill, "prefill", sc->kv_prefill, sc->prefill_args, true },
-		{ &d->decode, "decode", sc->kv_decode, sc->decode_args, true },
-		{ &d->plain, "plain", NULL, NULL, plain },
+	    {&d->prefill, "prefill", sc->kv_prefill, sc->prefill_args, true},
+	    {&d->decode, "decode", sc->kv_decode, sc->decode_args, true},
+	    {&d->plain, "plain", NULL, NULL, plain},
 	};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(starts); i++) {
 		if (!starts[i].on)
 			continue;
 		argv = standin_argv(r, standin, starts[i].n, starts[i].kv, starts[i].args, err,
-				    sizeof(err));
+		                    sizeof(err));
 		if (!argv) {
 			fail(r, "%s arguments: %s", starts[i].name, err);
 			return;
@@ -445,7 +447,7 @@ static void run_body(struct run *r)
 	}
 	progress(r, "waiting for /health");
 	ret = hr_wait_healthy(d, nodes, nn, fmin(r->deadline, pd_now_s() + HEALTH_BOUND_S),
-			      r->o->stop, why, sizeof(why));
+	                      r->o->stop, why, sizeof(why));
 	if (ret) {
 		startup_failed(r, &rd, ret, why);
 		return;
@@ -480,7 +482,7 @@ static void run_body(struct run *r)
 	}
 	nodes[0] = &d->proxy;
 	ret = hr_wait_healthy(d, nodes, 1, fmin(r->deadline, pd_now_s() + HEALTH_BOUND_S),
-			      r->o->stop, why, sizeof(why));
+	                      r->o->stop, why, sizeof(why));
 	if (ret) {
 		startup_failed(r, &rd, ret, why);
 		return;
@@ -500,8 +502,8 @@ static void run_body(struct run *r)
 		goto out;
 	}
 	progress(r, "%d requests through the proxy (%s, %s, concurrency %d)", sc->wl.requests,
-		 sc->wl.chat ? "chat" : "completions", sc->wl.stream ? "stream" : "no stream",
-		 sc->wl.concurrency);
+	         sc->wl.chat ? "chat" : "completions", sc->wl.stream ? "stream" : "no stream",
+	         sc->wl.concurrency);
 	tw = pd_now_s();
 	r->last_pct = 0;
 	hr_workload_run(d->proxy.base_url, sc, rd.reqs, r->deadline, r->o->stop, on_progress, r);
@@ -538,9 +540,10 @@ out:
 
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res)
 {
-	struct run r = { .sc = sc, .o = o, .res = res };
-	double limit = o->timeout_s > 0 ? o->timeout_s : sc->timeout_s > 0 ? sc->timeout_s
-									  : DEFAULT_TIMEOUT_S;
+	struct run r = {.sc = sc, .o = o, .res = res};
+	double limit = o->timeout_s > 0    ? o->timeout_s
+	               : sc->timeout_s > 0 ? sc->timeout_s
+	                                   : DEFAULT_TIMEOUT_S;
 	memset(res, 0, sizeof(*res));
 	res->name = strdup(sc->name);
 	res->path = strdup(sc->path ? sc->path : "");

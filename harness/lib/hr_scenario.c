@@ -19,7 +19,7 @@ struct pctx {
 };
 
 static int perr(struct pctx *c, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int perr(struct pctx *c, const char *field, const char *fmt, ...)
 {
 	va_list ap;
@@ -38,7 +38,7 @@ static int perr(struct pctx *c, const char *field, const char *fmt, ...)
 
 const char *hr_meta_name(enum hr_meta m)
 {
-	static const char *names[] = { "etcd", "redis", "http", "p2p" };
+	static const char *names[] = {"etcd", "redis", "http", "p2p"};
 	return (unsigned)m < PD_ARRAY_SIZE(names) ? names[m] : "?";
 }
 
@@ -81,7 +81,7 @@ static int check_keys(struct pctx *c, const cJSON *obj, const char *prefix, cons
 }
 
 static int get_str(struct pctx *c, const cJSON *obj, const char *key, const char *field,
-		   const char *def, char **out)
+                   const char *def, char **out)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
 	if (!j) {
@@ -97,7 +97,7 @@ static int get_str(struct pctx *c, const cJSON *obj, const char *key, const char
 }
 
 static int get_int(struct pctx *c, const cJSON *obj, const char *key, const char *field, int def,
-		   int lo, int hi, int *out)
+                   int lo, int hi, int *out)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
 	if (!j) {
@@ -105,11 +105,10 @@ static int get_int(struct pctx *c, const cJSON *obj, const char *key, const char
 		return 0;
 	}
 	if (!cJSON_IsNumber(j) || j->valuedouble != (double)(long long)j->valuedouble ||
-	    j->valuedouble < lo || j->valuedouble > hi)
-	{
+	    j->valuedouble < lo || j->valuedouble > hi) {
 		if (cJSON_IsNumber(j))
 			return perr(c, field, "expected an integer %d..%d, got %g", lo, hi,
-				    j->valuedouble);
+			            j->valuedouble);
 		return perr(c, field, "expected an integer %d..%d, got %s", lo, hi, type_name(j));
 	}
 	*out = (int)j->valuedouble;
@@ -117,7 +116,7 @@ static int get_int(struct pctx *c, const cJSON *obj, const char *key, const char
 }
 
 static int get_bool(struct pctx *c, const cJSON *obj, const char *key, const char *field, bool def,
-		    bool *out)
+                    bool *out)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
 	if (!j) {
@@ -140,19 +139,20 @@ static int var_cb(const char *name, void *ud)
 	if (hr_var_known(name))
 		return 0;
 	return perr(v->c, v->field,
-		    "unknown variable ${%s} (known: ${PREFILL_HOST} ${DECODE_HOST} ${PROXY_HOST} "
-		    "${METADATA} ${METADATA_HOSTPORT} ${WORKDIR} ${PORT_<NAME>})",
-		    name);
+	            "unknown variable ${%s} (known: ${PREFILL_HOST} ${DECODE_HOST} ${PROXY_HOST} "
+	            "${METADATA} ${METADATA_HOSTPORT} ${WORKDIR} ${PORT_<NAME>})",
+	            name);
 }
 
 /* Every string inside j may only use variables the runner provides. */
 static int check_vars(struct pctx *c, const cJSON *j, const char *field)
 {
-	struct varck v = { c, field };
+	struct varck v = {c, field};
 	if (cJSON_IsString(j)) {
 		int r = hr_vars_scan(j->valuestring, var_cb, &v);
 		if (r == -1 && !c->failed)
-			return perr(c, field, "unterminated or empty ${...} in \"%s\"", j->valuestring);
+			return perr(c, field, "unterminated or empty ${...} in \"%s\"",
+			            j->valuestring);
 		return r ? -1 : 0;
 	}
 	for (const cJSON *k = j->child; k; k = k->next) {
@@ -243,17 +243,18 @@ static int parse_kv(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
 	}
 	if (!cJSON_IsObject(j))
 		return perr(c, "kv_transfer_config",
-			    "expected an object (common settings, or \"prefill\" and \"decode\")");
+		            "expected an object (common settings, or \"prefill\" and \"decode\")");
 	p = cJSON_GetObjectItemCaseSensitive(j, "prefill");
 	d = cJSON_GetObjectItemCaseSensitive(j, "decode");
 	if (!p && !d) {
 		sc->kv_prefill = kv_side(j, true);
 		sc->kv_decode = kv_side(j, false);
 	} else {
-		static const char *const ok[] = { "prefill", "decode", NULL };
+		static const char *const ok[] = {"prefill", "decode", NULL};
 		if (!p || !d)
-			return perr(c, p ? "kv_transfer_config.decode" : "kv_transfer_config.prefill",
-				    "missing (give both prefill and decode, or neither)");
+			return perr(c,
+			            p ? "kv_transfer_config.decode" : "kv_transfer_config.prefill",
+			            "missing (give both prefill and decode, or neither)");
 		if (check_keys(c, j, "kv_transfer_config.", ok))
 			return -1;
 		sc->kv_prefill = inline_or_fixture(c, p, sc->dir, "kv_transfer_config.prefill");
@@ -287,10 +288,10 @@ static int parse_mooncake(struct pctx *c, const cJSON *root, struct hr_scenario 
 
 static int parse_topology(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
 {
-	static const char *const ok[] = { "prefill", "decode", "proxy", NULL };
+	static const char *const ok[] = {"prefill", "decode", "proxy", NULL};
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "topology");
-	const char *keys[] = { "prefill", "decode", "proxy" };
-	char **outs[] = { &sc->prefill_host, &sc->decode_host, &sc->proxy_host };
+	const char *keys[] = {"prefill", "decode", "proxy"};
+	char **outs[] = {&sc->prefill_host, &sc->decode_host, &sc->proxy_host};
 	if (t && !cJSON_IsObject(t))
 		return perr(c, "topology", "expected an object, got %s", type_name(t));
 	if (t && check_keys(c, t, "topology.", ok))
@@ -306,9 +307,10 @@ static int parse_topology(struct pctx *c, const cJSON *root, struct hr_scenario 
 		}
 		if (!cJSON_IsString(h) || strncmp(h->valuestring, "127.", 4) ||
 		    strlen(h->valuestring) > 15 || strchr(h->valuestring, ':'))
-			return perr(c, field,
-				    "expected a loopback IPv4 address such as \"127.0.0.2\", got %s",
-				    cJSON_IsString(h) ? h->valuestring : type_name(h));
+			return perr(
+			    c, field,
+			    "expected a loopback IPv4 address such as \"127.0.0.2\", got %s",
+			    cJSON_IsString(h) ? h->valuestring : type_name(h));
 		/* reuse the host:port splitter to validate the dotted quad */
 		snprintf(host, sizeof(host), "%s:1", h->valuestring);
 		if (pd_split_hostport(host, field, sizeof(field), &port))
@@ -326,8 +328,9 @@ static unsigned lcg(unsigned *s)
 
 static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
 {
-	static const char *const ok[] = { "requests", "concurrency", "prompt_tokens", "prompts",
-					  "stream", "endpoint", "max_tokens", "seed", NULL };
+	static const char *const ok[] = {"requests",   "concurrency", "prompt_tokens",
+	                                 "prompts",    "stream",      "endpoint",
+	                                 "max_tokens", "seed",        NULL};
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "workload");
 	cJSON *empty = NULL;
 	struct hr_workload *wl = &sc->wl;
@@ -375,7 +378,8 @@ static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario 
 			goto fail;
 		for (const cJSON *e = ps->child; e; e = e->next, i++) {
 			if (!cJSON_IsString(e) || !*e->valuestring) {
-				perr(c, "workload.prompts", "element %zu: expected a non-empty string", i);
+				perr(c, "workload.prompts",
+				     "element %zu: expected a non-empty string", i);
 				goto fail;
 			}
 			wl->prompts[i] = strdup(e->valuestring);
@@ -388,7 +392,8 @@ static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario 
 	} else if (cJSON_IsArray(pt)) {
 		int n = cJSON_GetArraySize(pt), i = 0;
 		if (n == 0) {
-			perr(c, "workload.prompt_tokens", "empty list (give lengths, e.g. [32, 512])");
+			perr(c, "workload.prompt_tokens",
+			     "empty list (give lengths, e.g. [32, 512])");
 			goto fail;
 		}
 		for (const cJSON *e = pt->child; e; e = e->next, i++)
@@ -402,7 +407,7 @@ static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario 
 		for (i = 0; i < wl->requests; i++)
 			wl->prompt_tokens[i] = cJSON_GetArrayItem(pt, i % n)->valueint;
 	} else if (cJSON_IsObject(pt)) {
-		static const char *const okr[] = { "min", "max", NULL };
+		static const char *const okr[] = {"min", "max", NULL};
 		int lo, hi;
 		unsigned s = (unsigned)seed * 2654435761u + 1;
 		if (check_keys(c, pt, "workload.prompt_tokens.", okr) ||
@@ -417,7 +422,8 @@ static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario 
 			wl->prompt_tokens[i] = lo + (int)(lcg(&s) % (unsigned)(hi - lo + 1));
 	} else {
 		perr(c, "workload.prompt_tokens",
-		     "expected a list of lengths or {\"min\": N, \"max\": M}, got %s", type_name(pt));
+		     "expected a list of lengths or {\"min\": N, \"max\": M}, got %s",
+		     type_name(pt));
 		goto fail;
 	}
 	cJSON_Delete(empty);
@@ -434,7 +440,7 @@ static int parse_checks(struct pctx *c, const cJSON *root, struct hr_scenario *s
 	const cJSON *ef = cJSON_GetObjectItemCaseSensitive(root, "expect_fail");
 	size_t i = 0;
 	if (!j) {
-		static const char *def[] = { "http_ok", "kv_reused", "output_equal", "integrity" };
+		static const char *def[] = {"http_ok", "kv_reused", "output_equal", "integrity"};
 		sc->nchecks = PD_ARRAY_SIZE(def);
 		sc->checks = calloc(sc->nchecks, sizeof(char *));
 		for (i = 0; i < sc->nchecks; i++)
@@ -453,20 +459,20 @@ static int parse_checks(struct pctx *c, const cJSON *root, struct hr_scenario *s
 			for (size_t k = 0; k < hr_check_count(); k++) {
 				strncat(known, k ? ", " : "", sizeof(known) - strlen(known) - 1);
 				strncat(known, hr_check_at(k)->name,
-					sizeof(known) - strlen(known) - 1);
+				        sizeof(known) - strlen(known) - 1);
 			}
-			return perr(c, "checks", "element %zu: %s%s%s is not a check (known: %s)", i,
-				    cJSON_IsString(e) ? "\"" : "",
-				    cJSON_IsString(e) ? e->valuestring : type_name(e),
-				    cJSON_IsString(e) ? "\"" : "", known);
+			return perr(c, "checks", "element %zu: %s%s%s is not a check (known: %s)",
+			            i, cJSON_IsString(e) ? "\"" : "",
+			            cJSON_IsString(e) ? e->valuestring : type_name(e),
+			            cJSON_IsString(e) ? "\"" : "", known);
 		}
 	}
 	if (ef) {
-		static const char *const ok[] = { "check", "match", NULL };
+		static const char *const ok[] = {"check", "match", NULL};
 		const cJSON *ck, *m = cJSON_GetObjectItemCaseSensitive(ef, "match");
 		if (!cJSON_IsObject(ef))
 			return perr(c, "expect_fail", "expected {\"check\": NAME}, got %s",
-				    type_name(ef));
+			            type_name(ef));
 		if (check_keys(c, ef, "expect_fail.", ok) ||
 		    get_str(c, ef, "check", "expect_fail.check", NULL, &sc->expect_fail))
 			return -1;
@@ -478,20 +484,21 @@ static int parse_checks(struct pctx *c, const cJSON *root, struct hr_scenario *s
 				ck = ef;
 		if (!ck)
 			return perr(c, "expect_fail.check",
-				    "\"%s\" is not in this scenario's checks list", sc->expect_fail);
+			            "\"%s\" is not in this scenario's checks list",
+			            sc->expect_fail);
 	}
 	return 0;
 }
 
 int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc, char *err,
-		      size_t errsz)
+                      size_t errsz)
 {
-	static const char *const ok[] = { "name", "description", "metadata", "protocol", "topology",
-					  "model", "max_model_len", "mooncake",
-					  "kv_transfer_config", "standin_args", "prefill_args",
-					  "decode_args", "proxy_args", "workload", "checks",
-					  "expect_fail", "timeout_s", NULL };
-	struct pctx c = { path, err, errsz, 0 };
+	static const char *const ok[] = {
+	    "name",         "description",   "metadata",   "protocol",           "topology",
+	    "model",        "max_model_len", "mooncake",   "kv_transfer_config", "standin_args",
+	    "prefill_args", "decode_args",   "proxy_args", "workload",           "checks",
+	    "expect_fail",  "timeout_s",     NULL};
+	struct pctx c = {path, err, errsz, 0};
 	cJSON *root;
 	char *meta = NULL, *pcopy;
 	const cJSON *to;
@@ -521,7 +528,7 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 	    get_str(&c, root, "protocol", "protocol", "tcp", &sc->protocol) ||
 	    get_str(&c, root, "model", "model", DEFAULT_MODEL, &sc->model) ||
 	    get_int(&c, root, "max_model_len", "max_model_len", 10000, 16, 10000000,
-		    &sc->max_model_len))
+	            &sc->max_model_len))
 		goto out;
 	for (const char *p = sc->name; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
@@ -552,8 +559,8 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 		goto out;
 	}
 	sc->timeout_s = to ? to->valuedouble : 0;
-	if (parse_topology(&c, root, sc) || parse_mooncake(&c, root, sc) || parse_kv(&c, root, sc) ||
-	    get_args(&c, root, "standin_args", &sc->standin_args) ||
+	if (parse_topology(&c, root, sc) || parse_mooncake(&c, root, sc) ||
+	    parse_kv(&c, root, sc) || get_args(&c, root, "standin_args", &sc->standin_args) ||
 	    get_args(&c, root, "prefill_args", &sc->prefill_args) ||
 	    get_args(&c, root, "decode_args", &sc->decode_args) ||
 	    get_args(&c, root, "proxy_args", &sc->proxy_args) || parse_workload(&c, root, sc) ||

@@ -37,8 +37,8 @@ const char *hr_vars_get(const struct hr_vars *v, const char *name)
 
 bool hr_var_known(const char *name)
 {
-	static const char *fixed[] = { "PREFILL_HOST", "DECODE_HOST", "PROXY_HOST", "METADATA",
-				       "METADATA_HOSTPORT", "WORKDIR" };
+	static const char *fixed[] = {"PREFILL_HOST", "DECODE_HOST",       "PROXY_HOST",
+	                              "METADATA",     "METADATA_HOSTPORT", "WORKDIR"};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(fixed); i++)
 		if (!strcmp(name, fixed[i]))
 			return true;
@@ -53,7 +53,7 @@ bool hr_var_known(const char *name)
 int hr_vars_scan(const char *s, int (*fn)(const char *name, void *ud), void *ud)
 {
 	char name[64];
-	for (const char *p = s; (p = strstr(p, "${")); ) {
+	for (const char *p = s; (p = strstr(p, "${"));) {
 		const char *e = strchr(p + 2, '}');
 		size_t len;
 		int r;
@@ -153,7 +153,7 @@ cJSON *hr_subst_json(const struct hr_vars *v, const cJSON *tmpl, char *err, size
 
 static bool port_free(const char *host, int port)
 {
-	struct sockaddr_in sa = { 0 };
+	struct sockaddr_in sa = {0};
 	int fd, ok;
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons((uint16_t)port);
@@ -183,7 +183,8 @@ int hr_pick_port_block(const char *host, int span)
 		base = 20000 + (int)((seed >> 8) % 9700u);
 		for (i = 0; i < span; i++)
 			if (!port_free(host, base + i) || !port_free("0.0.0.0", base + i) ||
-			    !port_free(host, base + 100 + i) || !port_free("0.0.0.0", base + 100 + i))
+			    !port_free(host, base + 100 + i) ||
+			    !port_free("0.0.0.0", base + 100 + i))
 				break;
 		if (i == span)
 			return base;

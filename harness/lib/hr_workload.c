@@ -16,9 +16,9 @@
  * is ntok bytes: "r<idx>" then words from a small vocabulary, cut to length. Distinct per idx. */
 char *hr_prompt_text(int idx, int ntok, unsigned seed)
 {
-	static const char *vocab[] = { "the",  "kv",    "cache", "moves", "from",  "prefill",
-				       "to",   "decode", "over", "rdma",  "and",   "tcp",
-				       "each", "token", "has",   "keys",  "values", "layers" };
+	static const char *vocab[] = {"the",  "kv",     "cache", "moves", "from",   "prefill",
+	                              "to",   "decode", "over",  "rdma",  "and",    "tcp",
+	                              "each", "token",  "has",   "keys",  "values", "layers"};
 	size_t cap = (size_t)ntok + 32, len;
 	char *s;
 	unsigned st = seed * 2654435761u ^ (unsigned)idx * 40503u ^ 0x9e3779b9u;
@@ -102,8 +102,9 @@ static int check_object(const cJSON *o, bool chat, bool stream, char *why, size_
 	}
 	if (!cJSON_IsString(ob) || strcmp(ob->valuestring, want_object(chat, stream))) {
 		snprintf(why, sz, "\"object\" is %s%s%s, expected \"%s\"",
-			 cJSON_IsString(ob) ? "\"" : "", cJSON_IsString(ob) ? ob->valuestring : "absent",
-			 cJSON_IsString(ob) ? "\"" : "", want_object(chat, stream));
+		         cJSON_IsString(ob) ? "\"" : "",
+		         cJSON_IsString(ob) ? ob->valuestring : "absent",
+		         cJSON_IsString(ob) ? "\"" : "", want_object(chat, stream));
 		return -1;
 	}
 	return 0;
@@ -130,7 +131,7 @@ void hr_response_parse(struct hr_req *r, bool chat, bool stream)
 			set_invalid(r, why);
 		} else if (choice_text(o, chat, false, &acc)) {
 			set_invalid(r, chat ? "choices[0].message.content missing"
-					    : "choices[0].text missing");
+			                    : "choices[0].text missing");
 		} else {
 			u = cJSON_GetObjectItemCaseSensitive(o, "usage");
 			if (!cJSON_IsObject(u))
@@ -182,7 +183,7 @@ void hr_response_parse(struct hr_req *r, bool chat, bool stream)
 				take_usage(r, u);
 		}
 		cJSON_Delete(o);
-next:
+	next:
 		if (eol)
 			*eol = '\n';
 		if (eol && eol > line && eol[-1] == '\0')
@@ -276,7 +277,7 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 	const struct hr_scenario *sc = w->sc;
 	char url[512];
 	struct curl_slist *h = NULL;
-	struct rbuf b = { NULL, 0 };
+	struct rbuf b = {NULL, 0};
 	char *body;
 	double t0 = pd_now_s(), left = w->deadline - t0;
 	CURLcode cc;
@@ -284,7 +285,7 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 	if (left < 0.5)
 		left = 0.5;
 	snprintf(url, sizeof(url), "%s%s", w->base_url,
-		 sc->wl.chat ? "/v1/chat/completions" : "/v1/completions");
+	         sc->wl.chat ? "/v1/chat/completions" : "/v1/completions");
 	body = request_body(sc, r->prompt);
 	if (!body) {
 		snprintf(r->curl_err, sizeof(r->curl_err), "out of memory");
@@ -341,11 +342,16 @@ static void *worker(void *arg)
 }
 
 int hr_workload_run(const char *base_url, const struct hr_scenario *sc, struct hr_req *reqs,
-		    double deadline, volatile sig_atomic_t *stop,
-		    void (*progress)(int done, int total, void *ud), void *ud)
+                    double deadline, volatile sig_atomic_t *stop,
+                    void (*progress)(int done, int total, void *ud), void *ud)
 {
-	struct wctx w = { .base_url = base_url, .sc = sc, .reqs = reqs, .deadline = deadline,
-			  .stop = stop, .progress = progress, .ud = ud };
+	struct wctx w = {.base_url = base_url,
+	                 .sc = sc,
+	                 .reqs = reqs,
+	                 .deadline = deadline,
+	                 .stop = stop,
+	                 .progress = progress,
+	                 .ud = ud};
 	int nt = sc->wl.concurrency < sc->wl.requests ? sc->wl.concurrency : sc->wl.requests;
 	pthread_t *th = calloc((size_t)nt, sizeof(*th));
 	int started = 0;

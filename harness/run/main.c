@@ -35,21 +35,22 @@ struct args {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: pdkv run [options] [SCENARIO.json|DIR ...]\n"
-		"Runs 1P1D scenarios (prefill + decode stand-ins, proxy, metadata service) and\n"
-		"checks that decode really reused the KV prefill produced. No argument: the default\n"
-		"suite (scenarios/ next to the build, $PDKV_SCENARIOS, or ./scenarios).\n\n"
-		"  --list           list the scenarios and their checks, run nothing\n"
-		"  --filter SUBSTR  only scenarios whose name contains SUBSTR\n"
-		"  --json FILE      write the results as one JSON document\n"
-		"  --junit FILE     write JUnit XML (NOTRUN = skipped)\n"
-		"  --strict         NOTRUN counts as a failure\n"
-		"  --timeout S      per-scenario limit in seconds (default: scenario's, else 120)\n"
-		"  --workdir DIR    where per-scenario work dirs go (default $TMPDIR/pdkv-run.XXXXXX)\n"
-		"  --keep           keep every work dir (failed ones are always kept)\n"
-		"  -v               show every check's numbers, process logs' location\n\n"
-		"exit: 0 none failed, 1 any failed, 77 nothing could run, 2 usage error\n");
+	fprintf(
+	    f,
+	    "usage: pdkv run [options] [SCENARIO.json|DIR ...]\n"
+	    "Runs 1P1D scenarios (prefill + decode stand-ins, proxy, metadata service) and\n"
+	    "checks that decode really reused the KV prefill produced. No argument: the default\n"
+	    "suite (scenarios/ next to the build, $PDKV_SCENARIOS, or ./scenarios).\n\n"
+	    "  --list           list the scenarios and their checks, run nothing\n"
+	    "  --filter SUBSTR  only scenarios whose name contains SUBSTR\n"
+	    "  --json FILE      write the results as one JSON document\n"
+	    "  --junit FILE     write JUnit XML (NOTRUN = skipped)\n"
+	    "  --strict         NOTRUN counts as a failure\n"
+	    "  --timeout S      per-scenario limit in seconds (default: scenario's, else 120)\n"
+	    "  --workdir DIR    where per-scenario work dirs go (default $TMPDIR/pdkv-run.XXXXXX)\n"
+	    "  --keep           keep every work dir (failed ones are always kept)\n"
+	    "  -v               show every check's numbers, process logs' location\n\n"
+	    "exit: 0 none failed, 1 any failed, 77 nothing could run, 2 usage error\n");
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -88,8 +89,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			}
 			a->timeout_s = strtod(argv[++i], &end);
 			if (*end || end == argv[i] || a->timeout_s <= 0) {
-				fprintf(stderr, "pdkv run: --timeout: expected seconds > 0, got \"%s\"\n",
-					argv[i]);
+				fprintf(stderr,
+				        "pdkv run: --timeout: expected seconds > 0, got \"%s\"\n",
+				        argv[i]);
 				return 2;
 			}
 		} else if (s[0] == '-' && s[1]) {
@@ -206,9 +208,9 @@ int main(int argc, char **argv)
 	char **files = NULL;
 	size_t nfiles = 0, nsc = 0;
 	struct hr_scenario *sc = NULL;
-	struct hr_report rep = { 0 };
-	struct hr_opts o = { 0 };
-	struct sigaction sa = { 0 };
+	struct hr_report rep = {0};
+	struct hr_opts o = {0};
+	struct sigaction sa = {0};
 	bool made_workdir = false, any_kept = false;
 	size_t passed = 0, failed = 0, notrun = 0;
 	double t0 = pd_now_s();
@@ -223,8 +225,10 @@ int main(int argc, char **argv)
 	if (a.nfiles == 0) {
 		const char *dir = default_suite(sbuf, sizeof(sbuf));
 		if (list_dir(dir, &files, &nfiles) || nfiles == 0) {
-			fprintf(stderr, "pdkv run: no scenario files in %s (set PDKV_SCENARIOS or name "
-					"files)\n", dir);
+			fprintf(stderr,
+			        "pdkv run: no scenario files in %s (set PDKV_SCENARIOS or name "
+			        "files)\n",
+			        dir);
 			free(a.files);
 			return EXIT_SKIP;
 		}
@@ -271,9 +275,10 @@ int main(int argc, char **argv)
 			       sc[i].protocol);
 			for (size_t k = 0; k < sc[i].nchecks; k++)
 				printf(" %s%s", sc[i].checks[k],
-				       sc[i].expect_fail && !strcmp(sc[i].expect_fail, sc[i].checks[k])
-					       ? "(must fail)"
-					       : "");
+				       sc[i].expect_fail &&
+				               !strcmp(sc[i].expect_fail, sc[i].checks[k])
+				           ? "(must fail)"
+				           : "");
 			printf("\n    %s\n", sc[i].description);
 		}
 		ret = rep.n ? 1 : 0;
@@ -281,7 +286,7 @@ int main(int argc, char **argv)
 	}
 	if (nsc == 0 && rep.n == 0) {
 		fprintf(stderr, "pdkv run: no scenario matches%s%s\n", a.filter ? " --filter " : "",
-			a.filter ? a.filter : "");
+		        a.filter ? a.filter : "");
 		ret = EXIT_SKIP;
 		goto out;
 	}
@@ -319,7 +324,8 @@ int main(int argc, char **argv)
 	o.progress = stderr;
 	o.progress_tty = isatty(2) && !a.verbose;
 	o.stop = &g_stop;
-	fprintf(stderr, "# pdkv run: %zu scenario%s, work dir %s\n", nsc, nsc == 1 ? "" : "s", wbuf);
+	fprintf(stderr, "# pdkv run: %zu scenario%s, work dir %s\n", nsc, nsc == 1 ? "" : "s",
+	        wbuf);
 
 	for (size_t i = 0; i < rep.n; i++) /* the files that did not parse */
 		hr_report_line(stdout, &rep.v[i], a.verbose);
@@ -332,7 +338,8 @@ int main(int argc, char **argv)
 			char why[sizeof(r->reason)];
 			snprintf(why, sizeof(why), "%s", r->reason);
 			r->status = HR_FAIL;
-			snprintf(r->reason, sizeof(r->reason), "NOTRUN under --strict: %.990s", why);
+			snprintf(r->reason, sizeof(r->reason), "NOTRUN under --strict: %.990s",
+			         why);
 		}
 		hr_report_line(stdout, r, a.verbose);
 	}
@@ -355,7 +362,7 @@ int main(int argc, char **argv)
 		rmdir(wbuf);
 	else if (any_kept)
 		fprintf(stdout, "# logs of failed%s scenarios are kept under %s\n",
-			a.keep ? " and passed" : "", wbuf);
+		        a.keep ? " and passed" : "", wbuf);
 	hr_report_summary(stdout, &rep);
 	if (failed || rep.interrupted)
 		ret = 1;

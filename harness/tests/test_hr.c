@@ -26,7 +26,7 @@ static void expect_parse_error(const char *json, const char *want)
 	int r = hr_scenario_parse("dir/s.json", json, &sc, err, sizeof(err));
 	if (r == 0 || !strstr(err, want)) {
 		print_error("parse of %s\n  gave %d \"%s\"\n  wanted an error containing \"%s\"\n",
-			    json, r, err, want);
+		            json, r, err, want);
 		if (r == 0)
 			hr_scenario_free(&sc);
 		fail();
@@ -53,10 +53,10 @@ static void test_parse_defaults(void **state)
 	assert_null(sc.expect_fail);
 	/* the kv-transfer-config of each side gets role and rank */
 	assert_string_equal(cJSON_GetObjectItem(sc.kv_prefill, "kv_role")->valuestring,
-			    "kv_producer");
+	                    "kv_producer");
 	assert_int_equal(cJSON_GetObjectItem(sc.kv_decode, "kv_rank")->valueint, 1);
 	assert_string_equal(cJSON_GetObjectItem(sc.mooncake, "metadata_server")->valuestring,
-			    "${METADATA}");
+	                    "${METADATA}");
 	hr_scenario_free(&sc);
 }
 
@@ -65,14 +65,14 @@ static void test_parse_full(void **state)
 	struct hr_scenario sc;
 	char err[512] = "";
 	const char *js =
-		"{\"name\":\"full\",\"metadata\":\"p2p\",\"protocol\":\"rdma\","
-		"\"topology\":{\"prefill\":\"127.0.0.2\",\"decode\":\"127.0.0.3\"},"
-		"\"kv_transfer_config\":{\"kv_buffer_size\":1e6},"
-		"\"standin_args\":[\"--ns-per-token\",\"10\"],\"prefill_args\":[\"--fault\",\"drop\"],"
-		"\"workload\":{\"requests\":5,\"prompt_tokens\":[10,20],\"stream\":true,"
-		"\"endpoint\":\"chat\",\"concurrency\":3},"
-		"\"checks\":[\"http_ok\",\"kv_reused\"],\"expect_fail\":{\"check\":\"kv_reused\"},"
-		"\"timeout_s\":9}";
+	    "{\"name\":\"full\",\"metadata\":\"p2p\",\"protocol\":\"rdma\","
+	    "\"topology\":{\"prefill\":\"127.0.0.2\",\"decode\":\"127.0.0.3\"},"
+	    "\"kv_transfer_config\":{\"kv_buffer_size\":1e6},"
+	    "\"standin_args\":[\"--ns-per-token\",\"10\"],\"prefill_args\":[\"--fault\",\"drop\"],"
+	    "\"workload\":{\"requests\":5,\"prompt_tokens\":[10,20],\"stream\":true,"
+	    "\"endpoint\":\"chat\",\"concurrency\":3},"
+	    "\"checks\":[\"http_ok\",\"kv_reused\"],\"expect_fail\":{\"check\":\"kv_reused\"},"
+	    "\"timeout_s\":9}";
 	(void)state;
 	assert_int_equal(hr_scenario_parse("a.json", js, &sc, err, sizeof(err)), 0);
 	assert_int_equal(sc.meta, HR_META_P2P);
@@ -87,11 +87,12 @@ static void test_parse_full(void **state)
 	assert_true(sc.timeout_s == 9);
 	assert_true(cJSON_GetObjectItem(sc.kv_decode, "kv_buffer_size")->valuedouble == 1e6);
 	hr_scenario_free(&sc);
-	assert_int_equal(hr_scenario_parse("a.json",
-					   "{\"name\":\"g\",\"metadata\":\"etcd\",\"workload\":"
-					   "{\"requests\":3,\"prompts\":[\"San Francisco is a\",\"x\"]}}",
-					   &sc, err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    hr_scenario_parse("a.json",
+	                      "{\"name\":\"g\",\"metadata\":\"etcd\",\"workload\":"
+	                      "{\"requests\":3,\"prompts\":[\"San Francisco is a\",\"x\"]}}",
+	                      &sc, err, sizeof(err)),
+	    0);
 	assert_int_equal(sc.wl.nprompts, 2);
 	assert_int_equal(sc.wl.prompt_tokens[0], 18); /* one token per byte */
 	assert_int_equal(sc.wl.prompt_tokens[2], 18);
@@ -103,7 +104,7 @@ static void test_parse_range_deterministic(void **state)
 	struct hr_scenario a, b;
 	char err[512];
 	const char *js = "{\"name\":\"r\",\"metadata\":\"http\",\"workload\":{\"requests\":50,"
-			 "\"prompt_tokens\":{\"min\":5,\"max\":9}}}";
+	                 "\"prompt_tokens\":{\"min\":5,\"max\":9}}}";
 	bool lo = false, hi = false;
 	(void)state;
 	assert_int_equal(hr_scenario_parse("a.json", js, &a, err, sizeof(err)), 0);
@@ -127,49 +128,50 @@ static void test_parse_errors(void **state)
 	expect_parse_error("{\"metadata\":\"etcd\"}", "name: missing");
 	expect_parse_error("{\"name\":\"a b\",\"metadata\":\"etcd\"}", "name: \"a b\"");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"zk\"}",
-			   "metadata: expected etcd, redis, http or p2p, got \"zk\"");
+	                   "metadata: expected etcd, redis, http or p2p, got \"zk\"");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"protocol\":\"udp\"}",
-			   "protocol: expected \"tcp\" or \"rdma\"");
+	                   "protocol: expected \"tcp\" or \"rdma\"");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"chekcs\":[]}",
-			   "chekcs: unknown key");
+	                   "chekcs: unknown key");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"requests\":0}}",
-			   "workload.requests: expected an integer 1..100000, got 0");
+	                   "workload.requests: expected an integer 1..100000, got 0");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"stream\":1}}",
-			   "workload.stream: expected true or false");
-	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"endpoint\":\"x\"}}",
-			   "workload.endpoint: expected \"completions\" or \"chat\"");
+	                   "workload.stream: expected true or false");
+	expect_parse_error(
+	    "{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"endpoint\":\"x\"}}",
+	    "workload.endpoint: expected \"completions\" or \"chat\"");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"prompt_tokens\":"
-			   "{\"min\":9,\"max\":3}}}",
-			   "workload.prompt_tokens: max 3 is below min 9");
+	                   "{\"min\":9,\"max\":3}}}",
+	                   "workload.prompt_tokens: max 3 is below min 9");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"prompt_tokens\":"
-			   "[1,\"x\"]}}",
-			   "workload.prompt_tokens: element 1");
+	                   "[1,\"x\"]}}",
+	                   "workload.prompt_tokens: element 1");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"checks\":[\"kv_reuse\"]}",
-			   "checks: element 0: \"kv_reuse\" is not a check (known: startup");
+	                   "checks: element 0: \"kv_reuse\" is not a check (known: startup");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"checks\":[\"http_ok\"],"
-			   "\"expect_fail\":{\"check\":\"integrity\"}}",
-			   "expect_fail.check: \"integrity\" is not in this scenario's checks");
+	                   "\"expect_fail\":{\"check\":\"integrity\"}}",
+	                   "expect_fail.check: \"integrity\" is not in this scenario's checks");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"topology\":{\"decode\":"
-			   "\"10.0.0.1\"}}",
-			   "topology.decode: expected a loopback IPv4 address");
+	                   "\"10.0.0.1\"}}",
+	                   "topology.decode: expected a loopback IPv4 address");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"mooncake\":{\"prefill_url\":"
-			   "\"${PREFIL_HOST}:1\"}}",
-			   "mooncake.prefill_url: unknown variable ${PREFIL_HOST}");
+	                   "\"${PREFIL_HOST}:1\"}}",
+	                   "mooncake.prefill_url: unknown variable ${PREFIL_HOST}");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"mooncake\":\"nope.json\"}",
-			   "mooncake: cannot read fixture dir/nope.json");
+	                   "mooncake: cannot read fixture dir/nope.json");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"kv_transfer_config\":"
-			   "{\"prefill\":{}}}",
-			   "kv_transfer_config.decode: missing");
+	                   "{\"prefill\":{}}}",
+	                   "kv_transfer_config.decode: missing");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"standin_args\":[1]}",
-			   "standin_args: expected an array of strings");
+	                   "standin_args: expected an array of strings");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"prompts\":"
-			   "[\"a\"],\"prompt_tokens\":[1]}}",
-			   "workload.prompts: give prompts or prompt_tokens, not both");
+	                   "[\"a\"],\"prompt_tokens\":[1]}}",
+	                   "workload.prompts: give prompts or prompt_tokens, not both");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"prompts\":"
-			   "[\"a\",\"\"]}}",
-			   "workload.prompts: element 1: expected a non-empty string");
+	                   "[\"a\",\"\"]}}",
+	                   "workload.prompts: element 1: expected a non-empty string");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"timeout_s\":-1}",
-			   "timeout_s: expected seconds > 0");
+	                   "timeout_s: expected seconds > 0");
 }
 
 static void test_fixture_file(void **state)
@@ -182,19 +184,20 @@ static void test_fixture_file(void **state)
 	snprintf(path, sizeof(path), "%s/mc.json", dir);
 	assert_int_equal(pd_write_file(path, mc, strlen(mc)), 0);
 	snprintf(path, sizeof(path), "%s/s.json", dir);
-	assert_int_equal(hr_scenario_parse(path, "{\"name\":\"f\",\"metadata\":\"etcd\","
-						 "\"mooncake\":\"mc.json\"}",
-					   &sc, err, sizeof(err)),
-			 0);
+	assert_int_equal(hr_scenario_parse(path,
+	                                   "{\"name\":\"f\",\"metadata\":\"etcd\","
+	                                   "\"mooncake\":\"mc.json\"}",
+	                                   &sc, err, sizeof(err)),
+	                 0);
 	assert_string_equal(cJSON_GetObjectItem(sc.mooncake, "prefill_url")->valuestring,
-			    "${PREFILL_HOST}:${PORT_A}");
+	                    "${PREFILL_HOST}:${PORT_A}");
 	hr_scenario_free(&sc);
 	assert_int_equal(pd_rm_rf(dir), 0);
 }
 
 static void test_subst(void **state)
 {
-	struct hr_vars v = { 0 };
+	struct hr_vars v = {0};
 	char err[256] = "", *s;
 	cJSON *t, *o;
 	(void)state;
@@ -211,13 +214,15 @@ static void test_subst(void **state)
 	assert_null(hr_subst(&v, "${DECODE_HOST}", err, sizeof(err)));
 	assert_non_null(strstr(err, "${DECODE_HOST} has no value"));
 	assert_null(hr_subst(&v, "a${PORT_KV", err, sizeof(err)));
-	t = cJSON_Parse("{\"a\":\"${PORT_KV}\",\"b\":[\"${PORT_KV}\",{\"c\":\"${PORT_KV}\"}],\"n\":1}");
+	t = cJSON_Parse(
+	    "{\"a\":\"${PORT_KV}\",\"b\":[\"${PORT_KV}\",{\"c\":\"${PORT_KV}\"}],\"n\":1}");
 	o = hr_subst_json(&v, t, err, sizeof(err));
 	assert_non_null(o);
 	assert_string_equal(cJSON_GetObjectItem(o, "a")->valuestring, "20001");
 	assert_string_equal(
-		cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "b"), 1), "c")->valuestring,
-		"20001");
+	    cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "b"), 1), "c")
+	        ->valuestring,
+	    "20001");
 	/* the identical-URL layout keeps identical URLs: same variable, same value */
 	cJSON_Delete(t);
 	cJSON_Delete(o);
@@ -242,12 +247,12 @@ static void test_metrics_parse(void **state)
 {
 	struct hr_metrics m;
 	const char *txt = "# HELP pdkv_kv_reused_tokens_total x\n"
-			  "# TYPE pdkv_kv_reused_tokens_total counter\n"
-			  "pdkv_kv_reused_tokens_total 4096\n"
-			  "vllm:prompt_tokens_total{model_name=\"a}b\"} 10\n"
-			  "vllm:prompt_tokens_total{model_name=\"c\"} 5 1700000000\n"
-			  "\n"
-			  "g 1.5e3\n";
+	                  "# TYPE pdkv_kv_reused_tokens_total counter\n"
+	                  "pdkv_kv_reused_tokens_total 4096\n"
+	                  "vllm:prompt_tokens_total{model_name=\"a}b\"} 10\n"
+	                  "vllm:prompt_tokens_total{model_name=\"c\"} 5 1700000000\n"
+	                  "\n"
+	                  "g 1.5e3\n";
 	(void)state;
 	assert_int_equal(hr_metrics_parse(txt, &m), 0);
 	assert_true(hr_metrics_get(&m, "pdkv_kv_reused_tokens_total") == 4096);
@@ -280,16 +285,18 @@ static void test_response_parse(void **state)
 {
 	struct hr_req r;
 	(void)state;
-	parse_body(&r, "{\"object\":\"text_completion\",\"choices\":[{\"text\":\"abc\"}],"
-		       "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}",
-		   false, false);
+	parse_body(&r,
+	           "{\"object\":\"text_completion\",\"choices\":[{\"text\":\"abc\"}],"
+	           "\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}",
+	           false, false);
 	assert_null(r.invalid);
 	assert_string_equal(r.text, "abc");
 	assert_int_equal(r.usage_prompt, 7);
 	clear_req(&r);
-	parse_body(&r, "{\"object\":\"chat.completion\",\"choices\":[{\"message\":{\"role\":"
-		       "\"assistant\",\"content\":\"hi\"}}],\"usage\":{\"prompt_tokens\":2}}",
-		   true, false);
+	parse_body(&r,
+	           "{\"object\":\"chat.completion\",\"choices\":[{\"message\":{\"role\":"
+	           "\"assistant\",\"content\":\"hi\"}}],\"usage\":{\"prompt_tokens\":2}}",
+	           true, false);
 	assert_null(r.invalid);
 	assert_string_equal(r.text, "hi");
 	clear_req(&r);
@@ -297,30 +304,31 @@ static void test_response_parse(void **state)
 	assert_non_null(strstr(r.invalid, "\"object\" is \"error\""));
 	clear_req(&r);
 	parse_body(&r, "{\"object\":\"text_completion\",\"choices\":[{\"text\":\"a\"}]}", false,
-		   false);
+	           false);
 	assert_string_equal(r.invalid, "usage block missing");
 	clear_req(&r);
 	/* SSE chat: role delta, content deltas, usage chunk, [DONE] */
-	parse_body(&r,
-		   "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"delta\":{\"role\":"
-		   "\"assistant\"}}]}\r\n\r\n"
-		   "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"delta\":{\"content\":"
-		   "\"he\"}}]}\n\n"
-		   "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"delta\":{\"content\":"
-		   "\"llo\"}}]}\n\n"
-		   "data: {\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":"
-		   "{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\n"
-		   "data: [DONE]\n\n",
-		   true, true);
+	parse_body(
+	    &r,
+	    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"delta\":{\"role\":"
+	    "\"assistant\"}}]}\r\n\r\n"
+	    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"delta\":{\"content\":"
+	    "\"he\"}}]}\n\n"
+	    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"delta\":{\"content\":"
+	    "\"llo\"}}]}\n\n"
+	    "data: {\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":"
+	    "{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\n"
+	    "data: [DONE]\n\n",
+	    true, true);
 	assert_null(r.invalid);
 	assert_string_equal(r.text, "hello");
 	assert_true(r.done_marker);
 	assert_int_equal(r.usage_prompt, 9);
 	clear_req(&r);
 	parse_body(&r,
-		   "data: {\"object\":\"text_completion\",\"choices\":[{\"text\":\"x\"}],\"usage\":"
-		   "{\"prompt_tokens\":1}}\n\n",
-		   false, true);
+	           "data: {\"object\":\"text_completion\",\"choices\":[{\"text\":\"x\"}],\"usage\":"
+	           "{\"prompt_tokens\":1}}\n\n",
+	           false, true);
 	assert_string_equal(r.invalid, "stream did not end with data: [DONE]");
 	clear_req(&r);
 	parse_body(&r, "data: [DONE]\n\ndata: {}\n\n", false, true);
@@ -330,7 +338,8 @@ static void test_response_parse(void **state)
 
 static void test_prompt_text(void **state)
 {
-	char *a = hr_prompt_text(3, 100, 7), *b = hr_prompt_text(3, 100, 7), *c = hr_prompt_text(4, 100, 7);
+	char *a = hr_prompt_text(3, 100, 7), *b = hr_prompt_text(3, 100, 7),
+	     *c = hr_prompt_text(4, 100, 7);
 	(void)state;
 	/* one token per byte in pdkv's fake model */
 	assert_int_equal(strlen(a), 100);
@@ -346,7 +355,7 @@ static void test_prompt_text(void **state)
 
 /* Canned metrics and answers for the checks. */
 static void canned(struct hr_run_data *rd, struct hr_req *reqs, struct hr_req *plain, double reused,
-		   double recomputed, double cks)
+                   double recomputed, double cks)
 {
 	char txt[512];
 	memset(rd, 0, sizeof(*rd));
@@ -364,12 +373,12 @@ static void canned(struct hr_run_data *rd, struct hr_req *reqs, struct hr_req *p
 	rd->nreqs = 2;
 	rd->have_metrics = true;
 	hr_metrics_parse("pdkv_kv_reused_tokens_total 100\npdkv_kv_recomputed_tokens_total 0\n"
-			 "pdkv_kv_checksum_failures_total 0\n",
-			 &rd->d_before);
+	                 "pdkv_kv_checksum_failures_total 0\n",
+	                 &rd->d_before);
 	snprintf(txt, sizeof(txt),
-		 "pdkv_kv_reused_tokens_total %g\npdkv_kv_recomputed_tokens_total %g\n"
-		 "pdkv_kv_checksum_failures_total %g\n",
-		 100 + reused, recomputed, cks);
+	         "pdkv_kv_reused_tokens_total %g\npdkv_kv_recomputed_tokens_total %g\n"
+	         "pdkv_kv_checksum_failures_total %g\n",
+	         100 + reused, recomputed, cks);
 	hr_metrics_parse(txt, &rd->d_after);
 }
 
@@ -445,9 +454,9 @@ static void fill_report(struct hr_report *rep, struct hr_result *v, struct hr_ch
 {
 	memset(rep, 0, sizeof(*rep));
 	memset(v, 0, 3 * sizeof(*v));
-	cr[0] = (struct hr_check_result){ .name = "kv_reused", .pass = false };
+	cr[0] = (struct hr_check_result){.name = "kv_reused", .pass = false};
 	snprintf(cr[0].detail, sizeof(cr[0].detail), "decode reused 0 of 4096 <&\"'> \x01");
-	cr[1] = (struct hr_check_result){ .name = "http_ok", .pass = true };
+	cr[1] = (struct hr_check_result){.name = "http_ok", .pass = true};
 	snprintf(cr[1].detail, sizeof(cr[1].detail), "2 of 2");
 	v[0].name = "a";
 	v[0].path = "s/a.json";
@@ -487,13 +496,16 @@ static void test_report_json(void **state)
 	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
 	o = cJSON_Parse(txt);
 	assert_non_null(o);
-	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "summary"), "failed")->valueint, 1);
-	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "summary"), "notrun")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "summary"), "failed")->valueint,
+	                 1);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "summary"), "notrun")->valueint,
+	                 1);
 	sc = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "scenarios"), 1);
 	assert_string_equal(cJSON_GetObjectItem(sc, "status")->valuestring, "FAIL");
-	assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(sc, "checks"), 0),
-						   "detail")->valuestring,
-			       "reused 0 of 4096"));
+	assert_non_null(strstr(
+	    cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(sc, "checks"), 0), "detail")
+	        ->valuestring,
+	    "reused 0 of 4096"));
 	cJSON_Delete(o);
 	free(txt);
 	unlink(path);
@@ -515,13 +527,16 @@ static void test_report_junit_and_text(void **state)
 	close(fd);
 	assert_int_equal(hr_report_junit(path, &rep), 0);
 	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
-	assert_non_null(strstr(txt, "<testsuites name=\"pdkv run\" tests=\"3\" failures=\"1\" skipped=\"1\""));
+	assert_non_null(
+	    strstr(txt, "<testsuites name=\"pdkv run\" tests=\"3\" failures=\"1\" skipped=\"1\""));
 	assert_non_null(strstr(txt, "name=\"b&amp;c\""));
-	assert_non_null(strstr(txt, "<failure type=\"kv_reused\" message=\"kv_reused: decode reused 0 of 4096 &lt;&amp;&quot;&apos;&gt;  \""));
+	assert_non_null(strstr(txt, "<failure type=\"kv_reused\" message=\"kv_reused: decode "
+	                            "reused 0 of 4096 &lt;&amp;&quot;&apos;&gt;  \""));
 	assert_non_null(strstr(txt, "<skipped message=\"no RDMA device\"/>"));
 	assert_null(strchr(txt, '\x01'));
 	/* well-formed XML when xmllint is around */
-	snprintf(cmd, sizeof(cmd), "command -v xmllint >/dev/null || exit 0; xmllint --noout %s", path);
+	snprintf(cmd, sizeof(cmd), "command -v xmllint >/dev/null || exit 0; xmllint --noout %s",
+	         path);
 	assert_int_equal(system(cmd), 0);
 	free(txt);
 	unlink(path);
@@ -531,7 +546,9 @@ static void test_report_junit_and_text(void **state)
 		hr_report_line(f, &v[i], false);
 	hr_report_summary(f, &rep);
 	fclose(f);
-	assert_non_null(strstr(buf, "a                                                               PASS     0.0s\n"));
+	assert_non_null(strstr(
+	    buf,
+	    "a                                                               PASS     0.0s\n"));
 	/* the failing check and its numbers, once */
 	assert_non_null(strstr(buf, "    # kv_reused: decode reused 0 of 4096"));
 	assert_null(strstr(buf, "# kv_reused: FAIL:"));
@@ -544,7 +561,7 @@ static void test_report_junit_and_text(void **state)
 
 static void test_capability(void **state)
 {
-	struct hr_scenario sc = { 0 };
+	struct hr_scenario sc = {0};
 	char buf[256], dir[] = "/tmp/test_hr_ib.XXXXXX", sub[128];
 	(void)state;
 	sc.protocol = "tcp";
@@ -564,20 +581,20 @@ static void test_capability(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_defaults),
-		cmocka_unit_test(test_parse_full),
-		cmocka_unit_test(test_parse_range_deterministic),
-		cmocka_unit_test(test_parse_errors),
-		cmocka_unit_test(test_fixture_file),
-		cmocka_unit_test(test_subst),
-		cmocka_unit_test(test_port_block),
-		cmocka_unit_test(test_metrics_parse),
-		cmocka_unit_test(test_response_parse),
-		cmocka_unit_test(test_prompt_text),
-		cmocka_unit_test(test_checks),
-		cmocka_unit_test(test_report_json),
-		cmocka_unit_test(test_report_junit_and_text),
-		cmocka_unit_test(test_capability),
+	    cmocka_unit_test(test_parse_defaults),
+	    cmocka_unit_test(test_parse_full),
+	    cmocka_unit_test(test_parse_range_deterministic),
+	    cmocka_unit_test(test_parse_errors),
+	    cmocka_unit_test(test_fixture_file),
+	    cmocka_unit_test(test_subst),
+	    cmocka_unit_test(test_port_block),
+	    cmocka_unit_test(test_metrics_parse),
+	    cmocka_unit_test(test_response_parse),
+	    cmocka_unit_test(test_prompt_text),
+	    cmocka_unit_test(test_checks),
+	    cmocka_unit_test(test_report_json),
+	    cmocka_unit_test(test_report_junit_and_text),
+	    cmocka_unit_test(test_capability),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
