@@ -2,7 +2,8 @@
 # tier-guest.sh — the rxe tier's steps, run INSIDE the Soft-RoCE guest (pair setup: rxe0 on
 # 10.77.0.1, rxe1 on 10.77.0.2) by run-rxe-tier.sh. One "PASS|FAIL|NOTRUN <step> (<s>s) detail"
 # line per step; the last line is "rxe tier: PASS|FAIL (...)". Exit 0 only if no step failed.
-# Env: BUILD (build dir, default build), RXE_BW_MB (MiB moved per bandwidth run, default 64).
+# Env: BUILD (build dir, default build), RXE_BW_MB (MiB per engine/ib_write_bw bandwidth run,
+# default 64), RXE_BENCH_S (pdkv bench seconds per operation, default 3).
 set -u
 BUILD=${BUILD:-build}
 BW_MB=${RXE_BW_MB:-64}
@@ -61,14 +62,44 @@ done
 [ $ntests -gt 0 ] || result FAIL rdma_tests "$(now)" "no $BUILD/tests/test_rdma_* built"
 ENGINE_BW=$(awk '/^bw:/{print $2; exit}' $LOG/test_rdma_engine.log 2>/dev/null)
 
-# 4. pdkv bench --protocol=rdma --check between rxe1 (target) and rxe0 (initiator)
+# 4. ib_write_bw on the same pair, same message size (64 KiB = MC_SLICE_SIZE), same volume;
+# run twice (before and after bench) and averaged: TCG timing drifts with host load
+N=$((BW_MB * 16))
+ibwbw() { # ibwbw LOGFILE -> prints BW average (MiB/s) or nothing
+	local sp crc src
+	timeout 120 ib_write_bw -d rxe1 -x 1 -s 65536 -n $N -F >"$1.srv" 2>&1 &
+	sp=$!
+	sleep 1
+	timeout 120 ib_write_bw -d rxe0 -x 1 -s 65536 -n $N -F 10.77.0.2 >"$1" 2>&1
+	crc=$?
+	wait $sp
+	src=$?
+	# columns: #bytes #iterations BW_peak[MB/sec] BW_average[MB/sec] MsgRate[Mpps]
+	[ $crc = 0 ] && [ $src = 0 ] && awk '$1==65536 && NF>=5 {print $4; exit}' "$1"
+}
+perftest_step() { # perftest_step N
+	local t0 bw
+	t0=$(now)
+	bw=$(ibwbw $LOG/ibwbw$1.log)
+	[ -n "$bw" ] || bw=$(ibwbw $LOG/ibwbw$1.log) # rxe under TCG: one retry
+	if [ -n "$bw" ]; then
+		PERF_RUNS="$PERF_RUNS $bw"
+		result PASS ib_write_bw_$1 "$t0" "$bw MB/s (perftest MB = 2^20 B; rxe0 -> rxe1, 64 KiB x $N)"
+	else
+		result FAIL ib_write_bw_$1 "$t0" "perftest failed twice"; tail -6 $LOG/ibwbw$1.log | sed 's/^/    | /'
+	fi
+}
+PERF_RUNS=
+perftest_step 1
+
+# 5. pdkv bench --protocol=rdma --check between rxe1 (target) and rxe0 (initiator)
 BENCH_BW=
 t0=$(now)
 if [ -x $W/bin/pdkv-bench ]; then
-	if bash "$SRC/ci/rxe/bench-pair.sh" rdma rxe1 10.77.0.2 rxe0 10.77.0.1 "$BW_MB" \
-		>$LOG/bench.log 2>&1; then
+	if timeout 120 bash "$SRC/ci/rxe/bench-pair.sh" rdma rxe1 10.77.0.2 rxe0 10.77.0.1 \
+		"${RXE_BENCH_S:-3}" >$LOG/bench.log 2>&1; then
 		BENCH_BW=$(awk '/^pair-bw:/{print $2; exit}' $LOG/bench.log)
-		result PASS pdkv_bench_rdma_check "$t0" "${BENCH_BW:-?} MB/s, data checked"
+		result PASS pdkv_bench_rdma_check "$t0" "write ${BENCH_BW:-?} MB/s, read $(awk '/^pair-bw:/{print $3; exit}' $LOG/bench.log) MB/s, 0 wrong bytes"
 	else
 		result FAIL pdkv_bench_rdma_check "$t0" "see below"; tail -25 $LOG/bench.log | sed 's/^/    | /'
 	fi
@@ -76,23 +107,9 @@ else
 	result NOTRUN pdkv_bench_rdma_check "$t0" "pdkv-bench not built yet"
 fi
 
-# 5. ib_write_bw on the same pair, same message size (64 KiB = MC_SLICE_SIZE), same volume
-t0=$(now)
-N=$((BW_MB * 16))
-timeout 120 ib_write_bw -d rxe1 -x 1 -s 65536 -n $N -F >$LOG/ibwbw-srv.log 2>&1 &
-sp=$!
-sleep 1
-timeout 120 ib_write_bw -d rxe0 -x 1 -s 65536 -n $N -F 10.77.0.2 >$LOG/ibwbw.log 2>&1
-crc=$?
-wait $sp
-src=$?
-# columns: #bytes #iterations BW_peak[MB/sec] BW_average[MB/sec] MsgRate[Mpps]
-PERF_BW=$(awk '$1==65536 && NF>=5 {print $4; exit}' $LOG/ibwbw.log)
-if [ $crc = 0 ] && [ $src = 0 ] && [ -n "$PERF_BW" ]; then
-	result PASS ib_write_bw "$t0" "$PERF_BW MB/s (rxe0 -> rxe1, 64 KiB x $N)"
-else
-	result FAIL ib_write_bw "$t0" "client rc=$crc server rc=$src"; tail -8 $LOG/ibwbw.log | sed 's/^/    | /'
-fi
+
+perftest_step 2
+PERF_BW=$(echo $PERF_RUNS | awk '{s = 0; for (i = 1; i <= NF; i++) s += $i; if (NF) printf "%.2f", s / NF}')
 
 # 6. the ratio (goal >= 90% of ib_write_bw); perftest reports MB/s in 2^20 bytes
 ratio_line() { # ratio_line NAME BW_MB_per_s(1e6)

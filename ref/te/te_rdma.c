@@ -6,6 +6,7 @@
 #include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,26 @@ static int poll_cq(struct te_rdma_ctx *c)
 	return n < 0 ? 0 : n;
 }
 
+/* Sleeps up to 1 ms for a completion event (new slices wait at most that long). Spinning
+ * instead starves the NIC's own processing on small hosts (Soft-RoCE runs in the kernel). */
+static void wait_cq(struct te_rdma_ctx *c)
+{
+	struct pollfd pfd = { .fd = c->chan->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	if (!c->cq_armed) {
+		if (ibv_req_notify_cq(c->cq, 0))
+			return;
+		c->cq_armed = 1;
+		return; /* the caller polls once more: a completion may predate the arming */
+	}
+	if (poll(&pfd, 1, 1) == 1 && ibv_get_cq_event(c->chan, &cq, &cq_ctx) == 0) {
+		ibv_ack_cq_events(cq, 1);
+		c->cq_armed = 0;
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct te_rdma_ctx *c = arg;
@@ -368,8 +389,9 @@ static void *worker_main(void *arg)
 
 		if (post_pending(c, &pending) + poll_cq(c) > 0) {
 			idle = 0;
-		} else if (++idle > 64) {
-			sched_yield(); /* WRs in flight: keep polling, but let rxe/softirq run */
+		} else if (++idle > 16) {
+			wait_cq(c); /* WRs in flight: sleep until a completion, leave the CPU to rxe */
+			idle = 0;
 		}
 	}
 	/* stopping: end what is queued; WRs in flight are flushed by the QPs' ERR state */

@@ -38,6 +38,8 @@ struct te_rdma_ctx {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	struct ibv_comp_channel *chan; /* the worker sleeps on it when WRs are in flight */
+	int cq_armed;                  /* ibv_req_notify_cq issued, event not yet consumed */
 	uint8_t port;
 	int gid_index;
 	union ibv_gid gid;

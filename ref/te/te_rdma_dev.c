@@ -3,6 +3,7 @@
 #include "te_rdma.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +183,10 @@ static int open_ctx(struct te_rdma *tr, struct ibv_device *dev, struct te_rdma_c
 		c->max_rd_atomic = 1;
 	c->cq_depth = cfg->max_cqe < da.max_cqe ? cfg->max_cqe : da.max_cqe;
 	c->pd = ibv_alloc_pd(c->ctx);
-	c->cq = c->pd ? ibv_create_cq(c->ctx, c->cq_depth, NULL, NULL, 0) : NULL;
+	c->chan = c->pd ? ibv_create_comp_channel(c->ctx) : NULL;
+	if (c->chan)
+		fcntl(c->chan->fd, F_SETFL, fcntl(c->chan->fd, F_GETFL) | O_NONBLOCK);
+	c->cq = c->chan ? ibv_create_cq(c->ctx, c->cq_depth, NULL, c->chan, 0) : NULL;
 	if (!c->cq) {
 		pd_err("rdma: %s: cannot allocate PD/CQ of %d entries: %s", c->name, c->cq_depth,
 		       strerror(errno));
@@ -200,6 +204,9 @@ void te_rdma_close_ctx(struct te_rdma_ctx *c)
 {
 	if (c->cq)
 		ibv_destroy_cq(c->cq);
+	if (c->chan)
+		ibv_destroy_comp_channel(c->chan);
+	c->chan = NULL;
 	if (c->pd)
 		ibv_dealloc_pd(c->pd);
 	if (c->ctx)
