@@ -43,8 +43,28 @@ static void metric(struct buf *b, const char *name, const char *type, const char
 	bput(b, "# HELP %s %s\n# TYPE %s %s\n%s%s %llu\n", name, help, name, type, name, labels, v);
 }
 
+/* Prometheus label value: backslash, double quote and newline escaped. */
+static void label_escape(const char *in, char *out, size_t outsz)
+{
+	size_t k = 0;
+
+	for (; *in && k + 3 < outsz; in++) {
+		if (*in == '\\' || *in == '"') {
+			out[k++] = '\\';
+			out[k++] = *in;
+		} else if (*in == '\n') {
+			out[k++] = '\\';
+			out[k++] = 'n';
+		} else {
+			out[k++] = *in;
+		}
+	}
+	out[k] = 0;
+}
+
 char *sa_metrics_text(struct sa *s)
 {
+	char model[256];
 	struct buf b = { 0 };
 	struct kvc_stats t, st;
 	char lbl[300];
@@ -102,7 +122,8 @@ char *sa_metrics_text(struct sa *s)
 	       t.buffer_bytes);
 	metric(&b, "pdkv_kvc_buffer_items", "gauge", "Producer buffer items held now.", "",
 	       t.buffer_items);
-	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\"}", s->o.served[0]);
+	label_escape(s->o.served[0], model, sizeof(model));
+	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\"}", model);
 	metric(&b, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
 	       lbl, atomic_load(&n->prompt_tokens));
 	metric(&b, "vllm:generation_tokens_total", "counter",
@@ -110,7 +131,7 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "vllm:num_requests_running", "gauge",
 	       "Number of requests currently running on GPU.", lbl,
 	       (unsigned long long)atomic_load(&n->running));
-	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\",kv_role=\"%s\",tp=\"%d\"}", s->o.served[0],
+	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\",kv_role=\"%s\",tp=\"%d\"}", model,
 		 s->kv ? s->kt.kv_role : "none", s->o.tp);
 	metric(&b, "pdkv_standin_info", "gauge", "Stand-in identity (always 1).", lbl, 1);
 	return b.p;
