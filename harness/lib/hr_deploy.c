@@ -168,7 +168,7 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 			if (up[i])
 				continue;
 			if (!pd_proc_alive(&x->proc)) {
-				char how[64], tail[300];
+				char how[64], tail[700];
 				describe_exit(&x->proc, how, sizeof(how));
 				hr_log_tail(x->proc.log, tail, sizeof(tail));
 				snprintf(why, sz, "%s %s during startup: %s", x->name, how,
