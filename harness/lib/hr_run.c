@@ -444,6 +444,9 @@ static void run_body(struct run *r)
 			return;
 		}
 		nodes[nn++] = starts[i].n;
+		if (r->o->verbose)
+			progress(r, "%s: pid %d, log %s", starts[i].name,
+			         (int)starts[i].n->proc.pid, starts[i].n->proc.log);
 	}
 	progress(r, "waiting for /health");
 	ret = hr_wait_healthy(d, nodes, nn, fmin(r->deadline, pd_now_s() + HEALTH_BOUND_S),

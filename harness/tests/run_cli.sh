@@ -20,6 +20,11 @@ GEOM='"--kv-layers","2","--kv-heads","1","--head-dim","32","--hidden-size","64",
 grep -q 'unknown option --bogus' "$T/out" || fail "unknown option message"
 [ "$(run --timeout abc)" = 2 ] || fail "--timeout abc should exit 2"
 
+# --list through the dispatcher finds the default suite next to the build
+[ "$("$BIN/pdkv" run --list >"$T/out" 2>&1; echo $?)" = 0 ] || fail "pdkv run --list"
+grep -q '^1p1d-tcp-etcd ' "$T/out" || fail "--list misses the default suite"
+grep -q 'kv_reused(must fail)' "$T/out" || fail "--list does not mark self-tests"
+
 # a broken scenario file: FAIL naming the file and the field, exit 1
 cat >"$T/bad.json" <<J
 { "name": "bad", "metadata": "etcd", "workload": { "requests": 4, "stream": "yes" } }
