@@ -86,6 +86,7 @@ struct sa_req {
 	uint64_t seed;      /* generation seed = checksum of the KV used */
 	size_t reused, recomputed;
 	const char *kv_note; /* "hit", "miss", "computed", ... for the log line */
+	double kv_ms;        /* prefill step: KV fetched + verified, or computed (+ inserted) */
 	uint64_t t0_ns;
 };
 

@@ -103,7 +103,7 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 	}
 	if (s->o.fault.drop) {
 		pd_info("fault drop: request %s: KV not inserted", r->id);
-		r->kv_note = "computed, dropped (fault)";
+		r->kv_note = "computed+dropped(fault)";
 		goto out;
 	}
 	if (s->o.fault.corrupt) {
@@ -134,7 +134,7 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 		}
 	}
 	atomic_fetch_add(&s->n.inserted, 1);
-	r->kv_note = "computed, inserted";
+	r->kv_note = "computed+inserted";
 	maybe_crash(s, "right after kvc_insert (peer may be mid-transfer)", r->id);
 out:
 	free(roi);
@@ -202,7 +202,11 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 	memset(it, 0, sizeof(it));
 	for (int k = 0; k < s->nkvc && res == F_HIT; k++) {
 		for (;;) {
+			uint64_t ts = pd_now_ns();
 			int ret = kvc_drop_select(s->kvc[k], r->tokens, r->ntok, &it[k]);
+
+			pd_dbg("request %s: kvc_drop_select rank %d -> %d in %.1f ms", r->id, k, ret,
+			       (double)(pd_now_ns() - ts) / 1e6);
 
 			if (ret == KVC_OK) {
 				got = k + 1;
@@ -283,7 +287,18 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 	return res;
 }
 
+static int prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
+
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
+{
+	uint64_t t0 = pd_now_ns();
+	int ret = prefill(s, r, msg, msg_alloc);
+
+	r->kv_ms = (double)(pd_now_ns() - t0) / 1e6;
+	return ret;
+}
+
+static int prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	struct mdl_kv sh[SA_MAX_TP];
 	int nsh = s->kv && s->producer ? s->nkvc : 1, ret;
@@ -325,7 +340,7 @@ int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_allo
 		mdl_kv_free(&sh[0]);
 		r->recomputed = r->ntok;
 		atomic_fetch_add(&s->n.recomputed, r->ntok);
-		r->kv_note = f == F_CSUM ? "recomputed (checksum)" : "recomputed (miss)";
+		r->kv_note = f == F_CSUM ? "recomputed(checksum)" : "recomputed(miss)";
 		return 0;
 	}
 	ret = compute(s, r, sh, nsh, &r->seed);

@@ -171,9 +171,9 @@ static void log_request(struct sa *s, const struct sa_req *r, int status, long l
 			const char *finish)
 {
 	pd_info("request %s role=%s prompt_tokens=%zu reused=%zu recomputed=%zu kv=%s "
-		"gen_tokens=%lld finish=%s status=%d ms=%.1f",
+		"kv_ms=%.1f gen_tokens=%lld finish=%s status=%d ms=%.1f",
 		r->id, s->kv ? s->kt.kv_role : "plain", r->ntok, r->reused, r->recomputed,
-		r->kv_note ? r->kv_note : "-", gen, finish ? finish : "-", status,
+		r->kv_note ? r->kv_note : "-", r->kv_ms, gen, finish ? finish : "-", status,
 		(double)(pd_now_ns() - r->t0_ns) / 1e6);
 }
 
