@@ -133,6 +133,13 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 PID=
 check "SIGTERM -> exit 0 (got $rc) within 2 s (${ms} ms)" [ $rc -eq 0 -a $ms -lt 2000 ]
 check "shutdown logged" grep -q "stopped" "$TMP/log"
+# restart on the same port at once (SO_REUSEADDR)
+"$BIN" --port "$PORT" --host 127.0.0.1 >"$TMP/log2" 2>&1 &
+PID=$!
+c=000
+for _ in $(seq 60); do c=$(curl -s -o /dev/null -w '%{http_code}' "$U/health"); [ "$c" = 200 ] && break; sleep 0.05; done
+check "restart on the same port at once (health $c)" [ "$c" = 200 ]
+kill -TERM "$PID"; wait "$PID"; PID=
 
 [ $fails -eq 0 ] || { echo "--- standin log"; tail -n 30 "$TMP/log"; echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"
