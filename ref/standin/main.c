@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pd_log.h"
 #include "pd_util.h"
@@ -22,6 +23,22 @@ static void print_diags(const struct cfg_diags *d)
 		fprintf(stderr, "pdkv-standin: %s: %s%s%s\n", sev[k], g->field ? g->field : "",
 			g->field ? ": " : "", g->message ? g->message : "");
 	}
+}
+
+static volatile sig_atomic_t got_signal, in_startup = 1;
+
+/* Before the server is up (the connector may be blocked on its metadata server) a signal ends
+ * the process at once; afterwards it only sets a flag that main polls. */
+static void on_signal(int sig)
+{
+	static const char msg[] = "pdkv-standin: signal during startup; exiting\n";
+
+	if (in_startup) {
+		ssize_t w = write(2, msg, sizeof(msg) - 1);
+		(void)w;
+		_exit(1);
+	}
+	got_signal = sig;
 }
 
 bool sa_ready(struct sa *s)
@@ -134,10 +151,9 @@ int main(int argc, char **argv)
 {
 	static struct sa s;
 	struct sa_http *h = NULL;
-	sigset_t set;
-	int ret, port = 0, sig;
+	struct sigaction sa;
+	int ret, port = 0;
 	bool ready_logged = false;
-	struct timespec tick = { 0, 100000000 };
 
 	pd_log_set_name("pdkv-standin");
 	ret = sa_args_parse(argc, argv, &s.o);
@@ -163,11 +179,12 @@ int main(int argc, char **argv)
 	if (s.o.dry_run)
 		return 0;
 
-	/* Every thread (connector, HTTP) inherits this mask; main takes the signals. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (s.kv && start_connector(&s)) {
@@ -181,21 +198,20 @@ int main(int argc, char **argv)
 		stop_connector(&s);
 		return 1;
 	}
+	in_startup = 0;
 	pd_info("listening on http://%s:%d (OpenAI API: /v1/completions /v1/chat/completions "
 		"/v1/models /health /metrics)",
 		s.o.host ? s.o.host : "0.0.0.0", port);
-	for (;;) {
+	while (!got_signal) {
 		if (!ready_logged && sa_ready(&s)) {
 			pd_info("ready: /health answers 200%s", s.kv ? " (connector segment "
 								       "published, side channel bound)" :
 								       "");
 			ready_logged = true;
 		}
-		sig = sigtimedwait(&set, NULL, &tick);
-		if (sig == SIGINT || sig == SIGTERM)
-			break;
+		pd_sleep_ms(50);
 	}
-	pd_info("signal %d: shutting down", sig);
+	pd_info("signal %d: shutting down", (int)got_signal);
 	atomic_store(&s.stopping, true);
 	ret = sa_http_quiesce(h, 1500);
 	if (ret > 0) {
