@@ -43,7 +43,7 @@ int mdl_geom_check(const struct mdl_geom *g, char *err, size_t errsz)
 	}
 	if (g->hidden_size < MDL_FOOTER_BYTES / 2 || g->hidden_size > 1 << 20) {
 		snprintf(err, errsz, "hidden size: expected %d..%d, got %d", MDL_FOOTER_BYTES / 2,
-			 1 << 20, g->hidden_size);
+		         1 << 20, g->hidden_size);
 		return -EINVAL;
 	}
 	return 0;
@@ -102,7 +102,7 @@ char *mdl_chat_template(const struct mdl_msg *msgs, size_t n)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
 		off += (size_t)snprintf(s + off, cap - off, "<|im_start|>%s\n%s<|im_end|>\n",
-					msgs[i].role, msgs[i].content);
+		                        msgs[i].role, msgs[i].content);
 	snprintf(s + off, cap - off, "<|im_start|>assistant\n");
 	return s;
 }
@@ -206,8 +206,8 @@ void mdl_kv_free(struct mdl_kv *kv)
 	memset(kv, 0, sizeof(*kv));
 }
 
-int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, int head0,
-		   int nheads, int shard, int nshards, struct mdl_kv *out)
+int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, int head0, int nheads,
+                   int shard, int nshards, struct mdl_kv *out)
 {
 	size_t row = (size_t)g->head_dim * (size_t)g->dtype_bytes; /* one head, one position */
 	size_t hrow = (size_t)g->hidden_size * 2;
@@ -239,9 +239,10 @@ int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, in
 	for (int l = 0; l < g->layers; l++) {
 		for (size_t t = 0; t < n; t++) {
 			for (int h = 0; h < nheads; h++) {
-				size_t off = (((size_t)l * n + t) * (size_t)nheads + (size_t)h) * row;
-				uint64_t base = pre[t] ^ ((uint64_t)l << 40) ^
-						((uint64_t)(head0 + h) << 20);
+				size_t off =
+				    (((size_t)l * n + t) * (size_t)nheads + (size_t)h) * row;
+				uint64_t base =
+				    pre[t] ^ ((uint64_t)l << 40) ^ ((uint64_t)(head0 + h) << 20);
 
 				fill_stream(out->keys + off, row, base * 2 + 1);
 				fill_stream(out->values + off, row, base * 2 + 2 + P3);
@@ -249,7 +250,7 @@ int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, in
 		}
 	}
 	mdl_footer_write(out->hidden, mdl_kv_checksum(out->keys, out->values, out->bytes_each), n,
-			 (uint32_t)shard, (uint32_t)nshards);
+	                 (uint32_t)shard, (uint32_t)nshards);
 	ret = 0;
 out:
 	free(pre);
@@ -274,7 +275,7 @@ static uint64_t get_le64(const uint8_t *p)
 }
 
 void mdl_footer_write(uint8_t *hidden, uint64_t checksum, uint64_t ntokens, uint32_t shard,
-		      uint32_t nshards)
+                      uint32_t nshards)
 {
 	memcpy(hidden, MDL_FOOTER_MAGIC, 8);
 	put_le64(hidden + 8, checksum);
@@ -283,7 +284,7 @@ void mdl_footer_write(uint8_t *hidden, uint64_t checksum, uint64_t ntokens, uint
 }
 
 int mdl_footer_read(const uint8_t *hidden, size_t hidden_bytes, uint64_t *checksum,
-		    uint64_t *ntokens, uint32_t *shard, uint32_t *nshards)
+                    uint64_t *ntokens, uint32_t *shard, uint32_t *nshards)
 {
 	uint64_t sn;
 
@@ -298,7 +299,7 @@ int mdl_footer_read(const uint8_t *hidden, size_t hidden_bytes, uint64_t *checks
 }
 
 void mdl_kv_place_shard(const struct mdl_geom *g, size_t ntokens, const uint8_t *shard, int head0,
-			int nheads, uint8_t *full)
+                        int nheads, uint8_t *full)
 {
 	size_t row = (size_t)g->head_dim * (size_t)g->dtype_bytes;
 

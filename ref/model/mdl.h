@@ -1,5 +1,6 @@
 /* mdl: pdkv's deterministic fake LLM — byte tokenizer, ChatML chat template, a KV cache with a
- * real model's geometry computed from the token ids, and greedy "generation" seeded by the KV bytes.
+ * real model's geometry computed from the token ids, and greedy "generation" seeded by the KV
+ * bytes.
  *
  * Contract (the stand-in, the runner and the tests rely on it):
  *  - Tokenizer: one token per byte of the UTF-8 text, id = byte value (0..255). Id 256 is EOS
@@ -25,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MDL_VOCAB 257
-#define MDL_EOS 256
+#define MDL_VOCAB        257
+#define MDL_EOS          256
 #define MDL_FOOTER_BYTES 32
 #define MDL_FOOTER_MAGIC "PDKVMDL1"
 
@@ -73,17 +74,18 @@ struct mdl_kv {
 };
 /* Computes the KV (and hidden with footer) of tokens for heads [head0, head0+nheads).
  * Does not sleep; see mdl_pace. 0 or -ENOMEM/-EINVAL. */
-int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, int head0,
-		   int nheads, int shard, int nshards, struct mdl_kv *out);
+int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, int head0, int nheads,
+                   int shard, int nshards, struct mdl_kv *out);
 void mdl_kv_free(struct mdl_kv *kv);
-/* Footer: write into / read from hidden. read: 0, or -EBADMSG when the magic is wrong / too short. */
+/* Footer: write into / read from hidden. read: 0, or -EBADMSG when the magic is wrong / too short.
+ */
 void mdl_footer_write(uint8_t *hidden, uint64_t checksum, uint64_t ntokens, uint32_t shard,
-		      uint32_t nshards);
+                      uint32_t nshards);
 int mdl_footer_read(const uint8_t *hidden, size_t hidden_bytes, uint64_t *checksum,
-		    uint64_t *ntokens, uint32_t *shard, uint32_t *nshards);
+                    uint64_t *ntokens, uint32_t *shard, uint32_t *nshards);
 /* Copies a [L,T,hs,D] shard into a full [L,T,H,D] array at head head0. */
 void mdl_kv_place_shard(const struct mdl_geom *g, size_t ntokens, const uint8_t *shard, int head0,
-			int nheads, uint8_t *full);
+                        int nheads, uint8_t *full);
 
 /* ---- generation ---- */
 struct mdl_gen {

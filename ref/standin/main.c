@@ -14,14 +14,14 @@
 
 static void print_diags(const struct cfg_diags *d)
 {
-	static const char *const sev[] = { "error", "warning", "info" };
+	static const char *const sev[] = {"error", "warning", "info"};
 
 	for (size_t i = 0; i < d->n; i++) {
 		const struct cfg_diag *g = &d->v[i];
 		int k = g->severity >= 0 && g->severity <= 2 ? (int)g->severity : 0;
 
 		fprintf(stderr, "pdkv-standin: %s: %s%s%s\n", sev[k], g->field ? g->field : "",
-			g->field ? ": " : "", g->message ? g->message : "");
+		        g->field ? ": " : "", g->message ? g->message : "");
 	}
 }
 
@@ -53,28 +53,29 @@ bool sa_ready(struct sa *s)
  * diagnostics; 0 or -1. */
 static int load_config(struct sa *s)
 {
-	struct cfg_diags d = { 0 };
+	struct cfg_diags d = {0};
 	char *verr = NULL;
 	int ret = -1;
 
 	if (cfg_kv_transfer_parse(s->o.kv_transfer_config, CFG_VLLM_V0, &s->kt, &d, &verr)) {
 		print_diags(&d);
 		fprintf(stderr, "pdkv-standin: error: --kv-transfer-config rejected%s%s\n",
-			verr ? "; vLLM would raise " : "", verr ? verr : "");
+		        verr ? "; vLLM would raise " : "", verr ? verr : "");
 		goto out;
 	}
 	if (!s->kt.kv_connector || strcmp(s->kt.kv_connector, "MooncakeConnector")) {
 		print_diags(&d);
 		fprintf(stderr,
-			"pdkv-standin: error: --kv-transfer-config: kv_connector \"%s\" is not "
-			"supported; pdkv-standin speaks the V0 \"MooncakeConnector\"\n",
-			s->kt.kv_connector ? s->kt.kv_connector : "(none)");
+		        "pdkv-standin: error: --kv-transfer-config: kv_connector \"%s\" is not "
+		        "supported; pdkv-standin speaks the V0 \"MooncakeConnector\"\n",
+		        s->kt.kv_connector ? s->kt.kv_connector : "(none)");
 		goto out;
 	}
 	if (cfg_mooncake_load(NULL, CFG_VLLM_V0, &s->mc, &d, &verr)) {
 		print_diags(&d);
-		fprintf(stderr, "pdkv-standin: error: mooncake.json (MOONCAKE_CONFIG_PATH) rejected%s%s\n",
-			verr ? "; vLLM would raise " : "", verr ? verr : "");
+		fprintf(stderr,
+		        "pdkv-standin: error: mooncake.json (MOONCAKE_CONFIG_PATH) rejected%s%s\n",
+		        verr ? "; vLLM would raise " : "", verr ? verr : "");
 		goto out;
 	}
 	print_diags(&d); /* warnings */
@@ -82,7 +83,7 @@ static int load_config(struct sa *s)
 	s->consumer = !s->producer;
 	if (s->kt.is_producer && s->kt.is_consumer)
 		pd_warn("kv_role kv_both: like vLLM V0's SimpleConnector only the producer side is "
-			"built (vLLM itself fails at the first receive)");
+		        "built (vLLM itself fails at the first receive)");
 	ret = 0;
 out:
 	free(verr);
@@ -94,22 +95,22 @@ static int describe_pipes(struct sa *s)
 {
 	for (int r = 0; r < s->o.tp; r++) {
 		struct cfg_v0_pipe p;
-		struct cfg_diags d = { 0 };
+		struct cfg_diags d = {0};
 
 		if (cfg_v0_pipe(&s->mc, &s->kt, r, &p, &d)) {
 			print_diags(&d);
 			cfg_diags_free(&d);
-			fprintf(stderr, "pdkv-standin: error: cannot derive the V0 pipe for rank %d\n",
-				r);
+			fprintf(stderr,
+			        "pdkv-standin: error: cannot derive the V0 pipe for rank %d\n", r);
 			return -1;
 		}
 		cfg_diags_free(&d);
 		pd_info("rank %d: %s end, segment %s, peer segment %s, zmq bind *:%d (data) *:%d "
-			"(ack), connect %s:%d (data) %s:%d (ack), metadata %s",
-			r, p.prefill_end ? "prefill" : "decode", p.own_url, p.remote_url,
-			p.bind_data_port, p.bind_ack_port, p.remote_host, p.connect_data_port,
-			p.remote_host, p.connect_ack_port,
-			s->mc.conn_string ? s->mc.conn_string : "?");
+		        "(ack), connect %s:%d (data) %s:%d (ack), metadata %s",
+		        r, p.prefill_end ? "prefill" : "decode", p.own_url, p.remote_url,
+		        p.bind_data_port, p.bind_ack_port, p.remote_host, p.connect_data_port,
+		        p.remote_host, p.connect_ack_port,
+		        s->mc.conn_string ? s->mc.conn_string : "?");
 	}
 	return 0;
 }
@@ -126,13 +127,13 @@ static int start_connector(struct sa *s)
 		ko.local_rank = r;
 		ko.frame_format = s->o.frame_format;
 		ko.miss_mode = s->o.miss_mode;
-		ko.select_timeout_ms = s->o.miss_policy == SA_MISS_WAIT ? s->o.kv_wait_timeout_ms :
-									  s->o.kv_select_timeout_ms;
+		ko.select_timeout_ms = s->o.miss_policy == SA_MISS_WAIT ? s->o.kv_wait_timeout_ms
+		                                                        : s->o.kv_select_timeout_ms;
 		ko.zmq_bind_host = s->o.zmq_bind_host;
 		ret = kvc_create(&ko, &s->kvc[r]);
 		if (ret) {
-			fprintf(stderr, "pdkv-standin: error: connector rank %d: kvc_create: %s\n", r,
-				kvc_strerror(ret));
+			fprintf(stderr, "pdkv-standin: error: connector rank %d: kvc_create: %s\n",
+			        r, kvc_strerror(ret));
 			return -1;
 		}
 		s->nkvc = r + 1;
@@ -169,13 +170,13 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	pd_info("model %s (served as %s), max-model-len %lld, role %s, tp %d, kv %d layers x %d "
-		"heads x %d dims x %d bytes = %zu bytes/token, %llu ns/token%s%s",
-		s.o.model, s.o.served[0], (long long)s.o.max_model_len,
-		s.kv ? s.kt.kv_role : "plain (no --kv-transfer-config)", s.o.tp, s.o.geom.layers,
-		s.o.geom.kv_heads, s.o.geom.head_dim, s.o.geom.dtype_bytes,
-		mdl_kv_bytes_per_token(&s.o.geom, s.o.geom.kv_heads),
-		(unsigned long long)s.o.ns_per_token, s.o.fault_spec ? ", fault " : "",
-		s.o.fault_spec ? s.o.fault_spec : "");
+	        "heads x %d dims x %d bytes = %zu bytes/token, %llu ns/token%s%s",
+	        s.o.model, s.o.served[0], (long long)s.o.max_model_len,
+	        s.kv ? s.kt.kv_role : "plain (no --kv-transfer-config)", s.o.tp, s.o.geom.layers,
+	        s.o.geom.kv_heads, s.o.geom.head_dim, s.o.geom.dtype_bytes,
+	        mdl_kv_bytes_per_token(&s.o.geom, s.o.geom.kv_heads),
+	        (unsigned long long)s.o.ns_per_token, s.o.fault_spec ? ", fault " : "",
+	        s.o.fault_spec ? s.o.fault_spec : "");
 	if (s.o.dry_run)
 		return 0;
 
@@ -194,19 +195,20 @@ int main(int argc, char **argv)
 	ret = sa_http_start(&s, &h, &port);
 	if (ret) {
 		fprintf(stderr, "pdkv-standin: error: cannot serve HTTP on %s:%d: %s\n",
-			s.o.host ? s.o.host : "0.0.0.0", s.o.port, strerror(-ret));
+		        s.o.host ? s.o.host : "0.0.0.0", s.o.port, strerror(-ret));
 		stop_connector(&s);
 		return 1;
 	}
 	in_startup = 0;
 	pd_info("listening on http://%s:%d (OpenAI API: /v1/completions /v1/chat/completions "
-		"/v1/models /health /metrics)",
-		s.o.host ? s.o.host : "0.0.0.0", port);
+	        "/v1/models /health /metrics)",
+	        s.o.host ? s.o.host : "0.0.0.0", port);
 	while (!got_signal) {
 		if (!ready_logged && sa_ready(&s)) {
-			pd_info("ready: /health answers 200%s", s.kv ? " (connector segment "
-								       "published, side channel bound)" :
-								       "");
+			pd_info("ready: /health answers 200%s",
+			        s.kv ? " (connector segment "
+			               "published, side channel bound)"
+			             : "");
 			ready_logged = true;
 		}
 		pd_sleep_ms(50);

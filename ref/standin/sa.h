@@ -12,9 +12,9 @@
 #include "kvc/kvc.h"
 #include "model/mdl.h"
 
-#define SA_VERSION "0.1"
+#define SA_VERSION   "0.1"
 #define SA_MAX_NAMES 8
-#define SA_MAX_TP 64
+#define SA_MAX_TP    64
 
 enum sa_miss_policy { SA_MISS_RECOMPUTE = 0, SA_MISS_FAIL = 1, SA_MISS_WAIT = 2 };
 
@@ -83,7 +83,7 @@ struct sa_req {
 	int64_t max_tokens;
 	bool ignore_eos;
 	bool stream, include_usage;
-	uint64_t seed;      /* generation seed = checksum of the KV used */
+	uint64_t seed; /* generation seed = checksum of the KV used */
 	size_t reused, recomputed;
 	const char *kv_note; /* "hit", "miss", "computed", ... for the log line */
 	double kv_ms;        /* prefill step: KV fetched + verified, or computed (+ inserted) */

@@ -16,55 +16,104 @@ static const struct {
 	const char *name;
 	int kind;
 } ignored[] = {
-	{ "--gpu-memory-utilization", A_VALUE }, { "--quantization", A_VALUE }, { "-q", A_VALUE },
-	{ "--dtype", A_VALUE }, { "--tokenizer", A_VALUE }, { "--tokenizer-mode", A_VALUE },
-	{ "--revision", A_VALUE }, { "--tokenizer-revision", A_VALUE }, { "--code-revision", A_VALUE },
-	{ "--download-dir", A_VALUE }, { "--load-format", A_VALUE }, { "--seed", A_VALUE },
-	{ "--max-num-seqs", A_VALUE }, { "--max-num-batched-tokens", A_VALUE },
-	{ "--block-size", A_VALUE }, { "--swap-space", A_VALUE }, { "--cpu-offload-gb", A_VALUE },
-	{ "--pipeline-parallel-size", A_VALUE }, { "-pp", A_VALUE },
-	{ "--data-parallel-size", A_VALUE }, { "-dp", A_VALUE },
-	{ "--distributed-executor-backend", A_VALUE }, { "--kv-cache-dtype", A_VALUE },
-	{ "--uvicorn-log-level", A_VALUE }, { "--chat-template", A_VALUE },
-	{ "--chat-template-content-format", A_VALUE }, { "--max-log-len", A_VALUE },
-	{ "--num-scheduler-steps", A_VALUE }, { "--max-seq-len-to-capture", A_VALUE },
-	{ "--config", A_VALUE }, { "--generation-config", A_VALUE },
-	{ "--override-generation-config", A_VALUE }, { "--hf-overrides", A_VALUE },
-	{ "--limit-mm-per-prompt", A_VALUE }, { "--max-logprobs", A_VALUE }, { "--device", A_VALUE },
-	{ "--worker-cls", A_VALUE }, { "--root-path", A_VALUE }, { "--allowed-origins", A_VALUE },
-	{ "--response-role", A_VALUE }, { "--tool-call-parser", A_VALUE },
-	{ "--reasoning-parser", A_VALUE }, { "--guided-decoding-backend", A_VALUE },
-	{ "--speculative-model", A_VALUE }, { "--num-speculative-tokens", A_VALUE },
-	{ "--speculative-config", A_VALUE }, { "--rope-scaling", A_VALUE },
-	{ "--rope-theta", A_VALUE }, { "--max-parallel-loading-workers", A_VALUE },
-	{ "--preemption-mode", A_VALUE }, { "--scheduling-policy", A_VALUE },
-	{ "--compilation-config", A_VALUE }, { "-O", A_VALUE }, { "--kv-events-config", A_VALUE },
-	{ "--ssl-keyfile", A_VALUE }, { "--ssl-certfile", A_VALUE }, { "--lora-modules", A_VALUE },
-	{ "--max-loras", A_VALUE }, { "--max-lora-rank", A_VALUE },
-	{ "--mm-processor-kwargs", A_VALUE }, { "--enable-chunked-prefill", A_BOOL },
-	{ "--enforce-eager", A_BOOL }, { "--trust-remote-code", A_BOOL },
-	{ "--enable-prefix-caching", A_BOOL }, { "--no-enable-prefix-caching", A_BOOL },
-	{ "--no-enable-chunked-prefill", A_BOOL }, { "--disable-log-requests", A_BOOL },
-	{ "--enable-log-requests", A_BOOL }, { "--disable-log-stats", A_BOOL },
-	{ "--disable-custom-all-reduce", A_BOOL }, { "--disable-frontend-multiprocessing", A_BOOL },
-	{ "--enable-auto-tool-choice", A_BOOL }, { "--disable-sliding-window", A_BOOL },
-	{ "--skip-tokenizer-init", A_BOOL }, { "--disable-fastapi-docs", A_BOOL },
-	{ "--enable-prompt-tokens-details", A_BOOL }, { "--use-v2-block-manager", A_BOOL },
-	{ "--disable-async-output-proc", A_BOOL }, { "--return-tokens-as-token-ids", A_BOOL },
-	{ "--enable-request-id-headers", A_BOOL }, { "--enable-lora", A_BOOL },
-	{ "--enable-sleep-mode", A_BOOL }, { "--enable-expert-parallel", A_BOOL },
-	{ "--multi-step-stream-outputs", A_BOOL },
+    {"--gpu-memory-utilization", A_VALUE},
+    {"--quantization", A_VALUE},
+    {"-q", A_VALUE},
+    {"--dtype", A_VALUE},
+    {"--tokenizer", A_VALUE},
+    {"--tokenizer-mode", A_VALUE},
+    {"--revision", A_VALUE},
+    {"--tokenizer-revision", A_VALUE},
+    {"--code-revision", A_VALUE},
+    {"--download-dir", A_VALUE},
+    {"--load-format", A_VALUE},
+    {"--seed", A_VALUE},
+    {"--max-num-seqs", A_VALUE},
+    {"--max-num-batched-tokens", A_VALUE},
+    {"--block-size", A_VALUE},
+    {"--swap-space", A_VALUE},
+    {"--cpu-offload-gb", A_VALUE},
+    {"--pipeline-parallel-size", A_VALUE},
+    {"-pp", A_VALUE},
+    {"--data-parallel-size", A_VALUE},
+    {"-dp", A_VALUE},
+    {"--distributed-executor-backend", A_VALUE},
+    {"--kv-cache-dtype", A_VALUE},
+    {"--uvicorn-log-level", A_VALUE},
+    {"--chat-template", A_VALUE},
+    {"--chat-template-content-format", A_VALUE},
+    {"--max-log-len", A_VALUE},
+    {"--num-scheduler-steps", A_VALUE},
+    {"--max-seq-len-to-capture", A_VALUE},
+    {"--config", A_VALUE},
+    {"--generation-config", A_VALUE},
+    {"--override-generation-config", A_VALUE},
+    {"--hf-overrides", A_VALUE},
+    {"--limit-mm-per-prompt", A_VALUE},
+    {"--max-logprobs", A_VALUE},
+    {"--device", A_VALUE},
+    {"--worker-cls", A_VALUE},
+    {"--root-path", A_VALUE},
+    {"--allowed-origins", A_VALUE},
+    {"--response-role", A_VALUE},
+    {"--tool-call-parser", A_VALUE},
+    {"--reasoning-parser", A_VALUE},
+    {"--guided-decoding-backend", A_VALUE},
+    {"--speculative-model", A_VALUE},
+    {"--num-speculative-tokens", A_VALUE},
+    {"--speculative-config", A_VALUE},
+    {"--rope-scaling", A_VALUE},
+    {"--rope-theta", A_VALUE},
+    {"--max-parallel-loading-workers", A_VALUE},
+    {"--preemption-mode", A_VALUE},
+    {"--scheduling-policy", A_VALUE},
+    {"--compilation-config", A_VALUE},
+    {"-O", A_VALUE},
+    {"--kv-events-config", A_VALUE},
+    {"--ssl-keyfile", A_VALUE},
+    {"--ssl-certfile", A_VALUE},
+    {"--lora-modules", A_VALUE},
+    {"--max-loras", A_VALUE},
+    {"--max-lora-rank", A_VALUE},
+    {"--mm-processor-kwargs", A_VALUE},
+    {"--enable-chunked-prefill", A_BOOL},
+    {"--enforce-eager", A_BOOL},
+    {"--trust-remote-code", A_BOOL},
+    {"--enable-prefix-caching", A_BOOL},
+    {"--no-enable-prefix-caching", A_BOOL},
+    {"--no-enable-chunked-prefill", A_BOOL},
+    {"--disable-log-requests", A_BOOL},
+    {"--enable-log-requests", A_BOOL},
+    {"--disable-log-stats", A_BOOL},
+    {"--disable-custom-all-reduce", A_BOOL},
+    {"--disable-frontend-multiprocessing", A_BOOL},
+    {"--enable-auto-tool-choice", A_BOOL},
+    {"--disable-sliding-window", A_BOOL},
+    {"--skip-tokenizer-init", A_BOOL},
+    {"--disable-fastapi-docs", A_BOOL},
+    {"--enable-prompt-tokens-details", A_BOOL},
+    {"--use-v2-block-manager", A_BOOL},
+    {"--disable-async-output-proc", A_BOOL},
+    {"--return-tokens-as-token-ids", A_BOOL},
+    {"--enable-request-id-headers", A_BOOL},
+    {"--enable-lora", A_BOOL},
+    {"--enable-sleep-mode", A_BOOL},
+    {"--enable-expert-parallel", A_BOOL},
+    {"--multi-step-stream-outputs", A_BOOL},
 };
 
 static const char usage_line[] =
-	"usage: pdkv-standin [serve] [MODEL] [--model MODEL] [--host HOST] [--port PORT]\n"
-	"                    [--max-model-len N] [--tensor-parallel-size N] [--served-model-name NAME ...]\n"
-	"                    [--kv-transfer-config JSON] [--api-key KEY] [--kv-layers N] [--kv-heads N]\n"
-	"                    [--head-dim N] [--dtype-bytes N] [--hidden-size N] [--ns-per-token NS]\n"
-	"                    [--kv-miss-policy recompute|fail|wait] [--kv-wait-timeout MS]\n"
-	"                    [--kv-select-timeout MS] [--kv-frame-format pickle|u64be]\n"
-	"                    [--kv-miss-mode old|new] [--kv-zmq-bind-host HOST] [--fault KIND] [--dry-run]\n"
-	"                    [--version] [-h]\n";
+    "usage: pdkv-standin [serve] [MODEL] [--model MODEL] [--host HOST] [--port PORT]\n"
+    "                    [--max-model-len N] [--tensor-parallel-size N] [--served-model-name NAME "
+    "...]\n"
+    "                    [--kv-transfer-config JSON] [--api-key KEY] [--kv-layers N] [--kv-heads "
+    "N]\n"
+    "                    [--head-dim N] [--dtype-bytes N] [--hidden-size N] [--ns-per-token NS]\n"
+    "                    [--kv-miss-policy recompute|fail|wait] [--kv-wait-timeout MS]\n"
+    "                    [--kv-select-timeout MS] [--kv-frame-format pickle|u64be]\n"
+    "                    [--kv-miss-mode old|new] [--kv-zmq-bind-host HOST] [--fault KIND] "
+    "[--dry-run]\n"
+    "                    [--version] [-h]\n";
 
 static void usage_error(const char *fmt, const char *a, const char *b)
 {
@@ -106,17 +155,18 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 			f->crash = true;
 			f->crash_after = 1;
 		} else if (!strncmp(tok, "crash=", 6) && !pd_parse_i64(tok + 6, &v) && v >= 1 &&
-			   v <= 1000000) {
+		           v <= 1000000) {
 			f->crash = true;
 			f->crash_after = (int)v;
 		} else if (!strncmp(tok, "delay=", 6) && !pd_parse_i64(tok + 6, &v) && v >= 0 &&
-			   v <= 600000) {
+		           v <= 600000) {
 			f->delay_ms = (int)v;
 		} else {
-			snprintf(err, errsz,
-				 "fault '%s': expected drop, corrupt, delay=MS (0..600000), crash or "
-				 "crash=N (N >= 1), comma-separated",
-				 tok);
+			snprintf(
+			    err, errsz,
+			    "fault '%s': expected drop, corrupt, delay=MS (0..600000), crash or "
+			    "crash=N (N >= 1), comma-separated",
+			    tok);
 			ret = -EINVAL;
 			break;
 		}
@@ -134,7 +184,7 @@ static int choice(const char *flag, const char *v, const char *const *names, int
 		}
 	fputs(usage_line, stderr);
 	fprintf(stderr, "pdkv-standin: error: argument %s: invalid choice: '%s' (choose from", flag,
-		v);
+	        v);
 	for (int i = 0; i < n; i++)
 		fprintf(stderr, "%s '%s'", i ? "," : "", names[i]);
 	fputs(")\n", stderr);
@@ -145,7 +195,8 @@ static void print_help(void)
 {
 	fputs(usage_line, stdout);
 	puts("\nA vLLM stand-in: OpenAI API on a deterministic fake model, KV through the V0\n"
-	     "MooncakeConnector (pdkv kvc) when --kv-transfer-config is given. vLLM flags it does not\n"
+	     "MooncakeConnector (pdkv kvc) when --kv-transfer-config is given. vLLM flags it does "
+	     "not\n"
 	     "need (--gpu-memory-utilization, --enforce-eager, --quantization, ...) are ignored.\n"
 	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N.");
 }
@@ -168,9 +219,9 @@ static void split_flag(const char *arg, char *name, size_t namesz, const char **
 
 int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 {
-	static const char *const policies[] = { "recompute", "fail", "wait" };
-	static const char *const frames[] = { "pickle", "u64be" };
-	static const char *const modes[] = { "old", "new" };
+	static const char *const policies[] = {"recompute", "fail", "wait"};
+	static const char *const frames[] = {"pickle", "u64be"};
+	static const char *const modes[] = {"old", "new"};
 	const char *positional = NULL, *fault_env = getenv("PDKV_FAULT");
 	char err[256];
 	int64_t v;
@@ -220,13 +271,14 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 			known = true;
 			if (ignored[k].kind == A_VALUE && !inl) {
 				if (i + 1 >= argc) {
-					usage_error("argument %s: expected one argument%s", name, "");
+					usage_error("argument %s: expected one argument%s", name,
+					            "");
 					return 2;
 				}
 				i++;
 			} else if (ignored[k].kind == A_BOOL && !inl && i + 1 < argc &&
-				   (!strcasecmp(argv[i + 1], "true") ||
-				    !strcasecmp(argv[i + 1], "false"))) {
+			           (!strcasecmp(argv[i + 1], "true") ||
+			            !strcasecmp(argv[i + 1], "false"))) {
 				i++; /* vLLM's optional-bool form: --enable-chunked-prefill False */
 			}
 			pd_info("note: vLLM flag %s is accepted and ignored by pdkv-standin", name);
@@ -239,18 +291,33 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 		if (!val) {
 			if (i + 1 >= argc || (argv[i + 1][0] == '-' && argv[i + 1][1] == '-')) {
 				static const char *const ours[] = {
-					"--model", "--host", "--port", "--max-model-len",
-					"--tensor-parallel-size", "-tp", "--served-model-name",
-					"--kv-transfer-config", "--api-key", "--kv-layers", "--kv-heads",
-					"--head-dim", "--dtype-bytes", "--hidden-size", "--ns-per-token",
-					"--kv-miss-policy", "--kv-wait-timeout", "--kv-select-timeout",
-					"--kv-frame-format", "--kv-miss-mode", "--kv-zmq-bind-host",
-					"--fault",
+				    "--model",
+				    "--host",
+				    "--port",
+				    "--max-model-len",
+				    "--tensor-parallel-size",
+				    "-tp",
+				    "--served-model-name",
+				    "--kv-transfer-config",
+				    "--api-key",
+				    "--kv-layers",
+				    "--kv-heads",
+				    "--head-dim",
+				    "--dtype-bytes",
+				    "--hidden-size",
+				    "--ns-per-token",
+				    "--kv-miss-policy",
+				    "--kv-wait-timeout",
+				    "--kv-select-timeout",
+				    "--kv-frame-format",
+				    "--kv-miss-mode",
+				    "--kv-zmq-bind-host",
+				    "--fault",
 				};
 				for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
 					if (!strcmp(name, ours[k])) {
-						usage_error("argument %s: expected one argument%s", name,
-							    "");
+						usage_error("argument %s: expected one argument%s",
+						            name, "");
 						return 2;
 					}
 				usage_error("unrecognized arguments: %s%s", a, "");
@@ -299,8 +366,8 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 		} else if (!strcmp(name, "--dtype-bytes")) {
 			if (parse_int(name, val, 1, 4, &v) || v == 3) {
 				if (v == 3)
-					usage_error("argument %s: expected 1, 2 or 4, got '%s'", name,
-						    val);
+					usage_error("argument %s: expected 1, 2 or 4, got '%s'",
+					            name, val);
 				return 2;
 			}
 			o->geom.dtype_bytes = (int)v;
@@ -352,10 +419,11 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 	}
 	if (o->geom.kv_heads % o->tp) {
 		fputs(usage_line, stderr);
-		fprintf(stderr,
-			"pdkv-standin: error: argument --tensor-parallel-size: %d does not divide the "
-			"%d KV heads (--kv-heads)\n",
-			o->tp, o->geom.kv_heads);
+		fprintf(
+		    stderr,
+		    "pdkv-standin: error: argument --tensor-parallel-size: %d does not divide the "
+		    "%d KV heads (--kv-heads)\n",
+		    o->tp, o->geom.kv_heads);
 		return 2;
 	}
 	if (!o->nserved)

@@ -19,7 +19,7 @@ static int kv_dtype(int bytes)
 }
 
 static void tset(struct kvc_tensor *t, int dtype, int ndim, const int64_t *shape, void *data,
-		 size_t nbytes)
+                 size_t nbytes)
 {
 	memset(t, 0, sizeof(*t));
 	t->dtype = dtype;
@@ -98,7 +98,7 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 	memset(roi, 1, r->ntok);
 	if (s->o.fault.delay_ms) {
 		pd_info("fault delay: request %s sleeps %d ms before insert", r->id,
-			s->o.fault.delay_ms);
+		        s->o.fault.delay_ms);
 		pd_sleep_ms(s->o.fault.delay_ms);
 	}
 	if (s->o.fault.drop) {
@@ -111,12 +111,12 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 
 		sh[0].keys[pos] ^= 0x40;
 		pd_info("fault corrupt: request %s: flipped bit 6 of key byte %zu after checksum",
-			r->id, pos);
+		        r->id, pos);
 	}
 	for (int k = 0; k < s->nkvc; k++) {
 		struct kvc_item it;
-		int64_t shp[4] = { T }, kshape[4] = { g->layers, T, hs, g->head_dim },
-			hshape[2] = { T, g->hidden_size };
+		int64_t shp[4] = {T}, kshape[4] = {g->layers, T, hs, g->head_dim},
+		        hshape[2] = {T, g->hidden_size};
 
 		tset(&it.tokens, KVC_I64, 1, shp, r->tokens, r->ntok * sizeof(int64_t));
 		tset(&it.roi, KVC_BOOL, 1, shp, roi, r->ntok);
@@ -142,18 +142,18 @@ out:
 }
 
 static bool item_ok(struct sa *s, const struct sa_req *r, const struct kvc_item *it, int rank,
-		    char *why, size_t whysz)
+                    char *why, size_t whysz)
 {
 	const struct mdl_geom *g = &s->o.geom;
 	int64_t T = (int64_t)r->ntok, hs = g->kv_heads / s->nkvc;
-	size_t kvb = (size_t)g->layers * r->ntok * (size_t)hs * (size_t)g->head_dim *
-		     (size_t)g->dtype_bytes;
+	size_t kvb =
+	    (size_t)g->layers * r->ntok * (size_t)hs * (size_t)g->head_dim * (size_t)g->dtype_bytes;
 	uint64_t sum, nt;
 	uint32_t sh, nsh;
 
 	if (it->roi.ndim != 1 || it->roi.shape[0] != T) {
 		snprintf(why, whysz, "roi length %lld != %lld request tokens",
-			 it->roi.ndim ? (long long)it->roi.shape[0] : -1LL, (long long)T);
+		         it->roi.ndim ? (long long)it->roi.shape[0] : -1LL, (long long)T);
 		return false;
 	}
 	if (it->tokens.dtype != KVC_I64 || it->tokens.ndim != 1 || it->tokens.shape[0] != T ||
@@ -168,12 +168,12 @@ static bool item_ok(struct sa *s, const struct sa_req *r, const struct kvc_item 
 		    t->shape[2] != hs || t->shape[3] != g->head_dim || t->nbytes != kvb ||
 		    t->dtype != kv_dtype(g->dtype_bytes)) {
 			snprintf(why, whysz,
-				 "%s shape [%lld,%lld,%lld,%lld] (%zu bytes) != expected "
-				 "[%d,%lld,%lld,%d] (%zu bytes)",
-				 i ? "values" : "keys", (long long)t->shape[0],
-				 (long long)t->shape[1], (long long)t->shape[2],
-				 (long long)t->shape[3], t->nbytes, g->layers, (long long)T,
-				 (long long)hs, g->head_dim, kvb);
+			         "%s shape [%lld,%lld,%lld,%lld] (%zu bytes) != expected "
+			         "[%d,%lld,%lld,%d] (%zu bytes)",
+			         i ? "values" : "keys", (long long)t->shape[0],
+			         (long long)t->shape[1], (long long)t->shape[2],
+			         (long long)t->shape[3], t->nbytes, g->layers, (long long)T,
+			         (long long)hs, g->head_dim, kvb);
 			return false;
 		}
 	}
@@ -182,7 +182,7 @@ static bool item_ok(struct sa *s, const struct sa_req *r, const struct kvc_item 
 	    mdl_footer_read(it->hidden.data, it->hidden.nbytes, &sum, &nt, &sh, &nsh) ||
 	    nt != r->ntok || sh != (uint32_t)rank || nsh != (uint32_t)s->nkvc) {
 		snprintf(why, whysz, "hidden states missing or without a pdkv footer for rank %d",
-			 rank);
+		         rank);
 		return false;
 	}
 	return true;
@@ -205,8 +205,8 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			uint64_t ts = pd_now_ns();
 			int ret = kvc_drop_select(s->kvc[k], r->tokens, r->ntok, &it[k]);
 
-			pd_dbg("request %s: kvc_drop_select rank %d -> %d in %.1f ms", r->id, k, ret,
-			       (double)(pd_now_ns() - ts) / 1e6);
+			pd_dbg("request %s: kvc_drop_select rank %d -> %d in %.1f ms", r->id, k,
+			       ret, (double)(pd_now_ns() - ts) / 1e6);
 
 			if (ret == KVC_OK) {
 				got = k + 1;
@@ -219,7 +219,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			if (!miss) {
 				atomic_fetch_add(&s->n.transfer_failures, 1);
 				pd_warn("request %s: kvc_drop_select on rank %d: %s", r->id, k,
-					kvc_strerror(ret));
+				        kvc_strerror(ret));
 			}
 			if (s->o.miss_policy == SA_MISS_WAIT && pd_now_ns() < deadline &&
 			    !atomic_load(&s->stopping)) {
@@ -228,15 +228,17 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			}
 			res = miss ? F_MISS : F_XFER;
 			if (ret == KVC_ERR_TIMEOUT)
-				snprintf(why, whysz, "no answer from the producer within %d ms on rank %d",
-					 s->o.miss_policy == SA_MISS_WAIT ? s->o.kv_wait_timeout_ms :
-									     s->o.kv_select_timeout_ms,
-					 k);
+				snprintf(why, whysz,
+				         "no answer from the producer within %d ms on rank %d",
+				         s->o.miss_policy == SA_MISS_WAIT
+				             ? s->o.kv_wait_timeout_ms
+				             : s->o.kv_select_timeout_ms,
+				         k);
 			else
 				snprintf(why, whysz, "%s on rank %d",
-					 ret == KVC_MISS ? "producer had no KV for these tokens" :
-							   kvc_strerror(ret),
-					 k);
+				         ret == KVC_MISS ? "producer had no KV for these tokens"
+				                         : kvc_strerror(ret),
+				         k);
 			break;
 		}
 	}
@@ -254,14 +256,14 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 		if (mdl_kv_checksum(it[k].keys.data, it[k].values.data, it[k].keys.nbytes) != sum) {
 			atomic_fetch_add(&s->n.checksum_failures, 1);
 			snprintf(why, whysz, "KV checksum mismatch on rank %d (footer %016llx)", k,
-				 (unsigned long long)sum);
+			         (unsigned long long)sum);
 			res = F_CSUM;
 		}
 	}
 	if (res == F_HIT) {
 		if (s->nkvc == 1) {
-			*seed = mdl_kv_checksum(it[0].keys.data, it[0].values.data,
-						it[0].keys.nbytes);
+			*seed =
+			    mdl_kv_checksum(it[0].keys.data, it[0].values.data, it[0].keys.nbytes);
 		} else {
 			each = it[0].keys.nbytes * (size_t)s->nkvc;
 			fk = malloc(each);
@@ -272,9 +274,9 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			} else {
 				for (int k = 0; k < s->nkvc; k++) {
 					mdl_kv_place_shard(g, r->ntok, it[k].keys.data, k * hs, hs,
-							   fk);
+					                   fk);
 					mdl_kv_place_shard(g, r->ntok, it[k].values.data, k * hs,
-							   hs, fv);
+					                   hs, fv);
 				}
 				*seed = mdl_kv_checksum(fk, fv, each);
 			}
@@ -312,7 +314,7 @@ static int prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_
 
 		if (s->o.fault.delay_ms) {
 			pd_info("fault delay: request %s sleeps %d ms before drop_select", r->id,
-				s->o.fault.delay_ms);
+			        s->o.fault.delay_ms);
 			pd_sleep_ms(s->o.fault.delay_ms);
 		}
 		f = fetch(s, r, &r->seed, why, sizeof(why));
@@ -327,13 +329,13 @@ static int prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_
 		if (s->o.miss_policy == SA_MISS_FAIL ||
 		    (s->o.miss_policy == SA_MISS_WAIT && f != F_CSUM && f != F_BAD)) {
 			*msg_alloc = pd_asprintf(
-				"KV cache for request %s not received (%s); --kv-miss-policy %s", r->id,
-				why, s->o.miss_policy == SA_MISS_FAIL ? "fail" : "wait");
+			    "KV cache for request %s not received (%s); --kv-miss-policy %s", r->id,
+			    why, s->o.miss_policy == SA_MISS_FAIL ? "fail" : "wait");
 			pd_warn("%s", *msg_alloc ? *msg_alloc : why);
 			return (f == F_MISS || f == F_BAD) ? 503 : 500;
 		}
-		pd_warn("request %s: KV not received (%s); recomputing %zu prompt tokens", r->id, why,
-			r->ntok);
+		pd_warn("request %s: KV not received (%s); recomputing %zu prompt tokens", r->id,
+		        why, r->ntok);
 		ret = compute(s, r, sh, 1, &r->seed);
 		if (ret)
 			goto oom;
@@ -354,8 +356,8 @@ static int prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_
 	for (int i = 0; i < nsh; i++)
 		mdl_kv_free(&sh[i]);
 	if (ret) {
-		*msg_alloc = pd_asprintf("KV insert for request %s failed: %s", r->id,
-					 kvc_strerror(ret));
+		*msg_alloc =
+		    pd_asprintf("KV insert for request %s failed: %s", r->id, kvc_strerror(ret));
 		return 500;
 	}
 	return 0;

@@ -32,10 +32,10 @@ struct conn {
 };
 
 static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *ctype,
-			     const char *text, size_t len, const struct sa_req *r)
+                             const char *text, size_t len, const struct sa_req *r)
 {
 	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+	    MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ret;
 	char num[32];
 
@@ -55,7 +55,7 @@ static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *c
 }
 
 static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *j,
-				 const struct sa_req *r)
+                                 const struct sa_req *r)
 {
 	char *txt = cJSON_PrintUnformatted(j);
 	enum MHD_Result ret;
@@ -72,11 +72,11 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *j,
 static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *msg)
 {
 	cJSON *j = cJSON_CreateObject();
-	const char *type = status == 400 ? "BadRequestError" :
-			   status == 401 ? "Unauthorized" :
-			   status == 404 ? "NotFoundError" :
-			   status == 503 ? "ServiceUnavailableError" :
-					   "InternalServerError";
+	const char *type = status == 400   ? "BadRequestError"
+	                   : status == 401 ? "Unauthorized"
+	                   : status == 404 ? "NotFoundError"
+	                   : status == 503 ? "ServiceUnavailableError"
+	                                   : "InternalServerError";
 
 	cJSON_AddStringToObject(j, "object", "error");
 	cJSON_AddStringToObject(j, "message", msg);
@@ -140,7 +140,7 @@ static cJSON *resp_head(const struct sa_req *r, const char *object, long long cr
 
 /* One choice object: completions use "text", chat "message" or "delta". */
 static cJSON *choice(const struct sa_req *r, const char *text, const char *finish, bool delta,
-		     bool role)
+                     bool role)
 {
 	cJSON *ch = cJSON_CreateObject();
 
@@ -168,18 +168,18 @@ static cJSON *choice(const struct sa_req *r, const char *text, const char *finis
 }
 
 static void log_request(struct sa *s, const struct sa_req *r, int status, long long gen,
-			const char *finish)
+                        const char *finish)
 {
 	pd_info("request %s role=%s prompt_tokens=%zu reused=%zu recomputed=%zu kv=%s "
-		"kv_ms=%.1f gen_tokens=%lld finish=%s status=%d ms=%.1f",
-		r->id, s->kv ? s->kt.kv_role : "plain", r->ntok, r->reused, r->recomputed,
-		r->kv_note ? r->kv_note : "-", r->kv_ms, gen, finish ? finish : "-", status,
-		(double)(pd_now_ns() - r->t0_ns) / 1e6);
+	        "kv_ms=%.1f gen_tokens=%lld finish=%s status=%d ms=%.1f",
+	        r->id, s->kv ? s->kt.kv_role : "plain", r->ntok, r->reused, r->recomputed,
+	        r->kv_note ? r->kv_note : "-", r->kv_ms, gen, finish ? finish : "-", status,
+	        (double)(pd_now_ns() - r->t0_ns) / 1e6);
 }
 
 /* Next output token with pacing; returns the byte (or -1 at EOS) and sets *finish at the end. */
 static int next_tok(struct sa *s, struct sa_req *r, struct mdl_gen *g, uint64_t t0, long long *gen,
-		    const char **finish)
+                    const char **finish)
 {
 	int64_t t = mdl_gen_next(g);
 
@@ -234,19 +234,19 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 		case 0:
 			j = resp_head(&st->r, obj, st->created);
 			cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
-					     choice(&st->r, "", NULL, true, true));
+			                     choice(&st->r, "", NULL, true, true));
 			stream_set(st, j);
 			st->phase = 1;
 			break;
 		case 1: {
-			char txt[2] = { 0, 0 };
+			char txt[2] = {0, 0};
 			int t = next_tok(s, &st->r, &st->g, st->t0, &st->gen, &st->finish);
 
 			if (t >= 0)
 				txt[0] = (char)t;
 			j = resp_head(&st->r, obj, st->created);
 			cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
-					     choice(&st->r, txt, st->finish, true, false));
+			                     choice(&st->r, txt, st->finish, true, false));
 			stream_set(st, j);
 			if (st->finish)
 				st->phase = 2;
@@ -315,7 +315,7 @@ static enum MHD_Result respond(struct sa_http *h, struct MHD_Connection *c, stru
 		st->created = created;
 		st->phase = st->r.chat ? 0 : 1;
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_cb, st,
-							 stream_free);
+		                                         stream_free);
 		if (!resp) {
 			stream_free(st);
 			return MHD_NO;
@@ -342,7 +342,7 @@ static enum MHD_Result respond(struct sa_http *h, struct MHD_Connection *c, stru
 	text[k] = 0;
 	j = resp_head(r, r->chat ? "chat.completion" : "text_completion", created);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
-			     choice(r, text, finish, false, true));
+	                     choice(r, text, finish, false, true));
 	cJSON_AddItemToObject(j, "usage", usage_obj(r, gen));
 	free(text);
 	ret = send_json(c, 200, j, r);
@@ -352,7 +352,7 @@ static enum MHD_Result respond(struct sa_http *h, struct MHD_Connection *c, stru
 }
 
 static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, struct conn *cn,
-				  bool chat)
+                                  bool chat)
 {
 	struct sa *s = h->s;
 	struct sa_req r;
@@ -363,8 +363,8 @@ static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, s
 
 	atomic_fetch_add(&s->n.requests, 1);
 	status = sa_req_parse(s, cn->body, cn->len, chat,
-			      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id"), &r,
-			      &msg_alloc);
+	                      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id"), &r,
+	                      &msg_alloc);
 	if (status) {
 		atomic_fetch_add(&s->n.requests_failed, 1);
 		pd_info("request rejected (%d): %s", status, msg_alloc ? msg_alloc : "?");
@@ -400,8 +400,8 @@ static bool authorized(struct sa *s, struct MHD_Connection *c)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
 	struct sa_http *h = cls;
 	struct sa *s = h->s;
@@ -441,8 +441,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!strcmp(url, "/health")) {
 		if (!get)
 			return send_detail(c, 405, "Method Not Allowed");
-		return sa_ready(s) ? queue(c, 200, "application/json", "", 0, NULL) :
-				     queue(c, 503, "application/json", "", 0, NULL);
+		return sa_ready(s) ? queue(c, 200, "application/json", "", 0, NULL)
+		                   : queue(c, 503, "application/json", "", 0, NULL);
 	}
 	if (!strcmp(url, "/metrics")) {
 		char *m = sa_metrics_text(s);
@@ -450,14 +450,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 		if (!m)
 			return MHD_NO;
-		ret = queue(c, 200, "text/plain; version=0.0.4; charset=utf-8", m, strlen(m),
-			    NULL);
+		ret = queue(c, 200, "text/plain; version=0.0.4; charset=utf-8", m, strlen(m), NULL);
 		free(m);
 		return ret;
 	}
 	if (!strcmp(url, "/version") && get)
-		return queue(c, 200, "application/json", "{\"version\":\"pdkv-standin " SA_VERSION "\"}",
-			     strlen("{\"version\":\"pdkv-standin " SA_VERSION "\"}"), NULL);
+		return queue(c, 200, "application/json",
+		             "{\"version\":\"pdkv-standin " SA_VERSION "\"}",
+		             strlen("{\"version\":\"pdkv-standin " SA_VERSION "\"}"), NULL);
 	if (!strcmp(url, "/v1/models") || !strcmp(url, "/v1/completions") ||
 	    !strcmp(url, "/v1/chat/completions")) {
 		bool models = !strcmp(url, "/v1/models");
@@ -482,7 +482,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
+                         enum MHD_RequestTerminationCode toe)
 {
 	struct sa_http *h = cls;
 	struct conn *cn = *con_cls;
@@ -515,15 +515,15 @@ int sa_http_start(struct sa *s, struct sa_http **out, int *bound_port)
 		return ret;
 	}
 	if (getsockname(h->lfd, (struct sockaddr *)&ss, &sl) == 0)
-		*bound_port = ss.ss_family == AF_INET6 ?
-				      ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) :
-				      ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		*bound_port = ss.ss_family == AF_INET6
+		                  ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+		                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-					MHD_USE_ITC | MHD_USE_ERROR_LOG,
-				0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->lfd,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
-				MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+	                            MHD_USE_ITC | MHD_USE_ERROR_LOG,
+	                        0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->lfd,
+	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+	                        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
 	if (!h->d) {
 		close(h->lfd);
 		free(h);

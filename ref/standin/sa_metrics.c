@@ -38,7 +38,7 @@ static void bput(struct buf *b, const char *fmt, ...)
 }
 
 static void metric(struct buf *b, const char *name, const char *type, const char *help,
-		   const char *labels, unsigned long long v)
+                   const char *labels, unsigned long long v)
 {
 	bput(b, "# HELP %s %s\n# TYPE %s %s\n%s%s %llu\n", name, help, name, type, name, labels, v);
 }
@@ -65,7 +65,7 @@ static void label_escape(const char *in, char *out, size_t outsz)
 char *sa_metrics_text(struct sa *s)
 {
 	char model[256];
-	struct buf b = { 0 };
+	struct buf b = {0};
 	struct kvc_stats t, st;
 	char lbl[300];
 	struct sa_counters *n = &s->n;
@@ -132,7 +132,7 @@ char *sa_metrics_text(struct sa *s)
 	       "Number of requests currently running on GPU.", lbl,
 	       (unsigned long long)atomic_load(&n->running));
 	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\",kv_role=\"%s\",tp=\"%d\"}", model,
-		 s->kv ? s->kt.kv_role : "none", s->o.tp);
+	         s->kv ? s->kt.kv_role : "none", s->o.tp);
 	metric(&b, "pdkv_standin_info", "gauge", "Stand-in identity (always 1).", lbl, 1);
 	return b.p;
 }

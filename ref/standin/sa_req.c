@@ -18,11 +18,11 @@ void sa_req_free(struct sa_req *r)
 	r->tokens = NULL;
 }
 
-#define BAD(...)                                    \
-	do {                                        \
-		*msg = pd_asprintf(__VA_ARGS__);    \
-		status = 400;                       \
-		goto out;                           \
+#define BAD(...)                                                                                   \
+	do {                                                                                       \
+		*msg = pd_asprintf(__VA_ARGS__);                                                   \
+		status = 400;                                                                      \
+		goto out;                                                                          \
 	} while (0)
 
 static bool is_int(const cJSON *v)
@@ -70,7 +70,7 @@ static char *render_chat(const cJSON *msgs, char **msg)
 
 		if (!cJSON_IsObject(e) || !cJSON_IsString(role)) {
 			*msg = pd_asprintf("messages[%zu]: expected an object with a string 'role'",
-					   i);
+			                   i);
 			goto out;
 		}
 		m[i].role = role->valuestring;
@@ -88,9 +88,9 @@ static char *render_chat(const cJSON *msgs, char **msg)
 
 				if (!cJSON_IsString(t)) {
 					*msg = pd_asprintf("messages[%zu].content: only parts of "
-							   "type 'text' with a string 'text' are "
-							   "supported",
-							   i);
+					                   "type 'text' with a string 'text' are "
+					                   "supported",
+					                   i);
 					goto out;
 				}
 				len += strlen(t->valuestring);
@@ -98,13 +98,13 @@ static char *render_chat(const cJSON *msgs, char **msg)
 			owned[i] = calloc(1, len);
 			if (!owned[i])
 				goto out;
-			cJSON_ArrayForEach(p, content)
-			strcat(owned[i], cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
+			cJSON_ArrayForEach(p, content) strcat(
+			    owned[i], cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
 			m[i].content = owned[i];
 		} else {
 			*msg = pd_asprintf("messages[%zu].content: expected a string, a list of "
-					   "parts or null",
-					   i);
+			                   "parts or null",
+			                   i);
 			goto out;
 		}
 		i++;
@@ -127,7 +127,7 @@ static const char *match_model(struct sa *s, const char *name)
 }
 
 int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const char *x_request_id,
-		 struct sa_req *r, char **msg)
+                 struct sa_req *r, char **msg)
 {
 	cJSON *j = NULL;
 	const cJSON *v, *mt;
@@ -147,7 +147,7 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 				*p = '_';
 	} else {
 		snprintf(rnd, sizeof(rnd), "%016llx%08x", (unsigned long long)pd_now_ns(),
-			 (unsigned)random());
+		         (unsigned)random());
 		snprintf(r->id, sizeof(r->id), "%s-%s", chat ? "chatcmpl" : "cmpl", rnd);
 	}
 	if (!body || !len)
@@ -200,8 +200,7 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 		if (!is_int(mt))
 			BAD("max_tokens: expected an integer");
 		if (mt->valuedouble < 1)
-			BAD("max_tokens must be at least 1, got %lld.",
-			    (long long)mt->valuedouble);
+			BAD("max_tokens must be at least 1, got %lld.", (long long)mt->valuedouble);
 	}
 	if (chat) {
 		char *text;
@@ -232,12 +231,12 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 		    (cJSON_IsString(v->child) || cJSON_IsArray(v->child)))
 			v = v->child;
 		else if (cJSON_IsArray(v) && cJSON_GetArraySize(v) > 1 &&
-			 (cJSON_IsString(v->child) || cJSON_IsArray(v->child)))
+		         (cJSON_IsString(v->child) || cJSON_IsArray(v->child)))
 			BAD("prompt: pdkv-standin serves one prompt per request, got a batch of %d",
 			    cJSON_GetArraySize(v));
 		if (cJSON_IsString(v)) {
 			if (mdl_tokenize(v->valuestring, strlen(v->valuestring), &r->tokens,
-					 &r->ntok))
+			                 &r->ntok))
 				BAD("out of memory tokenizing");
 		} else if (cJSON_IsArray(v)) {
 			int ret = ids_from_array(v, &r->tokens, &r->ntok);

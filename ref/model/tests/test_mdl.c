@@ -19,7 +19,7 @@ static void test_tokenizer_round_trip(void **state)
 	int64_t *ids;
 	size_t n, len;
 	char *back;
-	int64_t bad[2] = { 65, 300 };
+	int64_t bad[2] = {65, 300};
 	(void)state;
 
 	assert_int_equal(mdl_tokenize(txt, sizeof(txt) - 1, &ids, &n), 0);
@@ -40,13 +40,13 @@ static void test_tokenizer_round_trip(void **state)
 
 static void test_chat_template(void **state)
 {
-	struct mdl_msg m[2] = { { "system", "Be brief." }, { "user", "Hi" } };
+	struct mdl_msg m[2] = {{"system", "Be brief."}, {"user", "Hi"}};
 	char *s = mdl_chat_template(m, 2);
 	(void)state;
 
 	assert_non_null(s);
 	assert_string_equal(s, "<|im_start|>system\nBe brief.<|im_end|>\n"
-			       "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+	                       "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 	free(s);
 }
 
@@ -118,7 +118,7 @@ static void test_kv_size_and_determinism(void **state)
 static void test_one_byte_changes_text(void **state)
 {
 	struct mdl_geom g;
-	int64_t ids[5] = { 'h', 'e', 'l', 'l', 'o' };
+	int64_t ids[5] = {'h', 'e', 'l', 'l', 'o'};
 	struct mdl_kv a;
 	char t0[65], t1[65];
 	size_t pos[4];
@@ -147,8 +147,8 @@ static void test_one_byte_changes_text(void **state)
 /* Causal: a shared prefix yields identical rows; a different token changes later rows. */
 static void test_causal_prefix(void **state)
 {
-	struct mdl_geom g = { 2, 2, 8, 2, 16 };
-	int64_t x[4] = { 1, 2, 3, 4 }, y[4] = { 1, 2, 9, 4 };
+	struct mdl_geom g = {2, 2, 8, 2, 16};
+	int64_t x[4] = {1, 2, 3, 4}, y[4] = {1, 2, 9, 4};
 	struct mdl_kv a, b;
 	size_t row = 8 * 2 * 2; /* heads * head_dim * dtype */
 	(void)state;
@@ -156,7 +156,8 @@ static void test_causal_prefix(void **state)
 	assert_int_equal(mdl_kv_compute(&g, x, 4, 0, 2, 0, 1, &a), 0);
 	assert_int_equal(mdl_kv_compute(&g, y, 4, 0, 2, 0, 1, &b), 0);
 	for (int l = 0; l < 2; l++) {
-		const uint8_t *ka = a.keys + (size_t)l * 4 * row, *kb = b.keys + (size_t)l * 4 * row;
+		const uint8_t *ka = a.keys + (size_t)l * 4 * row,
+		              *kb = b.keys + (size_t)l * 4 * row;
 
 		assert_memory_equal(ka, kb, 2 * row);
 		assert_memory_not_equal(ka + 2 * row, kb + 2 * row, row);
@@ -169,8 +170,8 @@ static void test_causal_prefix(void **state)
 /* Head shards (TP) placed back together equal the full KV. */
 static void test_shards(void **state)
 {
-	struct mdl_geom g = { 3, 4, 16, 2, 16 };
-	int64_t ids[7] = { 10, 20, 30, 40, 50, 60, 70 };
+	struct mdl_geom g = {3, 4, 16, 2, 16};
+	int64_t ids[7] = {10, 20, 30, 40, 50, 60, 70};
 	struct mdl_kv full, s0, s1;
 	uint8_t *k, *v;
 	uint64_t sum, nt;
@@ -207,7 +208,8 @@ static void test_generation_eos_and_pace(void **state)
 	uint64_t t0;
 	(void)state;
 
-	/* Over many seeds, EOS shows up (about 1/256 per token) and everything else is printable. */
+	/* Over many seeds, EOS shows up (about 1/256 per token) and everything else is printable.
+	 */
 	for (uint64_t s = 0; s < 200; s++) {
 		mdl_gen_init(&gs, s, false);
 		for (int i = 0; i < 64 && !gs.done; i++) {
@@ -228,14 +230,14 @@ static void test_generation_eos_and_pace(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tokenizer_round_trip),
-		cmocka_unit_test(test_chat_template),
-		cmocka_unit_test(test_geometry),
-		cmocka_unit_test(test_kv_size_and_determinism),
-		cmocka_unit_test(test_one_byte_changes_text),
-		cmocka_unit_test(test_causal_prefix),
-		cmocka_unit_test(test_shards),
-		cmocka_unit_test(test_generation_eos_and_pace),
+	    cmocka_unit_test(test_tokenizer_round_trip),
+	    cmocka_unit_test(test_chat_template),
+	    cmocka_unit_test(test_geometry),
+	    cmocka_unit_test(test_kv_size_and_determinism),
+	    cmocka_unit_test(test_one_byte_changes_text),
+	    cmocka_unit_test(test_causal_prefix),
+	    cmocka_unit_test(test_shards),
+	    cmocka_unit_test(test_generation_eos_and_pace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,13 +11,13 @@
 static int unavailable(char **vllm_error)
 {
 	fprintf(stderr, "pdkv-standin: error: the config library (ref/cfg) in this build cannot "
-			"read --kv-transfer-config / mooncake.json yet\n");
+	                "read --kv-transfer-config / mooncake.json yet\n");
 	if (vllm_error)
 		*vllm_error = NULL;
 	return -1;
 }
 WEAK int cfg_mooncake_load(const char *path, enum cfg_vllm vllm, struct cfg_mooncake *out,
-			   struct cfg_diags *d, char **vllm_error)
+                           struct cfg_diags *d, char **vllm_error)
 {
 	(void)path;
 	(void)vllm;
@@ -30,7 +30,7 @@ WEAK void cfg_mooncake_free(struct cfg_mooncake *mc)
 	(void)mc;
 }
 WEAK int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_transfer *out,
-			       struct cfg_diags *d, char **vllm_error)
+                               struct cfg_diags *d, char **vllm_error)
 {
 	(void)json;
 	(void)vllm;

@@ -27,8 +27,7 @@ WEAK int kvc_insert(struct kvc *c, const struct kvc_item *it)
 	(void)it;
 	return KVC_ERR_CLOSED;
 }
-WEAK int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens,
-			 struct kvc_item *out)
+WEAK int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out)
 {
 	(void)c;
 	(void)tokens;
