@@ -82,6 +82,7 @@ struct bench_sock_srv {
 	uint64_t len;
 	volatile int stop;
 };
+int bench_sock_prepare(uint64_t region);
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
 		   struct bench_row *row);
 

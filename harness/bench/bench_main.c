@@ -540,6 +540,10 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (strcmp(o.baseline, "none") && bench_sock_prepare(region)) {
+		rc = 1;
+		goto out;
+	}
 	bench_banner(&o, r.te ? bench_te_local_name(r.te) : "-", o.segment,
 		     r.te ? bench_te_remote_size(r.te) : o.buffer_size);
 	run_all(&r, &ro);

@@ -236,17 +236,20 @@ int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_r
 	if (!f)
 		return -1;
 	fprintf(f, "kind,operation,block_size,batch_size,threads,duration_s,batches,transfers,bytes,"
-		   "bandwidth_%s_per_s,transfers_per_s,lat_p50_us,lat_p99_us,wrong,failed\n",
+		   "bandwidth_%s_per_s,transfers_per_s,lat_p50_us,lat_p99_us,wrong,failed,cpu_initiator_s,"
+		   "cpu_target_s\n",
 		o->unit);
 	for (size_t i = 0; i < n; i++) {
 		struct bench_row *r = &rows[i];
-		fprintf(f, "%s,%s,%llu,%llu,%llu,%.6f,%llu,%llu,%llu,%.*f,%.1f,%.2f,%.2f,%llu,%llu\n",
+		fprintf(f, "%s,%s,%llu,%llu,%llu,%.6f,%llu,%llu,%llu,%.*f,%.1f,%.2f,%.2f,%llu,%llu,%.3f,"
+			   "%.3f\n",
 			r->kind, r->op ? "write" : "read", (unsigned long long)r->block,
 			(unsigned long long)r->batch, (unsigned long long)r->threads, r->seconds,
 			(unsigned long long)r->batches, (unsigned long long)r->transfers,
 			(unsigned long long)r->bytes, o->precision + 2, r->bw,
 			r->seconds > 0 ? (double)r->transfers / r->seconds : 0, r->lat_p50_us,
-			r->lat_p99_us, (unsigned long long)r->wrong, (unsigned long long)r->failed);
+			r->lat_p99_us, (unsigned long long)r->wrong, (unsigned long long)r->failed,
+			r->cpu_init_s, r->cpu_target_s);
 	}
 	return fclose(f) ? -1 : 0;
 }
