@@ -120,7 +120,7 @@ static void check_connector(struct cfg_report *r, const struct cfg_check_opts *o
 				     "kv_buffer_size %g: no KV item ever fits, the producer's insert "
 				     "waits forever (vLLM >= 0.7.3). Use e.g. 2e9",
 				     kt->kv_buffer_size);
-		if (kt->kv_parallel_size != 2)
+		if (kt->kv_parallel_size != 2 && kt->kv_parallel_size != 1)
 			cfg_diag_add(&r->diags, CFG_INFO, "kv-transfer-config: kv_parallel_size",
 				     "kv_parallel_size %lld is not used by MooncakeConnector (the guide "
 				     "writes 2)",

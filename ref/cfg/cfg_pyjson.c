@@ -575,11 +575,19 @@ static uint32_t *pj_decode(const char *buf, size_t len, bool newlines, bool surr
 				i++;
 				continue;
 			}
-			if (asprintf(err,
-				     "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x%02x in "
-				     "position %zu: %s",
-				     c, i, why) < 0)
+			/* CPython names the maximal valid prefix: "bytes in position a-b" */
+			if (k > 1 && need) {
+				if (asprintf(err,
+					     "UnicodeDecodeError: 'utf-8' codec can't decode bytes in "
+					     "position %zu-%zu: %s",
+					     i, i + k - 1, why) < 0)
+					*err = NULL;
+			} else if (asprintf(err,
+					    "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x%02x "
+					    "in position %zu: %s",
+					    c, i, why) < 0) {
 				*err = NULL;
+			}
 			free(cp);
 			return NULL;
 		}
