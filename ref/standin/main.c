@@ -229,6 +229,13 @@ int main(int argc, char **argv)
 		cfg_kv_transfer_free(&s.kt);
 		cfg_mooncake_free(&s.mc);
 	}
-	pd_info("stopped");
+	pd_info("stopped: %llu requests (%llu failed), %llu prompt tokens reused, %llu recomputed, "
+	        "%llu checksum failures, %llu transfer failures",
+	        (unsigned long long)atomic_load(&s.n.requests),
+	        (unsigned long long)atomic_load(&s.n.requests_failed),
+	        (unsigned long long)atomic_load(&s.n.reused),
+	        (unsigned long long)atomic_load(&s.n.recomputed),
+	        (unsigned long long)atomic_load(&s.n.checksum_failures),
+	        (unsigned long long)atomic_load(&s.n.transfer_failures));
 	return 0;
 }
