@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cli.sh: the `pdkv config check` / `pdkv ports` command-line contract — exit codes 0/1/2,
+# config_cli.sh: the `pdkv config check` / `pdkv ports` command-line contract — exit codes 0/1/2,
 # --json = exactly one JSON object on one stdout line, MOONCAKE_CONFIG_PATH read like vLLM.
 set -u
 B=${PDKV_BIN:-build/bin}
@@ -53,5 +53,5 @@ one_json "kv-transfer invalid"
 expect 0 "v1 ports" -- "$B/pdkv" ports --vllm v1 --kv-transfer-config '{"kv_connector":"MooncakeConnector","kv_role":"kv_producer"}' --tp 2 --dp 2 --json
 one_json "v1 ports"
 rm -f /tmp/pdkv-cli.$$.out /tmp/pdkv-cli.$$.err
-echo "cli.sh: $fails failure(s)"
+echo "config_cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]
