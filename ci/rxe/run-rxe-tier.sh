@@ -5,13 +5,13 @@
 # error paths), pdkv bench --protocol=rdma --check, ib_write_bw on the same pair and pdkv's
 # bandwidth as a ratio to it. One line per step, then "rxe tier: PASS|FAIL|NOTRUN".
 # Exit: 0 pass, 1 fail, 77 NOTRUN (no qemu, no guest kernel obtainable) — never a silent pass.
-# Usage: [BUILD=build] [RXE_BW_MB=64] ci/rxe/run-rxe-tier.sh   (after `make`; `make test-rxe`)
+# Usage: [BUILD=build] [RXE_BW_MB=32] [RXE_ROUNDS=3] ci/rxe/run-rxe-tier.sh   (after `make`; `make test-rxe`)
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 cd "$ROOT" || exit 1
 export BUILD=${BUILD:-build}
-export RXE_BW_MB=${RXE_BW_MB:-64} RXE_BENCH_S=${RXE_BENCH_S:-3}
+export RXE_BW_MB=${RXE_BW_MB:-32} RXE_BENCH_S=${RXE_BENCH_S:-2} RXE_ROUNDS=${RXE_ROUNDS:-3}
 T0=$(date +%s.%N)
 elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
 notrun() {
@@ -38,7 +38,7 @@ echo "PASS rxe_guest_prepare ($(elapsed)s) kernel $(cat /tmp/rxevm/default-kpkg 
 
 LOG=${RXE_LOG:-$BUILD/test-logs/rxe-tier.log}
 mkdir -p "$(dirname "$LOG")"
-RXEVM_SETUP=pair RXEVM_TIMING=1 RXEVM_TIMEOUT=${RXE_TIMEOUT:-420} RXEVM_PASSENV="BUILD RXE_BW_MB RXE_BENCH_S" \
+RXEVM_SETUP=pair RXEVM_TIMING=1 RXEVM_TIMEOUT=${RXE_TIMEOUT:-420} RXEVM_PASSENV="BUILD RXE_BW_MB RXE_BENCH_S RXE_ROUNDS" \
 	bash "$HERE/run-in-rxe-vm.sh" 'bash ci/rxe/tier-guest.sh' 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 if ! grep -q '^rxe tier: ' "$LOG"; then
