@@ -459,6 +459,7 @@ int main(int argc, char **argv)
 
 	if (!strcmp(o.mode, "loopback")) {
 		char *targv[24], bufarg[64], *log;
+		static char a_meta[1100], a_proto[64], a_dev[600], a_ready[300], a_name[300];
 		const char *self = pd_self_dir();
 		char exe[PATH_MAX + 16];
 		int ta = 0;
@@ -474,20 +475,27 @@ int main(int argc, char **argv)
 			 (unsigned long long)o.buffer_size);
 		targv[ta++] = exe;
 		targv[ta++] = "--mode=target";
-		targv[ta++] = pd_asprintf("--metadata_server=%s", o.metadata);
-		if (o.protocol)
-			targv[ta++] = pd_asprintf("--protocol=%s", o.protocol);
-		else
+		snprintf(a_meta, sizeof(a_meta), "--metadata_server=%s", o.metadata);
+		targv[ta++] = a_meta;
+		if (o.protocol) {
+			snprintf(a_proto, sizeof(a_proto), "--protocol=%s", o.protocol);
+			targv[ta++] = a_proto;
+		} else {
 			targv[ta++] = "--auto_discovery";
-		if (o.device)
-			targv[ta++] = pd_asprintf("--device_name=%s", o.device);
+		}
+		if (o.device) {
+			snprintf(a_dev, sizeof(a_dev), "--device_name=%s", o.device);
+			targv[ta++] = a_dev;
+		}
 		targv[ta++] = bufarg;
-		targv[ta++] = pd_asprintf("--ready_file=%s", ready);
+		snprintf(a_ready, sizeof(a_ready), "--ready_file=%s", ready);
+		targv[ta++] = a_ready;
 		if (strcmp(o.metadata, "P2PHANDSHAKE")) {
 			char host[128] = "localhost";
 			gethostname(host, sizeof(host) - 1);
-			targv[ta++] = pd_asprintf("--local_server_name=%s:bench-target-%d", host,
-						  (int)getpid());
+			snprintf(a_name, sizeof(a_name), "--local_server_name=%s:bench-target-%d", host,
+				 (int)getpid());
+			targv[ta++] = a_name;
 		}
 		if (strcmp(o.baseline, "none"))
 			targv[ta++] = "--baseline=socket";

@@ -3,6 +3,7 @@
 #include "te_engine_priv.h"
 
 #include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,6 +396,7 @@ int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, voi
 	struct te_request r = { opcode, local, 0, remote_addr, len };
 	struct te_task_status st = { 0, 0 };
 	uint64_t batch, end;
+	long nap_ns = 10000;
 	int ret, spins = 0;
 
 	if (!eng || !segment)
@@ -423,10 +425,15 @@ int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, voi
 			/* the batch stays allocated (still busy); the engine frees it at destroy */
 			return TE_ERR_TIMEOUT;
 		}
-		if (++spins < 200)
+		/* short transfers end within microseconds; back off to 1 ms for long ones */
+		if (++spins < 50) {
 			sched_yield();
-		else
-			pd_sleep_ms(1);
+		} else {
+			struct timespec ts = { 0, nap_ns };
+			nanosleep(&ts, NULL);
+			if (nap_ns < 1000000)
+				nap_ns *= 2;
+		}
 	}
 	ret = st.status == TE_COMPLETED ? 0 : TE_ERR_ENDPOINT;
 out:

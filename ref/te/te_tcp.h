@@ -1,0 +1,84 @@
+/* te_tcp: private seams of the TCP transport — wire constants, lanes/peers (client side,
+ * te_tcp.c) and the validating server (te_tcp_server.c). */
+#ifndef TE_TCP_H
+#define TE_TCP_H
+
+#include <sys/uio.h>
+
+#include "te_internal.h"
+
+#define TCP_HDR_LEN 24
+#define TCP_OP_V2 0x80
+#define TCP_STATUS_MAGIC 0x4D43545600000000ull /* "MCTV" in the high half */
+#define TCP_SLICE_MAX (8ull << 20)             /* larger requests are split over lanes */
+#define TCP_MAX_LANES 16
+#define TCP_MAX_SERVER_CONNS 256
+#define TCP_IO_TIMEOUT_S 30
+#define TCP_IOV_MAX 64
+#define TCP_GROUP_BYTES (4u << 20)
+
+struct tcp_slice {
+	struct te_task *t;
+	char *local;
+	uint64_t raddr, len;
+	uint8_t op; /* TE_READ / TE_WRITE */
+};
+
+struct slice_vec {
+	struct tcp_slice *v;
+	size_t n, cap, head; /* head: first unconsumed (used as a FIFO by the receiver) */
+};
+
+struct tcp_lane {
+	struct tcp_peer *peer;
+	int fd; /* -1 = not connected */
+	pthread_t snd, rcv;
+	bool started;
+	pthread_mutex_t mu;
+	pthread_cond_t snd_cv, rcv_cv;
+	struct slice_vec sq; /* queued, not sent yet */
+	struct slice_vec iq; /* sent (or being sent), awaiting a response, in wire order */
+	bool broken, rcv_parked, stop;
+};
+
+struct tcp_peer {
+	struct te_transport *tp;
+	char host[256];
+	int port;
+	bool v2;
+	int nlanes;
+	atomic_uint rr;
+	struct tcp_lane lanes[TCP_MAX_LANES];
+};
+
+struct te_transport {
+	struct te_engine *eng;
+	int nlanes;
+	bool proto_v1_only;
+	/* client */
+	pthread_mutex_t peers_mu;
+	struct tcp_peer **peers;
+	size_t npeers;
+	/* server */
+	int lfd;
+	int wake[2];
+	pthread_t accept_thr;
+	bool accept_started;
+	pthread_mutex_t srv_mu;
+	pthread_cond_t srv_cv;
+	int nconns;
+	int conn_fds[TCP_MAX_SERVER_CONNS];
+	bool stopping;
+};
+
+/* shared I/O helpers (te_tcp.c) */
+void te_tcp_set_io_timeout(int fd, int secs);
+void te_tcp_tune_socket(int fd);
+int te_tcp_recv_full(int fd, void *buf, size_t len);
+int te_tcp_send_iov(int fd, struct iovec *iov, int n);
+/* server (te_tcp_server.c): listens on tp->lfd (already bound), accept thread + one thread per
+ * connection; stop closes every connection and waits for the threads. */
+int te_tcp_server_start(struct te_transport *tp);
+void te_tcp_server_stop(struct te_transport *tp);
+
+#endif

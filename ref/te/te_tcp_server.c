@@ -1,0 +1,276 @@
+/* te_tcp_server: the TCP transport's data server (spec §4) — one thread per persistent
+ * connection, every request validated against registered memory before a byte moves. */
+#include "te_tcp.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pd_log.h"
+#include "pd_util.h"
+
+struct srv_conn {
+	struct te_transport *tp;
+	int fd, slot;
+};
+
+/* v2 statuses are coalesced: they wait while more requests are already queued on the socket
+ * and go out (in one send) before the server would block, before a READ reply, or when full.
+ * Pipelined 64 KiB WRITEs then cost one small segment per burst, not per request. */
+#define SRV_PENDING_MAX 64
+struct srv_out {
+	uint64_t st[SRV_PENDING_MAX];
+	int n;
+};
+
+static int flush_status(int fd, struct srv_out *o)
+{
+	struct iovec iov = { o->st, (size_t)o->n * 8 };
+	int r = o->n ? te_tcp_send_iov(fd, &iov, 1) : 0;
+	o->n = 0;
+	return r;
+}
+
+static int queue_status(int fd, struct srv_out *o, uint32_t code)
+{
+	o->st[o->n++] = htole64(TCP_STATUS_MAGIC | code);
+	return o->n == SRV_PENDING_MAX ? flush_status(fd, o) : 0;
+}
+
+/* Buffered request input: headers that arrive together (pipelined READs) are parsed from one
+ * recv; WRITE body bytes that came along are copied out, the rest lands straight in place. */
+#define SRV_INBUF 4096
+struct srv_in {
+	unsigned char b[SRV_INBUF];
+	size_t pos, len;
+};
+
+/* Reads a header; 1 = clean EOF between requests, 0 = got one, <0 = error/truncated. Pending
+ * statuses are flushed before the call could block. */
+static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, struct srv_in *in,
+			   struct srv_out *o)
+{
+	while (in->len - in->pos < TCP_HDR_LEN) {
+		size_t have = in->len - in->pos;
+		ssize_t r;
+		memmove(in->b, in->b + in->pos, have);
+		in->pos = 0;
+		in->len = have;
+		r = recv(fd, in->b + have, SRV_INBUF - have, o->n ? MSG_DONTWAIT : 0);
+		if (r > 0) {
+			in->len += (size_t)r;
+			continue;
+		}
+		if (r == 0)
+			return have ? -EPROTO : 1;
+		if (errno == EINTR)
+			continue;
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && o->n) {
+			if (flush_status(fd, o))
+				return -EPIPE;
+			continue;
+		}
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && have == 0 && !tp->stopping)
+			continue; /* idle persistent connection */
+		return have ? -EPROTO : -errno;
+	}
+	memcpy(h, in->b + in->pos, TCP_HDR_LEN);
+	in->pos += TCP_HDR_LEN;
+	return 0;
+}
+
+static int srv_read_body(int fd, struct srv_in *in, char *dst, uint64_t size)
+{
+	size_t have = in->len - in->pos, take = have < size ? have : (size_t)size;
+	memcpy(dst, in->b + in->pos, take);
+	in->pos += take;
+	return size > take ? te_tcp_recv_full(fd, dst + take, size - take) : 0;
+}
+
+static void *srv_conn_main(void *arg)
+{
+	struct srv_conn *c = arg;
+	struct te_transport *tp = c->tp;
+	struct srv_out out = { .n = 0 };
+	struct srv_in *in = malloc(sizeof(*in));
+	int fd = c->fd;
+	uint64_t nreq = 0;
+
+	if (in)
+		in->pos = in->len = 0;
+	for (; in;) {
+		unsigned char h[TCP_HDR_LEN] = { 0 };
+		uint64_t size, addr;
+		uint8_t op;
+		bool v2;
+		int r = srv_read_header(tp, fd, h, in, &out);
+
+		if (r == 1)
+			break;
+		if (r < 0) {
+			if (r == -EPROTO)
+				pd_warn("tcp server: truncated request header after %llu requests, "
+					"closing the connection",
+					(unsigned long long)nreq);
+			break;
+		}
+		memcpy(&size, h, 8);
+		memcpy(&addr, h + 8, 8);
+		size = le64toh(size);
+		addr = le64toh(addr);
+		v2 = h[16] & TCP_OP_V2;
+		op = h[16] & ~TCP_OP_V2;
+		if ((op != TE_READ && op != TE_WRITE) || !te_engine_local_range_ok(tp->eng, addr, size)) {
+			pd_warn("tcp server: rejected %s 0x%llx+%llu (opcode 0x%02x): not inside one "
+				"registered buffer; closing the connection",
+				op == TE_WRITE ? "WRITE" : "READ", (unsigned long long)addr,
+				(unsigned long long)size, h[16]);
+			if (v2) {
+				out.st[out.n++] = htole64(TCP_STATUS_MAGIC | 1);
+				flush_status(fd, &out);
+			}
+			break;
+		}
+		if (op == TE_WRITE) {
+			r = srv_read_body(fd, in, (char *)(uintptr_t)addr, size);
+			if (!r && v2)
+				r = queue_status(fd, &out, 0);
+		} else {
+			/* earlier statuses, this one and the body in one sendmsg */
+			struct iovec iov[2];
+			int k = 0;
+			if (v2)
+				out.st[out.n++] = htole64(TCP_STATUS_MAGIC);
+			if (out.n) {
+				iov[k].iov_base = out.st;
+				iov[k++].iov_len = (size_t)out.n * 8;
+			}
+			iov[k].iov_base = (void *)(uintptr_t)addr;
+			iov[k++].iov_len = size;
+			out.n = 0;
+			r = te_tcp_send_iov(fd, iov, k);
+		}
+		if (r) {
+			pd_warn("tcp server: %s of %llu bytes failed: %s; closing the connection",
+				op == TE_WRITE ? "receiving a WRITE" : "sending a READ",
+				(unsigned long long)size, strerror(-r));
+			break;
+		}
+		nreq++;
+	}
+	flush_status(fd, &out);
+	free(in);
+	pthread_mutex_lock(&tp->srv_mu);
+	tp->conn_fds[c->slot] = -1;
+	close(fd);
+	tp->nconns--;
+	pthread_cond_broadcast(&tp->srv_cv);
+	pthread_mutex_unlock(&tp->srv_mu);
+	free(c);
+	return NULL;
+}
+
+static void *srv_accept_main(void *arg)
+{
+	struct te_transport *tp = arg;
+
+	for (;;) {
+		struct pollfd pf[2] = { { tp->lfd, POLLIN, 0 }, { tp->wake[0], POLLIN, 0 } };
+		struct srv_conn *c = NULL;
+		pthread_attr_t at;
+		pthread_t t;
+		int fd, slot = -1;
+
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[1].revents)
+			break;
+		if (!(pf[0].revents & POLLIN))
+			continue;
+		fd = accept4(tp->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				pd_sleep_ms(50);
+			continue;
+		}
+		pthread_mutex_lock(&tp->srv_mu);
+		for (int i = 0; i < TCP_MAX_SERVER_CONNS && !tp->stopping; i++)
+			if (tp->conn_fds[i] < 0) {
+				slot = i;
+				break;
+			}
+		if (slot >= 0) {
+			tp->conn_fds[slot] = fd;
+			tp->nconns++;
+		}
+		pthread_mutex_unlock(&tp->srv_mu);
+		if (slot < 0) {
+			pd_warn("tcp server: %d connections open, refusing one", TCP_MAX_SERVER_CONNS);
+			close(fd);
+			continue;
+		}
+		te_tcp_tune_socket(fd);
+		te_tcp_set_io_timeout(fd, TCP_IO_TIMEOUT_S);
+		c = malloc(sizeof(*c));
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (c) {
+			c->tp = tp;
+			c->fd = fd;
+			c->slot = slot;
+		}
+		if (!c || pthread_create(&t, &at, srv_conn_main, c)) {
+			free(c);
+			pthread_mutex_lock(&tp->srv_mu);
+			tp->conn_fds[slot] = -1;
+			tp->nconns--;
+			pthread_mutex_unlock(&tp->srv_mu);
+			close(fd);
+		}
+		pthread_attr_destroy(&at);
+	}
+	return NULL;
+}
+
+int te_tcp_server_start(struct te_transport *tp)
+{
+	if (listen(tp->lfd, 128)) {
+		pd_err("tcp: listen on data port %d failed: %s", te_engine_rpc_port(tp->eng) + 1,
+		       strerror(errno));
+		return TE_ERR_SOCKET;
+	}
+	if (pipe2(tp->wake, O_CLOEXEC))
+		return TE_ERR_SOCKET;
+	if (pthread_create(&tp->accept_thr, NULL, srv_accept_main, tp))
+		return TE_ERR_MEMORY;
+	tp->accept_started = true;
+	return 0;
+}
+
+void te_tcp_server_stop(struct te_transport *tp)
+{
+	if (tp->accept_started) {
+		char b = 1;
+		if (write(tp->wake[1], &b, 1) < 0)
+			pd_warn("tcp: wake pipe: %s", strerror(errno));
+		pthread_join(tp->accept_thr, NULL);
+		tp->accept_started = false;
+	}
+	pthread_mutex_lock(&tp->srv_mu);
+	tp->stopping = true;
+	for (int i = 0; i < TCP_MAX_SERVER_CONNS; i++)
+		if (tp->conn_fds[i] >= 0)
+			shutdown(tp->conn_fds[i], SHUT_RDWR);
+	while (tp->nconns > 0)
+		pthread_cond_wait(&tp->srv_cv, &tp->srv_mu);
+	pthread_mutex_unlock(&tp->srv_mu);
+}
