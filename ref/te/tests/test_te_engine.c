@@ -95,6 +95,49 @@ static void test_frame_roundtrip(void **state)
 	close(sv[1]);
 }
 
+/* ---------------------------------------------------------------- RPC endpoint (§2.6) */
+static void test_rpc_endpoint(void **state)
+{
+	struct te_engine *e;
+	char name[64];
+	int p;
+	(void)state;
+
+	/* both spellings of the range; the data port (rpc+1) stays inside it too */
+	setenv("MC_MIN_RPC_PORT", "16400", 1);
+	setenv("MC_MAX_RPC_PORT", "16403", 1);
+	e = mk("range");
+	p = te_engine_rpc_port(e);
+	assert_true(p >= 16400 && p + 1 <= 16403);
+	te_engine_destroy(e);
+	unsetenv("MC_MIN_RPC_PORT");
+	unsetenv("MC_MAX_RPC_PORT");
+	setenv("MC_MIN_PRC_PORT", "16410", 1);
+	setenv("MC_MAX_PRC_PORT", "16413", 1);
+	e = mk("range2");
+	p = te_engine_rpc_port(e);
+	assert_true(p >= 16410 && p <= 16412);
+	te_engine_destroy(e);
+	unsetenv("MC_MIN_PRC_PORT");
+	unsetenv("MC_MAX_PRC_PORT");
+	/* default range; P2P rewrites the name to ip:rpc_port */
+	e = mk("whatever");
+	p = te_engine_rpc_port(e);
+	assert_true(p >= 15000 && p <= 17000);
+	snprintf(name, sizeof(name), "127.0.0.1:%d", p);
+	assert_string_equal(te_engine_name(e), name);
+	te_engine_destroy(e);
+	/* legacy binding: host:port from the server name */
+	setenv("MC_LEGACY_RPC_PORT_BINDING", "1", 1);
+	p = pd_free_port("127.0.0.1");
+	snprintf(name, sizeof(name), "127.0.0.1:%d", p);
+	e = mk(name);
+	if (te_engine_rpc_port(e) != p)
+		fail_msg("legacy binding: rpc port %d, expected %d", te_engine_rpc_port(e), p);
+	te_engine_destroy(e);
+	unsetenv("MC_LEGACY_RPC_PORT_BINDING");
+}
+
 /* ---------------------------------------------------------------- registration + batches */
 static void test_register_misuse(void **state)
 {
@@ -512,7 +555,8 @@ static void test_c_api(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_frame_roundtrip), cmocka_unit_test(test_register_misuse),
+		cmocka_unit_test(test_frame_roundtrip), cmocka_unit_test(test_rpc_endpoint),
+		cmocka_unit_test(test_register_misuse),
 		cmocka_unit_test(test_batch_misuse),	cmocka_unit_test(test_transfer_p2p),
 		cmocka_unit_test(test_stale_remote),	cmocka_unit_test(test_slice_timeout),
 		cmocka_unit_test(test_hs_client_rejects), cmocka_unit_test(test_c_api),
