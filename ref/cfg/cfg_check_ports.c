@@ -223,6 +223,38 @@ void cfg_check_ports(struct cfg_report *r, const struct cfg_check_opts *o)
 				     dd.own_base, pp.own_host, dd.own_host);
 		}
 	}
+	/* a loopback URL on one side only: the peer dials its own loopback */
+	if (v0 && dep.mc && !cfg_v0_pipe(dep.mc, &k0, 0, &pp, NULL)) {
+		bool lp = cfg_same_machine(pp.own_host, "127.0.0.1");
+		bool ld = cfg_same_machine(pp.remote_host, "127.0.0.1");
+		if (lp != ld)
+			cfg_diag_add(&r->diags, CFG_WARNING,
+				     lp ? "mooncake.json: prefill_url" : "mooncake.json: decode_url",
+				     "%s uses the loopback host \"%s\" while the other side is \"%s\": "
+				     "unless both run on one machine, the peer dials its own loopback "
+				     "(ZMQ connects forever, TE cannot reach the segment). Write the "
+				     "address the other host can reach",
+				     lp ? "prefill_url" : "decode_url", lp ? pp.own_host : pp.remote_host,
+				     lp ? pp.remote_host : pp.own_host);
+	}
+	/* a bind on the metadata server's own port (etcd/redis/http on the same machine) */
+	for (i = 0; i < r->nports; i++) {
+		const struct cfg_port *m = &r->ports[i];
+		size_t k;
+		if (m->binds || strncmp(m->purpose, "TE metadata server", 18))
+			continue;
+		for (k = 0; k < r->nports; k++) {
+			const struct cfg_port *b = &r->ports[k];
+			if (b->binds && b->port == m->port && cfg_same_machine(b->host, m->host)) {
+				cfg_diag_add(&r->diags, CFG_ERROR, "ports",
+					     "%s rank %d binds %s:%d (%s), the metadata server's own "
+					     "port; one of them cannot start. Move the base port",
+					     b->side, b->rank, b->host, b->port, b->purpose);
+				break;
+			}
+		}
+		break;
+	}
 	/* fixed ports inside TE's random RPC range can be taken by an engine first */
 	cfg_te_rpc_range(&o->env, o->vllm, &lo, &hi);
 	for (i = 0; i < r->nports; i++) {
