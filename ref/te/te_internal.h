@@ -176,7 +176,12 @@ bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len
  *  - task->peer is the peer descriptor snapshot (for target_id 0, the local segment's); it stays
  *    valid until the engine is destroyed. task->req.target_offset is already range-checked
  *    against it.
- *  - destroy() stops all threads; every in-flight task must be ended (failed) or abandoned. */
+ *  - destroy() stops all threads; every in-flight task must be ended (failed) or abandoned.
+ *  - Routing: a request goes to the engine's one transport; a peer whose descriptor names
+ *    another protocol is refused at submit with TE_ERR_NOT_SUPPORTED_TRANSPORT (spec §6).
+ *  - Linking: te_engine.c references te_rdma_transport_ops WEAKLY (NULL = "rdma not built in"),
+ *    and a weak reference does not pull an archive member: a binary that wants RDMA links lib
+ *    terdma AND references the symbol strongly somewhere (harness/bench/bench_rdma_link.c). */
 
 /* Adopts the socket pre-bound to rpc_port+1 (not listening yet); -1 if none. */
 int te_engine_take_data_fd(struct te_engine *eng);
