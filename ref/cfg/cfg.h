@@ -55,7 +55,10 @@ enum cfg_mc_field {
 extern const char *const cfg_mc_field_names[6];
 
 /* path NULL = MOONCAKE_CONFIG_PATH as vLLM does (unset and empty are different errors).
- * Returns 0 when vLLM would accept the file, -1 otherwise. vllm_error (may be NULL) receives
+ * Returns 0 when vLLM would accept the file, -1 otherwise. V0: "accept" covers from_file and
+ * MooncakePipe construction up to the ZMQ sockets (url.split, int(), metadata_backend, the
+ * adaptor's argument types); the ZMQ/port verdict is cfg_check's. V1 reads no mooncake.json, so
+ * the file is only checked for pdkv's diagnostics. vllm_error (may be NULL) receives
  * the malloc'd "ExceptionClass: message" vLLM would raise. Diagnostics appended to d. */
 int cfg_mooncake_load(const char *path, enum cfg_vllm vllm, struct cfg_mooncake *out,
 		      struct cfg_diags *d, char **vllm_error);

@@ -314,13 +314,16 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 			if (types_bad >= 0)
 				goto typeerr;
 		}
-		if (!mc->metadata_server || !mc->protocol) {
+		if (!mc->metadata_server || !mc->protocol || !mc->device_name) {
 			/* None → nullptr → std::string(nullptr) inside the adaptor [spec §10.3: U] */
 			set_err(err, "RuntimeError: basic_string::_M_construct null not valid");
 			cfg_diag_add(d, CFG_INFO, NULL,
 				     "%s: vLLM's exact failure for a null %s is uncertain (the adaptor "
 				     "receives a null pointer; a C++ exception or a crash)",
-				     mc->path, !mc->metadata_server ? "metadata_server" : "protocol");
+				     mc->path,
+				     !mc->metadata_server ? "metadata_server" :
+				     !mc->protocol	   ? "protocol" :
+							     "device_name");
 		}
 		/* MooncakePipe then binds port B+9+2r on all interfaces; libzmq rejects ports outside 0..65535 */
 		if (port_bad)
@@ -496,6 +499,11 @@ int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
 			cfg_diag_add(d, CFG_ERROR, f,
 				     "%s: protocol is null, which vLLM passes on as None (not the "
 				     "\"tcp\" default); write \"tcp\" or \"rdma\"",
+				     path);
+		else if (!strcmp(t, "NoneType") && k == CFG_MC_DEVICE_NAME)
+			cfg_diag_add(d, CFG_ERROR, f,
+				     "%s: device_name is null, which vLLM passes on as None (not the "
+				     "\"\" default); write \"\" for tcp or the NIC names for rdma",
 				     path);
 		else if (strcmp(t, "str") && strcmp(t, "absent") && strcmp(t, "NoneType"))
 			cfg_diag_add(d, CFG_ERROR, f, "%s: %s must be a string, got a JSON %s", path,
