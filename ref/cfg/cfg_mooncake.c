@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *const cfg_mc_field_names[6] = { "prefill_url",      "decode_url", "metadata_server",
 					     "metadata_backend", "protocol",   "device_name" };
@@ -366,6 +367,7 @@ int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
 	cJSON *root = NULL;
 	int ret, k;
 	char *err = NULL;
+	struct stat st;
 
 	memset(out, 0, sizeof(*out));
 	for (k = 0; k < 6; k++)
@@ -401,6 +403,15 @@ int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
 			     "%s: vLLM V1's MooncakeConnector does not read mooncake.json; it is "
 			     "checked here for reference only",
 			     path);
+	if (*path && stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+		/* Python's open() would block here waiting for a writer; pdkv must not hang */
+		cfg_diag_add(d, CFG_ERROR, "mooncake.json",
+			     "%s is a FIFO or socket, not a file; vLLM's open() would block. Give "
+			     "the path of the JSON file",
+			     path);
+		ret = -1;
+		goto out;
+	}
 	ret = *path ? pd_read_file(path, MC_MAX_FILE, &buf, &len) : -ENOENT;
 	if (ret) {
 		if (ret == -EFBIG) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cfg/cfg.h"
@@ -254,12 +255,36 @@ static void megabyte_strings(void **st)
 	free(kv);
 }
 
+static void special_files(void **st)
+{
+	char fifo[160], *e;
+	struct cfg_mooncake mc;
+	struct cfg_diags d = { 0 };
+	(void)st;
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_not_equal(cfg_mooncake_load(fifo, CFG_VLLM_V0, &mc, &d, &e), 0);
+	assert_int_equal(cfg_diags_count(&d, CFG_ERROR), 1);
+	free(e);
+	cfg_mooncake_free(&mc);
+	cfg_diags_free(&d);
+	unlink(fifo);
+	/* /dev/null reads as an empty file */
+	assert_int_not_equal(cfg_mooncake_load("/dev/null", CFG_VLLM_V0, &mc, &d, &e), 0);
+	assert_string_equal(e, "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 "
+			       "(char 0)");
+	free(e);
+	cfg_mooncake_free(&mc);
+	cfg_diags_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(random_bytes),	   cmocka_unit_test(flips),
 		cmocka_unit_test(deep_nesting),	   cmocka_unit_test(huge_numbers),
-		cmocka_unit_test(megabyte_strings),
+		cmocka_unit_test(megabyte_strings), cmocka_unit_test(special_files),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
