@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "pd_log.h"
+#include "pd_util.h"
 
 /* Engines that predate the hook get "all devices"; te_engine.c's definition wins at link. */
 __attribute__((weak)) const char *te_engine_device_names(const struct te_engine *eng)
@@ -190,14 +191,18 @@ static void slice_retry(struct te_rdma *tr, struct te_rdma_slice *s, const char 
 
 	s->ep = NULL;
 	if (++s->retries >= tr->cfg.retry_cnt) {
+		const char *hint = s->last_wc == IBV_WC_REM_ACCESS_ERR || s->last_wc == IBV_WC_REM_INV_REQ_ERR
+			? "the peer rejected the remote key/range: its buffer was unregistered or "
+			  "re-registered since its descriptor was fetched (te_sync_segment / reopen)"
+			: "check that the two NICs reach each other (ping the GIDs' IPv4 addresses, "
+			  "same subnet/VLAN, MTU, MC_GID_INDEX on both sides)";
+
 		if (atomic_load(&s->task->failed_slices) == 0)
 			pd_err("rdma: transfer of %u bytes %s %s failed after %d attempts: %s "
-			       "(local %s GID %s, peer %s@%s GID %s); check that the two NICs reach "
-			       "each other (ping the GIDs' IPv4 addresses, same subnet/VLAN, MTU, "
-			       "MC_GID_INDEX on both sides)", s->len,
+			       "(local %s GID %s, peer %s@%s GID %s); %s", s->len,
 			       s->task->req.opcode == TE_READ ? "from" : "to", p->name, s->retries,
 			       why, c->name, c->gid_str, p->name, p->devices[s->rdev].name,
-			       p->devices[s->rdev].gid);
+			       p->devices[s->rdev].gid, hint);
 		slice_end(s, false);
 		return;
 	}
@@ -238,6 +243,8 @@ static int post_slice(struct te_rdma_ctx *c, struct te_rdma_ep *ep, struct te_rd
 		snprintf(why, whylen, "ibv_post_send on %s: %s", c->name, strerror(rc));
 		return -1;
 	}
+	if (ep->outstanding == 0)
+		ep->progress_ns = pd_now_ns();
 	s->ep = ep;
 	s->qp_idx = q;
 	ep->qp_outstanding[q]++;
@@ -317,6 +324,7 @@ static int poll_cq(struct te_rdma_ctx *c)
 		pthread_mutex_lock(&c->mu);
 		ep->qp_outstanding[s->qp_idx]--;
 		ep->outstanding--;
+		ep->progress_ns = pd_now_ns();
 		c->outstanding--;
 		if (wc[i].status != IBV_WC_SUCCESS && ep->state == EP_CONNECTED) {
 			/* tear the endpoint down; the next attempt handshakes a fresh one */
@@ -331,6 +339,8 @@ static int poll_cq(struct te_rdma_ctx *c)
 		} else {
 			snprintf(why, sizeof(why), "completion status %s",
 				 ibv_wc_status_str(wc[i].status));
+			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
+				s->last_wc = wc[i].status;
 			slice_retry(c->tr, s, why);
 		}
 	}
@@ -355,6 +365,27 @@ static void wait_cq(struct te_rdma_ctx *c)
 		ibv_ack_cq_events(cq, 1);
 		c->cq_armed = 0;
 	}
+}
+
+/* Resets endpoints whose WRs made no progress for cfg.stall_ms (checked every 100 ms). */
+static void check_stalls(struct te_rdma_ctx *c)
+{
+	uint64_t now = pd_now_ns(), lim = (uint64_t)c->tr->cfg.stall_ms * 1000000ull;
+
+	if (c->outstanding == 0 || now - c->stall_scan_ns < 100000000ull)
+		return;
+	c->stall_scan_ns = now;
+	pthread_mutex_lock(&c->mu);
+	for (struct te_rdma_ep *ep = c->eps, *next; ep; ep = next) {
+		next = ep->next;
+		if (ep->outstanding > 0 && now - ep->progress_ns > lim) {
+			pd_warn("rdma: %s -> %s: %d WRs without a completion for %d s (peer gone?); "
+				"resetting the endpoint", c->name, ep->peer_path, ep->outstanding,
+				c->tr->cfg.stall_ms / 1000);
+			te_rdma_ep_kill(ep);
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
 }
 
 static void *worker_main(void *arg)
@@ -387,6 +418,7 @@ static void *worker_main(void *arg)
 		c->q_head = c->q_tail = NULL;
 		pthread_mutex_unlock(&c->mu);
 
+		check_stalls(c);
 		if (post_pending(c, &pending) + poll_cq(c) > 0) {
 			idle = 0;
 		} else if (++idle > 16) {
@@ -472,6 +504,7 @@ static int rdma_submit(struct te_transport *t, struct te_task *const *tasks, siz
 			s->remote = r->target_offset + off;
 			s->len = (uint32_t)(r->length - off < ss ? r->length - off : ss);
 			s->ncand = (uint8_t)ncand;
+			s->last_wc = -1;
 			memcpy(s->cand, cand, sizeof(cand));
 			memcpy(s->lkey, lkey, sizeof(lkey));
 			s->next = lists[i];

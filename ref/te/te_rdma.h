@@ -25,6 +25,7 @@ struct te_rdma_cfg {
 	size_t slice_size;  /* MC_SLICE_SIZE 65536 */
 	int retry_cnt;      /* MC_RETRY_CNT 9 */
 	int hs_timeout_ms;  /* MC_HANDSHAKE_CONNECT_TIMEOUT 5 s */
+	int stall_ms;       /* PDKV_RDMA_STALL_S 5 s: reset an endpoint whose WRs make no progress */
 };
 
 struct te_rdma;
@@ -58,6 +59,7 @@ struct te_rdma_ctx {
 	struct te_rdma_ep *eps;  /* live endpoints (lookup by peer NIC path) */
 	struct te_rdma_ep *dead; /* endpoints in ERR state, freed once their WRs have drained */
 	int outstanding;         /* WRs posted on this CQ and not yet polled */
+	uint64_t stall_scan_ns;
 	bool stop;
 };
 
@@ -73,6 +75,7 @@ struct te_rdma_ep {
 	int qp_outstanding[TE_RDMA_MAX_QP_PER_EP];
 	int outstanding;
 	unsigned rr;
+	uint64_t progress_ns; /* last completion (or first post after idle) */
 	char peer_gid[48];
 };
 
@@ -88,6 +91,7 @@ struct te_rdma_slice {
 	uint64_t local, remote;
 	uint32_t len;
 	int retries;
+	int last_wc; /* ibv_wc_status of the last failed attempt; -1 = not a completion error */
 	uint8_t ncand, cand[TE_MAX_DEVICES]; /* remote device candidates (peer's matrix) */
 	uint32_t lkey[TE_MAX_DEVICES];        /* per local context */
 };

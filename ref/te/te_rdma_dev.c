@@ -58,6 +58,9 @@ void te_rdma_cfg_load(struct te_rdma_cfg *cfg)
 	cfg->slice_size = (size_t)env_int("MC_SLICE_SIZE", 65536, 1, 1 << 30);
 	cfg->retry_cnt = env_int("MC_RETRY_CNT", 9, 1, 127);
 	cfg->hs_timeout_ms = env_int("MC_HANDSHAKE_CONNECT_TIMEOUT", 5, 1, 600) * 1000;
+	/* pdkv addition: a QP whose peer vanished should end in RETRY_EXC_ERR within ~1 s, but
+	 * Soft-RoCE (6.1) can stay silent forever; no progress for this long resets the endpoint */
+	cfg->stall_ms = env_int("PDKV_RDMA_STALL_S", 5, 1, 3600) * 1000;
 }
 
 void te_rdma_gid_str(const union ibv_gid *g, char out[48])

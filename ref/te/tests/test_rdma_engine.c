@@ -194,6 +194,24 @@ static void errors(struct side *a, struct side *b)
 	exchange(a, b, 40);
 }
 
+/* Peer gone: b's engine is destroyed while a holds a connected endpoint and b's descriptor; the
+ * WRITE times out on the dead QPs (transport retry exceeded), the endpoint is reset, the new
+ * handshake is refused, and after MC_RETRY_CNT attempts the task FAILS with both GIDs logged. */
+static void peer_gone(struct side *a, struct side *b)
+{
+	char name[256];
+	double t0 = pd_now_s();
+	int rc;
+
+	snprintf(name, sizeof(name), "%s", te_engine_name(b->eng));
+	te_engine_destroy(b->eng);
+	b->eng = NULL;
+	rc = te_transfer_sync(a->eng, TE_WRITE, name, a->buf, (uint64_t)(uintptr_t)b->buf, 65536,
+			      30000);
+	CHECK(rc != TE_OK, "WRITE to a destroyed peer succeeded");
+	printf("  peer gone -> FAILED in %.1f s (%s)\n", pd_now_s() - t0, te_strerror(rc));
+}
+
 /* Bandwidth (TE_RDMA_BW_MB MiB of 1 MiB WRITEs a -> b, all in one batch): "bw: <MB/s>". */
 static void bandwidth(struct side *a, struct side *b)
 {
@@ -243,7 +261,8 @@ int main(void)
 		printf("SKIP: no RDMA device on this host (run it in the rxe VM: make test-rxe)\n");
 		return 77;
 	}
-	setenv("MC_RETRY_CNT", getenv("MC_RETRY_CNT") ? getenv("MC_RETRY_CNT") : "3", 1);
+	setenv("MC_RETRY_CNT", "3", 0);
+	setenv("PDKV_RDMA_STALL_S", "2", 0);
 	s[0].dev = getenv("TE_RDMA_DEV_A") ? getenv("TE_RDMA_DEV_A") : names[0];
 	s[1].dev = getenv("TE_RDMA_DEV_B") ? getenv("TE_RDMA_DEV_B") : names[n > 1 ? 1 : 0];
 	printf("devices: A=%s B=%s\n", s[0].dev, s[1].dev);
@@ -268,6 +287,8 @@ int main(void)
 		errors(&s[0], &s[1]);
 	}
 	bandwidth(&s[0], &s[1]);
+	if (!getenv("TE_RDMA_BW_ONLY"))
+		peer_gone(&s[0], &s[1]);
 out:
 	for (int i = 0; i < 2; i++) {
 		te_engine_destroy(s[i].eng);
