@@ -9,23 +9,25 @@
 
 void cfg_cli_usage(FILE *f, const char *prog)
 {
-	fprintf(f,
-		"usage: %s [--mooncake-config FILE] [--kv-transfer-config JSON] [--vllm v0|v1]\n"
-		"          [--tp N] [--dp N] [--json]\n"
-		"          [--prefill-port N] [--decode-port N] [--proxy-port N]\n"
-		"          [--prefill-host H] [--decode-host H] [--proxy-host H]\n"
-		"\n"
-		"  --mooncake-config FILE   mooncake.json (default: $MOONCAKE_CONFIG_PATH, as vLLM)\n"
-		"  --kv-transfer-config J   the instance's --kv-transfer-config JSON\n"
-		"  --vllm v0|v1             V0 MooncakePipe era (default) or the V1 connector\n"
-		"  --tp N, --dp N           tensor / data parallel size of each side (default 1)\n"
-		"  --*-port N               HTTP ports (default 8100 prefill, 8200 decode, 8000 proxy)\n"
-		"  --*-host H               hosts (default: from mooncake.json URLs, else 127.0.0.1;\n"
-		"                           the proxy defaults to the prefill host)\n"
-		"  --json                   one JSON object on stdout\n"
-		"Environment read like vLLM/Mooncake: MOONCAKE_CONFIG_PATH, VLLM_MOONCAKE_*, MC_*.\n"
-		"Exit: 0 usable, 1 errors found (or vLLM would reject it), 2 usage error.\n",
-		prog);
+	fprintf(
+	    f,
+	    "usage: %s [--mooncake-config FILE] [--kv-transfer-config JSON] [--vllm v0|v1]\n"
+	    "          [--tp N] [--dp N] [--json]\n"
+	    "          [--prefill-port N] [--decode-port N] [--proxy-port N]\n"
+	    "          [--prefill-host H] [--decode-host H] [--proxy-host H]\n"
+	    "\n"
+	    "  --mooncake-config FILE   mooncake.json (default: $MOONCAKE_CONFIG_PATH, as vLLM)\n"
+	    "  --kv-transfer-config J   the instance's --kv-transfer-config JSON\n"
+	    "  --vllm v0|v1             V0 MooncakePipe era (default) or the V1 connector\n"
+	    "  --tp N, --dp N           tensor / data parallel size of each side (default 1)\n"
+	    "  --*-port N               HTTP ports (default 8100 prefill, 8200 decode, 8000 "
+	    "proxy)\n"
+	    "  --*-host H               hosts (default: from mooncake.json URLs, else 127.0.0.1;\n"
+	    "                           the proxy defaults to the prefill host)\n"
+	    "  --json                   one JSON object on stdout\n"
+	    "Environment read like vLLM/Mooncake: MOONCAKE_CONFIG_PATH, VLLM_MOONCAKE_*, MC_*.\n"
+	    "Exit: 0 usable, 1 errors found (or vLLM would reject it), 2 usage error.\n",
+	    prog);
 }
 
 static int num(const char *prog, const char *flag, const char *v, int lo, int hi, int *out)
@@ -34,7 +36,7 @@ static int num(const char *prog, const char *flag, const char *v, int lo, int hi
 
 	if (pd_parse_i64(v, &x) || x < lo || x > hi) {
 		fprintf(stderr, "%s: %s: expected an integer %d..%d, got \"%s\"\n", prog, flag, lo,
-			hi, v);
+		        hi, v);
 		return 2;
 	}
 	*out = (int)x;
@@ -87,7 +89,8 @@ int cfg_cli_parse(struct cfg_cli *c, int argc, char **argv, int first, const cha
 			else if (!strcmp(v, "v1") || !strcmp(v, "1"))
 				c->o.vllm = CFG_VLLM_V1;
 			else {
-				fprintf(stderr, "%s: --vllm: expected v0 or v1, got \"%s\"\n", prog, v);
+				fprintf(stderr, "%s: --vllm: expected v0 or v1, got \"%s\"\n", prog,
+				        v);
 				goto usage;
 			}
 		} else if (!strcmp(flag, "--tp"))

@@ -14,7 +14,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 2 || strcmp(argv[1], "check")) {
-		fprintf(stderr, "usage: pdkv config check [flags]   (`pdkv config check --help`)\n");
+		fprintf(stderr,
+		        "usage: pdkv config check [flags]   (`pdkv config check --help`)\n");
 		return 2;
 	}
 	rc = cfg_cli_parse(&c, argc, argv, 2, "pdkv config check");

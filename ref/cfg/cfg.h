@@ -22,22 +22,22 @@ struct cfg_diags {
 	size_t n, cap;
 };
 void cfg_diag_add(struct cfg_diags *d, enum cfg_severity sev, const char *field, const char *fmt,
-		  ...) __attribute__((format(printf, 4, 5)));
+                  ...) __attribute__((format(printf, 4, 5)));
 size_t cfg_diags_count(const struct cfg_diags *d, enum cfg_severity sev);
 void cfg_diags_free(struct cfg_diags *d);
 
 /* mooncake.json as MooncakeTransferEngineConfig.from_file builds it (defaults applied). */
 struct cfg_mooncake {
-	char *path;            /* the file read */
-	char *prefill_url;     /* NULL when absent/null */
+	char *path;        /* the file read */
+	char *prefill_url; /* NULL when absent/null */
 	char *decode_url;
 	char *metadata_server;
 	char *metadata_backend;
-	char *protocol;        /* "tcp" when absent (vLLM default); NULL when JSON null */
-	char *device_name;     /* "" when absent */
-	char *conn_string;     /* resolved TE connection string ("etcd://h:p", "redis://h:p",
-				  "http://h:p/path", "P2PHANDSHAKE"); NULL if unresolvable */
-	char **device_names;   /* device_name split on ',' (no trimming, like the adaptor) */
+	char *protocol;      /* "tcp" when absent (vLLM default); NULL when JSON null */
+	char *device_name;   /* "" when absent */
+	char *conn_string;   /* resolved TE connection string ("etcd://h:p", "redis://h:p",
+	                        "http://h:p/path", "P2PHANDSHAKE"); NULL if unresolvable */
+	char **device_names; /* device_name split on ',' (no trimming, like the adaptor) */
 	size_t ndevice_names;
 	/* Added by cfg: Python type of each key's JSON value, indexed by enum cfg_mc_field
 	 * ("absent" when the key is missing, "NoneType" for null, "str", "int", ...). */
@@ -61,13 +61,13 @@ extern const char *const cfg_mc_field_names[6];
  * the file is only checked for pdkv's diagnostics. vllm_error (may be NULL) receives
  * the malloc'd "ExceptionClass: message" vLLM would raise. Diagnostics appended to d. */
 int cfg_mooncake_load(const char *path, enum cfg_vllm vllm, struct cfg_mooncake *out,
-		      struct cfg_diags *d, char **vllm_error);
+                      struct cfg_diags *d, char **vllm_error);
 void cfg_mooncake_free(struct cfg_mooncake *mc);
 
 /* --kv-transfer-config, with vLLM's defaults filled in. */
 struct cfg_kv_transfer {
 	char *kv_connector;
-	char *kv_role;            /* kv_producer | kv_consumer | kv_both */
+	char *kv_role; /* kv_producer | kv_consumer | kv_both */
 	bool kv_rank_set;
 	int64_t kv_rank;
 	int64_t kv_parallel_size; /* 1 */
@@ -83,7 +83,7 @@ struct cfg_kv_transfer {
 	bool is_producer, is_consumer;
 };
 int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_transfer *out,
-			  struct cfg_diags *d, char **vllm_error);
+                          struct cfg_diags *d, char **vllm_error);
 void cfg_kv_transfer_free(struct cfg_kv_transfer *kt);
 
 /* The V0 MooncakePipe's names and ports for one TP rank (spec §3.1–§3.2): +100 rule applied
@@ -91,19 +91,19 @@ void cfg_kv_transfer_free(struct cfg_kv_transfer *kt);
 struct cfg_v0_pipe {
 	bool prefill_end;
 	char own_host[256], remote_host[256];
-	int own_base, remote_base;          /* base ports after the +100 rule */
-	char own_url[300], remote_url[300]; /* TE segment names host:(base+rank) */
-	int bind_data_port, bind_ack_port;  /* own B+9+2r, B+10+2r (bound on '*') */
+	int own_base, remote_base;               /* base ports after the +100 rule */
+	char own_url[300], remote_url[300];      /* TE segment names host:(base+rank) */
+	int bind_data_port, bind_ack_port;       /* own B+9+2r, B+10+2r (bound on '*') */
 	int connect_data_port, connect_ack_port; /* the peer's, on remote_host */
 };
 int cfg_v0_pipe(const struct cfg_mooncake *mc, const struct cfg_kv_transfer *kt, int local_rank,
-		struct cfg_v0_pipe *out, struct cfg_diags *d);
+                struct cfg_v0_pipe *out, struct cfg_diags *d);
 
 /* Port planner: every port each process binds or connects. */
 struct cfg_port {
 	char host[256];
 	int port;
-	char side[8];      /* "prefill" | "decode" | "proxy" */
+	char side[8]; /* "prefill" | "decode" | "proxy" */
 	int rank;
 	char purpose[128]; /* e.g. "v0 zmq data PUSH bind (B+9+2r)" */
 	bool binds;        /* false = only connects */
@@ -116,12 +116,12 @@ struct cfg_deploy {
 	int tp, dp;
 	int prefill_http_port, decode_http_port, proxy_port; /* 0 = unknown / not planned */
 	/* Added by cfg: */
-	const struct cfg_env *env;  /* NULL = none of the MC_* / VLLM_MOONCAKE_* variables set */
+	const struct cfg_env *env; /* NULL = none of the MC_* / VLLM_MOONCAKE_* variables set */
 	const char *prefill_host, *decode_host, *proxy_host; /* NULL = from the URLs / 127.0.0.1 */
 };
 /* *ports malloc'd; conflicts are pairs of binds on the same host:port (see cfg_ports_conflicts). */
 int cfg_ports_plan(const struct cfg_deploy *dep, struct cfg_port **ports, size_t *n,
-		   struct cfg_diags *d);
+                   struct cfg_diags *d);
 
 /* ---- Added by cfg (not in the lead's first draft) ---- */
 
@@ -134,7 +134,7 @@ struct cfg_conflict {
 	size_t npurposes;
 };
 int cfg_ports_conflicts(const struct cfg_port *p, size_t n, struct cfg_conflict **out,
-			size_t *nout);
+                        size_t *nout);
 void cfg_conflicts_free(struct cfg_conflict *c, size_t n);
 bool cfg_same_machine(const char *a, const char *b);
 
@@ -155,7 +155,8 @@ struct cfg_check_opts {
 	enum cfg_vllm vllm;
 	int tp, dp;
 	int prefill_http_port, decode_http_port, proxy_port; /* 0 = guide defaults 8100/8200/8000 */
-	const char *prefill_host, *decode_host, *proxy_host; /* NULL = from mooncake.json / 127.0.0.1 */
+	const char *prefill_host, *decode_host,
+	    *proxy_host; /* NULL = from mooncake.json / 127.0.0.1 */
 	struct cfg_env env;
 };
 struct cfg_report {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 void cfg_diag_add(struct cfg_diags *d, enum cfg_severity sev, const char *field, const char *fmt,
-		  ...)
+                  ...)
 {
 	va_list ap;
 	char *msg = NULL;

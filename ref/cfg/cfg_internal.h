@@ -45,7 +45,7 @@ bool cfg_v1_is_oot(const struct cfg_kv_transfer *kt);
 /* cfg_mooncake_load with the path already looked up: from_env says it came from
  * MOONCAKE_CONFIG_PATH (NULL = unset). */
 int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
-			 struct cfg_mooncake *out, struct cfg_diags *d, char **vllm_error);
+                         struct cfg_mooncake *out, struct cfg_diags *d, char **vllm_error);
 void cfg_check_ports(struct cfg_report *r, const struct cfg_check_opts *o);
 
 #endif

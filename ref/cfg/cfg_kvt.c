@@ -62,7 +62,7 @@ enum ftype { F_STR_OPT, F_STR, F_INT_OPT, F_INT, F_FLOAT, F_DICT, F_BOOL, F_POLI
 
 /* pydantic lax mode, JSON input: returns 0 and fills the out pointers, or adds an error. */
 static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *v, char **s,
-		  int64_t *i, double *f, bool *isnull, struct cfg_diags *d)
+                  int64_t *i, double *f, bool *isnull, struct cfg_diags *d)
 {
 	char *in = short_input(v);
 	int ret = -1;
@@ -78,14 +78,18 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 	case F_STR:
 	case F_POLICY:
 		if (!cJSON_IsString(v)) {
-			perr_add(pe, "%s: Input should be a valid string [type=string_type, input_value=%s]",
-				 name, in ? in : "");
+			perr_add(
+			    pe,
+			    "%s: Input should be a valid string [type=string_type, input_value=%s]",
+			    name, in ? in : "");
 			break;
 		}
 		if (t == F_POLICY && strcmp(v->valuestring, "recompute") &&
 		    strcmp(v->valuestring, "fail")) {
-			perr_add(pe, "%s: Input should be 'recompute' or 'fail' [type=literal_error, input_value=%s]",
-				 name, in ? in : "");
+			perr_add(pe,
+			         "%s: Input should be 'recompute' or 'fail' [type=literal_error, "
+			         "input_value=%s]",
+			         name, in ? in : "");
 			break;
 		}
 		*s = strdup(v->valuestring);
@@ -104,29 +108,37 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 				if (v->valuestring && !cfg_py_int(v->valuestring, &tmp, &huge)) {
 					*i = tmp;
 					if (huge)
-						cfg_diag_add(d, CFG_WARNING, NULL,
-							     "kv-transfer-config: %s %s does not fit in "
-							     "64 bits",
-							     name, in ? in : "");
+						cfg_diag_add(
+						    d, CFG_WARNING, NULL,
+						    "kv-transfer-config: %s %s does not fit in "
+						    "64 bits",
+						    name, in ? in : "");
 				} else {
 					*i = (int64_t)x;
 				}
 				ret = 0;
 			} else if (!isfinite(x)) {
-				perr_add(pe, "%s: Input should be a finite number [type=finite_number, input_value=%s]",
-					 name, in ? in : "");
+				perr_add(pe,
+				         "%s: Input should be a finite number [type=finite_number, "
+				         "input_value=%s]",
+				         name, in ? in : "");
 			} else if (x != floor(x)) {
-				perr_add(pe, "%s: Input should be a valid integer, got a number with a fractional part [type=int_from_float, input_value=%s]",
-					 name, in ? in : "");
+				perr_add(pe,
+				         "%s: Input should be a valid integer, got a number with a "
+				         "fractional part [type=int_from_float, input_value=%s]",
+				         name, in ? in : "");
 			} else if (fabs(x) >= 9.2e18) {
-				perr_add(pe, "%s: Unable to parse input string as an integer, exceeded maximum size [type=int_parsing_size]",
-					 name);
+				perr_add(pe,
+				         "%s: Unable to parse input string as an integer, exceeded "
+				         "maximum size [type=int_parsing_size]",
+				         name);
 			} else {
 				*i = (int64_t)x;
 				ret = 0;
 			}
 		} else if (cJSON_IsString(v)) {
-			/* pydantic: whitespace stripped, optional sign, digits, trailing ".0"s ok */
+			/* pydantic: whitespace stripped, optional sign, digits, trailing ".0"s ok
+			 */
 			char *c = strdup(v->valuestring), *dot;
 			int64_t tmp;
 			bool huge = false;
@@ -141,13 +153,17 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 				*i = tmp;
 				ret = 0;
 			} else {
-				perr_add(pe, "%s: Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value=%s]",
-					 name, in ? in : "");
+				perr_add(pe,
+				         "%s: Input should be a valid integer, unable to parse "
+				         "string as an integer [type=int_parsing, input_value=%s]",
+				         name, in ? in : "");
 			}
 			free(c);
 		} else {
-			perr_add(pe, "%s: Input should be a valid integer [type=int_type, input_value=%s]",
-				 name, in ? in : "");
+			perr_add(
+			    pe,
+			    "%s: Input should be a valid integer [type=int_type, input_value=%s]",
+			    name, in ? in : "");
 		}
 		break;
 	case F_FLOAT:
@@ -165,8 +181,8 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 				break;
 			/* Python float(): '_' allowed between digits */
 			for (a = z = 0; cp[a]; a++)
-				if (!(cp[a] == '_' && a > 0 && cp[a - 1] >= '0' && cp[a - 1] <= '9' &&
-				      cp[a + 1] >= '0' && cp[a + 1] <= '9'))
+				if (!(cp[a] == '_' && a > 0 && cp[a - 1] >= '0' &&
+				      cp[a - 1] <= '9' && cp[a + 1] >= '0' && cp[a + 1] <= '9'))
 					cp[z++] = cp[a];
 			cp[z] = 0;
 			while (*b == ' ' || *b == '\t' || *b == '\n' || *b == '\r')
@@ -176,16 +192,20 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 				end++;
 			/* strtod also reads hex floats, which Python's float() does not */
 			if (end == b || (end && *end) || strpbrk(b, "xX")) {
-				perr_add(pe, "%s: Input should be a valid number, unable to parse string as a number [type=float_parsing, input_value=%s]",
-					 name, in ? in : "");
+				perr_add(pe,
+				         "%s: Input should be a valid number, unable to parse "
+				         "string as a number [type=float_parsing, input_value=%s]",
+				         name, in ? in : "");
 			} else {
 				*f = x;
 				ret = 0;
 			}
 			free(cp);
 		} else {
-			perr_add(pe, "%s: Input should be a valid number [type=float_type, input_value=%s]",
-				 name, in ? in : "");
+			perr_add(
+			    pe,
+			    "%s: Input should be a valid number [type=float_type, input_value=%s]",
+			    name, in ? in : "");
 		}
 		break;
 	case F_BOOL:
@@ -193,12 +213,12 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 			*i = cJSON_IsTrue(v);
 			ret = 0;
 		} else if (cJSON_IsNumber(v) && !cfg_pyjson_is_float(v) &&
-			   (v->valuedouble == 0 || v->valuedouble == 1)) {
+		           (v->valuedouble == 0 || v->valuedouble == 1)) {
 			*i = v->valuedouble == 1;
 			ret = 0;
 		} else if (cJSON_IsString(v)) {
-			static const char *const tru[] = { "1", "on", "t", "true", "y", "yes" };
-			static const char *const fal[] = { "0", "off", "f", "false", "n", "no" };
+			static const char *const tru[] = {"1", "on", "t", "true", "y", "yes"};
+			static const char *const fal[] = {"0", "off", "f", "false", "n", "no"};
 			size_t k;
 			for (k = 0; k < 6; k++) {
 				if (!strcasecmp(v->valuestring, tru[k])) {
@@ -211,17 +231,23 @@ static int coerce(struct perr *pe, const char *name, enum ftype t, const cJSON *
 				}
 			}
 			if (ret)
-				perr_add(pe, "%s: Input should be a valid boolean, unable to interpret input [type=bool_parsing, input_value=%s]",
-					 name, in ? in : "");
+				perr_add(pe,
+				         "%s: Input should be a valid boolean, unable to interpret "
+				         "input [type=bool_parsing, input_value=%s]",
+				         name, in ? in : "");
 		} else {
-			perr_add(pe, "%s: Input should be a valid boolean [type=bool_type, input_value=%s]",
-				 name, in ? in : "");
+			perr_add(
+			    pe,
+			    "%s: Input should be a valid boolean [type=bool_type, input_value=%s]",
+			    name, in ? in : "");
 		}
 		break;
 	case F_DICT:
 		if (!cJSON_IsObject(v)) {
-			perr_add(pe, "%s: Input should be a valid dictionary [type=dict_type, input_value=%s]",
-				 name, in ? in : "");
+			perr_add(pe,
+			         "%s: Input should be a valid dictionary [type=dict_type, "
+			         "input_value=%s]",
+			         name, in ? in : "");
 			break;
 		}
 		*s = cJSON_PrintUnformatted(v);
@@ -233,32 +259,48 @@ out:
 	return ret;
 }
 
-static const char *const v1_keys[] = { "engine_id", "kv_connector_extra_config",
-				       "kv_connector_module_path", "enable_permute_local_kv",
-				       "kv_load_failure_policy", NULL };
+static const char *const v1_keys[] = {"engine_id",
+                                      "kv_connector_extra_config",
+                                      "kv_connector_module_path",
+                                      "enable_permute_local_kv",
+                                      "kv_load_failure_policy",
+                                      NULL};
 
-enum slot { S_NONE, S_CONNECTOR, S_DEVICE, S_SIZE, S_ROLE, S_RANK, S_PSIZE, S_IP, S_PORT, S_ENGINE,
-	    S_MODULE, S_EXTRA, S_POLICY };
+enum slot {
+	S_NONE,
+	S_CONNECTOR,
+	S_DEVICE,
+	S_SIZE,
+	S_ROLE,
+	S_RANK,
+	S_PSIZE,
+	S_IP,
+	S_PORT,
+	S_ENGINE,
+	S_MODULE,
+	S_EXTRA,
+	S_POLICY
+};
 static const struct {
 	const char *name;
 	enum ftype t;
 	enum slot slot;
 	bool v1;
 } fields[] = {
-	{ "kv_connector", F_STR_OPT, S_CONNECTOR, false },
-	{ "engine_id", F_STR_OPT, S_ENGINE, true },
-	{ "kv_buffer_device", F_STR_OPT, S_DEVICE, false },
-	{ "kv_buffer_size", F_FLOAT, S_SIZE, false },
-	{ "kv_role", F_STR_OPT, S_ROLE, false },
-	{ "kv_rank", F_INT_OPT, S_RANK, false },
-	{ "kv_parallel_size", F_INT, S_PSIZE, false },
-	{ "kv_ip", F_STR, S_IP, false },
-	{ "kv_port", F_INT, S_PORT, false },
-	{ "kv_connector_extra_config", F_DICT, S_EXTRA, true },
-	{ "kv_connector_module_path", F_STR_OPT, S_MODULE, true },
-	{ "enable_permute_local_kv", F_BOOL, S_NONE, true },
-	{ "kv_load_failure_policy", F_POLICY, S_POLICY, true },
-	{ NULL, F_STR, S_NONE, false },
+    {"kv_connector", F_STR_OPT, S_CONNECTOR, false},
+    {"engine_id", F_STR_OPT, S_ENGINE, true},
+    {"kv_buffer_device", F_STR_OPT, S_DEVICE, false},
+    {"kv_buffer_size", F_FLOAT, S_SIZE, false},
+    {"kv_role", F_STR_OPT, S_ROLE, false},
+    {"kv_rank", F_INT_OPT, S_RANK, false},
+    {"kv_parallel_size", F_INT, S_PSIZE, false},
+    {"kv_ip", F_STR, S_IP, false},
+    {"kv_port", F_INT, S_PORT, false},
+    {"kv_connector_extra_config", F_DICT, S_EXTRA, true},
+    {"kv_connector_module_path", F_STR_OPT, S_MODULE, true},
+    {"enable_permute_local_kv", F_BOOL, S_NONE, true},
+    {"kv_load_failure_policy", F_POLICY, S_POLICY, true},
+    {NULL, F_STR, S_NONE, false},
 };
 
 static bool in_list(const char *const *l, const char *k)
@@ -288,10 +330,10 @@ static void setstr(char **dst, char *v, bool isnull)
 }
 
 int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_transfer *out,
-			  struct cfg_diags *d, char **vllm_error)
+                          struct cfg_diags *d, char **vllm_error)
 {
 	const char *F = "kv-transfer-config";
-	struct perr pe = { 0 };
+	struct perr pe = {0};
 	char *jerr = NULL, *err = NULL, *raw = NULL, *postinit = NULL;
 	cJSON *root = NULL;
 	const cJSON *it;
@@ -308,20 +350,24 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 	root = cfg_pyjson_parse_jiter(json, strlen(json), &jerr);
 	if (!root) {
 		perr_add(&pe, "%s", jerr ? jerr : "Invalid JSON");
-		cfg_diag_add(d, CFG_ERROR, F,
-			     "--kv-transfer-config is not valid JSON (%s); pydantic says: %s. Quote it "
-			     "for the shell: --kv-transfer-config '{\"kv_connector\":"
-			     "\"MooncakeConnector\",\"kv_role\":\"kv_producer\",\"kv_rank\":0}'",
-			     json[0] ? "see below" : "empty string", jerr ? jerr : "?");
+		cfg_diag_add(
+		    d, CFG_ERROR, F,
+		    "--kv-transfer-config is not valid JSON (%s); pydantic says: %s. Quote it "
+		    "for the shell: --kv-transfer-config '{\"kv_connector\":"
+		    "\"MooncakeConnector\",\"kv_role\":\"kv_producer\",\"kv_rank\":0}'",
+		    json[0] ? "see below" : "empty string", jerr ? jerr : "?");
 		goto fail;
 	}
 	if (!cJSON_IsObject(root)) {
 		char *in = short_input(root);
-		perr_add(&pe, "Input should be an object [type=model_type, input_value=%s, input_type=%s]",
-			 in ? in : "", cfg_py_type(root));
+		perr_add(
+		    &pe,
+		    "Input should be an object [type=model_type, input_value=%s, input_type=%s]",
+		    in ? in : "", cfg_py_type(root));
 		free(in);
-		cfg_diag_add(d, CFG_ERROR, F, "--kv-transfer-config must be a JSON object, got a JSON %s",
-			     cfg_py_type(root));
+		cfg_diag_add(d, CFG_ERROR, F,
+		             "--kv-transfer-config must be a JSON object, got a JSON %s",
+		             cfg_py_type(root));
 		goto fail;
 	}
 	/* pydantic validates the model's fields in definition order; a duplicate key's last value
@@ -342,22 +388,46 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 		if (coerce(&pe, k, fields[fi].t, v, &s, &i, &fv, &isnull, d))
 			continue;
 		switch (fields[fi].slot) {
-		case S_CONNECTOR: setstr(&out->kv_connector, s, isnull); break;
-		case S_DEVICE: setstr(&out->kv_buffer_device, s, isnull); break;
-		case S_ROLE: setstr(&out->kv_role, s, isnull); break;
-		case S_IP: setstr(&out->kv_ip, s, false); break;
-		case S_ENGINE: setstr(&out->engine_id, s, isnull); break;
-		case S_MODULE: setstr(&out->kv_connector_module_path, s, isnull); break;
-		case S_EXTRA: setstr(&out->kv_connector_extra_config, s, false); break;
-		case S_POLICY: setstr(&out->kv_load_failure_policy, s, false); break;
-		case S_SIZE: out->kv_buffer_size = fv; break;
+		case S_CONNECTOR:
+			setstr(&out->kv_connector, s, isnull);
+			break;
+		case S_DEVICE:
+			setstr(&out->kv_buffer_device, s, isnull);
+			break;
+		case S_ROLE:
+			setstr(&out->kv_role, s, isnull);
+			break;
+		case S_IP:
+			setstr(&out->kv_ip, s, false);
+			break;
+		case S_ENGINE:
+			setstr(&out->engine_id, s, isnull);
+			break;
+		case S_MODULE:
+			setstr(&out->kv_connector_module_path, s, isnull);
+			break;
+		case S_EXTRA:
+			setstr(&out->kv_connector_extra_config, s, false);
+			break;
+		case S_POLICY:
+			setstr(&out->kv_load_failure_policy, s, false);
+			break;
+		case S_SIZE:
+			out->kv_buffer_size = fv;
+			break;
 		case S_RANK:
 			out->kv_rank_set = !isnull;
 			out->kv_rank = isnull ? 0 : i;
 			break;
-		case S_PSIZE: out->kv_parallel_size = i; break;
-		case S_PORT: out->kv_port = i; break;
-		case S_NONE: free(s); break;
+		case S_PSIZE:
+			out->kv_parallel_size = i;
+			break;
+		case S_PORT:
+			out->kv_port = i;
+			break;
+		case S_NONE:
+			free(s);
+			break;
 		}
 	}
 	for (it = root->child; it; it = it->next) {
@@ -371,24 +441,27 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 		if (++unknown > 10) {
 			continue;
 		} else if (!v1 && in_list(v1_keys, k)) {
-			cfg_diag_add(d, CFG_WARNING, F,
-				     "key \"%s\" is a vLLM V1 field; V0's KVTransferConfig ignores it "
-				     "(did you mean --vllm v1?)",
-				     k);
+			cfg_diag_add(
+			    d, CFG_WARNING, F,
+			    "key \"%s\" is a vLLM V1 field; V0's KVTransferConfig ignores it "
+			    "(did you mean --vllm v1?)",
+			    k);
 		} else if (!strcmp(k, "num_workers") || !strcmp(k, "mooncake_protocol")) {
-			cfg_diag_add(d, CFG_WARNING, F,
-				     "key \"%s\" at the top level is ignored; it only reaches the "
-				     "connector inside \"kv_connector_extra_config\": {\"%s\": ...}",
-				     k, k);
+			cfg_diag_add(
+			    d, CFG_WARNING, F,
+			    "key \"%s\" at the top level is ignored; it only reaches the "
+			    "connector inside \"kv_connector_extra_config\": {\"%s\": ...}",
+			    k, k);
 		} else {
-			cfg_diag_add(d, CFG_WARNING, F,
-				     "unknown key \"%.64s\" is ignored by vLLM (typo? known keys: "
-				     "kv_connector, kv_role, kv_rank, kv_parallel_size, kv_buffer_size, "
-				     "kv_buffer_device, kv_ip, kv_port%s)",
-				     k,
-				     v1 ? ", engine_id, kv_connector_module_path, "
-					  "kv_connector_extra_config, kv_load_failure_policy" :
-					  "");
+			cfg_diag_add(
+			    d, CFG_WARNING, F,
+			    "unknown key \"%.64s\" is ignored by vLLM (typo? known keys: "
+			    "kv_connector, kv_role, kv_rank, kv_parallel_size, kv_buffer_size, "
+			    "kv_buffer_device, kv_ip, kv_port%s)",
+			    k,
+			    v1 ? ", engine_id, kv_connector_module_path, "
+			         "kv_connector_extra_config, kv_load_failure_policy"
+			       : "");
 		}
 	}
 	if (unknown > 10)
@@ -396,34 +469,36 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 	if (pe.n)
 		goto fail;
 	/* model_post_init (V0) / __post_init__ (V1) */
-	if (out->kv_role && strcmp(out->kv_role, "kv_producer") && strcmp(out->kv_role, "kv_consumer") &&
-	    strcmp(out->kv_role, "kv_both")) {
+	if (out->kv_role && strcmp(out->kv_role, "kv_producer") &&
+	    strcmp(out->kv_role, "kv_consumer") && strcmp(out->kv_role, "kv_both")) {
 		if (asprintf(&postinit,
-			     v1 ? "Unsupported kv_role: %s. Supported roles are ('kv_producer', "
-				  "'kv_both', 'kv_consumer')" :
-				  "Unsupported kv_role: %s. Supported roles are `kv_producer`, "
-				  "`kv_consumer`, and `kv_both`",
-			     out->kv_role) < 0)
+		             v1 ? "Unsupported kv_role: %s. Supported roles are ('kv_producer', "
+		                  "'kv_both', 'kv_consumer')"
+		                : "Unsupported kv_role: %s. Supported roles are `kv_producer`, "
+		                  "`kv_consumer`, and `kv_both`",
+		             out->kv_role) < 0)
 			postinit = NULL;
 		cfg_diag_add(d, CFG_ERROR, "kv-transfer-config: kv_role",
-			     "kv_role \"%s\" is not one of kv_producer, kv_consumer, kv_both "
-			     "(case-sensitive); use kv_producer on the prefill instance and "
-			     "kv_consumer on the decode instance",
-			     out->kv_role);
+		             "kv_role \"%s\" is not one of kv_producer, kv_consumer, kv_both "
+		             "(case-sensitive); use kv_producer on the prefill instance and "
+		             "kv_consumer on the decode instance",
+		             out->kv_role);
 	} else if (out->kv_connector && !out->kv_role) {
-		if (asprintf(&postinit,
-			     v1 ? "Please specify kv_role when kv_connector is set, supported roles "
-				  "are ('kv_producer', 'kv_both', 'kv_consumer')" :
-				  "Please specify kv_disagg_role when kv_connector is set, supported "
-				  "roles are `kv_producer`, `kv_consumer`, and `kv_both`") < 0)
+		if (asprintf(
+		        &postinit,
+		        v1 ? "Please specify kv_role when kv_connector is set, supported roles "
+		             "are ('kv_producer', 'kv_both', 'kv_consumer')"
+		           : "Please specify kv_disagg_role when kv_connector is set, supported "
+		             "roles are `kv_producer`, `kv_consumer`, and `kv_both`") < 0)
 			postinit = NULL;
 		cfg_diag_add(d, CFG_ERROR, "kv-transfer-config: kv_role",
-			     "kv_connector is set but kv_role is missing; add \"kv_role\": "
-			     "\"kv_producer\" (prefill) or \"kv_consumer\" (decode)");
+		             "kv_connector is set but kv_role is missing; add \"kv_role\": "
+		             "\"kv_producer\" (prefill) or \"kv_consumer\" (decode)");
 	}
 	if (postinit) {
 		if (v1) {
-			/* V1: the dataclass is built after argparse → ValueError at engine config */
+			/* V1: the dataclass is built after argparse → ValueError at engine config
+			 */
 			if (asprintf(&err, "ValueError: %s", postinit) < 0)
 				err = NULL;
 			goto done;
@@ -432,26 +507,30 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 		goto fail;
 	}
 	out->is_producer = out->kv_role && (!strcmp(out->kv_role, "kv_producer") ||
-					    !strcmp(out->kv_role, "kv_both"));
+	                                    !strcmp(out->kv_role, "kv_both"));
 	out->is_consumer = out->kv_role && (!strcmp(out->kv_role, "kv_consumer") ||
-					    !strcmp(out->kv_role, "kv_both"));
+	                                    !strcmp(out->kv_role, "kv_both"));
 	ret = 0;
 	goto done;
 fail:
 	if (v1)
-		ret = asprintf(&err, "ArgumentError: argument --kv-transfer-config: %zu validation error%s for KVTransferConfig: %s",
-			       pe.n, pe.n == 1 ? "" : "s", pe.text ? pe.text : "");
-	else
 		ret = asprintf(&err,
-			       "ArgumentError: argument --kv-transfer-config: invalid from_cli value: %s",
-			       raw ? raw : "''");
+		               "ArgumentError: argument --kv-transfer-config: %zu validation "
+		               "error%s for KVTransferConfig: %s",
+		               pe.n, pe.n == 1 ? "" : "s", pe.text ? pe.text : "");
+	else
+		ret = asprintf(
+		    &err,
+		    "ArgumentError: argument --kv-transfer-config: invalid from_cli value: %s",
+		    raw ? raw : "''");
 	if (ret < 0)
 		err = NULL;
-	cfg_diag_add(d, CFG_ERROR, F,
-		     "vLLM rejects --kv-transfer-config at argument parsing%s: %zu validation error%s "
-		     "for KVTransferConfig: %s",
-		     v1 ? "" : " (it prints only \"invalid from_cli value\"; pydantic's reason)",
-		     pe.n, pe.n == 1 ? "" : "s", pe.text ? pe.text : "");
+	cfg_diag_add(
+	    d, CFG_ERROR, F,
+	    "vLLM rejects --kv-transfer-config at argument parsing%s: %zu validation error%s "
+	    "for KVTransferConfig: %s",
+	    v1 ? "" : " (it prints only \"invalid from_cli value\"; pydantic's reason)", pe.n,
+	    pe.n == 1 ? "" : "s", pe.text ? pe.text : "");
 	ret = -1;
 done:
 	if (err)

@@ -16,9 +16,9 @@ struct plan {
 };
 
 static void add(struct plan *p, const char *host, int port, const char *side, int rank, bool binds,
-		const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+                const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 static void add(struct plan *p, const char *host, int port, const char *side, int rank, bool binds,
-		const char *fmt, ...)
+                const char *fmt, ...)
 {
 	va_list ap;
 	struct cfg_port *e;
@@ -193,7 +193,7 @@ static void plan_v1(struct plan *p, const struct cfg_deploy *dep, const char *hp
 	const struct cfg_env *env = dep->env;
 	bool oot = cfg_v1_is_oot(kt);
 	int base, lo, hi, s, dp, r;
-	bool binds[2] = { true, false };
+	bool binds[2] = {true, false};
 	char proto[32] = "rdma";
 
 	if (oot)
@@ -214,15 +214,18 @@ static void plan_v1(struct plan *p, const struct cfg_deploy *dep, const char *hp
 				int rank = dp * dep->tp + r, port = base + dp * dep->tp + r;
 				if (binds[s])
 					add(p, host, port, side, rank, true,
-					    "v1 side channel ZMQ ROUTER bind (%s + dp_rank*tp_size + tp_rank)",
-					    oot ? "VLLM_MOONCAKE_SIDE_CHANNEL_PORT" :
-						  "VLLM_MOONCAKE_BOOTSTRAP_PORT");
+					    "v1 side channel ZMQ ROUTER bind (%s + dp_rank*tp_size "
+					    "+ tp_rank)",
+					    oot ? "VLLM_MOONCAKE_SIDE_CHANNEL_PORT"
+					        : "VLLM_MOONCAKE_BOOTSTRAP_PORT");
 				if (s == 1)
 					add(p, hp, port, side, rank, false,
-					    "v1 side channel REQ connect to prefill (remote_port + tp_rank)");
+					    "v1 side channel REQ connect to prefill (remote_port + "
+					    "tp_rank)");
 				add(p, host, 0, side, rank, true,
-				    "TE RPC/handshake listen, P2PHANDSHAKE (random port in [%d,%d])", lo,
-				    hi);
+				    "TE RPC/handshake listen, P2PHANDSHAKE (random port in "
+				    "[%d,%d])",
+				    lo, hi);
 				if (!strcmp(proto, "tcp"))
 					add(p, host, 0, side, rank, true,
 					    "TE TCP data listen (random port in [%d,%d])", lo, hi);
@@ -231,9 +234,9 @@ static void plan_v1(struct plan *p, const struct cfg_deploy *dep, const char *hp
 }
 
 int cfg_ports_plan(const struct cfg_deploy *dep, struct cfg_port **ports, size_t *n,
-		   struct cfg_diags *d)
+                   struct cfg_diags *d)
 {
-	struct plan p = { 0 };
+	struct plan p = {0};
 	char hp[256], hd[256], hx[256];
 	const struct cfg_mooncake *mc = dep->mc;
 
@@ -272,8 +275,7 @@ int cfg_ports_plan(const struct cfg_deploy *dep, struct cfg_port **ports, size_t
 	return 0;
 }
 
-int cfg_ports_conflicts(const struct cfg_port *p, size_t n, struct cfg_conflict **out,
-			size_t *nout)
+int cfg_ports_conflicts(const struct cfg_port *p, size_t n, struct cfg_conflict **out, size_t *nout)
 {
 	struct cfg_conflict *c = NULL;
 	size_t nc = 0, i, j, k;
@@ -309,7 +311,7 @@ int cfg_ports_conflicts(const struct cfg_port *p, size_t n, struct cfg_conflict 
 				continue;
 			done[j] = true;
 			if (asprintf(&e->purposes[k], "%s rank %d: %s", p[j].side, p[j].rank,
-				     p[j].purpose) < 0)
+			             p[j].purpose) < 0)
 				e->purposes[k] = NULL;
 			else
 				k++;

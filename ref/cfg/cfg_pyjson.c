@@ -35,12 +35,13 @@ static void pj_fail(struct pj *p, size_t pos, const char *py, const char *jt)
 	if (p->jiter) {
 		if (pos >= p->n && col > 0)
 			col--; /* jiter reports EOF at the column of the last character */
-		if (asprintf(&p->err, "Invalid JSON: %s at line %zu column %zu [type=json_invalid]", jt,
-			     line, col) < 0)
+		if (asprintf(&p->err, "Invalid JSON: %s at line %zu column %zu [type=json_invalid]",
+		             jt, line, col) < 0)
 			p->err = NULL;
 	} else {
-		if (asprintf(&p->err, "json.decoder.JSONDecodeError: %s: line %zu column %zu (char %zu)",
-			     py, line, col, pos) < 0)
+		if (asprintf(&p->err,
+		             "json.decoder.JSONDecodeError: %s: line %zu column %zu (char %zu)", py,
+		             line, col, pos) < 0)
 			p->err = NULL;
 	}
 }
@@ -138,7 +139,8 @@ static char *pj_string(struct pj *p, size_t end, size_t *next)
 		while (i < p->n && p->s[i] != '"' && p->s[i] != '\\') {
 			if (p->s[i] <= 0x1f) {
 				pj_fail(p, i, "Invalid control character at",
-					"control character (\\u0000-\\u001F) found while parsing a string");
+				        "control character (\\u0000-\\u001F) found while parsing a "
+				        "string");
 				goto bad;
 			}
 			if (pj_put(&out, &len, &cap, p->s[i]))
@@ -147,7 +149,7 @@ static char *pj_string(struct pj *p, size_t end, size_t *next)
 		}
 		if (i >= p->n) {
 			pj_fail(p, p->jiter ? p->n : begin, "Unterminated string starting at",
-				"EOF while parsing a string");
+			        "EOF while parsing a string");
 			goto bad;
 		}
 		if (p->s[i] == '"') {
@@ -157,19 +159,33 @@ static char *pj_string(struct pj *p, size_t end, size_t *next)
 		i++; /* backslash */
 		if (i == p->n) {
 			pj_fail(p, p->jiter ? p->n : begin, "Unterminated string starting at",
-				"EOF while parsing a string");
+			        "EOF while parsing a string");
 			goto bad;
 		}
 		c = p->s[i];
 		if (c != 'u') {
 			switch (c) {
-			case '"': case '\\': case '/': break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'n': c = '\n'; break;
-			case 'r': c = '\r'; break;
-			case 't': c = '\t'; break;
-			default: c = 0;
+			case '"':
+			case '\\':
+			case '/':
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
+			case 'n':
+				c = '\n';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			default:
+				c = 0;
 			}
 			if (c == 0) {
 				pj_fail(p, i - 1, "Invalid \\escape", "invalid escape");
@@ -190,7 +206,8 @@ static char *pj_string(struct pj *p, size_t end, size_t *next)
 			for (k = 0; k < 4; k++) {
 				h = pj_hex(p->s[i + k]);
 				if (h < 0) {
-					pj_fail(p, e - 5, "Invalid \\uXXXX escape", "invalid escape");
+					pj_fail(p, e - 5, "Invalid \\uXXXX escape",
+					        "invalid escape");
 					goto bad;
 				}
 				c = (c << 4) | (uint32_t)h;
@@ -204,7 +221,7 @@ static char *pj_string(struct pj *p, size_t end, size_t *next)
 					h = pj_hex(p->s[e + 2 + k]);
 					if (h < 0) {
 						pj_fail(p, e2 - 5, "Invalid \\uXXXX escape",
-							"invalid escape");
+						        "invalid escape");
 						goto bad;
 					}
 					c2 = (c2 << 4) | (uint32_t)h;
@@ -272,10 +289,11 @@ static cJSON *pj_number(struct pj *p, size_t start, size_t *next)
 	}
 	ndig = i - start - (p->s[start] == '-');
 	if (!is_float && ndig > 4300 && !p->jiter) {
-		pj_fail_raw(p,
-			    "ValueError: Exceeds the limit (4300 digits) for integer string conversion: "
-			    "value has %zu digits; use sys.set_int_max_str_digits() to increase the limit",
-			    ndig);
+		pj_fail_raw(
+		    p,
+		    "ValueError: Exceeds the limit (4300 digits) for integer string conversion: "
+		    "value has %zu digits; use sys.set_int_max_str_digits() to increase the limit",
+		    ndig);
 		return NULL;
 	}
 	lit = malloc(i - start + 1);
@@ -342,8 +360,8 @@ static cJSON *pj_object(struct pj *p, size_t idx, size_t *next)
 		for (;;) {
 			if (idx >= p->n || p->s[idx] != '"') {
 				pj_fail(p, idx, "Expecting property name enclosed in double quotes",
-					idx >= p->n ? "EOF while parsing an object" :
-						      "key must be a string");
+				        idx >= p->n ? "EOF while parsing an object"
+				                    : "key must be a string");
 				goto bad;
 			}
 			key = pj_string(p, idx + 1, &ni);
@@ -353,7 +371,8 @@ static cJSON *pj_object(struct pj *p, size_t idx, size_t *next)
 			if (idx >= p->n || p->s[idx] != ':') {
 				free(key);
 				pj_fail(p, idx, "Expecting ':' delimiter",
-					idx >= p->n ? "EOF while parsing an object" : "expected `:`");
+				        idx >= p->n ? "EOF while parsing an object"
+				                    : "expected `:`");
 				goto bad;
 			}
 			idx = pj_skip(p, idx + 1);
@@ -370,8 +389,8 @@ static cJSON *pj_object(struct pj *p, size_t idx, size_t *next)
 				break;
 			if (idx >= p->n || p->s[idx] != ',') {
 				pj_fail(p, idx, "Expecting ',' delimiter",
-					idx >= p->n ? "EOF while parsing an object" :
-						      "expected `,` or `}`");
+				        idx >= p->n ? "EOF while parsing an object"
+				                    : "expected `,` or `}`");
 				goto bad;
 			}
 			idx = pj_skip(p, idx + 1);
@@ -411,8 +430,8 @@ static cJSON *pj_array(struct pj *p, size_t idx, size_t *next)
 				break;
 			if (idx >= p->n || p->s[idx] != ',') {
 				pj_fail(p, idx, "Expecting ',' delimiter",
-					idx >= p->n ? "EOF while parsing a list" :
-						      "expected `,` or `]`");
+				        idx >= p->n ? "EOF while parsing a list"
+				                    : "expected `,` or `]`");
 				goto bad;
 			}
 			idx = pj_skip(p, idx + 1);
@@ -461,10 +480,11 @@ static cJSON *pj_value(struct pj *p, size_t idx, size_t *next)
 			if (p->jiter)
 				pj_fail(p, idx, "", "recursion limit exceeded");
 			else
-				pj_fail_raw(p,
-					    "RecursionError: maximum recursion depth exceeded while "
-					    "decoding a JSON %s from a unicode string",
-					    c == '{' ? "object" : "array");
+				pj_fail_raw(
+				    p,
+				    "RecursionError: maximum recursion depth exceeded while "
+				    "decoding a JSON %s from a unicode string",
+				    c == '{' ? "object" : "array");
 			return NULL;
 		}
 		v = c == '{' ? pj_object(p, idx + 1, next) : pj_array(p, idx + 1, next);
@@ -513,7 +533,7 @@ static cJSON *pj_value(struct pj *p, size_t idx, size_t *next)
 /* Decodes UTF-8 the way Python's strict utf-8 codec does (same three failure wordings), then
  * applies text-mode universal newlines when asked. Returns code points or NULL with *err. */
 static uint32_t *pj_decode(const char *buf, size_t len, bool newlines, bool surrogateescape,
-			   size_t *out_n, char **err)
+                           size_t *out_n, char **err)
 {
 	const unsigned char *b = (const unsigned char *)buf;
 	uint32_t *cp = malloc((len + 1) * sizeof(*cp));
@@ -577,15 +597,17 @@ static uint32_t *pj_decode(const char *buf, size_t len, bool newlines, bool surr
 			}
 			/* CPython names the maximal valid prefix: "bytes in position a-b" */
 			if (k > 1 && need) {
-				if (asprintf(err,
-					     "UnicodeDecodeError: 'utf-8' codec can't decode bytes in "
-					     "position %zu-%zu: %s",
-					     i, i + k - 1, why) < 0)
+				if (asprintf(
+				        err,
+				        "UnicodeDecodeError: 'utf-8' codec can't decode bytes in "
+				        "position %zu-%zu: %s",
+				        i, i + k - 1, why) < 0)
 					*err = NULL;
-			} else if (asprintf(err,
-					    "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x%02x "
-					    "in position %zu: %s",
-					    c, i, why) < 0) {
+			} else if (asprintf(
+			               err,
+			               "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x%02x "
+			               "in position %zu: %s",
+			               c, i, why) < 0) {
 				*err = NULL;
 			}
 			free(cp);
@@ -605,7 +627,7 @@ static uint32_t *pj_decode(const char *buf, size_t len, bool newlines, bool surr
 
 static cJSON *pj_parse(const char *buf, size_t len, char **err, bool jiter)
 {
-	struct pj p = { .jiter = jiter };
+	struct pj p = {.jiter = jiter};
 	uint32_t *cp;
 	size_t n = 0, idx, end;
 	cJSON *v = NULL;

@@ -93,11 +93,11 @@ char *cfg_report_json(const struct cfg_report *r)
 		cJSON *ex = cfg_pyjson_parse(x, strlen(x), &err);
 		cJSON_AddItemToObject(kt, "engine_id", str_or_null(k->engine_id));
 		cJSON_AddItemToObject(kt, "kv_connector_module_path",
-				      str_or_null(k->kv_connector_module_path));
+		                      str_or_null(k->kv_connector_module_path));
 		cJSON_AddItemToObject(kt, "kv_connector_extra_config",
-				      ex ? ex : cJSON_CreateObject());
+		                      ex ? ex : cJSON_CreateObject());
 		cJSON_AddItemToObject(kt, "kv_load_failure_policy",
-				      str_or_null(k->kv_load_failure_policy));
+		                      str_or_null(k->kv_load_failure_policy));
 		free(err);
 	}
 	cJSON_AddBoolToObject(kt, "given", r->kt_given);
@@ -148,7 +148,7 @@ char *cfg_report_json(const struct cfg_report *r)
 
 static void print_diags(const struct cfg_report *r, FILE *f)
 {
-	static const char *const head[3] = { "Errors", "Warnings", "Notes" };
+	static const char *const head[3] = {"Errors", "Warnings", "Notes"};
 	size_t i, j, n;
 
 	for (j = 0; j < 3; j++) {
@@ -161,7 +161,7 @@ static void print_diags(const struct cfg_report *r, FILE *f)
 			if ((size_t)d->severity != j)
 				continue;
 			fprintf(f, "  %-7s %s%s%s\n", cfg_severity_name(d->severity),
-				d->field ? d->field : "", d->field ? ": " : "", d->message);
+			        d->field ? d->field : "", d->field ? ": " : "", d->message);
 		}
 	}
 }
@@ -176,12 +176,15 @@ static void print_ports(const struct cfg_report *r, FILE *f)
 	}
 	fprintf(f, "Ports (%zu; port 0 = chosen at run time):\n", r->nports);
 	fprintf(f, "  %-7s %4s  %-22s %5s  %-7s %s\n", "side", "rank", "host", "port", "action",
-		"purpose");
+	        "purpose");
 	for (i = 0; i < r->nports; i++) {
 		const struct cfg_port *p = &r->ports[i];
-		fprintf(f, "  %-7s %4d  %-22.64s %5d  %-7s %s\n", p->side, p->rank, p->host, p->port,
-			p->binds ? "bind" : strncmp(p->purpose, "TE segment name", 15) ? "connect" : "name",
-			p->purpose);
+		fprintf(f, "  %-7s %4d  %-22.64s %5d  %-7s %s\n", p->side, p->rank, p->host,
+		        p->port,
+		        p->binds                                     ? "bind"
+		        : strncmp(p->purpose, "TE segment name", 15) ? "connect"
+		                                                     : "name",
+		        p->purpose);
 	}
 	if (!r->nconflicts) {
 		fprintf(f, "Conflicts: none\n");
@@ -201,8 +204,8 @@ void cfg_report_print(const struct cfg_report *r, FILE *f, bool ports_first)
 
 	fprintf(f, "Verdict: %s\n", r->ok ? "OK (usable)" : "NOT OK");
 	fprintf(f, "vLLM %s: %s%s\n", r->vllm == CFG_VLLM_V1 ? "V1" : "V0",
-		r->vllm_accepted ? "accepts this configuration" : "rejects it with ",
-		r->vllm_accepted ? "" : r->vllm_error);
+	        r->vllm_accepted ? "accepts this configuration" : "rejects it with ",
+	        r->vllm_accepted ? "" : r->vllm_error);
 	if (ports_first) {
 		print_ports(r, f);
 		print_diags(r, f);
@@ -213,7 +216,7 @@ void cfg_report_print(const struct cfg_report *r, FILE *f, bool ports_first)
 		fprintf(f, "Config (%s):\n", r->mc.path);
 		fprintf(f, "  prefill_url     %s\n", r->eff_prefill_url ? r->eff_prefill_url : "-");
 		fprintf(f, "  decode_url      %s%s\n", r->eff_decode_url ? r->eff_decode_url : "-",
-			" (effective, after the +100 rule)");
+		        " (effective, after the +100 rule)");
 		fprintf(f, "  metadata        %s\n", r->mc.conn_string ? r->mc.conn_string : "-");
 		fprintf(f, "  protocol        %s\n", r->mc.protocol ? r->mc.protocol : "None");
 		fprintf(f, "  device_names   ");

@@ -29,20 +29,20 @@ static void setenv_field(struct cfg_env *e, const char *k, const char *v)
 		const char *name;
 		size_t off;
 	} m[] = {
-		{ "MOONCAKE_CONFIG_PATH", offsetof(struct cfg_env, mooncake_config_path) },
-		{ "VLLM_MOONCAKE_BOOTSTRAP_PORT", offsetof(struct cfg_env, bootstrap_port) },
-		{ "VLLM_MOONCAKE_SIDE_CHANNEL_PORT", offsetof(struct cfg_env, side_channel_port) },
-		{ "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", offsetof(struct cfg_env, abort_timeout) },
-		{ "VLLM_MOONCAKE_SENDER_WORKERS", offsetof(struct cfg_env, sender_workers) },
-		{ "VLLM_MOONCAKE_PROTOCOL", offsetof(struct cfg_env, protocol) },
-		{ "MC_LEGACY_RPC_PORT_BINDING", offsetof(struct cfg_env, legacy_rpc) },
-		{ "MC_TCP_BIND_ADDRESS", offsetof(struct cfg_env, tcp_bind_address) },
-		{ "MC_HANDSHAKE_PORT", offsetof(struct cfg_env, handshake_port) },
-		{ "MC_METADATA_CLUSTER_ID", offsetof(struct cfg_env, cluster_id) },
-		{ "MC_MIN_RPC_PORT", offsetof(struct cfg_env, min_rpc) },
-		{ "MC_MAX_RPC_PORT", offsetof(struct cfg_env, max_rpc) },
-		{ "MC_MIN_PRC_PORT", offsetof(struct cfg_env, min_prc) },
-		{ "MC_MAX_PRC_PORT", offsetof(struct cfg_env, max_prc) },
+	    {"MOONCAKE_CONFIG_PATH", offsetof(struct cfg_env, mooncake_config_path)},
+	    {"VLLM_MOONCAKE_BOOTSTRAP_PORT", offsetof(struct cfg_env, bootstrap_port)},
+	    {"VLLM_MOONCAKE_SIDE_CHANNEL_PORT", offsetof(struct cfg_env, side_channel_port)},
+	    {"VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", offsetof(struct cfg_env, abort_timeout)},
+	    {"VLLM_MOONCAKE_SENDER_WORKERS", offsetof(struct cfg_env, sender_workers)},
+	    {"VLLM_MOONCAKE_PROTOCOL", offsetof(struct cfg_env, protocol)},
+	    {"MC_LEGACY_RPC_PORT_BINDING", offsetof(struct cfg_env, legacy_rpc)},
+	    {"MC_TCP_BIND_ADDRESS", offsetof(struct cfg_env, tcp_bind_address)},
+	    {"MC_HANDSHAKE_PORT", offsetof(struct cfg_env, handshake_port)},
+	    {"MC_METADATA_CLUSTER_ID", offsetof(struct cfg_env, cluster_id)},
+	    {"MC_MIN_RPC_PORT", offsetof(struct cfg_env, min_rpc)},
+	    {"MC_MAX_RPC_PORT", offsetof(struct cfg_env, max_rpc)},
+	    {"MC_MIN_PRC_PORT", offsetof(struct cfg_env, min_prc)},
+	    {"MC_MAX_PRC_PORT", offsetof(struct cfg_env, max_prc)},
 	};
 	size_t i;
 
@@ -94,7 +94,7 @@ static void run_fixture(void **state)
 	int argc = 1, rc, ports_rc, fails = 0;
 	struct cfg_cli c;
 	struct cfg_report r;
-	struct cfg_env env = { 0 };
+	struct cfg_env env = {0};
 	cJSON *o = NULL;
 	bool mc_set = false;
 	struct stat st;
@@ -109,8 +109,8 @@ static void run_fixture(void **state)
 			mc_set = true;
 			if (strcmp(line + 9, "-")) {
 				snprintf(mc, sizeof(mc), "--mooncake-config=%s%s%s",
-					 line[9] == '/' ? "" : fixdir, line[9] == '/' ? "" : "/",
-					 line + 9);
+				         line[9] == '/' ? "" : fixdir, line[9] == '/' ? "" : "/",
+				         line + 9);
 				mcarg = strdup(mc);
 				args[argc++] = mcarg;
 			}
@@ -166,14 +166,15 @@ static void run_fixture(void **state)
 			ok = ports_rc == atoi(line + 11);
 		} else if (!strncmp(line, "vllm.error ", 11)) {
 			want = subst(line + 11);
-			ok = value_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "vllm"), "error"), want);
+			ok = value_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "vllm"), "error"),
+			              want);
 		} else if (!strncmp(line, "ok ", 3)) {
 			ok = value_eq(cJSON_GetObjectItem(o, "ok"), line + 3);
 		} else if (!strncmp(line, "config.", 7) || !strncmp(line, "kv.", 3)) {
 			char key[64];
 			const char *sp = strchr(line, ' ');
-			const cJSON *sec = cJSON_GetObjectItem(o, line[0] == 'c' ? "config" :
-										  "kv_transfer");
+			const cJSON *sec =
+			    cJSON_GetObjectItem(o, line[0] == 'c' ? "config" : "kv_transfer");
 			const char *dot = strchr(line, '.') + 1;
 			if (!sp)
 				fail_msg("%s: bad line %s", f->name, line);
@@ -186,7 +187,7 @@ static void run_fixture(void **state)
 				cJSON_ArrayForEach(it, cJSON_GetObjectItem(sec, key))
 				{
 					if (asprintf(&tmp, "%s%s[%s]", got, *got ? "," : "",
-						     it->valuestring) < 0)
+					             it->valuestring) < 0)
 						tmp = NULL;
 					free(got);
 					got = tmp ? tmp : strdup("");
@@ -209,7 +210,7 @@ static void run_fixture(void **state)
 				rest++;
 			sep = strstr(rest, " :: ");
 			snprintf(fieldw, sizeof(fieldw), "%.*s",
-				 (int)(sep ? (size_t)(sep - rest) : strlen(rest)), rest);
+			         (int)(sep ? (size_t)(sep - rest) : strlen(rest)), rest);
 			if (sep)
 				text_w = sep + 4;
 			cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "diagnostics"))
@@ -228,7 +229,8 @@ static void run_fixture(void **state)
 			}
 			ok = neg ? !found : found;
 		} else if (!strncmp(line, "conflicts ", 10)) {
-			ok = cJSON_GetArraySize(cJSON_GetObjectItem(o, "conflicts")) == atoi(line + 10);
+			ok = cJSON_GetArraySize(cJSON_GetObjectItem(o, "conflicts")) ==
+			     atoi(line + 10);
 		} else if (!strncmp(line, "conflict ", 9)) {
 			const cJSON *it;
 			ok = false;
@@ -236,8 +238,8 @@ static void run_fixture(void **state)
 			{
 				char hp[300];
 				snprintf(hp, sizeof(hp), "%s:%d",
-					 cJSON_GetObjectItem(it, "host")->valuestring,
-					 (int)cJSON_GetObjectItem(it, "port")->valuedouble);
+				         cJSON_GetObjectItem(it, "host")->valuestring,
+				         (int)cJSON_GetObjectItem(it, "port")->valuedouble);
 				ok |= !strcmp(hp, line + 9);
 			}
 		} else if (!strncmp(line, "port ", 5)) {
@@ -251,13 +253,13 @@ static void run_fixture(void **state)
 			cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "ports"))
 			{
 				snprintf(got, sizeof(got), "%s:%d",
-					 cJSON_GetObjectItem(it, "host")->valuestring,
-					 (int)cJSON_GetObjectItem(it, "port")->valuedouble);
+				         cJSON_GetObjectItem(it, "host")->valuestring,
+				         (int)cJSON_GetObjectItem(it, "port")->valuedouble);
 				ok |= !strcmp(cJSON_GetObjectItem(it, "side")->valuestring, side) &&
 				      (int)cJSON_GetObjectItem(it, "rank")->valuedouble == rank &&
 				      !strcmp(got, hp) &&
 				      cJSON_IsTrue(cJSON_GetObjectItem(it, "binds")) ==
-					      !strcmp(act, "bind");
+				          !strcmp(act, "bind");
 			}
 		} else {
 			fail_msg("%s: unknown expectation line: %s", f->name, line);
@@ -269,7 +271,8 @@ static void run_fixture(void **state)
 		free(want);
 	}
 	if (fails)
-		print_error("%s: exit=%d ports-exit=%d; --json was:\n%s", f->name, rc, ports_rc, json);
+		print_error("%s: exit=%d ports-exit=%d; --json was:\n%s", f->name, rc, ports_rc,
+		            json);
 	free(mcarg);
 	cJSON_Delete(o);
 	free(json);

@@ -30,7 +30,7 @@ static void doc_example(void **st)
 	struct cfg_mooncake mc;
 	struct cfg_kv_transfer p = rank(0), dk = rank(1);
 	struct cfg_v0_pipe o;
-	struct cfg_diags d = { 0 };
+	struct cfg_diags d = {0};
 	(void)st;
 
 	mk(&mc, "192.168.0.137:13003", "192.168.0.139:13003");
@@ -59,7 +59,7 @@ static void plus100(void **st)
 	struct cfg_mooncake mc;
 	struct cfg_kv_transfer p = rank(0), dk = rank(1), none = rank(-1);
 	struct cfg_v0_pipe o;
-	struct cfg_diags d = { 0 };
+	struct cfg_diags d = {0};
 	(void)st;
 
 	mk(&mc, "127.0.0.1:13003", "127.0.0.1:13003");
@@ -94,7 +94,7 @@ static void bad_urls(void **st)
 	struct cfg_mooncake mc;
 	struct cfg_kv_transfer p = rank(0);
 	struct cfg_v0_pipe o;
-	struct cfg_diags d = { 0 };
+	struct cfg_diags d = {0};
 	(void)st;
 
 	mk(&mc, NULL, "a:1");
@@ -120,9 +120,9 @@ static void bad_urls(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(doc_example),
-		cmocka_unit_test(plus100),
-		cmocka_unit_test(bad_urls),
+	    cmocka_unit_test(doc_example),
+	    cmocka_unit_test(plus100),
+	    cmocka_unit_test(bad_urls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

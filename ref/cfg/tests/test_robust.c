@@ -100,11 +100,11 @@ static void random_bytes(void **st)
 static void flips(void **st)
 {
 	static const char good[] =
-		"{\"prefill_url\": \"127.0.0.1:13003\", \"decode_url\": \"127.0.0.1:13003\", "
-		"\"metadata_server\": \"etcd://127.0.0.1:2379\", \"metadata_backend\": \"etcd\", "
-		"\"protocol\": \"rdma\", \"device_name\": \"mlx5_0,mlx5_1\"}";
+	    "{\"prefill_url\": \"127.0.0.1:13003\", \"decode_url\": \"127.0.0.1:13003\", "
+	    "\"metadata_server\": \"etcd://127.0.0.1:2379\", \"metadata_backend\": \"etcd\", "
+	    "\"protocol\": \"rdma\", \"device_name\": \"mlx5_0,mlx5_1\"}";
 	static const char goodkv[] = "{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":"
-				     "\"kv_producer\",\"kv_rank\":0,\"kv_buffer_size\":\"2e9\"}";
+	                             "\"kv_producer\",\"kv_rank\":0,\"kv_buffer_size\":\"2e9\"}";
 	static const char alpha[] = "{}[]\",:0-.eE \\u9aZ\x01\xff";
 	char buf[sizeof(good)], kv[sizeof(goodkv)];
 	int i, f;
@@ -140,13 +140,13 @@ static void deep_nesting(void **st)
 {
 	char *s, *e;
 	struct cfg_kv_transfer kt;
-	struct cfg_diags d = { 0 };
+	struct cfg_diags d = {0};
 	(void)st;
 
 	s = nest("[", "]", 10000);
 	e = check_all(s, strlen(s), NULL, CFG_VLLM_V0, 1);
 	assert_string_equal(e, "RecursionError: maximum recursion depth exceeded while decoding a "
-			       "JSON array from a unicode string");
+	                       "JSON array from a unicode string");
 	free(e);
 	/* pydantic's parser stops at 200 levels; the CLI error stays "invalid from_cli value" */
 	assert_int_not_equal(cfg_kv_transfer_parse(s, CFG_VLLM_V0, &kt, &d, NULL), 0);
@@ -155,14 +155,14 @@ static void deep_nesting(void **st)
 	cfg_diags_free(&d);
 	e = check_all("{}", 2, s, CFG_VLLM_V0, 1);
 	assert_non_null(strstr(e, "ArgumentError: argument --kv-transfer-config: invalid from_cli "
-				  "value: '[[[["));
+	                          "value: '[[[["));
 	free(e);
 	free(s);
 
 	s = nest("{\"a\":", "}", 10000);
 	e = check_all(s, strlen(s), NULL, CFG_VLLM_V0, 1);
 	assert_string_equal(e, "RecursionError: maximum recursion depth exceeded while decoding a "
-			       "JSON object from a unicode string");
+	                       "JSON object from a unicode string");
 	free(e);
 	free(s);
 	/* unterminated nesting: the depth limit is reached before the end is noticed */
@@ -190,24 +190,25 @@ static void huge_numbers(void **st)
 	snprintf(buf, sizeof(buf), "{\"x\": %s}", big);
 	e = check_all(buf, strlen(buf), NULL, CFG_VLLM_V0, 1);
 	assert_non_null(strstr(e, "ValueError: Exceeds the limit (4300 digits) for integer string "
-				  "conversion: value has 5000 digits"));
+	                          "conversion: value has 5000 digits"));
 	free(e);
 	snprintf(buf, sizeof(buf),
-		 "{\"prefill_url\": \"h:%s\", \"decode_url\": \"h:1e999999\", \"x\": 1e999999, "
-		 "\"y\": -1e-999999, \"metadata_server\": \"h:2379\"}",
-		 big);
+	         "{\"prefill_url\": \"h:%s\", \"decode_url\": \"h:1e999999\", \"x\": 1e999999, "
+	         "\"y\": -1e-999999, \"metadata_server\": \"h:2379\"}",
+	         big);
 	e = check_all(buf, strlen(buf), NULL, CFG_VLLM_V0, 1);
 	assert_non_null(e); /* int('1e999999') fails */
 	assert_string_equal(e, "ValueError: invalid literal for int() with base 10: '1e999999'");
 	free(e);
 	snprintf(buf, sizeof(buf),
-		 "{\"prefill_url\": \"h:%s\", \"decode_url\": \"h:13003\", \"metadata_server\": "
-		 "\"h:2379\"}",
-		 big);
-	e = check_all(buf, strlen(buf), "{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":"
-				       "\"kv_producer\",\"kv_rank\":1e400,\"kv_port\":"
-				       "99999999999999999999999999,\"kv_buffer_size\":1e400}",
-		      CFG_VLLM_V0, 1);
+	         "{\"prefill_url\": \"h:%s\", \"decode_url\": \"h:13003\", \"metadata_server\": "
+	         "\"h:2379\"}",
+	         big);
+	e = check_all(buf, strlen(buf),
+	              "{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":"
+	              "\"kv_producer\",\"kv_rank\":1e400,\"kv_port\":"
+	              "99999999999999999999999999,\"kv_buffer_size\":1e400}",
+	              CFG_VLLM_V0, 1);
 	assert_non_null(strstr(e, "invalid from_cli value"));
 	free(e);
 	e = check_all(buf, strlen(buf), NULL, CFG_VLLM_V0, 1);
@@ -225,18 +226,18 @@ static void megabyte_strings(void **st)
 	memset(v, 'a', n);
 	v[n] = 0;
 	snprintf(buf, 3 * n + 256,
-		 "{\"prefill_url\": \"%s:13003\", \"decode_url\": \"%s:13003\", "
-		 "\"metadata_server\": \"h:2379\", \"device_name\": \"%s\"}",
-		 v, v, v);
+	         "{\"prefill_url\": \"%s:13003\", \"decode_url\": \"%s:13003\", "
+	         "\"metadata_server\": \"h:2379\", \"device_name\": \"%s\"}",
+	         v, v, v);
 	e = check_all(buf, strlen(buf), NULL, CFG_VLLM_V0, 2);
 	assert_null(e); /* vLLM does not care how long a host name is */
 	free(e);
 	for (k = 0; k < n; k += 2)
 		v[k] = ',';
 	snprintf(buf, 3 * n + 256,
-		 "{\"prefill_url\": \"h:13003\", \"decode_url\": \"h:13103\", \"metadata_server\": "
-		 "\"h:2379\", \"protocol\": \"rdma\", \"device_name\": \"%s\"}",
-		 v);
+	         "{\"prefill_url\": \"h:13003\", \"decode_url\": \"h:13103\", \"metadata_server\": "
+	         "\"h:2379\", \"protocol\": \"rdma\", \"device_name\": \"%s\"}",
+	         v);
 	e = check_all(buf, strlen(buf), NULL, CFG_VLLM_V0, 1);
 	free(e);
 	/* many keys, many duplicates */
@@ -259,7 +260,7 @@ static void special_files(void **st)
 {
 	char fifo[160], *e;
 	struct cfg_mooncake mc;
-	struct cfg_diags d = { 0 };
+	struct cfg_diags d = {0};
 	(void)st;
 
 	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
@@ -273,7 +274,7 @@ static void special_files(void **st)
 	/* /dev/null reads as an empty file */
 	assert_int_not_equal(cfg_mooncake_load("/dev/null", CFG_VLLM_V0, &mc, &d, &e), 0);
 	assert_string_equal(e, "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 "
-			       "(char 0)");
+	                       "(char 0)");
 	free(e);
 	cfg_mooncake_free(&mc);
 	cfg_diags_free(&d);
@@ -282,9 +283,9 @@ static void special_files(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(random_bytes),	   cmocka_unit_test(flips),
-		cmocka_unit_test(deep_nesting),	   cmocka_unit_test(huge_numbers),
-		cmocka_unit_test(megabyte_strings), cmocka_unit_test(special_files),
+	    cmocka_unit_test(random_bytes),     cmocka_unit_test(flips),
+	    cmocka_unit_test(deep_nesting),     cmocka_unit_test(huge_numbers),
+	    cmocka_unit_test(megabyte_strings), cmocka_unit_test(special_files),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
