@@ -12,6 +12,7 @@
 #define HR_VERSION "0.1"
 
 /* ---- scenario (hr_scenario.c) -------------------------------------------------------------- */
+enum { HR_NODE_PREFILL = 1, HR_NODE_DECODE = 2, HR_NODE_PLAIN = 4, HR_NODE_PROXY = 8 };
 enum hr_meta { HR_META_ETCD = 0, HR_META_REDIS, HR_META_HTTP, HR_META_P2P };
 
 struct hr_workload {
@@ -43,9 +44,10 @@ struct hr_scenario {
 	struct hr_workload wl;
 	char **checks;
 	size_t nchecks;
-	char *expect_fail;  /* NULL or the check that must FAIL */
-	char *expect_match; /* NULL or a substring the failing check's numbers must contain */
-	double timeout_s;   /* 0 = runner default */
+	char *expect_fail;    /* NULL or the check that must FAIL */
+	char *expect_match;   /* NULL or a substring the failing check's numbers must contain */
+	unsigned expect_exit; /* HR_NODE_* bits: processes allowed to exit during the run */
+	double timeout_s;     /* 0 = runner default */
 };
 
 /* Parses and validates one scenario file. On error returns -1 with err = "FILE: FIELD: what is

@@ -236,6 +236,45 @@ static cJSON *metric_deltas(const struct hr_metrics *b, const struct hr_metrics 
 	return o;
 }
 
+/* A process that died during the run is a FAIL, unless the scenario expects it (crash faults). */
+static void check_alive(struct run *r)
+{
+	struct {
+		struct hr_node *n;
+		unsigned bit;
+	} v[] = {{&r->d.prefill, HR_NODE_PREFILL},
+	         {&r->d.decode, HR_NODE_DECODE},
+	         {&r->d.plain, HR_NODE_PLAIN},
+	         {&r->d.proxy, HR_NODE_PROXY}};
+	for (size_t i = 0; i < PD_ARRAY_SIZE(v); i++) {
+		char why[700];
+		if (!v[i].n->started || pd_proc_alive(&v[i].n->proc))
+			continue;
+		if (r->sc->expect_exit & v[i].bit) {
+			progress(r, "%s exited during the run, as expected", v[i].n->name);
+			continue;
+		}
+		hr_log_tail(v[i].n->proc.log, why, sizeof(why));
+		fail(r, "%s exited during the run: %s", v[i].n->name, why[0] ? why : "(empty log)");
+	}
+}
+
+static void metrics_copy(struct hr_metrics *dst, const struct hr_metrics *src)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	memset(dst, 0, sizeof(*dst));
+	if (!f)
+		return;
+	for (size_t i = 0; i < src->n; i++)
+		fprintf(f, "%s %.17g\n", src->name[i], src->value[i]);
+	fclose(f);
+	if (text && hr_metrics_parse(text, dst))
+		memset(dst, 0, sizeof(*dst));
+	free(text);
+}
+
 static int cmp_double(const void *x, const void *y)
 {
 	double a = *(const double *)x, b = *(const double *)y;
@@ -513,12 +552,19 @@ static void run_body(struct run *r)
 	r->res->workload_s = pd_now_s() - tw;
 	if (stopped(r, "running the workload"))
 		goto out;
-	if (hr_metrics_scrape(d->prefill.metrics_url, 3000, &rd.p_after) ||
-	    hr_metrics_scrape(d->decode.metrics_url, 3000, &rd.d_after)) {
-		fail(r, "cannot read /metrics of prefill or decode after the workload");
+	if (hr_metrics_scrape(d->decode.metrics_url, 3000, &rd.d_after)) {
+		fail(r, "cannot read /metrics of decode after the workload%s",
+		     pd_proc_alive(&d->decode.proc) ? "" : " (decode exited)");
 		goto out;
 	}
+	if (hr_metrics_scrape(d->prefill.metrics_url, 3000, &rd.p_after)) {
+		/* a crash-fault scenario kills prefill on purpose; its deltas count as 0 */
+		progress(r, "prefill /metrics unreadable after the workload%s; its deltas are 0",
+		         pd_proc_alive(&d->prefill.proc) ? "" : " (prefill exited)");
+		metrics_copy(&rd.p_after, &rd.p_before);
+	}
 	rd.have_metrics = true;
+	check_alive(r);
 	if (plain) {
 		progress(r, "same requests on the plain stand-in");
 		r->last_pct = 0;

@@ -490,14 +490,52 @@ static int parse_checks(struct pctx *c, const cJSON *root, struct hr_scenario *s
 	return 0;
 }
 
+/* "expect_exit": ["prefill"] — a crash-fault scenario's victim may die without a FAIL. */
+static int parse_expect_exit(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
+{
+	static const char *names[] = {"prefill", "decode", "plain", "proxy"};
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "expect_exit");
+	size_t i = 0;
+	if (!j)
+		return 0;
+	if (!cJSON_IsArray(j))
+		return perr(c, "expect_exit", "expected a list of process names, got %s",
+		            type_name(j));
+	for (const cJSON *e = j->child; e; e = e->next, i++) {
+		size_t k;
+		for (k = 0; k < PD_ARRAY_SIZE(names); k++)
+			if (cJSON_IsString(e) && !strcmp(e->valuestring, names[k]))
+				break;
+		if (k == PD_ARRAY_SIZE(names))
+			return perr(c, "expect_exit",
+			            "element %zu: expected prefill, decode, plain or proxy", i);
+		sc->expect_exit |= 1u << k;
+	}
+	return 0;
+}
+
 int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc, char *err,
                       size_t errsz)
 {
-	static const char *const ok[] = {
-	    "name",         "description",   "metadata",   "protocol",           "topology",
-	    "model",        "max_model_len", "mooncake",   "kv_transfer_config", "standin_args",
-	    "prefill_args", "decode_args",   "proxy_args", "workload",           "checks",
-	    "expect_fail",  "timeout_s",     NULL};
+	static const char *const ok[] = {"name",
+	                                 "description",
+	                                 "metadata",
+	                                 "protocol",
+	                                 "topology",
+	                                 "model",
+	                                 "max_model_len",
+	                                 "mooncake",
+	                                 "kv_transfer_config",
+	                                 "standin_args",
+	                                 "prefill_args",
+	                                 "decode_args",
+	                                 "proxy_args",
+	                                 "workload",
+	                                 "checks",
+	                                 "expect_fail",
+	                                 "expect_exit",
+	                                 "timeout_s",
+	                                 NULL};
 	struct pctx c = {path, err, errsz, 0};
 	cJSON *root;
 	char *meta = NULL, *pcopy;
@@ -559,6 +597,8 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 		goto out;
 	}
 	sc->timeout_s = to ? to->valuedouble : 0;
+	if (parse_expect_exit(&c, root, sc))
+		goto out;
 	if (parse_topology(&c, root, sc) || parse_mooncake(&c, root, sc) ||
 	    parse_kv(&c, root, sc) || get_args(&c, root, "standin_args", &sc->standin_args) ||
 	    get_args(&c, root, "prefill_args", &sc->prefill_args) ||

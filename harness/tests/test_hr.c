@@ -84,6 +84,7 @@ static void test_parse_full(void **state)
 	assert_int_equal(sc.wl.prompt_tokens[3], 20);
 	assert_int_equal(sc.wl.prompt_tokens[4], 10);
 	assert_string_equal(sc.expect_fail, "kv_reused");
+	assert_int_equal(sc.expect_exit, 0);
 	assert_true(sc.timeout_s == 9);
 	assert_true(cJSON_GetObjectItem(sc.kv_decode, "kv_buffer_size")->valuedouble == 1e6);
 	hr_scenario_free(&sc);
@@ -172,6 +173,8 @@ static void test_parse_errors(void **state)
 	                   "workload.prompts: element 1: expected a non-empty string");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"timeout_s\":-1}",
 	                   "timeout_s: expected seconds > 0");
+	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"expect_exit\":[\"prefil\"]}",
+			   "expect_exit: element 0: expected prefill, decode, plain or proxy");
 }
 
 static void test_fixture_file(void **state)
