@@ -127,7 +127,9 @@ fi
 
 # 6. the hardware acceptance script, both roles on this host (as on two real hosts)
 t0=$(now)
-if [ -n "$have_bench" ] && timeout 120 bash "$SRC/ci/rxe/rdma-accept.sh" --local --target_devices=rxe1 \
+if [ -z "$have_bench" ]; then
+	result NOTRUN rdma_accept_local "$t0" "pdkv-bench not built"
+elif timeout 120 bash "$SRC/ci/rxe/rdma-accept.sh" --local --target_devices=rxe1 \
 	--target_ip=10.77.0.2 --device_name=rxe0 --ip=10.77.0.1 --compare-perftest --duration=2 \
 	--sizes="-b 64K -e 256K -f 4" >$LOG/accept.log 2>&1 && grep -q '% line rate' $LOG/accept.log; then
 	result PASS rdma_accept_local "$t0" "$(grep -m1 '^65536' $LOG/accept.log | awk '{print "64 KiB: " $3 " of line rate, " $4 " of ib_write_bw"}')"
