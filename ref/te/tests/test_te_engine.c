@@ -454,6 +454,101 @@ static void test_slice_timeout(void **state)
 	free(la);
 }
 
+/* Wire conformance against a scripted peer that looks like Mooncake: the engine's bytes are
+ * captured and checked (24-byte header: size LE, addr LE, opcode at byte 16), for a 0.3.3-era
+ * descriptor (no tcp_data_port -> dial rpc_port+1, v1: no status frames) and a >=0.3.12 one
+ * (tcp_data_port, tcp_proto_version 2 -> opcode | 0x80, "MCTV" status frames). */
+static int wire_v2;
+static char *wire_handler(void *ctx, int type, const char *json, size_t len)
+{
+	(void)ctx;
+	(void)json;
+	(void)len;
+	if (type != TE_HS_METADATA)
+		return NULL;
+	if (wire_v2)
+		return pd_asprintf("{\"buffers\":[{\"addr\":65536,\"length\":1048576,\"name\":\"%s\"}],"
+				   "\"name\":\"%s\",\"protocol\":\"tcp\",\"tcp_data_port\":%d,"
+				   "\"tcp_proto_version\":2,\"timestamp\":\"x\"}\n",
+				   fake_name, fake_name, fake_data_port);
+	return pd_asprintf("{\"buffers\":[{\"addr\":65536,\"length\":1048576,\"name\":\"%s\"}],"
+			   "\"name\":\"%s\",\"protocol\":\"tcp\",\"timestamp\":\"x\"}\n",
+			   fake_name, fake_name);
+}
+
+static void wire_case(bool v2)
+{
+	struct te_hs_server *hs;
+	struct te_engine *a;
+	char *la = malloc(8192);
+	struct te_request r;
+	uint64_t seg, batch, le;
+	unsigned char h[24], body[100];
+	int hport, lfd, fd;
+	const uint64_t status_ok = 0x4D43545600000000ull;
+
+	/* v1 peers are dialled at rpc_port+1: find a free pair */
+	do {
+		hport = pd_free_port("127.0.0.1");
+		lfd = pd_tcp_listen("127.0.0.1", hport + 1, 4);
+	} while (lfd < 0);
+	fake_data_port = hport + 1;
+	wire_v2 = v2;
+	snprintf(fake_name, sizeof(fake_name), "127.0.0.1:%d", hport);
+	assert_int_equal(te_hs_server_start(-1, hport, wire_handler, NULL, &hs), 0);
+	setenv("MC_TCP_LANES_PER_PEER", "1", 1); /* one connection to script */
+	a = mk("wire");
+	unsetenv("MC_TCP_LANES_PER_PEER");
+	assert_int_equal(te_register(a, la, 8192, "cpu:0"), 0);
+	assert_int_equal(te_open_segment(a, fake_name, &seg), 0);
+	memset(la, 0x77, 100);
+	r = (struct te_request){ TE_WRITE, la, seg, 65536 + 4096, 100 };
+	assert_int_equal(te_batch_alloc(a, 2, &batch), 0);
+	assert_int_equal(te_batch_submit(a, batch, &r, 1), 0);
+	fd = accept(lfd, NULL, NULL);
+	assert_true(fd >= 0);
+	{
+		struct timeval tv = { 5, 0 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	assert_int_equal(pd_read_full(fd, h, 24), 0);
+	memcpy(&le, h, 8);
+	assert_int_equal(le, 100); /* x86-64: host order is LE */
+	memcpy(&le, h + 8, 8);
+	assert_int_equal(le, 65536 + 4096);
+	assert_int_equal(h[16], v2 ? 0x81 : 0x01);
+	assert_int_equal(pd_read_full(fd, body, 100), 0);
+	assert_int_equal(body[99], 0x77);
+	if (v2)
+		assert_int_equal(pd_write_full(fd, &status_ok, 8), 0);
+	wait_task(a, batch, 0, TE_COMPLETED);
+	/* READ on the same persistent connection */
+	r.opcode = TE_READ;
+	r.source = la + 4096;
+	assert_int_equal(te_batch_submit(a, batch, &r, 1), 0);
+	assert_int_equal(pd_read_full(fd, h, 24), 0);
+	assert_int_equal(h[16], v2 ? 0x80 : 0x00);
+	memset(body, 0x42, sizeof(body));
+	if (v2)
+		assert_int_equal(pd_write_full(fd, &status_ok, 8), 0);
+	assert_int_equal(pd_write_full(fd, body, 100), 0);
+	wait_task(a, batch, 1, TE_COMPLETED);
+	assert_int_equal(la[4096 + 99], 0x42);
+	assert_int_equal(te_batch_free(a, batch), 0);
+	te_engine_destroy(a);
+	close(fd);
+	close(lfd);
+	te_hs_server_stop(hs);
+	free(la);
+}
+
+static void test_wire_conformance(void **state)
+{
+	(void)state;
+	wire_case(false);
+	wire_case(true);
+}
+
 /* Handshake client against misbehaving servers: wrong reply type, malformed JSON, silence. */
 struct raw_srv {
 	int lfd;
@@ -559,7 +654,8 @@ int main(void)
 		cmocka_unit_test(test_register_misuse),
 		cmocka_unit_test(test_batch_misuse),	cmocka_unit_test(test_transfer_p2p),
 		cmocka_unit_test(test_stale_remote),	cmocka_unit_test(test_slice_timeout),
-		cmocka_unit_test(test_hs_client_rejects), cmocka_unit_test(test_c_api),
+		cmocka_unit_test(test_hs_client_rejects), cmocka_unit_test(test_wire_conformance),
+		cmocka_unit_test(test_c_api),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	return cmocka_run_group_tests_name("te_engine", tests, NULL, NULL);
