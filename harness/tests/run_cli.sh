@@ -79,15 +79,16 @@ cat >"$T/slow.json" <<J
   "workload": { "requests": 4, "concurrency": 2, "prompt_tokens": [800], "max_tokens": 200 } }
 J
 t0=$(date +%s)
-[ "$(run --timeout 3 --workdir "$T/w2" "$T/slow.json")" = 1 ] || fail "--timeout should FAIL"
-grep -q 'timed out after 3s while running the workload' "$T/out" || fail "timeout reason"
-[ $(( $(date +%s) - t0 )) -le 15 ] || fail "--timeout 3 took too long"
+[ "$(run --timeout 4 --workdir "$T/w2" "$T/slow.json")" = 1 ] || fail "--timeout should FAIL"
+# normally "while running the workload"; on a very loaded host startup may already be over it
+grep -Eq 'timed out (after 4s while|waiting for /health)' "$T/out" || fail "timeout reason"
+[ $(( $(date +%s) - t0 )) -le 20 ] || fail "--timeout 4 took too long"
 [ -z "$(pgrep -f "$T/w2" || true)" ] || fail "processes left after a timeout"
 
 # Ctrl-C in the middle of the workload: stop everything, report, exit 1, nothing left behind
 "$BIN/pdkv-run" --workdir "$T/w3" "$T/slow.json" >"$T/out" 2>&1 &
 RPID=$!
-for _ in $(seq 100); do
+for _ in $(seq 400); do
 	grep -q 'requests through the proxy' "$T/out" && break
 	sleep 0.1
 done
