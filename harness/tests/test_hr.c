@@ -153,8 +153,8 @@ static void test_parse_errors(void **state)
 	                   "\"expect_fail\":{\"check\":\"integrity\"}}",
 	                   "expect_fail.check: \"integrity\" is not in this scenario's checks");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"topology\":{\"decode\":"
-	                   "\"10.0.0.1\"}}",
-	                   "topology.decode: expected a loopback IPv4 address");
+	                   "\"localhost\"}}",
+	                   "topology.decode: expected an IPv4 address of this host");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"mooncake\":{\"prefill_url\":"
 	                   "\"${PREFIL_HOST}:1\"}}",
 	                   "mooncake.prefill_url: unknown variable ${PREFIL_HOST}");
@@ -174,7 +174,7 @@ static void test_parse_errors(void **state)
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"timeout_s\":-1}",
 	                   "timeout_s: expected seconds > 0");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"expect_exit\":[\"prefil\"]}",
-			   "expect_exit: element 0: expected prefill, decode, plain or proxy");
+	                   "expect_exit: element 0: expected prefill, decode, plain or proxy");
 }
 
 static void test_fixture_file(void **state)
