@@ -2,6 +2,8 @@
 # tier-guest.sh — the rxe tier's steps, run INSIDE the Soft-RoCE guest (pair setup: rxe0 on
 # 10.77.0.1, rxe1 on 10.77.0.2) by run-rxe-tier.sh. One "PASS|FAIL|NOTRUN <step> (<s>s) detail"
 # line per step; the last line is "rxe tier: PASS|FAIL (...)". Exit 0 only if no step failed.
+# Steps: devices, pdkv doctor, test_rdma_*, pdkv bench --check, ratio rounds vs ib_write_bw,
+# rdma-accept.sh --local, scenarios/rdma/*.json through pdkv run.
 # Env: BUILD (build dir, default build), RXE_BW_MB (MiB per bandwidth run, default 32),
 # RXE_BENCH_S (pdkv bench seconds per operation, default 2), RXE_ROUNDS (ratio rounds, 3).
 set -u
@@ -136,6 +138,18 @@ elif timeout 120 bash "$SRC/ci/rxe/rdma-accept.sh" --local --target_devices=rxe1
 	sed 's/^/    /' $LOG/accept.log
 else
 	result FAIL rdma_accept_local "$t0" "see below"; tail -15 $LOG/accept.log | sed 's/^/    | /'
+fi
+
+# 7. 1P1D scenarios with protocol rdma (stand-ins + proxy + etcd, KV reuse and integrity checked)
+t0=$(now)
+if ! ls "$SRC"/scenarios/rdma/*.json >/dev/null 2>&1; then
+	result NOTRUN scenarios_rdma "$t0" "no scenarios/rdma/*.json"
+elif [ ! -x $W/bin/pdkv-run ]; then
+	result NOTRUN scenarios_rdma "$t0" "pdkv-run not built"
+elif timeout 240 $W/bin/pdkv-run "$SRC"/scenarios/rdma/ >$LOG/scenarios.log 2>&1; then
+	result PASS scenarios_rdma "$t0" "$(grep -E '^# [0-9]+ scenarios' $LOG/scenarios.log | sed 's/^# //')"
+else
+	result FAIL scenarios_rdma "$t0" "see below"; grep -v '^# .*: \(requests\|starting\|waiting\)' $LOG/scenarios.log | tail -20 | sed 's/^/    | /'
 fi
 
 if [ $fails = 0 ]; then echo "rxe tier: PASS"; else echo "rxe tier: FAIL ($fails step(s) failed)"; fi
