@@ -34,6 +34,7 @@ struct bench_opts {
 	const char *baseline_server; /* initiator: host:port of a target's socket baseline */
 	const char *ready_file;      /* target: write "segment\nsocket host:port\n" when up */
 	bool quiet;
+	int repeat;            /* --repeat: each row N times, interleaved with the socket */
 };
 
 struct bench_row {
