@@ -10,44 +10,44 @@
 #define BENCH_MAX_THREADS 64
 
 struct bench_opts {
-	const char *mode;      /* target | initiator | loopback */
-	const char *metadata;  /* --metadata_server */
+	const char *mode;     /* target | initiator | loopback */
+	const char *metadata; /* --metadata_server */
 	const char *local_name;
-	const char *segment;   /* --segment_id */
-	const char *protocol;  /* tcp | rdma */
-	const char *device;    /* --device_name */
-	int op;                /* TE_READ | TE_WRITE (the pass being run) */
-	const char *ops_str;   /* --operation as given */
+	const char *segment;  /* --segment_id */
+	const char *protocol; /* tcp | rdma */
+	const char *device;   /* --device_name */
+	int op;               /* TE_READ | TE_WRITE (the pass being run) */
+	const char *ops_str;  /* --operation as given */
 	uint64_t block, batch, threads;
-	double duration;       /* seconds per row */
+	double duration; /* seconds per row */
 	uint64_t buffer_size;
-	const char *unit;      /* GB GiB Gb MB MiB Mb KB KiB Kb */
-	double unit_div;       /* bytes per unit (bits for the b units handled by unit_bits) */
+	const char *unit; /* GB GiB Gb MB MiB Mb KB KiB Kb */
+	double unit_div;  /* bytes per unit (bits for the b units handled by unit_bits) */
 	bool unit_bits;
 	int precision;
 	uint64_t sweep_b, sweep_e; /* -b -e (0 = no sweep) */
 	double sweep_f;            /* -f */
 	bool check;
-	double min_bw;         /* in report units; 0 = off */
+	double min_bw; /* in report units; 0 = off */
 	const char *json, *csv;
-	const char *baseline;  /* none | socket | socket-only */
+	const char *baseline;        /* none | socket | socket-only */
 	const char *baseline_server; /* initiator: host:port of a target's socket baseline */
 	const char *ready_file;      /* target: write "segment\nsocket host:port\n" when up */
 	bool quiet;
-	int repeat;            /* --repeat: each row N times, interleaved with the socket */
+	int repeat; /* --repeat: each row N times, interleaved with the socket */
 };
 
 struct bench_row {
 	const char *kind; /* "pdkv" | "socket" */
 	int op;           /* TE_READ | TE_WRITE */
 	uint64_t block, batch, threads;
-	double seconds;   /* transfer time (verification excluded) */
+	double seconds; /* transfer time (verification excluded) */
 	double wall;
 	uint64_t batches, transfers, bytes;
 	double lat_p50_us, lat_p99_us;
-	uint64_t wrong;   /* wrong bytes */
-	uint64_t failed;  /* failed transfers */
-	double bw;        /* in report units per second */
+	uint64_t wrong;                  /* wrong bytes */
+	uint64_t failed;                 /* failed transfers */
+	double bw;                       /* in report units per second */
 	double cpu_init_s, cpu_target_s; /* CPU used during the row (target: loopback only) */
 };
 
@@ -70,7 +70,7 @@ int bench_te_target(const struct bench_opts *o, int sock_listen_fd, const char *
 struct bench_te;
 int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_te **out);
 int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
-		 struct bench_row *row);
+                 struct bench_row *row);
 void bench_te_fini(struct bench_te *b);
 const char *bench_te_local_name(struct bench_te *b);
 uint64_t bench_te_remote_size(struct bench_te *b);
@@ -85,17 +85,16 @@ struct bench_sock_srv {
 };
 int bench_sock_prepare(uint64_t region);
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
-		   struct bench_row *row);
+                   struct bench_row *row);
 
 /* reporting (bench_report.c) */
 void bench_banner(const struct bench_opts *o, const char *local, const char *remote,
-		  uint64_t remote_size);
+                  uint64_t remote_size);
 void bench_table_header(const struct bench_opts *o);
 void bench_table_row(const struct bench_opts *o, struct bench_row *r);
-int bench_write_json(const struct bench_opts *o, const char *path, struct bench_row *rows,
-		     size_t n, const char *local, const char *remote);
-int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_row *rows,
-		    size_t n);
+int bench_write_json(const struct bench_opts *o, const char *path, struct bench_row *rows, size_t n,
+                     const char *local, const char *remote);
+int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_row *rows, size_t n);
 double bench_bw(const struct bench_opts *o, uint64_t bytes, double secs);
 
 #endif

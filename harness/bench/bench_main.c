@@ -24,30 +24,34 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: pdkv bench [flags]   (flags spelled as Mooncake's transfer_engine_bench)\n"
-		"  --mode=target|initiator|loopback   loopback = spawn a local target, run the\n"
-		"                                     initiator against it, stop it (default)\n"
-		"  --metadata_server=CONN       P2PHANDSHAKE (default), etcd://h:p, h:p, redis://h:p,\n"
-		"                               http://h:p/metadata\n"
-		"  --local_server_name=NAME     default: the host name (P2P rewrites it to ip:port)\n"
-		"  --segment_id=NAME            initiator: the target's segment (the target prints it)\n"
-		"  --protocol=tcp|rdma          default tcp; --auto_discovery picks rdma if an HCA exists\n"
-		"  --device_name=LIST           rdma devices, comma list\n"
-		"  --operation=read|write[,..]  default read; write,read runs both\n"
-		"  --block_size=N (65536)  --batch_size=N (128)  --threads=N (1)  --duration=S (10)\n"
-		"  --buffer_size=N              target buffer (1 GiB; loopback: just what rows need)\n"
-		"  --report_unit=GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb (GB)  --report_precision=N (2)\n"
-		"  -b MIN -e MAX -f FACTOR      size sweep (nccl-tests); one row per block size\n"
-		"  --check                      verify every byte; #wrong per row (not timed)\n"
-		"  --min-bw=X                   exit 1 if a pdkv row is below X report_units/s\n"
-		"  --json=FILE --csv=FILE       machine-readable results\n"
-		"  --baseline=none|socket|socket-only  socket: also run a plain C socket with the same\n"
-		"                               shape and print the ratio (target side serves it too)\n"
-		"  --baseline_server=H:P        initiator: the target's socket baseline address\n"
-		"  --repeat=N                   run every row N times (socket and pdkv interleaved);\n"
-		"                               the ratio line uses the best of each\n"
-		"Exit: 0 ok; 1 wrong bytes, failed transfers or under --min-bw; 2 bad usage.\n");
+	fprintf(
+	    f,
+	    "usage: pdkv bench [flags]   (flags spelled as Mooncake's transfer_engine_bench)\n"
+	    "  --mode=target|initiator|loopback   loopback = spawn a local target, run the\n"
+	    "                                     initiator against it, stop it (default)\n"
+	    "  --metadata_server=CONN       P2PHANDSHAKE (default), etcd://h:p, h:p, redis://h:p,\n"
+	    "                               http://h:p/metadata\n"
+	    "  --local_server_name=NAME     default: the host name (P2P rewrites it to ip:port)\n"
+	    "  --segment_id=NAME            initiator: the target's segment (the target prints "
+	    "it)\n"
+	    "  --protocol=tcp|rdma          default tcp; --auto_discovery picks rdma if an HCA "
+	    "exists\n"
+	    "  --device_name=LIST           rdma devices, comma list\n"
+	    "  --operation=read|write[,..]  default read; write,read runs both\n"
+	    "  --block_size=N (65536)  --batch_size=N (128)  --threads=N (1)  --duration=S (10)\n"
+	    "  --buffer_size=N              target buffer (1 GiB; loopback: just what rows need)\n"
+	    "  --report_unit=GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb (GB)  --report_precision=N (2)\n"
+	    "  -b MIN -e MAX -f FACTOR      size sweep (nccl-tests); one row per block size\n"
+	    "  --check                      verify every byte; #wrong per row (not timed)\n"
+	    "  --min-bw=X                   exit 1 if a pdkv row is below X report_units/s\n"
+	    "  --json=FILE --csv=FILE       machine-readable results\n"
+	    "  --baseline=none|socket|socket-only  socket: also run a plain C socket with the "
+	    "same\n"
+	    "                               shape and print the ratio (target side serves it too)\n"
+	    "  --baseline_server=H:P        initiator: the target's socket baseline address\n"
+	    "  --repeat=N                   run every row N times (socket and pdkv interleaved);\n"
+	    "                               the ratio line uses the best of each\n"
+	    "Exit: 0 ok; 1 wrong bytes, failed transfers or under --min-bw; 2 bad usage.\n");
 }
 
 static int bad(const char *flag, const char *val, const char *want)
@@ -62,9 +66,9 @@ static int set_unit(struct bench_opts *o, const char *u)
 		const char *n;
 		double div;
 		bool bits;
-	} units[] = { { "GB", 1e9, 0 },	     { "GiB", 1073741824.0, 0 }, { "Gb", 1e9, 1 },
-		      { "MB", 1e6, 0 },	     { "MiB", 1048576.0, 0 },	 { "Mb", 1e6, 1 },
-		      { "KB", 1e3, 0 },	     { "KiB", 1024.0, 0 },	 { "Kb", 1e3, 1 } };
+	} units[] = {{"GB", 1e9, 0}, {"GiB", 1073741824.0, 0}, {"Gb", 1e9, 1},
+	             {"MB", 1e6, 0}, {"MiB", 1048576.0, 0},    {"Mb", 1e6, 1},
+	             {"KB", 1e3, 0}, {"KiB", 1024.0, 0},       {"Kb", 1e3, 1}};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(units); i++)
 		if (!strcmp(u, units[i].n)) {
 			o->unit = units[i].n;
@@ -76,39 +80,61 @@ static int set_unit(struct bench_opts *o, const char *u)
 }
 
 enum {
-	F_MODE = 256, F_META, F_LOCAL, F_SEG, F_PROTO, F_DEV, F_OP, F_BLOCK, F_BATCH, F_THREADS,
-	F_DUR, F_BUF, F_UNIT, F_PREC, F_AUTO, F_MATRIX, F_CHECK, F_MINBW, F_JSON, F_CSV, F_BASE,
-	F_BASESRV, F_READY, F_REPEAT, F_HELP
+	F_MODE = 256,
+	F_META,
+	F_LOCAL,
+	F_SEG,
+	F_PROTO,
+	F_DEV,
+	F_OP,
+	F_BLOCK,
+	F_BATCH,
+	F_THREADS,
+	F_DUR,
+	F_BUF,
+	F_UNIT,
+	F_PREC,
+	F_AUTO,
+	F_MATRIX,
+	F_CHECK,
+	F_MINBW,
+	F_JSON,
+	F_CSV,
+	F_BASE,
+	F_BASESRV,
+	F_READY,
+	F_REPEAT,
+	F_HELP
 };
 
 static const struct option longopts[] = {
-	{ "mode", 1, 0, F_MODE },
-	{ "metadata_server", 1, 0, F_META },
-	{ "local_server_name", 1, 0, F_LOCAL },
-	{ "segment_id", 1, 0, F_SEG },
-	{ "protocol", 1, 0, F_PROTO },
-	{ "device_name", 1, 0, F_DEV },
-	{ "operation", 1, 0, F_OP },
-	{ "block_size", 1, 0, F_BLOCK },
-	{ "batch_size", 1, 0, F_BATCH },
-	{ "threads", 1, 0, F_THREADS },
-	{ "duration", 1, 0, F_DUR },
-	{ "buffer_size", 1, 0, F_BUF },
-	{ "report_unit", 1, 0, F_UNIT },
-	{ "report_precision", 1, 0, F_PREC },
-	{ "auto_discovery", 2, 0, F_AUTO },
-	{ "nic_priority_matrix", 1, 0, F_MATRIX },
-	{ "check", 0, 0, F_CHECK },
-	{ "min-bw", 1, 0, F_MINBW },
-	{ "min_bw", 1, 0, F_MINBW },
-	{ "json", 1, 0, F_JSON },
-	{ "csv", 1, 0, F_CSV },
-	{ "baseline", 1, 0, F_BASE },
-	{ "baseline_server", 1, 0, F_BASESRV },
-	{ "ready_file", 1, 0, F_READY },
-	{ "repeat", 1, 0, F_REPEAT },
-	{ "help", 0, 0, F_HELP },
-	{ 0, 0, 0, 0 },
+    {"mode", 1, 0, F_MODE},
+    {"metadata_server", 1, 0, F_META},
+    {"local_server_name", 1, 0, F_LOCAL},
+    {"segment_id", 1, 0, F_SEG},
+    {"protocol", 1, 0, F_PROTO},
+    {"device_name", 1, 0, F_DEV},
+    {"operation", 1, 0, F_OP},
+    {"block_size", 1, 0, F_BLOCK},
+    {"batch_size", 1, 0, F_BATCH},
+    {"threads", 1, 0, F_THREADS},
+    {"duration", 1, 0, F_DUR},
+    {"buffer_size", 1, 0, F_BUF},
+    {"report_unit", 1, 0, F_UNIT},
+    {"report_precision", 1, 0, F_PREC},
+    {"auto_discovery", 2, 0, F_AUTO},
+    {"nic_priority_matrix", 1, 0, F_MATRIX},
+    {"check", 0, 0, F_CHECK},
+    {"min-bw", 1, 0, F_MINBW},
+    {"min_bw", 1, 0, F_MINBW},
+    {"json", 1, 0, F_JSON},
+    {"csv", 1, 0, F_CSV},
+    {"baseline", 1, 0, F_BASE},
+    {"baseline_server", 1, 0, F_BASESRV},
+    {"ready_file", 1, 0, F_READY},
+    {"repeat", 1, 0, F_REPEAT},
+    {"help", 0, 0, F_HELP},
+    {0, 0, 0, 0},
 };
 
 struct run_ops {
@@ -124,11 +150,20 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 	double d;
 	char *end;
 
-	*o = (struct bench_opts){ .mode = "loopback", .metadata = "P2PHANDSHAKE",
-				  .protocol = "tcp", .op = TE_READ, .block = 65536, .batch = 128,
-				  .threads = 1, .duration = 10, .buffer_size = 1ull << 30,
-				  .precision = 2, .sweep_f = 2, .baseline = "none",
-				  .ops_str = "read", .repeat = 1 };
+	*o = (struct bench_opts){.mode = "loopback",
+	                         .metadata = "P2PHANDSHAKE",
+	                         .protocol = "tcp",
+	                         .op = TE_READ,
+	                         .block = 65536,
+	                         .batch = 128,
+	                         .threads = 1,
+	                         .duration = 10,
+	                         .buffer_size = 1ull << 30,
+	                         .precision = 2,
+	                         .sweep_f = 2,
+	                         .baseline = "none",
+	                         .ops_str = "read",
+	                         .repeat = 1};
 	set_unit(o, "GB");
 	ro->ops[0] = TE_READ;
 	ro->nops = 1;
@@ -142,32 +177,41 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 				return bad("--mode", optarg, "target, initiator or loopback");
 			o->mode = optarg;
 			break;
-		case F_META: o->metadata = optarg; break;
-		case F_LOCAL: o->local_name = optarg; break;
-		case F_SEG: o->segment = optarg; break;
+		case F_META:
+			o->metadata = optarg;
+			break;
+		case F_LOCAL:
+			o->local_name = optarg;
+			break;
+		case F_SEG:
+			o->segment = optarg;
+			break;
 		case F_PROTO:
 			if (strcmp(optarg, "tcp") && strcmp(optarg, "rdma"))
 				return bad("--protocol", optarg, "tcp or rdma");
 			o->protocol = optarg;
 			break;
-		case F_DEV: o->device = optarg; break;
+		case F_DEV:
+			o->device = optarg;
+			break;
 		case F_AUTO:
 			if (!optarg || !strcmp(optarg, "true") || !strcmp(optarg, "1"))
 				o->protocol = NULL;
 			break;
 		case F_MATRIX:
 			fprintf(stderr, "pdkv-bench: note: --nic_priority_matrix is ignored (pdkv "
-					"discovers the topology)\n");
+			                "discovers the topology)\n");
 			break;
 		case F_OP: {
 			char tmp[64], *tok, *save = NULL;
 			snprintf(tmp, sizeof(tmp), "%s", optarg);
 			o->ops_str = optarg;
 			ro->nops = 0;
-			for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			for (tok = strtok_r(tmp, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
 				if (ro->nops == 2 || (strcmp(tok, "read") && strcmp(tok, "write")))
 					return bad("--operation", optarg,
-						   "read, write, or a list of both");
+					           "read, write, or a list of both");
 				ro->ops[ro->nops++] = strcmp(tok, "read") ? TE_WRITE : TE_READ;
 			}
 			if (!ro->nops)
@@ -175,7 +219,8 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 			break;
 		}
 		case F_BLOCK:
-			if (pd_parse_size(optarg, &o->block) || !o->block || o->block > (1ull << 36))
+			if (pd_parse_size(optarg, &o->block) || !o->block ||
+			    o->block > (1ull << 36))
 				return bad("--block_size", optarg, "a size like 65536 or 1M");
 			break;
 		case F_BATCH:
@@ -200,7 +245,8 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 			break;
 		case F_UNIT:
 			if (set_unit(o, optarg))
-				return bad("--report_unit", optarg, "GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb");
+				return bad("--report_unit", optarg,
+				           "GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb");
 			break;
 		case F_PREC:
 			if (pd_parse_u64(optarg, &v) || v > 9)
@@ -221,33 +267,45 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 				return bad("-f", optarg, "a factor > 1");
 			o->sweep_f = d;
 			break;
-		case F_CHECK: o->check = true; break;
+		case F_CHECK:
+			o->check = true;
+			break;
 		case F_MINBW:
 			d = strtod(optarg, &end);
 			if (*end || end == optarg || !(d >= 0))
 				return bad("--min-bw", optarg, "a bandwidth in report units");
 			o->min_bw = d;
 			break;
-		case F_JSON: o->json = optarg; break;
-		case F_CSV: o->csv = optarg; break;
+		case F_JSON:
+			o->json = optarg;
+			break;
+		case F_CSV:
+			o->csv = optarg;
+			break;
 		case F_BASE:
 			if (strcmp(optarg, "none") && strcmp(optarg, "socket") &&
 			    strcmp(optarg, "socket-only"))
 				return bad("--baseline", optarg, "none, socket or socket-only");
 			o->baseline = optarg;
 			break;
-		case F_BASESRV: o->baseline_server = optarg; break;
-		case F_READY: o->ready_file = optarg; break;
+		case F_BASESRV:
+			o->baseline_server = optarg;
+			break;
+		case F_READY:
+			o->ready_file = optarg;
+			break;
 		case F_REPEAT:
 			if (pd_parse_u64(optarg, &v) || v < 1 || v > 100)
 				return bad("--repeat", optarg, "1..100");
 			o->repeat = (int)v;
 			break;
 		case 'h':
-		case F_HELP: usage(stdout); exit(0);
+		case F_HELP:
+			usage(stdout);
+			exit(0);
 		default:
 			fprintf(stderr, "pdkv-bench: unknown or incomplete flag \"%s\"\n",
-				argv[optind - 1]);
+			        argv[optind - 1]);
 			usage(stderr);
 			return 2;
 		}
@@ -263,20 +321,22 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 			o->sweep_e = o->sweep_b;
 		if (o->sweep_e < o->sweep_b) {
 			fprintf(stderr, "pdkv-bench: -e %llu is below -b %llu\n",
-				(unsigned long long)o->sweep_e, (unsigned long long)o->sweep_b);
+			        (unsigned long long)o->sweep_e, (unsigned long long)o->sweep_b);
 			return 2;
 		}
 		o->block = o->sweep_b;
 	}
 	if (!strcmp(o->mode, "initiator") && !o->segment) {
-		fprintf(stderr, "pdkv-bench: --mode=initiator needs --segment_id (the target prints "
-				"it)\n");
+		fprintf(stderr,
+		        "pdkv-bench: --mode=initiator needs --segment_id (the target prints "
+		        "it)\n");
 		return 2;
 	}
 	if (!strcmp(o->mode, "initiator") && strcmp(o->baseline, "none") && !o->baseline_server) {
-		fprintf(stderr, "pdkv-bench: --baseline=%s as initiator needs --baseline_server=H:P "
-				"(printed by a target started with --baseline=socket)\n",
-			o->baseline);
+		fprintf(stderr,
+		        "pdkv-bench: --baseline=%s as initiator needs --baseline_server=H:P "
+		        "(printed by a target started with --baseline=socket)\n",
+		        o->baseline);
 		return 2;
 	}
 	return 0;
@@ -344,7 +404,8 @@ static double cpu_of(pid_t pid)
 	if (pd_read_file(path, 4096, &txt, NULL))
 		return -1;
 	p = strrchr(txt, ')'); /* comm may hold spaces */
-	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+	if (p &&
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
 		v = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 	free(txt);
 	return v;
@@ -371,14 +432,15 @@ static void add_row(struct runner *r, struct bench_row *row, double c0, double t
 		       row->cpu_init_s, row->cpu_target_s,
 		       (row->cpu_init_s + row->cpu_target_s) / ((double)row->bytes / 1e9));
 	if (row->wrong || row->failed) {
-		fprintf(stderr, "pdkv-bench: %s %s %llu B: %llu wrong bytes, %llu failed transfers\n",
-			row->kind, row->op ? "write" : "read", (unsigned long long)row->block,
-			(unsigned long long)row->wrong, (unsigned long long)row->failed);
+		fprintf(stderr,
+		        "pdkv-bench: %s %s %llu B: %llu wrong bytes, %llu failed transfers\n",
+		        row->kind, row->op ? "write" : "read", (unsigned long long)row->block,
+		        (unsigned long long)row->wrong, (unsigned long long)row->failed);
 		r->rc = 1;
 	}
 	if (r->o->min_bw > 0 && !strcmp(row->kind, "pdkv") && row->bw < r->o->min_bw) {
 		fprintf(stderr, "pdkv-bench: BW result %.*f %s/s is below --min-bw %g\n",
-			r->o->precision, row->bw, r->o->unit, r->o->min_bw);
+		        r->o->precision, row->bw, r->o->unit, r->o->min_bw);
 		r->rc = 1;
 	}
 	if (r->nrows < PD_ARRAY_SIZE(r->rows))
@@ -431,8 +493,8 @@ int main(int argc, char **argv)
 {
 	struct bench_opts o;
 	struct run_ops ro;
-	struct runner r = { 0 };
-	struct pd_proc target = { 0 };
+	struct runner r = {0};
+	struct pd_proc target = {0};
 	char namebuf[256], seg[256], sockaddr_s[160], ready[256] = "";
 	uint64_t sizes[64], max_block = 0, region;
 	size_t ns;
@@ -480,12 +542,12 @@ int main(int argc, char **argv)
 
 		snprintf(exe, sizeof(exe), "%s/pdkv-bench", self);
 		snprintf(ready, sizeof(ready), "%s/pdkv-bench-ready.%d",
-			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+		         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
 		unlink(ready);
 		if (!ro.buffer_given)
 			o.buffer_size = region;
 		snprintf(bufarg, sizeof(bufarg), "--buffer_size=%llu",
-			 (unsigned long long)o.buffer_size);
+		         (unsigned long long)o.buffer_size);
 		targv[ta++] = exe;
 		targv[ta++] = "--mode=target";
 		snprintf(a_meta, sizeof(a_meta), "--metadata_server=%s", o.metadata);
@@ -506,8 +568,8 @@ int main(int argc, char **argv)
 		if (strcmp(o.metadata, "P2PHANDSHAKE")) {
 			char host[128] = "localhost";
 			gethostname(host, sizeof(host) - 1);
-			snprintf(a_name, sizeof(a_name), "--local_server_name=%s:bench-target-%d", host,
-				 (int)getpid());
+			snprintf(a_name, sizeof(a_name), "--local_server_name=%s:bench-target-%d",
+			         host, (int)getpid());
 			targv[ta++] = a_name;
 		}
 		if (strcmp(o.baseline, "none"))
@@ -534,9 +596,10 @@ int main(int argc, char **argv)
 			}
 			if (!pd_proc_alive(&target) || pd_now_ns() > end) {
 				char *tl = NULL;
-				fprintf(stderr, "pdkv-bench: the spawned target did not come up; its "
-						"log (%s):\n",
-					log);
+				fprintf(stderr,
+				        "pdkv-bench: the spawned target did not come up; its "
+				        "log (%s):\n",
+				        log);
 				if (!pd_read_file(log, 1 << 16, &tl, NULL))
 					fputs(tl, stderr);
 				free(tl);
@@ -566,11 +629,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	bench_banner(&o, r.te ? bench_te_local_name(r.te) : "-", o.segment,
-		     r.te ? bench_te_remote_size(r.te) : o.buffer_size);
+	             r.te ? bench_te_remote_size(r.te) : o.buffer_size);
 	run_all(&r, &ro);
 	rc = r.rc;
 	if (o.json && bench_write_json(&o, o.json, r.rows, r.nrows,
-				       r.te ? bench_te_local_name(r.te) : "-", o.segment)) {
+	                               r.te ? bench_te_local_name(r.te) : "-", o.segment)) {
 		fprintf(stderr, "pdkv-bench: cannot write --json %s\n", o.json);
 		rc = 1;
 	}
@@ -583,9 +646,10 @@ out:
 	if (target.pid) {
 		pd_proc_stop(&target, 5000);
 		if (!WIFEXITED(target.exit_status) || WEXITSTATUS(target.exit_status)) {
-			fprintf(stderr, "pdkv-bench: the spawned target did not exit cleanly "
-					"(status 0x%x)\n",
-				target.exit_status);
+			fprintf(stderr,
+			        "pdkv-bench: the spawned target did not exit cleanly "
+			        "(status 0x%x)\n",
+			        target.exit_status);
 			rc = rc ? rc : 1;
 		}
 		unlink(ready);

@@ -105,16 +105,15 @@ double bench_bw(const struct bench_opts *o, uint64_t bytes, double secs)
 }
 
 void bench_banner(const struct bench_opts *o, const char *local, const char *remote,
-		  uint64_t remote_size)
+                  uint64_t remote_size)
 {
 	const char *line = "-------------------------------------------------------------------"
-			   "--------------------------";
+	                   "--------------------------";
 	printf("%s\n", line);
-	printf(" pdkv bench: %s, protocol %s, %s\n", o->ops_str,
-	       o->protocol ? o->protocol : "auto",
+	printf(" pdkv bench: %s, protocol %s, %s\n", o->ops_str, o->protocol ? o->protocol : "auto",
 	       !strcmp(o->baseline, "socket-only") ? "plain socket only"
 	       : !strcmp(o->baseline, "socket")    ? "with plain-socket baseline"
-						   : "transfer engine");
+	                                           : "transfer engine");
 	printf(" metadata       : %s\n", o->metadata);
 	printf(" local segment  : %s\n", local ? local : "-");
 	printf(" target segment : %s (buffer %llu bytes)\n", remote ? remote : "-",
@@ -129,8 +128,8 @@ void bench_banner(const struct bench_opts *o, const char *local, const char *rem
 	       (unsigned long long)o->buffer_size);
 	printf(" check          : %s\n",
 	       o->check ? "on: every byte compared (write: per-iteration pattern read back; read: "
-			  "target pattern); not timed"
-			: "off");
+	                  "target pattern); not timed"
+	                : "off");
 	printf("%s\n", line);
 	fflush(stdout);
 }
@@ -139,8 +138,9 @@ void bench_table_header(const struct bench_opts *o)
 {
 	char bw[24];
 	snprintf(bw, sizeof(bw), "%s/s", o->unit);
-	printf("# %-6s %-5s %12s %6s %4s %10s %12s %12s %12s %10s %8s\n", "kind", "op", "bytes", "batch",
-	       "thr", bw, "transfers/s", "lat_p50(us)", "lat_p99(us)", "#wrong", "#failed");
+	printf("# %-6s %-5s %12s %6s %4s %10s %12s %12s %12s %10s %8s\n", "kind", "op", "bytes",
+	       "batch", "thr", bw, "transfers/s", "lat_p50(us)", "lat_p99(us)", "#wrong",
+	       "#failed");
 	fflush(stdout);
 }
 
@@ -152,13 +152,13 @@ void bench_table_row(const struct bench_opts *o, struct bench_row *r)
 	       r->seconds > 0 ? (double)r->transfers / r->seconds : 0, r->lat_p50_us, r->lat_p99_us,
 	       (unsigned long long)r->wrong, (unsigned long long)r->failed);
 	/* transfer_engine_bench's closing line, one per row */
-	printf("Test completed: duration %.2f, batch count %llu, throughput %.*f %s/s\n", r->seconds,
-	       (unsigned long long)r->batches, o->precision, r->bw, o->unit);
+	printf("Test completed: duration %.2f, batch count %llu, throughput %.*f %s/s\n",
+	       r->seconds, (unsigned long long)r->batches, o->precision, r->bw, o->unit);
 	fflush(stdout);
 }
 
-int bench_write_json(const struct bench_opts *o, const char *path, struct bench_row *rows,
-		     size_t n, const char *local, const char *remote)
+int bench_write_json(const struct bench_opts *o, const char *path, struct bench_row *rows, size_t n,
+                     const char *local, const char *remote)
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
 	char *txt;
@@ -188,10 +188,10 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		cJSON_AddNumberToObject(x, "transfers", (double)r->transfers);
 		cJSON_AddNumberToObject(x, "bytes", (double)r->bytes);
 		cJSON_AddNumberToObject(x, "bandwidth", r->bw);
-		cJSON_AddNumberToObject(x, "GBps", r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9
-								 : 0);
+		cJSON_AddNumberToObject(x, "GBps",
+		                        r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0);
 		cJSON_AddNumberToObject(x, "transfers_per_s",
-					r->seconds > 0 ? (double)r->transfers / r->seconds : 0);
+		                        r->seconds > 0 ? (double)r->transfers / r->seconds : 0);
 		cJSON_AddNumberToObject(x, "lat_p50_us", r->lat_p50_us);
 		cJSON_AddNumberToObject(x, "lat_p99_us", r->lat_p99_us);
 		cJSON_AddNumberToObject(x, "wrong", (double)r->wrong);
@@ -239,27 +239,30 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 	return ret;
 }
 
-int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_row *rows,
-		    size_t n)
+int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_row *rows, size_t n)
 {
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return -1;
-	fprintf(f, "kind,operation,block_size,batch_size,threads,duration_s,batches,transfers,bytes,"
-		   "bandwidth_%s_per_s,transfers_per_s,lat_p50_us,lat_p99_us,wrong,failed,cpu_initiator_s,"
-		   "cpu_target_s\n",
-		o->unit);
+	fprintf(
+	    f,
+	    "kind,operation,block_size,batch_size,threads,duration_s,batches,transfers,bytes,"
+	    "bandwidth_%s_per_s,transfers_per_s,lat_p50_us,lat_p99_us,wrong,failed,cpu_initiator_s,"
+	    "cpu_target_s\n",
+	    o->unit);
 	for (size_t i = 0; i < n; i++) {
 		struct bench_row *r = &rows[i];
-		fprintf(f, "%s,%s,%llu,%llu,%llu,%.6f,%llu,%llu,%llu,%.*f,%.1f,%.2f,%.2f,%llu,%llu,%.3f,"
-			   "%.3f\n",
-			r->kind, r->op ? "write" : "read", (unsigned long long)r->block,
-			(unsigned long long)r->batch, (unsigned long long)r->threads, r->seconds,
-			(unsigned long long)r->batches, (unsigned long long)r->transfers,
-			(unsigned long long)r->bytes, o->precision + 2, r->bw,
-			r->seconds > 0 ? (double)r->transfers / r->seconds : 0, r->lat_p50_us,
-			r->lat_p99_us, (unsigned long long)r->wrong, (unsigned long long)r->failed,
-			r->cpu_init_s, r->cpu_target_s);
+		fprintf(
+		    f,
+		    "%s,%s,%llu,%llu,%llu,%.6f,%llu,%llu,%llu,%.*f,%.1f,%.2f,%.2f,%llu,%llu,%.3f,"
+		    "%.3f\n",
+		    r->kind, r->op ? "write" : "read", (unsigned long long)r->block,
+		    (unsigned long long)r->batch, (unsigned long long)r->threads, r->seconds,
+		    (unsigned long long)r->batches, (unsigned long long)r->transfers,
+		    (unsigned long long)r->bytes, o->precision + 2, r->bw,
+		    r->seconds > 0 ? (double)r->transfers / r->seconds : 0, r->lat_p50_us,
+		    r->lat_p99_us, (unsigned long long)r->wrong, (unsigned long long)r->failed,
+		    r->cpu_init_s, r->cpu_target_s);
 	}
 	return fclose(f) ? -1 : 0;
 }

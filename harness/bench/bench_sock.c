@@ -18,9 +18,9 @@
 
 #include "pd_util.h"
 
-#define OP_READ 0
+#define OP_READ  0
 #define OP_WRITE 1
-#define OP_ACK 0x40
+#define OP_ACK   0x40
 
 struct hdr {
 	uint64_t size, off;
@@ -101,7 +101,7 @@ void *bench_sock_server(void *arg)
 {
 	struct bench_sock_srv *s = arg;
 	while (!s->stop) {
-		struct pollfd p = { s->lfd, POLLIN, 0 };
+		struct pollfd p = {s->lfd, POLLIN, 0};
 		struct sconn *c;
 		pthread_t t;
 		int fd, one = 1;
@@ -159,8 +159,7 @@ static int sock_batch(struct sthr *th, int fd, int op, char *base, bool record, 
 	if (op == OP_WRITE) {
 		uint64_t ack;
 		for (uint64_t i = 0; i < n && !ret; i++) {
-			struct iovec iov[2] = { { &h[i], sizeof(h[i]) },
-						{ base + h[i].off, th->block } };
+			struct iovec iov[2] = {{&h[i], sizeof(h[i])}, {base + h[i].off, th->block}};
 			ret = send_all(fd, iov, 2);
 			if (record && !ret)
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
@@ -222,12 +221,14 @@ static void *sthr_main(void *arg)
 		th->transfers += o->batch;
 		if (!o->check)
 			continue;
-		if (o->op == OP_WRITE && (th->err = sock_batch(th, fd, OP_READ, th->scratch, false, &s)))
+		if (o->op == OP_WRITE &&
+		    (th->err = sock_batch(th, fd, OP_READ, th->scratch, false, &s)))
 			break;
 		for (uint64_t i = 0; i < o->batch; i++) {
 			uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
-			th->wrong += bench_count_wrong((o->op == OP_WRITE ? th->scratch : th->local) + off,
-						       off, th->block, o->op == OP_WRITE ? iter : 0);
+			th->wrong +=
+			    bench_count_wrong((o->op == OP_WRITE ? th->scratch : th->local) + off,
+			                      off, th->block, o->op == OP_WRITE ? iter : 0);
 		}
 	}
 	close(fd);
@@ -251,7 +252,8 @@ int bench_sock_prepare(uint64_t region)
 	s_local = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	s_scratch = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s_local == MAP_FAILED || s_scratch == MAP_FAILED) {
-		fprintf(stderr, "pdkv-bench: cannot map 2 x %llu bytes\n", (unsigned long long)region);
+		fprintf(stderr, "pdkv-bench: cannot map 2 x %llu bytes\n",
+		        (unsigned long long)region);
 		s_local = s_scratch = NULL;
 		s_cap = 0;
 		return 1;
@@ -262,12 +264,12 @@ int bench_sock_prepare(uint64_t region)
 }
 
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
-		   struct bench_row *row)
+                   struct bench_row *row)
 {
 	struct sthr th[BENCH_MAX_THREADS];
 	pthread_t tid[BENCH_MAX_THREADS];
 	pthread_barrier_t bar;
-	struct bench_lat all = { 0 };
+	struct bench_lat all = {0};
 	uint64_t region = block * o->batch * o->threads, t0;
 	char host[256], *local, *scratch;
 	int port, err = 0;
@@ -280,7 +282,7 @@ int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t bloc
 	row->threads = o->threads;
 	if (pd_split_hostport(server, host, sizeof(host), &port)) {
 		fprintf(stderr, "pdkv-bench: socket baseline address \"%s\" is not host:port\n",
-			server);
+		        server);
 		return 1;
 	}
 	if (bench_sock_prepare(region))
@@ -290,9 +292,14 @@ int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t bloc
 	pthread_barrier_init(&bar, NULL, (unsigned)o->threads);
 	t0 = pd_now_ns();
 	for (uint64_t t = 0; t < o->threads; t++) {
-		th[t] = (struct sthr){ .o = o, .host = host, .port = port, .t = (int)t,
-				       .block = block, .local = local, .scratch = scratch,
-				       .bar = &bar };
+		th[t] = (struct sthr){.o = o,
+		                      .host = host,
+		                      .port = port,
+		                      .t = (int)t,
+		                      .block = block,
+		                      .local = local,
+		                      .scratch = scratch,
+		                      .bar = &bar};
 		pthread_create(&tid[t], NULL, sthr_main, &th[t]);
 	}
 	for (uint64_t t = 0; t < o->threads; t++) {
@@ -314,7 +321,7 @@ int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t bloc
 	free(all.v);
 	if (err) {
 		fprintf(stderr, "pdkv-bench: socket baseline to %s failed: %s\n", server,
-			strerror(-err));
+		        strerror(-err));
 		row->failed = 1;
 	}
 	return err ? 1 : 0;

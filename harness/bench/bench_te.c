@@ -34,18 +34,19 @@ static char *map_buf(uint64_t len)
 
 static int make_engine(const struct bench_opts *o, struct te_engine **eng)
 {
-	struct te_engine_opts eo = { o->metadata, o->local_name, o->protocol, o->device };
+	struct te_engine_opts eo = {o->metadata, o->local_name, o->protocol, o->device};
 	int ret = te_engine_create(&eo, eng);
 	if (ret)
-		fprintf(stderr, "pdkv-bench: cannot start the transfer engine (metadata %s, "
-				"protocol %s): %s\n",
-			o->metadata, o->protocol ? o->protocol : "auto", te_strerror(ret));
+		fprintf(stderr,
+		        "pdkv-bench: cannot start the transfer engine (metadata %s, "
+		        "protocol %s): %s\n",
+		        o->metadata, o->protocol ? o->protocol : "auto", te_strerror(ret));
 	return ret;
 }
 
 int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_addr)
 {
-	struct bench_sock_srv srv = { sock_lfd, NULL, 0, 0 };
+	struct bench_sock_srv srv = {sock_lfd, NULL, 0, 0};
 	struct te_engine *eng = NULL;
 	pthread_t st;
 	bool st_started = false;
@@ -56,7 +57,7 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 	buf = map_buf(o->buffer_size);
 	if (!buf) {
 		fprintf(stderr, "pdkv-bench: cannot map a %llu-byte buffer\n",
-			(unsigned long long)o->buffer_size);
+		        (unsigned long long)o->buffer_size);
 		return 1;
 	}
 	/* the READ pattern (seed 0): what an initiator with --check expects to read */
@@ -65,7 +66,8 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 		goto out;
 	ret = te_register(eng, buf, o->buffer_size, "cpu:0");
 	if (ret) {
-		fprintf(stderr, "pdkv-bench: registering the buffer failed: %s\n", te_strerror(ret));
+		fprintf(stderr, "pdkv-bench: registering the buffer failed: %s\n",
+		        te_strerror(ret));
 		goto out;
 	}
 	srv.buf = buf;
@@ -83,8 +85,8 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 	       te_engine_name(eng));
 	fflush(stdout);
 	if (o->ready_file) {
-		char *s = pd_asprintf("%s\n%s\n", te_engine_name(eng),
-				      st_started ? sock_addr : "-");
+		char *s =
+		    pd_asprintf("%s\n%s\n", te_engine_name(eng), st_started ? sock_addr : "-");
 		char *tmp = pd_asprintf("%s.tmp", o->ready_file);
 		if (!s || !tmp || pd_write_file(tmp, s, strlen(s)) || rename(tmp, o->ready_file))
 			fprintf(stderr, "pdkv-bench: cannot write %s\n", o->ready_file);
@@ -130,7 +132,7 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 		ret = te_engine_peer_desc(b->eng, o->segment, &d);
 	if (ret || !d) {
 		fprintf(stderr, "pdkv-bench: cannot open segment \"%s\" via %s: %s\n", o->segment,
-			o->metadata, te_strerror(ret));
+		        o->metadata, te_strerror(ret));
 		goto fail;
 	}
 	if (d->nbuffers < 1) {
@@ -140,10 +142,11 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 	b->rbase = d->buffers[0].addr;
 	b->rsize = d->buffers[0].length;
 	if (max_region > b->rsize) {
-		fprintf(stderr, "pdkv-bench: block x batch x threads = %llu bytes does not fit the "
-				"target's buffer (%llu bytes); start the target with a larger "
-				"--buffer_size\n",
-			(unsigned long long)max_region, (unsigned long long)b->rsize);
+		fprintf(stderr,
+		        "pdkv-bench: block x batch x threads = %llu bytes does not fit the "
+		        "target's buffer (%llu bytes); start the target with a larger "
+		        "--buffer_size\n",
+		        (unsigned long long)max_region, (unsigned long long)b->rsize);
 		goto fail;
 	}
 	b->region = max_region;
@@ -151,7 +154,7 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 	b->scratch = map_buf(max_region);
 	if (!b->local || !b->scratch) {
 		fprintf(stderr, "pdkv-bench: cannot map 2 x %llu bytes\n",
-			(unsigned long long)max_region);
+		        (unsigned long long)max_region);
 		goto fail;
 	}
 	memset(b->local, 0, max_region);
@@ -159,7 +162,7 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 	if ((ret = te_register(b->eng, b->local, max_region, "cpu:0")) ||
 	    (ret = te_register(b->eng, b->scratch, max_region, "cpu:0"))) {
 		fprintf(stderr, "pdkv-bench: registering local buffers failed: %s\n",
-			te_strerror(ret));
+		        te_strerror(ret));
 		goto fail;
 	}
 	*out = b;
@@ -208,13 +211,13 @@ struct thr {
 
 /* Submits one batch and polls every task to its end; returns the batch's transfer time. */
 static int run_batch(struct thr *th, int opcode, char *lbase, bool scratch, bool record,
-		     double *secs)
+                     double *secs)
 {
 	const struct bench_opts *o = th->o;
 	struct bench_te *b = th->b;
 	uint64_t n = o->batch, bid, t0, left;
 	struct te_request reqs[1024], *r = reqs;
-	struct timespec nap = { 0, 20000 };
+	struct timespec nap = {0, 20000};
 	int ret;
 
 	if (n > 1024) {
@@ -225,8 +228,8 @@ static int run_batch(struct thr *th, int opcode, char *lbase, bool scratch, bool
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
 		r[i].opcode = opcode;
-		r[i].source = scratch ? lbase + th->block * (i * o->threads + (uint64_t)th->t)
-				      : lbase + off;
+		r[i].source =
+		    scratch ? lbase + th->block * (i * o->threads + (uint64_t)th->t) : lbase + off;
 		r[i].target_id = b->seg;
 		r[i].target_offset = b->rbase + off;
 		r[i].length = th->block;
@@ -324,19 +327,20 @@ static void *thr_main(void *arg)
 		for (uint64_t i = 0; i < o->batch; i++) {
 			uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
 			const char *p = o->op == TE_WRITE ? b->scratch + off : b->local + off;
-			th->wrong += bench_count_wrong(p, off, th->block, o->op == TE_WRITE ? iter : 0);
+			th->wrong +=
+			    bench_count_wrong(p, off, th->block, o->op == TE_WRITE ? iter : 0);
 		}
 	}
 	return NULL;
 }
 
 int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
-		 struct bench_row *row)
+                 struct bench_row *row)
 {
 	struct thr th[BENCH_MAX_THREADS];
 	pthread_t tid[BENCH_MAX_THREADS];
 	pthread_barrier_t bar;
-	struct bench_lat all = { 0 };
+	struct bench_lat all = {0};
 	uint64_t t0;
 	int err = 0;
 
@@ -350,10 +354,10 @@ int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
 	pthread_barrier_init(&bar, NULL, (unsigned)o->threads);
 	t0 = pd_now_ns();
 	for (uint64_t t = 0; t < o->threads; t++) {
-		th[t] = (struct thr){ .b = b, .o = o, .bar = &bar, .t = (int)t, .block = block };
+		th[t] = (struct thr){.b = b, .o = o, .bar = &bar, .t = (int)t, .block = block};
 		if (pthread_create(&tid[t], NULL, thr_main, &th[t])) {
 			fprintf(stderr, "pdkv-bench: cannot start thread %llu\n",
-				(unsigned long long)t);
+			        (unsigned long long)t);
 			exit(1);
 		}
 	}

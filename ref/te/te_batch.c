@@ -134,7 +134,7 @@ out:
 }
 
 int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_request *reqs,
-		    size_t n)
+                    size_t n)
 {
 	struct te_batch_table *bt;
 	struct te_batch *b;
@@ -192,7 +192,7 @@ static int task_status(struct te_task *t, uint64_t timeout_ns, struct te_task_st
 }
 
 int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
-		    struct te_task_status *st)
+                    struct te_task_status *st)
 {
 	struct te_batch_table *bt;
 	struct te_batch *b;
@@ -216,7 +216,7 @@ int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
 	}
 	pthread_mutex_unlock(&b->mu);
 	st->status = task_status(&b->tasks[task_id],
-				 (uint64_t)te_engine_slice_timeout_s(eng) * 1000000000ull, st);
+	                         (uint64_t)te_engine_slice_timeout_s(eng) * 1000000000ull, st);
 out:
 	pthread_rwlock_unlock(&bt->lock);
 	return ret;

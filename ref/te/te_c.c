@@ -42,7 +42,7 @@ static int to_status(int e)
 
 static int c_create(struct te_c_engine *c, const char *proto)
 {
-	struct te_engine_opts o = { c->conn, c->name, proto, NULL };
+	struct te_engine_opts o = {c->conn, c->name, proto, NULL};
 	if (c->eng)
 		return 0;
 	return te_engine_create(&o, &c->eng);
@@ -59,8 +59,8 @@ static struct te_engine *need(transfer_engine_t engine)
 }
 
 transfer_engine_t createTransferEngine(const char *metadata_conn_string,
-				       const char *local_server_name, const char *ip_or_host_name,
-				       uint64_t rpc_port, int auto_discover)
+                                       const char *local_server_name, const char *ip_or_host_name,
+                                       uint64_t rpc_port, int auto_discover)
 {
 	struct te_c_engine *c;
 
@@ -166,7 +166,7 @@ int removeLocalSegment(transfer_engine_t engine, const char *segment_name)
 }
 
 int registerLocalMemory(transfer_engine_t engine, void *addr, size_t length, const char *location,
-			int remote_accessible)
+                        int remote_accessible)
 {
 	struct te_engine *e = need(engine);
 	(void)remote_accessible;
@@ -184,12 +184,12 @@ int unregisterLocalMemory(transfer_engine_t engine, void *addr)
 }
 
 int registerLocalMemoryBatch(transfer_engine_t engine, buffer_entry_t *buffer_list,
-			     size_t buffer_len, const char *location)
+                             size_t buffer_len, const char *location)
 {
 	int ret = 0;
 	for (size_t i = 0; i < buffer_len && !ret; i++)
 		ret = registerLocalMemory(engine, buffer_list[i].addr, buffer_list[i].length,
-					  location, 1);
+		                          location, 1);
 	return ret;
 }
 
@@ -213,8 +213,8 @@ batch_id_t allocateBatchID(transfer_engine_t engine, size_t batch_size)
 	return id;
 }
 
-int submitTransfer(transfer_engine_t engine, batch_id_t batch_id,
-		   struct transfer_request *entries, size_t count)
+int submitTransfer(transfer_engine_t engine, batch_id_t batch_id, struct transfer_request *entries,
+                   size_t count)
 {
 	struct te_engine *e = need(engine);
 	struct te_request stackv[32], *v = stackv;
@@ -228,8 +228,8 @@ int submitTransfer(transfer_engine_t engine, batch_id_t batch_id,
 		v[i].opcode = entries[i].opcode;
 		v[i].source = entries[i].source;
 		/* int32 on the C side, widened as the Mooncake wrapper does (-1 stays invalid) */
-		v[i].target_id = entries[i].target_id < 0 ? TE_INVALID_SEGMENT
-							  : (uint64_t)entries[i].target_id;
+		v[i].target_id =
+		    entries[i].target_id < 0 ? TE_INVALID_SEGMENT : (uint64_t)entries[i].target_id;
 		v[i].target_offset = entries[i].target_offset;
 		v[i].length = entries[i].length;
 	}
@@ -240,7 +240,7 @@ int submitTransfer(transfer_engine_t engine, batch_id_t batch_id,
 }
 
 int getTransferStatus(transfer_engine_t engine, batch_id_t batch_id, size_t task_id,
-		      struct transfer_status *status)
+                      struct transfer_status *status)
 {
 	struct te_engine *e = need(engine);
 	struct te_task_status st;

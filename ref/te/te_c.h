@@ -11,21 +11,21 @@ extern "C" {
 #endif
 
 #define segment_handle_t int32_t
-#define segment_id_t int32_t
-#define batch_id_t uint64_t
-#define LOCAL_SEGMENT (0)
-#define INVALID_BATCH UINT64_MAX
+#define segment_id_t     int32_t
+#define batch_id_t       uint64_t
+#define LOCAL_SEGMENT    (0)
+#define INVALID_BATCH    UINT64_MAX
 
-#define OPCODE_READ (0)
+#define OPCODE_READ  (0)
 #define OPCODE_WRITE (1)
 
-#define STATUS_WAITING (0)
-#define STATUS_PENDING (1)
-#define STATUS_INVALID (2)
-#define STATUS_CANCELED (3)
+#define STATUS_WAITING   (0)
+#define STATUS_PENDING   (1)
+#define STATUS_INVALID   (2)
+#define STATUS_CANCELED  (3)
 #define STATUS_COMPLETED (4)
-#define STATUS_TIMEOUT (5)
-#define STATUS_FAILED (6)
+#define STATUS_TIMEOUT   (5)
+#define STATUS_FAILED    (6)
 
 struct transfer_request {
 	int opcode;
@@ -55,8 +55,8 @@ typedef void *transport_t;
  * auto_discover != 0 picks rdma when a device exists, else tcp; with 0 the transport is chosen
  * by installTransport() (before that, the first call that needs the engine picks tcp). */
 transfer_engine_t createTransferEngine(const char *metadata_conn_string,
-				       const char *local_server_name, const char *ip_or_host_name,
-				       uint64_t rpc_port, int auto_discover);
+                                       const char *local_server_name, const char *ip_or_host_name,
+                                       uint64_t rpc_port, int auto_discover);
 /* "ip:rpc_port" into buf_out; 0 or -1. */
 int getLocalIpAndPort(transfer_engine_t engine, char *buf_out, size_t buf_len);
 /* proto "tcp" | "rdma"; args ignored (the NIC matrix comes from discovery). NULL on failure.
@@ -73,10 +73,10 @@ int removeLocalSegment(transfer_engine_t engine, const char *segment_name);
 
 /* Negative ERR_* codes (ERR_ADDRESS_OVERLAPPED -7, ERR_ADDRESS_NOT_REGISTERED -3, ...). */
 int registerLocalMemory(transfer_engine_t engine, void *addr, size_t length, const char *location,
-			int remote_accessible);
+                        int remote_accessible);
 int unregisterLocalMemory(transfer_engine_t engine, void *addr);
 int registerLocalMemoryBatch(transfer_engine_t engine, buffer_entry_t *buffer_list,
-			     size_t buffer_len, const char *location);
+                             size_t buffer_len, const char *location);
 int unregisterLocalMemoryBatch(transfer_engine_t engine, void **addr_list, size_t addr_len);
 
 /* INVALID_BATCH on failure. */
@@ -84,10 +84,10 @@ batch_id_t allocateBatchID(transfer_engine_t engine, size_t batch_size);
 /* These three return the POSITIVE Status code, as Mooncake's C API: 0 ok, 1 invalid argument
  * (also an unknown batch id), 2 too many requests, 3 address not registered (also a remote
  * range outside every remote buffer), 4 batch busy, 8 transport not supported, 200 metadata. */
-int submitTransfer(transfer_engine_t engine, batch_id_t batch_id,
-		   struct transfer_request *entries, size_t count);
+int submitTransfer(transfer_engine_t engine, batch_id_t batch_id, struct transfer_request *entries,
+                   size_t count);
 int getTransferStatus(transfer_engine_t engine, batch_id_t batch_id, size_t task_id,
-		      struct transfer_status *status);
+                      struct transfer_status *status);
 int freeBatchID(transfer_engine_t engine, batch_id_t batch_id);
 int syncSegmentCache(transfer_engine_t engine);
 

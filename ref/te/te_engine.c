@@ -39,7 +39,7 @@ static int env_port(const char *a, const char *b, int def)
 
 static int bind_port(const char *host, int port)
 {
-	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_storage ss = {0};
 	socklen_t sl;
 	int one = 1, fd;
 
@@ -93,8 +93,9 @@ static int choose_endpoint(struct te_engine *eng, const char *given_name, bool w
 			fd = dfd;
 		}
 		if (fd < 0) {
-			pd_err("te: MC_LEGACY_RPC_PORT_BINDING: cannot bind port %d%s of \"%s\": %s",
-			       port, want_data ? " and the next one" : "", given_name, strerror(-fd));
+			pd_err(
+			    "te: MC_LEGACY_RPC_PORT_BINDING: cannot bind port %d%s of \"%s\": %s",
+			    port, want_data ? " and the next one" : "", given_name, strerror(-fd));
 			return TE_ERR_SOCKET;
 		}
 		eng->rpc_port = port;
@@ -289,7 +290,7 @@ int te_engine_remove_keys(struct te_engine *eng)
 	pthread_mutex_unlock(&eng->pub_lock);
 	if (ret)
 		pd_warn("te: removing the keys of %s from %s failed: %s", eng->name, eng->conn,
-			te_strerror(ret));
+		        te_strerror(ret));
 	return ret;
 }
 
@@ -326,7 +327,8 @@ int te_engine_create(const struct te_engine_opts *o, struct te_engine **out)
 	if (!o || !o->metadata_conn || !*o->metadata_conn || !o->local_server_name ||
 	    !*o->local_server_name || strlen(o->local_server_name) >= TE_NAME_MAX - 8) {
 		pd_err("te: engine needs a metadata connection string and a local server name "
-		       "(under %d chars)", TE_NAME_MAX - 8);
+		       "(under %d chars)",
+		       TE_NAME_MAX - 8);
 		return TE_ERR_INVALID_ARGUMENT;
 	}
 	eng = calloc(1, sizeof(*eng));
@@ -516,7 +518,7 @@ bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len
 int te_register(struct te_engine *eng, void *addr, size_t len, const char *location)
 {
 	uint64_t a = (uint64_t)(uintptr_t)addr;
-	struct te_local_buf nb = { 0 };
+	struct te_local_buf nb = {0};
 	size_t i;
 	int ret;
 
@@ -551,13 +553,13 @@ int te_register(struct te_engine *eng, void *addr, size_t len, const char *locat
 		eng->bufs = p;
 		eng->bufcap = n;
 	}
-	ret = eng->ops->register_mem ? eng->ops->register_mem(eng->tp, addr, len, location,
-							       &nb.desc)
-				     : 0;
+	ret = eng->ops->register_mem
+	          ? eng->ops->register_mem(eng->tp, addr, len, location, &nb.desc)
+	          : 0;
 	if (ret) {
 		pthread_rwlock_unlock(&eng->buf_lock);
-		pd_err("te: %s transport refused to register %p+%zu: %s", eng->ops->name, addr,
-		       len, te_strerror(ret));
+		pd_err("te: %s transport refused to register %p+%zu: %s", eng->ops->name, addr, len,
+		       te_strerror(ret));
 		return ret;
 	}
 	memmove(&eng->bufs[i + 1], &eng->bufs[i], (eng->nbufs - i) * sizeof(*eng->bufs));
@@ -596,7 +598,7 @@ int te_unregister(struct te_engine *eng, void *addr)
 static pthread_mutex_t g_cl_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct te_engine *g_cl_engs[CLEANUP_MAX];
 static bool g_cl_atexit, g_cl_sig_installed;
-static int g_cl_pipe[2] = { -1, -1 };
+static int g_cl_pipe[2] = {-1, -1};
 
 static void cleanup_all_locked(void)
 {
@@ -665,7 +667,7 @@ static void *cleanup_thread(void *arg)
 
 int te_engine_install_signal_cleanup(struct te_engine *eng)
 {
-	static const int sigs[] = { SIGINT, SIGTERM };
+	static const int sigs[] = {SIGINT, SIGTERM};
 	int ret = 0;
 
 	if (!eng)
@@ -687,7 +689,7 @@ int te_engine_install_signal_cleanup(struct te_engine *eng)
 		}
 		pthread_attr_destroy(&at);
 		for (size_t i = 0; i < PD_ARRAY_SIZE(sigs); i++) {
-			struct sigaction sa = { 0 }, old;
+			struct sigaction sa = {0}, old;
 			sigaction(sigs[i], NULL, &old);
 			if (old.sa_handler != SIG_DFL)
 				continue; /* the program handles (or ignores) it itself */

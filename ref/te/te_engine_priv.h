@@ -42,7 +42,7 @@ struct te_engine {
 	char *local_json;
 	bool rpc_published, seg_published;
 
-	pthread_mutex_t seg_lock; /* segs, descs */
+	pthread_mutex_t seg_lock;   /* segs, descs */
 	struct te_seg_entry **segs; /* id = index + 1 */
 	size_t nsegs, segcap;
 	struct te_segment_desc **descs; /* every descriptor ever handed out; freed at destroy */

@@ -23,8 +23,8 @@
 #include "pd_util.h"
 
 #define HS_SERVER_RCV_TIMEOUT_MS 5000 /* [HEAD] value: a silent peer costs one thread 5 s */
-#define HS_EOF_WAIT_MS 1000
-#define HS_MAX_CONNS 32
+#define HS_EOF_WAIT_MS           1000
+#define HS_MAX_CONNS             32
 
 static size_t hs_max_len(size_t max_len)
 {
@@ -41,7 +41,7 @@ static size_t hs_max_len(size_t max_len)
 
 static void set_timeouts(int fd, int ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
@@ -81,7 +81,7 @@ int te_hs_recv_frame(int fd, int *type, char **json, size_t *len, size_t max_len
 	flen = le64toh(flen);
 	if (flen == 0 || flen > max_len) {
 		pd_warn("handshake: frame length %llu outside 1..%zu, dropping connection",
-			(unsigned long long)flen, max_len);
+		        (unsigned long long)flen, max_len);
 		return TE_ERR_MALFORMED_JSON;
 	}
 	if (pd_read_full(fd, &first, 1))
@@ -111,7 +111,7 @@ int te_hs_recv_frame(int fd, int *type, char **json, size_t *len, size_t max_len
 
 int te_net_connect(const char *host, int port, int timeout_ms)
 {
-	struct addrinfo hints = { 0 }, *res, *ai;
+	struct addrinfo hints = {0}, *res, *ai;
 	char pbuf[16];
 	int ret = TE_ERR_UNREACHABLE;
 
@@ -136,8 +136,8 @@ int te_net_connect(const char *host, int port, int timeout_ms)
 		}
 		p.fd = fd;
 		p.events = POLLOUT;
-		if (poll(&p, 1, timeout_ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) ||
-		    err) {
+		if (poll(&p, 1, timeout_ms) != 1 ||
+		    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err) {
 			close(fd);
 			continue;
 		}
@@ -169,7 +169,7 @@ void te_net_local_ip(char *out, size_t len)
 		    !(i->ifa_flags & IFF_RUNNING))
 			continue;
 		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out,
-			  (socklen_t)len);
+		          (socklen_t)len);
 		break;
 	}
 	freeifaddrs(ifs);
@@ -203,7 +203,7 @@ static void drain_to_eof(int fd)
 	uint64_t end = pd_now_ns() + HS_EOF_WAIT_MS * 1000000ull;
 	shutdown(fd, SHUT_WR);
 	while (pd_now_ns() < end) {
-		struct pollfd p = { fd, POLLIN, 0 };
+		struct pollfd p = {fd, POLLIN, 0};
 		ssize_t r;
 		if (poll(&p, 1, 100) <= 0)
 			continue;
@@ -224,7 +224,8 @@ static void *hs_conn_main(void *arg)
 	set_timeouts(c->fd, HS_SERVER_RCV_TIMEOUT_MS);
 	ret = te_hs_recv_frame(c->fd, &type, &json, &len, 0);
 	if (ret) {
-		pd_warn("handshake server: bad or incomplete frame from peer: %s", te_strerror(ret));
+		pd_warn("handshake server: bad or incomplete frame from peer: %s",
+		        te_strerror(ret));
 		goto out;
 	}
 	reply = s->handler(s->ctx, type, json, len);
@@ -251,7 +252,7 @@ static void *hs_accept_main(void *arg)
 	struct te_hs_server *s = arg;
 
 	for (;;) {
-		struct pollfd p[2] = { { s->lfd, POLLIN, 0 }, { s->wake[0], POLLIN, 0 } };
+		struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
 		struct hs_conn *c;
 		pthread_t t;
 		pthread_attr_t at;
@@ -284,7 +285,8 @@ static void *hs_accept_main(void *arg)
 		}
 		pthread_mutex_unlock(&s->mu);
 		if (slot < 0) {
-			pd_warn("handshake server: %d connections busy, refusing one", HS_MAX_CONNS);
+			pd_warn("handshake server: %d connections busy, refusing one",
+			        HS_MAX_CONNS);
 			close(fd);
 			continue;
 		}
@@ -310,7 +312,7 @@ static void *hs_accept_main(void *arg)
 }
 
 int te_hs_server_start(int bound_fd, int port, te_hs_handler h, void *ctx,
-		       struct te_hs_server **out)
+                       struct te_hs_server **out)
 {
 	struct te_hs_server *s;
 	const char *e = getenv("MC_HANDSHAKE_LISTEN_BACKLOG");
@@ -332,7 +334,8 @@ int te_hs_server_start(int bound_fd, int port, te_hs_handler h, void *ctx,
 	if (bound_fd >= 0) {
 		s->lfd = bound_fd;
 		if (listen(s->lfd, (int)backlog)) {
-			pd_err("handshake server: listen on the rpc socket failed: %s", strerror(errno));
+			pd_err("handshake server: listen on the rpc socket failed: %s",
+			       strerror(errno));
 			goto fail;
 		}
 	} else {
@@ -398,7 +401,7 @@ static int hs_connect_timeout_ms(void)
 }
 
 int te_hs_request(const char *host, int port, int type, const char *json, char **reply,
-		  int timeout_ms)
+                  int timeout_ms)
 {
 	char *buf = NULL;
 	size_t len;
@@ -425,8 +428,8 @@ int te_hs_request(const char *host, int port, int type, const char *json, char *
 		goto out;
 	}
 	if (rtype != type) {
-		pd_err("handshake: %s:%d replied with frame type %d to a type %d request", host, port,
-		       rtype, type);
+		pd_err("handshake: %s:%d replied with frame type %d to a type %d request", host,
+		       port, rtype, type);
 		ret = TE_ERR_SOCKET;
 		goto out;
 	}

@@ -48,12 +48,13 @@ static int fetch_desc(struct te_engine *eng, const char *name, struct te_segment
 		char host[256], *mine;
 		int port;
 		if (pd_split_hostport(name, host, sizeof(host), &port)) {
-			pd_err("te: P2PHANDSHAKE segment names are host:rpc_port, got \"%s\"", name);
+			pd_err("te: P2PHANDSHAKE segment names are host:rpc_port, got \"%s\"",
+			       name);
 			return TE_ERR_INVALID_ARGUMENT;
 		}
 		mine = te_engine_local_desc_json(eng);
 		ret = te_hs_request(host, port, TE_HS_METADATA, mine ? mine : "{}", &json,
-				    P2P_META_TIMEOUT_MS);
+		                    P2P_META_TIMEOUT_MS);
 		free(mine);
 	} else {
 		char *key = te_meta_segment_key(name);
@@ -92,7 +93,7 @@ static struct te_seg_entry *find_seg(struct te_engine *eng, const char *name, ui
 
 /* Returns the entry for name (created and fetched if needed); refresh forces a re-fetch. */
 static int get_seg(struct te_engine *eng, const char *name, bool refresh, uint64_t *id_out,
-		   struct te_seg_entry **out)
+                   struct te_seg_entry **out)
 {
 	struct te_segment_desc *d = NULL;
 	struct te_seg_entry *e;
@@ -221,7 +222,7 @@ const char *te_engine_segment_name(struct te_engine *eng, uint64_t id)
 }
 
 int te_engine_peer_desc(struct te_engine *eng, const char *name,
-			const struct te_segment_desc **desc)
+                        const struct te_segment_desc **desc)
 {
 	struct te_seg_entry *e;
 	uint64_t id;
@@ -240,19 +241,18 @@ int te_engine_peer_desc(struct te_engine *eng, const char *name,
 	return 0;
 }
 
-static int parse_rpc_meta(const char *name, const char *json, char *host, size_t hostlen,
-			  int *port)
+static int parse_rpc_meta(const char *name, const char *json, char *host, size_t hostlen, int *port)
 {
 	char errbuf[256] = "";
-	int ret = te_rpcmeta_decode(json, strlen(json), host, hostlen, port, errbuf,
-				    sizeof(errbuf));
+	int ret =
+	    te_rpcmeta_decode(json, strlen(json), host, hostlen, port, errbuf, sizeof(errbuf));
 	if (ret)
 		pd_err("te: rpc_meta of \"%s\" rejected: %s", name, errbuf);
 	return ret;
 }
 
 int te_engine_peer_rpc(struct te_engine *eng, const char *name, char *host, size_t hostlen,
-		       int *rpc_port)
+                       int *rpc_port)
 {
 	struct te_seg_entry *e = NULL;
 	char *json = NULL, *key;
@@ -391,10 +391,10 @@ static int transfer_timeout_ms(size_t len)
 }
 
 int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, void *local,
-		     uint64_t remote_addr, size_t len, int timeout_ms)
+                     uint64_t remote_addr, size_t len, int timeout_ms)
 {
-	struct te_request r = { opcode, local, 0, remote_addr, len };
-	struct te_task_status st = { 0, 0 };
+	struct te_request r = {opcode, local, 0, remote_addr, len};
+	struct te_task_status st = {0, 0};
 	uint64_t batch, end;
 	long nap_ns = 10000;
 	int ret, spins = 0;
@@ -420,8 +420,8 @@ int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, voi
 		if (st.status == TE_COMPLETED || st.status == TE_FAILED)
 			break;
 		if (pd_now_ns() > end) {
-			pd_err("te: transfer of %zu bytes to %s timed out after %d ms", len, segment,
-			       timeout_ms);
+			pd_err("te: transfer of %zu bytes to %s timed out after %d ms", len,
+			       segment, timeout_ms);
 			/* the batch stays allocated (still busy); the engine frees it at destroy */
 			return TE_ERR_TIMEOUT;
 		}
@@ -429,7 +429,7 @@ int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, voi
 		if (++spins < 50) {
 			sched_yield();
 		} else {
-			struct timespec ts = { 0, nap_ns };
+			struct timespec ts = {0, nap_ns};
 			nanosleep(&ts, NULL);
 			if (nap_ns < 1000000)
 				nap_ns *= 2;
@@ -445,36 +445,59 @@ out:
 const char *te_strerror(int err)
 {
 	switch (err) {
-	case TE_OK: return "success";
-	case TE_ERR_INVALID_ARGUMENT: return "invalid argument";
-	case TE_ERR_TOO_MANY_REQUESTS: return "too many requests for the batch";
-	case TE_ERR_ADDRESS_NOT_REGISTERED: return "address not registered";
-	case TE_ERR_BATCH_BUSY: return "batch busy (tasks not all observed finished)";
-	case TE_ERR_DEVICE_NOT_FOUND: return "device not found";
-	case TE_ERR_ADDRESS_OVERLAPPED: return "address overlaps a registered buffer";
-	case TE_ERR_NOT_SUPPORTED_TRANSPORT: return "transport not supported";
-	case TE_ERR_DNS: return "name resolution failed";
-	case TE_ERR_SOCKET: return "socket error";
-	case TE_ERR_MALFORMED_JSON: return "malformed JSON";
-	case TE_ERR_REJECT_HANDSHAKE: return "handshake rejected";
-	case TE_ERR_METADATA: return "metadata store error";
-	case TE_ERR_ENDPOINT: return "endpoint error (transfer failed)";
-	case TE_ERR_CONTEXT: return "context error";
-	case TE_ERR_MEMORY: return "out of memory";
-	case TE_ERR_NOT_IMPLEMENTED: return "not implemented";
-	case TE_ERR_NOT_FOUND: return "not found";
-	case TE_ERR_OUT_OF_RANGE: return "remote range outside every registered buffer";
-	case TE_ERR_TIMEOUT: return "timed out";
-	case TE_ERR_BAD_BATCH: return "unknown batch id";
-	case TE_ERR_UNREACHABLE: return "metadata store or peer unreachable";
-	default: return "unknown error";
+	case TE_OK:
+		return "success";
+	case TE_ERR_INVALID_ARGUMENT:
+		return "invalid argument";
+	case TE_ERR_TOO_MANY_REQUESTS:
+		return "too many requests for the batch";
+	case TE_ERR_ADDRESS_NOT_REGISTERED:
+		return "address not registered";
+	case TE_ERR_BATCH_BUSY:
+		return "batch busy (tasks not all observed finished)";
+	case TE_ERR_DEVICE_NOT_FOUND:
+		return "device not found";
+	case TE_ERR_ADDRESS_OVERLAPPED:
+		return "address overlaps a registered buffer";
+	case TE_ERR_NOT_SUPPORTED_TRANSPORT:
+		return "transport not supported";
+	case TE_ERR_DNS:
+		return "name resolution failed";
+	case TE_ERR_SOCKET:
+		return "socket error";
+	case TE_ERR_MALFORMED_JSON:
+		return "malformed JSON";
+	case TE_ERR_REJECT_HANDSHAKE:
+		return "handshake rejected";
+	case TE_ERR_METADATA:
+		return "metadata store error";
+	case TE_ERR_ENDPOINT:
+		return "endpoint error (transfer failed)";
+	case TE_ERR_CONTEXT:
+		return "context error";
+	case TE_ERR_MEMORY:
+		return "out of memory";
+	case TE_ERR_NOT_IMPLEMENTED:
+		return "not implemented";
+	case TE_ERR_NOT_FOUND:
+		return "not found";
+	case TE_ERR_OUT_OF_RANGE:
+		return "remote range outside every registered buffer";
+	case TE_ERR_TIMEOUT:
+		return "timed out";
+	case TE_ERR_BAD_BATCH:
+		return "unknown batch id";
+	case TE_ERR_UNREACHABLE:
+		return "metadata store or peer unreachable";
+	default:
+		return "unknown error";
 	}
 }
 
 const char *te_status_name(int status)
 {
-	static const char *const names[] = { "WAITING",	  "PENDING", "INVALID", "CANCELED",
-					     "COMPLETED", "TIMEOUT", "FAILED" };
+	static const char *const names[] = {"WAITING",   "PENDING", "INVALID", "CANCELED",
+	                                    "COMPLETED", "TIMEOUT", "FAILED"};
 	if (status < 0 || status >= (int)PD_ARRAY_SIZE(names))
 		return "UNKNOWN";
 	return names[status];

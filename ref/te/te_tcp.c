@@ -51,7 +51,7 @@ static size_t vec_len(const struct slice_vec *q)
 
 void te_tcp_set_io_timeout(int fd, int secs)
 {
-	struct timeval tv = { secs, 0 };
+	struct timeval tv = {secs, 0};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
@@ -93,13 +93,13 @@ int te_tcp_recv_full(int fd, void *buf, size_t len)
 /* recvmsg(MSG_WAITALL) of an 8-byte status followed by len body bytes; *got = bytes read. */
 static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t *got)
 {
-	struct iovec iov[2] = { { st, 8 }, { body, len } };
+	struct iovec iov[2] = {{st, 8}, {body, len}};
 	struct iovec *v = iov;
 	int n = 2;
 
 	*got = 0;
 	while (n > 0) {
-		struct msghdr m = { 0 };
+		struct msghdr m = {0};
 		ssize_t r;
 		m.msg_iov = v;
 		m.msg_iovlen = (size_t)n;
@@ -128,7 +128,7 @@ static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t
 int te_tcp_send_iov(int fd, struct iovec *iov, int n)
 {
 	while (n > 0) {
-		struct msghdr m = { 0 };
+		struct msghdr m = {0};
 		ssize_t w;
 		m.msg_iov = iov;
 		m.msg_iovlen = (size_t)n;
@@ -199,8 +199,8 @@ static void *lane_rcv_main(void *arg)
 		pthread_mutex_unlock(&l->mu);
 
 		if (nwrites) {
-			/* v2 WRITE statuses: read as many as are outstanding in one call, never past
-			 * the last of them (a READ's body may follow). */
+			/* v2 WRITE statuses: read as many as are outstanding in one call, never
+			 * past the last of them (a READ's body may follow). */
 			ssize_t r = recv(fd, stbuf, 8, MSG_WAITALL);
 			size_t got = r > 0 ? (size_t)r : 0;
 			if (r == 8 && nwrites > 1) {
@@ -230,7 +230,8 @@ static void *lane_rcv_main(void *arg)
 					pd_err("tcp: %s:%d rejected WRITE 0x%llx+%llu (status %u)",
 					       l->peer->host, l->peer->port,
 					       (unsigned long long)x->raddr,
-					       (unsigned long long)x->len, (unsigned)(v & 0xffffffffu));
+					       (unsigned long long)x->len,
+					       (unsigned)(v & 0xffffffffu));
 					err = -ECONNABORTED; /* the server closes after a reject */
 				}
 			}
@@ -247,7 +248,8 @@ static void *lane_rcv_main(void *arg)
 				} else if (got >= 8 && (v & 0xffffffffu)) {
 					pd_err("tcp: %s:%d rejected READ 0x%llx+%llu (status %u)",
 					       l->peer->host, l->peer->port,
-					       (unsigned long long)s.raddr, (unsigned long long)s.len,
+					       (unsigned long long)s.raddr,
+					       (unsigned long long)s.len,
 					       (unsigned)(v & 0xffffffffu));
 					err = -ECONNABORTED;
 				}
@@ -310,7 +312,7 @@ static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t 
 static void *lane_snd_main(void *arg)
 {
 	struct tcp_lane *l = arg;
-	struct slice_vec work = { 0 };
+	struct slice_vec work = {0};
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
@@ -343,7 +345,8 @@ static void *lane_snd_main(void *arg)
 			pthread_mutex_lock(&l->mu);
 			if (fd < 0) {
 				pd_err("tcp: cannot connect to %s:%d: %s; failing %zu requests",
-				       l->peer->host, l->peer->port, te_strerror(fd), vec_len(&work));
+				       l->peer->host, l->peer->port, te_strerror(fd),
+				       vec_len(&work));
 				for (size_t i = work.head; i < work.n; i++)
 					te_task_slice_done(work.v[i].t, 0, false);
 				continue;
@@ -438,8 +441,7 @@ fail:
 }
 
 /* Peer = (host, data port, protocol version); lanes start lazily with the first request. */
-static struct tcp_peer *get_peer(struct te_transport *tp, const struct te_segment_desc *d,
-				 int *err)
+static struct tcp_peer *get_peer(struct te_transport *tp, const struct te_segment_desc *d, int *err)
 {
 	char host[256];
 	int rpc_port, port;
@@ -599,7 +601,7 @@ fail:
 }
 
 static int tcp_register(struct te_transport *tp, void *addr, size_t len, const char *location,
-			struct te_buffer_desc *b)
+                        struct te_buffer_desc *b)
 {
 	(void)addr;
 	(void)len;
@@ -627,12 +629,12 @@ static int tcp_fill_desc(struct te_transport *tp, struct te_segment_desc *d)
 }
 
 const struct te_transport_ops te_tcp_transport_ops = {
-	.name = "tcp",
-	.install = tcp_install,
-	.register_mem = tcp_register,
-	.unregister_mem = tcp_unregister,
-	.fill_desc = tcp_fill_desc,
-	.submit = tcp_submit,
-	.on_connection = NULL,
-	.destroy = tcp_destroy,
+    .name = "tcp",
+    .install = tcp_install,
+    .register_mem = tcp_register,
+    .unregister_mem = tcp_unregister,
+    .fill_desc = tcp_fill_desc,
+    .submit = tcp_submit,
+    .on_connection = NULL,
+    .destroy = tcp_destroy,
 };

@@ -7,15 +7,15 @@
 
 #include "te_internal.h"
 
-#define TCP_HDR_LEN 24
-#define TCP_OP_V2 0x80
-#define TCP_STATUS_MAGIC 0x4D43545600000000ull /* "MCTV" in the high half */
-#define TCP_SLICE_MAX (8ull << 20)             /* larger requests are split over lanes */
-#define TCP_MAX_LANES 16
+#define TCP_HDR_LEN          24
+#define TCP_OP_V2            0x80
+#define TCP_STATUS_MAGIC     0x4D43545600000000ull /* "MCTV" in the high half */
+#define TCP_SLICE_MAX        (8ull << 20)          /* larger requests are split over lanes */
+#define TCP_MAX_LANES        16
 #define TCP_MAX_SERVER_CONNS 256
-#define TCP_IO_TIMEOUT_S 30
-#define TCP_IOV_MAX 64
-#define TCP_GROUP_BYTES (4u << 20)
+#define TCP_IO_TIMEOUT_S     30
+#define TCP_IOV_MAX          64
+#define TCP_GROUP_BYTES      (4u << 20)
 
 struct tcp_slice {
 	struct te_task *t;

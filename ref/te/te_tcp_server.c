@@ -31,7 +31,7 @@ struct srv_out {
 
 static int flush_status(int fd, struct srv_out *o)
 {
-	struct iovec iov = { o->st, (size_t)o->n * 8 };
+	struct iovec iov = {o->st, (size_t)o->n * 8};
 	int r = o->n ? te_tcp_send_iov(fd, &iov, 1) : 0;
 	o->n = 0;
 	return r;
@@ -54,7 +54,7 @@ struct srv_in {
 /* Reads a header; 1 = clean EOF between requests, 0 = got one, <0 = error/truncated. Pending
  * statuses are flushed before the call could block. */
 static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, struct srv_in *in,
-			   struct srv_out *o)
+                           struct srv_out *o)
 {
 	while (in->len - in->pos < TCP_HDR_LEN) {
 		size_t have = in->len - in->pos;
@@ -97,7 +97,7 @@ static void *srv_conn_main(void *arg)
 {
 	struct srv_conn *c = arg;
 	struct te_transport *tp = c->tp;
-	struct srv_out out = { .n = 0 };
+	struct srv_out out = {.n = 0};
 	struct srv_in *in = malloc(sizeof(*in));
 	int fd = c->fd;
 	uint64_t nreq = 0;
@@ -105,7 +105,7 @@ static void *srv_conn_main(void *arg)
 	if (in)
 		in->pos = in->len = 0;
 	for (; in;) {
-		unsigned char h[TCP_HDR_LEN] = { 0 };
+		unsigned char h[TCP_HDR_LEN] = {0};
 		uint64_t size, addr;
 		uint8_t op;
 		bool v2;
@@ -116,8 +116,8 @@ static void *srv_conn_main(void *arg)
 		if (r < 0) {
 			if (r == -EPROTO)
 				pd_warn("tcp server: truncated request header after %llu requests, "
-					"closing the connection",
-					(unsigned long long)nreq);
+				        "closing the connection",
+				        (unsigned long long)nreq);
 			break;
 		}
 		memcpy(&size, h, 8);
@@ -126,11 +126,13 @@ static void *srv_conn_main(void *arg)
 		addr = le64toh(addr);
 		v2 = h[16] & TCP_OP_V2;
 		op = h[16] & ~TCP_OP_V2;
-		if ((op != TE_READ && op != TE_WRITE) || !te_engine_local_range_ok(tp->eng, addr, size)) {
-			pd_warn("tcp server: rejected %s 0x%llx+%llu (opcode 0x%02x): not inside one "
-				"registered buffer; closing the connection",
-				op == TE_WRITE ? "WRITE" : "READ", (unsigned long long)addr,
-				(unsigned long long)size, h[16]);
+		if ((op != TE_READ && op != TE_WRITE) ||
+		    !te_engine_local_range_ok(tp->eng, addr, size)) {
+			pd_warn(
+			    "tcp server: rejected %s 0x%llx+%llu (opcode 0x%02x): not inside one "
+			    "registered buffer; closing the connection",
+			    op == TE_WRITE ? "WRITE" : "READ", (unsigned long long)addr,
+			    (unsigned long long)size, h[16]);
 			if (v2) {
 				out.st[out.n++] = htole64(TCP_STATUS_MAGIC | 1);
 				flush_status(fd, &out);
@@ -158,8 +160,8 @@ static void *srv_conn_main(void *arg)
 		}
 		if (r) {
 			pd_warn("tcp server: %s of %llu bytes failed: %s; closing the connection",
-				op == TE_WRITE ? "receiving a WRITE" : "sending a READ",
-				(unsigned long long)size, strerror(-r));
+			        op == TE_WRITE ? "receiving a WRITE" : "sending a READ",
+			        (unsigned long long)size, strerror(-r));
 			break;
 		}
 		nreq++;
@@ -181,7 +183,7 @@ static void *srv_accept_main(void *arg)
 	struct te_transport *tp = arg;
 
 	for (;;) {
-		struct pollfd pf[2] = { { tp->lfd, POLLIN, 0 }, { tp->wake[0], POLLIN, 0 } };
+		struct pollfd pf[2] = {{tp->lfd, POLLIN, 0}, {tp->wake[0], POLLIN, 0}};
 		struct srv_conn *c = NULL;
 		pthread_attr_t at;
 		pthread_t t;
@@ -214,7 +216,8 @@ static void *srv_accept_main(void *arg)
 		}
 		pthread_mutex_unlock(&tp->srv_mu);
 		if (slot < 0) {
-			pd_warn("tcp server: %d connections open, refusing one", TCP_MAX_SERVER_CONNS);
+			pd_warn("tcp server: %d connections open, refusing one",
+			        TCP_MAX_SERVER_CONNS);
 			close(fd);
 			continue;
 		}

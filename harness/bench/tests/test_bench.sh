@@ -16,13 +16,18 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$T/out" ] && tail -20 "$T/out"; exit 1; }
-free_port() {
+USED=" "
+free_port() { # distinct from every port handed out before; nothing listening on it now
   local p
-  for _ in $(seq 50); do
+  for _ in $(seq 100); do
     p=$((20000 + RANDOM % 20000))
-    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
+    case "$USED" in *" $p "*) continue ;; esac
+    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && continue
+    USED="$USED$p "
+    PORT=$p
+    return
   done
-  echo 0
+  PORT=0
 }
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 [ -x "$B" ] || { echo "SKIP: $B not built"; exit 77; }
@@ -49,19 +54,20 @@ grep -q '"ratios_vs_socket"' "$T/b.json" || fail "json lacks ratios"
 grep -q "is below --min-bw" "$T/out" || fail "--min-bw: no message"
 
 # real metadata stores
-EP=$(free_port); PP=$(free_port)
+free_port; EP=$PORT; free_port; PP=$PORT
 etcd --name default --data-dir "$T/etcd" --listen-client-urls "http://127.0.0.1:$EP" \
   --advertise-client-urls "http://127.0.0.1:$EP" --listen-peer-urls "http://127.0.0.1:$PP" \
   --initial-advertise-peer-urls "http://127.0.0.1:$PP" --initial-cluster "default=http://127.0.0.1:$PP" \
   --log-level warn --logger zap >"$T/etcd.log" 2>&1 &
 PIDS+=($!)
-RP=$(free_port)
+free_port; RP=$PORT
 redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no --dir "$T" >"$T/redis.log" 2>&1 &
 PIDS+=($!)
-HP=$(free_port)
+free_port; HP=$PORT
 "$BIN/pdkv-metaserver" --port "$HP" --host 127.0.0.1 >"$T/http.log" 2>&1 &
 PIDS+=($!)
 wait_port "$EP" && wait_port "$RP" && wait_port "$HP" || fail "metadata services did not start"
+for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "a metadata service exited (port taken?)"; done
 for conn in "etcd://127.0.0.1:$EP" "127.0.0.1:$EP" "redis://127.0.0.1:$RP" "http://127.0.0.1:$HP/metadata"; do
   "$B" --metadata_server="$conn" --operation=write,read $SHORT >"$T/out" 2>&1 ||
     fail "loopback over $conn failed"

@@ -26,7 +26,7 @@
 
 static struct te_engine *mk(const char *name)
 {
-	struct te_engine_opts o = { "P2PHANDSHAKE", name, "tcp", NULL };
+	struct te_engine_opts o = {"P2PHANDSHAKE", name, "tcp", NULL};
 	struct te_engine *e = NULL;
 	int r = te_engine_create(&o, &e);
 	if (r)
@@ -74,15 +74,15 @@ static void test_frame_roundtrip(void **state)
 		uint64_t big = (1ull << 20) + 1, zero = 0;
 		assert_int_equal(write(sv[0], &big, 8), 8);
 		assert_int_equal(te_hs_recv_frame(sv[1], &type, &json, &len, 0),
-				 TE_ERR_MALFORMED_JSON);
+		                 TE_ERR_MALFORMED_JSON);
 		assert_null(json);
 		big = UINT64_MAX;
 		assert_int_equal(write(sv[0], &big, 8), 8);
 		assert_int_equal(te_hs_recv_frame(sv[1], &type, &json, &len, 0),
-				 TE_ERR_MALFORMED_JSON);
+		                 TE_ERR_MALFORMED_JSON);
 		assert_int_equal(write(sv[0], &zero, 8), 8);
 		assert_int_equal(te_hs_recv_frame(sv[1], &type, &json, &len, 0),
-				 TE_ERR_MALFORMED_JSON);
+		                 TE_ERR_MALFORMED_JSON);
 	}
 	/* truncated frame: EOF mid-body */
 	{
@@ -147,7 +147,8 @@ static void test_register_misuse(void **state)
 
 	assert_non_null(e);
 	assert_int_equal(te_register(e, buf, BUF / 2, "cpu:0"), 0);
-	assert_int_equal(te_register(e, buf + BUF / 4, BUF / 2, "cpu:0"), TE_ERR_ADDRESS_OVERLAPPED);
+	assert_int_equal(te_register(e, buf + BUF / 4, BUF / 2, "cpu:0"),
+	                 TE_ERR_ADDRESS_OVERLAPPED);
 	assert_int_equal(te_register(e, buf, 16, "cpu:0"), TE_ERR_ADDRESS_OVERLAPPED);
 	assert_int_equal(te_register(e, buf + BUF / 2, BUF / 2, "cpu:0"), 0); /* adjacent: ok */
 	assert_int_equal(te_register(e, NULL, 16, "cpu:0"), TE_ERR_INVALID_ARGUMENT);
@@ -176,7 +177,7 @@ static void wait_done(struct te_engine *e, uint64_t b, size_t n, int want)
 		} while (pd_now_ns() < end);
 		if (st.status != want)
 			fail_msg("task %zu: status %s, expected %s", i, te_status_name(st.status),
-				 te_status_name(want));
+			         te_status_name(want));
 	}
 }
 
@@ -218,7 +219,7 @@ static void test_batch_misuse(void **state)
 	assert_int_equal(te_batch_alloc(a, 2, &batch), 0);
 	assert_int_equal(te_batch_submit(a, batch ^ (1ull << 40), &r, 0), TE_ERR_BAD_BATCH);
 
-	r = (struct te_request){ TE_WRITE, la, seg, rb, 4096 };
+	r = (struct te_request){TE_WRITE, la, seg, rb, 4096};
 	/* misuse: unknown segment, unregistered source, remote out of range, bad opcode */
 	r.target_id = 99;
 	assert_int_equal(te_batch_submit(a, batch, &r, 1), TE_ERR_INVALID_ARGUMENT);
@@ -239,7 +240,7 @@ static void test_batch_misuse(void **state)
 
 	/* overflow: 2 slots, 3 requests -> nothing submitted */
 	{
-		struct te_request three[3] = { r, r, r };
+		struct te_request three[3] = {r, r, r};
 		three[1].length = 0; /* zero-length completes locally */
 		assert_int_equal(te_batch_submit(a, batch, three, 3), TE_ERR_TOO_MANY_REQUESTS);
 		assert_int_equal(te_batch_submit(a, batch, three, 2), 0);
@@ -265,9 +266,9 @@ static void test_batch_misuse(void **state)
 /* Moves verified data both ways between two engines (WRITE then READ), many tasks per batch,
  * sizes from 1 byte to 9 MiB (split into several slices over lanes), v2 and v1 wire formats. */
 static void run_transfers(struct te_engine *a, struct te_engine *b, char *la, char *lb,
-			  size_t bufsz)
+                          size_t bufsz)
 {
-	static const size_t sizes[] = { 1, 24, 4096, 65536, 1 << 20, 9u << 20 };
+	static const size_t sizes[] = {1, 24, 4096, 65536, 1 << 20, 9u << 20};
 	uint64_t seg;
 
 	assert_int_equal(te_open_segment(a, te_engine_name(b), &seg), 0);
@@ -280,8 +281,8 @@ static void run_transfers(struct te_engine *a, struct te_engine *b, char *la, ch
 			la[i] = (char)(i * 7 + si);
 		memset(lb, 0, n * sz);
 		for (size_t i = 0; i < n; i++)
-			r[i] = (struct te_request){ TE_WRITE, la + i * sz, seg,
-						    (uint64_t)(uintptr_t)(lb + i * sz), sz };
+			r[i] = (struct te_request){TE_WRITE, la + i * sz, seg,
+			                           (uint64_t)(uintptr_t)(lb + i * sz), sz};
 		assert_int_equal(te_batch_alloc(a, n, &batch), 0);
 		assert_int_equal(te_batch_submit(a, batch, r, n), 0);
 		wait_done(a, batch, n, TE_COMPLETED);
@@ -316,8 +317,8 @@ static void test_transfer_p2p(void **state)
 		memset(la, 3, 4096);
 		assert_int_equal(te_open_segment(a, te_engine_name(a), &self), 0);
 		assert_int_equal(te_transfer_sync(a, TE_WRITE, te_engine_name(a), la,
-						  (uint64_t)(uintptr_t)(la + 8192), 4096, 5000),
-				 0);
+		                                  (uint64_t)(uintptr_t)(la + 8192), 4096, 5000),
+		                 0);
 		assert_int_equal(la[8192 + 4095], 3);
 	}
 	te_engine_destroy(a);
@@ -348,7 +349,7 @@ static void wait_task(struct te_engine *e, uint64_t b, size_t i, int want)
 	} while (pd_now_ns() < end);
 	if (st.status != want)
 		fail_msg("task %zu: status %s, expected %s", i, te_status_name(st.status),
-			 te_status_name(want));
+		         te_status_name(want));
 }
 
 /* The remote unregisters its buffer after we cached its descriptor: the submit re-fetches,
@@ -366,7 +367,7 @@ static void test_stale_remote(void **state)
 	assert_int_equal(te_register(b, lb, BUF, "cpu:0"), 0);
 	assert_int_equal(te_open_segment(a, te_engine_name(b), &seg), 0);
 	assert_int_equal(te_unregister(b, lb), 0);
-	r = (struct te_request){ TE_WRITE, la, seg, (uint64_t)(uintptr_t)lb, 4096 };
+	r = (struct te_request){TE_WRITE, la, seg, (uint64_t)(uintptr_t)lb, 4096};
 	assert_int_equal(te_batch_alloc(a, 4, &batch), 0);
 	/* the cache still lists lb: accepted here, rejected by the target, FAILED */
 	assert_int_equal(te_batch_submit(a, batch, &r, 1), 0);
@@ -404,10 +405,11 @@ static char *fake_handler(void *ctx, int type, const char *json, size_t len)
 	(void)len;
 	if (type != TE_HS_METADATA)
 		return NULL;
-	return pd_asprintf("{\"buffers\":[{\"addr\":4096,\"length\":1048576,\"name\":\"%s\"}],"
-			   "\"name\":\"%s\",\"protocol\":\"tcp\",\"tcp_data_port\":%d,"
-			   "\"tcp_proto_version\":2,\"timestamp\":\"2025-01-01 00:00:00.000000\"}\n",
-			   fake_name, fake_name, fake_data_port);
+	return pd_asprintf(
+	    "{\"buffers\":[{\"addr\":4096,\"length\":1048576,\"name\":\"%s\"}],"
+	    "\"name\":\"%s\",\"protocol\":\"tcp\",\"tcp_data_port\":%d,"
+	    "\"tcp_proto_version\":2,\"timestamp\":\"2025-01-01 00:00:00.000000\"}\n",
+	    fake_name, fake_name, fake_data_port);
 }
 
 static void test_slice_timeout(void **state)
@@ -436,7 +438,7 @@ static void test_slice_timeout(void **state)
 	unsetenv("MC_SLICE_TIMEOUT");
 	assert_int_equal(te_register(a, la, BUF, "cpu:0"), 0);
 	assert_int_equal(te_open_segment(a, fake_name, &seg), 0);
-	r = (struct te_request){ TE_READ, la, seg, 8192, 4096 };
+	r = (struct te_request){TE_READ, la, seg, 8192, 4096};
 	assert_int_equal(te_batch_alloc(a, 1, &batch), 0);
 	assert_int_equal(te_batch_submit(a, batch, &r, 1), 0);
 	end = pd_now_ns() + 5000000000ull;
@@ -467,13 +469,14 @@ static char *wire_handler(void *ctx, int type, const char *json, size_t len)
 	if (type != TE_HS_METADATA)
 		return NULL;
 	if (wire_v2)
-		return pd_asprintf("{\"buffers\":[{\"addr\":65536,\"length\":1048576,\"name\":\"%s\"}],"
-				   "\"name\":\"%s\",\"protocol\":\"tcp\",\"tcp_data_port\":%d,"
-				   "\"tcp_proto_version\":2,\"timestamp\":\"x\"}\n",
-				   fake_name, fake_name, fake_data_port);
+		return pd_asprintf(
+		    "{\"buffers\":[{\"addr\":65536,\"length\":1048576,\"name\":\"%s\"}],"
+		    "\"name\":\"%s\",\"protocol\":\"tcp\",\"tcp_data_port\":%d,"
+		    "\"tcp_proto_version\":2,\"timestamp\":\"x\"}\n",
+		    fake_name, fake_name, fake_data_port);
 	return pd_asprintf("{\"buffers\":[{\"addr\":65536,\"length\":1048576,\"name\":\"%s\"}],"
-			   "\"name\":\"%s\",\"protocol\":\"tcp\",\"timestamp\":\"x\"}\n",
-			   fake_name, fake_name);
+	                   "\"name\":\"%s\",\"protocol\":\"tcp\",\"timestamp\":\"x\"}\n",
+	                   fake_name, fake_name);
 }
 
 static void wire_case(bool v2)
@@ -502,13 +505,13 @@ static void wire_case(bool v2)
 	assert_int_equal(te_register(a, la, 8192, "cpu:0"), 0);
 	assert_int_equal(te_open_segment(a, fake_name, &seg), 0);
 	memset(la, 0x77, 100);
-	r = (struct te_request){ TE_WRITE, la, seg, 65536 + 4096, 100 };
+	r = (struct te_request){TE_WRITE, la, seg, 65536 + 4096, 100};
 	assert_int_equal(te_batch_alloc(a, 2, &batch), 0);
 	assert_int_equal(te_batch_submit(a, batch, &r, 1), 0);
 	fd = accept(lfd, NULL, NULL);
 	assert_true(fd >= 0);
 	{
-		struct timeval tv = { 5, 0 };
+		struct timeval tv = {5, 0};
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	}
 	assert_int_equal(pd_read_full(fd, h, 24), 0);
@@ -579,10 +582,10 @@ static void *raw_srv_main(void *arg)
 
 static void test_hs_client_rejects(void **state)
 {
-	static const int want[] = { TE_ERR_SOCKET, TE_ERR_MALFORMED_JSON, TE_ERR_SOCKET };
+	static const int want[] = {TE_ERR_SOCKET, TE_ERR_MALFORMED_JSON, TE_ERR_SOCKET};
 	(void)state;
 	for (int mode = 0; mode < 3; mode++) {
-		struct raw_srv s = { pd_tcp_listen("127.0.0.1", 0, 4), mode, 0 };
+		struct raw_srv s = {pd_tcp_listen("127.0.0.1", 0, 4), mode, 0};
 		struct sockaddr_in sa;
 		socklen_t sl = sizeof(sa);
 		char *reply = NULL;
@@ -590,9 +593,9 @@ static void test_hs_client_rejects(void **state)
 		assert_true(s.lfd >= 0);
 		getsockname(s.lfd, (struct sockaddr *)&sa, &sl);
 		pthread_create(&s.t, NULL, raw_srv_main, &s);
-		assert_int_equal(te_hs_request("127.0.0.1", ntohs(sa.sin_port), TE_HS_METADATA, "{}",
-					       &reply, 500),
-				 want[mode]);
+		assert_int_equal(te_hs_request("127.0.0.1", ntohs(sa.sin_port), TE_HS_METADATA,
+		                               "{}", &reply, 500),
+		                 want[mode]);
 		assert_null(reply);
 		assert_true(pd_now_ns() - t0 < 3000000000ull);
 		pthread_join(s.t, NULL);
@@ -629,7 +632,7 @@ static void test_c_api(void **state)
 	batch = allocateBatchID(a, 1);
 	assert_true(batch != INVALID_BATCH);
 	memset(la, 9, 1000);
-	r = (struct transfer_request){ OPCODE_WRITE, la, seg, (uint64_t)(uintptr_t)lb, 1000 };
+	r = (struct transfer_request){OPCODE_WRITE, la, seg, (uint64_t)(uintptr_t)lb, 1000};
 	assert_int_equal(submitTransfer(a, batch, &r, 1), 0);
 	assert_int_equal(submitTransfer(a, batch, &r, 1), 2); /* positive TooManyRequests */
 	assert_int_equal(freeBatchID(a, batch), 4);           /* positive BatchBusy, maybe */
@@ -650,12 +653,11 @@ static void test_c_api(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_frame_roundtrip), cmocka_unit_test(test_rpc_endpoint),
-		cmocka_unit_test(test_register_misuse),
-		cmocka_unit_test(test_batch_misuse),	cmocka_unit_test(test_transfer_p2p),
-		cmocka_unit_test(test_stale_remote),	cmocka_unit_test(test_slice_timeout),
-		cmocka_unit_test(test_hs_client_rejects), cmocka_unit_test(test_wire_conformance),
-		cmocka_unit_test(test_c_api),
+	    cmocka_unit_test(test_frame_roundtrip),  cmocka_unit_test(test_rpc_endpoint),
+	    cmocka_unit_test(test_register_misuse),  cmocka_unit_test(test_batch_misuse),
+	    cmocka_unit_test(test_transfer_p2p),     cmocka_unit_test(test_stale_remote),
+	    cmocka_unit_test(test_slice_timeout),    cmocka_unit_test(test_hs_client_rejects),
+	    cmocka_unit_test(test_wire_conformance), cmocka_unit_test(test_c_api),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	return cmocka_run_group_tests_name("te_engine", tests, NULL, NULL);

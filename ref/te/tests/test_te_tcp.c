@@ -55,7 +55,7 @@ static int start_target(const char *conn, const char *name, bool sig_cleanup, st
 	if (c->pid < 0)
 		return -1;
 	if (c->pid == 0) {
-		struct te_engine_opts o = { conn, name, "tcp", NULL };
+		struct te_engine_opts o = {conn, name, "tcp", NULL};
 		struct te_engine *e = NULL;
 		char *buf = malloc(TBUF), b;
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -69,7 +69,7 @@ static int start_target(const char *conn, const char *name, bool sig_cleanup, st
 			_exit(1);
 		}
 		dprintf(up[1], "%s %llu %d\n", te_engine_name(e),
-			(unsigned long long)(uintptr_t)buf, te_engine_rpc_port(e));
+		        (unsigned long long)(uintptr_t)buf, te_engine_rpc_port(e));
 		while (read(down[0], &b, 1) > 0)
 			;
 		te_engine_destroy(e);
@@ -80,7 +80,7 @@ static int start_target(const char *conn, const char *name, bool sig_cleanup, st
 	close(down[0]);
 	c->ctl = down[1];
 	while (n < sizeof(line) - 1) {
-		struct pollfd p = { up[0], POLLIN, 0 };
+		struct pollfd p = {up[0], POLLIN, 0};
 		ssize_t r;
 		if (poll(&p, 1, 15000) != 1)
 			break;
@@ -118,7 +118,7 @@ static int stop_target(struct child *c)
 
 static struct te_engine *mk(const char *conn, const char *name)
 {
-	struct te_engine_opts o = { conn, name, "tcp", NULL };
+	struct te_engine_opts o = {conn, name, "tcp", NULL};
 	struct te_engine *e = NULL;
 	int r = te_engine_create(&o, &e);
 	if (r)
@@ -129,7 +129,7 @@ static struct te_engine *mk(const char *conn, const char *name)
 static void wait_all(struct te_engine *e, uint64_t b, size_t n, int want)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct te_task_status st = { 0, 0 };
+		struct te_task_status st = {0, 0};
 		uint64_t end = pd_now_ns() + 15000000000ull;
 		while (pd_now_ns() < end) {
 			assert_int_equal(te_batch_status(e, b, i, &st), 0);
@@ -139,7 +139,7 @@ static void wait_all(struct te_engine *e, uint64_t b, size_t n, int want)
 		}
 		if (st.status != want)
 			fail_msg("task %zu: %s, expected %s", i, te_status_name(st.status),
-				 te_status_name(want));
+			         te_status_name(want));
 	}
 }
 
@@ -155,14 +155,14 @@ static void exchange(struct te_engine *e, struct child *c)
 	assert_int_equal(te_open_segment(e, c->name, &seg), 0);
 	memset(l, 0, TBUF);
 	for (int i = 0; i < 16; i++)
-		r[i] = (struct te_request){ TE_READ, l + i * blk, seg, c->addr + i * blk, blk };
+		r[i] = (struct te_request){TE_READ, l + i * blk, seg, c->addr + i * blk, blk};
 	assert_int_equal(te_batch_alloc(e, 48, &b), 0);
 	assert_int_equal(te_batch_submit(e, b, r, 16), 0);
 	wait_all(e, b, 16, TE_COMPLETED);
 	for (uint64_t i = 0; i < TBUF; i++)
 		if ((uint8_t)l[i] != pat(i))
 			fail_msg("READ: byte %llu is %u, expected %u", (unsigned long long)i,
-				 (uint8_t)l[i], pat(i));
+			         (uint8_t)l[i], pat(i));
 	for (uint64_t i = 0; i < TBUF; i++)
 		l[i] = (char)(pat(i) ^ 0xa5);
 	for (int i = 0; i < 16; i++)
@@ -209,7 +209,7 @@ static void test_p2p_two_processes(void **state)
 static int raw_connect(int port)
 {
 	int fd = pd_tcp_connect("127.0.0.1", port, 2000);
-	struct timeval tv = { 3, 0 };
+	struct timeval tv = {3, 0};
 	assert_true(fd >= 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return fd;
@@ -229,13 +229,13 @@ static void expect_closed(int fd, bool v2_reject)
 	}
 	if (r != 0 && !(r < 0 && errno == ECONNRESET))
 		fail_msg("expected the server to close the connection, recv returned %zd (%s)", r,
-			 r < 0 ? strerror(errno) : "data");
+		         r < 0 ? strerror(errno) : "data");
 	close(fd);
 }
 
 static void send_hdr(int fd, uint64_t size, uint64_t addr, uint8_t op)
 {
-	unsigned char h[24] = { 0 };
+	unsigned char h[24] = {0};
 	memcpy(h, &size, 8);
 	memcpy(h + 8, &addr, 8);
 	h[16] = op;
@@ -314,15 +314,14 @@ static void test_hostile_peers(void **state)
 		char *reply = NULL, host[64];
 		snprintf(host, sizeof(host), "127.0.0.1");
 		/* junk JSON in a metadata request: still answered with the descriptor */
-		assert_int_equal(te_hs_request(host, c.rpc_port, TE_HS_METADATA, "{{{not json",
-					       &reply, 3000),
-				 0);
+		assert_int_equal(
+		    te_hs_request(host, c.rpc_port, TE_HS_METADATA, "{{{not json", &reply, 3000),
+		    0);
 		assert_non_null(strstr(reply, "\"protocol\":\"tcp\""));
 		free(reply);
 		/* connection request to a tcp engine: answered "null" */
-		assert_int_equal(te_hs_request(host, c.rpc_port, TE_HS_CONNECTION, "{}", &reply,
-					       3000),
-				 0);
+		assert_int_equal(
+		    te_hs_request(host, c.rpc_port, TE_HS_CONNECTION, "{}", &reply, 3000), 0);
 		assert_string_equal(reply, "null");
 		free(reply);
 		/* legacy frame (no type byte) goes the connection path too */
@@ -344,9 +343,8 @@ static void test_hostile_peers(void **state)
 	{
 		char *reply = NULL;
 		uint64_t t0 = pd_now_ns();
-		assert_int_equal(te_hs_request("127.0.0.1", c.rpc_port, TE_HS_METADATA, "{}", &reply,
-					       3000),
-				 0);
+		assert_int_equal(
+		    te_hs_request("127.0.0.1", c.rpc_port, TE_HS_METADATA, "{}", &reply, 3000), 0);
 		assert_true(pd_now_ns() - t0 < 2000000000ull);
 		free(reply);
 	}
@@ -433,7 +431,7 @@ static void backend_case(enum pd_svc_kind kind)
 
 	/* the store is down now: engine creation fails cleanly and quickly */
 	{
-		struct te_engine_opts o = { svc.conn, "late", "tcp", NULL };
+		struct te_engine_opts o = {svc.conn, "late", "tcp", NULL};
 		struct te_engine *x = NULL;
 		uint64_t t0 = pd_now_ns();
 		r = te_engine_create(&o, &x);
@@ -463,12 +461,12 @@ static void test_http(void **state)
 
 static void test_store_down(void **state)
 {
-	static const char *conns[] = { "etcd://127.0.0.1:%d", "127.0.0.1:%d",
-				       "redis://127.0.0.1:%d", "http://127.0.0.1:%d/metadata" };
+	static const char *conns[] = {"etcd://127.0.0.1:%d", "127.0.0.1:%d", "redis://127.0.0.1:%d",
+	                              "http://127.0.0.1:%d/metadata"};
 	(void)state;
 	for (size_t i = 0; i < PD_ARRAY_SIZE(conns); i++) {
 		char conn[128];
-		struct te_engine_opts o = { conn, "nobody", "tcp", NULL };
+		struct te_engine_opts o = {conn, "nobody", "tcp", NULL};
 		struct te_engine *x = NULL;
 		uint64_t t0 = pd_now_ns();
 		int r;
@@ -480,7 +478,7 @@ static void test_store_down(void **state)
 			fail_msg("%s: took %.1f s to fail", conn, (double)(pd_now_ns() - t0) / 1e9);
 	}
 	{
-		struct te_engine_opts o = { "zookeeper://x:1", "n", "tcp", NULL };
+		struct te_engine_opts o = {"zookeeper://x:1", "n", "tcp", NULL};
 		struct te_engine *x = NULL;
 		assert_true(te_engine_create(&o, &x) < 0);
 	}
@@ -489,9 +487,12 @@ static void test_store_down(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_p2p_two_processes), cmocka_unit_test(test_hostile_peers),
-		cmocka_unit_test(test_store_down),	  cmocka_unit_test(test_etcd),
-		cmocka_unit_test(test_redis),		  cmocka_unit_test(test_http),
+	    cmocka_unit_test(test_p2p_two_processes),
+	    cmocka_unit_test(test_hostile_peers),
+	    cmocka_unit_test(test_store_down),
+	    cmocka_unit_test(test_etcd),
+	    cmocka_unit_test(test_redis),
+	    cmocka_unit_test(test_http),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	signal(SIGPIPE, SIG_IGN);
