@@ -166,6 +166,32 @@ static bool expects_reply(const struct tcp_lane *l, const struct tcp_slice *s)
 	return s->op == TE_READ || l->peer->v2;
 }
 
+/* Ends a slice from the receiver side (lane lock held), or defers a WRITE whose body the
+ * sender may still be handing to the kernel (see tcp_lane.deferred). */
+static void end_or_defer(struct tcp_lane *l, struct tcp_slice *x, bool ok)
+{
+	if (x->op == TE_WRITE && x->seq > l->sent_seq) {
+		struct tcp_slice d = *x;
+		d.ok = ok;
+		if (!vec_push(&l->deferred, &d))
+			return;
+		/* out of memory: cannot defer; ending it now is still correct on the wire */
+	}
+	te_task_slice_done(x->t, ok ? x->len : 0, ok);
+}
+
+/* Sender side, lane lock held, after its socket call returned: everything queued so far is out
+ * of our hands, so deferred WRITEs can end. */
+static void drain_deferred(struct tcp_lane *l)
+{
+	l->sent_seq = l->next_seq;
+	for (size_t i = l->deferred.head; i < l->deferred.n; i++) {
+		struct tcp_slice *x = &l->deferred.v[i];
+		te_task_slice_done(x->t, x->ok ? x->len : 0, x->ok);
+	}
+	l->deferred.n = l->deferred.head = 0;
+}
+
 /* Receiver: consumes responses in wire order (v2 status frames, READ bodies). */
 static void *lane_rcv_main(void *arg)
 {
@@ -181,7 +207,7 @@ static void *lane_rcv_main(void *arg)
 		while (!l->stop && (vec_len(&l->iq) == 0 || l->broken)) {
 			if (l->broken && !l->rcv_parked) {
 				for (size_t i = l->iq.head; i < l->iq.n; i++)
-					te_task_slice_done(l->iq.v[i].t, 0, false);
+					end_or_defer(l, &l->iq.v[i], false);
 				l->iq.n = l->iq.head = 0;
 				l->rcv_parked = true;
 				pthread_cond_broadcast(&l->snd_cv);
@@ -224,7 +250,7 @@ static void *lane_rcv_main(void *arg)
 					err = -EPROTO;
 					break;
 				}
-				te_task_slice_done(x->t, x->len, (v & 0xffffffffu) == 0);
+				end_or_defer(l, x, (v & 0xffffffffu) == 0);
 				l->iq.head++;
 				if ((v & 0xffffffffu) != 0) {
 					pd_err("tcp: %s:%d rejected WRITE 0x%llx+%llu (status %u)",
@@ -357,6 +383,8 @@ static void *lane_snd_main(void *arg)
 		}
 		/* responses are matched in wire order, so queue them before the headers go out */
 		for (size_t i = work.head; i < work.n; i++)
+			work.v[i].seq = ++l->next_seq;
+		for (size_t i = work.head; i < work.n; i++)
 			if (expects_reply(l, &work.v[i]) && vec_push(&l->iq, &work.v[i])) {
 				/* out of memory: fail the rest of the group without sending it */
 				for (size_t j = i; j < work.n; j++)
@@ -375,6 +403,7 @@ static void *lane_snd_main(void *arg)
 				te_task_slice_done(s->t, i < sent ? s->len : 0, i < sent);
 		}
 		pthread_mutex_lock(&l->mu);
+		drain_deferred(l);
 		if (err && !l->broken) {
 			pd_err("tcp: connection to %s:%d lost while sending: %s", l->peer->host,
 			       l->peer->port, strerror(-err));
@@ -405,10 +434,12 @@ static void lane_stop(struct tcp_lane *l)
 		te_task_slice_done(l->sq.v[i].t, 0, false);
 	for (size_t i = l->iq.head; i < l->iq.n; i++)
 		te_task_slice_done(l->iq.v[i].t, 0, false);
+	drain_deferred(l);
 	if (l->fd >= 0)
 		close(l->fd);
 	free(l->sq.v);
 	free(l->iq.v);
+	free(l->deferred.v);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->snd_cv);
 	pthread_cond_destroy(&l->rcv_cv);

@@ -21,7 +21,9 @@ struct tcp_slice {
 	struct te_task *t;
 	char *local;
 	uint64_t raddr, len;
-	uint8_t op; /* TE_READ / TE_WRITE */
+	uint64_t seq; /* order of hand-over to the sender's socket calls */
+	uint8_t op;   /* TE_READ / TE_WRITE */
+	bool ok;      /* deferred: how it ended */
 };
 
 struct slice_vec {
@@ -39,6 +41,12 @@ struct tcp_lane {
 	struct slice_vec sq; /* queued, not sent yet */
 	struct slice_vec iq; /* sent (or being sent), awaiting a response, in wire order */
 	bool broken, rcv_parked, stop;
+	/* A WRITE whose status arrives while the sender is still inside the sendmsg that carried
+	 * its body (seq > sent_seq) is not ended by the receiver: it waits in `deferred` and the
+	 * sender ends it once that call has returned, so no engine thread (nor a sanitizer's
+	 * post-call check) touches a source buffer after its task was reported finished. */
+	uint64_t next_seq, sent_seq;
+	struct slice_vec deferred;
 };
 
 struct tcp_peer {
