@@ -523,7 +523,12 @@ out:
 static int tcp_submit(struct te_transport *tp, struct te_task *const *tasks, size_t n)
 {
 	const struct te_segment_desc *last_desc = NULL;
+	struct pending {
+		struct tcp_lane *lane;
+		struct tcp_slice s;
+	} stackv[64], *pend;
 	struct tcp_peer *p = NULL;
+	size_t total = 0, m = 0;
 	int err = 0;
 
 	/* resolve every peer first so an unreachable rpc_meta fails the call with nothing sent */
@@ -535,6 +540,14 @@ static int tcp_submit(struct te_transport *tp, struct te_task *const *tasks, siz
 			last_desc = tasks[i]->peer;
 		}
 	}
+	/* Build every slice first, then hand each lane its share under one lock and one wake-up:
+	 * enqueueing one by one lets the woken sender ping-pong on the lock and send tiny groups.
+	 */
+	for (size_t i = 0; i < n; i++)
+		total += (tasks[i]->req.length + TCP_SLICE_MAX - 1) / TCP_SLICE_MAX;
+	pend = total <= PD_ARRAY_SIZE(stackv) ? stackv : malloc(total * sizeof(*pend));
+	if (!pend)
+		return TE_ERR_MEMORY;
 	last_desc = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct te_task *t = tasks[i];
@@ -549,24 +562,39 @@ static int tcp_submit(struct te_transport *tp, struct te_task *const *tasks, siz
 		}
 		atomic_store(&t->slice_count, nslices);
 		for (int k = 0; k < nslices; k++) {
-			struct tcp_slice s;
-			unsigned lane = atomic_fetch_add(&p->rr, 1) % (unsigned)p->nlanes;
-			struct tcp_lane *l = &p->lanes[lane];
-
-			s.t = t;
-			s.op = (uint8_t)t->req.opcode;
-			s.local = (char *)t->req.source + off;
-			s.raddr = t->req.target_offset + off;
-			s.len = len - off < TCP_SLICE_MAX ? len - off : TCP_SLICE_MAX;
-			off += s.len;
-			pthread_mutex_lock(&l->mu);
-			if (vec_push(&l->sq, &s))
-				te_task_slice_done(t, 0, false);
-			else if (vec_len(&l->sq) == 1)
-				pthread_cond_signal(&l->snd_cv);
-			pthread_mutex_unlock(&l->mu);
+			struct tcp_slice *s = &pend[m].s;
+			pend[m].lane = &p->lanes[atomic_fetch_add(&p->rr, 1) % (unsigned)p->nlanes];
+			s->t = t;
+			s->op = (uint8_t)t->req.opcode;
+			s->local = (char *)t->req.source + off;
+			s->raddr = t->req.target_offset + off;
+			s->len = len - off < TCP_SLICE_MAX ? len - off : TCP_SLICE_MAX;
+			s->seq = 0;
+			s->ok = false;
+			off += s->len;
+			m++;
 		}
 	}
+	for (size_t i = 0; i < m; i++) {
+		struct tcp_lane *l = pend[i].lane;
+		bool was_empty;
+		if (!l)
+			continue;
+		pthread_mutex_lock(&l->mu);
+		was_empty = vec_len(&l->sq) == 0;
+		for (size_t j = i; j < m; j++) {
+			if (pend[j].lane != l)
+				continue;
+			if (vec_push(&l->sq, &pend[j].s))
+				te_task_slice_done(pend[j].s.t, 0, false);
+			pend[j].lane = NULL;
+		}
+		if (was_empty && vec_len(&l->sq))
+			pthread_cond_signal(&l->snd_cv);
+		pthread_mutex_unlock(&l->mu);
+	}
+	if (pend != stackv)
+		free(pend);
 	return 0;
 }
 
