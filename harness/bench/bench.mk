@@ -4,8 +4,8 @@ BINS += pdkv-bench
 pdkv-bench_SRCS := harness/bench/bench_main.c harness/bench/bench_te.c \
 	harness/bench/bench_sock.c harness/bench/bench_report.c
 pdkv-bench_LIBS := te temeta pdcommon
-# The engine holds only a weak reference to the RDMA transport; a strong one pulls it in.
+# With lib terdma linked, ref/te/rdma.mk adds the strong reference that pulls the RDMA
+# transport in (the engine's own reference is weak).
 ifneq ($(wildcard ref/te/te_rdma*.c),)
-pdkv-bench_SRCS += harness/bench/bench_rdma_link.c
 pdkv-bench_LIBS += terdma
 endif
