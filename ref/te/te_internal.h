@@ -181,7 +181,7 @@ bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len
  *    another protocol is refused at submit with TE_ERR_NOT_SUPPORTED_TRANSPORT (spec §6).
  *  - Linking: te_engine.c references te_rdma_transport_ops WEAKLY (NULL = "rdma not built in"),
  *    and a weak reference does not pull an archive member: a binary that wants RDMA links lib
- *    terdma AND references the symbol strongly somewhere (harness/bench/bench_rdma_link.c). */
+ *    terdma AND references the symbol strongly (ref/te/rdma.mk adds rdma_link/te_rdma_link.c). */
 
 /* Adopts the socket pre-bound to rpc_port+1 (not listening yet); -1 if none. */
 int te_engine_take_data_fd(struct te_engine *eng);
