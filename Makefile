@@ -68,13 +68,13 @@ asan:
 
 # The README's main command: the default scenario suite on local TCP with a local etcd.
 run: all
-	@$(BUILD)/bin/pdkv run
+	@$(BUILD)/bin/pdkv run --json reports/out/run.json --junit reports/out/junit.xml
 
 bench: all
-	@bash ci/bench.sh
+	@BUILD=$(BUILD) bash ci/bench.sh
 
 test-rxe: all
-	@bash ci/rxe/run-rxe-tier.sh
+	@BUILD=$(BUILD) bash ci/rxe/run-rxe-tier.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
