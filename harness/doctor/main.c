@@ -22,7 +22,7 @@
 #include "te/te_internal.h"
 
 enum { OK, WARN, FAIL };
-static const char *const lvl_name[] = { "OK", "WARN", "FAIL" };
+static const char *const lvl_name[] = {"OK", "WARN", "FAIL"};
 
 struct opts {
 	const char *metadata, *config, *devices, *protocol;
@@ -34,7 +34,7 @@ static cJSON *g_results;
 static int g_count[3];
 
 static void report(int lvl, const char *check, const char *fix, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static void report(int lvl, const char *check, const char *fix, const char *fmt, ...)
 {
 	char msg[1024];
@@ -59,14 +59,22 @@ static void report(int lvl, const char *check, const char *fix, const char *fmt,
 static double lane_gbps(uint8_t s)
 {
 	switch (s) {
-	case 1: return 2.0;    /* SDR */
-	case 2: return 4.0;    /* DDR */
-	case 4: return 8.0;    /* QDR */
-	case 8: return 10.0;   /* FDR10 */
-	case 16: return 13.64; /* FDR */
-	case 32: return 25.0;  /* EDR */
-	case 64: return 50.0;  /* HDR */
-	case 128: return 100.0; /* NDR */
+	case 1:
+		return 2.0; /* SDR */
+	case 2:
+		return 4.0; /* DDR */
+	case 4:
+		return 8.0; /* QDR */
+	case 8:
+		return 10.0; /* FDR10 */
+	case 16:
+		return 13.64; /* FDR */
+	case 32:
+		return 25.0; /* EDR */
+	case 64:
+		return 50.0; /* HDR */
+	case 128:
+		return 100.0; /* NDR */
 	}
 	return 0;
 }
@@ -74,11 +82,16 @@ static double lane_gbps(uint8_t s)
 static int lanes(uint8_t w)
 {
 	switch (w) {
-	case 1: return 1;
-	case 2: return 4;
-	case 4: return 8;
-	case 8: return 12;
-	case 16: return 2;
+	case 1:
+		return 1;
+	case 2:
+		return 4;
+	case 4:
+		return 8;
+	case 8:
+		return 12;
+	case 16:
+		return 2;
 	}
 	return 0;
 }
@@ -107,7 +120,8 @@ static void check_port(struct ibv_context *ctx, const char *dev)
 	struct ibv_port_attr pa;
 	char check[96], buf[1024] = "", gs[64];
 	int auto_gi = -1, env_gi = -1;
-	const char *env = getenv("MC_GID_INDEX") ? getenv("MC_GID_INDEX") : getenv("NCCL_IB_GID_INDEX");
+	const char *env =
+	    getenv("MC_GID_INDEX") ? getenv("MC_GID_INDEX") : getenv("NCCL_IB_GID_INDEX");
 	double gbps;
 
 	snprintf(check, sizeof(check), "%s port 1", dev);
@@ -117,7 +131,8 @@ static void check_port(struct ibv_context *ctx, const char *dev)
 		return;
 	}
 	if (pa.state != IBV_PORT_ACTIVE)
-		report(FAIL, check, "bring the link up (cable/switch; `ip link set <netdev> up` for "
+		report(FAIL, check,
+		       "bring the link up (cable/switch; `ip link set <netdev> up` for "
 		       "RoCE) or pick another device with device_name",
 		       "state %s, physical state %u", ibv_port_state_str(pa.state), pa.phys_state);
 	else
@@ -137,41 +152,48 @@ static void check_port(struct ibv_context *ctx, const char *dev)
 			inet_ntop(AF_INET, e.gid.raw + 12, gs, sizeof(gs));
 		else
 			inet_ntop(AF_INET6, e.gid.raw, gs, sizeof(gs));
-		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s[%d] %s %s", buf[0] ? ", " : "",
-			 i, gid_type_name(e.gid_type), gs);
-		if (auto_gi < 0 && ((e.gid_type == IBV_GID_TYPE_ROCE_V2 && v4) ||
-				    e.gid_type == IBV_GID_TYPE_IB))
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s[%d] %s %s",
+		         buf[0] ? ", " : "", i, gid_type_name(e.gid_type), gs);
+		if (auto_gi < 0 &&
+		    ((e.gid_type == IBV_GID_TYPE_ROCE_V2 && v4) || e.gid_type == IBV_GID_TYPE_IB))
 			auto_gi = i;
 	}
 	snprintf(check, sizeof(check), "%s GID table", dev);
 	if (env && *env)
 		env_gi = atoi(env);
 	if (!buf[0])
-		report(FAIL, check, "give the RoCE interface an IP address (GIDs follow the netdev's "
-		       "addresses), then re-run", "no populated GID entry");
+		report(FAIL, check,
+		       "give the RoCE interface an IP address (GIDs follow the netdev's "
+		       "addresses), then re-run",
+		       "no populated GID entry");
 	else if (env_gi >= 0)
 		report(env_gi == auto_gi || auto_gi < 0 ? OK : WARN, check,
 		       env_gi == auto_gi ? NULL : "unset MC_GID_INDEX unless the fabric needs it",
-		       "%s; MC_GID_INDEX=%d pins the index (auto would pick %d)", buf, env_gi, auto_gi);
+		       "%s; MC_GID_INDEX=%d pins the index (auto would pick %d)", buf, env_gi,
+		       auto_gi);
 	else if (auto_gi < 0)
-		report(WARN, check, "no RoCEv2 IPv4-mapped entry: add an IPv4 address to the netdev or "
-		       "set MC_GID_INDEX", "%s; auto-selection falls back to index 0", buf);
+		report(WARN, check,
+		       "no RoCEv2 IPv4-mapped entry: add an IPv4 address to the netdev or "
+		       "set MC_GID_INDEX",
+		       "%s; auto-selection falls back to index 0", buf);
 	else
 		report(OK, check, NULL, "%s; auto-selects index %d (MC_GID_INDEX overrides)", buf,
 		       auto_gi);
 
 	snprintf(check, sizeof(check), "%s MTU", dev);
 	report(pa.active_mtu >= IBV_MTU_1024 ? OK : WARN, check,
-	       pa.active_mtu >= IBV_MTU_1024 ? NULL : "raise the netdev/switch MTU (RoCE: 4200 for 4096)",
-	       "active %d, max %d (the engine uses min(active, MC_MTU=4096))",
-	       128 << pa.active_mtu, 128 << pa.max_mtu);
+	       pa.active_mtu >= IBV_MTU_1024 ? NULL
+	                                     : "raise the netdev/switch MTU (RoCE: 4200 for 4096)",
+	       "active %d, max %d (the engine uses min(active, MC_MTU=4096))", 128 << pa.active_mtu,
+	       128 << pa.max_mtu);
 
 	snprintf(check, sizeof(check), "%s line rate", dev);
 	gbps = lane_gbps(pa.active_speed) * lanes(pa.active_width);
 	if (gbps > 0)
-		report(OK, check, NULL, "%dx %.4g Gb/s = %.1f Gb/s = %.2f GB/s (bench %% of line rate "
-		       "uses this)", lanes(pa.active_width), lane_gbps(pa.active_speed), gbps,
-		       gbps / 8);
+		report(OK, check, NULL,
+		       "%dx %.4g Gb/s = %.1f Gb/s = %.2f GB/s (bench %% of line rate "
+		       "uses this)",
+		       lanes(pa.active_width), lane_gbps(pa.active_speed), gbps, gbps / 8);
 	else
 		report(WARN, check, NULL, "unknown speed code %u / width code %u", pa.active_speed,
 		       pa.active_width);
@@ -181,17 +203,19 @@ static void check_rdma(const struct opts *o)
 {
 	struct ibv_device **l;
 	int n = 0, used = 0;
-	const char *none_fix = o->rdma_wanted
-		? "this host has no RDMA NIC or driver: install/load it (mlx5_core + ib_uverbs; "
-		  "Soft-RoCE: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0`), in a "
-		  "container pass --device=/dev/infiniband; or use protocol \"tcp\""
-		: NULL;
+	const char *none_fix =
+	    o->rdma_wanted
+	        ? "this host has no RDMA NIC or driver: install/load it (mlx5_core + ib_uverbs; "
+	          "Soft-RoCE: `modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0`), in "
+	          "a "
+	          "container pass --device=/dev/infiniband; or use protocol \"tcp\""
+	        : NULL;
 
 	errno = 0;
 	l = ibv_get_device_list(&n);
 	if (!l || n == 0) {
-		report(o->rdma_wanted ? FAIL : WARN, "rdma devices", none_fix,
-		       "none found (%s)%s", errno ? strerror(errno) : "empty list",
+		report(o->rdma_wanted ? FAIL : WARN, "rdma devices", none_fix, "none found (%s)%s",
+		       errno ? strerror(errno) : "empty list",
 		       o->rdma_wanted ? "" : "; fine for protocol tcp");
 		goto out;
 	}
@@ -204,9 +228,10 @@ static void check_rdma(const struct opts *o)
 			    !strncmp(ibv_get_device_name(l[i]), p, k))
 				found = true;
 		if (!found)
-			report(FAIL, "device_name", "fix device_name (comma list, no spaces) to name "
-			       "devices `ibv_devices` shows", "\"%.*s\" is not an RDMA device here",
-			       (int)k, p);
+			report(FAIL, "device_name",
+			       "fix device_name (comma list, no spaces) to name "
+			       "devices `ibv_devices` shows",
+			       "\"%.*s\" is not an RDMA device here", (int)k, p);
 		p += k + (p[k] == ',');
 	}
 	for (int i = 0; i < n; i++) {
@@ -218,9 +243,10 @@ static void check_rdma(const struct opts *o)
 		used++;
 		ctx = ibv_open_device(l[i]);
 		if (!ctx) {
-			report(FAIL, dn, "check permissions on /dev/infiniband/uverbs* (container: "
-			       "--device=/dev/infiniband)", "ibv_open_device failed: %s",
-			       strerror(errno));
+			report(FAIL, dn,
+			       "check permissions on /dev/infiniband/uverbs* (container: "
+			       "--device=/dev/infiniband)",
+			       "ibv_open_device failed: %s", strerror(errno));
 			continue;
 		}
 		check_port(ctx, dn);
@@ -239,7 +265,7 @@ static void check_memlock(const struct opts *o)
 {
 	struct rlimit rl;
 	const char *fix = "`ulimit -l unlimited` (limits.conf: `* - memlock unlimited`; docker: "
-			  "--ulimit memlock=-1; systemd: LimitMEMLOCK=infinity)";
+	                  "--ulimit memlock=-1; systemd: LimitMEMLOCK=infinity)";
 
 	if (getrlimit(RLIMIT_MEMLOCK, &rl)) {
 		report(WARN, "RLIMIT_MEMLOCK", NULL, "getrlimit failed: %s", strerror(errno));
@@ -259,9 +285,11 @@ static void check_memlock(const struct opts *o)
 static void check_libs(void)
 {
 	static const char *const libs[][3] = {
-		{ "libibverbs.so.1", "RDMA verbs (rdma-core)", "apt-get install libibverbs1 ibverbs-providers" },
-		{ "libcuda.so.1", "CUDA driver", "install the NVIDIA driver (only for GPU KV buffers)" },
-		{ "libcudart.so", "CUDA runtime", "install the CUDA toolkit / cuda-cudart (vLLM brings its own)" },
+	    {"libibverbs.so.1", "RDMA verbs (rdma-core)",
+	     "apt-get install libibverbs1 ibverbs-providers"},
+	    {"libcuda.so.1", "CUDA driver", "install the NVIDIA driver (only for GPU KV buffers)"},
+	    {"libcudart.so", "CUDA runtime",
+	     "install the CUDA toolkit / cuda-cudart (vLLM brings its own)"},
 	};
 
 	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
@@ -297,8 +325,10 @@ static void check_gpu(void)
 	if (rc == 0 && n > 0)
 		report(OK, "gpu", NULL, "%d CUDA device(s)", n);
 	else if (!access("/dev/nvidia0", F_OK))
-		report(WARN, "gpu", "check the driver with nvidia-smi", "/dev/nvidia0 exists but "
-		       "CUDA reports no device (cuInit rc %d)", rc);
+		report(WARN, "gpu", "check the driver with nvidia-smi",
+		       "/dev/nvidia0 exists but "
+		       "CUDA reports no device (cuInit rc %d)",
+		       rc);
 	else
 		report(WARN, "gpu", "vLLM needs GPUs; pdkv's stand-ins and bench run without",
 		       "no CUDA GPU (KV buffers on cpu only)");
@@ -312,13 +342,16 @@ static void check_metadata(const char *conn)
 	int rc;
 
 	if (!strcmp(conn, "P2PHANDSHAKE")) {
-		report(OK, "metadata server", NULL, "P2PHANDSHAKE: no store; peers are host:rpc_port");
+		report(OK, "metadata server", NULL,
+		       "P2PHANDSHAKE: no store; peers are host:rpc_port");
 		return;
 	}
 	rc = te_meta_open(conn, &m, err, sizeof(err));
 	if (rc) {
-		report(FAIL, "metadata server", "use etcd://h:p, h:p, redis://h:p, http://h:p/path or "
-		       "P2PHANDSHAKE", "\"%s\": %s", conn, err[0] ? err : te_strerror(rc));
+		report(FAIL, "metadata server",
+		       "use etcd://h:p, h:p, redis://h:p, http://h:p/path or "
+		       "P2PHANDSHAKE",
+		       "\"%s\": %s", conn, err[0] ? err : te_strerror(rc));
 		return;
 	}
 	rc = te_meta_get(m, "mooncake/rpc_meta/__pdkv_doctor_probe__", &v);
@@ -326,8 +359,10 @@ static void check_metadata(const char *conn)
 		report(OK, "metadata server", NULL, "%s answers (%.0f ms)", conn,
 		       (pd_now_s() - t0) * 1e3);
 	else
-		report(FAIL, "metadata server", "start it (etcd, redis or a Mooncake HTTP metadata "
-		       "server) or fix metadata_server", "%s: %s", conn, te_strerror(rc));
+		report(FAIL, "metadata server",
+		       "start it (etcd, redis or a Mooncake HTTP metadata "
+		       "server) or fix metadata_server",
+		       "%s: %s", conn, te_strerror(rc));
 	free(v);
 	te_meta_close(m);
 }
@@ -347,9 +382,9 @@ static char cfg_devices[512], cfg_conn[1024];
 
 static void check_config(struct opts *o)
 {
-	struct cfg_mooncake mc = { 0 };
-	struct cfg_diags d = { 0 };
-	struct cfg_deploy dep = { 0 };
+	struct cfg_mooncake mc = {0};
+	struct cfg_diags d = {0};
+	struct cfg_deploy dep = {0};
 	struct cfg_port *p = NULL;
 	char *verr = NULL;
 	size_t n = 0, taken = 0, checked = 0;
@@ -382,7 +417,8 @@ static void check_config(struct opts *o)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		int fd;
-		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)p[i].port) };
+		struct sockaddr_in a = {.sin_family = AF_INET,
+		                        .sin_port = htons((uint16_t)p[i].port)};
 
 		if (!p[i].binds || p[i].port <= 0 || !local_host(p[i].host))
 			continue;
@@ -393,10 +429,12 @@ static void check_config(struct opts *o)
 		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) && errno == EADDRINUSE) {
 			char fix[160];
 
-			snprintf(fix, sizeof(fix), "stop what holds it (`ss -ltnp 'sport = :%d'`) or "
-				 "move the base port in the config", p[i].port);
-			report(FAIL, "port", fix, "%d (%s %s) is already in use", p[i].port, p[i].side,
-			       p[i].purpose);
+			snprintf(fix, sizeof(fix),
+			         "stop what holds it (`ss -ltnp 'sport = :%d'`) or "
+			         "move the base port in the config",
+			         p[i].port);
+			report(FAIL, "port", fix, "%d (%s %s) is already in use", p[i].port,
+			       p[i].side, p[i].purpose);
 			taken++;
 		}
 		close(fd);
@@ -413,40 +451,51 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pdkv doctor [--metadata_server=CONN] [--mooncake-config=FILE] "
-		   "[--device_name=a,b] [--protocol=rdma|tcp] [--vllm=v0|v1] [--json]\n"
-		   "Checks RDMA devices, ports, GID table, MTU, line rate, RLIMIT_MEMLOCK, the "
-		   "metadata server,\nports the config needs, shared libraries and GPUs. Exit 0 when "
-		   "no check FAILs.\n");
+	fprintf(f,
+	        "usage: pdkv doctor [--metadata_server=CONN] [--mooncake-config=FILE] "
+	        "[--device_name=a,b] [--protocol=rdma|tcp] [--vllm=v0|v1] [--json]\n"
+	        "Checks RDMA devices, ports, GID table, MTU, line rate, RLIMIT_MEMLOCK, the "
+	        "metadata server,\nports the config needs, shared libraries and GPUs. Exit 0 when "
+	        "no check FAILs.\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "metadata_server", required_argument, 0, 'm' },
-		{ "mooncake-config", required_argument, 0, 'c' },
-		{ "device_name", required_argument, 0, 'd' },
-		{ "protocol", required_argument, 0, 'p' },
-		{ "vllm", required_argument, 0, 'v' },
-		{ "json", no_argument, 0, 'j' },
-		{ "help", no_argument, 0, 'h' },
-		{ 0, 0, 0, 0 },
+	    {"metadata_server", required_argument, 0, 'm'},
+	    {"mooncake-config", required_argument, 0, 'c'},
+	    {"device_name", required_argument, 0, 'd'},
+	    {"protocol", required_argument, 0, 'p'},
+	    {"vllm", required_argument, 0, 'v'},
+	    {"json", no_argument, 0, 'j'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
-	struct opts o = { .rdma_wanted = true, .vllm = CFG_VLLM_V1 };
+	struct opts o = {.rdma_wanted = true, .vllm = CFG_VLLM_V1};
 	cJSON *it;
 	int c;
 
 	pd_log_set_name("pdkv-doctor");
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'm': o.metadata = optarg; break;
-		case 'c': o.config = optarg; break;
-		case 'd': o.devices = optarg; break;
-		case 'j': o.json = true; break;
+		case 'm':
+			o.metadata = optarg;
+			break;
+		case 'c':
+			o.config = optarg;
+			break;
+		case 'd':
+			o.devices = optarg;
+			break;
+		case 'j':
+			o.json = true;
+			break;
 		case 'p':
 			if (strcmp(optarg, "rdma") && strcmp(optarg, "tcp")) {
-				fprintf(stderr, "pdkv doctor: --protocol: expected rdma or tcp, got "
-						"\"%s\"\n", optarg);
+				fprintf(stderr,
+				        "pdkv doctor: --protocol: expected rdma or tcp, got "
+				        "\"%s\"\n",
+				        optarg);
 				return 2;
 			}
 			o.protocol = optarg;
@@ -454,14 +503,19 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			if (strcmp(optarg, "v0") && strcmp(optarg, "v1")) {
-				fprintf(stderr, "pdkv doctor: --vllm: expected v0 or v1, got \"%s\"\n",
-					optarg);
+				fprintf(stderr,
+				        "pdkv doctor: --vllm: expected v0 or v1, got \"%s\"\n",
+				        optarg);
 				return 2;
 			}
 			o.vllm = !strcmp(optarg, "v0") ? CFG_VLLM_V0 : CFG_VLLM_V1;
 			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind < argc) {

@@ -26,7 +26,7 @@ __attribute__((weak)) const char *te_engine_device_names(const struct te_engine 
 /* ---------------------------------------------------------------- registration */
 
 static int rdma_register(struct te_transport *t, void *addr, size_t len, const char *location,
-			 struct te_buffer_desc *b)
+                         struct te_buffer_desc *b)
 {
 	struct te_rdma *tr = (struct te_rdma *)t;
 	struct te_rdma_mr *m;
@@ -118,7 +118,8 @@ static int rdma_fill_desc(struct te_transport *t, struct te_segment_desc *d)
 		memcpy(d->devices[i].gid, tr->ctxs[i].gid_str, sizeof(d->devices[i].gid));
 	}
 	while (dir && (de = readdir(dir)))
-		if (!strncmp(de->d_name, "node", 4) && de->d_name[4] >= '0' && de->d_name[4] <= '9') {
+		if (!strncmp(de->d_name, "node", 4) && de->d_name[4] >= '0' &&
+		    de->d_name[4] <= '9') {
 			snprintf(loc, sizeof(loc), "cpu:%s", de->d_name + 4);
 			matrix_add(m, tr, loc);
 		}
@@ -191,18 +192,21 @@ static void slice_retry(struct te_rdma *tr, struct te_rdma_slice *s, const char 
 
 	s->ep = NULL;
 	if (++s->retries >= tr->cfg.retry_cnt) {
-		const char *hint = s->last_wc == IBV_WC_REM_ACCESS_ERR || s->last_wc == IBV_WC_REM_INV_REQ_ERR
-			? "the peer rejected the remote key/range: its buffer was unregistered or "
-			  "re-registered since its descriptor was fetched (te_sync_segment / reopen)"
-			: "check that the two NICs reach each other (ping the GIDs' IPv4 addresses, "
-			  "same subnet/VLAN, MTU, MC_GID_INDEX on both sides)";
+		const char *hint =
+		    s->last_wc == IBV_WC_REM_ACCESS_ERR || s->last_wc == IBV_WC_REM_INV_REQ_ERR
+		        ? "the peer rejected the remote key/range: its buffer was unregistered or "
+		          "re-registered since its descriptor was fetched (te_sync_segment / "
+		          "reopen)"
+		        : "check that the two NICs reach each other (ping the GIDs' IPv4 "
+		          "addresses, "
+		          "same subnet/VLAN, MTU, MC_GID_INDEX on both sides)";
 
 		if (atomic_load(&s->task->failed_slices) == 0)
 			pd_err("rdma: transfer of %u bytes %s %s failed after %d attempts: %s "
-			       "(local %s GID %s, peer %s@%s GID %s); %s", s->len,
-			       s->task->req.opcode == TE_READ ? "from" : "to", p->name, s->retries,
-			       why, c->name, c->gid_str, p->name, p->devices[s->rdev].name,
-			       p->devices[s->rdev].gid, hint);
+			       "(local %s GID %s, peer %s@%s GID %s); %s",
+			       s->len, s->task->req.opcode == TE_READ ? "from" : "to", p->name,
+			       s->retries, why, c->name, c->gid_str, p->name,
+			       p->devices[s->rdev].name, p->devices[s->rdev].gid, hint);
 		slice_end(s, false);
 		return;
 	}
@@ -213,11 +217,11 @@ static void slice_retry(struct te_rdma *tr, struct te_rdma_slice *s, const char 
 
 /* Posts s on ep; false if the endpoint has no free send slot (caller keeps s queued). */
 static int post_slice(struct te_rdma_ctx *c, struct te_rdma_ep *ep, struct te_rdma_slice *s,
-		      char *why, size_t whylen)
+                      char *why, size_t whylen)
 {
 	const struct te_rdma_cfg *cfg = &c->tr->cfg;
-	struct ibv_sge sge = { .addr = s->local, .length = s->len, .lkey = s->lkey[c->index] };
-	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_sge sge = {.addr = s->local, .length = s->len, .lkey = s->lkey[c->index]};
+	struct ibv_send_wr wr = {0}, *bad;
 	int q = -1, rc;
 
 	for (int k = 0; k < ep->nqp; k++) {
@@ -329,8 +333,9 @@ static int poll_cq(struct te_rdma_ctx *c)
 		if (wc[i].status != IBV_WC_SUCCESS && ep->state == EP_CONNECTED) {
 			/* tear the endpoint down; the next attempt handshakes a fresh one */
 			pd_warn("rdma: %s -> %s: completion error %s (vendor 0x%x); resetting the "
-				"endpoint", c->name, ep->peer_path, ibv_wc_status_str(wc[i].status),
-				wc[i].vendor_err);
+			        "endpoint",
+			        c->name, ep->peer_path, ibv_wc_status_str(wc[i].status),
+			        wc[i].vendor_err);
 			te_rdma_ep_kill(ep);
 		}
 		pthread_mutex_unlock(&c->mu);
@@ -338,7 +343,7 @@ static int poll_cq(struct te_rdma_ctx *c)
 			slice_end(s, true);
 		} else {
 			snprintf(why, sizeof(why), "completion status %s",
-				 ibv_wc_status_str(wc[i].status));
+			         ibv_wc_status_str(wc[i].status));
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 				s->last_wc = wc[i].status;
 			slice_retry(c->tr, s, why);
@@ -351,7 +356,7 @@ static int poll_cq(struct te_rdma_ctx *c)
  * instead starves the NIC's own processing on small hosts (Soft-RoCE runs in the kernel). */
 static void wait_cq(struct te_rdma_ctx *c)
 {
-	struct pollfd pfd = { .fd = c->chan->fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = c->chan->fd, .events = POLLIN};
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
@@ -379,9 +384,10 @@ static void check_stalls(struct te_rdma_ctx *c)
 	for (struct te_rdma_ep *ep = c->eps, *next; ep; ep = next) {
 		next = ep->next;
 		if (ep->outstanding > 0 && now - ep->progress_ns > lim) {
-			pd_warn("rdma: %s -> %s: %d WRs without a completion for %d s (peer gone?); "
-				"resetting the endpoint", c->name, ep->peer_path, ep->outstanding,
-				c->tr->cfg.stall_ms / 1000);
+			pd_warn(
+			    "rdma: %s -> %s: %d WRs without a completion for %d s (peer gone?); "
+			    "resetting the endpoint",
+			    c->name, ep->peer_path, ep->outstanding, c->tr->cfg.stall_ms / 1000);
 			te_rdma_ep_kill(ep);
 		}
 	}
@@ -422,7 +428,8 @@ static void *worker_main(void *arg)
 		if (post_pending(c, &pending) + poll_cq(c) > 0) {
 			idle = 0;
 		} else if (++idle > 16) {
-			wait_cq(c); /* WRs in flight: sleep until a completion, leave the CPU to rxe */
+			wait_cq(
+			    c); /* WRs in flight: sleep until a completion, leave the CPU to rxe */
 			idle = 0;
 		}
 	}
@@ -460,7 +467,7 @@ static int rdma_submit(struct te_transport *t, struct te_task *const *tasks, siz
 		const struct te_request *r = &tasks[i]->req;
 		const struct te_segment_desc *p = tasks[i]->peer;
 		const struct te_buffer_desc *rb;
-		uint32_t lkey[TE_MAX_DEVICES] = { 0 };
+		uint32_t lkey[TE_MAX_DEVICES] = {0};
 		uint8_t cand[TE_MAX_DEVICES];
 		int ncand;
 
@@ -471,15 +478,16 @@ static int rdma_submit(struct te_transport *t, struct te_task *const *tasks, siz
 		}
 		rb = te_desc_find_range(p, r->target_offset, r->length);
 		if (!rb) {
-			pd_err("rdma: remote range [0x%llx, +%zu) is not inside one buffer of segment "
-			       "%s; not posted", (unsigned long long)r->target_offset, r->length,
-			       p->name);
+			pd_err(
+			    "rdma: remote range [0x%llx, +%zu) is not inside one buffer of segment "
+			    "%s; not posted",
+			    (unsigned long long)r->target_offset, r->length, p->name);
 			rc = TE_ERR_OUT_OF_RANGE;
 			break;
 		}
 		if (rb->nkeys != p->ndevices) {
-			pd_err("rdma: segment %s buffer 0x%llx has %d rkeys for %d devices", p->name,
-			       (unsigned long long)rb->addr, rb->nkeys, p->ndevices);
+			pd_err("rdma: segment %s buffer 0x%llx has %d rkeys for %d devices",
+			       p->name, (unsigned long long)rb->addr, rb->nkeys, p->ndevices);
 			rc = TE_ERR_INVALID_ARGUMENT;
 			break;
 		}
@@ -531,7 +539,8 @@ static int rdma_submit(struct te_transport *t, struct te_task *const *tasks, siz
 		atomic_store(&tasks[i]->slice_count, cnt);
 		for (s = rev; s; s = next) {
 			next = s->next;
-			s->lctx = (int)(__atomic_fetch_add(&tr->rr, 1, __ATOMIC_RELAXED) % tr->nctx);
+			s->lctx =
+			    (int)(__atomic_fetch_add(&tr->rr, 1, __ATOMIC_RELAXED) % tr->nctx);
 			enqueue(&tr->ctxs[s->lctx], s);
 		}
 	}
@@ -621,12 +630,12 @@ static char *rdma_on_connection(struct te_transport *t, const char *json, size_t
 }
 
 const struct te_transport_ops te_rdma_transport_ops = {
-	.name = "rdma",
-	.install = rdma_install,
-	.register_mem = rdma_register,
-	.unregister_mem = rdma_unregister,
-	.fill_desc = rdma_fill_desc,
-	.submit = rdma_submit,
-	.on_connection = rdma_on_connection,
-	.destroy = rdma_destroy,
+    .name = "rdma",
+    .install = rdma_install,
+    .register_mem = rdma_register,
+    .unregister_mem = rdma_unregister,
+    .fill_desc = rdma_fill_desc,
+    .submit = rdma_submit,
+    .on_connection = rdma_on_connection,
+    .destroy = rdma_destroy,
 };

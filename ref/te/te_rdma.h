@@ -14,18 +14,18 @@
 
 /* Knobs read once at install from MC_* (spec §5.5); defaults as Mooncake [P2]. */
 struct te_rdma_cfg {
-	int ib_port;        /* MC_IB_PORT 1 */
-	int gid_index;      /* MC_GID_INDEX / NCCL_IB_GID_INDEX; -1 = auto */
-	int mtu;            /* MC_MTU 4096 (bytes) */
-	int num_qp_per_ep;  /* MC_NUM_QP_PER_EP 2 */
-	int max_wr;         /* MC_MAX_WR 256 */
-	int max_sge;        /* MC_MAX_SGE 4 */
-	int max_inline;     /* MC_MAX_INLINE 64 */
-	int max_cqe;        /* MC_MAX_CQE_PER_CTX 4096 */
-	size_t slice_size;  /* MC_SLICE_SIZE 65536 */
-	int retry_cnt;      /* MC_RETRY_CNT 9 */
-	int hs_timeout_ms;  /* MC_HANDSHAKE_CONNECT_TIMEOUT 5 s */
-	int stall_ms;       /* PDKV_RDMA_STALL_S 5 s: reset an endpoint whose WRs make no progress */
+	int ib_port;       /* MC_IB_PORT 1 */
+	int gid_index;     /* MC_GID_INDEX / NCCL_IB_GID_INDEX; -1 = auto */
+	int mtu;           /* MC_MTU 4096 (bytes) */
+	int num_qp_per_ep; /* MC_NUM_QP_PER_EP 2 */
+	int max_wr;        /* MC_MAX_WR 256 */
+	int max_sge;       /* MC_MAX_SGE 4 */
+	int max_inline;    /* MC_MAX_INLINE 64 */
+	int max_cqe;       /* MC_MAX_CQE_PER_CTX 4096 */
+	size_t slice_size; /* MC_SLICE_SIZE 65536 */
+	int retry_cnt;     /* MC_RETRY_CNT 9 */
+	int hs_timeout_ms; /* MC_HANDSHAKE_CONNECT_TIMEOUT 5 s */
+	int stall_ms;      /* PDKV_RDMA_STALL_S 5 s: reset an endpoint whose WRs make no progress */
 };
 
 struct te_rdma;
@@ -85,15 +85,15 @@ struct te_rdma_slice {
 	const struct te_buffer_desc *rb; /* remote buffer in task->peer holding the range */
 	struct te_rdma_ep *ep;           /* while posted */
 	int qp_idx;
-	int lctx;    /* index of the local context of the current attempt */
-	int rdev;    /* remote device index (into peer->devices) of the current attempt */
+	int lctx;     /* index of the local context of the current attempt */
+	int rdev;     /* remote device index (into peer->devices) of the current attempt */
 	unsigned idx; /* slice number, spreads slices over NICs */
 	uint64_t local, remote;
 	uint32_t len;
 	int retries;
 	int last_wc; /* ibv_wc_status of the last failed attempt; -1 = not a completion error */
 	uint8_t ncand, cand[TE_MAX_DEVICES]; /* remote device candidates (peer's matrix) */
-	uint32_t lkey[TE_MAX_DEVICES];        /* per local context */
+	uint32_t lkey[TE_MAX_DEVICES];       /* per local context */
 };
 
 struct te_rdma_mr {
@@ -132,7 +132,7 @@ const char *te_rdma_mtu_str(enum ibv_mtu m);
 /* Finds or creates (and connects, active side) the endpoint to peer_path for context c.
  * Called by c's worker without c->mu held. NULL + errbuf on failure. */
 struct te_rdma_ep *te_rdma_ep_get(struct te_rdma_ctx *c, const struct te_segment_desc *peer,
-				  int peer_dev, char *errbuf, size_t errlen);
+                                  int peer_dev, char *errbuf, size_t errlen);
 /* Marks ep dead (QPs to ERR so its WRs flush) and unlinks it; caller holds c->mu. */
 void te_rdma_ep_kill(struct te_rdma_ep *ep);
 void te_rdma_ep_free(struct te_rdma_ep *ep);

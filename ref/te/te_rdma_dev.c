@@ -20,8 +20,8 @@ static int env_int(const char *name, int def, int lo, int hi)
 	if (!v || !*v)
 		return def;
 	if (pd_parse_i64(v, &x) || x < lo || x > hi) {
-		pd_warn("rdma: ignoring %s=\"%s\" (expected an integer in [%d, %d]); using %d", name,
-			v, lo, hi, def);
+		pd_warn("rdma: ignoring %s=\"%s\" (expected an integer in [%d, %d]); using %d",
+		        name, v, lo, hi, def);
 		return def;
 	}
 	return (int)x;
@@ -40,14 +40,15 @@ void te_rdma_cfg_load(struct te_rdma_cfg *cfg)
 
 		if (pd_parse_i64(gid, &x) || x < 0 || x > 255)
 			pd_warn("rdma: ignoring GID index \"%s\" (expected 0..255); auto-selecting",
-				gid);
+			        gid);
 		else
 			cfg->gid_index = (int)x;
 	}
 	cfg->mtu = env_int("MC_MTU", 4096, 256, 4096);
 	if (cfg->mtu != 512 && cfg->mtu != 1024 && cfg->mtu != 2048 && cfg->mtu != 4096) {
-		pd_warn("rdma: MC_MTU=%d is not 512|1024|2048|4096 (Mooncake exits on it); using 4096",
-			cfg->mtu);
+		pd_warn(
+		    "rdma: MC_MTU=%d is not 512|1024|2048|4096 (Mooncake exits on it); using 4096",
+		    cfg->mtu);
 		cfg->mtu = 4096;
 	}
 	cfg->num_qp_per_ep = env_int("MC_NUM_QP_PER_EP", 2, 1, TE_RDMA_MAX_QP_PER_EP);
@@ -95,7 +96,7 @@ static bool gid_zero(const union ibv_gid *g)
 
 static bool gid_v4mapped(const union ibv_gid *g)
 {
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 	return !memcmp(g->raw, pfx, sizeof(pfx));
 }
@@ -118,19 +119,27 @@ int te_rdma_pick_gid(struct ibv_context *ctx, uint8_t port, int tbl_len)
 const char *te_rdma_mtu_str(enum ibv_mtu m)
 {
 	switch (m) {
-	case IBV_MTU_256: return "256";
-	case IBV_MTU_512: return "512";
-	case IBV_MTU_1024: return "1024";
-	case IBV_MTU_2048: return "2048";
-	case IBV_MTU_4096: return "4096";
+	case IBV_MTU_256:
+		return "256";
+	case IBV_MTU_512:
+		return "512";
+	case IBV_MTU_1024:
+		return "1024";
+	case IBV_MTU_2048:
+		return "2048";
+	case IBV_MTU_4096:
+		return "4096";
 	}
 	return "?";
 }
 
 static enum ibv_mtu mtu_enum(int bytes)
 {
-	return bytes >= 4096 ? IBV_MTU_4096 : bytes >= 2048 ? IBV_MTU_2048
-	       : bytes >= 1024 ? IBV_MTU_1024 : bytes >= 512 ? IBV_MTU_512 : IBV_MTU_256;
+	return bytes >= 4096   ? IBV_MTU_4096
+	       : bytes >= 2048 ? IBV_MTU_2048
+	       : bytes >= 1024 ? IBV_MTU_1024
+	       : bytes >= 512  ? IBV_MTU_512
+	                       : IBV_MTU_256;
 }
 
 static int open_ctx(struct te_rdma *tr, struct ibv_device *dev, struct te_rdma_ctx *c)
@@ -145,9 +154,10 @@ static int open_ctx(struct te_rdma *tr, struct ibv_device *dev, struct te_rdma_c
 	c->port = (uint8_t)cfg->ib_port;
 	c->ctx = ibv_open_device(dev);
 	if (!c->ctx) {
-		pd_err("rdma: cannot open device %s: %s (is /dev/infiniband/uverbs* accessible? in a "
-		       "container pass --device=/dev/infiniband or --privileged)", c->name,
-		       strerror(errno));
+		pd_err(
+		    "rdma: cannot open device %s: %s (is /dev/infiniband/uverbs* accessible? in a "
+		    "container pass --device=/dev/infiniband or --privileged)",
+		    c->name, strerror(errno));
 		return TE_ERR_CONTEXT;
 	}
 	if (ibv_query_device(c->ctx, &da) || ibv_query_port(c->ctx, c->port, &pa)) {
@@ -156,24 +166,30 @@ static int open_ctx(struct te_rdma *tr, struct ibv_device *dev, struct te_rdma_c
 		return TE_ERR_CONTEXT;
 	}
 	if (pa.state != IBV_PORT_ACTIVE) {
-		pd_err("rdma: %s port %d is %s, not ACTIVE: bring the link up (cable, switch, `ip link "
+		pd_err("rdma: %s port %d is %s, not ACTIVE: bring the link up (cable, switch, `ip "
+		       "link "
 		       "set <netdev> up` for RoCE), or name another device in device_name / port "
-		       "with MC_IB_PORT", c->name, c->port, ibv_port_state_str(pa.state));
+		       "with MC_IB_PORT",
+		       c->name, c->port, ibv_port_state_str(pa.state));
 		return TE_ERR_CONTEXT;
 	}
-	gi = cfg->gid_index >= 0 ? cfg->gid_index : te_rdma_pick_gid(c->ctx, c->port,
-								      pa.gid_tbl_len);
+	gi = cfg->gid_index >= 0 ? cfg->gid_index
+	                         : te_rdma_pick_gid(c->ctx, c->port, pa.gid_tbl_len);
 	if (gi >= pa.gid_tbl_len) {
-		pd_err("rdma: %s: GID index %d is outside the GID table (%d entries); set MC_GID_INDEX "
-		       "to a valid index (`pdkv doctor` lists the table)", c->name, gi,
-		       pa.gid_tbl_len);
+		pd_err("rdma: %s: GID index %d is outside the GID table (%d entries); set "
+		       "MC_GID_INDEX "
+		       "to a valid index (`pdkv doctor` lists the table)",
+		       c->name, gi, pa.gid_tbl_len);
 		return TE_ERR_CONTEXT;
 	}
 	c->gid_index = gi;
 	if (ibv_query_gid(c->ctx, c->port, gi, &c->gid) || gid_zero(&c->gid)) {
-		pd_err("rdma: %s port %d GID index %d is all zero (no IP address on the RoCE netdev?): "
-		       "give the interface an IPv4 address or set MC_GID_INDEX to a populated entry "
-		       "(`pdkv doctor` lists the table)", c->name, c->port, gi);
+		pd_err(
+		    "rdma: %s port %d GID index %d is all zero (no IP address on the RoCE "
+		    "netdev?): "
+		    "give the interface an IPv4 address or set MC_GID_INDEX to a populated entry "
+		    "(`pdkv doctor` lists the table)",
+		    c->name, c->port, gi);
 		return TE_ERR_CONTEXT;
 	}
 	te_rdma_gid_str(&c->gid, c->gid_str);
@@ -198,8 +214,8 @@ static int open_ctx(struct te_rdma *tr, struct ibv_device *dev, struct te_rdma_c
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	pd_info("rdma: %s port %d ACTIVE, GID[%d] %s, lid %u, MTU %s (active %s, MC_MTU %d)",
-		c->name, c->port, gi, c->gid_str, c->lid, te_rdma_mtu_str(c->path_mtu),
-		te_rdma_mtu_str(pa.active_mtu), cfg->mtu);
+	        c->name, c->port, gi, c->gid_str, c->lid, te_rdma_mtu_str(c->path_mtu),
+	        te_rdma_mtu_str(pa.active_mtu), cfg->mtu);
 	return 0;
 }
 
@@ -245,10 +261,11 @@ int te_rdma_open_devices(struct te_rdma *tr, const char *names)
 	errno = 0;
 	list = ibv_get_device_list(&n);
 	if (!list || n == 0) {
-		pd_err("rdma: no RDMA device found (%s): this host has no RDMA NIC or the driver is "
-		       "not loaded (check `ibv_devices`, `rdma link`; for Soft-RoCE `rdma link add "
-		       "rxe0 type rxe netdev <if>`), or use protocol \"tcp\"",
-		       errno ? strerror(errno) : "empty device list");
+		pd_err(
+		    "rdma: no RDMA device found (%s): this host has no RDMA NIC or the driver is "
+		    "not loaded (check `ibv_devices`, `rdma link`; for Soft-RoCE `rdma link add "
+		    "rxe0 type rxe netdev <if>`), or use protocol \"tcp\"",
+		    errno ? strerror(errno) : "empty device list");
 		rc = TE_ERR_DEVICE_NOT_FOUND;
 		goto out;
 	}
@@ -256,7 +273,7 @@ int te_rdma_open_devices(struct te_rdma *tr, const char *names)
 		size_t l = strlen(avail);
 
 		snprintf(avail + l, sizeof(avail) - l, "%s%s", l ? "," : "",
-			 ibv_get_device_name(list[i]));
+		         ibv_get_device_name(list[i]));
 	}
 	/* every listed name must exist (a typo would silently lose a rail otherwise) */
 	for (const char *p = names; p && *p;) {
@@ -269,7 +286,8 @@ int te_rdma_open_devices(struct te_rdma *tr, const char *names)
 			    !strncmp(ibv_get_device_name(list[i]), p, l))
 				found = true;
 		if (!found) {
-			pd_err("rdma: device_name lists \"%.*s\" but this host has no such RDMA device "
+			pd_err("rdma: device_name lists \"%.*s\" but this host has no such RDMA "
+			       "device "
 			       "(available: %s); fix device_name in mooncake.json / --device_name",
 			       l, p, avail);
 			rc = TE_ERR_DEVICE_NOT_FOUND;
@@ -286,7 +304,8 @@ int te_rdma_open_devices(struct te_rdma *tr, const char *names)
 		if (rc) {
 			te_rdma_close_ctx(c);
 			memset(c, 0, sizeof(*c));
-			/* a named device that cannot be used is an error; a discovered one is skipped */
+			/* a named device that cannot be used is an error; a discovered one is
+			 * skipped */
 			if (names)
 				goto out;
 			rc = 0;
@@ -310,20 +329,22 @@ static void memlock_hint(size_t len, int err)
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		pd_err("rdma: ibv_reg_mr of %zu bytes failed (%s) and RLIMIT_MEMLOCK is %llu KiB: raise "
-		       "it with `ulimit -l unlimited` (limits.conf: `* - memlock unlimited`; docker: "
-		       "`--ulimit memlock=-1`; systemd: LimitMEMLOCK=infinity)", len, strerror(err),
-		       (unsigned long long)rl.rlim_cur / 1024);
+		pd_err(
+		    "rdma: ibv_reg_mr of %zu bytes failed (%s) and RLIMIT_MEMLOCK is %llu KiB: "
+		    "raise "
+		    "it with `ulimit -l unlimited` (limits.conf: `* - memlock unlimited`; docker: "
+		    "`--ulimit memlock=-1`; systemd: LimitMEMLOCK=infinity)",
+		    len, strerror(err), (unsigned long long)rl.rlim_cur / 1024);
 	else
 		pd_err("rdma: ibv_reg_mr of %zu bytes failed: %s (RLIMIT_MEMLOCK is unlimited; "
-		       "check the address is mapped and the device's max_mr_size)", len,
-		       strerror(err));
+		       "check the address is mapped and the device's max_mr_size)",
+		       len, strerror(err));
 }
 
 int te_rdma_reg(struct te_rdma *tr, void *addr, size_t len, struct te_rdma_mr **out)
 {
-	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-			   IBV_ACCESS_REMOTE_WRITE;
+	const int access =
+	    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 	struct te_rdma_mr *m = calloc(1, sizeof(*m));
 
 	if (!m)

@@ -13,19 +13,19 @@
 static int qp_to_init(struct te_rdma_ctx *c, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = c->port,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+	    .qp_state = IBV_QPS_INIT,
+	    .pkey_index = 0,
+	    .port_num = c->port,
+	    .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+	                       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
 	};
 
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					     IBV_QP_ACCESS_FLAGS);
+	return ibv_modify_qp(qp, &a,
+	                     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
 static int qp_to_rts(struct te_rdma_ctx *c, struct ibv_qp *qp, uint32_t dqpn,
-		     const union ibv_gid *dgid, uint16_t dlid, char *errbuf, size_t errlen)
+                     const union ibv_gid *dgid, uint16_t dlid, char *errbuf, size_t errlen)
 {
 	struct ibv_qp_attr a;
 	int rc;
@@ -44,12 +44,12 @@ static int qp_to_rts(struct te_rdma_ctx *c, struct ibv_qp *qp, uint32_t dqpn,
 	a.ah_attr.dlid = dlid;
 	a.ah_attr.sl = 0;
 	a.ah_attr.port_num = c->port;
-	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					   IBV_QP_MIN_RNR_TIMER);
+	rc = ibv_modify_qp(qp, &a,
+	                   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+	                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (rc) {
 		snprintf(errbuf, errlen, "%s: QP %u -> RTR (peer QP %u) failed: %s", c->name,
-			 qp->qp_num, dqpn, strerror(rc));
+		         qp->qp_num, dqpn, strerror(rc));
 		return TE_ERR_ENDPOINT;
 	}
 	memset(&a, 0, sizeof(a));
@@ -59,11 +59,12 @@ static int qp_to_rts(struct te_rdma_ctx *c, struct ibv_qp *qp, uint32_t dqpn,
 	a.rnr_retry = 7;
 	a.sq_psn = 0;
 	a.max_rd_atomic = (uint8_t)c->max_rd_atomic;
-	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	rc = ibv_modify_qp(qp, &a,
+	                   IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+	                       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	if (rc) {
 		snprintf(errbuf, errlen, "%s: QP %u -> RTS failed: %s", c->name, qp->qp_num,
-			 strerror(rc));
+		         strerror(rc));
 		return TE_ERR_ENDPOINT;
 	}
 	return 0;
@@ -80,7 +81,7 @@ void te_rdma_ep_free(struct te_rdma_ep *ep)
 }
 
 static struct te_rdma_ep *ep_new(struct te_rdma_ctx *c, const char *peer_path, char *errbuf,
-				 size_t errlen)
+                                 size_t errlen)
 {
 	const struct te_rdma_cfg *cfg = &c->tr->cfg;
 	struct te_rdma_ep *ep = calloc(1, sizeof(*ep));
@@ -93,21 +94,21 @@ static struct te_rdma_ep *ep_new(struct te_rdma_ctx *c, const char *peer_path, c
 	snprintf(ep->peer_path, sizeof(ep->peer_path), "%s", peer_path);
 	for (int i = 0; i < cfg->num_qp_per_ep; i++) {
 		struct ibv_qp_init_attr ia = {
-			.send_cq = c->cq,
-			.recv_cq = c->cq,
-			.qp_type = IBV_QPT_RC,
-			.sq_sig_all = 0,
-			.cap = { .max_send_wr = (uint32_t)cfg->max_wr,
-				 .max_recv_wr = (uint32_t)cfg->max_wr,
-				 .max_send_sge = (uint32_t)cfg->max_sge,
-				 .max_recv_sge = (uint32_t)cfg->max_sge,
-				 .max_inline_data = (uint32_t)cfg->max_inline },
+		    .send_cq = c->cq,
+		    .recv_cq = c->cq,
+		    .qp_type = IBV_QPT_RC,
+		    .sq_sig_all = 0,
+		    .cap = {.max_send_wr = (uint32_t)cfg->max_wr,
+		            .max_recv_wr = (uint32_t)cfg->max_wr,
+		            .max_send_sge = (uint32_t)cfg->max_sge,
+		            .max_recv_sge = (uint32_t)cfg->max_sge,
+		            .max_inline_data = (uint32_t)cfg->max_inline},
 		};
 
 		ep->qp[i] = ibv_create_qp(c->pd, &ia);
 		if (!ep->qp[i] || qp_to_init(c, ep->qp[i])) {
-			snprintf(errbuf, errlen, "%s: cannot create/init RC QP %d of %d: %s", c->name,
-				 i, cfg->num_qp_per_ep, strerror(errno));
+			snprintf(errbuf, errlen, "%s: cannot create/init RC QP %d of %d: %s",
+			         c->name, i, cfg->num_qp_per_ep, strerror(errno));
 			ep->nqp = i + (ep->qp[i] != NULL);
 			te_rdma_ep_free(ep);
 			return NULL;
@@ -118,8 +119,8 @@ static struct te_rdma_ep *ep_new(struct te_rdma_ctx *c, const char *peer_path, c
 }
 
 /* Peer GID/LID of device dev_name in segment srv's descriptor (own contexts for ourselves). */
-static int peer_addr(struct te_rdma *tr, const char *srv, const char *dev_name,
-		     union ibv_gid *gid, uint16_t *lid, char gid_str[48])
+static int peer_addr(struct te_rdma *tr, const char *srv, const char *dev_name, union ibv_gid *gid,
+                     uint16_t *lid, char gid_str[48])
 {
 	const struct te_segment_desc *d = NULL;
 
@@ -149,7 +150,7 @@ static int peer_addr(struct te_rdma *tr, const char *srv, const char *dev_name,
 }
 
 static int ep_connect_qps(struct te_rdma_ep *ep, const uint32_t *qpn, const union ibv_gid *gid,
-			  uint16_t lid, char *errbuf, size_t errlen)
+                          uint16_t lid, char *errbuf, size_t errlen)
 {
 	for (int i = 0; i < ep->nqp; i++) {
 		int rc = qp_to_rts(ep->c, ep->qp[i], qpn[i], gid, lid, errbuf, errlen);
@@ -162,7 +163,7 @@ static int ep_connect_qps(struct te_rdma_ep *ep, const uint32_t *qpn, const unio
 }
 
 static char *hs_json(const char *local_path, const char *peer_path, struct te_rdma_ep *ep,
-		     const char *reply_msg)
+                     const char *reply_msg)
 {
 	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "qp_num");
 	char *s;
@@ -179,7 +180,7 @@ static char *hs_json(const char *local_path, const char *peer_path, struct te_rd
 
 /* Parses a Connection frame; qpn gets up to TE_RDMA_MAX_QP_PER_EP numbers, *nqpn the count. */
 static int hs_parse(const char *json, size_t len, char *local, char *peer, size_t pathlen,
-		    uint32_t *qpn, int *nqpn, char *msg, size_t msglen)
+                    uint32_t *qpn, int *nqpn, char *msg, size_t msglen)
 {
 	cJSON *o = cJSON_ParseWithLength(json, len), *a, *it;
 	const char *lp, *pp, *rm;
@@ -226,7 +227,7 @@ static struct te_rdma_ep *ep_find(struct te_rdma_ctx *c, const char *peer_path)
 void te_rdma_ep_kill(struct te_rdma_ep *ep)
 {
 	struct te_rdma_ctx *c = ep->c;
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 
 	for (struct te_rdma_ep **pp = &c->eps; *pp; pp = &(*pp)->next)
 		if (*pp == ep) {
@@ -254,7 +255,7 @@ static void ep_publish(struct te_rdma_ctx *c, struct te_rdma_ep *ep)
 }
 
 struct te_rdma_ep *te_rdma_ep_get(struct te_rdma_ctx *c, const struct te_segment_desc *peer,
-				  int peer_dev, char *errbuf, size_t errlen)
+                                  int peer_dev, char *errbuf, size_t errlen)
 {
 	struct te_rdma *tr = c->tr;
 	char peer_path[TE_NAME_MAX + 72], local_path[TE_NAME_MAX + 72];
@@ -279,7 +280,7 @@ struct te_rdma_ep *te_rdma_ep_get(struct te_rdma_ctx *c, const struct te_segment
 		return NULL;
 	if (te_rdma_gid_parse(peer->devices[peer_dev].gid, &gid)) {
 		snprintf(errbuf, errlen, "peer %s publishes a malformed GID \"%s\"", peer_path,
-			 peer->devices[peer_dev].gid);
+		         peer->devices[peer_dev].gid);
 		goto fail;
 	}
 	lid = peer->devices[peer_dev].lid;
@@ -296,25 +297,29 @@ struct te_rdma_ep *te_rdma_ep_get(struct te_rdma_ctx *c, const struct te_segment
 	rc = te_engine_peer_rpc(tr->eng, peer->name, host, sizeof(host), &port);
 	if (rc) {
 		snprintf(errbuf, errlen, "no rpc_meta for peer %s: %s", peer->name,
-			 te_strerror(rc));
+		         te_strerror(rc));
 		goto fail;
 	}
 	req = hs_json(local_path, peer_path, ep, "");
 	rc = te_hs_request(host, port, TE_HS_CONNECTION, req, &reply, tr->cfg.hs_timeout_ms);
 	if (rc) {
 		snprintf(errbuf, errlen, "Connection handshake with %s at %s:%d failed: %s",
-			 peer_path, host, port, te_strerror(rc));
+		         peer_path, host, port, te_strerror(rc));
 		goto fail;
 	}
 	rc = hs_parse(reply, strlen(reply), rl, rp, sizeof(rl), qpn, &nqpn, msg, sizeof(msg));
 	if (rc || strcmp(rl, peer_path) || strcmp(rp, local_path) || msg[0]) {
 		snprintf(errbuf, errlen, "%s rejected the Connection handshake: %s", peer_path,
-			 rc ? "malformed or null reply" : msg[0] ? msg : "NIC paths do not match");
+		         rc       ? "malformed or null reply"
+		         : msg[0] ? msg
+		                  : "NIC paths do not match");
 		goto fail;
 	}
 	if (nqpn != ep->nqp) {
-		snprintf(errbuf, errlen, "%s replied with %d QPs, we have %d (MC_NUM_QP_PER_EP must "
-			 "match on both sides)", peer_path, nqpn, ep->nqp);
+		snprintf(errbuf, errlen,
+		         "%s replied with %d QPs, we have %d (MC_NUM_QP_PER_EP must "
+		         "match on both sides)",
+		         peer_path, nqpn, ep->nqp);
 		goto fail;
 	}
 	if (ep_connect_qps(ep, qpn, &gid, lid, errbuf, errlen))
@@ -364,13 +369,15 @@ char *te_rdma_on_connection(struct te_rdma *tr, const char *json, size_t len)
 		goto reply;
 	}
 	if (nqpn != tr->cfg.num_qp_per_ep) {
-		snprintf(err, sizeof(err), "QP count mismatch: peer has %d, local has %d "
-			 "(MC_NUM_QP_PER_EP)", nqpn, tr->cfg.num_qp_per_ep);
+		snprintf(err, sizeof(err),
+		         "QP count mismatch: peer has %d, local has %d "
+		         "(MC_NUM_QP_PER_EP)",
+		         nqpn, tr->cfg.num_qp_per_ep);
 		goto reply;
 	}
 	if (peer_addr(tr, srv, at + 1, &gid, &lid, gid_str)) {
 		snprintf(err, sizeof(err), "cannot find device %s in segment %s's descriptor",
-			 at + 1, srv);
+		         at + 1, srv);
 		goto reply;
 	}
 	ep = ep_new(c, rl, err, sizeof(err));

@@ -20,17 +20,17 @@ const struct te_transport_ops *const test_rdma_ops = &te_rdma_transport_ops;
 
 static int failures;
 
-#define CHECK(cond, ...)                                                          \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                             \
-			fprintf(stderr, "\n");                                    \
-			failures++;                                               \
-		}                                                                 \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fprintf(stderr, "\n");                                                     \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
-#define CHECK_EQ(a, b)                                                                     \
-	CHECK((long long)(a) == (long long)(b), "%s = %lld, expected %s = %lld", #a,        \
+#define CHECK_EQ(a, b)                                                                             \
+	CHECK((long long)(a) == (long long)(b), "%s = %lld, expected %s = %lld", #a,               \
 	      (long long)(a), #b, (long long)(b))
 
 #define BUF (1u << 20)
@@ -57,10 +57,10 @@ static int devices(char names[2][64])
 static int make_engine(const char *dev, struct te_engine **out)
 {
 	struct te_engine_opts o = {
-		.metadata_conn = getenv("TE_RDMA_META") ? getenv("TE_RDMA_META") : "P2PHANDSHAKE",
-		.local_server_name = "rdma-test",
-		.protocol = "rdma",
-		.device_names = dev,
+	    .metadata_conn = getenv("TE_RDMA_META") ? getenv("TE_RDMA_META") : "P2PHANDSHAKE",
+	    .local_server_name = "rdma-test",
+	    .protocol = "rdma",
+	    .device_names = dev,
 	};
 
 	return te_engine_create(&o, out);
@@ -94,7 +94,7 @@ static void exchange(struct side *x, struct side *y, unsigned seed)
 	memset(yb + h, 0, h);
 	t0 = pd_now_s();
 	rc = te_transfer_sync(x->eng, TE_WRITE, te_engine_name(y->eng), x->buf,
-			      (uint64_t)(uintptr_t)(yb + h), h, 20000);
+	                      (uint64_t)(uintptr_t)(yb + h), h, 20000);
 	CHECK_EQ(rc, TE_OK);
 	CHECK(verify(yb + h, h, seed) == 0, "WRITE %s -> %s: data differs", x->dev, y->dev);
 	printf("  WRITE %s -> %s %zu KiB ok (%.1f MB/s)\n", x->dev, y->dev, h >> 10,
@@ -104,7 +104,7 @@ static void exchange(struct side *x, struct side *y, unsigned seed)
 	memset(x->buf + h, 0, h);
 	t0 = pd_now_s();
 	rc = te_transfer_sync(x->eng, TE_READ, te_engine_name(y->eng), x->buf + h,
-			      (uint64_t)(uintptr_t)yb, h, 20000);
+	                      (uint64_t)(uintptr_t)yb, h, 20000);
 	CHECK_EQ(rc, TE_OK);
 	CHECK(verify(x->buf + h, h, seed + 1) == 0, "READ %s <- %s: data differs", x->dev, y->dev);
 	printf("  READ  %s <- %s %zu KiB ok (%.1f MB/s)\n", x->dev, y->dev, h >> 10,
@@ -115,7 +115,7 @@ static void exchange(struct side *x, struct side *y, unsigned seed)
 static void batch(struct side *x, struct side *y)
 {
 	struct te_request r[8];
-	struct te_task_status st = { 0 };
+	struct te_task_status st = {0};
 	uint64_t bid;
 	size_t off = 0;
 	int rc;
@@ -126,10 +126,11 @@ static void batch(struct side *x, struct side *y)
 	for (int i = 0; i < 8; i++) {
 		size_t len = 1000 + (size_t)i * 17001;
 
-		r[i] = (struct te_request){ .opcode = TE_WRITE, .source = x->buf + off,
-					    .target_id = x->peer_id,
-					    .target_offset = (uint64_t)(uintptr_t)(y->buf + off),
-					    .length = len };
+		r[i] = (struct te_request){.opcode = TE_WRITE,
+		                           .source = x->buf + off,
+		                           .target_id = x->peer_id,
+		                           .target_offset = (uint64_t)(uintptr_t)(y->buf + off),
+		                           .length = len};
 		off += len;
 	}
 	CHECK_EQ(te_batch_submit(x->eng, bid, r, 8), TE_OK);
@@ -153,10 +154,12 @@ static void batch(struct side *x, struct side *y)
 static void errors(struct side *a, struct side *b)
 {
 	struct te_engine *bad = NULL;
-	struct te_task_status st = { 0 };
-	struct te_request r = { .opcode = TE_WRITE, .source = a->buf, .target_id = a->peer_id,
-				.target_offset = (uint64_t)(uintptr_t)b->buf + BUF - 100,
-				.length = 4096 };
+	struct te_task_status st = {0};
+	struct te_request r = {.opcode = TE_WRITE,
+	                       .source = a->buf,
+	                       .target_id = a->peer_id,
+	                       .target_offset = (uint64_t)(uintptr_t)b->buf + BUF - 100,
+	                       .length = 4096};
 	uint64_t bid;
 	uint8_t *stale;
 	int rc;
@@ -175,7 +178,7 @@ static void errors(struct side *a, struct side *b)
 	CHECK(rc != TE_OK || st.status != TE_COMPLETED, "out-of-range task completed");
 	te_batch_free(a->eng, bid);
 	rc = te_transfer_sync(a->eng, TE_READ, te_engine_name(b->eng), a->buf,
-			      (uint64_t)(uintptr_t)b->buf + BUF, 1, 5000);
+	                      (uint64_t)(uintptr_t)b->buf + BUF, 1, 5000);
 	CHECK(rc != TE_OK, "READ past the end of the remote buffer succeeded");
 	printf("  out-of-range remote address rejected before posting (%s)\n", te_strerror(rc));
 
@@ -185,10 +188,9 @@ static void errors(struct side *a, struct side *b)
 	CHECK_EQ(te_sync_segment(a->eng, te_engine_name(b->eng)), TE_OK);
 	CHECK_EQ(te_unregister(b->eng, stale), TE_OK);
 	rc = te_transfer_sync(a->eng, TE_WRITE, te_engine_name(b->eng), a->buf,
-			      (uint64_t)(uintptr_t)stale, 65536, 30000);
+	                      (uint64_t)(uintptr_t)stale, 65536, 30000);
 	CHECK(rc != TE_OK, "WRITE with a stale rkey succeeded");
-	printf("  stale remote key -> FAILED after MC_RETRY_CNT attempts (%s)\n",
-	       te_strerror(rc));
+	printf("  stale remote key -> FAILED after MC_RETRY_CNT attempts (%s)\n", te_strerror(rc));
 	free(stale);
 	/* and the pair still works afterwards (fresh endpoints) */
 	exchange(a, b, 40);
@@ -207,7 +209,7 @@ static void peer_gone(struct side *a, struct side *b)
 	te_engine_destroy(b->eng);
 	b->eng = NULL;
 	rc = te_transfer_sync(a->eng, TE_WRITE, name, a->buf, (uint64_t)(uintptr_t)b->buf, 65536,
-			      30000);
+	                      30000);
 	CHECK(rc != TE_OK, "WRITE to a destroyed peer succeeded");
 	printf("  peer gone -> FAILED in %.1f s (%s)\n", pd_now_s() - t0, te_strerror(rc));
 }
@@ -218,7 +220,7 @@ static void bandwidth(struct side *a, struct side *b)
 	const char *e = getenv("TE_RDMA_BW_MB");
 	size_t n = e ? strtoul(e, NULL, 10) : 0;
 	struct te_request *r;
-	struct te_task_status st = { 0 };
+	struct te_task_status st = {0};
 	uint64_t bid;
 	double t0, t1;
 
@@ -226,10 +228,11 @@ static void bandwidth(struct side *a, struct side *b)
 		return;
 	r = calloc(n, sizeof(*r));
 	for (size_t i = 0; i < n; i++)
-		r[i] = (struct te_request){ .opcode = TE_WRITE, .source = a->buf,
-					    .target_id = a->peer_id,
-					    .target_offset = (uint64_t)(uintptr_t)b->buf,
-					    .length = BUF };
+		r[i] = (struct te_request){.opcode = TE_WRITE,
+		                           .source = a->buf,
+		                           .target_id = a->peer_id,
+		                           .target_offset = (uint64_t)(uintptr_t)b->buf,
+		                           .length = BUF};
 	CHECK_EQ(te_batch_alloc(a->eng, n, &bid), TE_OK);
 	t0 = pd_now_s();
 	CHECK_EQ(te_batch_submit(a->eng, bid, r, n), TE_OK);
@@ -254,7 +257,7 @@ static void bandwidth(struct side *a, struct side *b)
 int main(void)
 {
 	char names[2][64];
-	struct side s[2] = { 0 };
+	struct side s[2] = {0};
 	int n = devices(names), rc;
 
 	if (n == 0) {
