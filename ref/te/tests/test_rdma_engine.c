@@ -196,6 +196,21 @@ static void errors(struct side *a, struct side *b)
 	exchange(a, b, 40);
 }
 
+/* Loopback: a WRITE into its own segment (the endpoint's QPs are connected to themselves). */
+static void loopback(struct side *a)
+{
+	const size_t h = BUF / 4;
+	int rc;
+
+	fill(a->buf, h, 77);
+	memset(a->buf + 2 * h, 0, h);
+	rc = te_transfer_sync(a->eng, TE_WRITE, te_engine_name(a->eng), a->buf,
+	                      (uint64_t)(uintptr_t)(a->buf + 2 * h), h, 20000);
+	CHECK_EQ(rc, TE_OK);
+	CHECK(verify(a->buf + 2 * h, h, 77) == 0, "loopback WRITE on %s: data differs", a->dev);
+	printf("  loopback WRITE %s -> own segment %zu KiB ok\n", a->dev, h >> 10);
+}
+
 /* Peer gone: b's engine is destroyed while a holds a connected endpoint and b's descriptor; the
  * WRITE times out on the dead QPs (transport retry exceeded), the endpoint is reset, the new
  * handshake is refused, and after MC_RETRY_CNT attempts the task FAILS with both GIDs logged. */
@@ -287,6 +302,7 @@ int main(void)
 		exchange(&s[0], &s[1], 1);
 		exchange(&s[1], &s[0], 2);
 		batch(&s[0], &s[1]);
+		loopback(&s[0]);
 		errors(&s[0], &s[1]);
 	}
 	bandwidth(&s[0], &s[1]);
