@@ -16,6 +16,7 @@
 
 #include "pd_log.h"
 #include "pd_util.h"
+#include "te_gpu.h"
 
 /* Linked in only when a binary pulls lib terdma in; a NULL address = "rdma not built in". */
 extern const struct te_transport_ops te_rdma_transport_ops __attribute__((weak));
@@ -498,11 +499,12 @@ static size_t upper_bound(const struct te_engine *eng, uint64_t a)
 	return lo;
 }
 
-bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len)
+bool te_engine_local_range_gpu(struct te_engine *eng, uint64_t addr, uint64_t len, int *gpu)
 {
 	bool ok = false;
 	size_t i;
 
+	*gpu = 0;
 	if (len == 0 || addr + len < addr)
 		return false;
 	pthread_rwlock_rdlock(&eng->buf_lock);
@@ -510,9 +512,41 @@ bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len
 	if (i > 0) {
 		const struct te_local_buf *b = &eng->bufs[i - 1];
 		ok = addr - b->addr <= b->len && len <= b->len - (addr - b->addr);
+		if (ok)
+			*gpu = b->gpu;
 	}
 	pthread_rwlock_unlock(&eng->buf_lock);
 	return ok;
+}
+
+bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len)
+{
+	int gpu;
+	return te_engine_local_range_gpu(eng, addr, len, &gpu);
+}
+
+/* "cuda:N": CUDA must be loadable, N below the device count and addr device memory of N. */
+static int check_location(const char *location, void *addr, size_t len, int *gpu)
+{
+	char why[256] = "";
+	int dev, ret = te_gpu_parse_location(location, &dev);
+
+	*gpu = 0;
+	if (ret < 0) {
+		pd_err("te: register %p+%zu: location \"%s\" is malformed (expected cuda:N, "
+		       "cpu:N or *)",
+		       addr, len, location);
+		return ret;
+	}
+	if (ret == 0)
+		return 0;
+	ret = te_gpu_check_buffer(addr, len, dev, why, sizeof(why));
+	if (ret) {
+		pd_err("te: register %p+%zu at location \"%s\": %s", addr, len, location, why);
+		return ret;
+	}
+	*gpu = dev + 1;
+	return 0;
 }
 
 int te_register(struct te_engine *eng, void *addr, size_t len, const char *location)
@@ -529,6 +563,9 @@ int te_register(struct te_engine *eng, void *addr, size_t len, const char *locat
 	}
 	if (!location || !*location)
 		location = "*";
+	ret = check_location(location, addr, len, &nb.gpu);
+	if (ret)
+		return ret;
 	nb.addr = a;
 	nb.len = len;
 	nb.desc.addr = a;

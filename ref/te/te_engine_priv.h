@@ -7,6 +7,7 @@
 
 struct te_local_buf {
 	uint64_t addr, len;
+	int gpu;                    /* 1 + CUDA device for location "cuda:N", 0 = host memory */
 	struct te_buffer_desc desc; /* what is published for it */
 };
 

@@ -114,6 +114,8 @@ struct te_task {
 	atomic_size_t transferred;
 	uint64_t submit_ns;
 	bool observed_done;                 /* set by te_batch_status */
+	int src_gpu; /* set by the engine at submit: 1 + CUDA device of req.source's buffer
+	                (location "cuda:N"), 0 = host memory */
 };
 
 /* Transports call this when a slice ends; the engine derives the task status from counts. */
@@ -158,6 +160,9 @@ int te_engine_peer_rpc(struct te_engine *eng, const char *name, char *host, size
 		       int *rpc_port);
 /* Is [addr,addr+len) inside one locally registered buffer? (for validating remote requests) */
 bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len);
+/* Same check, also giving the buffer's memory: *gpu = 1 + CUDA device for a buffer registered
+ * as "cuda:N" (te_gpu.h), 0 for host memory. Transports stage device memory themselves. */
+bool te_engine_local_range_gpu(struct te_engine *eng, uint64_t addr, uint64_t len, int *gpu);
 
 
 /* ---------------------------------------------------------------- additions by te-core

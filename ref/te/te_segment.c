@@ -345,7 +345,8 @@ int te_engine_start_tasks(struct te_engine *eng, struct te_task *tasks, size_t n
 		t->peer = peer;
 		if (r->length == 0)
 			continue;
-		if (!te_engine_local_range_ok(eng, (uint64_t)(uintptr_t)r->source, r->length)) {
+		if (!te_engine_local_range_gpu(eng, (uint64_t)(uintptr_t)r->source, r->length,
+		                               &t->src_gpu)) {
 			pd_err("te: request %zu: source %p+%zu is not inside one registered buffer",
 			       i, r->source, r->length);
 			ret = TE_ERR_ADDRESS_NOT_REGISTERED;

@@ -19,6 +19,7 @@
 
 #include "pd_log.h"
 #include "pd_util.h"
+#include "te_gpu.h"
 
 /* ---------------------------------------------------------------- helpers */
 static int vec_push(struct slice_vec *q, const struct tcp_slice *s)
@@ -261,6 +262,29 @@ static void *lane_rcv_main(void *arg)
 					err = -ECONNABORTED; /* the server closes after a reject */
 				}
 			}
+		} else if (s.gpu) {
+			/* into CUDA memory: the v2 status first, then the body through staging */
+			uint64_t v = 0;
+			if (l->peer->v2 && !(err = te_tcp_recv_full(fd, &v, 8))) {
+				v = le64toh(v);
+				if ((v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC) {
+					err = -EPROTO;
+				} else if (v & 0xffffffffu) {
+					pd_err("tcp: %s:%d rejected READ 0x%llx+%llu (status %u)",
+					       l->peer->host, l->peer->port,
+					       (unsigned long long)s.raddr,
+					       (unsigned long long)s.len,
+					       (unsigned)(v & 0xffffffffu));
+					err = -ECONNABORTED;
+				}
+			}
+			if (!err)
+				err = te_tcp_gpu_recv(&l->rcv_stage, s.gpu - 1, fd, s.local, s.len);
+			pthread_mutex_lock(&l->mu);
+			if (!err) {
+				te_task_slice_done(s.t, s.len, true);
+				l->iq.head++;
+			}
 		} else {
 			if (l->peer->v2) {
 				/* status and body in one call; a reject (status != 0) is followed
@@ -313,20 +337,48 @@ static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t 
 
 	*sent = 0;
 	while (i < n) {
-		size_t first = i, bytes = 0;
-		int niov = 0;
+		size_t first = i, bytes = 0, staged = 0;
+		int niov = 0, sgpu = 0;
 		for (; i < n && i - first < TCP_IOV_MAX && (i == first || bytes < TCP_GROUP_BYTES);
 		     i++) {
 			uint8_t op = v[i].op | (l->peer->v2 ? TCP_OP_V2 : 0);
+			char *body = v[i].local;
 			put_header(hdrs[i - first], v[i].len, v[i].raddr, op);
+			if (v[i].op == TE_WRITE && v[i].gpu) {
+				/* CUDA source: small bodies are copied into one staging buffer and
+				 * go out with the group; a larger one is sent alone, pipelined */
+				if (v[i].len > te_gpu_chunk() - staged ||
+				    (sgpu && sgpu != v[i].gpu)) {
+					struct iovec h = {hdrs[0], TCP_HDR_LEN};
+					if (i > first)
+						break;
+					ret = te_tcp_gpu_send(&l->snd_stage, v[i].gpu - 1, l->fd,
+					                      &h, 1, body, v[i].len);
+					if (ret)
+						return ret;
+					*sent = ++i;
+					break;
+				}
+				if (te_gpu_stage_get(&l->snd_stage, v[i].gpu - 1))
+					return -EIO;
+				body = te_gpu_stage_buf(l->snd_stage, 0) + staged;
+				if (te_gpu_stage_copy(l->snd_stage, 0, body, v[i].local, v[i].len))
+					return -EIO;
+				staged += v[i].len;
+				sgpu = v[i].gpu;
+			}
 			iov[niov].iov_base = hdrs[i - first];
 			iov[niov++].iov_len = TCP_HDR_LEN;
 			if (v[i].op == TE_WRITE) {
-				iov[niov].iov_base = v[i].local;
+				iov[niov].iov_base = body;
 				iov[niov++].iov_len = v[i].len;
 				bytes += v[i].len;
 			}
 		}
+		if (!niov)
+			continue;
+		if (staged && te_gpu_stage_drain(l->snd_stage))
+			return -EIO;
 		ret = te_tcp_send_iov(l->fd, iov, niov);
 		if (ret)
 			return ret;
@@ -440,6 +492,8 @@ static void lane_stop(struct tcp_lane *l)
 	free(l->sq.v);
 	free(l->iq.v);
 	free(l->deferred.v);
+	te_gpu_stage_free(l->snd_stage);
+	te_gpu_stage_free(l->rcv_stage);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->snd_cv);
 	pthread_cond_destroy(&l->rcv_cv);
@@ -571,6 +625,7 @@ static int tcp_submit(struct te_transport *tp, struct te_task *const *tasks, siz
 			s->len = len - off < TCP_SLICE_MAX ? len - off : TCP_SLICE_MAX;
 			s->seq = 0;
 			s->ok = false;
+			s->gpu = t->src_gpu;
 			off += s->len;
 			m++;
 		}

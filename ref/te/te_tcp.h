@@ -24,6 +24,7 @@ struct tcp_slice {
 	uint64_t seq; /* order of hand-over to the sender's socket calls */
 	uint8_t op;   /* TE_READ / TE_WRITE */
 	bool ok;      /* deferred: how it ended */
+	int gpu;      /* local memory: 1 + CUDA device (staged through pinned host), 0 = host */
 };
 
 struct slice_vec {
@@ -47,6 +48,7 @@ struct tcp_lane {
 	 * post-call check) touches a source buffer after its task was reported finished. */
 	uint64_t next_seq, sent_seq;
 	struct slice_vec deferred;
+	struct te_gpu_stage *snd_stage, *rcv_stage; /* made on the first CUDA slice */
 };
 
 struct tcp_peer {
@@ -84,6 +86,14 @@ void te_tcp_set_io_timeout(int fd, int secs);
 void te_tcp_tune_socket(int fd);
 int te_tcp_recv_full(int fd, void *buf, size_t len);
 int te_tcp_send_iov(int fd, struct iovec *iov, int n);
+/* CUDA memory (te_tcp_gpu.c): body bytes between a socket and device memory of dev through
+ * the thread's pinned double buffer (*sp, made on first use), chunk by chunk, the copy of one
+ * chunk overlapping the socket I/O of the next. send: the npre iovecs (headers, statuses; at
+ * most TCP_IOV_MAX) go out ahead of the body. 0, -errno (socket) or -EIO (CUDA, logged). */
+struct te_gpu_stage;
+int te_tcp_gpu_recv(struct te_gpu_stage **sp, int dev, int fd, char *dst, size_t len);
+int te_tcp_gpu_send(struct te_gpu_stage **sp, int dev, int fd, const struct iovec *pre, int npre,
+                    const char *src, size_t len);
 /* server (te_tcp_server.c): listens on tp->lfd (already bound), accept thread + one thread per
  * connection; stop closes every connection and waits for the threads. */
 int te_tcp_server_start(struct te_transport *tp);

@@ -14,6 +14,7 @@
 
 #include "pd_log.h"
 #include "pd_util.h"
+#include "te_gpu.h"
 
 struct srv_conn {
 	struct te_transport *tp;
@@ -93,6 +94,17 @@ static int srv_read_body(int fd, struct srv_in *in, char *dst, uint64_t size)
 	return size > take ? te_tcp_recv_full(fd, dst + take, size - take) : 0;
 }
 
+/* WRITE into CUDA memory: bytes already buffered, then the rest through staging. */
+static int srv_read_body_gpu(int fd, struct srv_in *in, struct te_gpu_stage **sp, int dev,
+                             char *dst, uint64_t size)
+{
+	size_t have = in->len - in->pos, take = have < size ? have : (size_t)size;
+	if (take && te_gpu_copy(dev, dst, in->b + in->pos, take))
+		return -EIO;
+	in->pos += take;
+	return size > take ? te_tcp_gpu_recv(sp, dev, fd, dst + take, size - take) : 0;
+}
+
 static void *srv_conn_main(void *arg)
 {
 	struct srv_conn *c = arg;
@@ -101,6 +113,7 @@ static void *srv_conn_main(void *arg)
 	struct srv_in *in = malloc(sizeof(*in));
 	int fd = c->fd;
 	uint64_t nreq = 0;
+	struct te_gpu_stage *stage = NULL; /* made on the first request for CUDA memory */
 
 	if (in)
 		in->pos = in->len = 0;
@@ -109,7 +122,7 @@ static void *srv_conn_main(void *arg)
 		uint64_t size, addr;
 		uint8_t op;
 		bool v2;
-		int r = srv_read_header(tp, fd, h, in, &out);
+		int gpu = 0, r = srv_read_header(tp, fd, h, in, &out);
 
 		if (r == 1)
 			break;
@@ -127,7 +140,7 @@ static void *srv_conn_main(void *arg)
 		v2 = h[16] & TCP_OP_V2;
 		op = h[16] & ~TCP_OP_V2;
 		if ((op != TE_READ && op != TE_WRITE) ||
-		    !te_engine_local_range_ok(tp->eng, addr, size)) {
+		    !te_engine_local_range_gpu(tp->eng, addr, size, &gpu)) {
 			pd_warn(
 			    "tcp server: rejected %s 0x%llx+%llu (opcode 0x%02x): not inside one "
 			    "registered buffer; closing the connection",
@@ -140,7 +153,11 @@ static void *srv_conn_main(void *arg)
 			break;
 		}
 		if (op == TE_WRITE) {
-			r = srv_read_body(fd, in, (char *)(uintptr_t)addr, size);
+			if (gpu)
+				r = srv_read_body_gpu(fd, in, &stage, gpu - 1,
+				                      (char *)(uintptr_t)addr, size);
+			else
+				r = srv_read_body(fd, in, (char *)(uintptr_t)addr, size);
 			if (!r && v2)
 				r = queue_status(fd, &out, 0);
 		} else {
@@ -153,10 +170,15 @@ static void *srv_conn_main(void *arg)
 				iov[k].iov_base = out.st;
 				iov[k++].iov_len = (size_t)out.n * 8;
 			}
-			iov[k].iov_base = (void *)(uintptr_t)addr;
-			iov[k++].iov_len = size;
 			out.n = 0;
-			r = te_tcp_send_iov(fd, iov, k);
+			if (gpu) {
+				r = te_tcp_gpu_send(&stage, gpu - 1, fd, iov, k,
+				                    (const char *)(uintptr_t)addr, size);
+			} else {
+				iov[k].iov_base = (void *)(uintptr_t)addr;
+				iov[k++].iov_len = size;
+				r = te_tcp_send_iov(fd, iov, k);
+			}
 		}
 		if (r) {
 			pd_warn("tcp server: %s of %llu bytes failed: %s; closing the connection",
@@ -168,6 +190,7 @@ static void *srv_conn_main(void *arg)
 	}
 	flush_status(fd, &out);
 	free(in);
+	te_gpu_stage_free(stage);
 	pthread_mutex_lock(&tp->srv_mu);
 	tp->conn_fds[c->slot] = -1;
 	close(fd);

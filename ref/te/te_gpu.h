@@ -1,0 +1,44 @@
+/* te_gpu: CUDA device memory for the reference engine without a build dependency on CUDA — the
+ * runtime (libcudart) is loaded at run time; "cuda:N" locations, copies and pinned staging. */
+#ifndef TE_GPU_H
+#define TE_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Number of CUDA devices (> 0), or 0 with the reason in why ("no CUDA runtime library",
+ * "cudaGetDeviceCount: no CUDA-capable device is detected", ...). Loads libcudart once. */
+int te_gpu_device_count(char *why, size_t whylen);
+
+/* Location "cuda:N" -> 1 and *dev = N; any other location -> 0 and *dev = -1;
+ * "cuda:" followed by no decimal number (or > 1023) -> TE_ERR_INVALID_ARGUMENT. */
+int te_gpu_parse_location(const char *location, int *dev);
+
+/* Checks that [p, p+len) is CUDA device memory of device dev: 0, else TE_ERR_DEVICE_NOT_FOUND
+ * (no such device) or TE_ERR_INVALID_ARGUMENT (host / other device), reason in why. */
+int te_gpu_check_buffer(const void *p, size_t len, int dev, char *why, size_t whylen);
+
+/* cudaMalloc on dev / cudaFree. 0 or TE_ERR_MEMORY / TE_ERR_DEVICE_NOT_FOUND (logged). */
+int te_gpu_malloc(int dev, size_t len, void **out);
+void te_gpu_free(void *p);
+/* Pinned host memory (cudaMallocHost); falls back to plain malloc if pinning fails. */
+void *te_gpu_host_alloc(size_t len, bool *pinned);
+void te_gpu_host_free(void *p, bool pinned);
+/* Synchronous copy in any direction (UVA, cudaMemcpyDefault) with dev current. */
+int te_gpu_copy(int dev, void *dst, const void *src, size_t len);
+int te_gpu_memset(int dev, void *p, int value, size_t len);
+int te_gpu_sync(int dev); /* cudaDeviceSynchronize */
+
+/* Staging for one thread: two pinned buffers of te_gpu_chunk() bytes, a stream and an event
+ * per buffer, made on first use for device dev (re-made if the device changes). */
+struct te_gpu_stage;
+size_t te_gpu_chunk(void); /* PDKV_GPU_CHUNK (64K..64M), default 2 MiB */
+int te_gpu_stage_get(struct te_gpu_stage **sp, int dev);
+void te_gpu_stage_free(struct te_gpu_stage *s);
+char *te_gpu_stage_buf(struct te_gpu_stage *s, int k); /* k = 0 or 1 */
+/* Queues a copy on the stage's stream and records buffer k's event after it. */
+int te_gpu_stage_copy(struct te_gpu_stage *s, int k, void *dst, const void *src, size_t len);
+int te_gpu_stage_wait(struct te_gpu_stage *s, int k); /* buffer k's last copy is done */
+int te_gpu_stage_drain(struct te_gpu_stage *s);       /* every queued copy is done */
+
+#endif
