@@ -34,7 +34,9 @@ struct bench_opts {
 	const char *baseline_server; /* initiator: host:port of a target's socket baseline */
 	const char *ready_file;      /* target: write "segment\nsocket host:port\n" when up */
 	bool quiet;
-	int repeat; /* --repeat: each row N times, interleaved with the socket */
+	int repeat;    /* --repeat: each row N times, interleaved with the socket */
+	bool use_vram; /* --use_vram: both sides' buffers are cudaMalloc'd on --gpu_id */
+	int gpu_id;
 };
 
 struct bench_row {
@@ -74,6 +76,19 @@ int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
 void bench_te_fini(struct bench_te *b);
 const char *bench_te_local_name(struct bench_te *b);
 uint64_t bench_te_remote_size(struct bench_te *b);
+
+/* CUDA (bench_gpu.c): --use_vram needs a device (else 77 with "no CUDA device"); buffers and
+ * copies between host and the buffers of either kind; the cudaMemcpy reference rows. */
+int bench_gpu_require(const struct bench_opts *o);
+char *bench_mem_alloc(const struct bench_opts *o, uint64_t len);
+void bench_mem_free(const struct bench_opts *o, char *p, uint64_t len);
+int bench_mem_put(const struct bench_opts *o, char *dst, const void *src, size_t len);
+int bench_mem_get(const struct bench_opts *o, void *dst, const char *src, size_t len);
+int bench_mem_zero(const struct bench_opts *o, char *p, size_t len);
+const char *bench_mem_location(const struct bench_opts *o); /* "cpu:0" | "cuda:N" */
+/* Prints cudaMemcpy D2D, D2H, H2D (pinned) for batch x block and the ratio of pdkv_bw (0 = no
+ * pdkv row) to the staged D2H+H2D copy time. */
+void bench_gpu_reference(const struct bench_opts *o, uint64_t block, double pdkv_bw);
 
 /* plain socket back-end (bench_sock.c): same request shape, no engine */
 void *bench_sock_server(void *arg); /* arg: struct bench_sock_srv */

@@ -51,6 +51,10 @@ static void usage(FILE *f)
 	    "  --baseline_server=H:P        initiator: the target's socket baseline address\n"
 	    "  --repeat=N                   run every row N times (socket and pdkv interleaved);\n"
 	    "                               the ratio line uses the best of each\n"
+	    "  --use_vram[=true|false]      both sides' buffers in GPU memory (cudaMalloc on\n"
+	    "                               --gpu_id, registered as cuda:N); prints cudaMemcpy\n"
+	    "                               D2D/D2H/H2D for the same sizes; exit 77 without CUDA\n"
+	    "  --gpu_id=N                   CUDA device for --use_vram (0)\n"
 	    "Exit: 0 ok; 1 wrong bytes, failed transfers or under --min-bw; 2 bad usage.\n");
 }
 
@@ -104,6 +108,8 @@ enum {
 	F_BASESRV,
 	F_READY,
 	F_REPEAT,
+	F_VRAM,
+	F_GPU,
 	F_HELP
 };
 
@@ -133,6 +139,8 @@ static const struct option longopts[] = {
     {"baseline_server", 1, 0, F_BASESRV},
     {"ready_file", 1, 0, F_READY},
     {"repeat", 1, 0, F_REPEAT},
+    {"use_vram", 2, 0, F_VRAM},
+    {"gpu_id", 1, 0, F_GPU},
     {"help", 0, 0, F_HELP},
     {0, 0, 0, 0},
 };
@@ -299,6 +307,19 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 				return bad("--repeat", optarg, "1..100");
 			o->repeat = (int)v;
 			break;
+		case F_VRAM:
+			if (!optarg || !strcmp(optarg, "true") || !strcmp(optarg, "1"))
+				o->use_vram = true;
+			else if (!strcmp(optarg, "false") || !strcmp(optarg, "0"))
+				o->use_vram = false;
+			else
+				return bad("--use_vram", optarg, "true or false");
+			break;
+		case F_GPU:
+			if (pd_parse_u64(optarg, &v) || v > 1023)
+				return bad("--gpu_id", optarg, "a CUDA device number 0..1023");
+			o->gpu_id = (int)v;
+			break;
 		case 'h':
 		case F_HELP:
 			usage(stdout);
@@ -330,6 +351,13 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 		fprintf(stderr,
 		        "pdkv-bench: --mode=initiator needs --segment_id (the target prints "
 		        "it)\n");
+		return 2;
+	}
+	if (o->use_vram && strcmp(o->baseline, "none")) {
+		fprintf(stderr,
+		        "pdkv-bench: --baseline=%s moves host memory only; with --use_vram "
+		        "the cudaMemcpy rows are the reference\n",
+		        o->baseline);
 		return 2;
 	}
 	if (!strcmp(o->mode, "initiator") && strcmp(o->baseline, "none") && !o->baseline_server) {
@@ -480,6 +508,7 @@ static void run_all(struct runner *r, const struct run_ops *ro)
 				if (prow.bw > best_p)
 					best_p = prow.bw;
 			}
+			bench_gpu_reference(o, sizes[i], best_p);
 			if (best_s > 0 && best_p > 0)
 				printf("# ratio pdkv/socket %s %llu B: %.*f / %.*f %s/s = %.2f%s\n",
 				       o->op ? "write" : "read", (unsigned long long)sizes[i],
@@ -502,6 +531,8 @@ int main(int argc, char **argv)
 
 	pd_log_set_name("pdkv-bench");
 	rc = parse(argc, argv, &o, &ro);
+	if (!rc)
+		rc = bench_gpu_require(&o);
 	if (rc)
 		return rc;
 	ns = sizes_of(&o, sizes, PD_ARRAY_SIZE(sizes));
@@ -534,7 +565,8 @@ int main(int argc, char **argv)
 
 	if (!strcmp(o.mode, "loopback")) {
 		char *targv[24], bufarg[64], *log;
-		static char a_meta[1100], a_proto[64], a_dev[600], a_ready[300], a_name[300];
+		static char a_meta[1100], a_proto[64], a_dev[600], a_ready[300], a_name[300],
+		    a_gpu[64];
 		const char *self = pd_self_dir();
 		char exe[PATH_MAX + 16];
 		int ta = 0;
@@ -574,6 +606,11 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(o.baseline, "none"))
 			targv[ta++] = "--baseline=socket";
+		if (o.use_vram) {
+			snprintf(a_gpu, sizeof(a_gpu), "--gpu_id=%d", o.gpu_id);
+			targv[ta++] = "--use_vram";
+			targv[ta++] = a_gpu;
+		}
 		targv[ta] = NULL;
 		log = pd_asprintf("%s.log", ready);
 		if (pd_proc_spawn(&target, "bench-target", targv, NULL, log)) {

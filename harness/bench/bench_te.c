@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -23,15 +22,10 @@ struct bench_te {
 	struct te_engine *eng;
 	uint64_t seg;
 	uint64_t rbase, rsize;
-	char *local, *scratch;
+	char *local, *scratch; /* host memory, or GPU memory with --use_vram */
 	uint64_t region;
+	const struct bench_opts *o; /* set once local/scratch are allocated */
 };
-
-static char *map_buf(uint64_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
 
 static int make_engine(const struct bench_opts *o, struct te_engine **eng)
 {
@@ -55,17 +49,31 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 	sigset_t ss;
 	int sig = 0, ret;
 
-	buf = map_buf(o->buffer_size);
+	buf = bench_mem_alloc(o, o->buffer_size);
 	if (!buf) {
-		fprintf(stderr, "pdkv-bench: cannot map a %llu-byte buffer\n",
-		        (unsigned long long)o->buffer_size);
+		fprintf(stderr, "pdkv-bench: cannot allocate a %llu-byte buffer (%s)\n",
+		        (unsigned long long)o->buffer_size, bench_mem_location(o));
 		return 1;
 	}
 	/* the READ pattern (seed 0): what an initiator with --check expects to read */
-	bench_fill(buf, 0, o->buffer_size, 0);
+	if (!o->use_vram) {
+		bench_fill(buf, 0, o->buffer_size, 0);
+	} else {
+		char *h = malloc(o->buffer_size);
+		ret = h ? 0 : 1;
+		if (h) {
+			bench_fill(h, 0, o->buffer_size, 0);
+			ret = bench_mem_put(o, buf, h, o->buffer_size);
+		}
+		free(h);
+		if (ret) {
+			fprintf(stderr, "pdkv-bench: cannot fill the target's GPU buffer\n");
+			goto out;
+		}
+	}
 	if (make_engine(o, &eng))
 		goto out;
-	ret = te_register(eng, buf, o->buffer_size, "cpu:0");
+	ret = te_register(eng, buf, o->buffer_size, bench_mem_location(o));
 	if (ret) {
 		fprintf(stderr, "pdkv-bench: registering the buffer failed: %s\n",
 		        te_strerror(ret));
@@ -76,9 +84,9 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 	if (sock_lfd >= 0 && !pthread_create(&st, NULL, bench_sock_server, &srv))
 		st_started = true;
 	printf("Transfer engine target started: segment %s (protocol %s, metadata %s, buffer %llu "
-	       "bytes)\n",
+	       "bytes at %s)\n",
 	       te_engine_name(eng), te_engine_protocol(eng), o->metadata,
-	       (unsigned long long)o->buffer_size);
+	       (unsigned long long)o->buffer_size, bench_mem_location(o));
 	if (st_started)
 		printf("Socket baseline listening on %s (initiator: --baseline_server=%s)\n",
 		       sock_addr, sock_addr);
@@ -109,11 +117,11 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 		pthread_join(st, NULL);
 	}
 	te_engine_destroy(eng);
-	munmap(buf, o->buffer_size);
+	bench_mem_free(o, buf, o->buffer_size);
 	return 0;
 out:
 	te_engine_destroy(eng);
-	munmap(buf, o->buffer_size);
+	bench_mem_free(o, buf, o->buffer_size);
 	return 1;
 }
 
@@ -151,17 +159,17 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 		goto fail;
 	}
 	b->region = max_region;
-	b->local = map_buf(max_region);
-	b->scratch = map_buf(max_region);
-	if (!b->local || !b->scratch) {
-		fprintf(stderr, "pdkv-bench: cannot map 2 x %llu bytes\n",
-		        (unsigned long long)max_region);
+	b->o = o;
+	b->local = bench_mem_alloc(o, max_region);
+	b->scratch = bench_mem_alloc(o, max_region);
+	if (!b->local || !b->scratch || bench_mem_zero(o, b->local, max_region) ||
+	    bench_mem_zero(o, b->scratch, max_region)) {
+		fprintf(stderr, "pdkv-bench: cannot allocate 2 x %llu bytes (%s)\n",
+		        (unsigned long long)max_region, bench_mem_location(o));
 		goto fail;
 	}
-	memset(b->local, 0, max_region);
-	memset(b->scratch, 0, max_region);
-	if ((ret = te_register(b->eng, b->local, max_region, "cpu:0")) ||
-	    (ret = te_register(b->eng, b->scratch, max_region, "cpu:0"))) {
+	if ((ret = te_register(b->eng, b->local, max_region, bench_mem_location(o))) ||
+	    (ret = te_register(b->eng, b->scratch, max_region, bench_mem_location(o)))) {
 		fprintf(stderr, "pdkv-bench: registering local buffers failed: %s\n",
 		        te_strerror(ret));
 		goto fail;
@@ -178,10 +186,10 @@ void bench_te_fini(struct bench_te *b)
 	if (!b)
 		return;
 	te_engine_destroy(b->eng);
-	if (b->local)
-		munmap(b->local, b->region);
-	if (b->scratch)
-		munmap(b->scratch, b->region);
+	if (b->o) {
+		bench_mem_free(b->o, b->local, b->region);
+		bench_mem_free(b->o, b->scratch, b->region);
+	}
 	free(b);
 }
 
@@ -208,7 +216,35 @@ struct thr {
 	uint64_t batches, transfers, wrong, failed;
 	struct bench_lat lat;
 	int err;
+	char *tmp; /* --use_vram: host bounce buffer of one block for --check */
 };
+
+/* --check's pattern fill / zero / count, through th->tmp when the memory is on the GPU */
+static void xfill(struct thr *th, char *dst, uint64_t off, uint64_t seed)
+{
+	if (!th->o->use_vram) {
+		bench_fill(dst, off, th->block, seed);
+		return;
+	}
+	bench_fill(th->tmp, off, th->block, seed);
+	if (bench_mem_put(th->o, dst, th->tmp, th->block) && !th->err)
+		th->err = TE_ERR_MEMORY;
+}
+
+static void xzero(struct thr *th, char *dst)
+{
+	if (bench_mem_zero(th->o, dst, th->block) && !th->err)
+		th->err = TE_ERR_MEMORY;
+}
+
+static uint64_t xcount(struct thr *th, const char *p, uint64_t off, uint64_t seed)
+{
+	if (!th->o->use_vram)
+		return bench_count_wrong(p, off, th->block, seed);
+	if (bench_mem_get(th->o, th->tmp, p, th->block))
+		return th->block;
+	return bench_count_wrong(th->tmp, off, th->block, seed);
+}
 
 /* Submits one batch and polls every task to its end; returns the batch's transfer time. */
 static int run_batch(struct thr *th, int opcode, char *lbase, bool scratch, bool record,
@@ -285,21 +321,27 @@ static void *thr_main(void *arg)
 
 	/* the default 50 us timer slack would dominate the short polling naps */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
+	if (o->check && o->use_vram && !(th->tmp = malloc(th->block))) {
+		th->err = TE_ERR_MEMORY;
+		pthread_barrier_wait(th->bar);
+		return NULL;
+	}
 	if (o->check && o->op == TE_READ) {
 		/* (re)write the target's READ pattern over our region first, untimed, so a
 		 * target that earlier initiators wrote to still checks clean */
 		for (uint64_t i = 0; i < o->batch; i++) {
 			uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
-			bench_fill(b->local + off, off, th->block, 0);
+			xfill(th, b->local + off, off, 0);
 		}
-		th->err = run_batch(th, TE_WRITE, b->local, false, false, &s);
+		if (!th->err)
+			th->err = run_batch(th, TE_WRITE, b->local, false, false, &s);
 	}
 	/* warm-up batch: connections and first-touch are not measured */
 	if (!th->err)
 		th->err = run_batch(th, o->op, b->local, false, false, &s);
 	pthread_barrier_wait(th->bar);
 	if (th->err)
-		return NULL;
+		goto out;
 	th->failed = 0;
 	end = pd_now_ns() + (uint64_t)(o->duration * 1e9);
 	while (pd_now_ns() < end) {
@@ -308,10 +350,12 @@ static void *thr_main(void *arg)
 			for (uint64_t i = 0; i < o->batch; i++) {
 				uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
 				if (o->op == TE_WRITE)
-					bench_fill(b->local + off, off, th->block, iter);
+					xfill(th, b->local + off, off, iter);
 				else
-					memset(b->local + off, 0, th->block);
+					xzero(th, b->local + off);
 			}
+			if (th->err)
+				break;
 		}
 		th->err = run_batch(th, o->op, b->local, false, true, &s);
 		if (th->err)
@@ -330,10 +374,11 @@ static void *thr_main(void *arg)
 		for (uint64_t i = 0; i < o->batch; i++) {
 			uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
 			const char *p = o->op == TE_WRITE ? b->scratch + off : b->local + off;
-			th->wrong +=
-			    bench_count_wrong(p, off, th->block, o->op == TE_WRITE ? iter : 0);
+			th->wrong += xcount(th, p, off, o->op == TE_WRITE ? iter : 0);
 		}
 	}
+out:
+	free(th->tmp);
 	return NULL;
 }
 
