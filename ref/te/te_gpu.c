@@ -287,6 +287,7 @@ struct te_gpu_stage {
 	bool pinned[2];
 	custream_t stream;
 	cuevent_t ev[2];
+	int next;
 };
 
 size_t te_gpu_chunk(void)
@@ -356,6 +357,13 @@ int te_gpu_stage_get(struct te_gpu_stage **sp, int dev)
 	}
 	*sp = s;
 	return 0;
+}
+
+int te_gpu_stage_next(struct te_gpu_stage *s)
+{
+	int k = s->next;
+	s->next ^= 1;
+	return k;
 }
 
 char *te_gpu_stage_buf(struct te_gpu_stage *s, int k)

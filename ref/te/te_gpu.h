@@ -36,6 +36,9 @@ size_t te_gpu_chunk(void); /* PDKV_GPU_CHUNK (64K..64M), default 2 MiB */
 int te_gpu_stage_get(struct te_gpu_stage **sp, int dev);
 void te_gpu_stage_free(struct te_gpu_stage *s);
 char *te_gpu_stage_buf(struct te_gpu_stage *s, int k); /* k = 0 or 1 */
+/* The buffer to use next (0, 1, 0, ...): consecutive users of one stage alternate buffers, so the
+ * copy queued from one overlaps the socket I/O on the other. */
+int te_gpu_stage_next(struct te_gpu_stage *s);
 /* Queues a copy on the stage's stream and records buffer k's event after it. */
 int te_gpu_stage_copy(struct te_gpu_stage *s, int k, void *dst, const void *src, size_t len);
 int te_gpu_stage_wait(struct te_gpu_stage *s, int k); /* buffer k's last copy is done */

@@ -279,7 +279,8 @@ static void *lane_rcv_main(void *arg)
 				}
 			}
 			if (!err)
-				err = te_tcp_gpu_recv(&l->rcv_stage, s.gpu - 1, fd, s.local, s.len);
+				err = te_tcp_gpu_recv(&l->rcv_stage, s.gpu - 1, fd, NULL, 0,
+				                      s.local, s.len, true);
 			pthread_mutex_lock(&l->mu);
 			if (!err) {
 				te_task_slice_done(s.t, s.len, true);
@@ -338,7 +339,7 @@ static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t 
 	*sent = 0;
 	while (i < n) {
 		size_t first = i, bytes = 0, staged = 0;
-		int niov = 0, sgpu = 0;
+		int niov = 0, sgpu = 0, sk = 0;
 		for (; i < n && i - first < TCP_IOV_MAX && (i == first || bytes < TCP_GROUP_BYTES);
 		     i++) {
 			uint8_t op = v[i].op | (l->peer->v2 ? TCP_OP_V2 : 0);
@@ -361,8 +362,10 @@ static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t 
 				}
 				if (te_gpu_stage_get(&l->snd_stage, v[i].gpu - 1))
 					return -EIO;
-				body = te_gpu_stage_buf(l->snd_stage, 0) + staged;
-				if (te_gpu_stage_copy(l->snd_stage, 0, body, v[i].local, v[i].len))
+				if (!staged)
+					sk = te_gpu_stage_next(l->snd_stage);
+				body = te_gpu_stage_buf(l->snd_stage, sk) + staged;
+				if (te_gpu_stage_copy(l->snd_stage, sk, body, v[i].local, v[i].len))
 					return -EIO;
 				staged += v[i].len;
 				sgpu = v[i].gpu;
@@ -377,7 +380,7 @@ static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t 
 		}
 		if (!niov)
 			continue;
-		if (staged && te_gpu_stage_drain(l->snd_stage))
+		if (staged && te_gpu_stage_wait(l->snd_stage, sk))
 			return -EIO;
 		ret = te_tcp_send_iov(l->fd, iov, niov);
 		if (ret)

@@ -91,7 +91,10 @@ int te_tcp_send_iov(int fd, struct iovec *iov, int n);
  * chunk overlapping the socket I/O of the next. send: the npre iovecs (headers, statuses; at
  * most TCP_IOV_MAX) go out ahead of the body. 0, -errno (socket) or -EIO (CUDA, logged). */
 struct te_gpu_stage;
-int te_tcp_gpu_recv(struct te_gpu_stage **sp, int dev, int fd, char *dst, size_t len);
+/* recv: the first headlen bytes (< chunk) come from head (already read off the socket); drain =
+ * false returns with the last copies still queued on the stage's stream (te_gpu_stage_drain). */
+int te_tcp_gpu_recv(struct te_gpu_stage **sp, int dev, int fd, const void *head, size_t headlen,
+                    char *dst, size_t len, bool drain);
 int te_tcp_gpu_send(struct te_gpu_stage **sp, int dev, int fd, const struct iovec *pre, int npre,
                     const char *src, size_t len);
 /* server (te_tcp_server.c): listens on tp->lfd (already bound), accept thread + one thread per

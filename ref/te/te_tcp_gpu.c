@@ -13,22 +13,28 @@ static size_t min_sz(size_t a, size_t b)
 	return a < b ? a : b;
 }
 
-int te_tcp_gpu_recv(struct te_gpu_stage **sp, int dev, int fd, char *dst, size_t len)
+int te_tcp_gpu_recv(struct te_gpu_stage **sp, int dev, int fd, const void *head, size_t headlen,
+                    char *dst, size_t len, bool drain)
 {
 	size_t chunk = te_gpu_chunk(), off = 0;
-	int k = 0, ret = 0;
+	int ret = 0;
 
 	if (te_gpu_stage_get(sp, dev))
 		return -EIO;
-	for (; off < len; k ^= 1) {
-		size_t n = min_sz(chunk, len - off);
+	while (off < len) {
+		size_t n = min_sz(chunk, len - off), h = min_sz(headlen, n);
+		int k = te_gpu_stage_next(*sp);
 		char *b = te_gpu_stage_buf(*sp, k);
-		/* buffer k is free once the copy queued from it two chunks ago has finished */
+		/* buffer k is free once the copy queued from it before has finished */
 		if (te_gpu_stage_wait(*sp, k)) {
 			ret = -EIO;
 			break;
 		}
-		ret = te_tcp_recv_full(fd, b, n);
+		if (h) {
+			memcpy(b, head, h);
+			headlen = 0;
+		}
+		ret = n > h ? te_tcp_recv_full(fd, b + h, n - h) : 0;
 		if (ret)
 			break;
 		if (te_gpu_stage_copy(*sp, k, dst + off, b, n)) {
@@ -37,7 +43,7 @@ int te_tcp_gpu_recv(struct te_gpu_stage **sp, int dev, int fd, char *dst, size_t
 		}
 		off += n;
 	}
-	if (te_gpu_stage_drain(*sp) && !ret)
+	if ((drain || ret) && te_gpu_stage_drain(*sp) && !ret)
 		ret = -EIO;
 	return ret;
 }
@@ -47,7 +53,7 @@ int te_tcp_gpu_send(struct te_gpu_stage **sp, int dev, int fd, const struct iove
 {
 	struct iovec iov[TCP_IOV_MAX + 1];
 	size_t chunk = te_gpu_chunk(), off = 0, n;
-	int k = 0, ret = 0;
+	int k, ret = 0;
 
 	if (npre < 0 || npre > TCP_IOV_MAX)
 		return -EINVAL;
@@ -57,17 +63,21 @@ int te_tcp_gpu_send(struct te_gpu_stage **sp, int dev, int fd, const struct iove
 		memcpy(iov, pre, (size_t)npre * sizeof(*iov));
 		return npre ? te_tcp_send_iov(fd, iov, npre) : 0;
 	}
+	/* copies into a buffer queue behind the stream's earlier copies from it (stream order);
+	 * the host only touches a buffer after waiting for its event */
 	n = min_sz(chunk, len);
-	if (te_gpu_stage_copy(*sp, 0, te_gpu_stage_buf(*sp, 0), src, n))
+	k = te_gpu_stage_next(*sp);
+	if (te_gpu_stage_copy(*sp, k, te_gpu_stage_buf(*sp, k), src, n))
 		return -EIO;
 	while (off < len) {
 		size_t nn = 0;
-		int m = 0;
+		int m = 0, kn = k;
 		/* queue the next chunk's copy into the other buffer (its last send has returned) */
 		if (off + n < len) {
 			nn = min_sz(chunk, len - off - n);
-			if (te_gpu_stage_copy(*sp, k ^ 1, te_gpu_stage_buf(*sp, k ^ 1),
-			                      src + off + n, nn)) {
+			kn = te_gpu_stage_next(*sp);
+			if (te_gpu_stage_copy(*sp, kn, te_gpu_stage_buf(*sp, kn), src + off + n,
+			                      nn)) {
 				ret = -EIO;
 				break;
 			}
@@ -88,7 +98,7 @@ int te_tcp_gpu_send(struct te_gpu_stage **sp, int dev, int fd, const struct iove
 			break;
 		off += n;
 		n = nn;
-		k ^= 1;
+		k = kn;
 	}
 	if (te_gpu_stage_drain(*sp) && !ret)
 		ret = -EIO;

@@ -28,12 +28,26 @@ struct srv_conn {
 struct srv_out {
 	uint64_t st[SRV_PENDING_MAX];
 	int n;
+	/* WRITEs into CUDA memory leave their last copy queued; their statuses (queued here) go
+	 * out only after the stage's stream has drained, so "OK" still means "applied" */
+	bool gpu_pending;
+	struct te_gpu_stage **stage;
 };
+
+static int drain_gpu(struct srv_out *o)
+{
+	if (!o->gpu_pending)
+		return 0;
+	o->gpu_pending = false;
+	return te_gpu_stage_drain(*o->stage) ? -EIO : 0;
+}
 
 static int flush_status(int fd, struct srv_out *o)
 {
 	struct iovec iov = {o->st, (size_t)o->n * 8};
-	int r = o->n ? te_tcp_send_iov(fd, &iov, 1) : 0;
+	int r = drain_gpu(o);
+	if (!r && o->n)
+		r = te_tcp_send_iov(fd, &iov, 1);
 	o->n = 0;
 	return r;
 }
@@ -94,26 +108,80 @@ static int srv_read_body(int fd, struct srv_in *in, char *dst, uint64_t size)
 	return size > take ? te_tcp_recv_full(fd, dst + take, size - take) : 0;
 }
 
-/* WRITE into CUDA memory: bytes already buffered, then the rest through staging. */
-static int srv_read_body_gpu(int fd, struct srv_in *in, struct te_gpu_stage **sp, int dev,
-                             char *dst, uint64_t size)
+/* WRITE into CUDA memory: bytes already buffered, then the rest, through staging; the last
+ * copy stays queued (flush_status drains it before the status goes out). */
+static int srv_read_body_gpu(int fd, struct srv_in *in, struct srv_out *o, int dev, char *dst,
+                             uint64_t size)
 {
 	size_t have = in->len - in->pos, take = have < size ? have : (size_t)size;
-	if (take && te_gpu_copy(dev, dst, in->b + in->pos, take))
-		return -EIO;
+	int r = te_tcp_gpu_recv(o->stage, dev, fd, in->b + in->pos, take, dst, size, false);
 	in->pos += take;
-	return size > take ? te_tcp_gpu_recv(sp, dev, fd, dst + take, size - take) : 0;
+	o->gpu_pending = true;
+	return r;
+}
+
+/* A READ prefetched into a staging buffer while the previous reply was going out. */
+struct srv_prefetch {
+	bool valid;
+	uint64_t addr, size;
+	int k;
+};
+
+/* READ of one staging chunk or less from CUDA memory: iov[0..k) (statuses) and the body go out
+ * in one call. If the next request is already buffered and is such a READ too, its copy is
+ * queued first, so it runs while this reply is being sent. */
+static int srv_send_gpu_small(struct te_transport *tp, int fd, struct srv_in *in, struct srv_out *o,
+                              struct srv_prefetch *pf, int dev, uint64_t addr, uint64_t size,
+                              struct iovec *iov, int k)
+{
+	struct te_gpu_stage **sp = o->stage;
+	int bk;
+
+	if (pf->valid && pf->addr == addr && pf->size == size) {
+		bk = pf->k;
+	} else {
+		if (te_gpu_stage_get(sp, dev))
+			return -EIO;
+		bk = te_gpu_stage_next(*sp);
+		if (te_gpu_stage_copy(*sp, bk, te_gpu_stage_buf(*sp, bk),
+		                      (const void *)(uintptr_t)addr, size))
+			return -EIO;
+	}
+	pf->valid = false;
+	if (in->len - in->pos >= TCP_HDR_LEN) {
+		const unsigned char *h = in->b + in->pos;
+		uint64_t s2, a2;
+		int g2 = 0;
+		memcpy(&s2, h, 8);
+		memcpy(&a2, h + 8, 8);
+		s2 = le64toh(s2);
+		a2 = le64toh(a2);
+		if ((h[16] & ~TCP_OP_V2) == TE_READ && s2 <= te_gpu_chunk() &&
+		    te_engine_local_range_gpu(tp->eng, a2, s2, &g2) && g2 == dev + 1) {
+			int nk = te_gpu_stage_next(*sp);
+			if (te_gpu_stage_copy(*sp, nk, te_gpu_stage_buf(*sp, nk),
+			                      (const void *)(uintptr_t)a2, s2))
+				return -EIO;
+			*pf = (struct srv_prefetch){true, a2, s2, nk};
+		}
+	}
+	if (te_gpu_stage_wait(*sp, bk))
+		return -EIO;
+	iov[k].iov_base = te_gpu_stage_buf(*sp, bk);
+	iov[k++].iov_len = size;
+	return te_tcp_send_iov(fd, iov, k);
 }
 
 static void *srv_conn_main(void *arg)
 {
 	struct srv_conn *c = arg;
 	struct te_transport *tp = c->tp;
-	struct srv_out out = {.n = 0};
+	struct te_gpu_stage *stage = NULL; /* made on the first request for CUDA memory */
+	struct srv_out out = {.n = 0, .gpu_pending = false, .stage = &stage};
+	struct srv_prefetch pf = {.valid = false};
 	struct srv_in *in = malloc(sizeof(*in));
 	int fd = c->fd;
 	uint64_t nreq = 0;
-	struct te_gpu_stage *stage = NULL; /* made on the first request for CUDA memory */
 
 	if (in)
 		in->pos = in->len = 0;
@@ -154,7 +222,7 @@ static void *srv_conn_main(void *arg)
 		}
 		if (op == TE_WRITE) {
 			if (gpu)
-				r = srv_read_body_gpu(fd, in, &stage, gpu - 1,
+				r = srv_read_body_gpu(fd, in, &out, gpu - 1,
 				                      (char *)(uintptr_t)addr, size);
 			else
 				r = srv_read_body(fd, in, (char *)(uintptr_t)addr, size);
@@ -164,6 +232,11 @@ static void *srv_conn_main(void *arg)
 			/* earlier statuses, this one and the body in one sendmsg */
 			struct iovec iov[2];
 			int k = 0;
+			/* the statuses of WRITEs still being copied to the GPU go out here too */
+			if (drain_gpu(&out)) {
+				r = -EIO;
+				goto failed;
+			}
 			if (v2)
 				out.st[out.n++] = htole64(TCP_STATUS_MAGIC);
 			if (out.n) {
@@ -171,7 +244,10 @@ static void *srv_conn_main(void *arg)
 				iov[k++].iov_len = (size_t)out.n * 8;
 			}
 			out.n = 0;
-			if (gpu) {
+			if (gpu && size <= te_gpu_chunk()) {
+				r = srv_send_gpu_small(tp, fd, in, &out, &pf, gpu - 1, addr, size,
+				                       iov, k);
+			} else if (gpu) {
 				r = te_tcp_gpu_send(&stage, gpu - 1, fd, iov, k,
 				                    (const char *)(uintptr_t)addr, size);
 			} else {
@@ -180,6 +256,7 @@ static void *srv_conn_main(void *arg)
 				r = te_tcp_send_iov(fd, iov, k);
 			}
 		}
+	failed:
 		if (r) {
 			pd_warn("tcp server: %s of %llu bytes failed: %s; closing the connection",
 			        op == TE_WRITE ? "receiving a WRITE" : "sending a READ",
