@@ -366,6 +366,11 @@ int te_gpu_stage_next(struct te_gpu_stage *s)
 	return k;
 }
 
+int te_gpu_stage_last(const struct te_gpu_stage *s)
+{
+	return s->next ^ 1;
+}
+
 char *te_gpu_stage_buf(struct te_gpu_stage *s, int k)
 {
 	return s->buf[k & 1];

@@ -39,6 +39,7 @@ char *te_gpu_stage_buf(struct te_gpu_stage *s, int k); /* k = 0 or 1 */
 /* The buffer to use next (0, 1, 0, ...): consecutive users of one stage alternate buffers, so the
  * copy queued from one overlaps the socket I/O on the other. */
 int te_gpu_stage_next(struct te_gpu_stage *s);
+int te_gpu_stage_last(const struct te_gpu_stage *s); /* the one te_gpu_stage_next gave last */
 /* Queues a copy on the stage's stream and records buffer k's event after it. */
 int te_gpu_stage_copy(struct te_gpu_stage *s, int k, void *dst, const void *src, size_t len);
 int te_gpu_stage_wait(struct te_gpu_stage *s, int k); /* buffer k's last copy is done */

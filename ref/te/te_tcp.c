@@ -193,6 +193,17 @@ static void drain_deferred(struct tcp_lane *l)
 	l->deferred.n = l->deferred.head = 0;
 }
 
+/* Receiver: ends the READ into CUDA memory whose copy was left queued (see tcp_lane.rpend). */
+static void rpend_end(struct tcp_lane *l)
+{
+	bool ok;
+	if (!l->rpend.t)
+		return;
+	ok = !te_gpu_stage_wait(l->rcv_stage, l->rpend_k);
+	te_task_slice_done(l->rpend.t, ok ? l->rpend.len : 0, ok);
+	l->rpend.t = NULL;
+}
+
 /* Receiver: consumes responses in wire order (v2 status frames, READ bodies). */
 static void *lane_rcv_main(void *arg)
 {
@@ -204,8 +215,13 @@ static void *lane_rcv_main(void *arg)
 		struct tcp_slice s;
 		size_t nwrites = 0;
 		int fd, err = 0;
+		bool gpu_small;
 
 		while (!l->stop && (vec_len(&l->iq) == 0 || l->broken)) {
+			if (l->rpend.t) {
+				rpend_end(l); /* nothing to overlap with: end it before waiting */
+				continue;
+			}
 			if (l->broken && !l->rcv_parked) {
 				for (size_t i = l->iq.head; i < l->iq.n; i++)
 					end_or_defer(l, &l->iq.v[i], false);
@@ -224,6 +240,9 @@ static void *lane_rcv_main(void *arg)
 			       l->iq.v[l->iq.head + nwrites].op == TE_WRITE)
 				nwrites++;
 		pthread_mutex_unlock(&l->mu);
+		gpu_small = !nwrites && s.gpu && s.len <= te_gpu_chunk();
+		if (l->rpend.t && !(gpu_small && l->rpend.gpu == s.gpu))
+			rpend_end(l);
 
 		if (nwrites) {
 			/* v2 WRITE statuses: read as many as are outstanding in one call, never
@@ -280,10 +299,16 @@ static void *lane_rcv_main(void *arg)
 			}
 			if (!err)
 				err = te_tcp_gpu_recv(&l->rcv_stage, s.gpu - 1, fd, NULL, 0,
-				                      s.local, s.len, true);
+				                      s.local, s.len, !gpu_small);
+			rpend_end(l); /* the previous one's copy ran during this recv */
 			pthread_mutex_lock(&l->mu);
 			if (!err) {
-				te_task_slice_done(s.t, s.len, true);
+				if (gpu_small) {
+					l->rpend = s;
+					l->rpend_k = te_gpu_stage_last(l->rcv_stage);
+				} else {
+					te_task_slice_done(s.t, s.len, true);
+				}
 				l->iq.head++;
 			}
 		} else {
@@ -324,6 +349,7 @@ static void *lane_rcv_main(void *arg)
 			pthread_cond_broadcast(&l->snd_cv);
 		}
 	}
+	rpend_end(l);
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
 }

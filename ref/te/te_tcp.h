@@ -49,6 +49,11 @@ struct tcp_lane {
 	uint64_t next_seq, sent_seq;
 	struct slice_vec deferred;
 	struct te_gpu_stage *snd_stage, *rcv_stage; /* made on the first CUDA slice */
+	/* receiver: a READ into CUDA memory (one staging chunk or less) whose copy is still queued
+	 * on buffer rpend_k; it ends once the next body has been received (or before the receiver
+	 * waits), so the copy overlaps that socket read. rpend.t NULL = none. */
+	struct tcp_slice rpend;
+	int rpend_k;
 };
 
 struct tcp_peer {
