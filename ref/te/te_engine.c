@@ -525,13 +525,17 @@ bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len
 	return te_engine_local_range_gpu(eng, addr, len, &gpu);
 }
 
-/* "cuda:N": CUDA must be loadable, N below the device count and addr device memory of N. */
+/* "cuda:N": CUDA must be loadable, N below the device count and addr device memory of N.
+ * "*": device memory is recognised when the process already uses CUDA (Mooncake classifies "*"
+ * with cudaPointerGetAttributes too); the published name stays "*". */
 static int check_location(const char *location, void *addr, size_t len, int *gpu)
 {
 	char why[256] = "";
 	int dev, ret = te_gpu_parse_location(location, &dev);
 
 	*gpu = 0;
+	if (!strcmp(location, "*") && (dev = te_gpu_probe(addr)) >= 0)
+		ret = 1;
 	if (ret < 0) {
 		pd_err("te: register %p+%zu: location \"%s\" is malformed (expected cuda:N, "
 		       "cpu:N or *)",

@@ -130,6 +130,27 @@ int te_gpu_device_count(char *why, size_t whylen)
 	return n;
 }
 
+int te_gpu_probe(const void *p)
+{
+	static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+	struct cu_ptr_attr a;
+	bool loaded = false;
+
+	for (size_t i = 0; i < PD_ARRAY_SIZE(libs) && !loaded; i++) {
+		void *h = dlopen(libs[i], RTLD_NOW | RTLD_NOLOAD);
+		if (h) {
+			loaded = true;
+			dlclose(h);
+		}
+	}
+	if (!loaded || !ready())
+		return -1;
+	memset(&a, 0, sizeof(a));
+	if (cu.PointerGetAttributes(&a, p) || a.type != CU_MEMTYPE_DEVICE)
+		return -1;
+	return a.device;
+}
+
 int te_gpu_parse_location(const char *loc, int *dev)
 {
 	int64_t v;

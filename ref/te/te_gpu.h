@@ -14,6 +14,11 @@ int te_gpu_device_count(char *why, size_t whylen);
  * "cuda:" followed by no decimal number (or > 1023) -> TE_ERR_INVALID_ARGUMENT. */
 int te_gpu_parse_location(const char *location, int *dev);
 
+/* For location "*": the CUDA device whose memory holds p, or -1. Only asks CUDA when a CUDA
+ * runtime is already loaded in the process (never loads one itself, so host-only programs pay
+ * nothing); -1 for host memory. */
+int te_gpu_probe(const void *p);
+
 /* Checks that [p, p+len) is CUDA device memory of device dev: 0, else TE_ERR_DEVICE_NOT_FOUND
  * (no such device) or TE_ERR_INVALID_ARGUMENT (host / other device), reason in why. */
 int te_gpu_check_buffer(const void *p, size_t len, int dev, char *why, size_t whylen);

@@ -195,6 +195,20 @@ static void test_batch_small(void **state)
 	one(TE_READ, I.gpu, 1, T.gpu, 2, (9u << 20) + 5, 100);
 }
 
+/* location "*" on cudaMalloc'd memory: recognised as device memory (CUDA is loaded here) */
+static void test_star_location(void **state)
+{
+	char *d = NULL;
+	(void)state;
+	assert_int_equal(te_gpu_malloc(0, 3u << 20, (void **)&d), 0);
+	assert_int_equal(te_register(T.e, d, 3u << 20, "*"), 0);
+	one(TE_WRITE, I.gpu, 7, d, 1, (2u << 20) + 11, 31);
+	one(TE_READ, I.cpu, 7, d, 1, (2u << 20) + 11, 32);
+	one(TE_READ, I.gpu, 7, d, 1, 65536, 33);
+	assert_int_equal(te_unregister(T.e, d), 0);
+	te_gpu_free(d);
+}
+
 static void test_bad_locations(void **state)
 {
 	char *h = malloc(4096);
@@ -236,7 +250,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bad_locations), cmocka_unit_test(test_cuda_to_cuda),
 	    cmocka_unit_test(test_cpu_to_cuda),   cmocka_unit_test(test_cuda_to_cpu),
-	    cmocka_unit_test(test_batch_small),
+	    cmocka_unit_test(test_batch_small),   cmocka_unit_test(test_star_location),
 	};
 	char why[256] = "";
 
