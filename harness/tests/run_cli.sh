@@ -85,11 +85,14 @@ grep -Eq 'timed out (after 4s while|waiting for /health)' "$T/out" || fail "time
 [ $(( $(date +%s) - t0 )) -le 20 ] || fail "--timeout 4 took too long"
 [ -z "$(pgrep -f "$T/w2" || true)" ] || fail "processes left after a timeout"
 
-# Ctrl-C in the middle of the workload: stop everything, report, exit 1, nothing left behind
+# Ctrl-C in the middle of the workload: stop everything, report, exit 1, nothing left behind.
+# The old output goes first: the background job truncates it only once it runs, and the wait
+# loop below must not see the previous run's "requests through the proxy".
+rm -f "$T/out"
 "$BIN/pdkv-run" --workdir "$T/w3" "$T/slow.json" >"$T/out" 2>&1 &
 RPID=$!
 for _ in $(seq 400); do
-	grep -q 'requests through the proxy' "$T/out" && break
+	grep -q 'requests through the proxy' "$T/out" 2>/dev/null && break
 	sleep 0.1
 done
 grep -q 'requests through the proxy' "$T/out" || fail "workload never started"
