@@ -3,7 +3,8 @@
 # 10.77.0.1, rxe1 on 10.77.0.2) by run-rxe-tier.sh. One "PASS|FAIL|NOTRUN <step> (<s>s) detail"
 # line per step; the last line is "rxe tier: PASS|FAIL (...)". Exit 0 only if no step failed.
 # Steps: devices, pdkv doctor, test_rdma_*, pdkv bench --check, ratio rounds vs ib_write_bw,
-# rdma-accept.sh --local, scenarios/rdma/*.json through pdkv run.
+# rdma-accept.sh --local, pdkv bench --compare-perftest (loopback rxe0 -> rxe1),
+# scenarios/rdma/*.json through pdkv run.
 # Env: BUILD (build dir, default build), RXE_BW_MB (MiB per bandwidth run, default 32),
 # RXE_BENCH_S (pdkv bench seconds per operation, default 2), RXE_ROUNDS (ratio rounds, 3).
 set -u
@@ -138,6 +139,23 @@ elif timeout 120 bash "$SRC/ci/rxe/rdma-accept.sh" --local --target_devices=rxe1
 	sed 's/^/    /' $LOG/accept.log
 else
 	result FAIL rdma_accept_local "$t0" "see below"; tail -15 $LOG/accept.log | sed 's/^/    | /'
+fi
+
+# 6b. pdkv bench itself: loopback rxe0 -> rxe1 with % of line rate and --compare-perftest
+# (ib_write_bw on the same pair per size, run by pdkv-bench in the same run)
+t0=$(now)
+if [ -z "$have_bench" ]; then
+	result NOTRUN pdkv_bench_compare_perftest "$t0" "pdkv-bench not built"
+elif MC_TCP_BIND_ADDRESS=10.77.0.1 timeout 150 $W/bin/pdkv-bench --mode=loopback --protocol=rdma \
+	--device_name=rxe0 --target_device_name=rxe1 --operation=write -b 64K -e 256K -f 4 \
+	--batch_size=128 --duration="$BENCH_S" --report_unit=MB --check --compare-perftest \
+	--perftest_duration=2 --json=$LOG/bench-cmp.json >$LOG/bench-cmp.log 2>&1 &&
+	grep -q '^# ratio pdkv/ib_write_bw write 65536' $LOG/bench-cmp.log &&
+	grep -q '"pct_line_rate"' $LOG/bench-cmp.json; then
+	result PASS pdkv_bench_compare_perftest "$t0" "$(grep -m1 '^# ratio pdkv/ib_write_bw write 65536' $LOG/bench-cmp.log | sed 's/^# //'); $(awk '$1 == "pdkv" && $3 == 65536 {print "64 KiB: " $NF " of line rate"; exit}' $LOG/bench-cmp.log)"
+	grep -E '^ line rate|^  pdkv|^# (ratio|ib_write_bw)' $LOG/bench-cmp.log | sed 's/^/    /'
+else
+	result FAIL pdkv_bench_compare_perftest "$t0" "see below"; tail -25 $LOG/bench-cmp.log | sed 's/^/    | /'
 fi
 
 # 7. 1P1D scenarios with protocol rdma (stand-ins + proxy + etcd, KV reuse and integrity checked)

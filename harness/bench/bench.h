@@ -37,6 +37,14 @@ struct bench_opts {
 	int repeat;    /* --repeat: each row N times, interleaved with the socket */
 	bool use_vram; /* --use_vram: both sides' buffers are cudaMalloc'd on --gpu_id */
 	int gpu_id;
+	/* rdma: % of line rate and --compare-perftest (bench_rdmarate.c, bench_perftest.c) */
+	double line_rate_gbps;         /* initiator devices' line rate, Gb/s; 0 = unknown */
+	const char *line_rate_desc;    /* how it was summed, or why it is unknown */
+	bool compare_perftest;         /* --compare-perftest: ib_write_bw on the same devices */
+	const char *target_device;     /* loopback: --target_device_name (default --device_name) */
+	const char *perftest_host;     /* --perftest_host (default: the segment's host) */
+	double perftest_duration;      /* --perftest_duration, ib_write_bw -D seconds (both sides) */
+	int perftest_port;             /* --perftest_port, first port (device i uses port + i) */
 };
 
 struct bench_row {
@@ -51,6 +59,8 @@ struct bench_row {
 	uint64_t failed;                 /* failed transfers */
 	double bw;                       /* in report units per second */
 	double cpu_init_s, cpu_target_s; /* CPU used during the row (target: loopback only) */
+	double pct_line_rate;            /* % of o->line_rate_gbps; < 0 = unknown */
+	double perftest_bw;              /* ib_write_bw at this block size, report units; 0 = none */
 };
 
 /* per-thread latency samples (µs) */
@@ -101,6 +111,28 @@ struct bench_sock_srv {
 int bench_sock_prepare(uint64_t region);
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
                    struct bench_row *row);
+
+/* line rate (bench_rdmarate.c): sum over the devices in `devices` (comma list; NULL/"" = all)
+ * of port 1's active speed x width, in Gb/s, when ACTIVE. desc gets "rxe0 1x 2.5 Gb/s + ...".
+ * Returns the number of ports counted (0 = none: *gbps 0, desc says why). */
+int bench_rdma_line_rate(const char *devices, double *gbps, char *desc, size_t desclen);
+/* GID index the engine would use on dev port 1: MC_GID_INDEX / NCCL_IB_GID_INDEX, else the
+ * first RoCEv2 IPv4-mapped (or IB) entry, else 0; -1 when the device cannot be opened. */
+int bench_rdma_gid_index(const char *dev);
+
+/* --compare-perftest (bench_perftest.c). check: ib_write_bw on PATH (else message, 2).
+ * serve_start: target side, one ib_write_bw server per device (port + i), respawned after each
+ * client run, sizes in the order of `sizes` (wrapping). run: initiator side; with local_servers
+ * (loopback) starts the servers itself on those devices; fills bw[k] (bytes/s, summed over the
+ * device pairs; 0 = failed) for every size. 0, or -1 with the reason and the log printed. */
+int bench_perftest_check(void);
+/* ib_write_bw server address: --perftest_host, else the target segment's host (P2PHANDSHAKE:
+ * the name's host part; a store: its rpc_meta). 0 or -1 with the reason printed. */
+int bench_perftest_host(const struct bench_opts *o, char *host, size_t len);
+int bench_perftest_serve_start(const struct bench_opts *o, const uint64_t *sizes, size_t n);
+void bench_perftest_serve_stop(void);
+int bench_perftest_run(const struct bench_opts *o, const char *local_servers, const char *host,
+                       const uint64_t *sizes, size_t n, double *bw);
 
 /* reporting (bench_report.c) */
 void bench_banner(const struct bench_opts *o, const char *local, const char *remote,

@@ -55,6 +55,16 @@ static void usage(FILE *f)
 	    "                               --gpu_id, registered as cuda:N); prints cudaMemcpy\n"
 	    "                               D2D/D2H/H2D for the same sizes; exit 77 without CUDA\n"
 	    "  --gpu_id=N                   CUDA device for --use_vram (0)\n"
+	    "  rdma: rows end with %% of line rate (port 1 speed x width of --device_name, summed)\n"
+	    "  --compare-perftest           rdma: also run ib_write_bw (perftest) per size on the\n"
+	    "                               same device pairs; prints pdkv/ib_write_bw per size.\n"
+	    "                               target: keeps ib_write_bw servers up (port P+i, -s per\n"
+	    "                               size in -b/-e/-f order: give both sides the same sizes)\n"
+	    "  --target_device_name=LIST    loopback: the spawned target's devices (--device_name)\n"
+	    "  --perftest_host=IP           initiator: ib_write_bw server address (default: the\n"
+	    "                               target segment's host)\n"
+	    "  --perftest_duration=S (3)    ib_write_bw -D, same on both sides\n"
+	    "  --perftest_port=P (18515)    device i uses port P+i\n"
 	    "Exit: 0 ok; 1 wrong bytes, failed transfers or under --min-bw; 2 bad usage.\n");
 }
 
@@ -110,6 +120,11 @@ enum {
 	F_REPEAT,
 	F_VRAM,
 	F_GPU,
+	F_CMPPT,
+	F_TDEV,
+	F_PTHOST,
+	F_PTDUR,
+	F_PTPORT,
 	F_HELP
 };
 
@@ -141,6 +156,12 @@ static const struct option longopts[] = {
     {"repeat", 1, 0, F_REPEAT},
     {"use_vram", 2, 0, F_VRAM},
     {"gpu_id", 1, 0, F_GPU},
+    {"compare-perftest", 0, 0, F_CMPPT},
+    {"compare_perftest", 0, 0, F_CMPPT},
+    {"target_device_name", 1, 0, F_TDEV},
+    {"perftest_host", 1, 0, F_PTHOST},
+    {"perftest_duration", 1, 0, F_PTDUR},
+    {"perftest_port", 1, 0, F_PTPORT},
     {"help", 0, 0, F_HELP},
     {0, 0, 0, 0},
 };
@@ -171,7 +192,9 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 	                         .sweep_f = 2,
 	                         .baseline = "none",
 	                         .ops_str = "read",
-	                         .repeat = 1};
+	                         .repeat = 1,
+	                         .perftest_duration = 3,
+	                         .perftest_port = 18515};
 	set_unit(o, "GB");
 	ro->ops[0] = TE_READ;
 	ro->nops = 1;
@@ -320,6 +343,26 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 				return bad("--gpu_id", optarg, "a CUDA device number 0..1023");
 			o->gpu_id = (int)v;
 			break;
+		case F_CMPPT:
+			o->compare_perftest = true;
+			break;
+		case F_TDEV:
+			o->target_device = optarg;
+			break;
+		case F_PTHOST:
+			o->perftest_host = optarg;
+			break;
+		case F_PTDUR:
+			d = strtod(optarg, &end);
+			if (*end || end == optarg || !(d >= 1) || d > 3600)
+				return bad("--perftest_duration", optarg, "whole seconds 1..3600");
+			o->perftest_duration = d;
+			break;
+		case F_PTPORT:
+			if (pd_parse_u64(optarg, &v) || v < 1024 || v > 65000)
+				return bad("--perftest_port", optarg, "a port 1024..65000");
+			o->perftest_port = (int)v;
+			break;
 		case 'h':
 		case F_HELP:
 			usage(stdout);
@@ -351,6 +394,18 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 		fprintf(stderr,
 		        "pdkv-bench: --mode=initiator needs --segment_id (the target prints "
 		        "it)\n");
+		return 2;
+	}
+	if (o->compare_perftest && (!o->protocol || strcmp(o->protocol, "rdma"))) {
+		fprintf(stderr,
+		        "pdkv-bench: --compare-perftest compares against ib_write_bw, an RDMA "
+		        "benchmark: it needs --protocol=rdma (got %s)\n",
+		        o->protocol ? o->protocol : "--auto_discovery");
+		return 2;
+	}
+	if (o->target_device && strcmp(o->mode, "loopback")) {
+		fprintf(stderr, "pdkv-bench: --target_device_name is for --mode=loopback (a "
+		                "separate target takes --device_name)\n");
 		return 2;
 	}
 	if (o->use_vram && strcmp(o->baseline, "none")) {
@@ -454,6 +509,10 @@ static void add_row(struct runner *r, struct bench_row *row, double c0, double t
 	double t1 = cpu_of(r->target_pid);
 	row->cpu_init_s = cpu_self() - c0;
 	row->cpu_target_s = t0 >= 0 && t1 >= 0 ? t1 - t0 : 0;
+	row->pct_line_rate = r->o->line_rate_gbps > 0 && row->seconds > 0
+	                         ? (double)row->bytes * 8 / row->seconds / 1e9 /
+	                               r->o->line_rate_gbps * 100
+	                         : -1;
 	bench_table_row(r->o, row);
 	if (row->bytes)
 		printf("# cpu: initiator %.2f s, target %.2f s = %.2f s per GB moved\n",
@@ -518,6 +577,58 @@ static void run_all(struct runner *r, const struct run_ops *ro)
 	}
 }
 
+/* --compare-perftest, initiator side: ib_write_bw per size after the pdkv rows, the ratio per
+ * (operation, size) printed and stored in the rows for --json/--csv */
+static int compare_perftest(struct runner *r, const uint64_t *sizes, size_t ns, bool loopback)
+{
+	struct bench_opts *o = r->o;
+	double bw[64];
+	char host[256];
+	int ret;
+
+	if (bench_perftest_host(o, host, sizeof(host)))
+		return -1;
+	printf("# perftest: ib_write_bw -d %s -> %s (%s), -D %d per size, --report_gbits\n",
+	       o->device, host, loopback ? "servers started here" : "the target's servers",
+	       (int)(o->perftest_duration + 0.5));
+	fflush(stdout);
+	ret = bench_perftest_run(o, loopback ? (o->target_device ? o->target_device : o->device)
+	                                     : NULL,
+	                         host, sizes, ns, bw);
+	for (size_t k = 0; k < ns; k++) {
+		double pb = bw[k] * (o->unit_bits ? 8 : 1) / o->unit_div;
+		if (!(pb > 0))
+			continue;
+		printf("# ib_write_bw %llu B: %.*f %s/s", (unsigned long long)sizes[k], o->precision,
+		       pb, o->unit);
+		if (o->line_rate_gbps > 0)
+			printf(" = %.1f%% of line rate", bw[k] * 8 / 1e9 / o->line_rate_gbps * 100);
+		printf("\n");
+		for (int op = 0; op < 2; op++) {
+			double best = 0;
+			for (size_t j = 0; j < r->nrows; j++) {
+				struct bench_row *x = &r->rows[j];
+				if (x->block != sizes[k] || x->op != op || strcmp(x->kind, "pdkv"))
+					continue;
+				x->perftest_bw = pb;
+				if (x->bw > best)
+					best = x->bw;
+			}
+			if (best > 0)
+				printf("# ratio pdkv/ib_write_bw %s %llu B: %.*f / %.*f %s/s = %.2f "
+				       "(%.0f%% of ib_write_bw)\n",
+				       op ? "write" : "read", (unsigned long long)sizes[k],
+				       o->precision, best, o->precision, pb, o->unit, best / pb,
+				       best / pb * 100);
+		}
+	}
+	fflush(stdout);
+	if (ret)
+		fprintf(stderr, "pdkv-bench: --compare-perftest: ib_write_bw did not complete for "
+		                "every size (see above)\n");
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_opts o;
@@ -533,6 +644,8 @@ int main(int argc, char **argv)
 	rc = parse(argc, argv, &o, &ro);
 	if (!rc)
 		rc = bench_gpu_require(&o);
+	if (!rc && o.compare_perftest)
+		rc = bench_perftest_check();
 	if (rc)
 		return rc;
 	ns = sizes_of(&o, sizes, PD_ARRAY_SIZE(sizes));
@@ -557,7 +670,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "pdkv-bench: cannot listen for the socket baseline\n");
 			return 1;
 		}
+		if (o.compare_perftest && bench_perftest_serve_start(&o, sizes, ns)) {
+			if (lfd >= 0)
+				close(lfd);
+			return 1;
+		}
 		rc = bench_te_target(&o, lfd, sockaddr_s);
+		if (o.compare_perftest)
+			bench_perftest_serve_stop();
 		if (lfd >= 0)
 			close(lfd);
 		return rc;
@@ -590,8 +710,9 @@ int main(int argc, char **argv)
 		} else {
 			targv[ta++] = "--auto_discovery";
 		}
-		if (o.device) {
-			snprintf(a_dev, sizeof(a_dev), "--device_name=%s", o.device);
+		if (o.target_device || o.device) {
+			snprintf(a_dev, sizeof(a_dev), "--device_name=%s",
+			         o.target_device ? o.target_device : o.device);
 			targv[ta++] = a_dev;
 		}
 		targv[ta++] = bufarg;
@@ -665,10 +786,18 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
+	if (o.protocol && !strcmp(o.protocol, "rdma")) {
+		static char lrdesc[512];
+		if (!bench_rdma_line_rate(o.device, &o.line_rate_gbps, lrdesc, sizeof(lrdesc)))
+			fprintf(stderr, "pdkv-bench: no %% of line rate in this report: %s\n", lrdesc);
+		o.line_rate_desc = lrdesc;
+	}
 	bench_banner(&o, r.te ? bench_te_local_name(r.te) : "-", o.segment,
 	             r.te ? bench_te_remote_size(r.te) : o.buffer_size);
 	run_all(&r, &ro);
 	rc = r.rc;
+	if (o.compare_perftest && compare_perftest(&r, sizes, ns, !strcmp(o.mode, "loopback")))
+		rc = rc ? rc : 1;
 	if (o.json && bench_write_json(&o, o.json, r.rows, r.nrows,
 	                               r.te ? bench_te_local_name(r.te) : "-", o.segment)) {
 		fprintf(stderr, "pdkv-bench: cannot write --json %s\n", o.json);

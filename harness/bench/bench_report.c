@@ -130,6 +130,10 @@ void bench_banner(const struct bench_opts *o, const char *local, const char *rem
 	       o->check ? "on: every byte compared (write: per-iteration pattern read back; read: "
 	                  "target pattern); not timed"
 	                : "off");
+	if (o->protocol && !strcmp(o->protocol, "rdma"))
+		printf(" line rate      : %s%.2f GB/s = %.1f Gb/s (%s; rows add %% of it)\n",
+		       o->line_rate_gbps > 0 ? "" : "unknown: ", o->line_rate_gbps / 8,
+		       o->line_rate_gbps, o->line_rate_desc ? o->line_rate_desc : "-");
 	printf("%s\n", line);
 	fflush(stdout);
 }
@@ -141,16 +145,22 @@ void bench_table_header(const struct bench_opts *o)
 	printf("# %-6s %-5s %12s %6s %4s %10s %12s %12s %12s %10s %8s\n", "kind", "op", "bytes",
 	       "batch", "thr", bw, "transfers/s", "lat_p50(us)", "lat_p99(us)", "#wrong",
 	       "#failed");
+	if (o->line_rate_gbps > 0)
+		printf("# (rdma: the last column is %% of the %.2f GB/s line rate)\n",
+		       o->line_rate_gbps / 8);
 	fflush(stdout);
 }
 
 void bench_table_row(const struct bench_opts *o, struct bench_row *r)
 {
-	printf("  %-6s %-5s %12llu %6llu %4llu %10.*f %12.0f %12.1f %12.1f %10llu %8llu\n", r->kind,
+	printf("  %-6s %-5s %12llu %6llu %4llu %10.*f %12.0f %12.1f %12.1f %10llu %8llu", r->kind,
 	       r->op ? "write" : "read", (unsigned long long)r->block, (unsigned long long)r->batch,
 	       (unsigned long long)r->threads, o->precision, r->bw,
 	       r->seconds > 0 ? (double)r->transfers / r->seconds : 0, r->lat_p50_us, r->lat_p99_us,
 	       (unsigned long long)r->wrong, (unsigned long long)r->failed);
+	if (o->line_rate_gbps > 0 && r->pct_line_rate >= 0)
+		printf(" %7.1f%%", r->pct_line_rate);
+	printf("\n");
 	/* transfer_engine_bench's closing line, one per row */
 	printf("Test completed: duration %.2f, batch count %llu, throughput %.*f %s/s\n",
 	       r->seconds, (unsigned long long)r->batches, o->precision, r->bw, o->unit);
@@ -173,6 +183,10 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 	cJSON_AddBoolToObject(root, "check", o->check);
 	cJSON_AddNumberToObject(root, "batch_size", (double)o->batch);
 	cJSON_AddNumberToObject(root, "threads", (double)o->threads);
+	if (o->line_rate_gbps > 0) {
+		cJSON_AddNumberToObject(root, "line_rate_gbps", o->line_rate_gbps);
+		cJSON_AddNumberToObject(root, "line_rate_GBps", o->line_rate_gbps / 8);
+	}
 	arr = cJSON_AddArrayToObject(root, "rows");
 	for (size_t i = 0; i < n; i++) {
 		struct bench_row *r = &rows[i];
@@ -198,6 +212,14 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		cJSON_AddNumberToObject(x, "failed", (double)r->failed);
 		cJSON_AddNumberToObject(x, "cpu_initiator_s", r->cpu_init_s);
 		cJSON_AddNumberToObject(x, "cpu_target_s", r->cpu_target_s);
+		if (o->line_rate_gbps > 0 && r->pct_line_rate >= 0) {
+			cJSON_AddNumberToObject(x, "line_rate_gbps", o->line_rate_gbps);
+			cJSON_AddNumberToObject(x, "pct_line_rate", r->pct_line_rate);
+		}
+		if (r->perftest_bw > 0) {
+			cJSON_AddNumberToObject(x, "ib_write_bw", r->perftest_bw);
+			cJSON_AddNumberToObject(x, "ratio_vs_ib_write_bw", r->bw / r->perftest_bw);
+		}
 		cJSON_AddItemToArray(arr, x);
 	}
 	/* pdkv / plain socket for every (operation, block size) measured both ways, best row of
@@ -248,14 +270,14 @@ int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_r
 	    f,
 	    "kind,operation,block_size,batch_size,threads,duration_s,batches,transfers,bytes,"
 	    "bandwidth_%s_per_s,transfers_per_s,lat_p50_us,lat_p99_us,wrong,failed,cpu_initiator_s,"
-	    "cpu_target_s\n",
-	    o->unit);
+	    "cpu_target_s,line_rate_gbps,pct_line_rate,ib_write_bw_%s_per_s,ratio_vs_ib_write_bw\n",
+	    o->unit, o->unit);
 	for (size_t i = 0; i < n; i++) {
 		struct bench_row *r = &rows[i];
 		fprintf(
 		    f,
 		    "%s,%s,%llu,%llu,%llu,%.6f,%llu,%llu,%llu,%.*f,%.1f,%.2f,%.2f,%llu,%llu,%.3f,"
-		    "%.3f\n",
+		    "%.3f,",
 		    r->kind, r->op ? "write" : "read", (unsigned long long)r->block,
 		    (unsigned long long)r->batch, (unsigned long long)r->threads, r->seconds,
 		    (unsigned long long)r->batches, (unsigned long long)r->transfers,
@@ -263,6 +285,15 @@ int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_r
 		    r->seconds > 0 ? (double)r->transfers / r->seconds : 0, r->lat_p50_us,
 		    r->lat_p99_us, (unsigned long long)r->wrong, (unsigned long long)r->failed,
 		    r->cpu_init_s, r->cpu_target_s);
+		if (o->line_rate_gbps > 0 && r->pct_line_rate >= 0)
+			fprintf(f, "%.3f,%.2f,", o->line_rate_gbps, r->pct_line_rate);
+		else
+			fprintf(f, ",,");
+		if (r->perftest_bw > 0)
+			fprintf(f, "%.*f,%.4f\n", o->precision + 2, r->perftest_bw,
+			        r->bw / r->perftest_bw);
+		else
+			fprintf(f, ",\n");
 	}
 	return fclose(f) ? -1 : 0;
 }

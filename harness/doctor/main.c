@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cfg/cfg.h"
+#include "pd_ibrate.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te/te_internal.h"
@@ -55,46 +56,9 @@ static void report(int lvl, const char *check, const char *fix, const char *fmt,
 
 /* ---------------------------------------------------------------- RDMA */
 
-/* Data rate per lane in Gb/s for ibv_port_attr.active_speed (encoding overhead removed). */
-static double lane_gbps(uint8_t s)
-{
-	switch (s) {
-	case 1:
-		return 2.0; /* SDR */
-	case 2:
-		return 4.0; /* DDR */
-	case 4:
-		return 8.0; /* QDR */
-	case 8:
-		return 10.0; /* FDR10 */
-	case 16:
-		return 13.64; /* FDR */
-	case 32:
-		return 25.0; /* EDR */
-	case 64:
-		return 50.0; /* HDR */
-	case 128:
-		return 100.0; /* NDR */
-	}
-	return 0;
-}
-
-static int lanes(uint8_t w)
-{
-	switch (w) {
-	case 1:
-		return 1;
-	case 2:
-		return 4;
-	case 4:
-		return 8;
-	case 8:
-		return 12;
-	case 16:
-		return 2;
-	}
-	return 0;
-}
+/* speed/width code tables: ref/common/pd_ibrate.c (pdkv bench's % of line rate uses them too) */
+#define lane_gbps pd_ib_lane_gbps
+#define lanes pd_ib_lanes
 
 static const char *gid_type_name(int t)
 {

@@ -39,6 +39,27 @@ grep -q -- "--block_size" "$T/out" || fail "bad --block_size: message does not n
 "$B" --mode=initiator >"$T/out" 2>&1; [ $? -eq 2 ] || fail "initiator without --segment_id: want exit 2"
 "$B" --operation=copy >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --operation: want exit 2"
 
+# --compare-perftest is RDMA only (ib_write_bw): with tcp -> exit 2 naming the fix
+"$B" --protocol=tcp --compare-perftest >"$T/out" 2>&1; [ $? -eq 2 ] || fail "--compare-perftest with tcp: want exit 2"
+grep -q -- "--compare-perftest .*needs --protocol=rdma" "$T/out" || fail "--compare-perftest with tcp: no clear message"
+"$B" --protocol=rdma --compare-perftest --perftest_duration=0 >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --perftest_duration: want exit 2"
+# --protocol=rdma on a host without an RDMA device (this one; skipped where one exists): a clear
+# error, non-zero, no crash (both loopback and initiator)
+if ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
+  for mode in "--mode=loopback" "--mode=initiator --segment_id=127.0.0.1:9"; do
+    # shellcheck disable=SC2086
+    timeout 30 "$B" $mode --protocol=rdma --block_size=4K --batch_size=4 --duration=0.2 >"$T/out" 2>&1
+    rc=$?
+    [ $rc -eq 1 ] || fail "rdma without a device ($mode): want exit 1, got $rc"
+    grep -q "no RDMA device" "$T/out" || fail "rdma without a device ($mode): no clear message"
+  done
+  # the target side with --compare-perftest: ib_write_bw servers stopped, nothing left behind
+  TMPDIR=$T timeout 30 "$B" --mode=target --protocol=rdma --device_name=none0 --compare-perftest >"$T/out" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] || fail "rdma target without a device: want exit 1, got $rc"
+  pgrep -f "ib_write_bw -d none0" >/dev/null && fail "an ib_write_bw server outlived the target"
+fi
+
 # loopback, P2PHANDSHAKE, both operations, every byte checked, JSON + CSV
 "$B" --operation=write,read $SHORT --baseline=socket --json "$T/b.json" --csv "$T/b.csv" >"$T/out" 2>&1 ||
   fail "loopback P2P run failed"
