@@ -131,6 +131,10 @@ int bench_perftest_check(void);
 int bench_perftest_host(const struct bench_opts *o, char *host, size_t len);
 int bench_perftest_serve_start(const struct bench_opts *o, const uint64_t *sizes, size_t n);
 void bench_perftest_serve_stop(void);
+/* initiator: bench_perftest_run after the pdkv rows; prints ib_write_bw and pdkv/ib_write_bw per
+ * (operation, size), sets rows[].perftest_bw. 0, or -1 when a size could not be measured. */
+int bench_perftest_compare(const struct bench_opts *o, struct bench_row *rows, size_t nrows,
+                           const uint64_t *sizes, size_t ns, bool loopback);
 int bench_perftest_run(const struct bench_opts *o, const char *local_servers, const char *host,
                        const uint64_t *sizes, size_t n, double *bw);
 

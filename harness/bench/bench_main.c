@@ -577,58 +577,6 @@ static void run_all(struct runner *r, const struct run_ops *ro)
 	}
 }
 
-/* --compare-perftest, initiator side: ib_write_bw per size after the pdkv rows, the ratio per
- * (operation, size) printed and stored in the rows for --json/--csv */
-static int compare_perftest(struct runner *r, const uint64_t *sizes, size_t ns, bool loopback)
-{
-	struct bench_opts *o = r->o;
-	double bw[64];
-	char host[256];
-	int ret;
-
-	if (bench_perftest_host(o, host, sizeof(host)))
-		return -1;
-	printf("# perftest: ib_write_bw -d %s -> %s (%s), -D %d per size, --report_gbits\n",
-	       o->device, host, loopback ? "servers started here" : "the target's servers",
-	       (int)(o->perftest_duration + 0.5));
-	fflush(stdout);
-	ret = bench_perftest_run(o, loopback ? (o->target_device ? o->target_device : o->device)
-	                                     : NULL,
-	                         host, sizes, ns, bw);
-	for (size_t k = 0; k < ns; k++) {
-		double pb = bw[k] * (o->unit_bits ? 8 : 1) / o->unit_div;
-		if (!(pb > 0))
-			continue;
-		printf("# ib_write_bw %llu B: %.*f %s/s", (unsigned long long)sizes[k], o->precision,
-		       pb, o->unit);
-		if (o->line_rate_gbps > 0)
-			printf(" = %.1f%% of line rate", bw[k] * 8 / 1e9 / o->line_rate_gbps * 100);
-		printf("\n");
-		for (int op = 0; op < 2; op++) {
-			double best = 0;
-			for (size_t j = 0; j < r->nrows; j++) {
-				struct bench_row *x = &r->rows[j];
-				if (x->block != sizes[k] || x->op != op || strcmp(x->kind, "pdkv"))
-					continue;
-				x->perftest_bw = pb;
-				if (x->bw > best)
-					best = x->bw;
-			}
-			if (best > 0)
-				printf("# ratio pdkv/ib_write_bw %s %llu B: %.*f / %.*f %s/s = %.2f "
-				       "(%.0f%% of ib_write_bw)\n",
-				       op ? "write" : "read", (unsigned long long)sizes[k],
-				       o->precision, best, o->precision, pb, o->unit, best / pb,
-				       best / pb * 100);
-		}
-	}
-	fflush(stdout);
-	if (ret)
-		fprintf(stderr, "pdkv-bench: --compare-perftest: ib_write_bw did not complete for "
-		                "every size (see above)\n");
-	return ret;
-}
-
 int main(int argc, char **argv)
 {
 	struct bench_opts o;
@@ -796,7 +744,8 @@ int main(int argc, char **argv)
 	             r.te ? bench_te_remote_size(r.te) : o.buffer_size);
 	run_all(&r, &ro);
 	rc = r.rc;
-	if (o.compare_perftest && compare_perftest(&r, sizes, ns, !strcmp(o.mode, "loopback")))
+	if (o.compare_perftest && bench_perftest_compare(&o, r.rows, r.nrows, sizes, ns,
+	                                                 !strcmp(o.mode, "loopback")))
 		rc = rc ? rc : 1;
 	if (o.json && bench_write_json(&o, o.json, r.rows, r.nrows,
 	                               r.te ? bench_te_local_name(r.te) : "-", o.segment)) {
