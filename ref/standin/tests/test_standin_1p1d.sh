@@ -42,7 +42,8 @@ done
 free_base() {
 	local b
 	for _ in $(seq 50); do
-		b=$((20000 + (RANDOM % 2000) * 10))
+		# below Linux's ephemeral range (32768+), so client sockets never take them meanwhile
+		b=$((20000 + (RANDOM % 1200) * 10))
 		ss -Htln 2>/dev/null | awk '{print $4}' | grep -qE ":($b|$((b + 9))|$((b + 10))|$((b + 100))|$((b + 109))|$((b + 110)))\$" || { echo $b; return; }
 	done
 	echo 23003
@@ -81,6 +82,17 @@ pair() { # pair TAG [prefill args] -- [decode args]
 		--kv-transfer-config '{"kv_connector":"MooncakeConnector","kv_role":"kv_producer","kv_rank":0,"kv_parallel_size":2,"kv_buffer_size":2e9}' "${pa[@]}"
 	MOONCAKE_CONFIG_PATH=$TMP/mooncake-$tag.json start D$tag \
 		--kv-transfer-config '{"kv_connector":"MooncakeConnector","kv_role":"kv_consumer","kv_rank":1,"kv_parallel_size":2,"kv_buffer_size":2e9}' "${da[@]}"
+	# Another process on this host may take a pipe port between free_base and the bind: try
+	# fresh ports (at most 3 times) rather than report someone else's port as our failure.
+	local pp dp
+	eval "pp=\$PORT_P$tag dp=\$PORT_D$tag"
+	if { [ -z "$pp" ] || [ -z "$dp" ]; } && [ "${PAIR_TRY:-0}" -lt 3 ] &&
+		grep -qs 'Address already in use' "$TMP/P$tag.log" "$TMP/D$tag.log"; then
+		local pid
+		for pid in PID_P$tag PID_D$tag; do kill -TERM "${!pid}" 2>/dev/null; wait "${!pid}" 2>/dev/null; done
+		echo "note: pair $tag hit a port taken by another process; retrying on fresh ports"
+		PAIR_TRY=$((${PAIR_TRY:-0} + 1)) pair "$tag" "$@"
+	fi
 }
 post() { # post PORT BODY -> body in $TMP/body, echoes status
 	curl -sS -o "$TMP/body" -w '%{http_code}' "http://127.0.0.1:$1/v1/completions" -H 'Content-Type: application/json' -d "$2"
