@@ -111,43 +111,15 @@ int te_hs_recv_frame(int fd, int *type, char **json, size_t *len, size_t max_len
 
 int te_net_connect(const char *host, int port, int timeout_ms)
 {
-	struct addrinfo hints = {0}, *res, *ai;
-	char pbuf[16];
-	int ret = TE_ERR_UNREACHABLE;
+	int fd;
 
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	snprintf(pbuf, sizeof(pbuf), "%d", port);
 	if (!host || !*host || port <= 0 || port > 65535)
 		return TE_ERR_INVALID_ARGUMENT;
-	if (getaddrinfo(host, pbuf, &hints, &res))
-		return TE_ERR_DNS;
-	for (ai = res; ai; ai = ai->ai_next) {
-		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-		int err = 0, one = 1;
-		socklen_t el = sizeof(err);
-		struct pollfd p;
-
-		if (fd < 0)
-			continue;
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
-			close(fd);
-			continue;
-		}
-		p.fd = fd;
-		p.events = POLLOUT;
-		if (poll(&p, 1, timeout_ms) != 1 ||
-		    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err) {
-			close(fd);
-			continue;
-		}
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		ret = fd;
-		break;
-	}
-	freeaddrinfo(res);
-	return ret;
+	/* pd_tcp_connect: non-blocking connect bounded by timeout_ms, then blocking + NODELAY */
+	fd = pd_tcp_connect(host, port, timeout_ms);
+	if (fd >= 0)
+		return fd;
+	return fd == -EHOSTUNREACH ? TE_ERR_DNS : TE_ERR_UNREACHABLE;
 }
 
 void te_net_local_ip(char *out, size_t len)
