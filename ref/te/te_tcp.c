@@ -181,16 +181,28 @@ static void end_or_defer(struct tcp_lane *l, struct tcp_slice *x, bool ok)
 	te_task_slice_done(x->t, ok ? x->len : 0, ok);
 }
 
-/* Sender side, lane lock held, after its socket call returned: everything queued so far is out
- * of our hands, so deferred WRITEs can end. */
-static void drain_deferred(struct tcp_lane *l)
+/* Sender side (send token held), lane lock held, after its socket call returned: every slice
+ * up to seq upto is out of our hands, so deferred WRITEs up to it can end. */
+static void drain_deferred_upto(struct tcp_lane *l, uint64_t upto)
 {
-	l->sent_seq = l->next_seq;
+	size_t keep = 0;
+
+	l->sent_seq = upto;
 	for (size_t i = l->deferred.head; i < l->deferred.n; i++) {
 		struct tcp_slice *x = &l->deferred.v[i];
-		te_task_slice_done(x->t, x->ok ? x->len : 0, x->ok);
+		if (x->seq > upto)
+			l->deferred.v[keep++] = *x;
+		else
+			te_task_slice_done(x->t, x->ok ? x->len : 0, x->ok);
 	}
-	l->deferred.n = l->deferred.head = 0;
+	l->deferred.n = keep;
+	l->deferred.head = 0;
+}
+
+/* ... after everything queued so far has been handed to the kernel (or abandoned) */
+static void drain_deferred(struct tcp_lane *l)
+{
+	drain_deferred_upto(l, l->next_seq);
 }
 
 /* Receiver: ends the READ into CUDA memory whose copy was left queued (see tcp_lane.rpend). */
@@ -416,6 +428,149 @@ static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t 
 	return 0;
 }
 
+/* Header + body bytes of a slice on the wire. */
+static uint64_t wire_bytes(const struct tcp_slice *s)
+{
+	return TCP_HDR_LEN + (s->op == TE_WRITE ? s->len : 0);
+}
+
+/* Sends host-memory slices v[*done..n), the first one from byte *off of its header + body;
+ * advances *done (slices fully handed to the kernel) and *off. dontwait: returns 0 when the
+ * socket buffer is full (*done < n then), else blocks until all is sent. 0 or -errno. */
+static int send_host(struct tcp_lane *l, int fd, const struct tcp_slice *v, size_t n, size_t *done,
+                     uint64_t *off, bool dontwait)
+{
+	unsigned char hdrs[TCP_IOV_MAX][TCP_HDR_LEN];
+	struct iovec iov[TCP_IOV_MAX * 2];
+
+	while (*done < n) {
+		size_t i = *done, k;
+		uint64_t skip = *off, adv;
+		struct msghdr m = {0};
+		int niov = 0, j = 0;
+		ssize_t w;
+
+		for (k = i; k < n && k - i < TCP_IOV_MAX; k++) {
+			put_header(hdrs[k - i], v[k].len, v[k].raddr,
+			           v[k].op | (l->peer->v2 ? TCP_OP_V2 : 0));
+			iov[niov].iov_base = hdrs[k - i];
+			iov[niov++].iov_len = TCP_HDR_LEN;
+			if (v[k].op == TE_WRITE) {
+				iov[niov].iov_base = v[k].local;
+				iov[niov++].iov_len = v[k].len;
+			}
+		}
+		while (skip && skip >= iov[j].iov_len)
+			skip -= iov[j++].iov_len;
+		iov[j].iov_base = (char *)iov[j].iov_base + skip;
+		iov[j].iov_len -= skip;
+		m.msg_iov = iov + j;
+		m.msg_iovlen = (size_t)(niov - j);
+		w = sendmsg(fd, &m, MSG_NOSIGNAL | (dontwait ? MSG_DONTWAIT : 0));
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (dontwait && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return 0;
+			return -errno;
+		}
+		adv = *off + (uint64_t)w;
+		while (i < n && adv >= wire_bytes(&v[i]))
+			adv -= wire_bytes(&v[i++]);
+		*done = i;
+		*off = adv;
+	}
+	return 0;
+}
+
+/* The send token holder, after its socket calls: v1 WRITEs (no reply) end once their bytes are
+ * in the socket (as Mooncake), the others in [done, n) that were not sent fail. */
+static void end_unreplied(struct tcp_lane *l, const struct tcp_slice *v, size_t n, size_t done)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!expects_reply(l, &v[i]))
+			te_task_slice_done(v[i].t, i < done ? v[i].len : 0, i < done);
+}
+
+static void send_failed(struct tcp_lane *l, int err)
+{
+	if (err && !l->broken) {
+		pd_err("tcp: connection to %s:%d lost while sending: %s", l->peer->host,
+		       l->peer->port, strerror(-err));
+		l->broken = true;
+		shutdown(l->fd, SHUT_RDWR);
+	}
+}
+
+/* Lock held, send token taken: numbers the slices in wire order and queues those that expect a
+ * response for the receiver (before their headers go out). Returns how many may be sent (on
+ * out of memory, the rest fail unsent). */
+static size_t sequence(struct tcp_lane *l, struct tcp_slice *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i].seq = ++l->next_seq;
+	for (size_t i = 0; i < n; i++)
+		if (expects_reply(l, &v[i]) && vec_push(&l->iq, &v[i])) {
+			for (size_t j = i; j < n; j++)
+				te_task_slice_done(v[j].t, 0, false);
+			n = i;
+			break;
+		}
+	pthread_cond_signal(&l->rcv_cv);
+	return n;
+}
+
+/* Send token given back (lock held): the sender thread may have work it could not start. */
+static void release_send(struct tcp_lane *l)
+{
+	l->sending = false;
+	if (l->broken || vec_len(&l->sq) || vec_len(&l->resume))
+		pthread_cond_signal(&l->snd_cv);
+}
+
+/* Inline submit (caller's thread, no hand-off): if the lane's send side is free and connected,
+ * sends v[0..n) (host memory) without blocking; what the socket does not take now is left in
+ * l->resume for the sender thread, which sends it before anything queued later. Returns false
+ * (nothing done) when the caller must queue the slices instead. */
+static bool lane_send_inline(struct tcp_lane *l, struct tcp_slice *v, size_t n)
+{
+	size_t done = 0;
+	uint64_t off = 0;
+	int fd, err;
+
+	pthread_mutex_lock(&l->mu);
+	if (l->sending || l->broken || l->stop || l->fd < 0 || vec_len(&l->sq) ||
+	    vec_len(&l->resume)) {
+		pthread_mutex_unlock(&l->mu);
+		return false;
+	}
+	l->sending = true;
+	n = sequence(l, v, n);
+	fd = l->fd;
+	pthread_mutex_unlock(&l->mu);
+
+	err = send_host(l, fd, v, n, &done, &off, true);
+	for (size_t i = 0; i < done; i++) /* sent: v1 WRITEs end */
+		if (!expects_reply(l, &v[i]))
+			te_task_slice_done(v[i].t, v[i].len, true);
+	pthread_mutex_lock(&l->mu);
+	for (size_t i = done; !err && i < n; i++)
+		if (vec_push(&l->resume, &v[i]))
+			err = -ENOMEM;
+	if (err) {
+		l->resume.n = l->resume.head = 0;
+		end_unreplied(l, v + done, n - done, 0); /* replied ones fail from iq */
+		drain_deferred(l);
+		send_failed(l, err);
+	} else {
+		l->resume_off = off;
+		drain_deferred_upto(l, done ? v[done - 1].seq : l->sent_seq);
+	}
+	release_send(l);
+	pthread_mutex_unlock(&l->mu);
+	return true;
+}
+
 static void *lane_snd_main(void *arg)
 {
 	struct tcp_lane *l = arg;
@@ -424,14 +579,20 @@ static void *lane_snd_main(void *arg)
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
 		struct slice_vec tmp;
-		size_t sent = 0;
+		size_t sent = 0, n;
+		uint64_t off;
+		bool resume;
 		int err;
 
-		while (!l->stop && vec_len(&l->sq) == 0 && !l->broken)
+		while (!l->stop && (l->sending || (!l->broken && vec_len(&l->sq) == 0 &&
+		                                   vec_len(&l->resume) == 0)))
 			pthread_cond_wait(&l->snd_cv, &l->mu);
 		if (l->stop)
 			break;
 		if (l->broken) {
+			/* a hand-off's unsent rest: the replied ones fail from iq, these here */
+			end_unreplied(l, l->resume.v + l->resume.head, vec_len(&l->resume), 0);
+			l->resume.n = l->resume.head = 0;
 			pthread_cond_broadcast(&l->rcv_cv);
 			while (!l->rcv_parked && !l->stop)
 				pthread_cond_wait(&l->snd_cv, &l->mu);
@@ -439,12 +600,27 @@ static void *lane_snd_main(void *arg)
 				close(l->fd);
 			l->fd = -1;
 			l->broken = l->rcv_parked = false;
+			drain_deferred(l); /* nothing of this lane is being sent */
 			continue;
 		}
-		tmp = l->sq; /* take the whole queue; leave an empty buffer behind */
-		l->sq = work;
-		l->sq.n = l->sq.head = 0;
+		l->sending = true;
+		/* take the whole queue (an inline submit's rest first: it is already numbered,
+		 * queued for the receiver and partly on the wire); leave an empty buffer behind */
+		resume = vec_len(&l->resume) > 0;
+		if (resume) {
+			tmp = l->resume;
+			l->resume = work;
+			off = l->resume_off;
+		} else {
+			tmp = l->sq;
+			l->sq = work;
+			off = 0;
+		}
 		work = tmp;
+		if (resume)
+			l->resume.n = l->resume.head = 0;
+		else
+			l->sq.n = l->sq.head = 0;
 		if (l->fd < 0) {
 			int fd;
 			pthread_mutex_unlock(&l->mu);
@@ -456,6 +632,7 @@ static void *lane_snd_main(void *arg)
 				       vec_len(&work));
 				for (size_t i = work.head; i < work.n; i++)
 					te_task_slice_done(work.v[i].t, 0, false);
+				release_send(l);
 				continue;
 			}
 			te_tcp_tune_socket(fd);
@@ -463,34 +640,18 @@ static void *lane_snd_main(void *arg)
 			l->fd = fd;
 		}
 		/* responses are matched in wire order, so queue them before the headers go out */
-		for (size_t i = work.head; i < work.n; i++)
-			work.v[i].seq = ++l->next_seq;
-		for (size_t i = work.head; i < work.n; i++)
-			if (expects_reply(l, &work.v[i]) && vec_push(&l->iq, &work.v[i])) {
-				/* out of memory: fail the rest of the group without sending it */
-				for (size_t j = i; j < work.n; j++)
-					te_task_slice_done(work.v[j].t, 0, false);
-				work.n = i;
-				break;
-			}
-		pthread_cond_signal(&l->rcv_cv);
+		n = resume ? vec_len(&work) : sequence(l, work.v + work.head, vec_len(&work));
 		pthread_mutex_unlock(&l->mu);
 
-		err = send_group(l, work.v + work.head, work.n - work.head, &sent);
-		/* v1 WRITEs have no reply: done once the bytes are in the socket (as Mooncake) */
-		for (size_t i = 0; i < work.n - work.head; i++) {
-			struct tcp_slice *s = &work.v[work.head + i];
-			if (!expects_reply(l, s))
-				te_task_slice_done(s->t, i < sent ? s->len : 0, i < sent);
-		}
+		if (resume) /* host memory only (inline submits take no CUDA slices) */
+			err = send_host(l, l->fd, work.v + work.head, n, &sent, &off, false);
+		else
+			err = send_group(l, work.v + work.head, n, &sent);
+		end_unreplied(l, work.v + work.head, n, sent);
 		pthread_mutex_lock(&l->mu);
 		drain_deferred(l);
-		if (err && !l->broken) {
-			pd_err("tcp: connection to %s:%d lost while sending: %s", l->peer->host,
-			       l->peer->port, strerror(-err));
-			l->broken = true;
-			shutdown(l->fd, SHUT_RDWR);
-		}
+		send_failed(l, err);
+		release_send(l);
 	}
 	pthread_mutex_unlock(&l->mu);
 	free(work.v);
@@ -515,12 +676,14 @@ static void lane_stop(struct tcp_lane *l)
 		te_task_slice_done(l->sq.v[i].t, 0, false);
 	for (size_t i = l->iq.head; i < l->iq.n; i++)
 		te_task_slice_done(l->iq.v[i].t, 0, false);
+	end_unreplied(l, l->resume.v + l->resume.head, vec_len(&l->resume), 0);
 	drain_deferred(l);
 	if (l->fd >= 0)
 		close(l->fd);
 	free(l->sq.v);
 	free(l->iq.v);
 	free(l->deferred.v);
+	free(l->resume.v);
 	te_gpu_stage_free(l->snd_stage);
 	te_gpu_stage_free(l->rcv_stage);
 	pthread_mutex_destroy(&l->mu);
@@ -610,6 +773,7 @@ static int tcp_submit(struct te_transport *tp, struct te_task *const *tasks, siz
 		struct tcp_lane *lane;
 		struct tcp_slice s;
 	} stackv[64], *pend;
+	struct tcp_slice stacks[64], *sv;
 	struct tcp_peer *p = NULL;
 	size_t total = 0, m = 0;
 	int err = 0;
@@ -659,24 +823,39 @@ static int tcp_submit(struct te_transport *tp, struct te_task *const *tasks, siz
 			m++;
 		}
 	}
+	sv = m <= PD_ARRAY_SIZE(stacks) ? stacks : malloc(m * sizeof(*sv));
+	if (!sv) {
+		for (size_t i = 0; i < m; i++)
+			te_task_slice_done(pend[i].s.t, 0, false);
+		goto out;
+	}
 	for (size_t i = 0; i < m; i++) {
 		struct tcp_lane *l = pend[i].lane;
-		bool was_empty;
+		bool was_empty, gpu = false;
+		size_t k = 0;
 		if (!l)
+			continue;
+		for (size_t j = i; j < m; j++) /* the lane's share, in order */
+			if (pend[j].lane == l) {
+				sv[k] = pend[j].s;
+				gpu |= sv[k++].gpu != 0;
+				pend[j].lane = NULL;
+			}
+		/* CUDA memory always goes through the sender thread's staging */
+		if (!gpu && lane_send_inline(l, sv, k))
 			continue;
 		pthread_mutex_lock(&l->mu);
 		was_empty = vec_len(&l->sq) == 0;
-		for (size_t j = i; j < m; j++) {
-			if (pend[j].lane != l)
-				continue;
-			if (vec_push(&l->sq, &pend[j].s))
-				te_task_slice_done(pend[j].s.t, 0, false);
-			pend[j].lane = NULL;
-		}
+		for (size_t j = 0; j < k; j++)
+			if (vec_push(&l->sq, &sv[j]))
+				te_task_slice_done(sv[j].t, 0, false);
 		if (was_empty && vec_len(&l->sq))
 			pthread_cond_signal(&l->snd_cv);
 		pthread_mutex_unlock(&l->mu);
 	}
+	if (sv != stacks)
+		free(sv);
+out:
 	if (pend != stackv)
 		free(pend);
 	return 0;

@@ -48,6 +48,13 @@ struct tcp_lane {
 	 * post-call check) touches a source buffer after its task was reported finished. */
 	uint64_t next_seq, sent_seq;
 	struct slice_vec deferred;
+	/* Send token: true while one thread (the sender, or a submitter sending inline) is in
+	 * this lane's socket send calls. An inline send the socket did not fully take leaves its
+	 * rest (numbered, queued in iq, the first one resume_off bytes on the wire) in resume,
+	 * which the sender thread sends before anything in sq. */
+	bool sending;
+	struct slice_vec resume;
+	uint64_t resume_off;
 	struct te_gpu_stage *snd_stage, *rcv_stage; /* made on the first CUDA slice */
 	/* receiver: a READ into CUDA memory (one staging chunk or less) whose copy is still queued
 	 * on buffer rpend_k; it ends once the next body has been received (or before the receiver
