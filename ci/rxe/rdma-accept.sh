@@ -1,13 +1,14 @@
 #!/bin/bash
 # rdma-accept.sh — hardware acceptance on real NICs: pdkv bench over RDMA between two hosts,
 # reported per block size as GB/s, % of line rate (sum of the initiator ports' active speed x
-# width, from pdkv doctor) and, with --compare-perftest, as a ratio to ib_write_bw run on the
+# width, as pdkv bench reports it) and, with --compare-perftest, as a ratio to ib_write_bw run on the
 # same device pairs in the same run. Also runs both roles on one host (--local) for rxe/CI.
 #
 #   host B:  ci/rxe/rdma-accept.sh target    --device_name=mlx5_0,mlx5_1 [--ip=B_IP] [--compare-perftest]
 #   host A:  ci/rxe/rdma-accept.sh initiator --peer=B_IP --segment=SEG --device_name=mlx5_0,mlx5_1
 #                                            [--ip=A_IP] [--compare-perftest] [--duration=S]
 #            (--sizes="-b 64K -e 4M -f 4" block sweep; --buffer_size=BYTES per side, bench default 1 GiB)
+#   (both sides: the same --sizes and --duration — perftest runs -s SIZE -D DURATION per size)
 #   one host: ci/rxe/rdma-accept.sh --local --target_devices=rxe1 --target_ip=10.77.0.2 \
 #                                   --device_name=rxe0 --ip=10.77.0.1 [--compare-perftest]
 # The target prints SEG (its segment name). Metadata: P2PHANDSHAKE (no store needed).
@@ -73,7 +74,7 @@ fi
 # shellcheck disable=SC2086
 MC_TCP_BIND_ADDRESS=${IP:-} "$BIN/pdkv-bench" --mode=initiator --metadata_server=P2PHANDSHAKE \
 	--segment_id="$SEG" --protocol=rdma --device_name="$DEVS" --operation=write $SIZES ${BUF:+--buffer_size=$BUF} \
-	--batch_size=128 --duration="$DUR" --report_unit=GB --check --csv="$T/bench.csv" \
+	--batch_size=128 --duration="$DUR" --report_unit=GB --report_precision=3 --check --csv="$T/bench.csv" \
 	${PERF:+--perftest_host="$PEER"} "${PFLAGS[@]}" >"$T/bench.log" 2>&1
 rc=$?
 [ $rc = 0 ] || { tail -20 "$T/bench.log"; cat "$T/target.log" 2>/dev/null | tail -5; echo "rdma-accept: pdkv bench failed (rc=$rc)"; exit 1; }
