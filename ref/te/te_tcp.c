@@ -1,6 +1,7 @@
 /* te_tcp: the TCP transport of spec §4, client side and ops — 24-byte LE header, READ/WRITE,
- * persistent pipelined connections (a few lanes per peer, one sender and one receiver thread per
- * lane), optional v2 "MCTV" status frames. The validating server is te_tcp_server.c. */
+ * persistent pipelined connections (lanes per peer, each with a sender and a receiver thread;
+ * submit sends inline when the lane is idle), optional v2 "MCTV" status frames. The validating
+ * server is te_tcp_server.c. */
 #include "te_tcp.h"
 
 #include <endian.h>
