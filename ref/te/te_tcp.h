@@ -109,6 +109,13 @@ int te_tcp_gpu_recv(struct te_gpu_stage **sp, int dev, int fd, const void *head,
                     char *dst, size_t len, bool drain);
 int te_tcp_gpu_send(struct te_gpu_stage **sp, int dev, int fd, const struct iovec *pre, int npre,
                     const char *src, size_t len);
+/* lanes (te_tcp_lane.c): start/stop a lane's threads (stop fails what is still queued);
+ * send_inline sends host-memory slices from the caller's thread when the lane is connected and
+ * idle (false: nothing done, queue them); queue hands slices to the sender thread. */
+int te_tcp_lane_start(struct tcp_peer *p, struct tcp_lane *l);
+void te_tcp_lane_stop(struct tcp_lane *l);
+bool te_tcp_lane_send_inline(struct tcp_lane *l, struct tcp_slice *v, size_t n);
+void te_tcp_lane_queue(struct tcp_lane *l, const struct tcp_slice *v, size_t n);
 /* server (te_tcp_server.c): listens on tp->lfd (already bound), accept thread + one thread per
  * connection; stop closes every connection and waits for the threads. */
 int te_tcp_server_start(struct te_transport *tp);
