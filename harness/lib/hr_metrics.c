@@ -106,16 +106,12 @@ void hr_metrics_free(struct hr_metrics *m)
 	memset(m, 0, sizeof(*m));
 }
 
-struct buf {
-	char *p;
-	size_t len;
-};
-static size_t grow(char *d, size_t sz, size_t n, void *ud)
+size_t hr_body_append(char *d, size_t sz, size_t n, void *ud)
 {
-	struct buf *b = ud;
+	struct hr_body *b = ud;
 	size_t add = sz * n;
 	char *t;
-	if (b->len + add > (16u << 20))
+	if (b->len + add > b->max)
 		return 0;
 	t = realloc(b->p, b->len + add + 1);
 	if (!t)
@@ -130,14 +126,14 @@ static size_t grow(char *d, size_t sz, size_t n, void *ud)
 int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m)
 {
 	CURL *c = curl_easy_init();
-	struct buf b = {NULL, 0};
+	struct hr_body b = {NULL, 0, 16u << 20};
 	long code = 0;
 	int ret = -EIO;
 	memset(m, 0, sizeof(*m));
 	if (!c)
 		return -ENOMEM;
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, grow);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, hr_body_append);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

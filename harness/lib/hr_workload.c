@@ -215,27 +215,6 @@ struct wctx {
 	pthread_mutex_t mu;
 };
 
-struct rbuf {
-	char *p;
-	size_t len;
-};
-static size_t on_data(char *d, size_t sz, size_t n, void *ud)
-{
-	struct rbuf *b = ud;
-	size_t add = sz * n;
-	char *t;
-	if (b->len + add > MAX_BODY)
-		return 0;
-	t = realloc(b->p, b->len + add + 1);
-	if (!t)
-		return 0;
-	b->p = t;
-	memcpy(b->p + b->len, d, add);
-	b->len += add;
-	b->p[b->len] = '\0';
-	return add;
-}
-
 static int on_xfer(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
 {
 	struct wctx *w = ud;
@@ -277,7 +256,7 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 	const struct hr_scenario *sc = w->sc;
 	char url[512];
 	struct curl_slist *h = NULL;
-	struct rbuf b = {NULL, 0};
+	struct hr_body b = {NULL, 0, MAX_BODY};
 	char *body;
 	double t0 = pd_now_s(), left = w->deadline - t0;
 	CURLcode cc;
@@ -296,7 +275,7 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, hr_body_append);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left * 1000));
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
