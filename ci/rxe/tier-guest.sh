@@ -128,13 +128,19 @@ else
 	result NOTRUN bw_ratio "$t0" "no round produced both figures"
 fi
 
-# 6. the hardware acceptance script, both roles on this host (as on two real hosts)
+# 6. the hardware acceptance script, both roles on this host (as on two real hosts).
+# Under TCG emulation ib_write_bw now and then reports a 0 Gb/s average for a size; a failed
+# try is repeated once with fresh processes (both tries' output is shown) before it counts.
+run_accept() {
+	timeout 120 bash "$SRC/ci/rxe/rdma-accept.sh" --local --target_devices=rxe1 \
+		--target_ip=10.77.0.2 --device_name=rxe0 --ip=10.77.0.1 --compare-perftest --duration=2 \
+		--sizes="-b 64K -e 256K -f 4" >$LOG/accept.log 2>&1 && grep -q '% line rate' $LOG/accept.log
+}
 t0=$(now)
 if [ -z "$have_bench" ]; then
 	result NOTRUN rdma_accept_local "$t0" "pdkv-bench not built"
-elif timeout 120 bash "$SRC/ci/rxe/rdma-accept.sh" --local --target_devices=rxe1 \
-	--target_ip=10.77.0.2 --device_name=rxe0 --ip=10.77.0.1 --compare-perftest --duration=2 \
-	--sizes="-b 64K -e 256K -f 4" >$LOG/accept.log 2>&1 && grep -q '% line rate' $LOG/accept.log; then
+elif run_accept || { echo "    (rdma_accept_local: retrying once; first try's tail:)";
+	tail -4 $LOG/accept.log | sed 's/^/    | /'; run_accept; }; then
 	result PASS rdma_accept_local "$t0" "$(grep -m1 '^65536' $LOG/accept.log | awk '{print "64 KiB: " $3 " of line rate, " $4 " of ib_write_bw"}')"
 	sed 's/^/    /' $LOG/accept.log
 else
@@ -142,16 +148,20 @@ else
 fi
 
 # 6b. pdkv bench itself: loopback rxe0 -> rxe1 with % of line rate and --compare-perftest
-# (ib_write_bw on the same pair per size, run by pdkv-bench in the same run)
+# (ib_write_bw on the same pair per size, run by pdkv-bench in the same run); one retry as in 6.
+run_cmp() {
+	MC_TCP_BIND_ADDRESS=10.77.0.1 timeout 150 $W/bin/pdkv-bench --mode=loopback --protocol=rdma \
+		--device_name=rxe0 --target_device_name=rxe1 --operation=write -b 64K -e 256K -f 4 \
+		--batch_size=128 --duration="$BENCH_S" --report_unit=MB --check --compare-perftest \
+		--perftest_duration=2 --json=$LOG/bench-cmp.json >$LOG/bench-cmp.log 2>&1 &&
+		grep -q '^# ratio pdkv/ib_write_bw write 65536' $LOG/bench-cmp.log &&
+		grep -q '"pct_line_rate"' $LOG/bench-cmp.json
+}
 t0=$(now)
 if [ -z "$have_bench" ]; then
 	result NOTRUN pdkv_bench_compare_perftest "$t0" "pdkv-bench not built"
-elif MC_TCP_BIND_ADDRESS=10.77.0.1 timeout 150 $W/bin/pdkv-bench --mode=loopback --protocol=rdma \
-	--device_name=rxe0 --target_device_name=rxe1 --operation=write -b 64K -e 256K -f 4 \
-	--batch_size=128 --duration="$BENCH_S" --report_unit=MB --check --compare-perftest \
-	--perftest_duration=2 --json=$LOG/bench-cmp.json >$LOG/bench-cmp.log 2>&1 &&
-	grep -q '^# ratio pdkv/ib_write_bw write 65536' $LOG/bench-cmp.log &&
-	grep -q '"pct_line_rate"' $LOG/bench-cmp.json; then
+elif run_cmp || { echo "    (pdkv_bench_compare_perftest: retrying once; first try's tail:)";
+	tail -4 $LOG/bench-cmp.log | sed 's/^/    | /'; run_cmp; }; then
 	result PASS pdkv_bench_compare_perftest "$t0" "$(grep -m1 '^# ratio pdkv/ib_write_bw write 65536' $LOG/bench-cmp.log | sed 's/^# //'); $(awk '$1 == "pdkv" && $3 == 65536 {print "64 KiB: " $NF " of line rate"; exit}' $LOG/bench-cmp.log)"
 	grep -E '^ line rate|^  pdkv|^# (ratio|ib_write_bw)' $LOG/bench-cmp.log | sed 's/^/    /'
 else
