@@ -7,7 +7,7 @@ B=${PDKV_BIN:-build/bin}
 PY=$(command -v python3) || { echo "SKIP: python3 not installed"; exit 77; }
 dir=$(mktemp -d /tmp/pdkv-pyjson.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-exec "$PY" - "$dir" "$B/pdkv-config" <<'PY'
+"$PY" - "$dir" "$B/pdkv-config" <<'PY'  # not exec: the EXIT trap must remove $dir
 import json, os, random, subprocess, sys
 N = int(os.environ.get('PDKV_PYJSON_N', '200'))
 random.seed(int(os.environ.get('PDKV_PYJSON_SEED', '20261130')))
