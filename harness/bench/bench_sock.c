@@ -27,44 +27,8 @@ struct hdr {
 	uint8_t op, pad[7];
 };
 
-static int send_all(int fd, struct iovec *iov, int n)
-{
-	while (n > 0) {
-		ssize_t w = writev(fd, iov, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
-	}
-	return 0;
-}
-
-/* MSG_WAITALL: one wake-up per message, as a competent plain-socket program would do */
-static int recv_all(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	while (len) {
-		ssize_t r = recv(fd, p, len, MSG_WAITALL);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r ? -errno : -EPIPE;
-		p += r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
+/* I/O is pd_read_full (recv MSG_WAITALL: one wake-up per message, as a competent plain-socket
+ * program would do) and pd_writev_full (header + body in one sendmsg). */
 struct sconn {
 	struct bench_sock_srv *s;
 	int fd;
@@ -76,12 +40,12 @@ static void *sconn_main(void *arg)
 	struct bench_sock_srv *s = c->s;
 	struct hdr h;
 
-	while (recv_all(c->fd, &h, sizeof(h)) == 0) {
+	while (pd_read_full(c->fd, &h, sizeof(h)) == 0) {
 		uint8_t op = h.op & ~OP_ACK;
 		if (!h.size || h.off > s->len || h.size > s->len - h.off || op > OP_WRITE)
 			break; /* the baseline validates too, or the comparison would be unfair */
 		if (op == OP_WRITE) {
-			if (recv_all(c->fd, s->buf + h.off, h.size))
+			if (pd_read_full(c->fd, s->buf + h.off, h.size))
 				break;
 			if (h.op & OP_ACK) {
 				uint64_t ack = 1;
@@ -160,16 +124,16 @@ static int sock_batch(struct sthr *th, int fd, int op, char *base, bool record, 
 		uint64_t ack;
 		for (uint64_t i = 0; i < n && !ret; i++) {
 			struct iovec iov[2] = {{&h[i], sizeof(h[i])}, {base + h[i].off, th->block}};
-			ret = send_all(fd, iov, 2);
+			ret = pd_writev_full(fd, iov, 2);
 			if (record && !ret)
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 		}
 		if (!ret)
-			ret = recv_all(fd, &ack, 8);
+			ret = pd_read_full(fd, &ack, 8);
 	} else {
 		ret = pd_write_full(fd, h, n * sizeof(*h));
 		for (uint64_t i = 0; i < n && !ret; i++) {
-			ret = recv_all(fd, base + h[i].off, th->block);
+			ret = pd_read_full(fd, base + h[i].off, th->block);
 			if (record && !ret)
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 		}

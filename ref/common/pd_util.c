@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -383,8 +384,14 @@ int pd_wait_tcp(const char *host, int port, int timeout_ms)
 int pd_read_full(int fd, void *buf, size_t len)
 {
 	char *p = buf;
+	int sock = 1;
 	while (len) {
-		ssize_t r = read(fd, p, len);
+		/* on a socket, MSG_WAITALL: one wake-up per message instead of one per segment */
+		ssize_t r = sock ? recv(fd, p, len, MSG_WAITALL) : read(fd, p, len);
+		if (r < 0 && sock && errno == ENOTSOCK) {
+			sock = 0;
+			continue;
+		}
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -412,6 +419,32 @@ int pd_write_full(int fd, const void *buf, size_t len)
 		}
 		p += r;
 		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int pd_writev_full(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		struct msghdr m = { 0 };
+		ssize_t w;
+		m.msg_iov = iov;
+		m.msg_iovlen = (size_t)n;
+		w = sendmsg(fd, &m, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
 	}
 	return 0;
 }

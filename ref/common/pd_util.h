@@ -37,9 +37,12 @@ int pd_wait_tcp(const char *host, int port, int timeout_ms);
 int pd_tcp_listen(const char *host, int port, int backlog);
 /* Connects with a timeout; returns the fd or -errno. */
 int pd_tcp_connect(const char *host, int port, int timeout_ms);
-/* Full read/write loops; 0, -EPIPE on EOF, or -errno. */
+/* Full read/write loops; 0, -EPIPE on EOF, or -errno. Sockets are read with MSG_WAITALL and
+ * written with MSG_NOSIGNAL. pd_writev_full sends every iovec (it advances iov in place). */
+struct iovec;
 int pd_read_full(int fd, void *buf, size_t len);
 int pd_write_full(int fd, const void *buf, size_t len);
+int pd_writev_full(int fd, struct iovec *iov, int n);
 
 /* printf into a malloc'd string (abort-free: NULL on failure). */
 char *pd_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

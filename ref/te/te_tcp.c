@@ -45,50 +45,6 @@ void te_tcp_tune_socket(int fd)
 	}
 }
 
-int te_tcp_recv_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-	while (len) {
-		ssize_t r = recv(fd, p, len, MSG_WAITALL);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -EPIPE;
-		p += r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
-int te_tcp_send_iov(int fd, struct iovec *iov, int n)
-{
-	while (n > 0) {
-		struct msghdr m = {0};
-		ssize_t w;
-		m.msg_iov = iov;
-		m.msg_iovlen = (size_t)n;
-		w = sendmsg(fd, &m, MSG_NOSIGNAL);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
-	}
-	return 0;
-}
-
 /* Peer = (host, data port, protocol version); lanes start lazily with the first request. */
 static struct tcp_peer *get_peer(struct te_transport *tp, const struct te_segment_desc *d, int *err)
 {

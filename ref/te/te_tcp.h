@@ -96,8 +96,6 @@ struct te_transport {
 /* shared I/O helpers (te_tcp.c) */
 void te_tcp_set_io_timeout(int fd, int secs);
 void te_tcp_tune_socket(int fd);
-int te_tcp_recv_full(int fd, void *buf, size_t len);
-int te_tcp_send_iov(int fd, struct iovec *iov, int n);
 /* CUDA memory (te_tcp_gpu.c): body bytes between a socket and device memory of dev through
  * the thread's pinned double buffer (*sp, made on first use), chunk by chunk, the copy of one
  * chunk overlapping the socket I/O of the next. send: the npre iovecs (headers, statuses; at

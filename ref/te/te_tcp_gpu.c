@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "pd_util.h"
 #include "te_gpu.h"
 
 static size_t min_sz(size_t a, size_t b)
@@ -34,7 +35,7 @@ int te_tcp_gpu_recv(struct te_gpu_stage **sp, int dev, int fd, const void *head,
 			memcpy(b, head, h);
 			headlen = 0;
 		}
-		ret = n > h ? te_tcp_recv_full(fd, b + h, n - h) : 0;
+		ret = n > h ? pd_read_full(fd, b + h, n - h) : 0;
 		if (ret)
 			break;
 		if (te_gpu_stage_copy(*sp, k, dst + off, b, n)) {
@@ -61,7 +62,7 @@ int te_tcp_gpu_send(struct te_gpu_stage **sp, int dev, int fd, const struct iove
 		return -EIO;
 	if (len == 0) {
 		memcpy(iov, pre, (size_t)npre * sizeof(*iov));
-		return npre ? te_tcp_send_iov(fd, iov, npre) : 0;
+		return npre ? pd_writev_full(fd, iov, npre) : 0;
 	}
 	/* copies into a buffer queue behind the stream's earlier copies from it (stream order);
 	 * the host only touches a buffer after waiting for its event */
@@ -93,7 +94,7 @@ int te_tcp_gpu_send(struct te_gpu_stage **sp, int dev, int fd, const struct iove
 		}
 		iov[m].iov_base = te_gpu_stage_buf(*sp, k);
 		iov[m++].iov_len = n;
-		ret = te_tcp_send_iov(fd, iov, m);
+		ret = pd_writev_full(fd, iov, m);
 		if (ret)
 			break;
 		off += n;

@@ -194,7 +194,7 @@ static void *lane_rcv_main(void *arg)
 				if (r2 > 0)
 					got += (size_t)r2;
 				if (got % 8) {
-					err = te_tcp_recv_full(fd, stbuf + got, 8 - got % 8);
+					err = pd_read_full(fd, stbuf + got, 8 - got % 8);
 					got += 8 - got % 8;
 				}
 			} else if (r != 8) {
@@ -224,7 +224,7 @@ static void *lane_rcv_main(void *arg)
 		} else if (s.gpu) {
 			/* into CUDA memory: the v2 status first, then the body through staging */
 			uint64_t v = 0;
-			if (l->peer->v2 && !(err = te_tcp_recv_full(fd, &v, 8))) {
+			if (l->peer->v2 && !(err = pd_read_full(fd, &v, 8))) {
 				v = le64toh(v);
 				if ((v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC) {
 					err = -EPROTO;
@@ -270,7 +270,7 @@ static void *lane_rcv_main(void *arg)
 					err = -ECONNABORTED;
 				}
 			} else {
-				err = te_tcp_recv_full(fd, s.local, s.len);
+				err = pd_read_full(fd, s.local, s.len);
 			}
 			pthread_mutex_lock(&l->mu);
 			if (!err) {
@@ -348,7 +348,7 @@ static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t 
 			continue;
 		if (staged && te_gpu_stage_wait(l->snd_stage, sk))
 			return -EIO;
-		ret = te_tcp_send_iov(l->fd, iov, niov);
+		ret = pd_writev_full(l->fd, iov, niov);
 		if (ret)
 			return ret;
 		*sent = i;

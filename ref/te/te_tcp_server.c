@@ -47,7 +47,7 @@ static int flush_status(int fd, struct srv_out *o)
 	struct iovec iov = {o->st, (size_t)o->n * 8};
 	int r = drain_gpu(o);
 	if (!r && o->n)
-		r = te_tcp_send_iov(fd, &iov, 1);
+		r = pd_writev_full(fd, &iov, 1);
 	o->n = 0;
 	return r;
 }
@@ -105,7 +105,7 @@ static int srv_read_body(int fd, struct srv_in *in, char *dst, uint64_t size)
 	size_t have = in->len - in->pos, take = have < size ? have : (size_t)size;
 	memcpy(dst, in->b + in->pos, take);
 	in->pos += take;
-	return size > take ? te_tcp_recv_full(fd, dst + take, size - take) : 0;
+	return size > take ? pd_read_full(fd, dst + take, size - take) : 0;
 }
 
 /* WRITE into CUDA memory: bytes already buffered, then the rest, through staging; the last
@@ -169,7 +169,7 @@ static int srv_send_gpu_small(struct te_transport *tp, int fd, struct srv_in *in
 		return -EIO;
 	iov[k].iov_base = te_gpu_stage_buf(*sp, bk);
 	iov[k++].iov_len = size;
-	return te_tcp_send_iov(fd, iov, k);
+	return pd_writev_full(fd, iov, k);
 }
 
 static void *srv_conn_main(void *arg)
@@ -253,7 +253,7 @@ static void *srv_conn_main(void *arg)
 			} else {
 				iov[k].iov_base = (void *)(uintptr_t)addr;
 				iov[k++].iov_len = size;
-				r = te_tcp_send_iov(fd, iov, k);
+				r = pd_writev_full(fd, iov, k);
 			}
 		}
 	failed:
