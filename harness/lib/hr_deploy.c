@@ -1,6 +1,7 @@
 /* hr_deploy: the processes of one scenario — metadata service, prefill / decode / plain
  * stand-ins, proxy — started in a work dir with their logs, health-waited, and always stopped. */
 #include "hr_deploy.h"
+#include "pd_svc.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -57,31 +58,6 @@ const char *hr_capability_missing(const struct hr_scenario *sc, char *buf, size_
 	         "(Soft-RoCE runs in the rxe tier: make test-rxe)",
 	         sys);
 	return buf;
-}
-
-static size_t discard(char *p, size_t sz, size_t n, void *ud)
-{
-	(void)p;
-	(void)ud;
-	return sz * n;
-}
-
-long hr_http_status(const char *url, int timeout_ms)
-{
-	CURL *c = curl_easy_init();
-	long code = 0;
-	if (!c)
-		return 0;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(c);
-	return code;
 }
 
 /* The line of a log that best explains a failed start: the first one saying "error" (the root
@@ -176,7 +152,7 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 				ret = -ECHILD;
 				goto out;
 			}
-			if (hr_http_status(x->health_url, 500) == 200) {
+			if (pd_http_status(x->health_url, 500) == 200) {
 				up[i] = true;
 				left--;
 			}

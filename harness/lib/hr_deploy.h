@@ -26,7 +26,6 @@ struct hr_deploy {
 	struct hr_vars vars;
 };
 
-long hr_http_status(const char *url, int timeout_ms);
 void hr_log_tail(const char *path, char *out, size_t sz);
 /* argv_json: array of strings (argv[0] = full path); env: "K=V" or NULL. Log: WORKDIR/NAME.log */
 int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *argv_json,

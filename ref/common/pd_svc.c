@@ -86,8 +86,7 @@ static size_t discard_cb(char *p, size_t sz, size_t n, void *ud)
 	return sz * n;
 }
 
-/* One HTTP GET; returns the status code (0 when nothing answered). */
-static long http_get_status(const char *url)
+long pd_http_status(const char *url, int timeout_ms)
 {
 	CURL *c = curl_easy_init();
 	long code = 0;
@@ -95,8 +94,8 @@ static long http_get_status(const char *url)
 		return 0;
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 1000L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 500L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	if (curl_easy_perform(c) == CURLE_OK)
@@ -130,12 +129,12 @@ static int svc_ready(struct pd_svc *s)
 	switch (s->kind) {
 	case PD_SVC_ETCD:
 		snprintf(url, sizeof(url), "http://%s:%d/health", s->host, s->port);
-		return http_get_status(url) == 200;
+		return pd_http_status(url, 1000) == 200;
 	case PD_SVC_REDIS:
 		return redis_ping(s->host, s->port);
 	case PD_SVC_METASERVER:
 		snprintf(url, sizeof(url), "http://%s:%d/health", s->host, s->port);
-		return http_get_status(url) == 200;
+		return pd_http_status(url, 1000) == 200;
 	}
 	return 0;
 }

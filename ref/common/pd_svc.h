@@ -23,5 +23,7 @@ struct pd_svc {
 int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, struct pd_svc *out);
 void pd_svc_stop(struct pd_svc *s);
 const char *pd_svc_kind_name(enum pd_svc_kind kind); /* "etcd" | "redis" | "http" */
+/* One GET (body discarded, proxies bypassed); the HTTP status, 0 when nothing answered in time. */
+long pd_http_status(const char *url, int timeout_ms);
 
 #endif
