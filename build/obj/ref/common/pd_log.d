@@ -1,2 +1,0 @@
-build/obj/ref/common/pd_log.o: ref/common/pd_log.c ref/common/pd_log.h
-ref/common/pd_log.h:
