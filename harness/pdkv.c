@@ -11,14 +11,14 @@
 static const struct {
 	const char *name, *what;
 } subs[] = {
-	{ "run", "run scenarios (default suite in scenarios/) and report PASS/FAIL/NOTRUN" },
-	{ "config", "check a mooncake.json + --kv-transfer-config as vLLM would (config check)" },
-	{ "ports", "list every port a deployment binds and report collisions" },
-	{ "bench", "transfer-engine bandwidth benchmark (transfer_engine_bench flags)" },
-	{ "doctor", "check this host for RDMA devices, GIDs, MTU, memlock, metadata reachability" },
-	{ "standin", "OpenAI-compatible Prefill/Decode stand-in for vLLM (deterministic fake model)" },
-	{ "proxy", "disaggregation proxy: prefill with max_tokens=1, then decode" },
-	{ "metaserver", "HTTP metadata server with Mooncake's API" },
+    {"run", "run scenarios (default suite in scenarios/) and report PASS/FAIL/NOTRUN"},
+    {"config", "check a mooncake.json + --kv-transfer-config as vLLM would (config check)"},
+    {"ports", "list every port a deployment binds and report collisions"},
+    {"bench", "transfer-engine bandwidth benchmark (transfer_engine_bench flags)"},
+    {"doctor", "check this host for RDMA devices, GIDs, MTU, memlock, metadata reachability"},
+    {"standin", "OpenAI-compatible Prefill/Decode stand-in for vLLM (deterministic fake model)"},
+    {"proxy", "disaggregation proxy: prefill with max_tokens=1, then decode"},
+    {"metaserver", "HTTP metadata server with Mooncake's API"},
 };
 
 static void usage(FILE *f)
@@ -38,7 +38,7 @@ int main(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	if (strchr(argv[1], '/') || snprintf(path, sizeof(path), "%s/pdkv-%s", pd_self_dir(),
-					     argv[1]) >= (int)sizeof(path)) {
+	                                     argv[1]) >= (int)sizeof(path)) {
 		fprintf(stderr, "pdkv: unknown command '%s'\n", argv[1]);
 		return 2;
 	}
@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 	execv(path, argv + 1);
 	if (errno == ENOENT)
 		fprintf(stderr, "pdkv: unknown command '%s' (no %s); run `pdkv --help`\n",
-			strrchr(path, '-') + 1, path);
+		        strrchr(path, '-') + 1, path);
 	else
 		fprintf(stderr, "pdkv: cannot run %s: %s\n", path, strerror(errno));
 	return 2;

@@ -38,13 +38,13 @@ struct bench_opts {
 	bool use_vram; /* --use_vram: both sides' buffers are cudaMalloc'd on --gpu_id */
 	int gpu_id;
 	/* rdma: % of line rate and --compare-perftest (bench_rdmarate.c, bench_perftest.c) */
-	double line_rate_gbps;         /* initiator devices' line rate, Gb/s; 0 = unknown */
-	const char *line_rate_desc;    /* how it was summed, or why it is unknown */
-	bool compare_perftest;         /* --compare-perftest: ib_write_bw on the same devices */
-	const char *target_device;     /* loopback: --target_device_name (default --device_name) */
-	const char *perftest_host;     /* --perftest_host (default: the segment's host) */
-	double perftest_duration;      /* --perftest_duration, ib_write_bw -D seconds (both sides) */
-	int perftest_port;             /* --perftest_port, first port (device i uses port + i) */
+	double line_rate_gbps;      /* initiator devices' line rate, Gb/s; 0 = unknown */
+	const char *line_rate_desc; /* how it was summed, or why it is unknown */
+	bool compare_perftest;      /* --compare-perftest: ib_write_bw on the same devices */
+	const char *target_device;  /* loopback: --target_device_name (default --device_name) */
+	const char *perftest_host;  /* --perftest_host (default: the segment's host) */
+	double perftest_duration;   /* --perftest_duration, ib_write_bw -D seconds (both sides) */
+	int perftest_port;          /* --perftest_port, first port (device i uses port + i) */
 };
 
 struct bench_row {
@@ -60,7 +60,7 @@ struct bench_row {
 	double bw;                       /* in report units per second */
 	double cpu_init_s, cpu_target_s; /* CPU used during the row (target: loopback only) */
 	double pct_line_rate;            /* % of o->line_rate_gbps; < 0 = unknown */
-	double perftest_bw;              /* ib_write_bw at this block size, report units; 0 = none */
+	double perftest_bw; /* ib_write_bw at this block size, report units; 0 = none */
 };
 
 /* per-thread latency samples (µs) */

@@ -55,12 +55,16 @@ static void usage(FILE *f)
 	    "                               --gpu_id, registered as cuda:N); prints cudaMemcpy\n"
 	    "                               D2D/D2H/H2D for the same sizes; exit 77 without CUDA\n"
 	    "  --gpu_id=N                   CUDA device for --use_vram (0)\n"
-	    "  rdma: rows end with %% of line rate (port 1 speed x width of --device_name, summed)\n"
+	    "  rdma: rows end with %% of line rate (port 1 speed x width of --device_name, "
+	    "summed)\n"
 	    "  --compare-perftest           rdma: also run ib_write_bw (perftest) per size on the\n"
 	    "                               same device pairs; prints pdkv/ib_write_bw per size.\n"
-	    "                               target: keeps ib_write_bw servers up (port P+i, -s per\n"
-	    "                               size in -b/-e/-f order: give both sides the same sizes)\n"
-	    "  --target_device_name=LIST    loopback: the spawned target's devices (--device_name)\n"
+	    "                               target: keeps ib_write_bw servers up (port P+i, -s "
+	    "per\n"
+	    "                               size in -b/-e/-f order: give both sides the same "
+	    "sizes)\n"
+	    "  --target_device_name=LIST    loopback: the spawned target's devices "
+	    "(--device_name)\n"
 	    "  --perftest_host=IP           initiator: ib_write_bw server address (default: the\n"
 	    "                               target segment's host)\n"
 	    "  --perftest_duration=S (3)    ib_write_bw -D, same on both sides\n"
@@ -509,10 +513,10 @@ static void add_row(struct runner *r, struct bench_row *row, double c0, double t
 	double t1 = cpu_of(r->target_pid);
 	row->cpu_init_s = cpu_self() - c0;
 	row->cpu_target_s = t0 >= 0 && t1 >= 0 ? t1 - t0 : 0;
-	row->pct_line_rate = r->o->line_rate_gbps > 0 && row->seconds > 0
-	                         ? (double)row->bytes * 8 / row->seconds / 1e9 /
-	                               r->o->line_rate_gbps * 100
-	                         : -1;
+	row->pct_line_rate =
+	    r->o->line_rate_gbps > 0 && row->seconds > 0
+	        ? (double)row->bytes * 8 / row->seconds / 1e9 / r->o->line_rate_gbps * 100
+	        : -1;
 	bench_table_row(r->o, row);
 	if (row->bytes)
 		printf("# cpu: initiator %.2f s, target %.2f s = %.2f s per GB moved\n",
@@ -737,15 +741,16 @@ int main(int argc, char **argv)
 	if (o.protocol && !strcmp(o.protocol, "rdma")) {
 		static char lrdesc[512];
 		if (!bench_rdma_line_rate(o.device, &o.line_rate_gbps, lrdesc, sizeof(lrdesc)))
-			fprintf(stderr, "pdkv-bench: no %% of line rate in this report: %s\n", lrdesc);
+			fprintf(stderr, "pdkv-bench: no %% of line rate in this report: %s\n",
+			        lrdesc);
 		o.line_rate_desc = lrdesc;
 	}
 	bench_banner(&o, r.te ? bench_te_local_name(r.te) : "-", o.segment,
 	             r.te ? bench_te_remote_size(r.te) : o.buffer_size);
 	run_all(&r, &ro);
 	rc = r.rc;
-	if (o.compare_perftest && bench_perftest_compare(&o, r.rows, r.nrows, sizes, ns,
-	                                                 !strcmp(o.mode, "loopback")))
+	if (o.compare_perftest &&
+	    bench_perftest_compare(&o, r.rows, r.nrows, sizes, ns, !strcmp(o.mode, "loopback")))
 		rc = rc ? rc : 1;
 	if (o.json && bench_write_json(&o, o.json, r.rows, r.nrows,
 	                               r.te ? bench_te_local_name(r.te) : "-", o.segment)) {

@@ -18,7 +18,7 @@
 #include "te/te_internal.h"
 
 #define PT_MAX_DEV 16
-#define PT_BIN "ib_write_bw"
+#define PT_BIN     "ib_write_bw"
 
 int bench_perftest_check(void)
 {
@@ -329,8 +329,8 @@ int bench_perftest_serve_start(const struct bench_opts *o, const uint64_t *sizes
 			return -1;
 		}
 		g_nsrv = i + 1;
-		printf("# perftest: ib_write_bw server on %s port %d (-s per size in order:", devs[i],
-		       o->perftest_port + i);
+		printf("# perftest: ib_write_bw server on %s port %d (-s per size in order:",
+		       devs[i], o->perftest_port + i);
 		for (size_t k = 0; k < n; k++)
 			printf(" %llu", (unsigned long long)sizes[k]);
 		printf("; -D %d; log %s)\n", (int)(o->perftest_duration + 0.5), s->log);
@@ -386,10 +386,11 @@ static double run_size(const struct bench_opts *o, char devs[][64], char tdevs[]
 			       pd_now_ns() < end && waitpid(srv[i], NULL, WNOHANG) == 0)
 				pd_sleep_ms(50);
 			if (srv[i] < 0 || !listening(o->perftest_port + i)) {
-				fprintf(stderr,
-				        "pdkv-bench: ib_write_bw server on %s port %d did not start "
-				        "listening; its log (%s):\n",
-				        tdevs[i], o->perftest_port + i, slog[i]);
+				fprintf(
+				    stderr,
+				    "pdkv-bench: ib_write_bw server on %s port %d did not start "
+				    "listening; its log (%s):\n",
+				    tdevs[i], o->perftest_port + i, slog[i]);
 				show_tail(slog[i]);
 				ok = false;
 			}
@@ -402,8 +403,8 @@ static double run_size(const struct bench_opts *o, char devs[][64], char tdevs[]
 	}
 	for (int i = 0; ok && i < nd; i++) {
 		int st = cli[i] > 0 ? wait_for(cli[i], timeout_ms) : -1;
-		double bw = st >= 0 && WIFEXITED(st) && !WEXITSTATUS(st) ? parse_bw(clog[i], size)
-		                                                         : 0;
+		double bw =
+		    st >= 0 && WIFEXITED(st) && !WEXITSTATUS(st) ? parse_bw(clog[i], size) : 0;
 		cli[i] = 0;
 		if (exchanged(clog[i], 0))
 			(*connected)++;
@@ -415,14 +416,16 @@ static double run_size(const struct bench_opts *o, char devs[][64], char tdevs[]
 			fprintf(stderr,
 			        "pdkv-bench: ib_write_bw -d %s -s %llu %s timed out after %d s "
 			        "(killed); its log: %s\n",
-			        devs[i], (unsigned long long)size, host, timeout_ms / 1000, clog[i]);
+			        devs[i], (unsigned long long)size, host, timeout_ms / 1000,
+			        clog[i]);
 		else
 			fprintf(stderr,
 			        "pdkv-bench: ib_write_bw -d %s -s %llu %s failed (status 0x%x%s); "
 			        "its log: %s\n",
 			        devs[i], (unsigned long long)size, host, st,
-			        st >= 0 && WIFEXITED(st) && !WEXITSTATUS(st) ? ", no BW row for the size"
-			                                                   : "",
+			        st >= 0 && WIFEXITED(st) && !WEXITSTATUS(st)
+			            ? ", no BW row for the size"
+			            : "",
 			        clog[i]);
 		show_tail(clog[i]);
 		ok = false;
@@ -431,7 +434,8 @@ static double run_size(const struct bench_opts *o, char devs[][64], char tdevs[]
 		if (cli[i] > 0)
 			kill_wait(cli[i]);
 		if (srv[i] > 0 && wait_for(srv[i], ok ? 5000 : 200) == -ETIMEDOUT && ok)
-			fprintf(stderr, "pdkv-bench: ib_write_bw server on %s did not exit (killed)\n",
+			fprintf(stderr,
+			        "pdkv-bench: ib_write_bw server on %s did not exit (killed)\n",
 			        tdevs[i]);
 	}
 	return ok ? sum : 0;
@@ -452,7 +456,8 @@ int bench_perftest_run(const struct bench_opts *o, const char *local_servers, co
 		return -1;
 	}
 	if (!nd) {
-		fprintf(stderr, "pdkv-bench: --compare-perftest needs --device_name=DEV[,DEV...]\n");
+		fprintf(stderr,
+		        "pdkv-bench: --compare-perftest needs --device_name=DEV[,DEV...]\n");
 		return -1;
 	}
 	snprintf(dir, sizeof(dir), "%s/pdkv-perftest.XXXXXX",
@@ -466,7 +471,8 @@ int bench_perftest_run(const struct bench_opts *o, const char *local_servers, co
 		/* a remote server is respawned after each client run: retry while the client
 		 * did not get past the connection (a remote server that saw a client has moved on
 		 * to the next size, so a run that connected is not repeated) */
-		for (int attempt = 0; attempt < (local_servers ? 2 : 5) && !(bw[k] > 0); attempt++) {
+		for (int attempt = 0; attempt < (local_servers ? 2 : 5) && !(bw[k] > 0);
+		     attempt++) {
 			int conn = 0;
 			if (attempt) {
 				fprintf(stderr, "pdkv-bench: retrying ib_write_bw -s %llu\n",
@@ -547,15 +553,15 @@ int bench_perftest_compare(const struct bench_opts *o, struct bench_row *rows, s
 	       o->device, host, loopback ? "servers started here" : "the target's servers",
 	       (int)(o->perftest_duration + 0.5));
 	fflush(stdout);
-	ret = bench_perftest_run(o, loopback ? (o->target_device ? o->target_device : o->device)
-	                                     : NULL,
-	                         host, sizes, ns, bw);
+	ret = bench_perftest_run(
+	    o, loopback ? (o->target_device ? o->target_device : o->device) : NULL, host, sizes, ns,
+	    bw);
 	for (size_t k = 0; k < ns; k++) {
 		double pb = bw[k] * (o->unit_bits ? 8 : 1) / o->unit_div;
 		if (!(pb > 0))
 			continue;
-		printf("# ib_write_bw %llu B: %.*f %s/s", (unsigned long long)sizes[k], o->precision,
-		       pb, o->unit);
+		printf("# ib_write_bw %llu B: %.*f %s/s", (unsigned long long)sizes[k],
+		       o->precision, pb, o->unit);
 		if (o->line_rate_gbps > 0)
 			printf(" = %.1f%% of line rate", bw[k] * 8 / 1e9 / o->line_rate_gbps * 100);
 		printf("\n");
@@ -570,11 +576,12 @@ int bench_perftest_compare(const struct bench_opts *o, struct bench_row *rows, s
 					best = x->bw;
 			}
 			if (best > 0)
-				printf("# ratio pdkv/ib_write_bw %s %llu B: %.*f / %.*f %s/s = %.2f "
-				       "(%.0f%% of ib_write_bw)\n",
-				       op ? "write" : "read", (unsigned long long)sizes[k],
-				       o->precision, best, o->precision, pb, o->unit, best / pb,
-				       best / pb * 100);
+				printf(
+				    "# ratio pdkv/ib_write_bw %s %llu B: %.*f / %.*f %s/s = %.2f "
+				    "(%.0f%% of ib_write_bw)\n",
+				    op ? "write" : "read", (unsigned long long)sizes[k],
+				    o->precision, best, o->precision, pb, o->unit, best / pb,
+				    best / pb * 100);
 		}
 	}
 	fflush(stdout);

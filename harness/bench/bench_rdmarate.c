@@ -95,8 +95,8 @@ int bench_rdma_gid_index(const char *dev)
 	struct ibv_device **l;
 	struct ibv_context *ctx = NULL;
 	struct ibv_port_attr pa;
-	const char *env = getenv("MC_GID_INDEX") ? getenv("MC_GID_INDEX")
-	                                          : getenv("NCCL_IB_GID_INDEX");
+	const char *env =
+	    getenv("MC_GID_INDEX") ? getenv("MC_GID_INDEX") : getenv("NCCL_IB_GID_INDEX");
 	int n = 0, gi = -1;
 
 	if (env && *env) {

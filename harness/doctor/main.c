@@ -58,7 +58,7 @@ static void report(int lvl, const char *check, const char *fix, const char *fmt,
 
 /* speed/width code tables: ref/common/pd_ibrate.c (pdkv bench's % of line rate uses them too) */
 #define lane_gbps pd_ib_lane_gbps
-#define lanes pd_ib_lanes
+#define lanes     pd_ib_lanes
 
 static const char *gid_type_name(int t)
 {

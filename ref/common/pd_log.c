@@ -39,7 +39,7 @@ enum pd_log_level pd_log_get_level(void)
 
 void pd_log_msg(enum pd_log_level lvl, const char *fmt, ...)
 {
-	static const char *tag[] = { "ERROR", "WARN", "INFO", "DEBUG" };
+	static const char *tag[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 	char msg[2048];
 	struct timeval tv;
 	struct tm tm;
@@ -53,5 +53,5 @@ void pd_log_msg(enum pd_log_level lvl, const char *fmt, ...)
 	gettimeofday(&tv, NULL);
 	localtime_r(&tv.tv_sec, &tm);
 	fprintf(stderr, "%02d:%02d:%02d.%03ld %s %-5s %s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
-		(long)(tv.tv_usec / 1000), g_name, tag[lvl], msg);
+	        (long)(tv.tv_usec / 1000), g_name, tag[lvl], msg);
 }

@@ -11,9 +11,9 @@ void pd_log_set_level(enum pd_log_level lvl);
 enum pd_log_level pd_log_get_level(void);
 void pd_log_msg(enum pd_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define pd_err(...) pd_log_msg(PD_LOG_ERROR, __VA_ARGS__)
+#define pd_err(...)  pd_log_msg(PD_LOG_ERROR, __VA_ARGS__)
 #define pd_warn(...) pd_log_msg(PD_LOG_WARN, __VA_ARGS__)
 #define pd_info(...) pd_log_msg(PD_LOG_INFO, __VA_ARGS__)
-#define pd_dbg(...) pd_log_msg(PD_LOG_DEBUG, __VA_ARGS__)
+#define pd_dbg(...)  pd_log_msg(PD_LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 int pd_proc_spawn(struct pd_proc *p, const char *name, char *const argv[], char *const env_extra[],
-		  const char *log_path)
+                  const char *log_path)
 {
 	int errpipe[2];
 	pid_t pid, parent = getpid();
@@ -58,7 +58,7 @@ int pd_proc_spawn(struct pd_proc *p, const char *name, char *const argv[], char 
 		for (int i = 0; env_extra && env_extra[i]; i++)
 			putenv(env_extra[i]);
 		execvp(argv[0], argv);
-fail:
+	fail:
 		e = errno;
 		if (write(errpipe[1], &e, sizeof(e)) < 0)
 			_exit(127);

@@ -15,7 +15,7 @@ struct pd_proc {
 /* Starts argv[0] (PATH searched) with stdout/stderr appended to log_path (NULL = inherit) and
  * env_extra ("K=V", NULL-terminated, may be NULL) added to the environment. 0 or -errno. */
 int pd_proc_spawn(struct pd_proc *p, const char *name, char *const argv[], char *const env_extra[],
-		  const char *log_path);
+                  const char *log_path);
 /* 1 if still running, 0 if it exited (reaped; exit_status set). */
 int pd_proc_alive(struct pd_proc *p);
 /* SIGTERM to the group, wait up to grace_ms, then SIGKILL; always reaps. Idempotent. */

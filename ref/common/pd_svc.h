@@ -13,7 +13,8 @@ struct pd_svc {
 	struct pd_proc proc;
 	char host[64];
 	int port;
-	char conn[256];    /* "etcd://127.0.0.1:P", "redis://127.0.0.1:P", "http://127.0.0.1:P/metadata" */
+	char conn[256];    /* "etcd://127.0.0.1:P", "redis://127.0.0.1:P",
+	                      "http://127.0.0.1:P/metadata" */
 	char datadir[512]; /* removed on stop */
 	char log[512];
 };

@@ -36,7 +36,7 @@ double pd_now_s(void)
 
 void pd_sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 }
@@ -207,19 +207,10 @@ int pd_parse_size(const char *s, uint64_t *out)
 	static const struct {
 		const char *sfx;
 		uint64_t mul;
-	} sfx[] = { { "", 1 },
-		    { "K", 1ull << 10 },
-		    { "KiB", 1ull << 10 },
-		    { "KB", 1ull << 10 },
-		    { "k", 1ull << 10 },
-		    { "M", 1ull << 20 },
-		    { "MiB", 1ull << 20 },
-		    { "MB", 1ull << 20 },
-		    { "m", 1ull << 20 },
-		    { "G", 1ull << 30 },
-		    { "GiB", 1ull << 30 },
-		    { "GB", 1ull << 30 },
-		    { "g", 1ull << 30 } };
+	} sfx[] = {{"", 1},           {"K", 1ull << 10}, {"KiB", 1ull << 10}, {"KB", 1ull << 10},
+	           {"k", 1ull << 10}, {"M", 1ull << 20}, {"MiB", 1ull << 20}, {"MB", 1ull << 20},
+	           {"m", 1ull << 20}, {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"GB", 1ull << 30},
+	           {"g", 1ull << 30}};
 	char *end;
 	double v;
 	if (!s || !*s || *s == '-')
@@ -270,7 +261,7 @@ int pd_split_hostport(const char *s, char *host_out, size_t host_sz, int *port_o
 
 static int resolve(const char *host, int port, int passive, struct addrinfo **res)
 {
-	struct addrinfo hints = { 0 };
+	struct addrinfo hints = {0};
 	char pbuf[16];
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -319,7 +310,7 @@ int pd_free_port(const char *host)
 		return fd;
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 		port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-						: ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		                                : ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	close(fd);
 	return port;
 }
@@ -426,7 +417,7 @@ int pd_write_full(int fd, const void *buf, size_t len)
 int pd_writev_full(int fd, struct iovec *iov, int n)
 {
 	while (n > 0) {
-		struct msghdr m = { 0 };
+		struct msghdr m = {0};
 		ssize_t w;
 		m.msg_iov = iov;
 		m.msg_iovlen = (size_t)n;

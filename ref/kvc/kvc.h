@@ -11,14 +11,14 @@
 
 #include "cfg/cfg.h"
 
-#define KVC_OK 0
-#define KVC_MISS 1            /* drop_select: producer had no match (BUF-old 5 x None) */
-#define KVC_ERR_TIMEOUT -2001
+#define KVC_OK           0
+#define KVC_MISS         1 /* drop_select: producer had no match (BUF-old 5 x None) */
+#define KVC_ERR_TIMEOUT  -2001
 #define KVC_ERR_TRANSFER -2002 /* "Transfer Return Error" */
-#define KVC_ERR_ALLOC -2003    /* "Allocation Return Error" */
+#define KVC_ERR_ALLOC    -2003 /* "Allocation Return Error" */
 #define KVC_ERR_PROTOCOL -2004 /* malformed side-channel frame or tensor blob from the peer */
-#define KVC_ERR_CONFIG -2005
-#define KVC_ERR_CLOSED -2006
+#define KVC_ERR_CONFIG   -2005
+#define KVC_ERR_CLOSED   -2006
 
 enum kvc_frame_format {
 	KVC_FRAME_PICKLE = 0, /* PIPE-a/b: pickled (ptr, len) tuple, pickled b'ACK' */
@@ -32,8 +32,8 @@ enum kvc_miss_mode {
 /* Producer back pressure (spec §4.7). Added by the kvc helper. */
 enum kvc_overflow {
 	KVC_OVERFLOW_NEW_ESCAPE = 0, /* BUF-new `bytes + item > threshold` waits, but an item larger
-					than the whole threshold is accepted into an empty buffer
-					(warning) instead of blocking forever — pdkv's default */
+	                                than the whole threshold is accepted into an empty buffer
+	                                (warning) instead of blocking forever — pdkv's default */
 	KVC_OVERFLOW_NEW = 1,        /* BUF-new exactly: an oversize item waits forever/timeout */
 	KVC_OVERFLOW_OLD = 2,        /* BUF-old: wait while bytes > threshold, then add */
 };
@@ -61,18 +61,18 @@ struct kvc_opts {
 	const struct cfg_mooncake *mc;
 	const struct cfg_kv_transfer *kt;
 	int local_rank;
-	int frame_format;        /* enum kvc_frame_format */
-	int miss_mode;           /* enum kvc_miss_mode (producer side) */
-	int select_timeout_ms;   /* consumer: bound on a drop_select (0 = wait forever) */
+	int frame_format;          /* enum kvc_frame_format */
+	int miss_mode;             /* enum kvc_miss_mode (producer side) */
+	int select_timeout_ms;     /* consumer: bound on a drop_select (0 = wait forever) */
 	const char *zmq_bind_host; /* NULL = "*" as PIPE-a/b */
 	/* Added by the kvc helper; 0 = default for each. */
 	size_t pool_bytes;       /* registered managed-buffer region (default: kv_buffer_size
-				    rounded up to a power of two, clamped to 64..512 MiB;
-				    env PDKV_KVC_POOL_BYTES) */
+	                            rounded up to a power of two, clamped to 64..512 MiB;
+	                            env PDKV_KVC_POOL_BYTES) */
 	int overflow_rule;       /* enum kvc_overflow */
 	int insert_timeout_ms;   /* producer: bound on a back-pressure wait (0 = until destroy) */
 	int miss_wait_ms;        /* KVC_MISS_NEW: answer 5 x None after this long (0 = wait for a
-				    match until destroy, as vLLM) */
+	                            match until destroy, as vLLM) */
 	int transfer_timeout_ms; /* one TE READ (0 = engine default, MC_TRANSFER_TIMEOUT 30 s) */
 };
 
@@ -91,10 +91,11 @@ int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct
 struct kvc_stats {
 	uint64_t bytes_sent, bytes_received; /* payload bytes pulled by the peer / by us */
 	uint64_t transfers, transfer_failures;
-	uint64_t buffer_bytes, buffer_items;  /* producer buffer occupancy now */
+	uint64_t buffer_bytes, buffer_items; /* producer buffer occupancy now */
 	uint64_t hits, misses;
 	/* added by the kvc helper */
-	uint64_t protocol_errors, alloc_failures; /* rejected frames/blobs; Allocation Return Error */
+	uint64_t protocol_errors,
+	    alloc_failures; /* rejected frames/blobs; Allocation Return Error */
 	uint64_t pool_bytes_in_use, pending_acks; /* managed buffers handed out; sends not ACKed */
 };
 void kvc_get_stats(const struct kvc *c, struct kvc_stats *s);

@@ -1,6 +1,7 @@
 /* te: pdkv's reference transfer engine — the public API. Semantics follow Mooncake's
  * TransferEngine (shared/spec/transfer-engine.md §1); see te_c.h for the transfer_engine_c.h shape.
- * Every int-returning call returns 0 (or a non-negative value) on success, a TE_ERR_* (< 0) else. */
+ * Every int-returning call returns 0 (or a non-negative value) on success, a TE_ERR_* (< 0) else.
+ */
 #ifndef TE_H
 #define TE_H
 
@@ -8,33 +9,33 @@
 #include <stdint.h>
 
 /* Error codes: Mooncake's ERR_* values (negated Status codes), plus pdkv's own below -1000. */
-#define TE_OK 0
-#define TE_ERR_INVALID_ARGUMENT -1
-#define TE_ERR_TOO_MANY_REQUESTS -2
-#define TE_ERR_ADDRESS_NOT_REGISTERED -3
-#define TE_ERR_BATCH_BUSY -4
-#define TE_ERR_DEVICE_NOT_FOUND -6
-#define TE_ERR_ADDRESS_OVERLAPPED -7
+#define TE_OK                          0
+#define TE_ERR_INVALID_ARGUMENT        -1
+#define TE_ERR_TOO_MANY_REQUESTS       -2
+#define TE_ERR_ADDRESS_NOT_REGISTERED  -3
+#define TE_ERR_BATCH_BUSY              -4
+#define TE_ERR_DEVICE_NOT_FOUND        -6
+#define TE_ERR_ADDRESS_OVERLAPPED      -7
 #define TE_ERR_NOT_SUPPORTED_TRANSPORT -8
-#define TE_ERR_DNS -101
-#define TE_ERR_SOCKET -102
-#define TE_ERR_MALFORMED_JSON -103
-#define TE_ERR_REJECT_HANDSHAKE -104
-#define TE_ERR_METADATA -200
-#define TE_ERR_ENDPOINT -201
-#define TE_ERR_CONTEXT -202
-#define TE_ERR_MEMORY -302
-#define TE_ERR_NOT_IMPLEMENTED -999
+#define TE_ERR_DNS                     -101
+#define TE_ERR_SOCKET                  -102
+#define TE_ERR_MALFORMED_JSON          -103
+#define TE_ERR_REJECT_HANDSHAKE        -104
+#define TE_ERR_METADATA                -200
+#define TE_ERR_ENDPOINT                -201
+#define TE_ERR_CONTEXT                 -202
+#define TE_ERR_MEMORY                  -302
+#define TE_ERR_NOT_IMPLEMENTED         -999
 /* pdkv-specific */
-#define TE_ERR_NOT_FOUND -1001      /* metadata key / segment not present */
-#define TE_ERR_OUT_OF_RANGE -1002   /* remote range not inside one registered remote buffer */
-#define TE_ERR_TIMEOUT -1003
-#define TE_ERR_BAD_BATCH -1004      /* unknown or already-freed batch id */
-#define TE_ERR_UNREACHABLE -1005    /* metadata store or peer not reachable */
+#define TE_ERR_NOT_FOUND    -1001 /* metadata key / segment not present */
+#define TE_ERR_OUT_OF_RANGE -1002 /* remote range not inside one registered remote buffer */
+#define TE_ERR_TIMEOUT      -1003
+#define TE_ERR_BAD_BATCH    -1004 /* unknown or already-freed batch id */
+#define TE_ERR_UNREACHABLE  -1005 /* metadata store or peer not reachable */
 
-#define TE_LOCAL_SEGMENT 0ull
+#define TE_LOCAL_SEGMENT   0ull
 #define TE_INVALID_SEGMENT UINT64_MAX
-#define TE_INVALID_BATCH UINT64_MAX
+#define TE_INVALID_BATCH   UINT64_MAX
 
 enum te_opcode { TE_READ = 0, TE_WRITE = 1 };
 
@@ -52,7 +53,7 @@ struct te_engine; /* opaque */
 
 struct te_engine_opts {
 	const char *metadata_conn;     /* "etcd://h:p", "h:p", "redis://h:p", "http://h:p/path",
-				          "P2PHANDSHAKE" (spec §2.3) */
+	                                  "P2PHANDSHAKE" (spec §2.3) */
 	const char *local_server_name; /* segment name, e.g. "10.0.0.2:13003" */
 	const char *protocol;          /* "tcp", "rdma" or NULL = auto (rdma if a device exists) */
 	const char *device_names;      /* comma list for rdma ("mlx5_0,mlx5_1"); NULL = all */
@@ -96,15 +97,15 @@ int te_batch_alloc(struct te_engine *eng, size_t batch_size, uint64_t *batch_id)
  * Invalid requests (unregistered source, range outside every remote buffer, unknown segment)
  * are rejected here with an error and nothing of the call is submitted. */
 int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_request *reqs,
-		    size_t n);
+                    size_t n);
 int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
-		    struct te_task_status *st);
+                    struct te_task_status *st);
 /* TE_ERR_BATCH_BUSY unless every task was observed finished through te_batch_status. */
 int te_batch_free(struct te_engine *eng, uint64_t batch_id);
 
 /* Convenience: one request, waits for the end (timeout_ms <= 0 -> MC_TRANSFER_TIMEOUT, 30 s). */
 int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, void *local,
-		     uint64_t remote_addr, size_t len, int timeout_ms);
+                     uint64_t remote_addr, size_t len, int timeout_ms);
 
 const char *te_strerror(int err);
 const char *te_status_name(int status);

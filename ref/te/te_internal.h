@@ -15,7 +15,7 @@
 struct cJSON;
 
 /* ---------------------------------------------------------------- descriptors (spec §2.2) */
-#define TE_NAME_MAX 256
+#define TE_NAME_MAX    256
 #define TE_MAX_DEVICES 16
 
 struct te_device_desc {
@@ -27,7 +27,7 @@ struct te_device_desc {
 struct te_buffer_desc {
 	char name[TE_NAME_MAX]; /* location ("cpu:0") for rdma, server name for tcp */
 	uint64_t addr, length;
-	int nkeys;              /* rdma: one key per device; tcp: 0 */
+	int nkeys; /* rdma: one key per device; tcp: 0 */
 	uint32_t lkey[TE_MAX_DEVICES], rkey[TE_MAX_DEVICES];
 };
 
@@ -50,7 +50,7 @@ char *te_desc_encode(const struct te_segment_desc *d);
  * invalid field. *out is malloc'd; free with te_desc_free. TE_ERR_MALFORMED_JSON on failure,
  * with the reason in errbuf. */
 int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, char *errbuf,
-		   size_t errlen);
+                   size_t errlen);
 void te_desc_free(struct te_segment_desc *d);
 /* Compact sorted-key JSON writer for any cJSON tree (used for rpc_meta and descriptors). */
 char *te_json_fast_write(const struct cJSON *item);
@@ -58,17 +58,17 @@ char *te_json_fast_write(const struct cJSON *item);
 void te_desc_timestamp(char out[32]);
 /* Finds the remote buffer holding [addr, addr+len); NULL if none (overflow-safe). */
 const struct te_buffer_desc *te_desc_find_range(const struct te_segment_desc *d, uint64_t addr,
-						uint64_t len);
+                                                uint64_t len);
 
 /* ---------------------------------------------------------------- metadata (spec §2.1, §2.3) */
 enum te_meta_kind { TE_META_ETCD, TE_META_REDIS, TE_META_HTTP, TE_META_P2P };
 
 struct te_conn_info {
 	enum te_meta_kind kind;
-	char url[1024];       /* http: full base URL; etcd: "h:p[,h:p]"; redis: "h:p" */
-	char host[256];       /* first endpoint's host (etcd, redis) */
-	int port;             /* first endpoint's port (redis without port: 12001, as Mooncake) */
-	int nendpoints;       /* etcd endpoint count */
+	char url[1024]; /* http: full base URL; etcd: "h:p[,h:p]"; redis: "h:p" */
+	char host[256]; /* first endpoint's host (etcd, redis) */
+	int port;       /* first endpoint's port (redis without port: 12001, as Mooncake) */
+	int nendpoints; /* etcd endpoint count */
 };
 /* Parses a connection string (§2.3: bare host:port = etcd). TE_ERR_INVALID_ARGUMENT with the
  * reason in errbuf for an unknown scheme or a malformed address. */
@@ -89,21 +89,21 @@ char *te_meta_rpc_key(const char *name);
 
 /* ---------------------------------------------------------------- handshake socket (spec §3) */
 #define TE_HS_CONNECTION 0
-#define TE_HS_METADATA 1
-#define TE_HS_NOTIFY 2
-#define TE_HS_PROBE 3
-#define TE_HS_MAX_FRAME (1u << 20)
+#define TE_HS_METADATA   1
+#define TE_HS_NOTIFY     2
+#define TE_HS_PROBE      3
+#define TE_HS_MAX_FRAME  (1u << 20)
 
 /* Server callback: returns a malloc'd reply JSON text (NULL -> reply "null"). */
 typedef char *(*te_hs_handler)(void *ctx, int type, const char *json, size_t len);
 struct te_hs_server;
 /* Starts the accept loop on an already-bound (not listening) fd, or binds port if fd < 0. */
 int te_hs_server_start(int bound_fd, int port, te_hs_handler h, void *ctx,
-		       struct te_hs_server **out);
+                       struct te_hs_server **out);
 void te_hs_server_stop(struct te_hs_server *s);
 /* Client: one frame out, one frame in (type must match), close. *reply malloc'd. */
 int te_hs_request(const char *host, int port, int type, const char *json, char **reply,
-		  int timeout_ms);
+                  int timeout_ms);
 
 /* ---------------------------------------------------------------- tasks and transports */
 struct te_task {
@@ -113,9 +113,9 @@ struct te_task {
 	atomic_int success_slices, failed_slices;
 	atomic_size_t transferred;
 	uint64_t submit_ns;
-	bool observed_done;                 /* set by te_batch_status */
-	int src_gpu; /* set by the engine at submit: 1 + CUDA device of req.source's buffer
-	                (location "cuda:N"), 0 = host memory */
+	bool observed_done; /* set by te_batch_status */
+	int src_gpu;        /* set by the engine at submit: 1 + CUDA device of req.source's buffer
+	                       (location "cuda:N"), 0 = host memory */
 };
 
 /* Transports call this when a slice ends; the engine derives the task status from counts. */
@@ -136,7 +136,7 @@ struct te_transport_ops {
 	int (*install)(struct te_engine *eng, struct te_transport **out);
 	/* Called for each te_register / te_unregister; fills keys in *b for rdma. */
 	int (*register_mem)(struct te_transport *t, void *addr, size_t len, const char *location,
-			    struct te_buffer_desc *b);
+	                    struct te_buffer_desc *b);
 	int (*unregister_mem)(struct te_transport *t, void *addr, size_t len);
 	/* Adds transport fields to the descriptor being published (devices, matrix, ports). */
 	int (*fill_desc)(struct te_transport *t, struct te_segment_desc *d);
@@ -155,15 +155,14 @@ const char *te_engine_local_ip(const struct te_engine *eng);
 struct te_meta *te_engine_meta(const struct te_engine *eng);
 /* Fetches (cached) the descriptor and rpc_meta of a peer segment by name. */
 int te_engine_peer_desc(struct te_engine *eng, const char *name,
-			const struct te_segment_desc **desc);
+                        const struct te_segment_desc **desc);
 int te_engine_peer_rpc(struct te_engine *eng, const char *name, char *host, size_t hostlen,
-		       int *rpc_port);
+                       int *rpc_port);
 /* Is [addr,addr+len) inside one locally registered buffer? (for validating remote requests) */
 bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len);
 /* Same check, also giving the buffer's memory: *gpu = 1 + CUDA device for a buffer registered
  * as "cuda:N" (te_gpu.h), 0 for host memory. Transports stage device memory themselves. */
 bool te_engine_local_range_gpu(struct te_engine *eng, uint64_t addr, uint64_t len, int *gpu);
-
 
 /* ---------------------------------------------------------------- additions by te-core
  * Contracts for transports (tcp, rdma) — the engine relies on these:
@@ -244,15 +243,15 @@ int te_json_get_uint(const struct cJSON *item, uint64_t max, uint64_t *out);
 char *te_rpcmeta_encode(const char *ip_or_host_name, int rpc_port);
 /* Tolerant reader: host non-empty, rpc_port 1..65535. TE_ERR_MALFORMED_JSON + reason. */
 int te_rpcmeta_decode(const char *json, size_t len, char *host, size_t hostlen, int *rpc_port,
-		      char *errbuf, size_t errlen);
+                      char *errbuf, size_t errlen);
 /* Mooncake's adaptor resolution of vLLM's metadata_server/metadata_backend into a TE connection
  * string (vllm-connector §2.5-2.6): backend NULL -> "h:p" becomes "etcd://h:p"; backend
  * "etcd"/"redis" (any case) -> "<backend>://h:p"; a server with "://" (or P2PHANDSHAKE) wins.
  * Another backend -> TE_ERR_INVALID_ARGUMENT with vLLM's message. */
 int te_conn_resolve(const char *metadata_server, const char *metadata_backend, char *out,
-		    size_t outlen, char *errbuf, size_t errlen);
+                    size_t outlen, char *errbuf, size_t errlen);
 const char *te_meta_kind_name(enum te_meta_kind kind); /* "etcd" "redis" "http" "P2PHANDSHAKE" */
-const char *te_meta_conn(const struct te_meta *m);     /* the connection string it was opened with */
+const char *te_meta_conn(const struct te_meta *m); /* the connection string it was opened with */
 
 /* One metadata backend = one file (te_meta_<name>.c) + one row in te_meta.c's table. State is
  * the backend's own; every op must be thread-safe. get: *val malloc'd, NUL-terminated. */
@@ -266,14 +265,14 @@ struct te_meta_backend {
 	void (*close)(void *state);
 };
 extern const struct te_meta_backend te_meta_etcd_backend, te_meta_redis_backend,
-	te_meta_http_backend;
+    te_meta_http_backend;
 /* Shared libcurl request for the etcd and http backends (te_meta.c). method "GET", "PUT",
  * "POST", "DELETE"; body may be NULL. *resp malloc'd (NUL-terminated, capped at 256 MiB).
  * Returns 0 with *status = HTTP code, or TE_ERR_UNREACHABLE (no HTTP answer) with the curl
  * error in errbuf. */
 int te_meta_http_request(const char *method, const char *url, const char *body, size_t len,
-			 const char *content_type, long timeout_ms, long *status, char **resp,
-			 size_t *resp_len, char *errbuf, size_t errlen);
+                         const char *content_type, long timeout_ms, long *status, char **resp,
+                         size_t *resp_len, char *errbuf, size_t errlen);
 #endif
 
 /* ---------------------------------------------------------------- additions by rdma (te_rdma*.c)

@@ -44,7 +44,6 @@ static size_t vec_len(const struct slice_vec *q)
 	return q->n - q->head;
 }
 
-
 /* recvmsg(MSG_WAITALL) of an 8-byte status followed by len body bytes; *got = bytes read. */
 static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t *got)
 {

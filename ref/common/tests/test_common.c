@@ -92,8 +92,8 @@ static void test_files(void **state)
 static void test_proc(void **state)
 {
 	struct pd_proc p;
-	char *argv_sleep[] = { "sleep", "30", NULL };
-	char *argv_bad[] = { "/nonexistent/pdkv-no-such-binary", NULL };
+	char *argv_sleep[] = {"sleep", "30", NULL};
+	char *argv_bad[] = {"/nonexistent/pdkv-no-such-binary", NULL};
 	(void)state;
 	assert_int_equal(pd_proc_spawn(&p, "sleep", argv_sleep, NULL, NULL), 0);
 	assert_int_equal(pd_proc_alive(&p), 1);
@@ -105,9 +105,9 @@ static void test_proc(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_hostport),
-		cmocka_unit_test(test_sockets),       cmocka_unit_test(test_files),
-		cmocka_unit_test(test_proc),
+	    cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_hostport),
+	    cmocka_unit_test(test_sockets),       cmocka_unit_test(test_files),
+	    cmocka_unit_test(test_proc),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
