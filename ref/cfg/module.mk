@@ -8,3 +8,6 @@ test_cfg_pipe_LIBS := cfg pdcommon
 TESTS += test_cfg_robust
 test_cfg_robust_SRCS := ref/cfg/tests/test_robust.c
 test_cfg_robust_LIBS := cfg pdcommon
+TESTS += test_cfg_vllm
+test_cfg_vllm_SRCS := ref/cfg/tests/test_cfg_vllm.c
+test_cfg_vllm_LIBS := cfg pdcommon

@@ -1,0 +1,53 @@
+/* cfg_vllm: the one table that maps a vLLM release to the KV-connector contract it speaks (V0
+ * pipe, V1 gen A, gen B in its two struct shapes) and to the defaults that changed between them. */
+#ifndef CFG_VLLM_H
+#define CFG_VLLM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Connector generations. B0 = the first gen-B struct shape (6-field MooncakeXferMetadata), BN =
+ * current main (block_lens, kv_block_lens, per-group block lists, defaulted extra fields). */
+enum cfg_gen { CFG_GEN_V0 = 0, CFG_GEN_A, CFG_GEN_B0, CFG_GEN_BN };
+#define CFG_GEN_COUNT 4
+
+/* What pdkv knows about one vLLM version. Pointers are static strings. */
+struct cfg_vllm_info {
+	char version[32]; /* as given, e.g. "0.15.1" */
+	int major, minor, patch;
+	const char *row;       /* the table row that matched, e.g. "0.12 - 0.15" */
+	enum cfg_gen gen;      /* the generation this release speaks (gen B: its default shape) */
+	const char *policy;    /* kv_load_failure_policy default: "recompute", "fail", or NULL
+	                          when the release has no such field */
+	bool reqid_random;     /* gen A: engine request ids get a random suffix (P/D id mismatch) */
+	bool by_source;        /* exposes vllm:prompt_tokens_by_source_total */
+	bool mooncake_metrics; /* exposes vllm:mooncake_* histograms/counters (gen B, on P) */
+	const char *uncertain; /* what in this row is not pinned to a release, or NULL */
+	const char *note;      /* what a user of this release must know, or NULL */
+};
+
+/* The newest release the table was written against; the default when no version is given. */
+extern const char *const cfg_vllm_newest;
+
+/* Looks version ("X.Y", "X.Y.Z", optional suffix such as ".post1", "rc1", "+cu128") up. 0, or
+ * -1 with err naming the value and what is expected (also for releases with no Mooncake
+ * connector pdkv emulates). */
+int cfg_vllm_lookup(const char *version, struct cfg_vllm_info *out, char *err, size_t errsz);
+
+/* "v0" | "a" | "b0" | "bn" <-> enum; parse returns -1 on anything else. */
+const char *cfg_gen_name(enum cfg_gen g);
+int cfg_gen_parse(const char *s, enum cfg_gen *out);
+static inline bool cfg_gen_is_b(enum cfg_gen g)
+{
+	return g == CFG_GEN_B0 || g == CFG_GEN_BN;
+}
+static inline bool cfg_gen_is_v1(enum cfg_gen g)
+{
+	return g != CFG_GEN_V0;
+}
+
+/* The table for people (`pdkv-standin --list-versions`, `pdkv config check --list-versions`). */
+void cfg_vllm_print_table(FILE *f);
+
+#endif
