@@ -20,7 +20,7 @@
 #include "pd_proc.h"
 #include "pd_util.h"
 #include "te/te.h"
-#include "te/te_internal.h"
+#include "te/te_inspect.h"
 
 static void usage(FILE *f)
 {
@@ -466,7 +466,7 @@ static int sock_listen(char *addr, size_t len)
 
 	if (fd < 0 || getsockname(fd, (struct sockaddr *)&sa, &sl))
 		return -1;
-	te_net_local_ip(ip, sizeof(ip));
+	te_inspect_local_ip(ip, sizeof(ip));
 	snprintf(addr, len, "%s:%d", ip, ntohs(sa.sin_port));
 	return fd;
 }

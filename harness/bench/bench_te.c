@@ -16,7 +16,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te/te.h"
-#include "te/te_internal.h"
+#include "te/te_inspect.h"
 
 struct bench_te {
 	struct te_engine *eng;
@@ -128,7 +128,8 @@ out:
 int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_te **out)
 {
 	struct bench_te *b = calloc(1, sizeof(*b));
-	const struct te_segment_desc *d = NULL;
+	struct te_segment_view v;
+	struct te_buffer_view buf;
 	int ret;
 
 	*out = NULL;
@@ -138,18 +139,18 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 		goto fail;
 	ret = te_open_segment(b->eng, o->segment, &b->seg);
 	if (!ret)
-		ret = te_engine_peer_desc(b->eng, o->segment, &d);
-	if (ret || !d) {
+		ret = te_inspect_segment(b->eng, o->segment, &v);
+	if (ret) {
 		fprintf(stderr, "pdkv-bench: cannot open segment \"%s\" via %s: %s\n", o->segment,
 		        o->metadata, te_strerror(ret));
 		goto fail;
 	}
-	if (d->nbuffers < 1) {
+	if (v.nbuffers < 1 || te_inspect_buffer(b->eng, o->segment, 0, &buf)) {
 		fprintf(stderr, "pdkv-bench: segment %s has no registered buffer\n", o->segment);
 		goto fail;
 	}
-	b->rbase = d->buffers[0].addr;
-	b->rsize = d->buffers[0].length;
+	b->rbase = buf.addr;
+	b->rsize = buf.length;
 	if (max_region > b->rsize) {
 		fprintf(stderr,
 		        "pdkv-bench: block x batch x threads = %llu bytes does not fit the "
