@@ -10,8 +10,12 @@
 
 #define BENCH_MAX_THREADS 64
 
+enum bench_mode { BENCH_TARGET, BENCH_INITIATOR, BENCH_LOOPBACK };
+enum bench_baseline { BENCH_BASELINE_NONE, BENCH_BASELINE_SOCKET, BENCH_BASELINE_SOCKET_ONLY };
+
 struct bench_opts {
-	const char *mode;     /* target | initiator | loopback */
+	enum bench_mode mode_id;
+	const char *mode;     /* its name: target | initiator | loopback (reports) */
 	const char *metadata; /* --metadata_server */
 	const char *local_name;
 	const char *segment;  /* --segment_id */
@@ -31,7 +35,8 @@ struct bench_opts {
 	bool check;
 	double min_bw; /* in report units; 0 = off */
 	const char *json, *csv;
-	const char *baseline;        /* none | socket | socket-only */
+	enum bench_baseline baseline_id;
+	const char *baseline;        /* its name: none | socket | socket-only (reports) */
 	const char *baseline_server; /* initiator: host:port of a target's socket baseline */
 	const char *ready_file;      /* target: write "segment\nsocket host:port\n" when up */
 	bool quiet;
@@ -46,6 +51,7 @@ struct bench_opts {
 	const char *perftest_host;  /* --perftest_host (default: the segment's host) */
 	double perftest_duration;   /* --perftest_duration, ib_write_bw -D seconds (both sides) */
 	int perftest_port;          /* --perftest_port, first port (device i uses port + i) */
+	bool nic_matrix_given;      /* --nic_priority_matrix: accepted and ignored */
 };
 
 struct bench_row {

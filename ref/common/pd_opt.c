@@ -270,11 +270,10 @@ void pd_opt_help(const struct pd_opt_spec *s, FILE *f)
 			n = snprintf(left, sizeof(left), "  --%s", o->name);
 		else
 			n = snprintf(left, sizeof(left), "  -%c", o->shrt);
+		/* "FILE" is written " FILE"; "=FILE" and "[=V]" are written as given */
 		if (o->arg && n > 0 && (size_t)n < sizeof(left))
 			snprintf(left + n, sizeof(left) - (size_t)n, "%s%s",
-			         o->type == PD_OPT_FN && o->optional_value ? "[=" : " ", o->arg);
-		if (o->arg && o->type == PD_OPT_FN && o->optional_value)
-			strncat(left, "]", sizeof(left) - strlen(left) - 1);
+			         o->arg[0] == '=' || o->arg[0] == '[' ? "" : " ", o->arg);
 		fprintf(f, "%-*s", HELP_COL - 1, left);
 		if (strlen(left) >= HELP_COL - 1)
 			fprintf(f, "\n%*s", HELP_COL - 1, "");
