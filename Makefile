@@ -22,7 +22,7 @@ LIBFILES   := $(foreach l,$(LIBS),$(BUILD)/lib/lib$(l).a)
 BINFILES   := $(foreach b,$(BINS),$(BUILD)/bin/$(b))
 TESTFILES  := $(foreach t,$(TESTS),$(BUILD)/tests/$(t))
 
-.PHONY: all test asan run bench test-rxe clean deps format
+.PHONY: all test asan run bench test-rxe clean deps format check-format tidy
 all: $(BINFILES) $(TESTFILES)
 
 # Fresh machine: install the Debian packages once (ci/install-deps.sh is idempotent).
@@ -78,6 +78,17 @@ test-rxe: all
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+# CI's format gate: lists the files that differ from .clang-format and the command to fix them.
+check-format:
+	@bash ci/check-format.sh
+
+# .clang-tidy's function-size limit over every C file; fails when any function is over it.
+CLANG_TIDY ?= clang-tidy-14
+tidy:
+	@out=$$($(CLANG_TIDY) --quiet $$(git ls-files '*.c') -- $(CFLAGS) 2>/dev/null | \
+	  grep -A1 'readability-function-size' | grep 'warning:' || true); \
+	if [ -n "$$out" ]; then echo "$$out"; exit 1; else echo "tidy: every function within the limit"; fi
 
 clean:
 	rm -rf build build-asan

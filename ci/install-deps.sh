@@ -11,6 +11,7 @@ PKGS=(
   etcd-server etcd-client redis-server redis-tools
   gnuplot-nox iperf3 curl procps psmisc
   qemu-system-x86 busybox-static
+  clang-format clang-tidy
 )
 
 missing=()

@@ -3,14 +3,19 @@
 #ifndef PDKV_BENCH_H
 #define PDKV_BENCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define BENCH_MAX_THREADS 64
 
+enum bench_mode { BENCH_TARGET, BENCH_INITIATOR, BENCH_LOOPBACK };
+enum bench_baseline { BENCH_BASELINE_NONE, BENCH_BASELINE_SOCKET, BENCH_BASELINE_SOCKET_ONLY };
+
 struct bench_opts {
-	const char *mode;     /* target | initiator | loopback */
+	enum bench_mode mode_id;
+	const char *mode;     /* its name: target | initiator | loopback (reports) */
 	const char *metadata; /* --metadata_server */
 	const char *local_name;
 	const char *segment;  /* --segment_id */
@@ -30,7 +35,8 @@ struct bench_opts {
 	bool check;
 	double min_bw; /* in report units; 0 = off */
 	const char *json, *csv;
-	const char *baseline;        /* none | socket | socket-only */
+	enum bench_baseline baseline_id;
+	const char *baseline;        /* its name: none | socket | socket-only (reports) */
 	const char *baseline_server; /* initiator: host:port of a target's socket baseline */
 	const char *ready_file;      /* target: write "segment\nsocket host:port\n" when up */
 	bool quiet;
@@ -45,6 +51,7 @@ struct bench_opts {
 	const char *perftest_host;  /* --perftest_host (default: the segment's host) */
 	double perftest_duration;   /* --perftest_duration, ib_write_bw -D seconds (both sides) */
 	int perftest_port;          /* --perftest_port, first port (device i uses port + i) */
+	bool nic_matrix_given;      /* --nic_priority_matrix: accepted and ignored */
 };
 
 struct bench_row {
@@ -71,6 +78,48 @@ struct bench_lat {
 void bench_lat_add(struct bench_lat *l, double us);
 void bench_lat_merge(struct bench_lat *dst, struct bench_lat *src); /* frees src */
 void bench_lat_pct(struct bench_lat *l, double *p50, double *p99);
+
+/* ---- the initiator's back-ends (model: nccl-tests' struct testColl) ----
+ * A back-end moves one batch; bench_fanout.c owns everything around it: the threads, warm-up,
+ * barrier, timed loop, --check and the reduce into a bench_row. */
+#define BENCH_READ  0 /* = TE_READ: remote -> local */
+#define BENCH_WRITE 1 /* = TE_WRITE: local -> remote */
+
+struct bench_backend;
+struct bench_thread {
+	const struct bench_backend *be;
+	void *ctx; /* the back-end's row state (engine and segment, socket address) */
+	const struct bench_opts *o;
+	pthread_barrier_t *bar;
+	int t;          /* thread index: its blocks are t, t + threads, t + 2 threads, ... */
+	uint64_t block; /* bytes per transfer */
+	/* set by thread_init: */
+	char *local, *scratch; /* region bases; scratch receives --check's WRITE read-back */
+	bool vram;             /* local/scratch are GPU memory: --check goes through tmp */
+	void *priv;            /* per-thread back-end state */
+	/* results */
+	double xfer_s;
+	uint64_t batches, transfers, wrong, failed;
+	struct bench_lat lat;
+	int err;
+	char *tmp;
+};
+
+struct bench_backend {
+	const char *kind; /* bench_row.kind: "pdkv" | "socket" */
+	int err_memory;   /* the back-end's out-of-memory error code */
+	/* On the thread, before the warm-up: local/scratch/vram, connections, priv. err or 0. */
+	int (*thread_init)(struct bench_thread *th);
+	void (*thread_fini)(struct bench_thread *th); /* may be NULL */
+	/* o->batch transfers of op (BENCH_READ/BENCH_WRITE) between buf and the remote region at
+	 * this thread's offsets; record: one latency sample per transfer (bench_lat_add); counts
+	 * failed transfers in th->failed. *secs = the batch's transfer time. err or 0. */
+	int (*batch)(struct bench_thread *th, int op, char *buf, bool record, double *secs);
+};
+
+/* One row: o->threads threads of be over ctx, reduced into *row. The first thread error, or 0. */
+int bench_run_row(const struct bench_backend *be, void *ctx, const struct bench_opts *o,
+                  uint64_t block, struct bench_row *row);
 
 /* Pattern: word i (8 bytes at remote offset 8i) of iteration `seed`. seed 0 = the target's
  * fixed READ pattern. Offsets are relative to the remote buffer's start. */

@@ -17,66 +17,11 @@
 #include <unistd.h>
 
 #include "pd_log.h"
+#include "pd_opt.h"
 #include "pd_proc.h"
 #include "pd_util.h"
 #include "te/te.h"
-#include "te/te_internal.h"
-
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: pdkv bench [flags]   (flags spelled as Mooncake's transfer_engine_bench)\n"
-	    "  --mode=target|initiator|loopback   loopback = spawn a local target, run the\n"
-	    "                                     initiator against it, stop it (default)\n"
-	    "  --metadata_server=CONN       P2PHANDSHAKE (default), etcd://h:p, h:p, redis://h:p,\n"
-	    "                               http://h:p/metadata\n"
-	    "  --local_server_name=NAME     default: the host name (P2P rewrites it to ip:port)\n"
-	    "  --segment_id=NAME            initiator: the target's segment (the target prints "
-	    "it)\n"
-	    "  --protocol=tcp|rdma          default tcp; --auto_discovery picks rdma if an HCA "
-	    "exists\n"
-	    "  --device_name=LIST           rdma devices, comma list\n"
-	    "  --operation=read|write[,..]  default read; write,read runs both\n"
-	    "  --block_size=N (65536)  --batch_size=N (128)  --threads=N (1)  --duration=S (10)\n"
-	    "  --buffer_size=N              target buffer (1 GiB; loopback: just what rows need)\n"
-	    "  --report_unit=GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb (GB)  --report_precision=N (2)\n"
-	    "  -b MIN -e MAX -f FACTOR      size sweep (nccl-tests); one row per block size\n"
-	    "  --check                      verify every byte; #wrong per row (not timed)\n"
-	    "  --min-bw=X                   exit 1 if a pdkv row is below X report_units/s\n"
-	    "  --json=FILE --csv=FILE       machine-readable results\n"
-	    "  --baseline=none|socket|socket-only  socket: also run a plain C socket with the "
-	    "same\n"
-	    "                               shape and print the ratio (target side serves it too)\n"
-	    "  --baseline_server=H:P        initiator: the target's socket baseline address\n"
-	    "  --repeat=N                   run every row N times (socket and pdkv interleaved);\n"
-	    "                               the ratio line uses the best of each\n"
-	    "  --use_vram[=true|false]      both sides' buffers in GPU memory (cudaMalloc on\n"
-	    "                               --gpu_id, registered as cuda:N); prints cudaMemcpy\n"
-	    "                               D2D/D2H/H2D for the same sizes; exit 77 without CUDA\n"
-	    "  --gpu_id=N                   CUDA device for --use_vram (0)\n"
-	    "  rdma: rows end with %% of line rate (port 1 speed x width of --device_name, "
-	    "summed)\n"
-	    "  --compare-perftest           rdma: also run ib_write_bw (perftest) per size on the\n"
-	    "                               same device pairs; prints pdkv/ib_write_bw per size.\n"
-	    "                               target: keeps ib_write_bw servers up (port P+i, -s "
-	    "per\n"
-	    "                               size in -b/-e/-f order: give both sides the same "
-	    "sizes)\n"
-	    "  --target_device_name=LIST    loopback: the spawned target's devices "
-	    "(--device_name)\n"
-	    "  --perftest_host=IP           initiator: ib_write_bw server address (default: the\n"
-	    "                               target segment's host)\n"
-	    "  --perftest_duration=S (3)    ib_write_bw -D, same on both sides\n"
-	    "  --perftest_port=P (18515)    device i uses port P+i\n"
-	    "Exit: 0 ok; 1 wrong bytes, failed transfers or under --min-bw; 2 bad usage.\n");
-}
-
-static int bad(const char *flag, const char *val, const char *want)
-{
-	fprintf(stderr, "pdkv-bench: %s: expected %s, got \"%s\"\n", flag, want, val ? val : "");
-	return 2;
-}
+#include "te/te_inspect.h"
 
 static int set_unit(struct bench_opts *o, const char *u)
 {
@@ -97,96 +42,323 @@ static int set_unit(struct bench_opts *o, const char *u)
 	return -1;
 }
 
-enum {
-	F_MODE = 256,
-	F_META,
-	F_LOCAL,
-	F_SEG,
-	F_PROTO,
-	F_DEV,
-	F_OP,
-	F_BLOCK,
-	F_BATCH,
-	F_THREADS,
-	F_DUR,
-	F_BUF,
-	F_UNIT,
-	F_PREC,
-	F_AUTO,
-	F_MATRIX,
-	F_CHECK,
-	F_MINBW,
-	F_JSON,
-	F_CSV,
-	F_BASE,
-	F_BASESRV,
-	F_READY,
-	F_REPEAT,
-	F_VRAM,
-	F_GPU,
-	F_CMPPT,
-	F_TDEV,
-	F_PTHOST,
-	F_PTDUR,
-	F_PTPORT,
-	F_HELP
-};
-
-static const struct option longopts[] = {
-    {"mode", 1, 0, F_MODE},
-    {"metadata_server", 1, 0, F_META},
-    {"local_server_name", 1, 0, F_LOCAL},
-    {"segment_id", 1, 0, F_SEG},
-    {"protocol", 1, 0, F_PROTO},
-    {"device_name", 1, 0, F_DEV},
-    {"operation", 1, 0, F_OP},
-    {"block_size", 1, 0, F_BLOCK},
-    {"batch_size", 1, 0, F_BATCH},
-    {"threads", 1, 0, F_THREADS},
-    {"duration", 1, 0, F_DUR},
-    {"buffer_size", 1, 0, F_BUF},
-    {"report_unit", 1, 0, F_UNIT},
-    {"report_precision", 1, 0, F_PREC},
-    {"auto_discovery", 2, 0, F_AUTO},
-    {"nic_priority_matrix", 1, 0, F_MATRIX},
-    {"check", 0, 0, F_CHECK},
-    {"min-bw", 1, 0, F_MINBW},
-    {"min_bw", 1, 0, F_MINBW},
-    {"json", 1, 0, F_JSON},
-    {"csv", 1, 0, F_CSV},
-    {"baseline", 1, 0, F_BASE},
-    {"baseline_server", 1, 0, F_BASESRV},
-    {"ready_file", 1, 0, F_READY},
-    {"repeat", 1, 0, F_REPEAT},
-    {"use_vram", 2, 0, F_VRAM},
-    {"gpu_id", 1, 0, F_GPU},
-    {"compare-perftest", 0, 0, F_CMPPT},
-    {"compare_perftest", 0, 0, F_CMPPT},
-    {"target_device_name", 1, 0, F_TDEV},
-    {"perftest_host", 1, 0, F_PTHOST},
-    {"perftest_duration", 1, 0, F_PTDUR},
-    {"perftest_port", 1, 0, F_PTPORT},
-    {"help", 0, 0, F_HELP},
-    {0, 0, 0, 0},
-};
-
+/* ---------------------------------------------------------------- options */
 struct run_ops {
 	int ops[2];
 	int nops;
 	bool buffer_given;
 };
 
-static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro)
-{
-	int c;
-	uint64_t v;
-	double d;
-	char *end;
+/* What the option table writes into, and what the per-option callbacks need. */
+struct parsed {
+	struct bench_opts *o;
+	struct run_ops *ro;
+	int mode, baseline; /* indexes into bench_mode_names / bench_baseline_names */
+};
 
-	*o = (struct bench_opts){.mode = "loopback",
-	                         .metadata = "P2PHANDSHAKE",
+static const char *const bench_mode_names[] = {"target", "initiator", "loopback"};
+static const char *const bench_baseline_names[] = {"none", "socket", "socket-only"};
+
+static int opt_protocol(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	if (strcmp(v, "tcp") && strcmp(v, "rdma"))
+		return -1;
+	*(const char **)dst = v;
+	return 0;
+}
+
+static int opt_auto(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	if (!v || !strcmp(v, "true") || !strcmp(v, "1"))
+		*(const char **)dst = NULL; /* the engine picks: rdma when an HCA exists */
+	return 0;
+}
+
+static int opt_operation(const char *v, void *dst, void *ud)
+{
+	struct parsed *p = ud;
+	char tmp[64], *tok, *save = NULL;
+	(void)dst;
+	snprintf(tmp, sizeof(tmp), "%s", v);
+	p->o->ops_str = v;
+	p->ro->nops = 0;
+	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (p->ro->nops == 2 || (strcmp(tok, "read") && strcmp(tok, "write")))
+			return -1;
+		p->ro->ops[p->ro->nops++] = strcmp(tok, "read") ? BENCH_WRITE : BENCH_READ;
+	}
+	return p->ro->nops ? 0 : -1;
+}
+
+static int opt_unit(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return set_unit(dst, v);
+}
+
+static int opt_size_nonzero(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return pd_parse_size(v, dst) || !*(uint64_t *)dst ? -1 : 0;
+}
+
+#define HIDDEN NULL /* an alias: same destination, not listed in the help */
+static struct bench_opts g_o;
+static struct run_ops g_ro;
+static struct parsed g_p = {.o = &g_o, .ro = &g_ro};
+static const char *g_matrix;
+static const struct pd_opt bench_optv[] = {
+    {.name = "mode",
+     .type = PD_OPT_CHOICE,
+     .dst = &g_p.mode,
+     .arg = "=target|initiator|loopback",
+     .help = "loopback = spawn a local target, run the\ninitiator against it, stop it (default)",
+     .choices = "target|initiator|loopback"},
+    {.name = "metadata_server",
+     .type = PD_OPT_STR,
+     .dst = &g_o.metadata,
+     .arg = "=CONN",
+     .help = "P2PHANDSHAKE (default), etcd://h:p, h:p, redis://h:p,\nhttp://h:p/metadata"},
+    {.name = "local_server_name",
+     .type = PD_OPT_STR,
+     .dst = &g_o.local_name,
+     .arg = "=NAME",
+     .help = "default: the host name (P2P rewrites it to ip:port)"},
+    {.name = "segment_id",
+     .type = PD_OPT_STR,
+     .dst = &g_o.segment,
+     .arg = "=NAME",
+     .help = "initiator: the target's segment (the target prints it)"},
+    {.name = "protocol",
+     .type = PD_OPT_FN,
+     .dst = &g_o.protocol,
+     .arg = "=tcp|rdma",
+     .help = "default tcp; --auto_discovery picks rdma if an HCA exists",
+     .want = "tcp or rdma",
+     .fn = opt_protocol},
+    {.name = "auto_discovery",
+     .type = PD_OPT_FN,
+     .dst = &g_o.protocol,
+     .arg = "true|false",
+     .help = HIDDEN,
+     .fn = opt_auto,
+     .optional_value = true},
+    {.name = "device_name",
+     .type = PD_OPT_STR,
+     .dst = &g_o.device,
+     .arg = "=LIST",
+     .help = "rdma devices, comma list"},
+    {.name = "operation",
+     .type = PD_OPT_FN,
+     .arg = "=read|write[,..]",
+     .help = "default read; write,read runs both",
+     .want = "read, write, or a list of both",
+     .fn = opt_operation},
+    {.name = "block_size",
+     .type = PD_OPT_SIZE,
+     .dst = &g_o.block,
+     .arg = "=N",
+     .help = "bytes per transfer (65536)",
+     .want = "a size like 65536 or 1M",
+     .min = 1,
+     .max = (double)(1ull << 36)},
+    {.name = "batch_size",
+     .type = PD_OPT_SIZE,
+     .dst = &g_o.batch,
+     .arg = "=N",
+     .help = "transfers per batch (128)",
+     .want = "1..65536",
+     .min = 1,
+     .max = 65536},
+    {.name = "threads",
+     .type = PD_OPT_U64,
+     .dst = &g_o.threads,
+     .arg = "=N",
+     .help = "initiator threads (1)",
+     .want = "1..64",
+     .min = 1,
+     .max = BENCH_MAX_THREADS},
+    {.name = "duration",
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.duration,
+     .arg = "=S",
+     .help = "seconds per row (10)",
+     .want = "seconds > 0",
+     .max = 86400,
+     .min_excl = true},
+    {.name = "buffer_size",
+     .type = PD_OPT_SIZE,
+     .dst = &g_o.buffer_size,
+     .arg = "=N",
+     .help = "target buffer (1 GiB; loopback: just what rows need)",
+     .want = "a size >= 4096 like 1G",
+     .min = 4096,
+     .max = (double)UINT64_MAX,
+     .seen = &g_ro.buffer_given},
+    {.name = "report_unit",
+     .type = PD_OPT_FN,
+     .dst = &g_o,
+     .arg = "=UNIT",
+     .help = "GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb (GB)",
+     .want = "GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb",
+     .fn = opt_unit},
+    {.name = "report_precision",
+     .type = PD_OPT_INT,
+     .dst = &g_o.precision,
+     .arg = "=N",
+     .help = "decimals (2)",
+     .want = "0..9",
+     .max = 9},
+    {.name = "nic_priority_matrix",
+     .type = PD_OPT_STR,
+     .dst = &g_matrix,
+     .arg = "=FILE",
+     .help = HIDDEN,
+     .seen = &g_o.nic_matrix_given},
+    {.shrt = 'b',
+     .type = PD_OPT_FN,
+     .dst = &g_o.sweep_b,
+     .arg = "MIN",
+     .help = "size sweep (nccl-tests): -b MIN -e MAX -f FACTOR,\none row per block size",
+     .want = "a size like 64K",
+     .fn = opt_size_nonzero},
+    {.shrt = 'e',
+     .type = PD_OPT_FN,
+     .dst = &g_o.sweep_e,
+     .arg = "MAX",
+     .help = HIDDEN,
+     .want = "a size like 1M",
+     .fn = opt_size_nonzero},
+    {.shrt = 'f',
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.sweep_f,
+     .arg = "FACTOR",
+     .help = HIDDEN,
+     .want = "a factor > 1",
+     .min = 1,
+     .max = 1024,
+     .min_excl = true},
+    {.name = "check",
+     .type = PD_OPT_FLAG,
+     .dst = &g_o.check,
+     .help = "verify every byte; #wrong per row (not timed)"},
+    {.name = "min-bw",
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.min_bw,
+     .arg = "=X",
+     .help = "exit 1 if a pdkv row is below X report_units/s",
+     .want = "a bandwidth in report units",
+     .max = INFINITY},
+    {.name = "min_bw",
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.min_bw,
+     .arg = "=X",
+     .help = HIDDEN,
+     .want = "a bandwidth in report units",
+     .max = INFINITY},
+    {.name = "json",
+     .type = PD_OPT_STR,
+     .dst = &g_o.json,
+     .arg = "=FILE",
+     .help = "machine-readable results (and --csv=FILE)"},
+    {.name = "csv", .type = PD_OPT_STR, .dst = &g_o.csv, .arg = "=FILE", .help = HIDDEN},
+    {.name = "baseline",
+     .type = PD_OPT_CHOICE,
+     .dst = &g_p.baseline,
+     .arg = "=none|socket|socket-only",
+     .help =
+         "socket: also run a plain C socket with the same\nshape and print the ratio (target side "
+         "serves it too)",
+     .choices = "none|socket|socket-only"},
+    {.name = "baseline_server",
+     .type = PD_OPT_STR,
+     .dst = &g_o.baseline_server,
+     .arg = "=H:P",
+     .help = "initiator: the target's socket baseline address"},
+    {.name = "ready_file",
+     .type = PD_OPT_STR,
+     .dst = &g_o.ready_file,
+     .arg = "=FILE",
+     .help = HIDDEN},
+    {.name = "repeat",
+     .type = PD_OPT_INT,
+     .dst = &g_o.repeat,
+     .arg = "=N",
+     .help = "run every row N times (socket and pdkv interleaved);\nthe ratio line uses the best "
+             "of each",
+     .want = "1..100",
+     .min = 1,
+     .max = 100},
+    {.name = "use_vram",
+     .type = PD_OPT_BOOL,
+     .dst = &g_o.use_vram,
+     .arg = "[=true|false]",
+     .help = "both sides' buffers in GPU memory (cudaMalloc on\n--gpu_id, registered as cuda:N); "
+             "prints "
+             "cudaMemcpy\nD2D/D2H/H2D for the same sizes; exit 77 without CUDA"},
+    {.name = "gpu_id",
+     .type = PD_OPT_INT,
+     .dst = &g_o.gpu_id,
+     .arg = "=N",
+     .help = "CUDA device for --use_vram (0)",
+     .want = "a CUDA device number 0..1023",
+     .max = 1023},
+    {.name = "compare-perftest",
+     .type = PD_OPT_FLAG,
+     .dst = &g_o.compare_perftest,
+     .help =
+         "rdma: also run ib_write_bw (perftest) per size on the\nsame device pairs; prints "
+         "pdkv/ib_write_bw per size.\ntarget: keeps ib_write_bw servers up (port P+i, -s per\nsize "
+         "in -b/-e/-f order: give both sides the same sizes)"},
+    {.name = "compare_perftest", .type = PD_OPT_FLAG, .dst = &g_o.compare_perftest, .help = HIDDEN},
+    {.name = "target_device_name",
+     .type = PD_OPT_STR,
+     .dst = &g_o.target_device,
+     .arg = "=LIST",
+     .help = "loopback: the spawned target's devices (--device_name)"},
+    {.name = "perftest_host",
+     .type = PD_OPT_STR,
+     .dst = &g_o.perftest_host,
+     .arg = "=IP",
+     .help = "initiator: ib_write_bw server address (default: the\ntarget segment's host)"},
+    {.name = "perftest_duration",
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.perftest_duration,
+     .arg = "=S",
+     .help = "ib_write_bw -D, same on both sides (3)",
+     .want = "whole seconds 1..3600",
+     .min = 1,
+     .max = 3600},
+    {.name = "perftest_port",
+     .type = PD_OPT_INT,
+     .dst = &g_o.perftest_port,
+     .arg = "=P",
+     .help = "device i uses port P+i (18515)",
+     .want = "a port 1024..65000",
+     .min = 1024,
+     .max = 65000},
+};
+#undef HIDDEN
+
+static const struct pd_opt_spec bench_spec = {
+    .prog = "pdkv-bench",
+    .usage = "usage: pdkv bench [flags]   (flags spelled as Mooncake's transfer_engine_bench)\n",
+    .footer = "  rdma: rows end with % of line rate (port 1 speed x width of --device_name, "
+              "summed)\n"
+              "Exit: 0 ok; 1 wrong bytes, failed transfers or under --min-bw; 2 bad usage.\n",
+    .opts = bench_optv,
+    .nopts = PD_ARRAY_SIZE(bench_optv),
+    .max_pos = 0,
+    .ud = &g_p,
+};
+
+static void set_defaults(struct bench_opts *o, struct run_ops *ro)
+{
+	*o = (struct bench_opts){.metadata = "P2PHANDSHAKE",
 	                         .protocol = "tcp",
-	                         .op = TE_READ,
+	                         .op = BENCH_READ,
 	                         .block = 65536,
 	                         .batch = 128,
 	                         .threads = 1,
@@ -194,194 +366,21 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 	                         .buffer_size = 1ull << 30,
 	                         .precision = 2,
 	                         .sweep_f = 2,
-	                         .baseline = "none",
 	                         .ops_str = "read",
 	                         .repeat = 1,
 	                         .perftest_duration = 3,
 	                         .perftest_port = 18515};
 	set_unit(o, "GB");
-	ro->ops[0] = TE_READ;
+	ro->ops[0] = BENCH_READ;
 	ro->nops = 1;
 	ro->buffer_given = false;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "b:e:f:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case F_MODE:
-			if (strcmp(optarg, "target") && strcmp(optarg, "initiator") &&
-			    strcmp(optarg, "loopback"))
-				return bad("--mode", optarg, "target, initiator or loopback");
-			o->mode = optarg;
-			break;
-		case F_META:
-			o->metadata = optarg;
-			break;
-		case F_LOCAL:
-			o->local_name = optarg;
-			break;
-		case F_SEG:
-			o->segment = optarg;
-			break;
-		case F_PROTO:
-			if (strcmp(optarg, "tcp") && strcmp(optarg, "rdma"))
-				return bad("--protocol", optarg, "tcp or rdma");
-			o->protocol = optarg;
-			break;
-		case F_DEV:
-			o->device = optarg;
-			break;
-		case F_AUTO:
-			if (!optarg || !strcmp(optarg, "true") || !strcmp(optarg, "1"))
-				o->protocol = NULL;
-			break;
-		case F_MATRIX:
-			fprintf(stderr, "pdkv-bench: note: --nic_priority_matrix is ignored (pdkv "
-			                "discovers the topology)\n");
-			break;
-		case F_OP: {
-			char tmp[64], *tok, *save = NULL;
-			snprintf(tmp, sizeof(tmp), "%s", optarg);
-			o->ops_str = optarg;
-			ro->nops = 0;
-			for (tok = strtok_r(tmp, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save)) {
-				if (ro->nops == 2 || (strcmp(tok, "read") && strcmp(tok, "write")))
-					return bad("--operation", optarg,
-					           "read, write, or a list of both");
-				ro->ops[ro->nops++] = strcmp(tok, "read") ? TE_WRITE : TE_READ;
-			}
-			if (!ro->nops)
-				return bad("--operation", optarg, "read or write");
-			break;
-		}
-		case F_BLOCK:
-			if (pd_parse_size(optarg, &o->block) || !o->block ||
-			    o->block > (1ull << 36))
-				return bad("--block_size", optarg, "a size like 65536 or 1M");
-			break;
-		case F_BATCH:
-			if (pd_parse_size(optarg, &o->batch) || !o->batch || o->batch > 65536)
-				return bad("--batch_size", optarg, "1..65536");
-			break;
-		case F_THREADS:
-			if (pd_parse_u64(optarg, &o->threads) || !o->threads ||
-			    o->threads > BENCH_MAX_THREADS)
-				return bad("--threads", optarg, "1..64");
-			break;
-		case F_DUR:
-			d = strtod(optarg, &end);
-			if (*end || end == optarg || !(d > 0) || d > 86400)
-				return bad("--duration", optarg, "seconds > 0");
-			o->duration = d;
-			break;
-		case F_BUF:
-			if (pd_parse_size(optarg, &o->buffer_size) || o->buffer_size < 4096)
-				return bad("--buffer_size", optarg, "a size >= 4096 like 1G");
-			ro->buffer_given = true;
-			break;
-		case F_UNIT:
-			if (set_unit(o, optarg))
-				return bad("--report_unit", optarg,
-				           "GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb");
-			break;
-		case F_PREC:
-			if (pd_parse_u64(optarg, &v) || v > 9)
-				return bad("--report_precision", optarg, "0..9");
-			o->precision = (int)v;
-			break;
-		case 'b':
-			if (pd_parse_size(optarg, &o->sweep_b) || !o->sweep_b)
-				return bad("-b", optarg, "a size like 64K");
-			break;
-		case 'e':
-			if (pd_parse_size(optarg, &o->sweep_e) || !o->sweep_e)
-				return bad("-e", optarg, "a size like 1M");
-			break;
-		case 'f':
-			d = strtod(optarg, &end);
-			if (*end || end == optarg || !(d > 1) || d > 1024)
-				return bad("-f", optarg, "a factor > 1");
-			o->sweep_f = d;
-			break;
-		case F_CHECK:
-			o->check = true;
-			break;
-		case F_MINBW:
-			d = strtod(optarg, &end);
-			if (*end || end == optarg || !(d >= 0))
-				return bad("--min-bw", optarg, "a bandwidth in report units");
-			o->min_bw = d;
-			break;
-		case F_JSON:
-			o->json = optarg;
-			break;
-		case F_CSV:
-			o->csv = optarg;
-			break;
-		case F_BASE:
-			if (strcmp(optarg, "none") && strcmp(optarg, "socket") &&
-			    strcmp(optarg, "socket-only"))
-				return bad("--baseline", optarg, "none, socket or socket-only");
-			o->baseline = optarg;
-			break;
-		case F_BASESRV:
-			o->baseline_server = optarg;
-			break;
-		case F_READY:
-			o->ready_file = optarg;
-			break;
-		case F_REPEAT:
-			if (pd_parse_u64(optarg, &v) || v < 1 || v > 100)
-				return bad("--repeat", optarg, "1..100");
-			o->repeat = (int)v;
-			break;
-		case F_VRAM:
-			if (!optarg || !strcmp(optarg, "true") || !strcmp(optarg, "1"))
-				o->use_vram = true;
-			else if (!strcmp(optarg, "false") || !strcmp(optarg, "0"))
-				o->use_vram = false;
-			else
-				return bad("--use_vram", optarg, "true or false");
-			break;
-		case F_GPU:
-			if (pd_parse_u64(optarg, &v) || v > 1023)
-				return bad("--gpu_id", optarg, "a CUDA device number 0..1023");
-			o->gpu_id = (int)v;
-			break;
-		case F_CMPPT:
-			o->compare_perftest = true;
-			break;
-		case F_TDEV:
-			o->target_device = optarg;
-			break;
-		case F_PTHOST:
-			o->perftest_host = optarg;
-			break;
-		case F_PTDUR:
-			d = strtod(optarg, &end);
-			if (*end || end == optarg || !(d >= 1) || d > 3600)
-				return bad("--perftest_duration", optarg, "whole seconds 1..3600");
-			o->perftest_duration = d;
-			break;
-		case F_PTPORT:
-			if (pd_parse_u64(optarg, &v) || v < 1024 || v > 65000)
-				return bad("--perftest_port", optarg, "a port 1024..65000");
-			o->perftest_port = (int)v;
-			break;
-		case 'h':
-		case F_HELP:
-			usage(stdout);
-			exit(0);
-		default:
-			fprintf(stderr, "pdkv-bench: unknown or incomplete flag \"%s\"\n",
-			        argv[optind - 1]);
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "pdkv-bench: unexpected argument \"%s\"\n", argv[optind]);
-		return 2;
-	}
+	g_p.mode = BENCH_LOOPBACK;
+	g_p.baseline = BENCH_BASELINE_NONE;
+}
+
+/* Combinations the table cannot see: sweep bounds, and flags that only make sense together. */
+static int check_combinations(struct bench_opts *o)
+{
 	if (o->sweep_b || o->sweep_e) {
 		if (!o->sweep_b)
 			o->sweep_b = o->block;
@@ -394,7 +393,7 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 		}
 		o->block = o->sweep_b;
 	}
-	if (!strcmp(o->mode, "initiator") && !o->segment) {
+	if (o->mode_id == BENCH_INITIATOR && !o->segment) {
 		fprintf(stderr,
 		        "pdkv-bench: --mode=initiator needs --segment_id (the target prints "
 		        "it)\n");
@@ -407,19 +406,20 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 		        o->protocol ? o->protocol : "--auto_discovery");
 		return 2;
 	}
-	if (o->target_device && strcmp(o->mode, "loopback")) {
+	if (o->target_device && o->mode_id != BENCH_LOOPBACK) {
 		fprintf(stderr, "pdkv-bench: --target_device_name is for --mode=loopback (a "
 		                "separate target takes --device_name)\n");
 		return 2;
 	}
-	if (o->use_vram && strcmp(o->baseline, "none")) {
+	if (o->use_vram && o->baseline_id != BENCH_BASELINE_NONE) {
 		fprintf(stderr,
 		        "pdkv-bench: --baseline=%s moves host memory only; with --use_vram "
 		        "the cudaMemcpy rows are the reference\n",
 		        o->baseline);
 		return 2;
 	}
-	if (!strcmp(o->mode, "initiator") && strcmp(o->baseline, "none") && !o->baseline_server) {
+	if (o->mode_id == BENCH_INITIATOR && o->baseline_id != BENCH_BASELINE_NONE &&
+	    !o->baseline_server) {
 		fprintf(stderr,
 		        "pdkv-bench: --baseline=%s as initiator needs --baseline_server=H:P "
 		        "(printed by a target started with --baseline=socket)\n",
@@ -427,6 +427,28 @@ static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro
 		return 2;
 	}
 	return 0;
+}
+
+/* 0, or the exit status: 0 after --help (*done), 2 on bad usage. */
+static int parse(int argc, char **argv, struct bench_opts *o, struct run_ops *ro, bool *done)
+{
+	int rc;
+	set_defaults(&g_o, &g_ro);
+	rc = pd_opt_parse(&bench_spec, argc, argv, 1, NULL, NULL);
+	*done = rc == 1;
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	g_o.mode_id = (enum bench_mode)g_p.mode;
+	g_o.mode = bench_mode_names[g_p.mode];
+	g_o.baseline_id = (enum bench_baseline)g_p.baseline;
+	g_o.baseline = bench_baseline_names[g_p.baseline];
+	if (g_o.nic_matrix_given)
+		fprintf(stderr, "pdkv-bench: note: --nic_priority_matrix is ignored (pdkv "
+		                "discovers the topology)\n");
+	rc = check_combinations(&g_o);
+	*o = g_o;
+	*ro = g_ro;
+	return rc;
 }
 
 static size_t sizes_of(const struct bench_opts *o, uint64_t *out, size_t max)
@@ -466,7 +488,7 @@ static int sock_listen(char *addr, size_t len)
 
 	if (fd < 0 || getsockname(fd, (struct sockaddr *)&sa, &sl))
 		return -1;
-	te_net_local_ip(ip, sizeof(ip));
+	te_inspect_local_ip(ip, sizeof(ip));
 	snprintf(addr, len, "%s:%d", ip, ntohs(sa.sin_port));
 	return fd;
 }
@@ -552,7 +574,7 @@ static void run_all(struct runner *r, const struct run_ops *ro)
 			for (int rep = 0; rep < o->repeat; rep++) {
 				struct bench_row srow, prow;
 				double c0, t0;
-				if (strcmp(o->baseline, "none")) {
+				if (o->baseline_id != BENCH_BASELINE_NONE) {
 					c0 = cpu_self();
 					t0 = cpu_of(r->target_pid);
 					if (bench_sock_row(o, r->sock_server, sizes[i], &srow))
@@ -561,7 +583,7 @@ static void run_all(struct runner *r, const struct run_ops *ro)
 					if (srow.bw > best_s)
 						best_s = srow.bw;
 				}
-				if (!strcmp(o->baseline, "socket-only"))
+				if (o->baseline_id == BENCH_BASELINE_SOCKET_ONLY)
 					continue;
 				c0 = cpu_self();
 				t0 = cpu_of(r->target_pid);
@@ -581,21 +603,229 @@ static void run_all(struct runner *r, const struct run_ops *ro)
 	}
 }
 
+/* ---------------------------------------------------------------- modes */
+/* --mode=target: registers the buffer, serves until SIGINT/SIGTERM (and the socket baseline,
+ * ib_write_bw servers when asked). */
+static int mode_target(struct bench_opts *o, const uint64_t *sizes, size_t ns)
+{
+	char namebuf[256], sockaddr_s[160];
+	sigset_t ss;
+	int lfd = -1, rc;
+
+	/* block before any thread exists, so sigwait() in the target gets them */
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &ss, NULL);
+	default_name(o, "target", namebuf, sizeof(namebuf));
+	if (o->baseline_id != BENCH_BASELINE_NONE &&
+	    (lfd = sock_listen(sockaddr_s, sizeof(sockaddr_s))) < 0) {
+		fprintf(stderr, "pdkv-bench: cannot listen for the socket baseline\n");
+		return 1;
+	}
+	if (o->compare_perftest && bench_perftest_serve_start(o, sizes, ns)) {
+		if (lfd >= 0)
+			close(lfd);
+		return 1;
+	}
+	rc = bench_te_target(o, lfd, sockaddr_s);
+	if (o->compare_perftest)
+		bench_perftest_serve_stop();
+	if (lfd >= 0)
+		close(lfd);
+	return rc;
+}
+
+/* The spawned target of --mode=loopback. */
+struct loop_target {
+	struct pd_proc proc;
+	char ready[256], seg[256], sockaddr[160];
+};
+
+/* argv of the spawned target: the loopback's own flags that concern the target side */
+static void target_argv(const struct bench_opts *o, const char *exe, const char *ready,
+                        char **targv)
+{
+	static char a_meta[1100], a_proto[64], a_dev[600], a_ready[300], a_name[300], a_gpu[64],
+	    bufarg[64];
+	int ta = 0;
+
+	snprintf(bufarg, sizeof(bufarg), "--buffer_size=%llu", (unsigned long long)o->buffer_size);
+	targv[ta++] = (char *)exe;
+	targv[ta++] = "--mode=target";
+	snprintf(a_meta, sizeof(a_meta), "--metadata_server=%s", o->metadata);
+	targv[ta++] = a_meta;
+	if (o->protocol) {
+		snprintf(a_proto, sizeof(a_proto), "--protocol=%s", o->protocol);
+		targv[ta++] = a_proto;
+	} else {
+		targv[ta++] = "--auto_discovery";
+	}
+	if (o->target_device || o->device) {
+		snprintf(a_dev, sizeof(a_dev), "--device_name=%s",
+		         o->target_device ? o->target_device : o->device);
+		targv[ta++] = a_dev;
+	}
+	targv[ta++] = bufarg;
+	snprintf(a_ready, sizeof(a_ready), "--ready_file=%s", ready);
+	targv[ta++] = a_ready;
+	if (strcmp(o->metadata, "P2PHANDSHAKE")) {
+		char host[128] = "localhost";
+		gethostname(host, sizeof(host) - 1);
+		snprintf(a_name, sizeof(a_name), "--local_server_name=%s:bench-target-%d", host,
+		         (int)getpid());
+		targv[ta++] = a_name;
+	}
+	if (o->baseline_id != BENCH_BASELINE_NONE)
+		targv[ta++] = "--baseline=socket";
+	if (o->use_vram) {
+		snprintf(a_gpu, sizeof(a_gpu), "--gpu_id=%d", o->gpu_id);
+		targv[ta++] = "--use_vram";
+		targv[ta++] = a_gpu;
+	}
+	targv[ta] = NULL;
+}
+
+/* --mode=loopback, first half: spawns the target and waits for its ready file (segment name,
+ * socket baseline address). 0, or 1 with its log printed. */
+static int spawn_target(struct bench_opts *o, const struct run_ops *ro, uint64_t region,
+                        struct loop_target *lt)
+{
+	char *targv[24], *log, exe[PATH_MAX + 16];
+	uint64_t end;
+
+	snprintf(exe, sizeof(exe), "%s/pdkv-bench", pd_self_dir());
+	snprintf(lt->ready, sizeof(lt->ready), "%s/pdkv-bench-ready.%d",
+	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	unlink(lt->ready);
+	if (!ro->buffer_given)
+		o->buffer_size = region;
+	target_argv(o, exe, lt->ready, targv);
+	log = pd_asprintf("%s.log", lt->ready);
+	if (pd_proc_spawn(&lt->proc, "bench-target", targv, NULL, log)) {
+		fprintf(stderr, "pdkv-bench: cannot start %s\n", exe);
+		free(log);
+		return 1;
+	}
+	end = pd_now_ns() + 20000000000ull;
+	for (;;) {
+		char *txt = NULL;
+		if (!pd_read_file(lt->ready, 4096, &txt, NULL)) {
+			char *nl = strchr(txt, '\n');
+			if (nl) {
+				*nl = '\0';
+				snprintf(lt->seg, sizeof(lt->seg), "%s", txt);
+				snprintf(lt->sockaddr, sizeof(lt->sockaddr), "%s", nl + 1);
+				lt->sockaddr[strcspn(lt->sockaddr, "\n")] = '\0';
+			}
+			free(txt);
+			break;
+		}
+		if (!pd_proc_alive(&lt->proc) || pd_now_ns() > end) {
+			char *tl = NULL;
+			fprintf(stderr,
+			        "pdkv-bench: the spawned target did not come up; its "
+			        "log (%s):\n",
+			        log);
+			if (!pd_read_file(log, 1 << 16, &tl, NULL))
+				fputs(tl, stderr);
+			free(tl);
+			free(log);
+			pd_proc_stop(&lt->proc, 2000);
+			return 1;
+		}
+		pd_sleep_ms(20);
+	}
+	o->segment = lt->seg;
+	if (o->baseline_id != BENCH_BASELINE_NONE)
+		o->baseline_server = lt->sockaddr;
+	free(log);
+	return 0;
+}
+
+/* --mode=loopback, second half: the target must exit cleanly; its files go unless rc. */
+static int stop_target(struct loop_target *lt, int rc)
+{
+	char *log;
+	pd_proc_stop(&lt->proc, 5000);
+	if (!WIFEXITED(lt->proc.exit_status) || WEXITSTATUS(lt->proc.exit_status)) {
+		fprintf(stderr,
+		        "pdkv-bench: the spawned target did not exit cleanly "
+		        "(status 0x%x)\n",
+		        lt->proc.exit_status);
+		rc = rc ? rc : 1;
+	}
+	unlink(lt->ready);
+	log = pd_asprintf("%s.log", lt->ready);
+	if (log && !rc)
+		unlink(log);
+	free(log);
+	return rc;
+}
+
+/* --mode=initiator (and loopback's initiator): every row, then the reports. */
+static int mode_initiator(struct bench_opts *o, const struct run_ops *ro, uint64_t region,
+                          const uint64_t *sizes, size_t ns, pid_t target_pid)
+{
+	struct runner r = {0};
+	char namebuf[256];
+	int rc;
+
+	default_name(o, "initiator", namebuf, sizeof(namebuf));
+	r.o = o;
+	r.target_pid = target_pid;
+	r.sock_server = o->baseline_server;
+	if (o->baseline_id != BENCH_BASELINE_SOCKET_ONLY && bench_te_init(o, region, &r.te)) {
+		rc = 1;
+		goto out;
+	}
+	if (o->baseline_id != BENCH_BASELINE_NONE && bench_sock_prepare(region)) {
+		rc = 1;
+		goto out;
+	}
+	if (o->protocol && !strcmp(o->protocol, "rdma")) {
+		static char lrdesc[512];
+		if (!bench_rdma_line_rate(o->device, &o->line_rate_gbps, lrdesc, sizeof(lrdesc)))
+			fprintf(stderr, "pdkv-bench: no %% of line rate in this report: %s\n",
+			        lrdesc);
+		o->line_rate_desc = lrdesc;
+	}
+	bench_banner(o, r.te ? bench_te_local_name(r.te) : "-", o->segment,
+	             r.te ? bench_te_remote_size(r.te) : o->buffer_size);
+	run_all(&r, ro);
+	rc = r.rc;
+	if (o->compare_perftest &&
+	    bench_perftest_compare(o, r.rows, r.nrows, sizes, ns, o->mode_id == BENCH_LOOPBACK))
+		rc = rc ? rc : 1;
+	if (o->json && bench_write_json(o, o->json, r.rows, r.nrows,
+	                                r.te ? bench_te_local_name(r.te) : "-", o->segment)) {
+		fprintf(stderr, "pdkv-bench: cannot write --json %s\n", o->json);
+		rc = 1;
+	}
+	if (o->csv && bench_write_csv(o, o->csv, r.rows, r.nrows)) {
+		fprintf(stderr, "pdkv-bench: cannot write --csv %s\n", o->csv);
+		rc = 1;
+	}
+out:
+	bench_te_fini(r.te);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_opts o;
 	struct run_ops ro;
-	struct runner r = {0};
-	struct pd_proc target = {0};
-	char namebuf[256], seg[256], sockaddr_s[160], ready[256] = "";
+	struct loop_target lt = {0};
 	uint64_t sizes[64], max_block = 0, region;
 	size_t ns;
+	bool done;
 	int rc;
 
 	pd_log_set_name("pdkv-bench");
-	rc = parse(argc, argv, &o, &ro);
-	if (!rc)
-		rc = bench_gpu_require(&o);
+	rc = parse(argc, argv, &o, &ro, &done);
+	if (rc || done)
+		return rc;
+	rc = bench_gpu_require(&o);
 	if (!rc && o.compare_perftest)
 		rc = bench_perftest_check();
 	if (rc)
@@ -608,177 +838,16 @@ int main(int argc, char **argv)
 	if (o.buffer_size < region)
 		o.buffer_size = region;
 
-	if (!strcmp(o.mode, "target")) {
-		sigset_t ss;
-		int lfd = -1;
-		/* block before any thread exists, so sigwait() in the target gets them */
-		sigemptyset(&ss);
-		sigaddset(&ss, SIGINT);
-		sigaddset(&ss, SIGTERM);
-		pthread_sigmask(SIG_BLOCK, &ss, NULL);
-		default_name(&o, "target", namebuf, sizeof(namebuf));
-		if (strcmp(o.baseline, "none") &&
-		    (lfd = sock_listen(sockaddr_s, sizeof(sockaddr_s))) < 0) {
-			fprintf(stderr, "pdkv-bench: cannot listen for the socket baseline\n");
+	switch (o.mode_id) {
+	case BENCH_TARGET:
+		return mode_target(&o, sizes, ns);
+	case BENCH_INITIATOR:
+		return mode_initiator(&o, &ro, region, sizes, ns, 0);
+	case BENCH_LOOPBACK:
+		if (spawn_target(&o, &ro, region, &lt))
 			return 1;
-		}
-		if (o.compare_perftest && bench_perftest_serve_start(&o, sizes, ns)) {
-			if (lfd >= 0)
-				close(lfd);
-			return 1;
-		}
-		rc = bench_te_target(&o, lfd, sockaddr_s);
-		if (o.compare_perftest)
-			bench_perftest_serve_stop();
-		if (lfd >= 0)
-			close(lfd);
-		return rc;
+		rc = mode_initiator(&o, &ro, region, sizes, ns, lt.proc.pid);
+		return stop_target(&lt, rc);
 	}
-
-	if (!strcmp(o.mode, "loopback")) {
-		char *targv[24], bufarg[64], *log;
-		static char a_meta[1100], a_proto[64], a_dev[600], a_ready[300], a_name[300],
-		    a_gpu[64];
-		const char *self = pd_self_dir();
-		char exe[PATH_MAX + 16];
-		int ta = 0;
-		uint64_t end;
-
-		snprintf(exe, sizeof(exe), "%s/pdkv-bench", self);
-		snprintf(ready, sizeof(ready), "%s/pdkv-bench-ready.%d",
-		         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-		unlink(ready);
-		if (!ro.buffer_given)
-			o.buffer_size = region;
-		snprintf(bufarg, sizeof(bufarg), "--buffer_size=%llu",
-		         (unsigned long long)o.buffer_size);
-		targv[ta++] = exe;
-		targv[ta++] = "--mode=target";
-		snprintf(a_meta, sizeof(a_meta), "--metadata_server=%s", o.metadata);
-		targv[ta++] = a_meta;
-		if (o.protocol) {
-			snprintf(a_proto, sizeof(a_proto), "--protocol=%s", o.protocol);
-			targv[ta++] = a_proto;
-		} else {
-			targv[ta++] = "--auto_discovery";
-		}
-		if (o.target_device || o.device) {
-			snprintf(a_dev, sizeof(a_dev), "--device_name=%s",
-			         o.target_device ? o.target_device : o.device);
-			targv[ta++] = a_dev;
-		}
-		targv[ta++] = bufarg;
-		snprintf(a_ready, sizeof(a_ready), "--ready_file=%s", ready);
-		targv[ta++] = a_ready;
-		if (strcmp(o.metadata, "P2PHANDSHAKE")) {
-			char host[128] = "localhost";
-			gethostname(host, sizeof(host) - 1);
-			snprintf(a_name, sizeof(a_name), "--local_server_name=%s:bench-target-%d",
-			         host, (int)getpid());
-			targv[ta++] = a_name;
-		}
-		if (strcmp(o.baseline, "none"))
-			targv[ta++] = "--baseline=socket";
-		if (o.use_vram) {
-			snprintf(a_gpu, sizeof(a_gpu), "--gpu_id=%d", o.gpu_id);
-			targv[ta++] = "--use_vram";
-			targv[ta++] = a_gpu;
-		}
-		targv[ta] = NULL;
-		log = pd_asprintf("%s.log", ready);
-		if (pd_proc_spawn(&target, "bench-target", targv, NULL, log)) {
-			fprintf(stderr, "pdkv-bench: cannot start %s\n", exe);
-			return 1;
-		}
-		end = pd_now_ns() + 20000000000ull;
-		for (;;) {
-			char *txt = NULL;
-			if (!pd_read_file(ready, 4096, &txt, NULL)) {
-				char *nl = strchr(txt, '\n');
-				if (nl) {
-					*nl = '\0';
-					snprintf(seg, sizeof(seg), "%s", txt);
-					snprintf(sockaddr_s, sizeof(sockaddr_s), "%s", nl + 1);
-					sockaddr_s[strcspn(sockaddr_s, "\n")] = '\0';
-				}
-				free(txt);
-				break;
-			}
-			if (!pd_proc_alive(&target) || pd_now_ns() > end) {
-				char *tl = NULL;
-				fprintf(stderr,
-				        "pdkv-bench: the spawned target did not come up; its "
-				        "log (%s):\n",
-				        log);
-				if (!pd_read_file(log, 1 << 16, &tl, NULL))
-					fputs(tl, stderr);
-				free(tl);
-				pd_proc_stop(&target, 2000);
-				return 1;
-			}
-			pd_sleep_ms(20);
-		}
-		o.segment = seg;
-		if (strcmp(o.baseline, "none"))
-			o.baseline_server = sockaddr_s;
-		free(log);
-	}
-
-	default_name(&o, "initiator", namebuf, sizeof(namebuf));
-	r.o = &o;
-	r.target_pid = target.pid;
-	r.sock_server = o.baseline_server;
-	if (strcmp(o.baseline, "socket-only")) {
-		if (bench_te_init(&o, region, &r.te)) {
-			rc = 1;
-			goto out;
-		}
-	}
-	if (strcmp(o.baseline, "none") && bench_sock_prepare(region)) {
-		rc = 1;
-		goto out;
-	}
-	if (o.protocol && !strcmp(o.protocol, "rdma")) {
-		static char lrdesc[512];
-		if (!bench_rdma_line_rate(o.device, &o.line_rate_gbps, lrdesc, sizeof(lrdesc)))
-			fprintf(stderr, "pdkv-bench: no %% of line rate in this report: %s\n",
-			        lrdesc);
-		o.line_rate_desc = lrdesc;
-	}
-	bench_banner(&o, r.te ? bench_te_local_name(r.te) : "-", o.segment,
-	             r.te ? bench_te_remote_size(r.te) : o.buffer_size);
-	run_all(&r, &ro);
-	rc = r.rc;
-	if (o.compare_perftest &&
-	    bench_perftest_compare(&o, r.rows, r.nrows, sizes, ns, !strcmp(o.mode, "loopback")))
-		rc = rc ? rc : 1;
-	if (o.json && bench_write_json(&o, o.json, r.rows, r.nrows,
-	                               r.te ? bench_te_local_name(r.te) : "-", o.segment)) {
-		fprintf(stderr, "pdkv-bench: cannot write --json %s\n", o.json);
-		rc = 1;
-	}
-	if (o.csv && bench_write_csv(&o, o.csv, r.rows, r.nrows)) {
-		fprintf(stderr, "pdkv-bench: cannot write --csv %s\n", o.csv);
-		rc = 1;
-	}
-out:
-	bench_te_fini(r.te);
-	if (target.pid) {
-		pd_proc_stop(&target, 5000);
-		if (!WIFEXITED(target.exit_status) || WEXITSTATUS(target.exit_status)) {
-			fprintf(stderr,
-			        "pdkv-bench: the spawned target did not exit cleanly "
-			        "(status 0x%x)\n",
-			        target.exit_status);
-			rc = rc ? rc : 1;
-		}
-		unlink(ready);
-		{
-			char *log = pd_asprintf("%s.log", ready);
-			if (log && !rc)
-				unlink(log);
-			free(log);
-		}
-	}
-	return rc;
+	return 2;
 }

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "pd_util.h"
-#include "te/te_internal.h"
+#include "te/te_inspect.h"
 
 #define PT_MAX_DEV 16
 #define PT_BIN     "ib_write_bw"
@@ -496,8 +496,7 @@ int bench_perftest_run(const struct bench_opts *o, const char *local_servers, co
 
 int bench_perftest_host(const struct bench_opts *o, char *host, size_t len)
 {
-	struct te_meta *m = NULL;
-	char err[256] = "", *key = NULL, *val = NULL;
+	char err[256] = "";
 	int port = 0, rc = -1;
 
 	if (o->perftest_host) {
@@ -513,14 +512,7 @@ int bench_perftest_host(const struct bench_opts *o, char *host, size_t len)
 			snprintf(err, sizeof(err), "segment \"%s\" is not host:port", o->segment);
 		goto out;
 	}
-	if (te_meta_open(o->metadata, &m, err, sizeof(err)))
-		goto out;
-	key = te_meta_rpc_key(o->segment);
-	if (!key || te_meta_get(m, key, &val)) {
-		snprintf(err, sizeof(err), "no rpc_meta %s in %s", key ? key : "?", o->metadata);
-		goto out;
-	}
-	if (!te_rpcmeta_decode(val, strlen(val), host, len, &port, err, sizeof(err)))
+	if (!te_inspect_rpc_meta(o->metadata, o->segment, host, len, &port, err, sizeof(err)))
 		rc = 0;
 out:
 	if (rc)
@@ -528,10 +520,6 @@ out:
 		        "pdkv-bench: --compare-perftest: cannot tell the target's address for "
 		        "ib_write_bw (%s); give --perftest_host=IP\n",
 		        err[0] ? err : "no --segment_id");
-	free(val);
-	free(key);
-	if (m)
-		te_meta_close(m);
 	return rc;
 }
 

@@ -18,8 +18,8 @@
 
 #include "pd_util.h"
 
-#define OP_READ  0
-#define OP_WRITE 1
+#define OP_READ  BENCH_READ
+#define OP_WRITE BENCH_WRITE
 #define OP_ACK   0x40
 
 struct hdr {
@@ -93,22 +93,19 @@ void *bench_sock_server(void *arg)
 }
 
 /* ---------------------------------------------------------------- initiator */
-struct sthr {
-	const struct bench_opts *o;
-	const char *host;
-	int port, t;
-	uint64_t block;
-	char *local, *scratch;
-	pthread_barrier_t *bar;
-	double xfer_s;
-	uint64_t batches, transfers, wrong;
-	struct bench_lat lat;
-	int err;
+struct sock_ctx {
+	char host[256];
+	int port;
 };
 
-static int sock_batch(struct sthr *th, int fd, int op, char *base, bool record, double *secs)
+struct sock_thr {
+	int fd;
+};
+
+static int sock_batch(struct bench_thread *th, int op, char *base, bool record, double *secs)
 {
 	const struct bench_opts *o = th->o;
+	int fd = ((struct sock_thr *)th->priv)->fd;
 	uint64_t n = o->batch, t0 = pd_now_ns();
 	struct hdr *h = calloc(n, sizeof(*h));
 	int ret = 0;
@@ -143,62 +140,6 @@ static int sock_batch(struct sthr *th, int fd, int op, char *base, bool record, 
 	return ret;
 }
 
-static void *sthr_main(void *arg)
-{
-	struct sthr *th = arg;
-	const struct bench_opts *o = th->o;
-	uint64_t end, iter = 0;
-	double s;
-	int fd = pd_tcp_connect(th->host, th->port, 5000);
-
-	if (fd < 0) {
-		th->err = fd;
-		pthread_barrier_wait(th->bar);
-		return NULL;
-	}
-	if (o->check && o->op == OP_READ) {
-		for (uint64_t i = 0; i < o->batch; i++) {
-			uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
-			bench_fill(th->local + off, off, th->block, 0);
-		}
-		th->err = sock_batch(th, fd, OP_WRITE, th->local, false, &s);
-	}
-	if (!th->err)
-		th->err = sock_batch(th, fd, o->op, th->local, false, &s);
-	pthread_barrier_wait(th->bar);
-	end = pd_now_ns() + (uint64_t)(o->duration * 1e9);
-	while (!th->err && pd_now_ns() < end) {
-		iter++;
-		if (o->check)
-			for (uint64_t i = 0; i < o->batch; i++) {
-				uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
-				if (o->op == OP_WRITE)
-					bench_fill(th->local + off, off, th->block, iter);
-				else
-					memset(th->local + off, 0, th->block);
-			}
-		th->err = sock_batch(th, fd, o->op, th->local, true, &s);
-		if (th->err)
-			break;
-		th->xfer_s += s;
-		th->batches++;
-		th->transfers += o->batch;
-		if (!o->check)
-			continue;
-		if (o->op == OP_WRITE &&
-		    (th->err = sock_batch(th, fd, OP_READ, th->scratch, false, &s)))
-			break;
-		for (uint64_t i = 0; i < o->batch; i++) {
-			uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
-			th->wrong +=
-			    bench_count_wrong((o->op == OP_WRITE ? th->scratch : th->local) + off,
-			                      off, th->block, o->op == OP_WRITE ? iter : 0);
-		}
-	}
-	close(fd);
-	return NULL;
-}
-
 static char *s_local, *s_scratch;
 static uint64_t s_cap;
 
@@ -227,62 +168,55 @@ int bench_sock_prepare(uint64_t region)
 	return 0;
 }
 
+static int sock_thread_init(struct bench_thread *th)
+{
+	const struct sock_ctx *c = th->ctx;
+	struct sock_thr *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	th->priv = p;
+	th->local = s_local;
+	th->scratch = s_scratch;
+	p->fd = pd_tcp_connect(c->host, c->port, 5000);
+	return p->fd < 0 ? p->fd : 0;
+}
+
+static void sock_thread_fini(struct bench_thread *th)
+{
+	struct sock_thr *p = th->priv;
+	if (p && p->fd >= 0)
+		close(p->fd);
+	free(p);
+}
+
+static const struct bench_backend sock_backend = {
+    .kind = "socket",
+    .err_memory = -ENOMEM,
+    .thread_init = sock_thread_init,
+    .thread_fini = sock_thread_fini,
+    .batch = sock_batch,
+};
+
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
                    struct bench_row *row)
 {
-	struct sthr th[BENCH_MAX_THREADS];
-	pthread_t tid[BENCH_MAX_THREADS];
-	pthread_barrier_t bar;
-	struct bench_lat all = {0};
-	uint64_t region = block * o->batch * o->threads, t0;
-	char host[256], *local, *scratch;
-	int port, err = 0;
+	struct sock_ctx c;
+	int err;
 
-	memset(row, 0, sizeof(*row));
-	row->kind = "socket";
-	row->op = o->op;
-	row->block = block;
-	row->batch = o->batch;
-	row->threads = o->threads;
-	if (pd_split_hostport(server, host, sizeof(host), &port)) {
+	if (pd_split_hostport(server, c.host, sizeof(c.host), &c.port)) {
+		memset(row, 0, sizeof(*row));
+		row->kind = "socket";
+		row->op = o->op;
+		row->block = block;
+		row->batch = o->batch;
+		row->threads = o->threads;
 		fprintf(stderr, "pdkv-bench: socket baseline address \"%s\" is not host:port\n",
 		        server);
 		return 1;
 	}
-	if (bench_sock_prepare(region))
+	if (bench_sock_prepare(block * o->batch * o->threads))
 		return 1;
-	local = s_local;
-	scratch = s_scratch;
-	pthread_barrier_init(&bar, NULL, (unsigned)o->threads);
-	t0 = pd_now_ns();
-	for (uint64_t t = 0; t < o->threads; t++) {
-		th[t] = (struct sthr){.o = o,
-		                      .host = host,
-		                      .port = port,
-		                      .t = (int)t,
-		                      .block = block,
-		                      .local = local,
-		                      .scratch = scratch,
-		                      .bar = &bar};
-		pthread_create(&tid[t], NULL, sthr_main, &th[t]);
-	}
-	for (uint64_t t = 0; t < o->threads; t++) {
-		pthread_join(tid[t], NULL);
-		if (th[t].err && !err)
-			err = th[t].err;
-		row->batches += th[t].batches;
-		row->transfers += th[t].transfers;
-		row->wrong += th[t].wrong;
-		if (th[t].xfer_s > row->seconds)
-			row->seconds = th[t].xfer_s;
-		bench_lat_merge(&all, &th[t].lat);
-	}
-	pthread_barrier_destroy(&bar);
-	row->wall = (double)(pd_now_ns() - t0) / 1e9;
-	row->bytes = row->transfers * block;
-	row->bw = bench_bw(o, row->bytes, row->seconds);
-	bench_lat_pct(&all, &row->lat_p50_us, &row->lat_p99_us);
-	free(all.v);
+	err = bench_run_row(&sock_backend, &c, o, block, row);
 	if (err) {
 		fprintf(stderr, "pdkv-bench: socket baseline to %s failed: %s\n", server,
 		        strerror(-err));

@@ -16,7 +16,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te/te.h"
-#include "te/te_internal.h"
+#include "te/te_inspect.h"
 
 struct bench_te {
 	struct te_engine *eng;
@@ -128,7 +128,8 @@ out:
 int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_te **out)
 {
 	struct bench_te *b = calloc(1, sizeof(*b));
-	const struct te_segment_desc *d = NULL;
+	struct te_segment_view v;
+	struct te_buffer_view buf;
 	int ret;
 
 	*out = NULL;
@@ -138,18 +139,18 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 		goto fail;
 	ret = te_open_segment(b->eng, o->segment, &b->seg);
 	if (!ret)
-		ret = te_engine_peer_desc(b->eng, o->segment, &d);
-	if (ret || !d) {
+		ret = te_inspect_segment(b->eng, o->segment, &v);
+	if (ret) {
 		fprintf(stderr, "pdkv-bench: cannot open segment \"%s\" via %s: %s\n", o->segment,
 		        o->metadata, te_strerror(ret));
 		goto fail;
 	}
-	if (d->nbuffers < 1) {
+	if (v.nbuffers < 1 || te_inspect_buffer(b->eng, o->segment, 0, &buf)) {
 		fprintf(stderr, "pdkv-bench: segment %s has no registered buffer\n", o->segment);
 		goto fail;
 	}
-	b->rbase = d->buffers[0].addr;
-	b->rsize = d->buffers[0].length;
+	b->rbase = buf.addr;
+	b->rsize = buf.length;
 	if (max_region > b->rsize) {
 		fprintf(stderr,
 		        "pdkv-bench: block x batch x threads = %llu bytes does not fit the "
@@ -203,55 +204,34 @@ uint64_t bench_te_remote_size(struct bench_te *b)
 	return b->rsize;
 }
 
-/* ---------------------------------------------------------------- initiator threads */
-struct thr {
-	struct bench_te *b;
-	const struct bench_opts *o;
-	pthread_barrier_t *bar;
-	int t;
-	uint64_t block;
+/* ---------------------------------------------------------------- the engine back-end */
+struct te_thr {
 	uint64_t est_ns; /* last batch's time: sets the polling interval */
-	/* results */
-	double xfer_s;
-	uint64_t batches, transfers, wrong, failed;
-	struct bench_lat lat;
-	int err;
-	char *tmp; /* --use_vram: host bounce buffer of one block for --check */
 };
 
-/* --check's pattern fill / zero / count, through th->tmp when the memory is on the GPU */
-static void xfill(struct thr *th, char *dst, uint64_t off, uint64_t seed)
+static int te_thread_init(struct bench_thread *th)
 {
-	if (!th->o->use_vram) {
-		bench_fill(dst, off, th->block, seed);
-		return;
-	}
-	bench_fill(th->tmp, off, th->block, seed);
-	if (bench_mem_put(th->o, dst, th->tmp, th->block) && !th->err)
-		th->err = TE_ERR_MEMORY;
+	struct bench_te *b = th->ctx;
+	/* the default 50 us timer slack would dominate the short polling naps */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
+	th->local = b->local;
+	th->scratch = b->scratch;
+	th->vram = th->o->use_vram;
+	th->priv = calloc(1, sizeof(struct te_thr));
+	return th->priv ? 0 : TE_ERR_MEMORY;
 }
 
-static void xzero(struct thr *th, char *dst)
+static void te_thread_fini(struct bench_thread *th)
 {
-	if (bench_mem_zero(th->o, dst, th->block) && !th->err)
-		th->err = TE_ERR_MEMORY;
-}
-
-static uint64_t xcount(struct thr *th, const char *p, uint64_t off, uint64_t seed)
-{
-	if (!th->o->use_vram)
-		return bench_count_wrong(p, off, th->block, seed);
-	if (bench_mem_get(th->o, th->tmp, p, th->block))
-		return th->block;
-	return bench_count_wrong(th->tmp, off, th->block, seed);
+	free(th->priv);
 }
 
 /* Submits one batch and polls every task to its end; returns the batch's transfer time. */
-static int run_batch(struct thr *th, int opcode, char *lbase, bool scratch, bool record,
-                     double *secs)
+static int te_batch(struct bench_thread *th, int opcode, char *lbase, bool record, double *secs)
 {
 	const struct bench_opts *o = th->o;
-	struct bench_te *b = th->b;
+	struct bench_te *b = th->ctx;
+	struct te_thr *p = th->priv;
 	uint64_t n = o->batch, bid, t0, left;
 	struct te_request reqs[1024], *r = reqs;
 	struct timespec nap = {0, 20000};
@@ -266,8 +246,7 @@ static int run_batch(struct thr *th, int opcode, char *lbase, bool scratch, bool
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
 		r[i].opcode = opcode;
-		r[i].source =
-		    scratch ? lbase + th->block * (i * o->threads + (uint64_t)th->t) : lbase + off;
+		r[i].source = lbase + off;
 		r[i].target_id = b->seg;
 		r[i].target_offset = b->rbase + off;
 		r[i].length = th->block;
@@ -302,8 +281,8 @@ static int run_batch(struct thr *th, int opcode, char *lbase, bool scratch, bool
 			continue;
 		}
 		el = pd_now_ns() - t0;
-		if (el < th->est_ns) {
-			ns = (long)((th->est_ns - el) / 8);
+		if (el < p->est_ns) {
+			ns = (long)((p->est_ns - el) / 8);
 		} else {
 			backoff = !backoff ? 10000 : backoff < 666666 ? backoff * 3 / 2 : 1000000;
 			ns = backoff;
@@ -311,7 +290,7 @@ static int run_batch(struct thr *th, int opcode, char *lbase, bool scratch, bool
 		nap.tv_nsec = ns < 10000 ? 10000 : ns > 1000000 ? 1000000 : ns;
 		nanosleep(&nap, NULL);
 	}
-	th->est_ns = pd_now_ns() - t0;
+	p->est_ns = pd_now_ns() - t0;
 	*secs = (double)(pd_now_ns() - t0) / 1e9;
 	ret = te_batch_free(b->eng, bid);
 out:
@@ -320,122 +299,18 @@ out:
 	return ret;
 }
 
-static void *thr_main(void *arg)
-{
-	struct thr *th = arg;
-	const struct bench_opts *o = th->o;
-	struct bench_te *b = th->b;
-	uint64_t end, iter = 0;
-	double s;
-
-	/* the default 50 us timer slack would dominate the short polling naps */
-	prctl(PR_SET_TIMERSLACK, 1000UL);
-	if (o->check && o->use_vram && !(th->tmp = malloc(th->block))) {
-		th->err = TE_ERR_MEMORY;
-		pthread_barrier_wait(th->bar);
-		return NULL;
-	}
-	if (o->check && o->op == TE_READ) {
-		/* (re)write the target's READ pattern over our region first, untimed, so a
-		 * target that earlier initiators wrote to still checks clean */
-		for (uint64_t i = 0; i < o->batch; i++) {
-			uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
-			xfill(th, b->local + off, off, 0);
-		}
-		if (!th->err)
-			th->err = run_batch(th, TE_WRITE, b->local, false, false, &s);
-	}
-	/* warm-up batch: connections and first-touch are not measured */
-	if (!th->err)
-		th->err = run_batch(th, o->op, b->local, false, false, &s);
-	pthread_barrier_wait(th->bar);
-	if (th->err)
-		goto out;
-	th->failed = 0;
-	end = pd_now_ns() + (uint64_t)(o->duration * 1e9);
-	while (pd_now_ns() < end) {
-		iter++;
-		if (o->check) {
-			for (uint64_t i = 0; i < o->batch; i++) {
-				uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
-				if (o->op == TE_WRITE)
-					xfill(th, b->local + off, off, iter);
-				else
-					xzero(th, b->local + off);
-			}
-			if (th->err)
-				break;
-		}
-		th->err = run_batch(th, o->op, b->local, false, true, &s);
-		if (th->err)
-			break;
-		th->xfer_s += s;
-		th->batches++;
-		th->transfers += o->batch;
-		if (!o->check)
-			continue;
-		if (o->op == TE_WRITE) {
-			/* read the region back into scratch (not timed) and compare */
-			th->err = run_batch(th, TE_READ, b->scratch, true, false, &s);
-			if (th->err)
-				break;
-		}
-		for (uint64_t i = 0; i < o->batch; i++) {
-			uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
-			const char *p = o->op == TE_WRITE ? b->scratch + off : b->local + off;
-			th->wrong += xcount(th, p, off, o->op == TE_WRITE ? iter : 0);
-		}
-	}
-out:
-	free(th->tmp);
-	return NULL;
-}
+static const struct bench_backend te_backend = {
+    .kind = "pdkv",
+    .err_memory = TE_ERR_MEMORY,
+    .thread_init = te_thread_init,
+    .thread_fini = te_thread_fini,
+    .batch = te_batch,
+};
 
 int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
                  struct bench_row *row)
 {
-	struct thr th[BENCH_MAX_THREADS];
-	pthread_t tid[BENCH_MAX_THREADS];
-	pthread_barrier_t bar;
-	struct bench_lat all = {0};
-	uint64_t t0;
-	int err = 0;
-
-	memset(th, 0, sizeof(th));
-	memset(row, 0, sizeof(*row));
-	row->kind = "pdkv";
-	row->op = o->op;
-	row->block = block;
-	row->batch = o->batch;
-	row->threads = o->threads;
-	pthread_barrier_init(&bar, NULL, (unsigned)o->threads);
-	t0 = pd_now_ns();
-	for (uint64_t t = 0; t < o->threads; t++) {
-		th[t] = (struct thr){.b = b, .o = o, .bar = &bar, .t = (int)t, .block = block};
-		if (pthread_create(&tid[t], NULL, thr_main, &th[t])) {
-			fprintf(stderr, "pdkv-bench: cannot start thread %llu\n",
-			        (unsigned long long)t);
-			exit(1);
-		}
-	}
-	for (uint64_t t = 0; t < o->threads; t++) {
-		pthread_join(tid[t], NULL);
-		if (th[t].err && !err)
-			err = th[t].err;
-		row->batches += th[t].batches;
-		row->transfers += th[t].transfers;
-		row->wrong += th[t].wrong;
-		row->failed += th[t].failed;
-		if (th[t].xfer_s > row->seconds)
-			row->seconds = th[t].xfer_s;
-		bench_lat_merge(&all, &th[t].lat);
-	}
-	pthread_barrier_destroy(&bar);
-	row->wall = (double)(pd_now_ns() - t0) / 1e9;
-	row->bytes = row->transfers * block;
-	row->bw = bench_bw(o, row->bytes, row->seconds);
-	bench_lat_pct(&all, &row->lat_p50_us, &row->lat_p99_us);
-	free(all.v);
+	int err = bench_run_row(&te_backend, b, o, block, row);
 	if (err)
 		fprintf(stderr, "pdkv-bench: transfer error: %s\n", te_strerror(err));
 	return err ? 1 : 0;

@@ -20,7 +20,7 @@
 #include "pd_ibrate.h"
 #include "pd_log.h"
 #include "pd_util.h"
-#include "te/te_internal.h"
+#include "te/te_inspect.h"
 
 enum { OK, WARN, FAIL };
 static const char *const lvl_name[] = {"OK", "WARN", "FAIL"};
@@ -300,9 +300,9 @@ static void check_gpu(void)
 
 static void check_metadata(const char *conn)
 {
-	struct te_meta *m = NULL;
-	char err[256] = "", *v = NULL;
+	char err[256] = "";
 	double t0 = pd_now_s();
+	bool opened;
 	int rc;
 
 	if (!strcmp(conn, "P2PHANDSHAKE")) {
@@ -310,16 +310,13 @@ static void check_metadata(const char *conn)
 		       "P2PHANDSHAKE: no store; peers are host:rpc_port");
 		return;
 	}
-	rc = te_meta_open(conn, &m, err, sizeof(err));
-	if (rc) {
+	rc = te_inspect_meta_probe(conn, &opened, err, sizeof(err));
+	if (rc && !opened)
 		report(FAIL, "metadata server",
 		       "use etcd://h:p, h:p, redis://h:p, http://h:p/path or "
 		       "P2PHANDSHAKE",
 		       "\"%s\": %s", conn, err[0] ? err : te_strerror(rc));
-		return;
-	}
-	rc = te_meta_get(m, "mooncake/rpc_meta/__pdkv_doctor_probe__", &v);
-	if (rc == 0 || rc == TE_ERR_NOT_FOUND)
+	else if (rc == 0)
 		report(OK, "metadata server", NULL, "%s answers (%.0f ms)", conn,
 		       (pd_now_s() - t0) * 1e3);
 	else
@@ -327,8 +324,6 @@ static void check_metadata(const char *conn)
 		       "start it (etcd, redis or a Mooncake HTTP metadata "
 		       "server) or fix metadata_server",
 		       "%s: %s", conn, te_strerror(rc));
-	free(v);
-	te_meta_close(m);
 }
 
 static bool local_host(const char *h)
@@ -338,7 +333,7 @@ static bool local_host(const char *h)
 	if (!*h || !strcmp(h, "*") || !strcmp(h, "0.0.0.0") || !strcmp(h, "localhost") ||
 	    !strncmp(h, "127.", 4) || !strcmp(h, "::1"))
 		return true;
-	te_net_local_ip(ip, sizeof(ip));
+	te_inspect_local_ip(ip, sizeof(ip));
 	return !strcmp(h, ip);
 }
 

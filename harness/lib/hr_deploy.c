@@ -60,6 +60,203 @@ const char *hr_capability_missing(const struct hr_scenario *sc, char *buf, size_
 	return buf;
 }
 
+#define PORT_SPAN 16 /* B .. B+10+2r for TP up to 2, and B+100.. for identical URLs */
+
+void hr_deploy_reset(struct hr_deploy *d)
+{
+	d->npicked = 0;
+	memset(&d->vars, 0, sizeof(d->vars));
+}
+
+int hr_deploy_start_meta(struct hr_deploy *d)
+{
+	static const enum pd_svc_kind kinds[] = {PD_SVC_ETCD, PD_SVC_REDIS, PD_SVC_METASERVER};
+	int ret;
+	if (d->sc->meta == HR_META_P2P)
+		return 0;
+	ret = pd_svc_start(kinds[d->sc->meta], "127.0.0.1", d->workdir, &d->meta);
+	if (ret == 0)
+		d->meta_up = true;
+	return ret;
+}
+
+/* ${PORT_X}: a fresh block per name, far enough from the others that B+100 stays clear too */
+static int port_var(const char *name, void *ud)
+{
+	struct hr_deploy *d = ud;
+	char val[16];
+	int base = -1;
+	if (strncmp(name, "PORT_", 5) || hr_vars_get(&d->vars, name))
+		return 0;
+	for (int tries = 0; tries < 50 && base < 0; tries++) {
+		base = hr_pick_port_block(d->sc->prefill_host, PORT_SPAN);
+		for (size_t i = 0; base >= 0 && i < d->npicked; i++)
+			if (abs(base - d->picked[i]) < 100 + 2 * PORT_SPAN)
+				base = -1;
+	}
+	if (base < 0)
+		return -1;
+	if (d->npicked < HR_MAX_VARS)
+		d->picked[d->npicked++] = base;
+	snprintf(val, sizeof(val), "%d", base);
+	return hr_vars_set(&d->vars, name, val) ? -1 : 0;
+}
+
+static int scan_json(struct hr_deploy *d, const cJSON *j)
+{
+	if (cJSON_IsString(j))
+		return hr_vars_scan(j->valuestring, port_var, d);
+	for (const cJSON *c = j ? j->child : NULL; c; c = c->next)
+		if (scan_json(d, c))
+			return -1;
+	return 0;
+}
+
+int hr_deploy_setup_vars(struct hr_deploy *d)
+{
+	const struct hr_scenario *sc = d->sc;
+	struct hr_vars *v = &d->vars;
+	char hp[128];
+	hr_vars_set(v, "PREFILL_HOST", sc->prefill_host);
+	hr_vars_set(v, "DECODE_HOST", sc->decode_host);
+	hr_vars_set(v, "PROXY_HOST", sc->proxy_host);
+	hr_vars_set(v, "WORKDIR", d->workdir);
+	if (sc->meta == HR_META_P2P) {
+		hr_vars_set(v, "METADATA", "P2PHANDSHAKE");
+		hr_vars_set(v, "METADATA_HOSTPORT", "P2PHANDSHAKE");
+	} else {
+		hr_vars_set(v, "METADATA", d->meta.conn);
+		snprintf(hp, sizeof(hp), "%s:%d", d->meta.host, d->meta.port);
+		hr_vars_set(v, "METADATA_HOSTPORT", hp);
+	}
+	if (scan_json(d, sc->mooncake) || scan_json(d, sc->kv_prefill) ||
+	    scan_json(d, sc->kv_decode) || scan_json(d, sc->standin_args) ||
+	    scan_json(d, sc->prefill_args) || scan_json(d, sc->decode_args) ||
+	    scan_json(d, sc->proxy_args))
+		return -1;
+	return 0;
+}
+
+int hr_deploy_write_mooncake(struct hr_deploy *d, char *err, size_t errsz)
+{
+	cJSON *mc = hr_subst_json(&d->vars, d->sc->mooncake, err, errsz);
+	char path[700], *txt;
+	int ret;
+	if (!mc)
+		return -EINVAL;
+	txt = cJSON_Print(mc);
+	cJSON_Delete(mc);
+	if (!txt)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/mooncake.json", d->workdir);
+	ret = pd_write_file(path, txt, strlen(txt));
+	free(txt);
+	snprintf(d->env, sizeof(d->env), "MOONCAKE_CONFIG_PATH=%s/mooncake.json", d->workdir);
+	return ret;
+}
+
+static int node_init(struct hr_node *n, const char *host)
+{
+	int port = pd_free_port(host);
+	if (port < 0)
+		return port;
+	snprintf(n->host, sizeof(n->host), "%s", host);
+	n->port = port;
+	snprintf(n->base_url, sizeof(n->base_url), "http://%s:%d", host, port);
+	snprintf(n->health_url, sizeof(n->health_url), "%s/health", n->base_url);
+	snprintf(n->metrics_url, sizeof(n->metrics_url), "%s/metrics", n->base_url);
+	return 0;
+}
+
+int hr_deploy_init_nodes(struct hr_deploy *d)
+{
+	const struct hr_scenario *sc = d->sc;
+	if (node_init(&d->prefill, sc->prefill_host) || node_init(&d->decode, sc->decode_host) ||
+	    node_init(&d->proxy, sc->proxy_host) ||
+	    (d->plain_on && node_init(&d->plain, "127.0.0.1")))
+		return -EADDRINUSE;
+	return 0;
+}
+
+static void add_str(cJSON *a, const char *s)
+{
+	cJSON_AddItemToArray(a, cJSON_CreateString(s));
+}
+
+static void add_int(cJSON *a, int v)
+{
+	char num[32];
+	snprintf(num, sizeof(num), "%d", v);
+	add_str(a, num);
+}
+
+/* Appends the strings of a template array after substituting ${...}; -1 (and err) on failure */
+static int add_subst(cJSON *a, const struct hr_vars *v, const cJSON *tmpl, char *err, size_t errsz)
+{
+	cJSON *more;
+	if (!tmpl)
+		return 0;
+	more = hr_subst_json(v, tmpl, err, errsz);
+	if (!more)
+		return -1;
+	for (const cJSON *m = more->child; m; m = m->next)
+		add_str(a, m->valuestring);
+	cJSON_Delete(more);
+	return 0;
+}
+
+cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON *kv,
+                       const cJSON *side_args, char *err, size_t errsz)
+{
+	const struct hr_scenario *sc = d->sc;
+	cJSON *a = cJSON_CreateArray();
+	add_str(a, d->standin_exe);
+	add_str(a, "--model");
+	add_str(a, sc->model);
+	add_str(a, "--host");
+	add_str(a, n->host);
+	add_str(a, "--port");
+	add_int(a, n->port);
+	add_str(a, "--max-model-len");
+	add_int(a, sc->max_model_len);
+	if (kv) {
+		cJSON *k = hr_subst_json(&d->vars, kv, err, errsz);
+		char *txt = k ? cJSON_PrintUnformatted(k) : NULL;
+		cJSON_Delete(k);
+		if (!txt)
+			goto fail;
+		add_str(a, "--kv-transfer-config");
+		add_str(a, txt);
+		free(txt);
+	}
+	if (add_subst(a, &d->vars, sc->standin_args, err, errsz) ||
+	    add_subst(a, &d->vars, side_args, err, errsz))
+		goto fail;
+	return a;
+fail:
+	cJSON_Delete(a);
+	return NULL;
+}
+
+cJSON *hr_proxy_argv(struct hr_deploy *d, char *err, size_t errsz)
+{
+	cJSON *a = cJSON_CreateArray();
+	add_str(a, d->proxy_exe);
+	add_str(a, "--host");
+	add_str(a, d->proxy.host);
+	add_str(a, "--port");
+	add_int(a, d->proxy.port);
+	add_str(a, "--prefill");
+	add_str(a, d->prefill.base_url);
+	add_str(a, "--decode");
+	add_str(a, d->decode.base_url);
+	if (add_subst(a, &d->vars, d->sc->proxy_args, err, errsz)) {
+		cJSON_Delete(a);
+		return NULL;
+	}
+	return a;
+}
+
 /* The line of a log that best explains a failed start: the first one saying "error" (the root
  * cause; later lines are consequences), else the last non-empty line. */
 void hr_log_tail(const char *path, char *out, size_t sz)

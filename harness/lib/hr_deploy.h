@@ -20,11 +20,37 @@ struct hr_node {
 
 struct hr_deploy {
 	char workdir[512];
+	const struct hr_scenario *sc;
+	char standin_exe[600], proxy_exe[600];
+	char env[800]; /* MOONCAKE_CONFIG_PATH=WORKDIR/mooncake.json */
 	struct pd_svc meta;
 	bool meta_up;
+	bool plain_on; /* a check compares against the plain stand-in */
 	struct hr_node prefill, decode, plain, proxy;
 	struct hr_vars vars;
+	int picked[HR_MAX_VARS]; /* the ${PORT_X} blocks handed out so far */
+	size_t npicked;
 };
+
+/* ---- deployment plan: what to start and with which arguments ---- */
+/* Forgets what an earlier attempt picked (ports, variables) so a retry starts fresh. */
+void hr_deploy_reset(struct hr_deploy *d);
+/* Starts the scenario's metadata service (none for P2PHANDSHAKE): 0, -ENOENT when its server
+ * is not installed, or another -errno. */
+int hr_deploy_start_meta(struct hr_deploy *d);
+/* ${...} variables: hosts, work dir, metadata, and a fresh port block per ${PORT_X}. */
+int hr_deploy_setup_vars(struct hr_deploy *d);
+/* WORKDIR/mooncake.json from the scenario's template, and the env line pointing at it. */
+int hr_deploy_write_mooncake(struct hr_deploy *d, char *err, size_t errsz);
+/* A free HTTP port and the URLs for every node the scenario needs. */
+int hr_deploy_init_nodes(struct hr_deploy *d);
+/* argv of a stand-in launched the way the guide launches vLLM; kv NULL = plain stand-in */
+cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON *kv,
+                       const cJSON *side_args, char *err, size_t errsz);
+/* argv of the proxy in front of prefill and decode, plus the scenario's proxy_args */
+cJSON *hr_proxy_argv(struct hr_deploy *d, char *err, size_t errsz);
+
+/* ---- processes ---- */
 
 void hr_log_tail(const char *path, char *out, size_t sz);
 /* argv_json: array of strings (argv[0] = full path); env: "K=V" or NULL. Log: WORKDIR/NAME.log */

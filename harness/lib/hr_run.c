@@ -12,7 +12,6 @@
 
 #define DEFAULT_TIMEOUT_S 120.0
 #define HEALTH_BOUND_S    30.0
-#define PORT_SPAN         16 /* B .. B+10+2r for TP up to 2, and B+100.. for identical URLs */
 
 struct run {
 	const struct hr_scenario *sc;
@@ -20,8 +19,6 @@ struct run {
 	struct hr_result *res;
 	struct hr_deploy d;
 	double t0, deadline;
-	int picked[HR_MAX_VARS];
-	size_t npicked;
 	int last_pct;
 	bool port_race; /* a start lost a port to another program: worth one more attempt */
 	int attempt;
@@ -67,132 +64,6 @@ static void notrun(struct run *r, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(r->res->reason, sizeof(r->res->reason), fmt, ap);
 	va_end(ap);
-}
-
-/* ${PORT_X}: a fresh block per name, far enough from the others that B+100 stays clear too */
-static int port_var(const char *name, void *ud)
-{
-	struct run *r = ud;
-	char val[16];
-	int base = -1;
-	if (strncmp(name, "PORT_", 5) || hr_vars_get(&r->d.vars, name))
-		return 0;
-	for (int tries = 0; tries < 50 && base < 0; tries++) {
-		base = hr_pick_port_block(r->sc->prefill_host, PORT_SPAN);
-		for (size_t i = 0; base >= 0 && i < r->npicked; i++)
-			if (abs(base - r->picked[i]) < 100 + 2 * PORT_SPAN)
-				base = -1;
-	}
-	if (base < 0)
-		return -1;
-	if (r->npicked < HR_MAX_VARS)
-		r->picked[r->npicked++] = base;
-	snprintf(val, sizeof(val), "%d", base);
-	return hr_vars_set(&r->d.vars, name, val) ? -1 : 0;
-}
-
-static int scan_json(struct run *r, const cJSON *j)
-{
-	if (cJSON_IsString(j))
-		return hr_vars_scan(j->valuestring, port_var, r);
-	for (const cJSON *c = j ? j->child : NULL; c; c = c->next)
-		if (scan_json(r, c))
-			return -1;
-	return 0;
-}
-
-static int setup_vars(struct run *r)
-{
-	const struct hr_scenario *sc = r->sc;
-	struct hr_vars *v = &r->d.vars;
-	char hp[128];
-	hr_vars_set(v, "PREFILL_HOST", sc->prefill_host);
-	hr_vars_set(v, "DECODE_HOST", sc->decode_host);
-	hr_vars_set(v, "PROXY_HOST", sc->proxy_host);
-	hr_vars_set(v, "WORKDIR", r->d.workdir);
-	if (sc->meta == HR_META_P2P) {
-		hr_vars_set(v, "METADATA", "P2PHANDSHAKE");
-		hr_vars_set(v, "METADATA_HOSTPORT", "P2PHANDSHAKE");
-	} else {
-		hr_vars_set(v, "METADATA", r->d.meta.conn);
-		snprintf(hp, sizeof(hp), "%s:%d", r->d.meta.host, r->d.meta.port);
-		hr_vars_set(v, "METADATA_HOSTPORT", hp);
-	}
-	if (scan_json(r, sc->mooncake) || scan_json(r, sc->kv_prefill) ||
-	    scan_json(r, sc->kv_decode) || scan_json(r, sc->standin_args) ||
-	    scan_json(r, sc->prefill_args) || scan_json(r, sc->decode_args) ||
-	    scan_json(r, sc->proxy_args))
-		return -1;
-	return 0;
-}
-
-static int node_init(struct run *r, struct hr_node *n, const char *host)
-{
-	int port = pd_free_port(host);
-	if (port < 0)
-		return port;
-	snprintf(n->host, sizeof(n->host), "%s", host);
-	n->port = port;
-	snprintf(n->base_url, sizeof(n->base_url), "http://%s:%d", host, port);
-	snprintf(n->health_url, sizeof(n->health_url), "%s/health", n->base_url);
-	snprintf(n->metrics_url, sizeof(n->metrics_url), "%s/metrics", n->base_url);
-	(void)r;
-	return 0;
-}
-
-static void add_str(cJSON *a, const char *s)
-{
-	cJSON_AddItemToArray(a, cJSON_CreateString(s));
-}
-
-static void add_all(cJSON *a, const cJSON *more)
-{
-	for (const cJSON *m = more ? more->child : NULL; m; m = m->next)
-		add_str(a, m->valuestring);
-}
-
-/* argv of a stand-in launched the way the guide launches vLLM */
-static cJSON *standin_argv(struct run *r, const char *exe, struct hr_node *n, const cJSON *kv,
-                           const cJSON *side_args, char *err, size_t errsz)
-{
-	const struct hr_scenario *sc = r->sc;
-	cJSON *a = cJSON_CreateArray(), *common = NULL, *side = NULL;
-	char num[32];
-	add_str(a, exe);
-	add_str(a, "--model");
-	add_str(a, sc->model);
-	add_str(a, "--host");
-	add_str(a, n->host);
-	add_str(a, "--port");
-	snprintf(num, sizeof(num), "%d", n->port);
-	add_str(a, num);
-	add_str(a, "--max-model-len");
-	snprintf(num, sizeof(num), "%d", sc->max_model_len);
-	add_str(a, num);
-	if (kv) {
-		cJSON *k = hr_subst_json(&r->d.vars, kv, err, errsz);
-		char *txt = k ? cJSON_PrintUnformatted(k) : NULL;
-		cJSON_Delete(k);
-		if (!txt)
-			goto fail;
-		add_str(a, "--kv-transfer-config");
-		add_str(a, txt);
-		free(txt);
-	}
-	common = hr_subst_json(&r->d.vars, sc->standin_args, err, errsz);
-	side = side_args ? hr_subst_json(&r->d.vars, side_args, err, errsz) : cJSON_CreateArray();
-	if (!common || !side)
-		goto fail;
-	add_all(a, common);
-	add_all(a, side);
-	cJSON_Delete(common);
-	cJSON_Delete(side);
-	return a;
-fail:
-	cJSON_Delete(common);
-	cJSON_Delete(side);
-	cJSON_Delete(a);
-	return NULL;
 }
 
 static void on_progress(int done, int total, void *ud)
@@ -371,92 +242,91 @@ static void startup_failed(struct run *r, struct hr_run_data *rd, int ret, const
 	fail(r, "%s", why);
 }
 
-static int write_mooncake(struct run *r, char *err, size_t errsz)
-{
-	cJSON *mc = hr_subst_json(&r->d.vars, r->sc->mooncake, err, errsz);
-	char path[700], *txt;
-	int ret;
-	if (!mc)
-		return -EINVAL;
-	txt = cJSON_Print(mc);
-	cJSON_Delete(mc);
-	if (!txt)
-		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/mooncake.json", r->d.workdir);
-	ret = pd_write_file(path, txt, strlen(txt));
-	free(txt);
-	return ret;
-}
-
-static void run_body(struct run *r)
+/* ---- phase 1, start: metadata service, variables, mooncake.json, the stand-ins ---- */
+static int phase_prepare(struct run *r)
 {
 	const struct hr_scenario *sc = r->sc;
 	struct hr_deploy *d = &r->d;
-	char standin[600], proxy[600], err[600], env[800], why[1024];
-	struct hr_node *nodes[3];
-	size_t nn = 0;
-	bool plain = false;
-	struct hr_run_data rd = {.sc = sc, .nreqs = (size_t)sc->wl.requests};
-	cJSON *argv;
-	double tw;
+	char why[1024], err[600];
 	int ret;
-
 	if (hr_capability_missing(sc, why, sizeof(why))) {
 		notrun(r, "%s", why);
-		return;
+		return -1;
 	}
-	if (hr_find_bin("pdkv-standin", standin, sizeof(standin)) ||
-	    hr_find_bin("pdkv-proxy", proxy, sizeof(proxy))) {
+	if (hr_find_bin("pdkv-standin", d->standin_exe, sizeof(d->standin_exe)) ||
+	    hr_find_bin("pdkv-proxy", d->proxy_exe, sizeof(d->proxy_exe))) {
 		notrun(r, "pdkv-standin / pdkv-proxy not found next to pdkv-run or in $PDKV_BIN "
 		          "(build them: make)");
-		return;
+		return -1;
 	}
+	d->plain_on = false;
 	for (size_t i = 0; i < sc->nchecks; i++)
-		plain |= hr_check_find(sc->checks[i])->needs_plain;
+		d->plain_on |= hr_check_find(sc->checks[i])->needs_plain;
 	ret = pd_mkdir_p(d->workdir);
 	if (ret) {
 		fail(r, "cannot create work dir %s: %s", d->workdir, strerror(-ret));
-		return;
+		return -1;
 	}
-
-	if (sc->meta != HR_META_P2P) {
-		static const enum pd_svc_kind kinds[] = {PD_SVC_ETCD, PD_SVC_REDIS,
-		                                         PD_SVC_METASERVER};
+	if (sc->meta != HR_META_P2P)
 		progress(r, "starting %s metadata service", hr_meta_name(sc->meta));
-		ret = pd_svc_start(kinds[sc->meta], "127.0.0.1", d->workdir, &d->meta);
-		if (ret == -ENOENT) {
-			notrun(r, "metadata backend %s: its server is not installed on this host",
-			       hr_meta_name(sc->meta));
-			return;
-		}
-		if (ret) {
-			fail(r, "metadata backend %s did not start: %s", hr_meta_name(sc->meta),
-			     strerror(-ret));
-			return;
-		}
-		d->meta_up = true;
+	ret = hr_deploy_start_meta(d);
+	if (ret == -ENOENT) {
+		notrun(r, "metadata backend %s: its server is not installed on this host",
+		       hr_meta_name(sc->meta));
+		return -1;
+	}
+	if (ret) {
+		fail(r, "metadata backend %s did not start: %s", hr_meta_name(sc->meta),
+		     strerror(-ret));
+		return -1;
+	}
+	if (d->meta_up)
 		progress(r, "metadata at %s", d->meta.conn);
-	}
 	if (stopped(r, "starting the metadata service"))
-		return;
-	if (setup_vars(r)) {
+		return -1;
+	if (hr_deploy_setup_vars(d)) {
 		fail(r, "could not find free port blocks for the scenario's ${PORT_...} variables");
-		return;
+		return -1;
 	}
-	if (write_mooncake(r, err, sizeof(err))) {
+	if (hr_deploy_write_mooncake(d, err, sizeof(err))) {
 		fail(r, "mooncake: %s", err);
-		return;
+		return -1;
 	}
-	if (node_init(r, &d->prefill, sc->prefill_host) ||
-	    node_init(r, &d->decode, sc->decode_host) || node_init(r, &d->proxy, sc->proxy_host) ||
-	    (plain && node_init(r, &d->plain, "127.0.0.1"))) {
+	if (hr_deploy_init_nodes(d)) {
 		fail(r, "no free HTTP port on the scenario's loopback addresses");
-		return;
+		return -1;
 	}
-	snprintf(env, sizeof(env), "MOONCAKE_CONFIG_PATH=%s/mooncake.json", d->workdir);
+	return 0;
+}
 
-	progress(r, "starting prefill %s, decode %s%s", d->prefill.base_url, d->decode.base_url,
-	         plain ? ", plain stand-in" : "");
+/* Spawns one process from its argv; the node's name is also its log's name. */
+static int start_node(struct run *r, struct hr_node *n, const char *name, cJSON *argv,
+                      const char *env, const char *err)
+{
+	int ret;
+	if (!argv) {
+		if (!strcmp(name, "proxy"))
+			fail(r, "proxy_args: %s", err);
+		else
+			fail(r, "%s arguments: %s", name, err);
+		return -1;
+	}
+	ret = hr_spawn(&r->d, n, name, argv, env);
+	cJSON_Delete(argv);
+	if (ret) {
+		fail(r, "cannot start %s: %s", name, strerror(-ret));
+		return -1;
+	}
+	if (r->o->verbose && strcmp(name, "proxy"))
+		progress(r, "%s: pid %d, log %s", name, (int)n->proc.pid, n->proc.log);
+	return 0;
+}
+
+static int phase_start(struct run *r, struct hr_node **nodes, size_t *nn)
+{
+	const struct hr_scenario *sc = r->sc;
+	struct hr_deploy *d = &r->d;
+	char err[600];
 	struct {
 		struct hr_node *n;
 		const char *name;
@@ -465,118 +335,128 @@ static void run_body(struct run *r)
 	} starts[] = {
 	    {&d->prefill, "prefill", sc->kv_prefill, sc->prefill_args, true},
 	    {&d->decode, "decode", sc->kv_decode, sc->decode_args, true},
-	    {&d->plain, "plain", NULL, NULL, plain},
+	    {&d->plain, "plain", NULL, NULL, d->plain_on},
 	};
+	progress(r, "starting prefill %s, decode %s%s", d->prefill.base_url, d->decode.base_url,
+	         d->plain_on ? ", plain stand-in" : "");
+	*nn = 0;
 	for (size_t i = 0; i < PD_ARRAY_SIZE(starts); i++) {
+		cJSON *argv;
 		if (!starts[i].on)
 			continue;
-		argv = standin_argv(r, standin, starts[i].n, starts[i].kv, starts[i].args, err,
-		                    sizeof(err));
-		if (!argv) {
-			fail(r, "%s arguments: %s", starts[i].name, err);
-			return;
-		}
-		ret = hr_spawn(d, starts[i].n, starts[i].name, argv, starts[i].kv ? env : NULL);
-		cJSON_Delete(argv);
-		if (ret) {
-			fail(r, "cannot start %s: %s", starts[i].name, strerror(-ret));
-			return;
-		}
-		nodes[nn++] = starts[i].n;
-		if (r->o->verbose)
-			progress(r, "%s: pid %d, log %s", starts[i].name,
-			         (int)starts[i].n->proc.pid, starts[i].n->proc.log);
+		argv =
+		    hr_standin_argv(d, starts[i].n, starts[i].kv, starts[i].args, err, sizeof(err));
+		if (start_node(r, starts[i].n, starts[i].name, argv, starts[i].kv ? d->env : NULL,
+		               err))
+			return -1;
+		nodes[(*nn)++] = starts[i].n;
 	}
+	return 0;
+}
+
+/* ---- phase 2, wait: the stand-ins healthy, then the proxy in front of them healthy ---- */
+static int phase_wait(struct run *r, struct hr_run_data *rd, struct hr_node **nodes, size_t nn)
+{
+	struct hr_deploy *d = &r->d;
+	char why[1024], err[600];
+	int ret;
 	progress(r, "waiting for /health");
 	ret = hr_wait_healthy(d, nodes, nn, fmin(r->deadline, pd_now_s() + HEALTH_BOUND_S),
 	                      r->o->stop, why, sizeof(why));
 	if (ret) {
-		startup_failed(r, &rd, ret, why);
-		return;
+		startup_failed(r, rd, ret, why);
+		return -1;
 	}
-
-	argv = cJSON_CreateArray();
-	add_str(argv, proxy);
-	add_str(argv, "--host");
-	add_str(argv, d->proxy.host);
-	add_str(argv, "--port");
-	snprintf(err, sizeof(err), "%d", d->proxy.port);
-	add_str(argv, err);
-	add_str(argv, "--prefill");
-	add_str(argv, d->prefill.base_url);
-	add_str(argv, "--decode");
-	add_str(argv, d->decode.base_url);
-	{
-		cJSON *pa = hr_subst_json(&d->vars, sc->proxy_args, err, sizeof(err));
-		if (!pa) {
-			cJSON_Delete(argv);
-			fail(r, "proxy_args: %s", err);
-			return;
-		}
-		add_all(argv, pa);
-		cJSON_Delete(pa);
-	}
-	ret = hr_spawn(d, &d->proxy, "proxy", argv, NULL);
-	cJSON_Delete(argv);
-	if (ret) {
-		fail(r, "cannot start proxy: %s", strerror(-ret));
-		return;
-	}
+	if (start_node(r, &d->proxy, "proxy", hr_proxy_argv(d, err, sizeof(err)), NULL, err))
+		return -1;
 	nodes[0] = &d->proxy;
 	ret = hr_wait_healthy(d, nodes, 1, fmin(r->deadline, pd_now_s() + HEALTH_BOUND_S),
 	                      r->o->stop, why, sizeof(why));
 	if (ret) {
-		startup_failed(r, &rd, ret, why);
-		return;
+		startup_failed(r, rd, ret, why);
+		return -1;
 	}
 	r->res->startup_s = pd_now_s() - r->t0;
 	progress(r, "all up in %.1fs; proxy %s", r->res->startup_s, d->proxy.base_url);
+	return 0;
+}
 
-	if (hr_metrics_scrape(d->prefill.metrics_url, 3000, &rd.p_before) ||
-	    hr_metrics_scrape(d->decode.metrics_url, 3000, &rd.d_before)) {
+/* ---- phase 3, workload: /metrics before, then every request through the proxy ---- */
+static int phase_workload(struct run *r, struct hr_run_data *rd)
+{
+	const struct hr_scenario *sc = r->sc;
+	struct hr_deploy *d = &r->d;
+	double tw;
+	if (hr_metrics_scrape(d->prefill.metrics_url, 3000, &rd->p_before) ||
+	    hr_metrics_scrape(d->decode.metrics_url, 3000, &rd->d_before)) {
 		fail(r, "cannot read /metrics of prefill or decode before the workload");
-		goto out;
+		return -1;
 	}
-	rd.reqs = make_reqs(sc);
-	rd.plain = plain ? make_reqs(sc) : NULL;
-	if (!rd.reqs || (plain && !rd.plain)) {
+	rd->reqs = make_reqs(sc);
+	rd->plain = d->plain_on ? make_reqs(sc) : NULL;
+	if (!rd->reqs || (d->plain_on && !rd->plain)) {
 		fail(r, "out of memory");
-		goto out;
+		return -1;
 	}
 	progress(r, "%d requests through the proxy (%s, %s, concurrency %d)", sc->wl.requests,
 	         sc->wl.chat ? "chat" : "completions", sc->wl.stream ? "stream" : "no stream",
 	         sc->wl.concurrency);
 	tw = pd_now_s();
 	r->last_pct = 0;
-	hr_workload_run(d->proxy.base_url, sc, rd.reqs, r->deadline, r->o->stop, on_progress, r);
+	hr_workload_run(d->proxy.base_url, sc, rd->reqs, r->deadline, r->o->stop, on_progress, r);
 	r->res->workload_s = pd_now_s() - tw;
-	if (stopped(r, "running the workload"))
-		goto out;
-	if (hr_metrics_scrape(d->decode.metrics_url, 3000, &rd.d_after)) {
+	return stopped(r, "running the workload") ? -1 : 0;
+}
+
+/* ---- phase 4, collect: /metrics after, who is still alive, the plain stand-in's answers ---- */
+static int phase_collect(struct run *r, struct hr_run_data *rd)
+{
+	struct hr_deploy *d = &r->d;
+	if (hr_metrics_scrape(d->decode.metrics_url, 3000, &rd->d_after)) {
 		fail(r, "cannot read /metrics of decode after the workload%s",
 		     pd_proc_alive(&d->decode.proc) ? "" : " (decode exited)");
-		goto out;
+		return -1;
 	}
-	if (hr_metrics_scrape(d->prefill.metrics_url, 3000, &rd.p_after)) {
+	if (hr_metrics_scrape(d->prefill.metrics_url, 3000, &rd->p_after)) {
 		/* a crash-fault scenario kills prefill on purpose; its deltas count as 0 */
 		progress(r, "prefill /metrics unreadable after the workload%s; its deltas are 0",
 		         pd_proc_alive(&d->prefill.proc) ? "" : " (prefill exited)");
-		metrics_copy(&rd.p_after, &rd.p_before);
+		metrics_copy(&rd->p_after, &rd->p_before);
 	}
-	rd.have_metrics = true;
+	rd->have_metrics = true;
 	check_alive(r);
-	if (plain) {
+	if (d->plain_on) {
 		progress(r, "same requests on the plain stand-in");
 		r->last_pct = 0;
-		hr_workload_run(d->plain.base_url, sc, rd.plain, r->deadline, r->o->stop, NULL, r);
+		hr_workload_run(d->plain.base_url, r->sc, rd->plain, r->deadline, r->o->stop, NULL,
+		                r);
 		if (stopped(r, "running the workload on the plain stand-in"))
-			goto out;
+			return -1;
 	}
-	run_checks(r, &rd);
+	return 0;
+}
+
+/* ---- phase 5, judge: the checks, and the metric deltas the reports show ---- */
+static void phase_judge(struct run *r, struct hr_run_data *rd)
+{
+	run_checks(r, rd);
 	r->res->metrics = cJSON_CreateObject();
-	cJSON_AddItemToObject(r->res->metrics, "prefill", metric_deltas(&rd.p_before, &rd.p_after));
-	cJSON_AddItemToObject(r->res->metrics, "decode", metric_deltas(&rd.d_before, &rd.d_after));
-out:
+	cJSON_AddItemToObject(r->res->metrics, "prefill",
+	                      metric_deltas(&rd->p_before, &rd->p_after));
+	cJSON_AddItemToObject(r->res->metrics, "decode",
+	                      metric_deltas(&rd->d_before, &rd->d_after));
+}
+
+static void run_body(struct run *r)
+{
+	struct hr_run_data rd = {.sc = r->sc, .nreqs = (size_t)r->sc->wl.requests};
+	struct hr_node *nodes[3];
+	size_t nn = 0;
+
+	if (phase_prepare(r) || phase_start(r, nodes, &nn) || phase_wait(r, &rd, nodes, nn))
+		return;
+	if (phase_workload(r, &rd) == 0 && phase_collect(r, &rd) == 0)
+		phase_judge(r, &rd);
 	if (rd.reqs)
 		r->res->requests = request_summary(rd.reqs, rd.nreqs);
 	hr_reqs_free(rd.reqs, rd.nreqs);
@@ -589,7 +469,7 @@ out:
 
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res)
 {
-	struct run r = {.sc = sc, .o = o, .res = res};
+	struct run r = {.sc = sc, .o = o, .res = res, .d = {.sc = sc}};
 	double limit = o->timeout_s > 0    ? o->timeout_s
 	               : sc->timeout_s > 0 ? sc->timeout_s
 	                                   : DEFAULT_TIMEOUT_S;
@@ -611,8 +491,7 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 			break;
 		r.port_race = false;
 		r.attempt++;
-		r.npicked = 0;
-		memset(&r.d.vars, 0, sizeof(r.d.vars));
+		hr_deploy_reset(&r.d);
 		pd_rm_rf(r.d.workdir);
 	}
 	if (res->status != HR_NOTRUN)

@@ -1,9 +1,12 @@
-/* te_batch: batch ids and task status (spec §1.1). Ids index a handle table (generation in
- * the high half), so a stale or bogus id is TE_ERR_BAD_BATCH instead of a wild pointer. */
-#include "te_internal.h"
+/* te_batch: batches — ids, validation and start of requests, task status, and the blocking
+ * te_transfer_sync on top (spec §1.1). Ids index a handle table (generation in the high half),
+ * so a stale or bogus id is TE_ERR_BAD_BATCH instead of a wild pointer. */
+#include "te_engine_priv.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pd_log.h"
 #include "pd_util.h"
@@ -95,7 +98,7 @@ int te_batch_alloc(struct te_engine *eng, size_t batch_size, uint64_t *batch_id)
 		pd_err("te: batch size %zu outside 1..%u", batch_size, TE_BATCH_MAX_TASKS);
 		return TE_ERR_INVALID_ARGUMENT;
 	}
-	bt = te_engine_batches(eng);
+	bt = eng->batches;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return TE_ERR_MEMORY;
@@ -133,6 +136,91 @@ out:
 	return ret;
 }
 
+/* Validates every request before any is started (te.h: all or nothing), then hands the
+ * non-empty ones to the transport. */
+static int start_tasks(struct te_engine *eng, struct te_task *tasks, size_t n)
+{
+	struct te_task *stackv[64], **v = stackv;
+	size_t m = 0;
+	int ret = 0;
+
+	if (n > PD_ARRAY_SIZE(stackv) && !(v = malloc(n * sizeof(*v))))
+		return TE_ERR_MEMORY;
+	for (size_t i = 0; i < n; i++) {
+		struct te_task *t = &tasks[i];
+		const struct te_request *r = &t->req;
+		const struct te_segment_desc *peer = NULL;
+		const char *segname = NULL;
+
+		if (r->opcode != TE_READ && r->opcode != TE_WRITE) {
+			pd_err("te: request %zu: opcode %d is neither READ(0) nor WRITE(1)", i,
+			       r->opcode);
+			ret = TE_ERR_INVALID_ARGUMENT;
+			goto out;
+		}
+		if (r->target_id == TE_LOCAL_SEGMENT) {
+			peer = te_engine_local_desc(eng);
+			segname = eng->name;
+		} else {
+			pthread_mutex_lock(&eng->seg_lock);
+			if (r->target_id <= eng->nsegs) {
+				peer = eng->segs[r->target_id - 1]->desc;
+				segname = eng->segs[r->target_id - 1]->name;
+			}
+			pthread_mutex_unlock(&eng->seg_lock);
+		}
+		if (!peer) {
+			pd_err("te: request %zu: segment id %llu was never opened", i,
+			       (unsigned long long)r->target_id);
+			ret = TE_ERR_INVALID_ARGUMENT;
+			goto out;
+		}
+		if (strcmp(peer->protocol, eng->ops->name)) {
+			pd_err("te: request %zu: segment %s speaks %s, this engine %s", i, segname,
+			       peer->protocol, eng->ops->name);
+			ret = TE_ERR_NOT_SUPPORTED_TRANSPORT;
+			goto out;
+		}
+		t->peer = peer;
+		if (r->length == 0)
+			continue;
+		if (!te_engine_local_range_gpu(eng, (uint64_t)(uintptr_t)r->source, r->length,
+		                               &t->src_gpu)) {
+			pd_err("te: request %zu: source %p+%zu is not inside one registered buffer",
+			       i, r->source, r->length);
+			ret = TE_ERR_ADDRESS_NOT_REGISTERED;
+			goto out;
+		}
+		if (!te_desc_find_range(peer, r->target_offset, r->length)) {
+			/* the descriptor may be stale: re-fetch once, like Mooncake's workers */
+			if (r->target_id != TE_LOCAL_SEGMENT && !te_sync_segment(eng, segname)) {
+				pthread_mutex_lock(&eng->seg_lock);
+				peer = eng->segs[r->target_id - 1]->desc;
+				pthread_mutex_unlock(&eng->seg_lock);
+				t->peer = peer;
+			}
+			if (!te_desc_find_range(peer, r->target_offset, r->length)) {
+				pd_err("te: request %zu: remote range 0x%llx+%zu is not inside one "
+				       "buffer of segment %s",
+				       i, (unsigned long long)r->target_offset, r->length, segname);
+				ret = TE_ERR_OUT_OF_RANGE;
+				goto out;
+			}
+		}
+		v[m++] = t;
+	}
+	if (m)
+		ret = eng->ops->submit(eng->tp, v, m);
+	if (!ret)
+		for (size_t i = 0; i < n; i++)
+			if (tasks[i].req.length == 0)
+				atomic_store(&tasks[i].slice_count, 0);
+out:
+	if (v != stackv)
+		free(v);
+	return ret;
+}
+
 int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_request *reqs,
                     size_t n)
 {
@@ -142,7 +230,7 @@ int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_re
 
 	if (!eng || (n && !reqs))
 		return TE_ERR_INVALID_ARGUMENT;
-	bt = te_engine_batches(eng);
+	bt = eng->batches;
 	pthread_rwlock_rdlock(&bt->lock);
 	b = lookup(bt, batch_id);
 	if (!b) {
@@ -165,7 +253,7 @@ int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_re
 			t[i].submit_ns = now;
 			atomic_store(&t[i].slice_count, -1);
 		}
-		ret = te_engine_start_tasks(eng, t, n);
+		ret = start_tasks(eng, t, n);
 		if (!ret)
 			b->count += n;
 	}
@@ -200,7 +288,7 @@ int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
 
 	if (!eng || !st)
 		return TE_ERR_INVALID_ARGUMENT;
-	bt = te_engine_batches(eng);
+	bt = eng->batches;
 	pthread_rwlock_rdlock(&bt->lock);
 	b = lookup(bt, batch_id);
 	if (!b) {
@@ -215,8 +303,8 @@ int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
 		goto out;
 	}
 	pthread_mutex_unlock(&b->mu);
-	st->status = task_status(&b->tasks[task_id],
-	                         (uint64_t)te_engine_slice_timeout_s(eng) * 1000000000ull, st);
+	st->status =
+	    task_status(&b->tasks[task_id], (uint64_t)eng->slice_timeout_s * 1000000000ull, st);
 out:
 	pthread_rwlock_unlock(&bt->lock);
 	return ret;
@@ -230,7 +318,7 @@ int te_batch_free(struct te_engine *eng, uint64_t batch_id)
 
 	if (!eng)
 		return TE_ERR_INVALID_ARGUMENT;
-	bt = te_engine_batches(eng);
+	bt = eng->batches;
 	pthread_rwlock_wrlock(&bt->lock);
 	b = lookup(bt, batch_id);
 	if (!b) {
@@ -247,5 +335,67 @@ int te_batch_free(struct te_engine *eng, uint64_t batch_id)
 	batch_free(b);
 out:
 	pthread_rwlock_unlock(&bt->lock);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- one transfer, waited for */
+static int transfer_timeout_ms(size_t len)
+{
+	const char *e = getenv("MC_TRANSFER_TIMEOUT");
+	int64_t s = 30;
+	if (e && (pd_parse_i64(e, &s) || s < 5))
+		s = 30;
+	return (int)(s * 1000 + (int64_t)(len / 1000000));
+}
+
+int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, void *local,
+                     uint64_t remote_addr, size_t len, int timeout_ms)
+{
+	struct te_request r = {opcode, local, 0, remote_addr, len};
+	struct te_task_status st = {0, 0};
+	uint64_t batch, end;
+	long nap_ns = 10000;
+	int ret, spins = 0;
+
+	if (!eng || !segment)
+		return TE_ERR_INVALID_ARGUMENT;
+	ret = te_open_segment(eng, segment, &r.target_id);
+	if (ret)
+		return ret;
+	ret = te_batch_alloc(eng, 1, &batch);
+	if (ret)
+		return ret;
+	ret = te_batch_submit(eng, batch, &r, 1);
+	if (ret)
+		goto out;
+	if (timeout_ms <= 0)
+		timeout_ms = transfer_timeout_ms(len);
+	end = pd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	for (;;) {
+		ret = te_batch_status(eng, batch, 0, &st);
+		if (ret)
+			goto out;
+		if (st.status == TE_COMPLETED || st.status == TE_FAILED)
+			break;
+		if (pd_now_ns() > end) {
+			pd_err("te: transfer of %zu bytes to %s timed out after %d ms", len,
+			       segment, timeout_ms);
+			/* the batch stays allocated (still busy); the engine frees it at destroy */
+			return TE_ERR_TIMEOUT;
+		}
+		/* short transfers end within microseconds; back off to 1 ms for long ones */
+		if (++spins < 50) {
+			sched_yield();
+		} else {
+			struct timespec ts = {0, nap_ns};
+			nanosleep(&ts, NULL);
+			if (nap_ns < 1000000)
+				nap_ns *= 2;
+		}
+	}
+	ret = st.status == TE_COMPLETED ? 0 : TE_ERR_ENDPOINT;
+out:
+	if (te_batch_free(eng, batch))
+		pd_warn("te: sync transfer left batch %llx busy", (unsigned long long)batch);
 	return ret;
 }

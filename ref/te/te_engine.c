@@ -444,11 +444,6 @@ const char *te_engine_local_ip(const struct te_engine *eng)
 	return eng->local_ip;
 }
 
-struct te_meta *te_engine_meta(const struct te_engine *eng)
-{
-	return eng->meta;
-}
-
 int te_engine_take_data_fd(struct te_engine *eng)
 {
 	int fd = eng->data_fd;
@@ -456,75 +451,7 @@ int te_engine_take_data_fd(struct te_engine *eng)
 	return fd;
 }
 
-int te_engine_slice_timeout_s(const struct te_engine *eng)
-{
-	return eng->slice_timeout_s;
-}
-
-struct te_batch_table *te_engine_batches(struct te_engine *eng)
-{
-	return eng->batches;
-}
-
-char *te_engine_local_desc_json(struct te_engine *eng)
-{
-	char *s;
-	pthread_mutex_lock(&eng->pub_lock);
-	s = eng->local_json ? strdup(eng->local_json) : NULL;
-	pthread_mutex_unlock(&eng->pub_lock);
-	return s;
-}
-
-const struct te_segment_desc *te_engine_local_desc(struct te_engine *eng)
-{
-	const struct te_segment_desc *d;
-	pthread_mutex_lock(&eng->pub_lock);
-	d = eng->local_desc;
-	pthread_mutex_unlock(&eng->pub_lock);
-	return d;
-}
-
 /* ---------------------------------------------------------------- registration */
-/* Index of the first buffer with addr > a (bufs sorted by addr). */
-static size_t upper_bound(const struct te_engine *eng, uint64_t a)
-{
-	size_t lo = 0, hi = eng->nbufs;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (eng->bufs[mid].addr <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-bool te_engine_local_range_gpu(struct te_engine *eng, uint64_t addr, uint64_t len, int *gpu)
-{
-	bool ok = false;
-	size_t i;
-
-	*gpu = 0;
-	if (len == 0 || addr + len < addr)
-		return false;
-	pthread_rwlock_rdlock(&eng->buf_lock);
-	i = upper_bound(eng, addr);
-	if (i > 0) {
-		const struct te_local_buf *b = &eng->bufs[i - 1];
-		ok = addr - b->addr <= b->len && len <= b->len - (addr - b->addr);
-		if (ok)
-			*gpu = b->gpu;
-	}
-	pthread_rwlock_unlock(&eng->buf_lock);
-	return ok;
-}
-
-bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len)
-{
-	int gpu;
-	return te_engine_local_range_gpu(eng, addr, len, &gpu);
-}
-
 /* "cuda:N": CUDA must be loadable, N below the device count and addr device memory of N.
  * "*": device memory is recognised when the process already uses CUDA (Mooncake classifies "*"
  * with cudaPointerGetAttributes too); the published name stays "*". */
@@ -577,7 +504,7 @@ int te_register(struct te_engine *eng, void *addr, size_t len, const char *locat
 	snprintf(nb.desc.name, sizeof(nb.desc.name), "%s", location);
 
 	pthread_rwlock_wrlock(&eng->buf_lock);
-	i = upper_bound(eng, a);
+	i = te_local_buf_upper(eng, a);
 	if ((i > 0 && eng->bufs[i - 1].addr + eng->bufs[i - 1].len > a) ||
 	    (i < eng->nbufs && eng->bufs[i].addr < a + len)) {
 		pthread_rwlock_unlock(&eng->buf_lock);
@@ -618,7 +545,7 @@ int te_unregister(struct te_engine *eng, void *addr)
 	if (!eng)
 		return TE_ERR_INVALID_ARGUMENT;
 	pthread_rwlock_wrlock(&eng->buf_lock);
-	i = upper_bound(eng, a);
+	i = te_local_buf_upper(eng, a);
 	if (i == 0 || eng->bufs[i - 1].addr != a) {
 		pthread_rwlock_unlock(&eng->buf_lock);
 		pd_err("te: unregister %p: not the start of a registered buffer", addr);

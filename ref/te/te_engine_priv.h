@@ -1,5 +1,5 @@
 /* te_engine_priv: the engine's state, shared by te_engine.c (lifecycle, registration,
- * publishing, cleanup) and te_segment.c (segment cache, request validation). Not public. */
+ * publishing, cleanup), te_segment.c (local and peer segments) and te_batch.c (batches). */
 #ifndef TE_ENGINE_PRIV_H
 #define TE_ENGINE_PRIV_H
 
@@ -50,10 +50,13 @@ struct te_engine {
 	size_t ndescs, desccap;
 };
 
-/* Keeps d alive until destroy; caller holds seg_lock. 0 or TE_ERR_MEMORY. */
+/* te_segment.c. Keeps d alive until destroy; caller holds seg_lock. 0 or TE_ERR_MEMORY. */
 int te_engine_keep_desc(struct te_engine *eng, struct te_segment_desc *d);
 /* Current local descriptor snapshot (id 0). */
 const struct te_segment_desc *te_engine_local_desc(struct te_engine *eng);
 void te_engine_free_segments(struct te_engine *eng);
+/* Index of the first registered buffer with addr > a (bufs sorted by addr); caller holds
+ * buf_lock. */
+size_t te_local_buf_upper(const struct te_engine *eng, uint64_t a);
 
 #endif

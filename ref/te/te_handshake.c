@@ -1,17 +1,11 @@
 /* te_handshake: the out-of-band handshake socket of spec §3 — frame codec (u64 LE length, type
- * byte, JSON; legacy frames), the accept loop that serves peers, and the one-shot client. */
+ * byte, JSON; legacy frames), the server's per-connection exchange (on te_net's accept loop)
+ * and the one-shot client. */
 #include "te_internal.h"
 
-#include <arpa/inet.h>
 #include <cJSON.h>
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,13 +31,6 @@ static size_t hs_max_len(size_t max_len)
 	if (e && !pd_parse_size(e, &v) && v >= 1 && v <= (128ull << 20))
 		return (size_t)v;
 	return TE_HS_MAX_FRAME;
-}
-
-static void set_timeouts(int fd, int ms)
-{
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
 int te_hs_send_frame(int fd, int type, const char *json, size_t len)
@@ -109,62 +96,12 @@ int te_hs_recv_frame(int fd, int *type, char **json, size_t *len, size_t max_len
 	return 0;
 }
 
-int te_net_connect(const char *host, int port, int timeout_ms)
-{
-	int fd;
-
-	if (!host || !*host || port <= 0 || port > 65535)
-		return TE_ERR_INVALID_ARGUMENT;
-	/* pd_tcp_connect: non-blocking connect bounded by timeout_ms, then blocking + NODELAY */
-	fd = pd_tcp_connect(host, port, timeout_ms);
-	if (fd >= 0)
-		return fd;
-	return fd == -EHOSTUNREACH ? TE_ERR_DNS : TE_ERR_UNREACHABLE;
-}
-
-void te_net_local_ip(char *out, size_t len)
-{
-	const char *e = getenv("MC_TCP_BIND_ADDRESS");
-	struct ifaddrs *ifs, *i;
-
-	if (e && *e) {
-		snprintf(out, len, "%s", e);
-		return;
-	}
-	snprintf(out, len, "127.0.0.1");
-	if (getifaddrs(&ifs))
-		return;
-	for (i = ifs; i; i = i->ifa_next) {
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue;
-		if ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP) ||
-		    !(i->ifa_flags & IFF_RUNNING))
-			continue;
-		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out,
-		          (socklen_t)len);
-		break;
-	}
-	freeifaddrs(ifs);
-}
-
 /* ---------------------------------------------------------------- server */
 struct te_hs_server {
 	int lfd;
-	int wake[2];
-	pthread_t thr;
 	te_hs_handler handler;
 	void *ctx;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int nconns;
-	int conn_fds[HS_MAX_CONNS];
-	bool stopping;
-};
-
-struct hs_conn {
-	struct te_hs_server *s;
-	int fd;
-	int slot;
+	struct te_net_server *net;
 };
 
 /* After the reply: shutdown(WR), then read until EOF (bounded) so the peer sees the whole
@@ -185,102 +122,31 @@ static void drain_to_eof(int fd)
 	}
 }
 
-static void *hs_conn_main(void *arg)
+/* One connection: one frame in, the handler's reply out (te_net_server runs it per connection
+ * and closes the socket afterwards). */
+static void hs_serve(void *ctx, int fd)
 {
-	struct hs_conn *c = arg;
-	struct te_hs_server *s = c->s;
+	struct te_hs_server *s = ctx;
 	char *json = NULL, *reply = NULL;
 	size_t len;
 	int type, ret;
 
-	set_timeouts(c->fd, HS_SERVER_RCV_TIMEOUT_MS);
-	ret = te_hs_recv_frame(c->fd, &type, &json, &len, 0);
+	te_net_set_timeouts_ms(fd, HS_SERVER_RCV_TIMEOUT_MS);
+	ret = te_hs_recv_frame(fd, &type, &json, &len, 0);
 	if (ret) {
 		pd_warn("handshake server: bad or incomplete frame from peer: %s",
 		        te_strerror(ret));
 		goto out;
 	}
 	reply = s->handler(s->ctx, type, json, len);
-	ret = te_hs_send_frame(c->fd, type, reply ? reply : "null", reply ? strlen(reply) : 4);
+	ret = te_hs_send_frame(fd, type, reply ? reply : "null", reply ? strlen(reply) : 4);
 	if (ret)
 		pd_warn("handshake server: could not send reply: %s", te_strerror(ret));
 	else
-		drain_to_eof(c->fd);
+		drain_to_eof(fd);
 out:
 	free(json);
 	free(reply);
-	pthread_mutex_lock(&s->mu);
-	s->conn_fds[c->slot] = -1;
-	close(c->fd);
-	s->nconns--;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
-	free(c);
-	return NULL;
-}
-
-static void *hs_accept_main(void *arg)
-{
-	struct te_hs_server *s = arg;
-
-	for (;;) {
-		struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
-		struct hs_conn *c;
-		pthread_t t;
-		pthread_attr_t at;
-		int fd, slot = -1;
-
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (p[1].revents)
-			break;
-		if (!(p[0].revents & POLLIN))
-			continue;
-		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
-				pd_sleep_ms(50);
-			continue;
-		}
-		pthread_mutex_lock(&s->mu);
-		for (int i = 0; i < HS_MAX_CONNS && !s->stopping; i++)
-			if (s->conn_fds[i] < 0) {
-				slot = i;
-				break;
-			}
-		if (slot >= 0) {
-			s->conn_fds[slot] = fd;
-			s->nconns++;
-		}
-		pthread_mutex_unlock(&s->mu);
-		if (slot < 0) {
-			pd_warn("handshake server: %d connections busy, refusing one",
-			        HS_MAX_CONNS);
-			close(fd);
-			continue;
-		}
-		c = malloc(sizeof(*c));
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (c) {
-			c->s = s;
-			c->fd = fd;
-			c->slot = slot;
-		}
-		if (!c || pthread_create(&t, &at, hs_conn_main, c)) {
-			free(c);
-			pthread_mutex_lock(&s->mu);
-			s->conn_fds[slot] = -1;
-			s->nconns--;
-			pthread_mutex_unlock(&s->mu);
-			close(fd);
-		}
-		pthread_attr_destroy(&at);
-	}
-	return NULL;
 }
 
 int te_hs_server_start(int bound_fd, int port, te_hs_handler h, void *ctx,
@@ -298,11 +164,6 @@ int te_hs_server_start(int bound_fd, int port, te_hs_handler h, void *ctx,
 		return TE_ERR_MEMORY;
 	s->handler = h;
 	s->ctx = ctx;
-	s->wake[0] = s->wake[1] = -1;
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
-	for (int i = 0; i < HS_MAX_CONNS; i++)
-		s->conn_fds[i] = -1;
 	if (bound_fd >= 0) {
 		s->lfd = bound_fd;
 		if (listen(s->lfd, (int)backlog)) {
@@ -318,47 +179,23 @@ int te_hs_server_start(int bound_fd, int port, te_hs_handler h, void *ctx,
 			goto fail;
 		}
 	}
-	if (pipe2(s->wake, O_CLOEXEC))
-		goto fail;
-	if (pthread_create(&s->thr, NULL, hs_accept_main, s))
+	if (te_net_server_start(s->lfd, "handshake server", HS_MAX_CONNS, hs_serve, s, &s->net))
 		goto fail;
 	*out = s;
 	return 0;
 fail:
 	if (s->lfd >= 0)
 		close(s->lfd);
-	if (s->wake[0] >= 0) {
-		close(s->wake[0]);
-		close(s->wake[1]);
-	}
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
 	free(s);
 	return TE_ERR_SOCKET;
 }
 
 void te_hs_server_stop(struct te_hs_server *s)
 {
-	char b = 1;
-
 	if (!s)
 		return;
-	if (write(s->wake[1], &b, 1) < 0)
-		pd_warn("handshake server: wake pipe: %s", strerror(errno));
-	pthread_join(s->thr, NULL);
-	pthread_mutex_lock(&s->mu);
-	s->stopping = true;
-	for (int i = 0; i < HS_MAX_CONNS; i++)
-		if (s->conn_fds[i] >= 0)
-			shutdown(s->conn_fds[i], SHUT_RDWR);
-	while (s->nconns > 0)
-		pthread_cond_wait(&s->cv, &s->mu);
-	pthread_mutex_unlock(&s->mu);
+	te_net_server_stop(s->net);
 	close(s->lfd);
-	close(s->wake[0]);
-	close(s->wake[1]);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
 	free(s);
 }
 
@@ -388,7 +225,7 @@ int te_hs_request(const char *host, int port, int type, const char *json, char *
 		pd_err("handshake: cannot connect to %s:%d: %s", host, port, te_strerror(fd));
 		return fd;
 	}
-	set_timeouts(fd, timeout_ms);
+	te_net_set_timeouts_ms(fd, timeout_ms);
 	ret = te_hs_send_frame(fd, type, json ? json : "", json ? strlen(json) : 0);
 	if (ret) {
 		pd_err("handshake: send to %s:%d failed", host, port);

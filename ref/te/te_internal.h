@@ -1,6 +1,6 @@
-/* te_internal: the seams inside the reference engine — segment descriptors (te_desc.c),
- * metadata stores (te_meta*.c), the handshake socket (te_handshake.c) and transports
- * (te_tcp.c, te_rdma*.c). A new transport or metadata backend is one file plus one table row. */
+/* te_internal: the engine's private seams, grouped by concept — descriptors, metadata, sockets,
+ * handshake, tasks and transports, engine services, batches, cleanup. Only ref/te includes it;
+ * the harness uses te_inspect.h. A new transport or metadata backend is one file + one row. */
 #ifndef TE_INTERNAL_H
 #define TE_INTERNAL_H
 
@@ -14,7 +14,8 @@
 
 struct cJSON;
 
-/* ---------------------------------------------------------------- descriptors (spec §2.2) */
+/* ================================================================ descriptors (te_desc.c,
+ * te_json.c) What a segment publishes: docs/metadata.md. */
 #define TE_NAME_MAX    256
 #define TE_MAX_DEVICES 16
 
@@ -52,15 +53,30 @@ char *te_desc_encode(const struct te_segment_desc *d);
 int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, char *errbuf,
                    size_t errlen);
 void te_desc_free(struct te_segment_desc *d);
-/* Compact sorted-key JSON writer for any cJSON tree (used for rpc_meta and descriptors). */
-char *te_json_fast_write(const struct cJSON *item);
 /* Local-time timestamp "YYYY-MM-DD HH:MM:SS.uuuuuu". */
 void te_desc_timestamp(char out[32]);
 /* Finds the remote buffer holding [addr, addr+len); NULL if none (overflow-safe). */
 const struct te_buffer_desc *te_desc_find_range(const struct te_segment_desc *d, uint64_t addr,
                                                 uint64_t len);
+/* rpc_meta value: {"ip_or_host_name":"...","rpc_port":N}\n (malloc'd). */
+char *te_rpcmeta_encode(const char *ip_or_host_name, int rpc_port);
+/* Tolerant reader: host non-empty, rpc_port 1..65535. TE_ERR_MALFORMED_JSON + reason. */
+int te_rpcmeta_decode(const char *json, size_t len, char *host, size_t hostlen, int *rpc_port,
+                      char *errbuf, size_t errlen);
 
-/* ---------------------------------------------------------------- metadata (spec §2.1, §2.3) */
+/* JSON as Mooncake writes and reads it. te_json_fast_write: compact, sorted keys, INCLUDING the
+ * trailing "\n"; cJSON_Raw items are written verbatim (exact u64 numbers). */
+char *te_json_fast_write(const struct cJSON *item);
+/* Strict parser that keeps numbers exact: every number becomes a cJSON_Raw item holding its
+ * text (valuedouble is set too); duplicate object keys: the last wins (as jsoncpp); depth <= 64;
+ * trailing whitespace allowed. NULL with the reason in errbuf. Free with cJSON_Delete. */
+struct cJSON *te_json_parse(const char *text, size_t len, char *errbuf, size_t errlen);
+/* Unsigned integer from a Number or Raw item: rejects negatives, fractions, exponents and
+ * values above max. 0 or TE_ERR_MALFORMED_JSON. */
+int te_json_get_uint(const struct cJSON *item, uint64_t max, uint64_t *out);
+
+/* ================================================================ metadata (te_conn.c, te_meta*.c)
+ * Connection strings and stores: docs/metadata.md. */
 enum te_meta_kind { TE_META_ETCD, TE_META_REDIS, TE_META_HTTP, TE_META_P2P };
 
 struct te_conn_info {
@@ -70,13 +86,21 @@ struct te_conn_info {
 	int port;       /* first endpoint's port (redis without port: 12001, as Mooncake) */
 	int nendpoints; /* etcd endpoint count */
 };
-/* Parses a connection string (§2.3: bare host:port = etcd). TE_ERR_INVALID_ARGUMENT with the
+/* Parses a connection string (bare host:port = etcd). TE_ERR_INVALID_ARGUMENT with the
  * reason in errbuf for an unknown scheme or a malformed address. */
 int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size_t errlen);
+/* Mooncake's adaptor resolution of vLLM's metadata_server/metadata_backend into a connection
+ * string: backend NULL -> "h:p" becomes "etcd://h:p"; backend "etcd"/"redis" (any case) ->
+ * "<backend>://h:p"; a server with "://" (or P2PHANDSHAKE) wins. Another backend ->
+ * TE_ERR_INVALID_ARGUMENT with vLLM's message. */
+int te_conn_resolve(const char *metadata_server, const char *metadata_backend, char *out,
+                    size_t outlen, char *errbuf, size_t errlen);
 
 struct te_meta; /* opaque store handle; thread-safe */
 int te_meta_open(const char *conn, struct te_meta **out, char *errbuf, size_t errlen);
 enum te_meta_kind te_meta_kind(const struct te_meta *m);
+const char *te_meta_kind_name(enum te_meta_kind kind); /* "etcd" "redis" "http" "P2PHANDSHAKE" */
+const char *te_meta_conn(const struct te_meta *m); /* the connection string it was opened with */
 int te_meta_put(struct te_meta *m, const char *key, const char *value);
 /* *value malloc'd. TE_ERR_NOT_FOUND when absent, TE_ERR_UNREACHABLE when the store is down. */
 int te_meta_get(struct te_meta *m, const char *key, char **value);
@@ -87,17 +111,68 @@ void te_meta_close(struct te_meta *m);
 char *te_meta_segment_key(const char *name);
 char *te_meta_rpc_key(const char *name);
 
-/* ---------------------------------------------------------------- handshake socket (spec §3) */
+/* One metadata backend = one file (te_meta_<name>.c) + one row in te_meta.c's table. State is
+ * the backend's own; every op must be thread-safe. get: *val malloc'd, NUL-terminated. */
+struct te_meta_backend {
+	enum te_meta_kind kind;
+	int (*open)(const struct te_conn_info *ci, void **state, char *errbuf, size_t errlen);
+	int (*put)(void *state, const char *key, const char *val, size_t len);
+	int (*get)(void *state, const char *key, char **val, size_t *len);
+	int (*del)(void *state, const char *key); /* TE_ERR_NOT_FOUND when it was absent */
+	void (*close)(void *state);
+};
+extern const struct te_meta_backend te_meta_etcd_backend, te_meta_redis_backend,
+    te_meta_http_backend;
+/* Shared libcurl request for the etcd and http backends (te_meta.c). method "GET", "PUT",
+ * "POST", "DELETE"; body may be NULL. *resp malloc'd (NUL-terminated, capped at 256 MiB).
+ * Returns 0 with *status = HTTP code, or TE_ERR_UNREACHABLE (no HTTP answer) with the curl
+ * error in errbuf. */
+int te_meta_http_request(const char *method, const char *url, const char *body, size_t len,
+                         const char *content_type, long timeout_ms, long *status, char **resp,
+                         size_t *resp_len, char *errbuf, size_t errlen);
+
+/* ================================================================ sockets (te_net.c) */
+/* Resolves host (IPv4/IPv6) and connects with a timeout; TCP_NODELAY set. Returns the fd or
+ * TE_ERR_DNS / TE_ERR_UNREACHABLE. */
+int te_net_connect(const char *host, int port, int timeout_ms);
+/* Local IPv4: MC_TCP_BIND_ADDRESS, else the first non-lo UP+RUNNING address, else 127.0.0.1. */
+void te_net_local_ip(char *out, size_t len);
+/* SO_RCVTIMEO and SO_SNDTIMEO. */
+void te_net_set_timeouts_ms(int fd, int ms);
+/* TCP_NODELAY, and PDKV_TCP_SOCKBUF's fixed buffer size when set (else kernel autotuning). */
+void te_net_tune_socket(int fd);
+
+/* The accept loop of both servers (handshake, TCP data): one thread polls lfd (listening,
+ * owned and closed by the caller) and a wake pipe; each connection takes one of max_conns
+ * slots (a full table refuses it with a warning) and runs serve(ctx, fd) on its own detached
+ * thread; the socket is closed when serve returns. stop wakes the loop, shuts the open
+ * connections down and returns once every serve has returned. */
+typedef void (*te_net_serve_fn)(void *ctx, int fd);
+struct te_net_server;
+int te_net_server_start(int lfd, const char *name, int max_conns, te_net_serve_fn serve, void *ctx,
+                        struct te_net_server **out);
+void te_net_server_stop(struct te_net_server *s);
+
+/* ================================================================ handshake (te_handshake.c)
+ * Frames: docs/handshake.md. */
 #define TE_HS_CONNECTION 0
 #define TE_HS_METADATA   1
 #define TE_HS_NOTIFY     2
 #define TE_HS_PROBE      3
+#define TE_HS_LEGACY     -1 /* a pre-0.3.0 frame (no type byte) */
 #define TE_HS_MAX_FRAME  (1u << 20)
+
+int te_hs_send_frame(int fd, int type, const char *json, size_t len);
+/* Reads one frame: max_len bounds the length field (0 = TE_HS_MAX_FRAME or
+ * MC_HANDSHAKE_MAX_LENGTH); *json is malloc'd and NUL-terminated, *type TE_HS_LEGACY for a
+ * legacy frame. TE_ERR_SOCKET on I/O error/EOF/timeout, TE_ERR_MALFORMED_JSON on a length of 0
+ * or over the maximum (nothing is allocated for it). */
+int te_hs_recv_frame(int fd, int *type, char **json, size_t *len, size_t max_len);
 
 /* Server callback: returns a malloc'd reply JSON text (NULL -> reply "null"). */
 typedef char *(*te_hs_handler)(void *ctx, int type, const char *json, size_t len);
 struct te_hs_server;
-/* Starts the accept loop on an already-bound (not listening) fd, or binds port if fd < 0. */
+/* Serves on an already-bound (not listening) fd, or binds port if fd < 0. */
 int te_hs_server_start(int bound_fd, int port, te_hs_handler h, void *ctx,
                        struct te_hs_server **out);
 void te_hs_server_stop(struct te_hs_server *s);
@@ -105,7 +180,7 @@ void te_hs_server_stop(struct te_hs_server *s);
 int te_hs_request(const char *host, int port, int type, const char *json, char **reply,
                   int timeout_ms);
 
-/* ---------------------------------------------------------------- tasks and transports */
+/* ================================================================ tasks and transports */
 struct te_task {
 	struct te_request req;
 	const struct te_segment_desc *peer; /* snapshot valid until the batch is freed */
@@ -129,6 +204,27 @@ static inline void te_task_slice_done(struct te_task *t, size_t bytes, bool ok)
 	}
 }
 
+/* Contracts for transports (tcp, rdma) — the engine relies on these:
+ *  - install() runs after the engine has chosen its name, local ip and rpc port; the transport
+ *    may call te_engine_take_data_fd() to adopt the pre-bound rpc_port+1 socket (tcp).
+ *  - register_mem(): the engine pre-fills b->addr, b->length and b->name = location; the
+ *    transport may overwrite b->name (tcp: the server name) and fill keys (rdma).
+ *  - submit(): the engine sets every task's slice_count to -1 (= "not started", reported as
+ *    WAITING) before the call. The transport must store the final slice_count (>= 1) BEFORE the
+ *    first slice of that task can end. Zero-length requests never reach the transport (the
+ *    engine completes them). After its last te_task_slice_done() on a task the transport must
+ *    not touch the task again: the batch may be freed at once. submit() returning an error
+ *    means none of the tasks was started (the engine then reports the error to the caller and
+ *    the tasks are not counted in the batch); later failures are reported per slice.
+ *  - task->peer is the peer descriptor snapshot (for target_id 0, the local segment's); it stays
+ *    valid until the engine is destroyed. task->req.target_offset is already range-checked
+ *    against it.
+ *  - destroy() stops all threads; every in-flight task must be ended (failed) or abandoned.
+ *  - Routing: a request goes to the engine's one transport; a peer whose descriptor names
+ *    another protocol is refused at submit with TE_ERR_NOT_SUPPORTED_TRANSPORT.
+ *  - Linking: te_engine.c references te_rdma_transport_ops WEAKLY (NULL = "rdma not built in"),
+ *    and a weak reference does not pull an archive member: a binary that wants RDMA links lib
+ *    terdma AND references the symbol strongly (ref/te/rdma.mk adds rdma_link/te_rdma_link.c). */
 struct te_transport;
 struct te_transport_ops {
 	const char *name; /* "tcp", "rdma" */
@@ -147,12 +243,18 @@ struct te_transport_ops {
 	void (*destroy)(struct te_transport *t);
 };
 
-extern const struct te_transport_ops te_tcp_transport_ops;
+extern const struct te_transport_ops te_tcp_transport_ops;  /* te_tcp.c */
 extern const struct te_transport_ops te_rdma_transport_ops; /* te_rdma.c */
 
-/* Engine services available to transports. */
+/* ================================================================ engine services for transports
+ * (te_engine.c: identity and sockets; te_segment.c: segments and local memory) */
 const char *te_engine_local_ip(const struct te_engine *eng);
-struct te_meta *te_engine_meta(const struct te_engine *eng);
+/* The device_names the engine was created with (a comma list); NULL or "" = every device. */
+const char *te_engine_device_names(const struct te_engine *eng);
+/* Adopts the socket pre-bound to rpc_port+1 (not listening yet); -1 if none. */
+int te_engine_take_data_fd(struct te_engine *eng);
+/* Current local descriptor JSON (malloc'd) — what P2P metadata requests are answered with. */
+char *te_engine_local_desc_json(struct te_engine *eng);
 /* Fetches (cached) the descriptor and rpc_meta of a peer segment by name. */
 int te_engine_peer_desc(struct te_engine *eng, const char *name,
                         const struct te_segment_desc **desc);
@@ -164,124 +266,19 @@ bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len
  * as "cuda:N" (te_gpu.h), 0 for host memory. Transports stage device memory themselves. */
 bool te_engine_local_range_gpu(struct te_engine *eng, uint64_t addr, uint64_t len, int *gpu);
 
-/* ---------------------------------------------------------------- additions by te-core
- * Contracts for transports (tcp, rdma) — the engine relies on these:
- *  - install() runs after the engine has chosen its name, local ip and rpc port; the transport
- *    may call te_engine_take_data_fd() to adopt the pre-bound rpc_port+1 socket (tcp).
- *  - register_mem(): the engine pre-fills b->addr, b->length and b->name = location; the
- *    transport may overwrite b->name (tcp: the server name) and fill keys (rdma).
- *  - submit(): the engine sets every task's slice_count to -1 (= "not started", reported as
- *    WAITING) before the call. The transport must store the final slice_count (>= 1) BEFORE the
- *    first slice of that task can end. Zero-length requests never reach the transport (the
- *    engine completes them). After its last te_task_slice_done() on a task the transport must
- *    not touch the task again: the batch may be freed at once. submit() returning an error
- *    means none of the tasks was started (the engine then reports the error to the caller and
- *    the tasks are not counted in the batch); later failures are reported per slice.
- *  - task->peer is the peer descriptor snapshot (for target_id 0, the local segment's); it stays
- *    valid until the engine is destroyed. task->req.target_offset is already range-checked
- *    against it.
- *  - destroy() stops all threads; every in-flight task must be ended (failed) or abandoned.
- *  - Routing: a request goes to the engine's one transport; a peer whose descriptor names
- *    another protocol is refused at submit with TE_ERR_NOT_SUPPORTED_TRANSPORT (spec §6).
- *  - Linking: te_engine.c references te_rdma_transport_ops WEAKLY (NULL = "rdma not built in"),
- *    and a weak reference does not pull an archive member: a binary that wants RDMA links lib
- *    terdma AND references the symbol strongly (ref/te/rdma.mk adds rdma_link/te_rdma_link.c). */
-
-/* Adopts the socket pre-bound to rpc_port+1 (not listening yet); -1 if none. */
-int te_engine_take_data_fd(struct te_engine *eng);
-/* Segment name of target_id as cached by the engine (NULL if unknown). */
-const char *te_engine_segment_name(struct te_engine *eng, uint64_t id);
-/* Current local descriptor JSON (malloc'd) — what P2P metadata requests are answered with. */
-char *te_engine_local_desc_json(struct te_engine *eng);
-/* Engine-wide knobs read once at create (env): MC_SLICE_TIMEOUT (s, 0 = off). */
-int te_engine_slice_timeout_s(const struct te_engine *eng);
-
-/* Handshake framing (te_handshake.c), exposed for tests and the rdma transport.
- * type TE_HS_LEGACY sends/receives a pre-0.3.0 frame (no type byte). */
-#define TE_HS_LEGACY -1
-int te_hs_send_frame(int fd, int type, const char *json, size_t len);
-/* Reads one frame: max_len bounds the length field (0 = TE_HS_MAX_FRAME or
- * MC_HANDSHAKE_MAX_LENGTH); *json is malloc'd and NUL-terminated, *type TE_HS_LEGACY for a
- * legacy frame. TE_ERR_SOCKET on I/O error/EOF/timeout, TE_ERR_MALFORMED_JSON on a length of 0
- * or over the maximum (nothing is allocated for it). */
-int te_hs_recv_frame(int fd, int *type, char **json, size_t *len, size_t max_len);
-/* Resolves host (IPv4/IPv6) and connects with a timeout; TCP_NODELAY set. Returns the fd or
- * TE_ERR_DNS / TE_ERR_UNREACHABLE. */
-int te_net_connect(const char *host, int port, int timeout_ms);
-/* Local IPv4 per spec §2.6: MC_TCP_BIND_ADDRESS, else first non-lo UP+RUNNING, else 127.0.0.1. */
-void te_net_local_ip(char *out, size_t len);
-
-/* Batches (te_batch.c). The handle table makes any bogus id TE_ERR_BAD_BATCH. */
+/* ================================================================ batches (te_batch.c)
+ * The handle table makes any bogus id TE_ERR_BAD_BATCH. */
 struct te_batch_table;
 int te_batch_table_create(struct te_batch_table **out);
 /* Frees every batch that is still allocated (engine destroy, after transports stopped). */
 void te_batch_table_destroy(struct te_batch_table *bt);
-struct te_batch_table *te_engine_batches(struct te_engine *eng);
-/* Engine hook used by te_batch_submit: validates reqs and starts them. */
-int te_engine_start_tasks(struct te_engine *eng, struct te_task *tasks, size_t n);
 
+/* ================================================================ cleanup (te_engine.c) */
 /* Signal/exit cleanup: SIGINT/SIGTERM remove this engine's metadata keys (from a helper
  * thread, not the handler), then the signal's default action runs. Normal exit() without
  * te_engine_destroy also removes them (atexit). Safe to call for several engines. */
 int te_engine_install_signal_cleanup(struct te_engine *eng);
 /* Removes this engine's rpc_meta and segment keys now (idempotent). */
 int te_engine_remove_keys(struct te_engine *eng);
-
-/* ---------------------------------------------------------------- additions by te-meta
- * (te_json.c, te_desc.c, te_conn.c, te_meta*.c). te_json_fast_write() returns FastWriter bytes
- * INCLUDING the trailing "\n"; cJSON_Raw items are written verbatim (exact u64 numbers). */
-#ifndef TE_META_ADDITIONS
-#define TE_META_ADDITIONS
-/* Strict parser that keeps numbers exact: every number becomes a cJSON_Raw item holding its
- * text (valuedouble is set too); duplicate object keys: the last wins (as jsoncpp); depth <= 64;
- * trailing whitespace allowed. NULL with the reason in errbuf. Free with cJSON_Delete. */
-struct cJSON *te_json_parse(const char *text, size_t len, char *errbuf, size_t errlen);
-/* Unsigned integer from a Number or Raw item: rejects negatives, fractions, exponents and
- * values above max. 0 or TE_ERR_MALFORMED_JSON. */
-int te_json_get_uint(const struct cJSON *item, uint64_t max, uint64_t *out);
-/* rpc_meta value: {"ip_or_host_name":"...","rpc_port":N}\n (malloc'd). */
-char *te_rpcmeta_encode(const char *ip_or_host_name, int rpc_port);
-/* Tolerant reader: host non-empty, rpc_port 1..65535. TE_ERR_MALFORMED_JSON + reason. */
-int te_rpcmeta_decode(const char *json, size_t len, char *host, size_t hostlen, int *rpc_port,
-                      char *errbuf, size_t errlen);
-/* Mooncake's adaptor resolution of vLLM's metadata_server/metadata_backend into a TE connection
- * string (vllm-connector §2.5-2.6): backend NULL -> "h:p" becomes "etcd://h:p"; backend
- * "etcd"/"redis" (any case) -> "<backend>://h:p"; a server with "://" (or P2PHANDSHAKE) wins.
- * Another backend -> TE_ERR_INVALID_ARGUMENT with vLLM's message. */
-int te_conn_resolve(const char *metadata_server, const char *metadata_backend, char *out,
-                    size_t outlen, char *errbuf, size_t errlen);
-const char *te_meta_kind_name(enum te_meta_kind kind); /* "etcd" "redis" "http" "P2PHANDSHAKE" */
-const char *te_meta_conn(const struct te_meta *m); /* the connection string it was opened with */
-
-/* One metadata backend = one file (te_meta_<name>.c) + one row in te_meta.c's table. State is
- * the backend's own; every op must be thread-safe. get: *val malloc'd, NUL-terminated. */
-struct te_conn_info;
-struct te_meta_backend {
-	enum te_meta_kind kind;
-	int (*open)(const struct te_conn_info *ci, void **state, char *errbuf, size_t errlen);
-	int (*put)(void *state, const char *key, const char *val, size_t len);
-	int (*get)(void *state, const char *key, char **val, size_t *len);
-	int (*del)(void *state, const char *key); /* TE_ERR_NOT_FOUND when it was absent */
-	void (*close)(void *state);
-};
-extern const struct te_meta_backend te_meta_etcd_backend, te_meta_redis_backend,
-    te_meta_http_backend;
-/* Shared libcurl request for the etcd and http backends (te_meta.c). method "GET", "PUT",
- * "POST", "DELETE"; body may be NULL. *resp malloc'd (NUL-terminated, capped at 256 MiB).
- * Returns 0 with *status = HTTP code, or TE_ERR_UNREACHABLE (no HTTP answer) with the curl
- * error in errbuf. */
-int te_meta_http_request(const char *method, const char *url, const char *body, size_t len,
-                         const char *content_type, long timeout_ms, long *status, char **resp,
-                         size_t *resp_len, char *errbuf, size_t errlen);
-#endif
-
-/* ---------------------------------------------------------------- additions by rdma (te_rdma*.c)
- * The device_names the engine was created with (te_engine_opts.device_names, a comma list);
- * NULL or "" = every device found. te_rdma.c carries a weak fallback returning NULL until the
- * engine defines it. */
-#ifndef TE_ENGINE_DEVICE_NAMES_DECLARED
-#define TE_ENGINE_DEVICE_NAMES_DECLARED
-const char *te_engine_device_names(const struct te_engine *eng);
-#endif
 
 #endif

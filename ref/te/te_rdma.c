@@ -16,13 +16,6 @@
 #include "pd_log.h"
 #include "pd_util.h"
 
-/* Engines that predate the hook get "all devices"; te_engine.c's definition wins at link. */
-__attribute__((weak)) const char *te_engine_device_names(const struct te_engine *eng)
-{
-	(void)eng;
-	return NULL;
-}
-
 /* ---------------------------------------------------------------- registration */
 
 static int rdma_register(struct te_transport *t, void *addr, size_t len, const char *location,

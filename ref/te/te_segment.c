@@ -1,5 +1,5 @@
-/* te_segment: the remote-segment cache (open/sync, rpc_meta lookups, P2P metadata exchange),
- * request validation before a transport sees it, the sync-transfer helper and error names. */
+/* te_segment: the segments a request can target — the local one (registered-buffer lookups, the
+ * published descriptor) and the peer cache (open/sync, rpc_meta lookups, P2P metadata). */
 #include "te_engine_priv.h"
 
 #include <sched.h>
@@ -13,6 +13,66 @@
 
 #define P2P_META_TIMEOUT_MS 10000
 
+/* ---------------------------------------------------------------- the local segment */
+char *te_engine_local_desc_json(struct te_engine *eng)
+{
+	char *s;
+	pthread_mutex_lock(&eng->pub_lock);
+	s = eng->local_json ? strdup(eng->local_json) : NULL;
+	pthread_mutex_unlock(&eng->pub_lock);
+	return s;
+}
+
+const struct te_segment_desc *te_engine_local_desc(struct te_engine *eng)
+{
+	const struct te_segment_desc *d;
+	pthread_mutex_lock(&eng->pub_lock);
+	d = eng->local_desc;
+	pthread_mutex_unlock(&eng->pub_lock);
+	return d;
+}
+
+/* Index of the first buffer with addr > a (bufs sorted by addr). */
+size_t te_local_buf_upper(const struct te_engine *eng, uint64_t a)
+{
+	size_t lo = 0, hi = eng->nbufs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (eng->bufs[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool te_engine_local_range_gpu(struct te_engine *eng, uint64_t addr, uint64_t len, int *gpu)
+{
+	bool ok = false;
+	size_t i;
+
+	*gpu = 0;
+	if (len == 0 || addr + len < addr)
+		return false;
+	pthread_rwlock_rdlock(&eng->buf_lock);
+	i = te_local_buf_upper(eng, addr);
+	if (i > 0) {
+		const struct te_local_buf *b = &eng->bufs[i - 1];
+		ok = addr - b->addr <= b->len && len <= b->len - (addr - b->addr);
+		if (ok)
+			*gpu = b->gpu;
+	}
+	pthread_rwlock_unlock(&eng->buf_lock);
+	return ok;
+}
+
+bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len)
+{
+	int gpu;
+	return te_engine_local_range_gpu(eng, addr, len, &gpu);
+}
+
+/* ---------------------------------------------------------------- peer segments */
 int te_engine_keep_desc(struct te_engine *eng, struct te_segment_desc *d)
 {
 	if (eng->ndescs == eng->desccap) {
@@ -209,18 +269,6 @@ int te_sync_segment(struct te_engine *eng, const char *name)
 	return ret;
 }
 
-const char *te_engine_segment_name(struct te_engine *eng, uint64_t id)
-{
-	const char *n = NULL;
-	if (id == TE_LOCAL_SEGMENT)
-		return eng->name;
-	pthread_mutex_lock(&eng->seg_lock);
-	if (id <= eng->nsegs)
-		n = eng->segs[id - 1]->name;
-	pthread_mutex_unlock(&eng->seg_lock);
-	return n;
-}
-
 int te_engine_peer_desc(struct te_engine *eng, const char *name,
                         const struct te_segment_desc **desc)
 {
@@ -295,211 +343,4 @@ int te_engine_peer_rpc(struct te_engine *eng, const char *name, char *host, size
 	}
 	pthread_mutex_unlock(&eng->seg_lock);
 	return 0;
-}
-
-/* Validates every request before any is started (te.h: all or nothing), then hands the
- * non-empty ones to the transport. */
-int te_engine_start_tasks(struct te_engine *eng, struct te_task *tasks, size_t n)
-{
-	struct te_task *stackv[64], **v = stackv;
-	size_t m = 0;
-	int ret = 0;
-
-	if (n > PD_ARRAY_SIZE(stackv) && !(v = malloc(n * sizeof(*v))))
-		return TE_ERR_MEMORY;
-	for (size_t i = 0; i < n; i++) {
-		struct te_task *t = &tasks[i];
-		const struct te_request *r = &t->req;
-		const struct te_segment_desc *peer = NULL;
-		const char *segname = NULL;
-
-		if (r->opcode != TE_READ && r->opcode != TE_WRITE) {
-			pd_err("te: request %zu: opcode %d is neither READ(0) nor WRITE(1)", i,
-			       r->opcode);
-			ret = TE_ERR_INVALID_ARGUMENT;
-			goto out;
-		}
-		if (r->target_id == TE_LOCAL_SEGMENT) {
-			peer = te_engine_local_desc(eng);
-			segname = eng->name;
-		} else {
-			pthread_mutex_lock(&eng->seg_lock);
-			if (r->target_id <= eng->nsegs) {
-				peer = eng->segs[r->target_id - 1]->desc;
-				segname = eng->segs[r->target_id - 1]->name;
-			}
-			pthread_mutex_unlock(&eng->seg_lock);
-		}
-		if (!peer) {
-			pd_err("te: request %zu: segment id %llu was never opened", i,
-			       (unsigned long long)r->target_id);
-			ret = TE_ERR_INVALID_ARGUMENT;
-			goto out;
-		}
-		if (strcmp(peer->protocol, eng->ops->name)) {
-			pd_err("te: request %zu: segment %s speaks %s, this engine %s", i, segname,
-			       peer->protocol, eng->ops->name);
-			ret = TE_ERR_NOT_SUPPORTED_TRANSPORT;
-			goto out;
-		}
-		t->peer = peer;
-		if (r->length == 0)
-			continue;
-		if (!te_engine_local_range_gpu(eng, (uint64_t)(uintptr_t)r->source, r->length,
-		                               &t->src_gpu)) {
-			pd_err("te: request %zu: source %p+%zu is not inside one registered buffer",
-			       i, r->source, r->length);
-			ret = TE_ERR_ADDRESS_NOT_REGISTERED;
-			goto out;
-		}
-		if (!te_desc_find_range(peer, r->target_offset, r->length)) {
-			/* the descriptor may be stale: re-fetch once, like Mooncake's workers */
-			if (r->target_id != TE_LOCAL_SEGMENT && !te_sync_segment(eng, segname)) {
-				pthread_mutex_lock(&eng->seg_lock);
-				peer = eng->segs[r->target_id - 1]->desc;
-				pthread_mutex_unlock(&eng->seg_lock);
-				t->peer = peer;
-			}
-			if (!te_desc_find_range(peer, r->target_offset, r->length)) {
-				pd_err("te: request %zu: remote range 0x%llx+%zu is not inside one "
-				       "buffer of segment %s",
-				       i, (unsigned long long)r->target_offset, r->length, segname);
-				ret = TE_ERR_OUT_OF_RANGE;
-				goto out;
-			}
-		}
-		v[m++] = t;
-	}
-	if (m)
-		ret = eng->ops->submit(eng->tp, v, m);
-	if (!ret)
-		for (size_t i = 0; i < n; i++)
-			if (tasks[i].req.length == 0)
-				atomic_store(&tasks[i].slice_count, 0);
-out:
-	if (v != stackv)
-		free(v);
-	return ret;
-}
-
-static int transfer_timeout_ms(size_t len)
-{
-	const char *e = getenv("MC_TRANSFER_TIMEOUT");
-	int64_t s = 30;
-	if (e && (pd_parse_i64(e, &s) || s < 5))
-		s = 30;
-	return (int)(s * 1000 + (int64_t)(len / 1000000));
-}
-
-int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, void *local,
-                     uint64_t remote_addr, size_t len, int timeout_ms)
-{
-	struct te_request r = {opcode, local, 0, remote_addr, len};
-	struct te_task_status st = {0, 0};
-	uint64_t batch, end;
-	long nap_ns = 10000;
-	int ret, spins = 0;
-
-	if (!eng || !segment)
-		return TE_ERR_INVALID_ARGUMENT;
-	ret = te_open_segment(eng, segment, &r.target_id);
-	if (ret)
-		return ret;
-	ret = te_batch_alloc(eng, 1, &batch);
-	if (ret)
-		return ret;
-	ret = te_batch_submit(eng, batch, &r, 1);
-	if (ret)
-		goto out;
-	if (timeout_ms <= 0)
-		timeout_ms = transfer_timeout_ms(len);
-	end = pd_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	for (;;) {
-		ret = te_batch_status(eng, batch, 0, &st);
-		if (ret)
-			goto out;
-		if (st.status == TE_COMPLETED || st.status == TE_FAILED)
-			break;
-		if (pd_now_ns() > end) {
-			pd_err("te: transfer of %zu bytes to %s timed out after %d ms", len,
-			       segment, timeout_ms);
-			/* the batch stays allocated (still busy); the engine frees it at destroy */
-			return TE_ERR_TIMEOUT;
-		}
-		/* short transfers end within microseconds; back off to 1 ms for long ones */
-		if (++spins < 50) {
-			sched_yield();
-		} else {
-			struct timespec ts = {0, nap_ns};
-			nanosleep(&ts, NULL);
-			if (nap_ns < 1000000)
-				nap_ns *= 2;
-		}
-	}
-	ret = st.status == TE_COMPLETED ? 0 : TE_ERR_ENDPOINT;
-out:
-	if (te_batch_free(eng, batch))
-		pd_warn("te: sync transfer left batch %llx busy", (unsigned long long)batch);
-	return ret;
-}
-
-const char *te_strerror(int err)
-{
-	switch (err) {
-	case TE_OK:
-		return "success";
-	case TE_ERR_INVALID_ARGUMENT:
-		return "invalid argument";
-	case TE_ERR_TOO_MANY_REQUESTS:
-		return "too many requests for the batch";
-	case TE_ERR_ADDRESS_NOT_REGISTERED:
-		return "address not registered";
-	case TE_ERR_BATCH_BUSY:
-		return "batch busy (tasks not all observed finished)";
-	case TE_ERR_DEVICE_NOT_FOUND:
-		return "device not found";
-	case TE_ERR_ADDRESS_OVERLAPPED:
-		return "address overlaps a registered buffer";
-	case TE_ERR_NOT_SUPPORTED_TRANSPORT:
-		return "transport not supported";
-	case TE_ERR_DNS:
-		return "name resolution failed";
-	case TE_ERR_SOCKET:
-		return "socket error";
-	case TE_ERR_MALFORMED_JSON:
-		return "malformed JSON";
-	case TE_ERR_REJECT_HANDSHAKE:
-		return "handshake rejected";
-	case TE_ERR_METADATA:
-		return "metadata store error";
-	case TE_ERR_ENDPOINT:
-		return "endpoint error (transfer failed)";
-	case TE_ERR_CONTEXT:
-		return "context error";
-	case TE_ERR_MEMORY:
-		return "out of memory";
-	case TE_ERR_NOT_IMPLEMENTED:
-		return "not implemented";
-	case TE_ERR_NOT_FOUND:
-		return "not found";
-	case TE_ERR_OUT_OF_RANGE:
-		return "remote range outside every registered buffer";
-	case TE_ERR_TIMEOUT:
-		return "timed out";
-	case TE_ERR_BAD_BATCH:
-		return "unknown batch id";
-	case TE_ERR_UNREACHABLE:
-		return "metadata store or peer unreachable";
-	default:
-		return "unknown error";
-	}
-}
-
-const char *te_status_name(int status)
-{
-	static const char *const names[] = {"WAITING",   "PENDING", "INVALID", "CANCELED",
-	                                    "COMPLETED", "TIMEOUT", "FAILED"};
-	if (status < 0 || status >= (int)PD_ARRAY_SIZE(names))
-		return "UNKNOWN";
-	return names[status];
 }

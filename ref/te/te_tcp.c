@@ -1,4 +1,4 @@
-/* te_tcp: the TCP transport of spec §4, client side and ops — socket helpers, peers (lanes in
+/* te_tcp: the TCP transport of spec §4, client side and ops — peers (lanes in
  * te_tcp_lane.c), submit (slicing, inline send or queue), the transport's ops. The validating
  * server is te_tcp_server.c. */
 #include "te_tcp.h"
@@ -20,30 +20,6 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te_gpu.h"
-
-/* ---------------------------------------------------------------- helpers */
-void te_tcp_set_io_timeout(int fd, int secs)
-{
-	struct timeval tv = {secs, 0};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-void te_tcp_tune_socket(int fd)
-{
-	const char *e = getenv("PDKV_TCP_SOCKBUF");
-	int one = 1;
-	uint64_t sz;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* Default: leave the kernel's autotuning alone (a fixed SO_SNDBUF disables it and is
-	 * capped by wmem_max); PDKV_TCP_SOCKBUF=4M forces a size. */
-	if (e && !pd_parse_size(e, &sz) && sz >= 65536 && sz <= (1ull << 30)) {
-		int v = (int)sz;
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
-	}
-}
 
 /* Peer = (host, data port, protocol version); lanes start lazily with the first request. */
 static struct tcp_peer *get_peer(struct te_transport *tp, const struct te_segment_desc *d, int *err)
@@ -195,13 +171,7 @@ static void tcp_destroy(struct te_transport *tp)
 	free(tp->peers);
 	if (tp->lfd >= 0)
 		close(tp->lfd);
-	if (tp->wake[0] >= 0) {
-		close(tp->wake[0]);
-		close(tp->wake[1]);
-	}
 	pthread_mutex_destroy(&tp->peers_mu);
-	pthread_mutex_destroy(&tp->srv_mu);
-	pthread_cond_destroy(&tp->srv_cv);
 	free(tp);
 }
 
@@ -215,12 +185,8 @@ static int tcp_install(struct te_engine *eng, struct te_transport **out)
 	if (!tp)
 		return TE_ERR_MEMORY;
 	tp->eng = eng;
-	tp->lfd = tp->wake[0] = tp->wake[1] = -1;
+	tp->lfd = -1;
 	pthread_mutex_init(&tp->peers_mu, NULL);
-	pthread_mutex_init(&tp->srv_mu, NULL);
-	pthread_cond_init(&tp->srv_cv, NULL);
-	for (int i = 0; i < TCP_MAX_SERVER_CONNS; i++)
-		tp->conn_fds[i] = -1;
 	/* Lanes per peer: 2, but 1 on small hosts (<= 4 CPUs online), where each lane's sender
 	 * and receiver threads compete with the caller and the target for the cores and a second
 	 * lane costs more than it overlaps (2 cores, loopback: 1 MiB write 0.56 -> 0.75 of a plain

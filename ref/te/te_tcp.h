@@ -1,5 +1,6 @@
 /* te_tcp: private seams of the TCP transport — wire constants, lanes/peers (client side,
- * te_tcp.c) and the validating server (te_tcp_server.c). */
+ * te_tcp.c, te_tcp_lane.c) and the validating server (te_tcp_server.c). Socket helpers are
+ * te_net.c's. */
 #ifndef TE_TCP_H
 #define TE_TCP_H
 
@@ -82,20 +83,11 @@ struct te_transport {
 	struct tcp_peer **peers;
 	size_t npeers;
 	/* server */
-	int lfd;
-	int wake[2];
-	pthread_t accept_thr;
-	bool accept_started;
-	pthread_mutex_t srv_mu;
-	pthread_cond_t srv_cv;
-	int nconns;
-	int conn_fds[TCP_MAX_SERVER_CONNS];
+	int lfd; /* bound to rpc_port+1 by the engine; closed at destroy */
+	struct te_net_server *srv;
 	bool stopping;
 };
 
-/* shared I/O helpers (te_tcp.c) */
-void te_tcp_set_io_timeout(int fd, int secs);
-void te_tcp_tune_socket(int fd);
 /* CUDA memory (te_tcp_gpu.c): body bytes between a socket and device memory of dev through
  * the thread's pinned double buffer (*sp, made on first use), chunk by chunk, the copy of one
  * chunk overlapping the socket I/O of the next. send: the npre iovecs (headers, statuses; at

@@ -562,8 +562,8 @@ static void *lane_snd_main(void *arg)
 				release_send(l);
 				continue;
 			}
-			te_tcp_tune_socket(fd);
-			te_tcp_set_io_timeout(fd, TCP_IO_TIMEOUT_S);
+			te_net_tune_socket(fd);
+			te_net_set_timeouts_ms(fd, TCP_IO_TIMEOUT_S * 1000);
 			l->fd = fd;
 		}
 		/* responses are matched in wire order, so queue them before the headers go out */

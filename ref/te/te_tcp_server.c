@@ -1,11 +1,10 @@
 /* te_tcp_server: the TCP transport's data server (spec §4) — one thread per persistent
- * connection, every request validated against registered memory before a byte moves. */
+ * connection (te_net's accept loop), every request validated against registered memory
+ * before a byte moves. */
 #include "te_tcp.h"
 
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +14,6 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te_gpu.h"
-
-struct srv_conn {
-	struct te_transport *tp;
-	int fd, slot;
-};
 
 /* v2 statuses are coalesced: they wait while more requests are already queued on the socket
  * and go out (in one send) before the server would block, before a READ reply, or when full.
@@ -172,17 +166,19 @@ static int srv_send_gpu_small(struct te_transport *tp, int fd, struct srv_in *in
 	return pd_writev_full(fd, iov, k);
 }
 
-static void *srv_conn_main(void *arg)
+/* One persistent connection, request after request until EOF or an error (te_net_server runs it
+ * on its own thread and closes the socket afterwards). */
+static void srv_serve(void *ctx, int fd)
 {
-	struct srv_conn *c = arg;
-	struct te_transport *tp = c->tp;
+	struct te_transport *tp = ctx;
 	struct te_gpu_stage *stage = NULL; /* made on the first request for CUDA memory */
 	struct srv_out out = {.n = 0, .gpu_pending = false, .stage = &stage};
 	struct srv_prefetch pf = {.valid = false};
 	struct srv_in *in = malloc(sizeof(*in));
-	int fd = c->fd;
 	uint64_t nreq = 0;
 
+	te_net_tune_socket(fd);
+	te_net_set_timeouts_ms(fd, TCP_IO_TIMEOUT_S * 1000);
 	if (in)
 		in->pos = in->len = 0;
 	for (; in;) {
@@ -268,80 +264,6 @@ static void *srv_conn_main(void *arg)
 	flush_status(fd, &out);
 	free(in);
 	te_gpu_stage_free(stage);
-	pthread_mutex_lock(&tp->srv_mu);
-	tp->conn_fds[c->slot] = -1;
-	close(fd);
-	tp->nconns--;
-	pthread_cond_broadcast(&tp->srv_cv);
-	pthread_mutex_unlock(&tp->srv_mu);
-	free(c);
-	return NULL;
-}
-
-static void *srv_accept_main(void *arg)
-{
-	struct te_transport *tp = arg;
-
-	for (;;) {
-		struct pollfd pf[2] = {{tp->lfd, POLLIN, 0}, {tp->wake[0], POLLIN, 0}};
-		struct srv_conn *c = NULL;
-		pthread_attr_t at;
-		pthread_t t;
-		int fd, slot = -1;
-
-		if (poll(pf, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pf[1].revents)
-			break;
-		if (!(pf[0].revents & POLLIN))
-			continue;
-		fd = accept4(tp->lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE)
-				pd_sleep_ms(50);
-			continue;
-		}
-		pthread_mutex_lock(&tp->srv_mu);
-		for (int i = 0; i < TCP_MAX_SERVER_CONNS && !tp->stopping; i++)
-			if (tp->conn_fds[i] < 0) {
-				slot = i;
-				break;
-			}
-		if (slot >= 0) {
-			tp->conn_fds[slot] = fd;
-			tp->nconns++;
-		}
-		pthread_mutex_unlock(&tp->srv_mu);
-		if (slot < 0) {
-			pd_warn("tcp server: %d connections open, refusing one",
-			        TCP_MAX_SERVER_CONNS);
-			close(fd);
-			continue;
-		}
-		te_tcp_tune_socket(fd);
-		te_tcp_set_io_timeout(fd, TCP_IO_TIMEOUT_S);
-		c = malloc(sizeof(*c));
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (c) {
-			c->tp = tp;
-			c->fd = fd;
-			c->slot = slot;
-		}
-		if (!c || pthread_create(&t, &at, srv_conn_main, c)) {
-			free(c);
-			pthread_mutex_lock(&tp->srv_mu);
-			tp->conn_fds[slot] = -1;
-			tp->nconns--;
-			pthread_mutex_unlock(&tp->srv_mu);
-			close(fd);
-		}
-		pthread_attr_destroy(&at);
-	}
-	return NULL;
 }
 
 int te_tcp_server_start(struct te_transport *tp)
@@ -351,29 +273,14 @@ int te_tcp_server_start(struct te_transport *tp)
 		       strerror(errno));
 		return TE_ERR_SOCKET;
 	}
-	if (pipe2(tp->wake, O_CLOEXEC))
-		return TE_ERR_SOCKET;
-	if (pthread_create(&tp->accept_thr, NULL, srv_accept_main, tp))
-		return TE_ERR_MEMORY;
-	tp->accept_started = true;
-	return 0;
+	return te_net_server_start(tp->lfd, "tcp server", TCP_MAX_SERVER_CONNS, srv_serve, tp,
+	                           &tp->srv);
 }
 
 void te_tcp_server_stop(struct te_transport *tp)
 {
-	if (tp->accept_started) {
-		char b = 1;
-		if (write(tp->wake[1], &b, 1) < 0)
-			pd_warn("tcp: wake pipe: %s", strerror(errno));
-		pthread_join(tp->accept_thr, NULL);
-		tp->accept_started = false;
-	}
-	pthread_mutex_lock(&tp->srv_mu);
+	/* idle connections see it at their next receive timeout; the rest are shut down */
 	tp->stopping = true;
-	for (int i = 0; i < TCP_MAX_SERVER_CONNS; i++)
-		if (tp->conn_fds[i] >= 0)
-			shutdown(tp->conn_fds[i], SHUT_RDWR);
-	while (tp->nconns > 0)
-		pthread_cond_wait(&tp->srv_cv, &tp->srv_mu);
-	pthread_mutex_unlock(&tp->srv_mu);
+	te_net_server_stop(tp->srv);
+	tp->srv = NULL;
 }

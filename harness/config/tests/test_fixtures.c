@@ -86,6 +86,97 @@ static bool value_eq(const cJSON *v, const char *want)
 	return false;
 }
 
+/* config.KEY VALUE / kv.KEY VALUE: one field of the --json report's config or kv_transfer */
+static bool expect_field(const struct fx *f, const cJSON *o, const char *line, char **wantp)
+{
+	bool ok;
+	char *want;
+	char key[64];
+	const char *sp = strchr(line, ' ');
+	const cJSON *sec = cJSON_GetObjectItem(o, line[0] == 'c' ? "config" : "kv_transfer");
+	const char *dot = strchr(line, '.') + 1;
+	if (!sp)
+		fail_msg("%s: bad line %s", f->name, line);
+	snprintf(key, sizeof(key), "%.*s", (int)(sp - dot), dot);
+	want = *wantp = subst(sp + 1);
+	if (!strcmp(key, "device_names")) {
+		char *got = NULL, *tmp;
+		const cJSON *it;
+		got = strdup("");
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(sec, key))
+		{
+			if (asprintf(&tmp, "%s%s[%s]", got, *got ? "," : "", it->valuestring) < 0)
+				tmp = NULL;
+			free(got);
+			got = tmp ? tmp : strdup("");
+		}
+		ok = !strcmp(got, want);
+		free(got);
+	} else {
+		ok = value_eq(cJSON_GetObjectItem(sec, key), want);
+	}
+	return ok;
+}
+
+/* diag SEV FIELD [:: TEXT] / no-diag ...: a diagnostic is (not) in the report */
+static bool expect_diag(const cJSON *o, char *line)
+{
+	/* FIELD "*" = any */
+	bool ok;
+	bool neg = line[0] == 'n';
+	char sev[16], *rest = line + (neg ? 8 : 5), *sep, fieldw[256];
+	const char *text_w = NULL;
+	const cJSON *it;
+	bool found = false;
+	snprintf(sev, sizeof(sev), "%.*s", (int)strcspn(rest, " "), rest);
+	rest += strlen(sev);
+	while (*rest == ' ')
+		rest++;
+	sep = strstr(rest, " :: ");
+	snprintf(fieldw, sizeof(fieldw), "%.*s", (int)(sep ? (size_t)(sep - rest) : strlen(rest)),
+	         rest);
+	if (sep)
+		text_w = sep + 4;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "diagnostics"))
+	{
+		const cJSON *s = cJSON_GetObjectItem(it, "severity");
+		const cJSON *fl = cJSON_GetObjectItem(it, "field");
+		const cJSON *m = cJSON_GetObjectItem(it, "message");
+		if (strcmp(s->valuestring, sev))
+			continue;
+		if (*fieldw && strcmp(fieldw, "*") &&
+		    !(cJSON_IsString(fl) && !strcmp(fl->valuestring, fieldw)))
+			continue;
+		if (text_w && !strstr(m->valuestring, text_w))
+			continue;
+		found = true;
+	}
+	ok = neg ? !found : found;
+	return ok;
+}
+
+/* port SIDE RANK HOST:PORT bind|connect: the planned port list holds this entry */
+static bool expect_port(const struct fx *f, const cJSON *o, const char *line)
+{
+	bool ok;
+	char side[16], hp[300], act[16], got[300];
+	int rank;
+	const cJSON *it;
+	if (sscanf(line + 5, "%15s %d %299s %15s", side, &rank, hp, act) != 4)
+		fail_msg("%s: bad line %s", f->name, line);
+	ok = false;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "ports"))
+	{
+		snprintf(got, sizeof(got), "%s:%d", cJSON_GetObjectItem(it, "host")->valuestring,
+		         (int)cJSON_GetObjectItem(it, "port")->valuedouble);
+		ok |= !strcmp(cJSON_GetObjectItem(it, "side")->valuestring, side) &&
+		      (int)cJSON_GetObjectItem(it, "rank")->valuedouble == rank &&
+		      !strcmp(got, hp) &&
+		      cJSON_IsTrue(cJSON_GetObjectItem(it, "binds")) == !strcmp(act, "bind");
+	}
+	return ok;
+}
+
 static void run_fixture(void **state)
 {
 	const struct fx *f = *state;
@@ -171,63 +262,9 @@ static void run_fixture(void **state)
 		} else if (!strncmp(line, "ok ", 3)) {
 			ok = value_eq(cJSON_GetObjectItem(o, "ok"), line + 3);
 		} else if (!strncmp(line, "config.", 7) || !strncmp(line, "kv.", 3)) {
-			char key[64];
-			const char *sp = strchr(line, ' ');
-			const cJSON *sec =
-			    cJSON_GetObjectItem(o, line[0] == 'c' ? "config" : "kv_transfer");
-			const char *dot = strchr(line, '.') + 1;
-			if (!sp)
-				fail_msg("%s: bad line %s", f->name, line);
-			snprintf(key, sizeof(key), "%.*s", (int)(sp - dot), dot);
-			want = subst(sp + 1);
-			if (!strcmp(key, "device_names")) {
-				char *got = NULL, *tmp;
-				const cJSON *it;
-				got = strdup("");
-				cJSON_ArrayForEach(it, cJSON_GetObjectItem(sec, key))
-				{
-					if (asprintf(&tmp, "%s%s[%s]", got, *got ? "," : "",
-					             it->valuestring) < 0)
-						tmp = NULL;
-					free(got);
-					got = tmp ? tmp : strdup("");
-				}
-				ok = !strcmp(got, want);
-				free(got);
-			} else {
-				ok = value_eq(cJSON_GetObjectItem(sec, key), want);
-			}
+			ok = expect_field(f, o, line, &want);
 		} else if (!strncmp(line, "diag ", 5) || !strncmp(line, "no-diag ", 8)) {
-			/* diag SEV FIELD [:: TEXT]   FIELD "*" = any */
-			bool neg = line[0] == 'n';
-			char sev[16], *rest = line + (neg ? 8 : 5), *sep, fieldw[256];
-			const char *text_w = NULL;
-			const cJSON *it;
-			bool found = false;
-			snprintf(sev, sizeof(sev), "%.*s", (int)strcspn(rest, " "), rest);
-			rest += strlen(sev);
-			while (*rest == ' ')
-				rest++;
-			sep = strstr(rest, " :: ");
-			snprintf(fieldw, sizeof(fieldw), "%.*s",
-			         (int)(sep ? (size_t)(sep - rest) : strlen(rest)), rest);
-			if (sep)
-				text_w = sep + 4;
-			cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "diagnostics"))
-			{
-				const cJSON *s = cJSON_GetObjectItem(it, "severity");
-				const cJSON *fl = cJSON_GetObjectItem(it, "field");
-				const cJSON *m = cJSON_GetObjectItem(it, "message");
-				if (strcmp(s->valuestring, sev))
-					continue;
-				if (*fieldw && strcmp(fieldw, "*") &&
-				    !(cJSON_IsString(fl) && !strcmp(fl->valuestring, fieldw)))
-					continue;
-				if (text_w && !strstr(m->valuestring, text_w))
-					continue;
-				found = true;
-			}
-			ok = neg ? !found : found;
+			ok = expect_diag(o, line);
 		} else if (!strncmp(line, "conflicts ", 10)) {
 			ok = cJSON_GetArraySize(cJSON_GetObjectItem(o, "conflicts")) ==
 			     atoi(line + 10);
@@ -243,24 +280,7 @@ static void run_fixture(void **state)
 				ok |= !strcmp(hp, line + 9);
 			}
 		} else if (!strncmp(line, "port ", 5)) {
-			/* port SIDE RANK HOST:PORT bind|connect */
-			char side[16], hp[300], act[16], got[300];
-			int rank;
-			const cJSON *it;
-			if (sscanf(line + 5, "%15s %d %299s %15s", side, &rank, hp, act) != 4)
-				fail_msg("%s: bad line %s", f->name, line);
-			ok = false;
-			cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "ports"))
-			{
-				snprintf(got, sizeof(got), "%s:%d",
-				         cJSON_GetObjectItem(it, "host")->valuestring,
-				         (int)cJSON_GetObjectItem(it, "port")->valuedouble);
-				ok |= !strcmp(cJSON_GetObjectItem(it, "side")->valuestring, side) &&
-				      (int)cJSON_GetObjectItem(it, "rank")->valuedouble == rank &&
-				      !strcmp(got, hp) &&
-				      cJSON_IsTrue(cJSON_GetObjectItem(it, "binds")) ==
-				          !strcmp(act, "bind");
-			}
+			ok = expect_port(f, o, line);
 		} else {
 			fail_msg("%s: unknown expectation line: %s", f->name, line);
 		}

@@ -1,0 +1,180 @@
+/* bench_fanout: the one initiator loop every back-end runs on (the engine, the plain socket) —
+ * o->threads threads, warm-up, barrier, timed batches with --check, and the one reduce. */
+#include "bench.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_util.h"
+
+/* Offset of this thread's i-th block in the region: blocks interleave across threads. */
+static uint64_t block_off(const struct bench_thread *th, uint64_t i)
+{
+	return th->block * (i * th->o->threads + (uint64_t)th->t);
+}
+
+/* --check's pattern fill / zero / count, through th->tmp when the memory is on the GPU */
+static void xfill(struct bench_thread *th, char *dst, uint64_t off, uint64_t seed)
+{
+	if (!th->vram) {
+		bench_fill(dst, off, th->block, seed);
+		return;
+	}
+	bench_fill(th->tmp, off, th->block, seed);
+	if (bench_mem_put(th->o, dst, th->tmp, th->block) && !th->err)
+		th->err = th->be->err_memory;
+}
+
+static void xzero(struct bench_thread *th, char *dst)
+{
+	if (!th->vram) {
+		memset(dst, 0, th->block);
+		return;
+	}
+	if (bench_mem_zero(th->o, dst, th->block) && !th->err)
+		th->err = th->be->err_memory;
+}
+
+static uint64_t xcount(struct bench_thread *th, const char *p, uint64_t off, uint64_t seed)
+{
+	if (!th->vram)
+		return bench_count_wrong(p, off, th->block, seed);
+	if (bench_mem_get(th->o, th->tmp, p, th->block))
+		return th->block;
+	return bench_count_wrong(th->tmp, off, th->block, seed);
+}
+
+/* Untimed: the target's READ pattern rewritten over our blocks (a target that earlier
+ * initiators wrote to still checks clean), then one warm-up batch (connections, first touch). */
+static void warm_up(struct bench_thread *th)
+{
+	const struct bench_opts *o = th->o;
+	double s;
+	if (o->check && o->op == BENCH_READ) {
+		for (uint64_t i = 0; i < o->batch; i++)
+			xfill(th, th->local + block_off(th, i), block_off(th, i), 0);
+		if (!th->err)
+			th->err = th->be->batch(th, BENCH_WRITE, th->local, false, &s);
+	}
+	if (!th->err)
+		th->err = th->be->batch(th, o->op, th->local, false, &s);
+}
+
+/* One timed batch and, with --check, its verification (WRITE: read back into scratch). */
+static void timed_batch(struct bench_thread *th, uint64_t iter)
+{
+	const struct bench_opts *o = th->o;
+	double s;
+	if (o->check) {
+		for (uint64_t i = 0; i < o->batch; i++) {
+			if (o->op == BENCH_WRITE)
+				xfill(th, th->local + block_off(th, i), block_off(th, i), iter);
+			else
+				xzero(th, th->local + block_off(th, i));
+		}
+		if (th->err)
+			return;
+	}
+	th->err = th->be->batch(th, o->op, th->local, true, &s);
+	if (th->err)
+		return;
+	th->xfer_s += s;
+	th->batches++;
+	th->transfers += o->batch;
+	if (!o->check)
+		return;
+	if (o->op == BENCH_WRITE &&
+	    (th->err = th->be->batch(th, BENCH_READ, th->scratch, false, &s)))
+		return;
+	for (uint64_t i = 0; i < o->batch; i++) {
+		uint64_t off = block_off(th, i);
+		const char *p = o->op == BENCH_WRITE ? th->scratch + off : th->local + off;
+		th->wrong += xcount(th, p, off, o->op == BENCH_WRITE ? iter : 0);
+	}
+}
+
+static void *thread_main(void *arg)
+{
+	struct bench_thread *th = arg;
+	const struct bench_opts *o = th->o;
+	uint64_t end, iter = 0;
+
+	th->err = th->be->thread_init(th);
+	if (!th->err && th->vram && o->check && !(th->tmp = malloc(th->block)))
+		th->err = th->be->err_memory;
+	if (!th->err)
+		warm_up(th);
+	pthread_barrier_wait(th->bar);
+	if (th->err)
+		goto out;
+	th->failed = 0; /* the warm-up's do not count */
+	end = pd_now_ns() + (uint64_t)(o->duration * 1e9);
+	while (!th->err && pd_now_ns() < end)
+		timed_batch(th, ++iter);
+out:
+	if (th->be->thread_fini)
+		th->be->thread_fini(th);
+	free(th->tmp);
+	return NULL;
+}
+
+/* The one reduce: sums, the slowest thread's transfer time, merged latencies. */
+static int reduce(const struct bench_opts *o, struct bench_thread *th, struct bench_row *row,
+                  uint64_t t0)
+{
+	struct bench_lat all = {0};
+	int err = 0;
+	for (uint64_t t = 0; t < o->threads; t++) {
+		if (th[t].err && !err)
+			err = th[t].err;
+		row->batches += th[t].batches;
+		row->transfers += th[t].transfers;
+		row->wrong += th[t].wrong;
+		row->failed += th[t].failed;
+		if (th[t].xfer_s > row->seconds)
+			row->seconds = th[t].xfer_s;
+		bench_lat_merge(&all, &th[t].lat);
+	}
+	row->wall = (double)(pd_now_ns() - t0) / 1e9;
+	row->bytes = row->transfers * row->block;
+	row->bw = bench_bw(o, row->bytes, row->seconds);
+	bench_lat_pct(&all, &row->lat_p50_us, &row->lat_p99_us);
+	free(all.v);
+	return err;
+}
+
+int bench_run_row(const struct bench_backend *be, void *ctx, const struct bench_opts *o,
+                  uint64_t block, struct bench_row *row)
+{
+	struct bench_thread th[BENCH_MAX_THREADS];
+	pthread_t tid[BENCH_MAX_THREADS];
+	pthread_barrier_t bar;
+	uint64_t t0;
+	int err;
+
+	memset(th, 0, sizeof(th));
+	memset(row, 0, sizeof(*row));
+	row->kind = be->kind;
+	row->op = o->op;
+	row->block = block;
+	row->batch = o->batch;
+	row->threads = o->threads;
+	pthread_barrier_init(&bar, NULL, (unsigned)o->threads);
+	t0 = pd_now_ns();
+	for (uint64_t t = 0; t < o->threads; t++) {
+		th[t] = (struct bench_thread){
+		    .be = be, .ctx = ctx, .o = o, .bar = &bar, .t = (int)t, .block = block};
+		if (pthread_create(&tid[t], NULL, thread_main, &th[t])) {
+			fprintf(stderr, "pdkv-bench: cannot start thread %llu\n",
+			        (unsigned long long)t);
+			exit(1);
+		}
+	}
+	for (uint64_t t = 0; t < o->threads; t++)
+		pthread_join(tid[t], NULL);
+	pthread_barrier_destroy(&bar);
+	err = reduce(o, th, row, t0);
+	return err;
+}

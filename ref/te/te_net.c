@@ -1,0 +1,260 @@
+/* te_net: the engine's socket plumbing — connect with a timeout, the local IP rule, socket
+ * tuning, and the one accept loop that both the handshake and the TCP data server run on. */
+#include "te_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pd_log.h"
+#include "pd_util.h"
+
+int te_net_connect(const char *host, int port, int timeout_ms)
+{
+	int fd;
+
+	if (!host || !*host || port <= 0 || port > 65535)
+		return TE_ERR_INVALID_ARGUMENT;
+	/* pd_tcp_connect: non-blocking connect bounded by timeout_ms, then blocking + NODELAY */
+	fd = pd_tcp_connect(host, port, timeout_ms);
+	if (fd >= 0)
+		return fd;
+	return fd == -EHOSTUNREACH ? TE_ERR_DNS : TE_ERR_UNREACHABLE;
+}
+
+void te_net_local_ip(char *out, size_t len)
+{
+	const char *e = getenv("MC_TCP_BIND_ADDRESS");
+	struct ifaddrs *ifs, *i;
+
+	if (e && *e) {
+		snprintf(out, len, "%s", e);
+		return;
+	}
+	snprintf(out, len, "127.0.0.1");
+	if (getifaddrs(&ifs))
+		return;
+	for (i = ifs; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		if ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP) ||
+		    !(i->ifa_flags & IFF_RUNNING))
+			continue;
+		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out,
+		          (socklen_t)len);
+		break;
+	}
+	freeifaddrs(ifs);
+}
+
+void te_net_set_timeouts_ms(int fd, int ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+void te_net_tune_socket(int fd)
+{
+	const char *e = getenv("PDKV_TCP_SOCKBUF");
+	int one = 1;
+	uint64_t sz;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* Default: leave the kernel's autotuning alone (a fixed SO_SNDBUF disables it and is
+	 * capped by wmem_max); PDKV_TCP_SOCKBUF=4M forces a size. */
+	if (e && !pd_parse_size(e, &sz) && sz >= 65536 && sz <= (1ull << 30)) {
+		int v = (int)sz;
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+	}
+}
+
+/* ---------------------------------------------------------------- the shared accept loop */
+struct te_net_server {
+	int lfd; /* the caller's; not closed here */
+	int wake[2];
+	pthread_t thr;
+	const char *name;
+	te_net_serve_fn serve;
+	void *ctx;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int max_conns, nconns;
+	int *conn_fds; /* max_conns slots, -1 = free: stop() shuts the open ones down */
+	bool stopping;
+};
+
+struct net_conn {
+	struct te_net_server *s;
+	int fd, slot;
+};
+
+static void release_slot(struct te_net_server *s, int slot, int fd)
+{
+	pthread_mutex_lock(&s->mu);
+	s->conn_fds[slot] = -1;
+	close(fd);
+	s->nconns--;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void *conn_main(void *arg)
+{
+	struct net_conn *c = arg;
+	c->s->serve(c->s->ctx, c->fd);
+	release_slot(c->s, c->slot, c->fd);
+	free(c);
+	return NULL;
+}
+
+/* A free slot for fd, or -1 when every slot is busy (or the server is stopping). */
+static int take_slot(struct te_net_server *s, int fd)
+{
+	int slot = -1;
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < s->max_conns && !s->stopping; i++)
+		if (s->conn_fds[i] < 0) {
+			slot = i;
+			break;
+		}
+	if (slot >= 0) {
+		s->conn_fds[slot] = fd;
+		s->nconns++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return slot;
+}
+
+static void spawn_conn(struct te_net_server *s, int fd, int slot)
+{
+	struct net_conn *c = malloc(sizeof(*c));
+	pthread_attr_t at;
+	pthread_t t;
+
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (c) {
+		c->s = s;
+		c->fd = fd;
+		c->slot = slot;
+	}
+	if (!c || pthread_create(&t, &at, conn_main, c)) {
+		free(c);
+		pthread_mutex_lock(&s->mu);
+		s->conn_fds[slot] = -1;
+		s->nconns--;
+		pthread_mutex_unlock(&s->mu);
+		close(fd);
+	}
+	pthread_attr_destroy(&at);
+}
+
+static void *accept_main(void *arg)
+{
+	struct te_net_server *s = arg;
+
+	for (;;) {
+		struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
+		int fd, slot;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				pd_sleep_ms(50);
+			continue;
+		}
+		slot = take_slot(s, fd);
+		if (slot < 0) {
+			pd_warn("%s: %d connections open, refusing one", s->name, s->max_conns);
+			close(fd);
+			continue;
+		}
+		spawn_conn(s, fd, slot);
+	}
+	return NULL;
+}
+
+int te_net_server_start(int lfd, const char *name, int max_conns, te_net_serve_fn serve, void *ctx,
+                        struct te_net_server **out)
+{
+	struct te_net_server *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s || !(s->conn_fds = malloc((size_t)max_conns * sizeof(int)))) {
+		free(s);
+		return TE_ERR_MEMORY;
+	}
+	s->lfd = lfd;
+	s->name = name;
+	s->serve = serve;
+	s->ctx = ctx;
+	s->max_conns = max_conns;
+	for (int i = 0; i < max_conns; i++)
+		s->conn_fds[i] = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (pipe2(s->wake, O_CLOEXEC)) {
+		s->wake[0] = -1;
+		goto fail;
+	}
+	if (pthread_create(&s->thr, NULL, accept_main, s))
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	if (s->wake[0] >= 0) {
+		close(s->wake[0]);
+		close(s->wake[1]);
+	}
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s->conn_fds);
+	free(s);
+	return TE_ERR_SOCKET;
+}
+
+void te_net_server_stop(struct te_net_server *s)
+{
+	char b = 1;
+
+	if (!s)
+		return;
+	if (write(s->wake[1], &b, 1) < 0)
+		pd_warn("%s: wake pipe: %s", s->name, strerror(errno));
+	pthread_join(s->thr, NULL);
+	pthread_mutex_lock(&s->mu);
+	s->stopping = true;
+	for (int i = 0; i < s->max_conns; i++)
+		if (s->conn_fds[i] >= 0)
+			shutdown(s->conn_fds[i], SHUT_RDWR);
+	while (s->nconns > 0)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	close(s->wake[0]);
+	close(s->wake[1]);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s->conn_fds);
+	free(s);
+}
