@@ -34,6 +34,9 @@ struct px_opts {
 	char contract_why[96]; /* how --contract auto decided; "" when named */
 };
 
+/* "v0", "toy", "mooncake" or "auto". */
+const char *px_contract_name(int id);
+
 /* Parses argv (argv[0] is the program). Returns 0, 1 when --help was printed to stdout, or
  * -EINVAL after writing a message naming the bad flag to err (size errsz). */
 int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz);

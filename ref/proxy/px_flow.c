@@ -237,7 +237,6 @@ static void record_prefill(struct px_req *r, int ret, struct px_answer *a, const
 struct pjob {
 	struct px_req *r;
 	char *body;
-	char extra[48];
 };
 
 /* A concurrent prefill: its failure cancels decode, or cuts its stream, or (decode already
@@ -253,7 +252,7 @@ static void *prefill_main(void *arg)
 	uint64_t t = pd_now_ns();
 	int ret, late = 0, committed;
 
-	call_for(r, &c, j->body, j->extra[0] ? j->extra : NULL);
+	call_for(r, &c, j->body, r->p_extra[0] ? r->p_extra : NULL);
 	ret = px_fetch(&c, P_KEEP_ERR, &a, why, sizeof(why));
 	pthread_mutex_lock(&r->mu);
 	r->p_ms = (pd_now_ns() - t) / 1e6;
@@ -288,7 +287,7 @@ static void *prefill_main(void *arg)
 	return NULL;
 }
 
-static int start_prefill(struct px_req *r, char *body, int dp_rank)
+static int start_prefill(struct px_req *r, char *body)
 {
 	struct px_server *s = r->srv;
 	struct pjob *j = calloc(1, sizeof(*j));
@@ -301,8 +300,6 @@ static int start_prefill(struct px_req *r, char *body, int dp_rank)
 	}
 	j->r = r;
 	j->body = body;
-	if (dp_rank >= 0)
-		snprintf(j->extra, sizeof(j->extra), "X-data-parallel-rank: %d", dp_rank);
 	r->p_state = PX_P_RUNNING;
 	px_req_ref(r);
 	pthread_mutex_lock(&s->mu);
@@ -362,7 +359,7 @@ static enum MHD_Result sequential(struct MHD_Connection *c, struct px_req *r, co
 	uint64_t t = pd_now_ns();
 	int ret;
 
-	call_for(r, &call, pbody, NULL);
+	call_for(r, &call, pbody, r->p_extra[0] ? r->p_extra : NULL);
 	ret = px_fetch(&call, k->keep_p_answer ? s->o.max_body : P_KEEP_ERR, &a, why, sizeof(why));
 	r->p_ms = (pd_now_ns() - t) / 1e6;
 	free(pbody);
@@ -398,7 +395,7 @@ static enum MHD_Result concurrent(struct MHD_Connection *c, struct px_req *r, co
 		free(pbody);
 		return px_send_error(c, r, 500, "InternalServerError", "out of memory");
 	}
-	if (start_prefill(r, pbody, x->dp_rank)) {
+	if (start_prefill(r, pbody)) {
 		free(params);
 		return px_send_error(c, r, 500, "InternalServerError",
 		                     "cannot start the prefill call");
@@ -468,6 +465,8 @@ enum MHD_Result px_do_completion(struct MHD_Connection *c, struct px_req *r)
 		                 (unsigned)s->o.n_prefill);
 	}
 	snprintf(r->p_url, sizeof(r->p_url), "%s%s", s->o.prefill[r->p_idx], ep);
+	if (k->dp_header && x.dp_rank >= 0)
+		snprintf(r->p_extra, sizeof(r->p_extra), "X-data-parallel-rank: %d", x.dp_rank);
 	pbody = px_contract_prefill_body(k, root, &x);
 	cJSON_Delete(root);
 	if (!pbody)

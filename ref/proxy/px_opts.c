@@ -267,6 +267,12 @@ static int is_port_or_none(const char *s)
 	return !strcasecmp(s, "none") || (pd_parse_i64(s, &v) == 0 && v >= 1 && v <= 65535);
 }
 
+const char *px_contract_name(int id)
+{
+	static const char *const names[] = {"v0", "toy", "mooncake", "auto"};
+	return id >= 0 && id < 4 ? names[id] : "?";
+}
+
 int px_url_host(const char *url, char *out, size_t outsz)
 {
 	const char *a = strstr(url, "://"), *end;
@@ -503,9 +509,8 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 					goto out;
 			break;
 		case F_CONTRACT: {
-			static const char *const names[] = {"v0", "toy", "mooncake", "auto"};
 			int k = 0;
-			while (k < 4 && strcmp(val, names[k]))
+			while (k < 4 && strcmp(val, px_contract_name(k)))
 				k++;
 			if (k == 4) {
 				snprintf(

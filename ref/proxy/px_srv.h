@@ -62,10 +62,11 @@ struct px_req {
 	char p_reason[400];
 	struct px_answer p_ans; /* kept for a 4xx passthrough */
 	char p_url[PX_URL_MAX + 64];
-	int d_started;  /* the decode call exists (r->st may be cancelled) */
-	int committed;  /* decode's status went to the client */
-	int d_complete; /* the client has decode's whole answer */
-	int late_fail;  /* prefill failed after d_complete */
+	char p_extra[48]; /* "X-data-parallel-rank: <dp>" when the contract sends it */
+	int d_started;    /* the decode call exists (r->st may be cancelled) */
+	int committed;    /* decode's status went to the client */
+	int d_complete;   /* the client has decode's whole answer */
+	int late_fail;    /* prefill failed after d_complete */
 
 	/* decode answer state for the reader */
 	int sse;      /* decode answered text/event-stream */
