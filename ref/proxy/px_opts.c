@@ -397,11 +397,100 @@ static const struct {
     {"-h", F_HELP},
 };
 
+static int parse_contract(const char *val, struct px_opts *o, char *err, size_t errsz)
+{
+	int k = 0;
+	while (k < 4 && strcmp(val, px_contract_name(k)))
+		k++;
+	if (k == 4) {
+		snprintf(err, errsz,
+		         "--contract: expected v0, toy, mooncake or auto, got \"%.64s\"", val);
+		return -EINVAL;
+	}
+	o->contract = k;
+	return 0;
+}
+
+/* --max-body (body) or --stream-buffer. */
+static int parse_size_flag(const char *name, int body, const char *val, struct px_opts *o,
+                           char *err, size_t errsz)
+{
+	uint64_t v;
+	if (pd_parse_size(val, &v) || v < 1024 || v > (body ? (4ull << 30) : (64ull << 20))) {
+		snprintf(err, errsz, "%s: expected a size from 1KiB to %s, got \"%s\"", name,
+		         body ? "4GiB" : "64MiB", val);
+		return -EINVAL;
+	}
+	if (body)
+		o->max_body = v;
+	else
+		o->queue_bytes = (size_t)v;
+	return 0;
+}
+
+/* What the flag loop collected, turned into backends once every flag is known. */
+struct args {
+	struct strlist ph, pp, dh, dp;
+	char *urls_p[PX_MAX_BACKENDS], *urls_d[PX_MAX_BACKENDS];
+	int bp_p[PX_MAX_BACKENDS], np, nd, bp_given, toy_spelled;
+};
+
+/* Expands the URL lists (comma lists share a bootstrap port), pairs the toy host/port lists,
+ * fills the toy defaults and resolves --contract auto. 0 or -EINVAL / -ENOMEM. */
+static int finish(struct args *a, struct px_opts *o, char *err, size_t errsz)
+{
+	int ret = 0;
+	for (int i = 0; i < a->np; i++) {
+		struct strlist l = {0};
+		if ((ret = list_add(&l, "--prefill", a->urls_p[i], err, errsz)) == 0)
+			for (int k = 0; k < l.n && !ret; k++) {
+				/* a comma list shares the bootstrap port that follows it */
+				o->bootstrap[o->n_prefill < PX_MAX_BACKENDS ? o->n_prefill : 0] =
+				    a->bp_p[i];
+				ret = add_url(o->prefill, &o->n_prefill, "--prefill", l.v[k], err,
+				              errsz);
+			}
+		list_free(&l);
+		if (ret)
+			return ret;
+	}
+	for (int i = 0; i < a->nd; i++) {
+		struct strlist l = {0};
+		if ((ret = list_add(&l, "--decode", a->urls_d[i], err, errsz)) == 0)
+			for (int k = 0; k < l.n && !ret; k++)
+				ret = add_url(o->decode, &o->n_decode, "--decode", l.v[k], err,
+				              errsz);
+		list_free(&l);
+		if (ret)
+			return ret;
+	}
+	if ((ret = add_toy(o->prefill, &o->n_prefill, "prefiller", &a->ph, &a->pp, "localhost",
+	                   "8100", err, errsz)))
+		return ret;
+	if ((ret = add_toy(o->decode, &o->n_decode, "decoder", &a->dh, &a->dp, "localhost", "8200",
+	                   err, errsz)))
+		return ret;
+	if (!o->n_prefill)
+		add_url(o->prefill, &o->n_prefill, "--prefill", PX_DEFAULT_PREFILL, err, errsz);
+	if (!o->n_decode)
+		add_url(o->decode, &o->n_decode, "--decode", PX_DEFAULT_DECODE, err, errsz);
+	if (o->contract == PX_CONTRACT_AUTO) {
+		o->contract = a->bp_given      ? PX_CONTRACT_MOONCAKE
+		              : a->toy_spelled ? PX_CONTRACT_TOY
+		                               : PX_CONTRACT_V0;
+		snprintf(o->contract_why, sizeof(o->contract_why), "%s",
+		         a->bp_given      ? "a --prefill carries a bootstrap port"
+		         : a->toy_spelled ? "the toy proxy's --prefiller/--decoder flags are used"
+		                          : "no bootstrap port and no toy flags");
+	}
+	return 0;
+}
+
 int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz)
 {
-	struct strlist ph = {0}, pp = {0}, dh = {0}, dp = {0}, *lst;
-	char *urls_p[PX_MAX_BACKENDS], *urls_d[PX_MAX_BACKENDS];
-	int bp_p[PX_MAX_BACKENDS], np = 0, nd = 0, ret = 0, bp_given = 0, toy_spelled = 0;
+	struct args A = {0}, *ca = &A;
+	struct strlist *lst;
+	int ret = 0;
 
 	memset(o, 0, sizeof(*o));
 	snprintf(o->host, sizeof(o->host), "0.0.0.0");
@@ -471,8 +560,8 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 		}
 		case F_PREFILL:
 		case F_DECODE: {
-			char **dst = id == F_PREFILL ? urls_p : urls_d;
-			int *n = id == F_PREFILL ? &np : &nd;
+			char **dst = id == F_PREFILL ? ca->urls_p : ca->urls_d;
+			int *n = id == F_PREFILL ? &ca->np : &ca->nd;
 			if (*n >= PX_MAX_BACKENDS) {
 				snprintf(err, errsz, "%s: more than %d backends", name,
 				         PX_MAX_BACKENDS);
@@ -480,7 +569,7 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 				goto out;
 			}
 			if (id == F_PREFILL)
-				bp_p[*n] = 0;
+				ca->bp_p[*n] = 0;
 			dst[(*n)++] = (char *)val;
 			/* "--prefill URL [BOOTSTRAP_PORT|none]" (mooncake_connector_proxy.py); the
 			 * V0 pipe and gen A have no bootstrap server, so only mooncake uses it */
@@ -490,8 +579,8 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 				i++;
 				if (strcasecmp(argv[i], "none"))
 					pd_parse_i64(argv[i], &v);
-				bp_p[*n - 1] = (int)v;
-				bp_given = 1;
+				ca->bp_p[*n - 1] = (int)v;
+				ca->bp_given = 1;
 			}
 			break;
 		}
@@ -499,8 +588,11 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 		case F_PP:
 		case F_DH:
 		case F_DP:
-			lst = id == F_PH ? &ph : id == F_PP ? &pp : id == F_DH ? &dh : &dp;
-			toy_spelled = 1;
+			lst = id == F_PH   ? &ca->ph
+			      : id == F_PP ? &ca->pp
+			      : id == F_DH ? &ca->dh
+			                   : &ca->dp;
+			ca->toy_spelled = 1;
 			if ((ret = list_add(lst, name, val, err, errsz)))
 				goto out;
 			/* argparse nargs="+": "--prefiller-port 8100 8101" */
@@ -508,21 +600,10 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 				if ((ret = list_add(lst, name, argv[++i], err, errsz)))
 					goto out;
 			break;
-		case F_CONTRACT: {
-			int k = 0;
-			while (k < 4 && strcmp(val, px_contract_name(k)))
-				k++;
-			if (k == 4) {
-				snprintf(
-				    err, errsz,
-				    "--contract: expected v0, toy, mooncake or auto, got \"%.64s\"",
-				    val);
-				ret = -EINVAL;
+		case F_CONTRACT:
+			if ((ret = parse_contract(val, o, err, errsz)))
 				goto out;
-			}
-			o->contract = k;
 			break;
-		}
 		case F_PTMO:
 		case F_DTMO:
 		case F_CTMO: {
@@ -534,72 +615,18 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 			break;
 		}
 		case F_BODY:
-		case F_QUEUE: {
-			uint64_t v;
-			if (pd_parse_size(val, &v) || v < 1024 ||
-			    v > (id == F_BODY ? (4ull << 30) : (64ull << 20))) {
-				snprintf(err, errsz,
-				         "%s: expected a size from 1KiB to %s, got \"%s\"", name,
-				         id == F_BODY ? "4GiB" : "64MiB", val);
-				ret = -EINVAL;
+		case F_QUEUE:
+			if ((ret = parse_size_flag(name, id == F_BODY, val, o, err, errsz)))
 				goto out;
-			}
-			if (id == F_BODY)
-				o->max_body = v;
-			else
-				o->queue_bytes = (size_t)v;
 			break;
 		}
-		}
 	}
-	for (int i = 0; i < np; i++) {
-		struct strlist l = {0};
-		if ((ret = list_add(&l, "--prefill", urls_p[i], err, errsz)) == 0)
-			for (int k = 0; k < l.n && !ret; k++) {
-				/* a comma list shares the bootstrap port that follows it */
-				o->bootstrap[o->n_prefill < PX_MAX_BACKENDS ? o->n_prefill : 0] =
-				    bp_p[i];
-				ret = add_url(o->prefill, &o->n_prefill, "--prefill", l.v[k], err,
-				              errsz);
-			}
-		list_free(&l);
-		if (ret)
-			goto out;
-	}
-	for (int i = 0; i < nd; i++) {
-		struct strlist l = {0};
-		if ((ret = list_add(&l, "--decode", urls_d[i], err, errsz)) == 0)
-			for (int k = 0; k < l.n && !ret; k++)
-				ret = add_url(o->decode, &o->n_decode, "--decode", l.v[k], err,
-				              errsz);
-		list_free(&l);
-		if (ret)
-			goto out;
-	}
-	if ((ret = add_toy(o->prefill, &o->n_prefill, "prefiller", &ph, &pp, "localhost", "8100",
-	                   err, errsz)))
-		goto out;
-	if ((ret = add_toy(o->decode, &o->n_decode, "decoder", &dh, &dp, "localhost", "8200", err,
-	                   errsz)))
-		goto out;
-	if (!o->n_prefill)
-		add_url(o->prefill, &o->n_prefill, "--prefill", PX_DEFAULT_PREFILL, err, errsz);
-	if (!o->n_decode)
-		add_url(o->decode, &o->n_decode, "--decode", PX_DEFAULT_DECODE, err, errsz);
-	if (o->contract == PX_CONTRACT_AUTO) {
-		o->contract = bp_given      ? PX_CONTRACT_MOONCAKE
-		              : toy_spelled ? PX_CONTRACT_TOY
-		                            : PX_CONTRACT_V0;
-		snprintf(o->contract_why, sizeof(o->contract_why), "%s",
-		         bp_given      ? "a --prefill carries a bootstrap port"
-		         : toy_spelled ? "the toy proxy's --prefiller/--decoder flags are used"
-		                       : "no bootstrap port and no toy flags");
-	}
+	ret = finish(ca, o, err, errsz);
 out:
-	list_free(&ph);
-	list_free(&pp);
-	list_free(&dh);
-	list_free(&dp);
+	list_free(&ca->ph);
+	list_free(&ca->pp);
+	list_free(&ca->dh);
+	list_free(&ca->dp);
 	if (ret == -ENOMEM)
 		snprintf(err, errsz, "out of memory");
 	return ret;

@@ -713,6 +713,11 @@ static void test_binary_flags(void **state)
 	(void)state;
 	assert_int_equal(run_bin((const char *[]){"--help", NULL}, &out), 0);
 	assert_has(out, "--prefiller-host");
+	assert_has(out, "--contract NAME");
+	assert_has(out, "mooncake_connector_proxy.py");
+	free(out);
+	assert_int_equal(run_bin((const char *[]){"--contract", "nixl", NULL}, &out), 2);
+	assert_has(out, "--contract: expected v0, toy, mooncake or auto");
 	free(out);
 	assert_int_equal(run_bin((const char *[]){"--bogus", NULL}, &out), 2);
 	assert_has(out, "unknown flag \"--bogus\"");
