@@ -1,6 +1,6 @@
-/* End-to-end tests of pdkv-proxy's router contracts (toy, mooncake): the exact prefill and
- * decode bodies and headers, ordering, readiness, round robin and every prefill failure path,
- * between in-process fake backends (fake_backend.c) on loopback. No timing assertions. */
+/* End-to-end tests of pdkv-proxy's router contracts (v0 failure mapping, toy, mooncake): exact
+ * prefill and decode bodies and headers, ordering, readiness, round robin and every failure
+ * path, between in-process fake backends (fake_backend.c) on loopback. No timing assertions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,8 +25,8 @@
 
 static struct fb P[2], D[2];
 static char bin[PATH_MAX], tmpdir[] = "/tmp/pdkv-contract-test-XXXXXX";
-static struct pd_proc toy, moon;
-static int toy_port, moon_port;
+static struct pd_proc v0, toy, moon;
+static int v0_port, toy_port, moon_port;
 static volatile int never; /* a flag nobody sets: holds a fake until fb_reset */
 /* flags the fakes wait on live here, not on a test's stack: a fake may outlive a failed test */
 static volatile int gate, d_arrived;
@@ -158,6 +158,87 @@ static int start_proxy(struct pd_proc *p, int *port, const char *name, const cha
 	if ((ret = wait_health(p, *port, want, 500)))
 		fprintf(stderr, "proxy %s did not come up (%d); log %s\n", name, ret, logp);
 	return ret;
+}
+
+/* ---- v0 (the default contract): issue 11 D11 and D12 ---- */
+
+static const char *V0_BODY = "{\"prompt\":\"San Francisco is a\",\"max_tokens\":1000}";
+static const char *V0_STREAM =
+    "{\"prompt\":\"San Francisco is a\",\"max_tokens\":8,\"stream\":true}";
+
+/* D11: a prefill 4xx is the client's fault: passed through as that 4xx (a 502 would make load
+ * balancers retry it), decode not called. */
+static void test_prefill_4xx_passthrough(void **state)
+{
+	struct tc_resp r = {0};
+	(void)state;
+	reset_all();
+	P[0].mode = P[1].mode = FB_FAIL400;
+	assert_int_equal(tc_http(v0_port, "POST", "/v1/completions", V0_BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(r.body, FB_FAIL400_BODY);
+	assert_has(r.ctype, "application/json");
+	assert_int_equal(completions(P), 1);
+	assert_int_equal(completions(D), 0);
+	tc_hfree(&r);
+}
+
+/* D12: decode killed mid-answer. A stream ends with an error event and no [DONE] (and the
+ * transfer itself is incomplete); a whole JSON answer is a 502; the log says "decode stream
+ * cut", not "client gone". */
+static void test_decode_cut(void **state)
+{
+	struct tc_resp r = {0};
+	char *log = NULL, path[PATH_MAX];
+	size_t len;
+	int res;
+	(void)state;
+	reset_all();
+	D[0].mode = D[1].mode = FB_CUT;
+	D[0].cut_after = D[1].cut_after = 3;
+	res = tc_http(v0_port, "POST", "/v1/completions", V0_STREAM, NULL, &r);
+	assert_int_not_equal(res, CURLE_OK);
+	assert_int_equal(r.status, 200);
+	assert_has(r.body, " tok2");
+	assert_has(r.body, "\n\ndata: {\"error\":{\"message\":\"decode http://127.0.0.1:");
+	assert_has(r.body, "\"type\":\"BadGateway\",\"code\":502}}\n\n");
+	if (strstr(r.body, "[DONE]") || strstr(r.body, " tok3"))
+		fail_msg("a cut stream looks complete: %s", r.body);
+	snprintf(path, sizeof(path), "%s/v0.log", tmpdir);
+	for (int i = 0; i < 100; i++) {
+		free(log);
+		assert_int_equal(pd_read_file(path, 16 << 20, &log, &len), 0);
+		if (strstr(log, tc_fmt("rid=%s ", r.rid)) && strstr(log, "(decode stream cut: "))
+			break;
+		pd_sleep_ms(20);
+	}
+	assert_has(log, "decode stream cut after ");
+	{
+		const char *line = strstr(log, tc_fmt("200 rid=%s ", r.rid));
+		assert_non_null(line);
+		const char *eol = strchr(line, '\n');
+		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+		assert_has(l, "(decode stream cut: decode http://127.0.0.1:");
+		if (strstr(l, "client gone"))
+			fail_msg("a decode cut logged as the client's: %s", l);
+		free(l);
+	}
+	free(log);
+
+	/* non-stream: decode dies half way through its JSON -> 502, nothing half-sent */
+	reset_all();
+	D[0].mode = D[1].mode = FB_CUT;
+	assert_int_equal(tc_http(v0_port, "POST", "/v1/completions", V0_BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(r.status, 502);
+	assert_has(r.body, "\"type\":\"BadGateway\"");
+	assert_has(r.body, "answer cut short");
+	/* decode closes without answering -> 502 */
+	reset_all();
+	D[0].mode = D[1].mode = FB_DROP;
+	assert_int_equal(tc_http(v0_port, "POST", "/v1/completions", V0_BODY, NULL, &r), CURLE_OK);
+	assert_int_equal(r.status, 502);
+	assert_has(r.body, "\"message\":\"decode http://127.0.0.1:");
+	tc_hfree(&r);
 }
 
 /* ---- toy ---- */
@@ -526,6 +607,10 @@ static int setup(void **state)
 	                    "--decoder-port",
 	                    tc_fmt("%d", D[0].port),
 	                    NULL};
+	const char *fv[] = {"--prefill", tc_fmt("127.0.0.1:%d", P[0].port), "--decode",
+	                    tc_fmt("127.0.0.1:%d", D[0].port), NULL};
+	if (start_proxy(&v0, &v0_port, "v0", fv, NULL, 200))
+		return -1;
 	return start_proxy(&toy, &toy_port, "toy", ft, toy_env, 200);
 }
 
@@ -534,7 +619,9 @@ static int teardown(void **state)
 	int ret = 0;
 	(void)state;
 	reset_all();
-	for (struct pd_proc *p = &toy; p; p = p == &toy ? &moon : NULL) {
+	struct pd_proc *procs[] = {&v0, &toy, &moon};
+	for (int i = 0; i < 3; i++) {
+		struct pd_proc *p = procs[i];
 		if (!p->pid)
 			continue;
 		pd_proc_stop(p, 3000);
@@ -559,6 +646,8 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_prefill_4xx_passthrough),
+	    cmocka_unit_test(test_decode_cut),
 	    cmocka_unit_test(test_toy_bodies),
 	    cmocka_unit_test(test_toy_healthcheck_and_failures),
 	    cmocka_unit_test(test_mooncake_readiness),

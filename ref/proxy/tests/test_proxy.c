@@ -1,7 +1,7 @@
 /* End-to-end tests for pdkv-proxy: the real binary between in-process fake prefill/decode
  * servers (fake_backend.c) on free loopback ports, in the default v0 contract. Checks request
- * shapes, SSE passthrough, round robin, failure mapping (incl. prefill 4xx and decode cut
- * mid-answer), limits, request ids, toy flags and clean shutdown. */
+ * shapes, SSE passthrough, round robin, failure mapping, limits, request ids, toy flags and
+ * clean shutdown (prefill 4xx and decode cut mid-answer: test_contracts.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -369,78 +369,6 @@ static void test_prefill_500(void **state)
 	assert_has(r.body, "injected failure");
 	assert_int_equal(total(P), 1);
 	assert_int_equal(total(D), 0); /* no fall-through to decode */
-	tc_hfree(&r);
-}
-
-/* D11: a prefill 4xx is the client's fault: passed through as that 4xx (a 502 would make load
- * balancers retry it), decode not called. */
-static void test_prefill_4xx_passthrough(void **state)
-{
-	struct tc_resp r = {0};
-	(void)state;
-	reset_all();
-	P[0].mode = P[1].mode = FB_FAIL400;
-	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
-	assert_int_equal(r.status, 400);
-	assert_string_equal(r.body, FB_FAIL400_BODY);
-	assert_has(r.ctype, "application/json");
-	assert_int_equal(total(P), 1);
-	assert_int_equal(total(D), 0);
-	tc_hfree(&r);
-}
-
-/* D12: decode killed mid-answer. A stream ends with an error event and no [DONE] (and the
- * transfer itself is incomplete); a whole JSON answer is a 502; the log says "decode stream
- * cut", not "client gone". */
-static void test_decode_cut(void **state)
-{
-	struct tc_resp r = {0};
-	char *log = NULL, path[PATH_MAX];
-	size_t len;
-	int res;
-	(void)state;
-	reset_all();
-	D[0].mode = D[1].mode = FB_CUT;
-	D[0].cut_after = D[1].cut_after = 3;
-	res = tc_http(port_a, "POST", "/v1/completions", BODY_STREAM, NULL, &r);
-	assert_int_not_equal(res, CURLE_OK);
-	assert_int_equal(r.status, 200);
-	assert_has(r.body, " tok2");
-	assert_has(r.body, "\n\ndata: {\"error\":{\"message\":\"decode http://127.0.0.1:");
-	assert_has(r.body, "\"type\":\"BadGateway\",\"code\":502}}\n\n");
-	if (strstr(r.body, "[DONE]") || strstr(r.body, " tok3"))
-		fail_msg("a cut stream looks complete: %s", r.body);
-	snprintf(path, sizeof(path), "%s/proxy-a.log", tmpdir);
-	for (int i = 0; i < 100; i++) {
-		free(log);
-		assert_int_equal(pd_read_file(path, 16 << 20, &log, &len), 0);
-		if (strstr(log, tc_fmt("rid=%s ", r.rid)) && strstr(log, "(decode stream cut: "))
-			break;
-		pd_sleep_ms(20);
-	}
-	assert_has(log, "decode stream cut after ");
-	{
-		const char *line = strstr(log, tc_fmt("200 rid=%s ", r.rid));
-		assert_non_null(line);
-		const char *eol = strchr(line, '\n');
-		char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
-		assert_has(l, "(decode stream cut: decode http://127.0.0.1:");
-		if (strstr(l, "client gone"))
-			fail_msg("a decode cut logged as the client's: %s", l);
-		free(l);
-	}
-	free(log);
-
-	/* non-stream: decode dies half way through its JSON -> 502, nothing half-sent */
-	reset_all();
-	D[0].mode = D[1].mode = FB_CUT;
-	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
-	check_error_json(&r, 502, "BadGateway", "answer cut short");
-	/* decode closes without answering -> 502 */
-	reset_all();
-	D[0].mode = D[1].mode = FB_DROP;
-	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
-	check_error_json(&r, 502, "BadGateway", "decode http://127.0.0.1:");
 	tc_hfree(&r);
 }
 
@@ -827,8 +755,6 @@ int main(void)
 	    cmocka_unit_test(test_big_answer),
 	    cmocka_unit_test(test_round_robin_chat),
 	    cmocka_unit_test(test_prefill_500),
-	    cmocka_unit_test(test_prefill_4xx_passthrough),
-	    cmocka_unit_test(test_decode_cut),
 	    cmocka_unit_test(test_decode_4xx_passthrough),
 	    cmocka_unit_test(test_bad_requests),
 	    cmocka_unit_test(test_models),
