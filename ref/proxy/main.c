@@ -1,5 +1,5 @@
-/* pdkv-proxy: the disaggregated-prefill proxy of the integration guide (§5), strict about
- * failures. Thin main: flags -> px_server -> wait for SIGINT/SIGTERM -> clean stop. */
+/* pdkv-proxy: the disaggregated-prefill proxy (the guide's, vLLM's toy or mooncake router
+ * contract), strict about failures. Thin main: flags -> px_server -> SIGINT/SIGTERM -> stop. */
 #include "px.h"
 #include "pd_log.h"
 
@@ -39,13 +39,19 @@ int main(int argc, char **argv)
 		curl_global_cleanup();
 		return 1;
 	}
+	pd_info("contract %s%s%s%s", px_contract_name(o.contract),
+	        o.contract_why[0] ? " (auto: " : "", o.contract_why, o.contract_why[0] ? ")" : "");
 	pd_info("listening on %s:%d; prefill %d, decode %d; timeouts prefill %.1fs decode %.1fs "
 	        "connect %.1fs; max body %llu",
 	        o.host, port, o.n_prefill, o.n_decode, o.prefill_timeout_ms / 1e3,
 	        o.decode_timeout_ms / 1e3, o.connect_timeout_ms / 1e3,
 	        (unsigned long long)o.max_body);
 	for (int i = 0; i < o.n_prefill; i++)
-		pd_info("prefill[%d] %s", i, o.prefill[i]);
+		if (o.contract == PX_CONTRACT_MOONCAKE)
+			pd_info("prefill[%d] %s bootstrap port %d", i, o.prefill[i],
+			        o.bootstrap[i] ? o.bootstrap[i] : 8998);
+		else
+			pd_info("prefill[%d] %s", i, o.prefill[i]);
 	for (int i = 0; i < o.n_decode; i++)
 		pd_info("decode[%d] %s", i, o.decode[i]);
 	sigwait(&set, &sig);

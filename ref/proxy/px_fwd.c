@@ -25,6 +25,11 @@ static struct curl_slist *base_headers(const struct px_call *c, int json_body)
 			goto oom;
 		h = t;
 	}
+	if (c->extra_header) {
+		if (!(t = curl_slist_append(h, c->extra_header)))
+			goto oom;
+		h = t;
+	}
 	snprintf(line, sizeof(line), "X-Request-Id: %s", c->request_id);
 	if (!(t = curl_slist_append(h, line)))
 		goto oom;
@@ -85,36 +90,52 @@ static void curl_reason(int res, const char *errbuf, char *out, size_t sz)
 		snprintf(out, sz, "%s", errbuf[0] ? errbuf : curl_easy_strerror(res));
 }
 
-/* ---- prefill ---- */
+/* ---- drained calls (prefill, readiness probes) ---- */
 
 struct drain {
-	char keep[256];
-	size_t kept;
+	struct px_answer *a;
+	size_t keep, cap;
 };
 
 static size_t drain_cb(char *p, size_t sz, size_t n, void *u)
 {
 	struct drain *d = u;
-	size_t len = sz * n, room = sizeof(d->keep) - 1 - d->kept;
-	if (room) {
-		size_t k = len < room ? len : room;
-		memcpy(d->keep + d->kept, p, k);
-		d->kept += k;
-		d->keep[d->kept] = '\0';
+	struct px_answer *a = d->a;
+	size_t len = sz * n, k = len;
+	if (a->len + k > d->keep) {
+		k = d->keep - a->len;
+		a->truncated = 1;
+	}
+	if (k && a->len + k + 1 > d->cap) {
+		size_t cap = d->cap ? d->cap : 1024;
+		char *nb;
+		while (cap < a->len + k + 1)
+			cap *= 2;
+		if (!(nb = realloc(a->body, cap)))
+			return 0; /* aborts the call: out of memory */
+		a->body = nb;
+		d->cap = cap;
+	}
+	if (k) {
+		memcpy(a->body + a->len, p, k);
+		a->len += k;
+		a->body[a->len] = '\0';
 	}
 	return len;
 }
 
-int px_prefill(const struct px_call *c, int *http_status, char *reason, size_t reason_sz)
+int px_fetch(const struct px_call *c, size_t keep, struct px_answer *a, char *reason,
+             size_t reason_sz)
 {
-	struct drain d = {.kept = 0};
+	struct drain d = {.a = a, .keep = keep};
 	char errbuf[CURL_ERROR_SIZE] = "";
-	struct curl_slist *h = base_headers(c, 1);
-	CURL *e = h ? easy_for(c, h, errbuf, NULL) : NULL;
+	struct curl_slist *h = base_headers(c, c->body != NULL);
+	CURL *e = h ? easy_for(c, h, errbuf, (void *)c->cancel) : NULL;
+	const char *ct = NULL;
 	long code = 0;
 	int res, ret = -1;
 
-	*http_status = 0;
+	memset(a, 0, sizeof(*a));
 	if (!e) {
 		snprintf(reason, reason_sz, "out of memory");
 		goto out;
@@ -123,15 +144,24 @@ int px_prefill(const struct px_call *c, int *http_status, char *reason, size_t r
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &d);
 	res = curl_easy_perform(e);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-	*http_status = (int)code;
+	if (curl_easy_getinfo(e, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
+		snprintf(a->ctype, sizeof(a->ctype), "%s", ct);
+	a->status = (int)code;
+	a->complete = res == CURLE_OK;
 	if (res != CURLE_OK) {
 		curl_reason(res, errbuf, reason, reason_sz);
-	} else if (code != 200) {
+		if (res == CURLE_ABORTED_BY_CALLBACK && !px_stopping)
+			snprintf(reason, reason_sz, "call aborted");
+	} else if (code < 200 || code > 299) {
 		/* a backend's error text is untrusted: keep it printable and short */
-		for (size_t i = 0; i < d.kept; i++)
-			if ((unsigned char)d.keep[i] < ' ' || d.keep[i] == 0x7f)
-				d.keep[i] = ' ';
-		snprintf(reason, reason_sz, "HTTP %ld%s%.200s", code, d.kept ? ": " : "", d.keep);
+		char head[201];
+		size_t n = a->len < 200 ? a->len : 200;
+		for (size_t i = 0; i < n; i++)
+			head[i] = (unsigned char)a->body[i] < ' ' || a->body[i] == 0x7f
+			              ? ' '
+			              : a->body[i];
+		head[n] = '\0';
+		snprintf(reason, reason_sz, "HTTP %ld%s%s", code, n ? ": " : "", head);
 	} else {
 		ret = 0;
 	}
@@ -140,6 +170,13 @@ out:
 		curl_easy_cleanup(e);
 	curl_slist_free_all(h);
 	return ret;
+}
+
+void px_answer_free(struct px_answer *a)
+{
+	free(a->body);
+	a->body = NULL;
+	a->len = 0;
 }
 
 /* ---- decode stream ---- */
@@ -284,8 +321,9 @@ int px_stream_start(struct px_stream *s, const struct px_call *c, size_t queue_b
 	s->own_rid = strdup(c->request_id);
 	s->own_body = c->body ? malloc(c->body_len + 1) : NULL;
 	s->own_auth = c->authorization ? strdup(c->authorization) : NULL;
+	s->own_extra = c->extra_header ? strdup(c->extra_header) : NULL;
 	if (!s->ring || !s->own_url || !s->own_rid || (c->body && !s->own_body) ||
-	    (c->authorization && !s->own_auth))
+	    (c->authorization && !s->own_auth) || (c->extra_header && !s->own_extra))
 		return -ENOMEM;
 	if (c->body) {
 		memcpy(s->own_body, c->body, c->body_len);
@@ -295,6 +333,8 @@ int px_stream_start(struct px_stream *s, const struct px_call *c, size_t queue_b
 	s->call.body = s->own_body;
 	s->call.request_id = s->own_rid;
 	s->call.authorization = s->own_auth;
+	s->call.extra_header = s->own_extra;
+	s->call.cancel = NULL;
 	s->t_start_ns = pd_now_ns();
 	ret = pthread_create(&s->thread, NULL, stream_main, s);
 	if (ret)
@@ -312,6 +352,34 @@ int px_stream_wait_headers(struct px_stream *s)
 	st = s->hdr_done ? s->status : 0;
 	pthread_mutex_unlock(&s->mu);
 	return st;
+}
+
+int px_stream_wait_body(struct px_stream *s, size_t n)
+{
+	int ret;
+	pthread_mutex_lock(&s->mu);
+	while (s->len < n && !s->done)
+		pthread_cond_wait(&s->cv, &s->mu);
+	ret = s->len >= n ? 0 : -1;
+	pthread_mutex_unlock(&s->mu);
+	return ret;
+}
+
+const char *px_stream_header(struct px_stream *s, const char *name, size_t *vlen)
+{
+	size_t n = strlen(name);
+	/* hdr[] is written only before hdr_done, which the caller waited for */
+	for (int i = 0; i < s->n_hdr; i++) {
+		const char *h = s->hdr[i], *v;
+		if (strncasecmp(h, name, n) || h[n] != ':')
+			continue;
+		for (v = h + n + 1; *v == ' ' || *v == '\t'; v++)
+			;
+		if (vlen)
+			*vlen = strlen(v);
+		return v;
+	}
+	return NULL;
 }
 
 long px_stream_read(struct px_stream *s, char *buf, size_t max)
@@ -380,7 +448,8 @@ void px_stream_finish(struct px_stream *s)
 	free(s->own_body);
 	free(s->own_rid);
 	free(s->own_auth);
-	s->ring = s->own_url = s->own_body = s->own_rid = s->own_auth = NULL;
+	free(s->own_extra);
+	s->ring = s->own_url = s->own_body = s->own_rid = s->own_auth = s->own_extra = NULL;
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 }

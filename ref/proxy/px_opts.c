@@ -17,21 +17,32 @@
 void px_usage(const char *prog)
 {
 	printf(
-	    "Usage: %s [--host ADDR] [--port N] --prefill URL... --decode URL... [options]\n"
+	    "Usage: %s [--contract v0|toy|mooncake|auto] [--host ADDR] [--port N]\n"
+	    "       --prefill URL [BOOTSTRAP_PORT|none]... --decode URL... [options]\n"
 	    "\n"
-	    "OpenAI-compatible disaggregated-prefill proxy (the integration guide's proxy, made\n"
-	    "strict): each POST /v1/completions or /v1/chat/completions is first sent to a "
-	    "prefill\n"
-	    "instance with max_tokens=1 and stream=false (drained), then the original request "
-	    "goes\n"
-	    "to a decode instance whose answer is streamed back unchanged.\n"
+	    "OpenAI-compatible disaggregated-prefill proxy, strict about failures. Each POST\n"
+	    "/v1/completions or /v1/chat/completions goes to a prefill instance (max_tokens=1,\n"
+	    "stream=false, drained) and to a decode instance whose answer streams back as is.\n"
 	    "\n"
+	    "  --contract NAME          the router to behave as (default v0):\n"
+	    "      v0        the integration guide's proxy (V0 pipe): prefill, then the original\n"
+	    "                request to decode; the client's X-Request-Id and Authorization\n"
+	    "      toy       vLLM's toy_proxy_server.py (V1 gen A, vLLM 0.12-0.15): uuid4\n"
+	    "                X-Request-Id, prefill with kv_transfer_params {do_remote_decode:\n"
+	    "                true,...}, then decode with prefill's returned kv_transfer_params;\n"
+	    "                Authorization: Bearer $OPENAI_API_KEY (\"None\" when unset)\n"
+	    "      mooncake  vLLM's mooncake_connector_proxy.py (V1 gen B, vLLM >= 0.16): waits\n"
+	    "                for each prefill's /health and bootstrap /query (503 until then),\n"
+	    "                transfer_id \"xfer-<uuid4>\" in both bodies, X-data-parallel-rank,\n"
+	    "                round robin over (prefill, dp rank); prefill and decode at once\n"
+	    "      auto      mooncake when a --prefill carries a bootstrap port (or none), toy\n"
+	    "                when the toy spellings are used, else v0\n"
 	    "  --host ADDR              bind address (default 0.0.0.0)\n"
 	    "  --port N                 listen port (default 8000; 0 = any free port)\n"
-	    "  --prefill URL            prefill instance; repeat (or comma-separate) for round\n"
+	    "  --prefill URL [BP|none]  prefill instance; repeat (or comma-separate) for round\n"
 	    "                           robin. URL: http://host:port, host:port, or an endpoint\n"
-	    "                           such as http://host:port/v1/completions. An optional\n"
-	    "                           bootstrap port after it (PROXY-16 style) is ignored.\n"
+	    "                           such as http://host:port/v1/completions. BP: its\n"
+	    "                           bootstrap port for mooncake (none or absent = 8998)\n"
 	    "  --decode URL             decode instance; same forms, round robin\n"
 	    "  --prefiller-host(s) H..  toy-proxy spelling: hosts (repeat, comma or space list)\n"
 	    "  --prefiller-port(s) P..  toy-proxy spelling: ports (paired with the hosts; one\n"
@@ -47,10 +58,14 @@ void px_usage(const char *prog)
 	    "  -h, --help               this text\n"
 	    "\n"
 	    "Defaults when no backend is named (the toy proxy's): prefill %s,\ndecode %s.\n"
-	    "Prefill failure -> 502 JSON error, decode is not called. Decode errors pass through.\n"
-	    "GET /health and /healthcheck answer 200; GET /v1/models goes to the first decode.\n"
-	    "X-Request-Id (generated when absent) and Authorization go to both backends; with no\n"
-	    "Authorization from the client, OPENAI_API_KEY (if set) is sent as a Bearer token.\n"
+	    "Prefill failure: a 4xx is passed to the client as is; any other failure is a 502\n"
+	    "JSON error and logged; decode is not called (mooncake: the decode call already\n"
+	    "running is aborted, or its stream cut if it had started). Decode errors pass\n"
+	    "through; a decode stream that breaks ends with an SSE error event and no [DONE].\n"
+	    "GET /health and /healthcheck answer 200 with the backends and failure counters\n"
+	    "(mooncake: 503 until ready; toy: /healthcheck as the toy proxy answers it).\n"
+	    "GET /v1/models goes to the first decode. v0 with no Authorization from the\n"
+	    "client sends OPENAI_API_KEY (if set) as a Bearer token.\n"
 	    "Log level: PDKV_LOG=error|warn|info|debug; one access line per request at info.\n",
 	    prog, PX_DEFAULT_PREFILL, PX_DEFAULT_DECODE);
 }
@@ -252,6 +267,33 @@ static int is_port_or_none(const char *s)
 	return !strcasecmp(s, "none") || (pd_parse_i64(s, &v) == 0 && v >= 1 && v <= 65535);
 }
 
+const char *px_contract_name(int id)
+{
+	static const char *const names[] = {"v0", "toy", "mooncake", "auto"};
+	return id >= 0 && id < 4 ? names[id] : "?";
+}
+
+int px_url_host(const char *url, char *out, size_t outsz)
+{
+	const char *a = strstr(url, "://"), *end;
+	size_t n;
+	a = a ? a + 3 : url;
+	if (*a == '[') {
+		end = strchr(a, ']');
+		if (!end)
+			return -EINVAL;
+		end++;
+	} else {
+		end = a + strcspn(a, ":/");
+	}
+	n = (size_t)(end - a);
+	if (!n || n >= outsz)
+		return -EINVAL;
+	memcpy(out, a, n);
+	out[n] = '\0';
+	return 0;
+}
+
 static int add_url(char (*dst)[PX_URL_MAX], int *n, const char *flag, const char *url, char *err,
                    size_t errsz)
 {
@@ -325,6 +367,7 @@ enum {
 	F_CTMO,
 	F_BODY,
 	F_QUEUE,
+	F_CONTRACT,
 	F_HELP
 };
 
@@ -349,15 +392,105 @@ static const struct {
     {"--connect-timeout", F_CTMO},
     {"--max-body", F_BODY},
     {"--stream-buffer", F_QUEUE},
+    {"--contract", F_CONTRACT},
     {"--help", F_HELP},
     {"-h", F_HELP},
 };
 
+static int parse_contract(const char *val, struct px_opts *o, char *err, size_t errsz)
+{
+	int k = 0;
+	while (k < 4 && strcmp(val, px_contract_name(k)))
+		k++;
+	if (k == 4) {
+		snprintf(err, errsz,
+		         "--contract: expected v0, toy, mooncake or auto, got \"%.64s\"", val);
+		return -EINVAL;
+	}
+	o->contract = k;
+	return 0;
+}
+
+/* --max-body (body) or --stream-buffer. */
+static int parse_size_flag(const char *name, int body, const char *val, struct px_opts *o,
+                           char *err, size_t errsz)
+{
+	uint64_t v;
+	if (pd_parse_size(val, &v) || v < 1024 || v > (body ? (4ull << 30) : (64ull << 20))) {
+		snprintf(err, errsz, "%s: expected a size from 1KiB to %s, got \"%s\"", name,
+		         body ? "4GiB" : "64MiB", val);
+		return -EINVAL;
+	}
+	if (body)
+		o->max_body = v;
+	else
+		o->queue_bytes = (size_t)v;
+	return 0;
+}
+
+/* What the flag loop collected, turned into backends once every flag is known. */
+struct args {
+	struct strlist ph, pp, dh, dp;
+	char *urls_p[PX_MAX_BACKENDS], *urls_d[PX_MAX_BACKENDS];
+	int bp_p[PX_MAX_BACKENDS], np, nd, bp_given, toy_spelled;
+};
+
+/* Expands the URL lists (comma lists share a bootstrap port), pairs the toy host/port lists,
+ * fills the toy defaults and resolves --contract auto. 0 or -EINVAL / -ENOMEM. */
+static int finish(struct args *a, struct px_opts *o, char *err, size_t errsz)
+{
+	int ret = 0;
+	for (int i = 0; i < a->np; i++) {
+		struct strlist l = {0};
+		if ((ret = list_add(&l, "--prefill", a->urls_p[i], err, errsz)) == 0)
+			for (int k = 0; k < l.n && !ret; k++) {
+				/* a comma list shares the bootstrap port that follows it */
+				o->bootstrap[o->n_prefill < PX_MAX_BACKENDS ? o->n_prefill : 0] =
+				    a->bp_p[i];
+				ret = add_url(o->prefill, &o->n_prefill, "--prefill", l.v[k], err,
+				              errsz);
+			}
+		list_free(&l);
+		if (ret)
+			return ret;
+	}
+	for (int i = 0; i < a->nd; i++) {
+		struct strlist l = {0};
+		if ((ret = list_add(&l, "--decode", a->urls_d[i], err, errsz)) == 0)
+			for (int k = 0; k < l.n && !ret; k++)
+				ret = add_url(o->decode, &o->n_decode, "--decode", l.v[k], err,
+				              errsz);
+		list_free(&l);
+		if (ret)
+			return ret;
+	}
+	if ((ret = add_toy(o->prefill, &o->n_prefill, "prefiller", &a->ph, &a->pp, "localhost",
+	                   "8100", err, errsz)))
+		return ret;
+	if ((ret = add_toy(o->decode, &o->n_decode, "decoder", &a->dh, &a->dp, "localhost", "8200",
+	                   err, errsz)))
+		return ret;
+	if (!o->n_prefill)
+		add_url(o->prefill, &o->n_prefill, "--prefill", PX_DEFAULT_PREFILL, err, errsz);
+	if (!o->n_decode)
+		add_url(o->decode, &o->n_decode, "--decode", PX_DEFAULT_DECODE, err, errsz);
+	if (o->contract == PX_CONTRACT_AUTO) {
+		o->contract = a->bp_given      ? PX_CONTRACT_MOONCAKE
+		              : a->toy_spelled ? PX_CONTRACT_TOY
+		                               : PX_CONTRACT_V0;
+		snprintf(o->contract_why, sizeof(o->contract_why), "%s",
+		         a->bp_given      ? "a --prefill carries a bootstrap port"
+		         : a->toy_spelled ? "the toy proxy's --prefiller/--decoder flags are used"
+		                          : "no bootstrap port and no toy flags");
+	}
+	return 0;
+}
+
 int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz)
 {
-	struct strlist ph = {0}, pp = {0}, dh = {0}, dp = {0}, *lst;
-	char *urls_p[PX_MAX_BACKENDS], *urls_d[PX_MAX_BACKENDS];
-	int np = 0, nd = 0, ret = 0;
+	struct args A = {0}, *ca = &A;
+	struct strlist *lst;
+	int ret = 0;
 
 	memset(o, 0, sizeof(*o));
 	snprintf(o->host, sizeof(o->host), "0.0.0.0");
@@ -367,6 +500,7 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 	o->connect_timeout_ms = 10 * 1000L;
 	o->max_body = 64ull << 20;
 	o->queue_bytes = 64 << 10;
+	o->contract = PX_CONTRACT_V0;
 	err[0] = '\0';
 
 	for (int i = 1; i < argc; i++) {
@@ -426,32 +560,49 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 		}
 		case F_PREFILL:
 		case F_DECODE: {
-			char **dst = id == F_PREFILL ? urls_p : urls_d;
-			int *n = id == F_PREFILL ? &np : &nd;
+			char **dst = id == F_PREFILL ? ca->urls_p : ca->urls_d;
+			int *n = id == F_PREFILL ? &ca->np : &ca->nd;
 			if (*n >= PX_MAX_BACKENDS) {
 				snprintf(err, errsz, "%s: more than %d backends", name,
 				         PX_MAX_BACKENDS);
 				ret = -EINVAL;
 				goto out;
 			}
+			if (id == F_PREFILL)
+				ca->bp_p[*n] = 0;
 			dst[(*n)++] = (char *)val;
-			/* PROXY-16: "--prefill URL [BOOTSTRAP_PORT|none]"; the V0 pipe has no
-			 * bootstrap */
-			if (id == F_PREFILL && !eq && i + 1 < argc && is_port_or_none(argv[i + 1]))
+			/* "--prefill URL [BOOTSTRAP_PORT|none]" (mooncake_connector_proxy.py); the
+			 * V0 pipe and gen A have no bootstrap server, so only mooncake uses it */
+			if (id == F_PREFILL && !eq && i + 1 < argc &&
+			    is_port_or_none(argv[i + 1])) {
+				int64_t v = 0;
 				i++;
+				if (strcasecmp(argv[i], "none"))
+					pd_parse_i64(argv[i], &v);
+				ca->bp_p[*n - 1] = (int)v;
+				ca->bp_given = 1;
+			}
 			break;
 		}
 		case F_PH:
 		case F_PP:
 		case F_DH:
 		case F_DP:
-			lst = id == F_PH ? &ph : id == F_PP ? &pp : id == F_DH ? &dh : &dp;
+			lst = id == F_PH   ? &ca->ph
+			      : id == F_PP ? &ca->pp
+			      : id == F_DH ? &ca->dh
+			                   : &ca->dp;
+			ca->toy_spelled = 1;
 			if ((ret = list_add(lst, name, val, err, errsz)))
 				goto out;
 			/* argparse nargs="+": "--prefiller-port 8100 8101" */
 			while (!eq && i + 1 < argc && argv[i + 1][0] != '-')
 				if ((ret = list_add(lst, name, argv[++i], err, errsz)))
 					goto out;
+			break;
+		case F_CONTRACT:
+			if ((ret = parse_contract(val, o, err, errsz)))
+				goto out;
 			break;
 		case F_PTMO:
 		case F_DTMO:
@@ -464,59 +615,18 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 			break;
 		}
 		case F_BODY:
-		case F_QUEUE: {
-			uint64_t v;
-			if (pd_parse_size(val, &v) || v < 1024 ||
-			    v > (id == F_BODY ? (4ull << 30) : (64ull << 20))) {
-				snprintf(err, errsz,
-				         "%s: expected a size from 1KiB to %s, got \"%s\"", name,
-				         id == F_BODY ? "4GiB" : "64MiB", val);
-				ret = -EINVAL;
+		case F_QUEUE:
+			if ((ret = parse_size_flag(name, id == F_BODY, val, o, err, errsz)))
 				goto out;
-			}
-			if (id == F_BODY)
-				o->max_body = v;
-			else
-				o->queue_bytes = (size_t)v;
 			break;
 		}
-		}
 	}
-	for (int i = 0; i < np; i++) {
-		struct strlist l = {0};
-		if ((ret = list_add(&l, "--prefill", urls_p[i], err, errsz)) == 0)
-			for (int k = 0; k < l.n && !ret; k++)
-				ret = add_url(o->prefill, &o->n_prefill, "--prefill", l.v[k], err,
-				              errsz);
-		list_free(&l);
-		if (ret)
-			goto out;
-	}
-	for (int i = 0; i < nd; i++) {
-		struct strlist l = {0};
-		if ((ret = list_add(&l, "--decode", urls_d[i], err, errsz)) == 0)
-			for (int k = 0; k < l.n && !ret; k++)
-				ret = add_url(o->decode, &o->n_decode, "--decode", l.v[k], err,
-				              errsz);
-		list_free(&l);
-		if (ret)
-			goto out;
-	}
-	if ((ret = add_toy(o->prefill, &o->n_prefill, "prefiller", &ph, &pp, "localhost", "8100",
-	                   err, errsz)))
-		goto out;
-	if ((ret = add_toy(o->decode, &o->n_decode, "decoder", &dh, &dp, "localhost", "8200", err,
-	                   errsz)))
-		goto out;
-	if (!o->n_prefill)
-		add_url(o->prefill, &o->n_prefill, "--prefill", PX_DEFAULT_PREFILL, err, errsz);
-	if (!o->n_decode)
-		add_url(o->decode, &o->n_decode, "--decode", PX_DEFAULT_DECODE, err, errsz);
+	ret = finish(ca, o, err, errsz);
 out:
-	list_free(&ph);
-	list_free(&pp);
-	list_free(&dh);
-	list_free(&dp);
+	list_free(&ca->ph);
+	list_free(&ca->pp);
+	list_free(&ca->dh);
+	list_free(&ca->dp);
 	if (ret == -ENOMEM)
 		snprintf(err, errsz, "out of memory");
 	return ret;

@@ -1,7 +1,6 @@
 /* px_server: pdkv-proxy's front end on libmicrohttpd (a thread per connection) — routes, body
- * limits, prefill-then-decode ordering, error JSON, request ids and the access log. */
-#include "px.h"
-#include "px_fwd.h"
+ * limits, request ids and auth per contract, health, error JSON and the access log. */
+#include "px_srv.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -16,44 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-struct px_server {
-	struct MHD_Daemon *d;
-	struct px_opts o;
-	unsigned rr_prefill, rr_decode; /* round-robin cursors (atomic) */
-};
-
-enum route { R_NONE, R_COMPLETIONS, R_CHAT, R_HEALTH, R_MODELS };
-
-/* One request. Referenced by the connection and, while streaming, by the response; the last
- * reference writes the access log line. */
-struct px_req {
-	int refs;
-	struct px_server *srv;
-	enum route route;
-	char method[8], path[72];
-	char *body;
-	size_t len, cap;
-	int responded; /* a response is queued (e.g. 413 before the upload) */
-	int reject;    /* 413 or 500 decided during the upload, sent after it */
-	char rid[80];
-	char *auth;
-	int status;
-	int p_idx, d_idx; /* backend indexes, -1 = not used */
-	char p_note[64];  /* "200" or "FAIL" */
-	double p_ms;
-	struct px_stream *st;
-	int toe; /* MHD termination code */
-	uint64_t t0_ns, bytes_out;
-};
 
 static void access_log(struct px_req *r)
 {
 	struct px_server *s = r->srv;
-	char dec[160] = "decode=-";
+	char dec[160] = "decode=-", dp[16] = "", note[512] = "";
 	if (r->st) {
 		struct px_stream *st = r->st;
 		double ttfb = st->t_first_ns ? (st->t_first_ns - st->t_start_ns) / 1e6 : -1;
@@ -61,17 +29,31 @@ static void access_log(struct px_req *r)
 		snprintf(dec, sizeof(dec), "decode=%s %d ttfb=%.1fms total=%.1fms",
 		         r->d_idx >= 0 ? s->o.decode[r->d_idx] : "-", st->status, ttfb, tot);
 	}
+	if (r->dp_rank >= 0)
+		snprintf(dp, sizeof(dp), " dp=%d", r->dp_rank);
+	if (r->cut)
+		snprintf(note, sizeof(note), " (decode stream cut: %s)", r->cut_why);
+	else if (r->late_fail)
+		snprintf(note, sizeof(note), " (prefill failed after decode answered: %s)",
+		         r->p_reason);
+	else if (r->toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		snprintf(note, sizeof(note), " (client gone or aborted)");
 	/* health pollers would drown the log: their lines are debug */
-	pd_log_msg(r->route == R_HEALTH && r->status == 200 ? PD_LOG_DEBUG : PD_LOG_INFO,
-	           "%s %s %d rid=%s prefill=%s %s %.1fms %s in=%zuB out=%" PRIu64 "B time=%.1fms%s",
-	           r->method, r->path, r->status, r->rid[0] ? r->rid : "-",
-	           r->p_idx >= 0 ? s->o.prefill[r->p_idx] : "-", r->p_idx >= 0 ? r->p_note : "-",
-	           r->p_ms, dec, r->len, r->bytes_out, (pd_now_ns() - r->t0_ns) / 1e6,
-	           r->toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
-	                                                         : " (client gone or aborted)");
+	pd_log_msg(
+	    r->route == PX_R_HEALTH && r->status == 200 ? PD_LOG_DEBUG : PD_LOG_INFO,
+	    "%s %s %d rid=%s%s%s prefill=%s%s %s %.1fms %s in=%zuB out=%" PRIu64 "B time=%.1fms%s",
+	    r->method, r->path, r->status, r->rid[0] ? r->rid : "-",
+	    r->client_rid[0] ? " client_rid=" : "", r->client_rid,
+	    r->p_idx >= 0 ? s->o.prefill[r->p_idx] : "-", dp, r->p_idx >= 0 ? r->p_note : "-",
+	    r->p_ms, dec, r->len, r->bytes_out, (pd_now_ns() - r->t0_ns) / 1e6, note);
 }
 
-static void req_unref(struct px_req *r)
+void px_req_ref(struct px_req *r)
+{
+	__atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL);
+}
+
+void px_req_unref(struct px_req *r)
 {
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL))
 		return;
@@ -82,10 +64,12 @@ static void req_unref(struct px_req *r)
 	free(r->st);
 	free(r->body);
 	free(r->auth);
+	px_answer_free(&r->p_ans);
+	pthread_mutex_destroy(&r->mu);
 	free(r);
 }
 
-static char *json_error(int code, const char *type, const char *msg)
+char *px_json_error(int code, const char *type, const char *msg)
 {
 	cJSON *o = cJSON_CreateObject();
 	char *s = NULL;
@@ -97,8 +81,8 @@ static char *json_error(int code, const char *type, const char *msg)
 	return s;
 }
 
-static enum MHD_Result send_body(struct MHD_Connection *c, struct px_req *r, int status,
-                                 const char *ctype, const char *body)
+enum MHD_Result px_send_body(struct MHD_Connection *c, struct px_req *r, int status,
+                             const char *ctype, const char *body)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
@@ -118,11 +102,8 @@ static enum MHD_Result send_body(struct MHD_Connection *c, struct px_req *r, int
 	return ret;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *c, struct px_req *r, int status,
-                                  const char *type, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static enum MHD_Result send_error(struct MHD_Connection *c, struct px_req *r, int status,
-                                  const char *type, const char *fmt, ...)
+enum MHD_Result px_send_error(struct MHD_Connection *c, struct px_req *r, int status,
+                              const char *type, const char *fmt, ...)
 {
 	char msg[768];
 	char *js;
@@ -131,8 +112,8 @@ static enum MHD_Result send_error(struct MHD_Connection *c, struct px_req *r, in
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	js = json_error(status, type, msg);
-	ret = send_body(c, r, status, "application/json", js ? js : "{\"object\":\"error\"}");
+	js = px_json_error(status, type, msg);
+	ret = px_send_body(c, r, status, "application/json", js ? js : "{\"object\":\"error\"}");
 	free(js);
 	if (status >= 500)
 		pd_warn("%s %s -> %d: %s (rid=%s)", r->method, r->path, status, msg, r->rid);
@@ -152,213 +133,30 @@ static int rid_ok(const char *v)
 	return 1;
 }
 
-static void rid_new(char *out, size_t sz)
+/* The toy proxy's /healthcheck, byte for byte as FastAPI renders its dict. */
+static enum MHD_Result toy_healthcheck(struct MHD_Connection *c, struct px_req *r)
 {
-	unsigned char b[16];
-	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-		uint64_t t = pd_now_ns() ^ ((uint64_t)getpid() << 32);
-		for (size_t i = 0; i < sizeof(b); i++)
-			b[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)(i * 37);
-	}
-	b[6] = (b[6] & 0x0f) | 0x40; /* uuid4 layout, as the toy proxy's uuid.uuid4() */
-	b[8] = (b[8] & 0x3f) | 0x80;
-	snprintf(out, sz, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-	         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-	         b[13], b[14], b[15]);
+	char js[128];
+	snprintf(js, sizeof(js),
+	         "{\"status\":\"ok\",\"prefill_instances\":%d,\"decode_instances\":%d}",
+	         r->srv->o.n_prefill, r->srv->o.n_decode);
+	return px_send_body(c, r, 200, "application/json", js);
 }
 
-/* ---- decode passthrough ---- */
-
-static ssize_t reader_cb(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	struct px_req *r = cls;
-	long n = px_stream_read(r->st, buf, max);
-	(void)pos;
-	if (n > 0) {
-		r->bytes_out += (uint64_t)n;
-		return n;
-	}
-	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
-static void reader_free(void *cls)
-{
-	struct px_req *r = cls;
-	/* the client is done (or gone): stop the backend call now, not when it finishes */
-	px_stream_cancel(r->st);
-	req_unref(r);
-}
-
-/* Sends the call to decode backend idx and answers the client with whatever decode says. */
-static enum MHD_Result relay(struct MHD_Connection *c, struct px_req *r, int idx,
-                             const char *endpoint, const char *method, const char *body, size_t len)
-{
-	struct px_server *s = r->srv;
-	struct MHD_Response *resp;
-	char url[PX_URL_MAX + 64];
-	struct px_call call = {
-	    .url = url,
-	    .method = method,
-	    .body = body,
-	    .body_len = len,
-	    .request_id = r->rid,
-	    .authorization = r->auth,
-	    .timeout_ms = s->o.decode_timeout_ms,
-	    .connect_timeout_ms = s->o.connect_timeout_ms,
-	};
-	enum MHD_Result ret;
-	int status;
-
-	snprintf(url, sizeof(url), "%s%s", s->o.decode[idx], endpoint);
-	r->d_idx = idx;
-	r->st = calloc(1, sizeof(*r->st));
-	if (!r->st)
-		return send_error(c, r, 500, "InternalServerError", "out of memory");
-	if (px_stream_start(r->st, &call, s->o.queue_bytes))
-		return send_error(c, r, 500, "InternalServerError", "decode %s: cannot start call",
-		                  url);
-	status = px_stream_wait_headers(r->st);
-	if (status < 200 || status > 599)
-		return send_error(c, r, 502, "BadGateway", "decode %s: %s", url,
-		                  px_stream_error(r->st));
-	resp = MHD_create_response_from_callback(
-	    r->st->content_length >= 0 ? (uint64_t)r->st->content_length : MHD_SIZE_UNKNOWN,
-	    16 * 1024, reader_cb, r, reader_free);
-	if (!resp)
-		return send_error(c, r, 500, "InternalServerError", "out of memory");
-	__atomic_add_fetch(&r->refs, 1, __ATOMIC_ACQ_REL); /* dropped in reader_free */
-	for (int i = 0; i < r->st->n_hdr; i++) {
-		char *h = r->st->hdr[i], *colon = strchr(h, ':'), *v;
-		if (!colon)
-			continue;
-		*colon = '\0';
-		for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
-			;
-		MHD_add_response_header(resp, h, v);
-		*colon = ':';
-	}
-	MHD_add_response_header(resp, "X-Request-Id", r->rid);
-	r->status = status;
-	r->responded = 1;
-	ret = MHD_queue_response(c, (unsigned)status, resp);
-	MHD_destroy_response(resp);
-	return ret;
-}
-
-/* ---- routes ---- */
-
-/* Keys are matched case-sensitively and every duplicate goes: Python's json keeps the LAST of
- * duplicate keys, so a left-over "max_tokens" would silently win on the backend. */
-static void del_all(cJSON *o, const char *key)
-{
-	while (cJSON_GetObjectItemCaseSensitive(o, key))
-		cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-}
-
-static int set_item(cJSON *o, const char *key, cJSON *v)
-{
-	if (!v)
-		return -ENOMEM;
-	del_all(o, key);
-	if (!cJSON_AddItemToObject(o, key, v)) {
-		cJSON_Delete(v);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* The guide's recipe: the same request with max_tokens=1, not streamed (toy proxy: also
- * max_completion_tokens=1 when present, stream_options removed). */
-static char *prefill_body(const cJSON *root)
-{
-	cJSON *p = cJSON_Duplicate(root, 1);
-	char *out = NULL;
-	if (!p)
-		return NULL;
-	if (set_item(p, "max_tokens", cJSON_CreateNumber(1)) ||
-	    set_item(p, "stream", cJSON_CreateFalse()))
-		goto out;
-	if (cJSON_GetObjectItemCaseSensitive(p, "max_completion_tokens") &&
-	    set_item(p, "max_completion_tokens", cJSON_CreateNumber(1)))
-		goto out;
-	del_all(p, "stream_options");
-	out = cJSON_PrintUnformatted(p);
-out:
-	cJSON_Delete(p);
-	return out;
-}
-
-static enum MHD_Result do_completion(struct MHD_Connection *c, struct px_req *r)
-{
-	struct px_server *s = r->srv;
-	const char *ep = r->route == R_CHAT ? "/v1/chat/completions" : "/v1/completions";
-	const char *end = NULL;
-	cJSON *root;
-	char *pbody = NULL, reason[400], url[PX_URL_MAX + 64];
-	enum MHD_Result ret;
-	int pst = 0, idx;
-	uint64_t t;
-
-	if (!r->body || !r->len)
-		return send_error(c, r, 400, "BadRequestError",
-		                  "request body is empty; expected a JSON object");
-	root = cJSON_ParseWithOpts(r->body, &end, 1);
-	if (!root) {
-		char near[40] = "";
-		const char *e = cJSON_GetErrorPtr();
-		for (size_t i = 0; e && i < sizeof(near) - 1 && e[i]; i++)
-			near[i] =
-			    (unsigned char)e[i] < ' ' || (unsigned char)e[i] >= 0x7f ? ' ' : e[i];
-		return send_error(c, r, 400, "BadRequestError", "invalid JSON body near \"%s\"",
-		                  near);
-	}
-	if (end != r->body + r->len || !cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		return send_error(c, r, 400, "BadRequestError",
-		                  end != r->body + r->len ? "invalid JSON body: a NUL byte inside"
-		                                          : "request body must be a JSON object");
-	}
-	pbody = prefill_body(root);
-	cJSON_Delete(root);
-	if (!pbody)
-		return send_error(c, r, 500, "InternalServerError", "out of memory");
-
-	idx = (int)(__atomic_fetch_add(&s->rr_prefill, 1, __ATOMIC_RELAXED) %
-	            (unsigned)s->o.n_prefill);
-	r->p_idx = idx;
-	snprintf(url, sizeof(url), "%s%s", s->o.prefill[idx], ep);
-	struct px_call call = {
-	    .url = url,
-	    .method = "POST",
-	    .body = pbody,
-	    .body_len = strlen(pbody),
-	    .request_id = r->rid,
-	    .authorization = r->auth,
-	    .timeout_ms = s->o.prefill_timeout_ms,
-	    .connect_timeout_ms = s->o.connect_timeout_ms,
-	};
-	t = pd_now_ns();
-	ret = px_prefill(&call, &pst, reason, sizeof(reason));
-	r->p_ms = (pd_now_ns() - t) / 1e6;
-	free(pbody);
-	if (ret) {
-		/* no fall-through: decoding now would silently recompute the prompt */
-		snprintf(r->p_note, sizeof(r->p_note), "FAIL(%d)", pst);
-		return send_error(c, r, 502, "BadGateway", "prefill %s: %s", url, reason);
-	}
-	snprintf(r->p_note, sizeof(r->p_note), "%d", pst);
-	idx =
-	    (int)(__atomic_fetch_add(&s->rr_decode, 1, __ATOMIC_RELAXED) % (unsigned)s->o.n_decode);
-	return relay(c, r, idx, ep, "POST", r->body, r->len);
-}
-
+/* pdkv's own health: backends, contract, readiness and the failure counters. */
 static enum MHD_Result do_health(struct MHD_Connection *c, struct px_req *r)
 {
 	struct px_server *s = r->srv;
 	cJSON *o = cJSON_CreateObject(), *p, *d;
-	char *js = NULL;
+	char *js = NULL, waiting[PX_URL_MAX + 64] = "";
 	enum MHD_Result ret;
-	if (o && cJSON_AddStringToObject(o, "status", "ok") &&
+	int ready = !s->ready || px_ready_ok(s->ready);
+	if (s->ct->toy_healthcheck && !strcmp(r->path, "/healthcheck"))
+		return toy_healthcheck(c, r);
+	if (!ready)
+		px_ready_waiting(s->ready, waiting, sizeof(waiting));
+	if (o && cJSON_AddStringToObject(o, "status", ready ? "ok" : "starting") &&
+	    cJSON_AddStringToObject(o, "contract", s->ct->name) &&
 	    (p = cJSON_AddArrayToObject(o, "prefill")) &&
 	    (d = cJSON_AddArrayToObject(o, "decode"))) {
 		for (int i = 0; i < s->o.n_prefill; i++)
@@ -367,27 +165,65 @@ static enum MHD_Result do_health(struct MHD_Connection *c, struct px_req *r)
 			cJSON_AddItemToArray(d, cJSON_CreateString(s->o.decode[i]));
 		cJSON_AddNumberToObject(o, "prefill_instances", s->o.n_prefill);
 		cJSON_AddNumberToObject(o, "decode_instances", s->o.n_decode);
+		if (!ready)
+			cJSON_AddStringToObject(o, "waiting_for", waiting);
+		cJSON_AddNumberToObject(
+		    o, "prefill_failures",
+		    (double)__atomic_load_n(&s->n_prefill_fail, __ATOMIC_RELAXED));
+		cJSON_AddNumberToObject(
+		    o, "prefill_failures_after_decode",
+		    (double)__atomic_load_n(&s->n_prefill_fail_late, __ATOMIC_RELAXED));
+		cJSON_AddNumberToObject(
+		    o, "decode_stream_cuts",
+		    (double)__atomic_load_n(&s->n_stream_cut, __ATOMIC_RELAXED));
 		js = cJSON_PrintUnformatted(o);
 	}
 	cJSON_Delete(o);
 	if (!js)
-		return send_error(c, r, 500, "InternalServerError", "out of memory");
-	ret = send_body(c, r, 200, "application/json", js);
+		return px_send_error(c, r, 500, "InternalServerError", "out of memory");
+	ret = px_send_body(c, r, ready ? 200 : 503, "application/json", js);
 	free(js);
 	return ret;
 }
 
-static enum route route_of(const char *path)
+/* Request id and Authorization for both backend calls, as the contract sends them. */
+static int ids_for(struct MHD_Connection *c, struct px_req *r)
+{
+	const struct px_contract *k = r->srv->ct;
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+	if (k->rid_from_client && v && rid_ok(v)) {
+		snprintf(r->rid, sizeof(r->rid), "%s", v);
+	} else {
+		if (v && rid_ok(v))
+			snprintf(r->client_rid, sizeof(r->client_rid), "%s", v);
+		if (px_uuid4(r->rid, sizeof(r->rid)))
+			return -EIO;
+	}
+	if (k->auth_env_bearer) {
+		/* f"Bearer {os.environ.get('OPENAI_API_KEY')}": "Bearer None" when unset */
+		v = getenv("OPENAI_API_KEY");
+		r->auth = pd_asprintf("Bearer %s", v ? v : "None");
+		return r->auth ? 0 : -ENOMEM;
+	}
+	v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (v)
+		r->auth = strdup(v);
+	else if ((v = getenv("OPENAI_API_KEY")) && *v)
+		r->auth = pd_asprintf("Bearer %s", v);
+	return 0;
+}
+
+static enum px_route route_of(const char *path)
 {
 	if (!strcmp(path, "/v1/completions"))
-		return R_COMPLETIONS;
+		return PX_R_COMPLETIONS;
 	if (!strcmp(path, "/v1/chat/completions"))
-		return R_CHAT;
+		return PX_R_CHAT;
 	if (!strcmp(path, "/health") || !strcmp(path, "/healthcheck"))
-		return R_HEALTH;
+		return PX_R_HEALTH;
 	if (!strcmp(path, "/v1/models"))
-		return R_MODELS;
-	return R_NONE;
+		return PX_R_MODELS;
+	return PX_R_NONE;
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
@@ -405,7 +241,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			return MHD_NO;
 		r->refs = 1;
 		r->srv = s;
-		r->p_idx = r->d_idx = -1;
+		r->p_idx = r->d_idx = r->dp_rank = -1;
+		pthread_mutex_init(&r->mu, NULL);
 		r->t0_ns = pd_now_ns();
 		snprintf(r->method, sizeof(r->method), "%s", method);
 		/* the path is untrusted and goes into the log: printable, bounded */
@@ -414,25 +251,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
 				*p = '?';
 		r->route = route_of(url);
-		v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
-		if (v && rid_ok(v))
-			snprintf(r->rid, sizeof(r->rid), "%s", v);
-		else
-			rid_new(r->rid, sizeof(r->rid));
-		v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-		if (v)
-			r->auth = strdup(v);
-		else if ((v = getenv("OPENAI_API_KEY")) && *v)
-			r->auth = pd_asprintf("Bearer %s", v);
 		*con_cls = r;
+		if (ids_for(c, r))
+			return px_send_error(c, r, 500, "InternalServerError",
+			                     "cannot make a request id (no randomness)");
 		v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (v) {
 			uint64_t cl;
 			if (pd_parse_u64(v, &cl) == 0 && cl > s->o.max_body)
-				return send_error(c, r, 413, "RequestEntityTooLarge",
-				                  "request body of %" PRIu64
-				                  " bytes exceeds --max-body %" PRIu64,
-				                  cl, s->o.max_body);
+				return px_send_error(c, r, 413, "RequestEntityTooLarge",
+				                     "request body of %" PRIu64
+				                     " bytes exceeds --max-body %" PRIu64,
+				                     cl, s->o.max_body);
 		}
 		return MHD_YES;
 	}
@@ -468,32 +298,32 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (r->responded)
 		return MHD_YES;
 	if (r->reject == 413)
-		return send_error(c, r, 413, "RequestEntityTooLarge",
-		                  "request body exceeds --max-body %" PRIu64 " bytes",
-		                  s->o.max_body);
+		return px_send_error(c, r, 413, "RequestEntityTooLarge",
+		                     "request body exceeds --max-body %" PRIu64 " bytes",
+		                     s->o.max_body);
 	if (r->reject)
-		return send_error(c, r, 500, "InternalServerError",
-		                  "out of memory for the request body");
+		return px_send_error(c, r, 500, "InternalServerError",
+		                     "out of memory for the request body");
 	switch (r->route) {
-	case R_COMPLETIONS:
-	case R_CHAT:
+	case PX_R_COMPLETIONS:
+	case PX_R_CHAT:
 		if (strcmp(method, "POST"))
 			break;
-		return do_completion(c, r);
-	case R_HEALTH:
+		return px_do_completion(c, r);
+	case PX_R_HEALTH:
 		if (strcmp(method, "GET"))
 			break;
 		return do_health(c, r);
-	case R_MODELS:
+	case PX_R_MODELS:
 		if (strcmp(method, "GET"))
 			break;
-		return relay(c, r, 0, "/v1/models", "GET", NULL, 0);
-	case R_NONE:
-		return send_error(c, r, 404, "NotFoundError", "no route for %s %s", r->method,
-		                  r->path);
+		return px_relay(c, r, 0, "/v1/models", "GET", NULL, 0);
+	case PX_R_NONE:
+		return px_send_error(c, r, 404, "NotFoundError", "no route for %s %s", r->method,
+		                     r->path);
 	}
-	return send_error(c, r, 405, "MethodNotAllowed", "%s is not allowed on %s", r->method,
-	                  r->path);
+	return px_send_error(c, r, 405, "MethodNotAllowed", "%s is not allowed on %s", r->method,
+	                     r->path);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -505,7 +335,14 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	r->toe = toe;
 	*con_cls = NULL;
-	req_unref(r);
+	px_req_unref(r);
+}
+
+static void server_free(struct px_server *s)
+{
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
 }
 
 int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_port)
@@ -520,10 +357,13 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 	if (!s)
 		return -ENOMEM;
 	s->o = *o;
+	s->ct = px_contract_get(o->contract);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
 	fd = pd_tcp_listen(o->host, o->port, 1024);
 	if (fd < 0) {
 		pd_err("--host %s --port %d: cannot listen: %s", o->host, o->port, strerror(-fd));
-		free(s);
+		server_free(s);
 		return fd;
 	}
 	*bound_port = o->port;
@@ -538,7 +378,14 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 	if (!s->d) {
 		pd_err("cannot start the HTTP server on %s:%d", o->host, *bound_port);
 		close(fd);
-		free(s);
+		server_free(s);
+		return -EIO;
+	}
+	/* readiness polls with s->o, which lives as long as s */
+	if (s->ct->readiness && px_ready_start(&s->o, &s->ready)) {
+		pd_err("cannot start the readiness poller");
+		MHD_stop_daemon(s->d);
+		server_free(s);
 		return -EIO;
 	}
 	*out = s;
@@ -550,6 +397,12 @@ void px_server_stop(struct px_server *s)
 	if (!s)
 		return;
 	px_stopping = 1; /* in-flight backend calls abort; their clients get 502 / a cut stream */
+	px_ready_stop(s->ready);
 	MHD_stop_daemon(s->d);
-	free(s);
+	/* concurrent prefill calls hold requests (and so s); they abort on px_stopping */
+	pthread_mutex_lock(&s->mu);
+	while (s->bg)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	server_free(s);
 }

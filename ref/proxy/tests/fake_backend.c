@@ -16,7 +16,23 @@ struct fb_conn {
 struct fb_sse {
 	struct fb *f;
 	int i;
+	int cut; /* FB_CUT: drop after this many chunks, -1 = never */
 };
+
+struct fb_half {
+	char *body;
+	size_t len;
+};
+
+/* Waits at most ms for *p (read once: fb_reset may clear the pointer) or for f->field to stop
+ * pointing at it. 1 when it became set. */
+static int wait_flag(volatile int *const *field, int ms)
+{
+	volatile int *p = *field;
+	for (int waited = 0; p && *field == p && !*p && waited < ms; waited += 2)
+		pd_sleep_ms(2);
+	return !p || *p;
+}
 
 static char *chunk(int i, int n)
 {
@@ -57,13 +73,10 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 	if (s->i > s->f->sse_chunks)
 		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (s->cut >= 0 && s->i >= s->cut)
+		return MHD_CONTENT_READER_END_WITH_ERROR; /* killed mid-stream: no [DONE] */
 	if (s->i == 1 && s->f->gate) {
-		int waited = 0;
-		while (!*s->f->gate && waited < 3000) {
-			pd_sleep_ms(2);
-			waited += 2;
-		}
-		if (!*s->f->gate)
+		if (!wait_flag(&s->f->gate, s->f->gate_ms ? s->f->gate_ms : 3000))
 			__atomic_add_fetch(&s->f->gate_missed, 1, __ATOMIC_RELAXED);
 	} else if (s->i > 0) {
 		pd_sleep_ms(2);
@@ -87,6 +100,25 @@ static void sse_free(void *cls)
 	free(s);
 }
 
+static ssize_t half_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct fb_half *h = cls;
+	size_t n = h->len / 2 > pos ? h->len / 2 - (size_t)pos : 0;
+	if (!n)
+		return MHD_CONTENT_READER_END_WITH_ERROR; /* killed mid-answer */
+	if (n > max)
+		n = max;
+	memcpy(buf, h->body + pos, n);
+	return (ssize_t)n;
+}
+
+static void half_free(void *cls)
+{
+	struct fb_half *h = cls;
+	free(h->body);
+	free(h);
+}
+
 static enum MHD_Result answer(struct MHD_Connection *c, int status, const char *ctype,
                               const char *body)
 {
@@ -106,9 +138,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 {
 	struct fb *f = cls;
 	struct fb_conn *k = *con_cls;
-	char body[512];
+	char body[1024];
 	const char *v;
-	int stream = 0;
+	int stream = 0, slot = -1;
 	(void)version;
 	if (!k) {
 		*con_cls = calloc(1, sizeof(struct fb_conn));
@@ -137,18 +169,41 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		snprintf(r->rid, sizeof(r->rid), "%s", v ? v : "");
 		v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 		snprintf(r->auth, sizeof(r->auth), "%s", v ? v : "");
+		v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-data-parallel-rank");
+		snprintf(r->dp, sizeof(r->dp), "%s", v ? v : "");
+		v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+		snprintf(r->ctype, sizeof(r->ctype), "%s", v ? v : "");
 		r->body = k->body ? strndup(k->body, k->len) : NULL;
 		r->len = k->len;
+		r->t_in_ns = pd_now_ns();
+		slot = f->n - 1;
 	}
 	pthread_mutex_unlock(&f->mu);
 
 	if (!strcmp(url, "/health"))
-		return answer(c, 200, "text/plain", "");
+		return answer(c, f->health_status ? f->health_status : 200, "text/plain", "");
+	if (!strcmp(url, "/query")) {
+		if (!f->query_json)
+			return answer(c, 404, "application/json", "{\"detail\":\"Not Found\"}");
+		return answer(c, 200, "application/json", f->query_json);
+	}
 	if (!strcmp(url, "/v1/models")) {
 		snprintf(body, sizeof(body),
 		         "{\"object\":\"list\",\"data\":[{\"id\":\"fake-%s\"}]}", f->name);
 		return answer(c, 200, "application/json", body);
 	}
+	if (f->on_request)
+		*f->on_request = 1;
+	if (f->hold && !wait_flag(&f->hold, 5000))
+		__atomic_add_fetch(&f->hold_missed, 1, __ATOMIC_RELAXED);
+	if (slot >= 0) {
+		pthread_mutex_lock(&f->mu);
+		if (slot < f->n)
+			f->reqs[slot].t_out_ns = pd_now_ns();
+		pthread_mutex_unlock(&f->mu);
+	}
+	if (f->mode == FB_DROP)
+		return MHD_NO;
 	if (f->mode == FB_FAIL500)
 		return answer(c, 500, "application/json", "{\"error\":\"injected failure\"}");
 	if (f->mode == FB_FAIL400)
@@ -187,6 +242,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (!s)
 			return MHD_NO;
 		s->f = f;
+		s->cut = f->mode == FB_CUT ? f->cut_after : -1;
 		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s,
 		                                      sse_free);
 		MHD_add_response_header(r, "Content-Type", "text/event-stream");
@@ -198,8 +254,24 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	         "{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"model\":\"fake\",\"backend\":"
 	         "\"%s\","
 	         "\"choices\":[{\"index\":0,\"text\":\" Paris\",\"finish_reason\":\"length\"}],"
-	         "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}",
-	         f->name);
+	         "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}%s%s}",
+	         f->name, f->kvp_json ? ",\"kv_transfer_params\":" : "",
+	         f->kvp_json ? f->kvp_json : "");
+	if (f->mode == FB_CUT) {
+		struct fb_half *h = calloc(1, sizeof(*h));
+		struct MHD_Response *r;
+		enum MHD_Result ret;
+		if (!h || !(h->body = strdup(body))) {
+			free(h);
+			return MHD_NO;
+		}
+		h->len = strlen(body);
+		r = MHD_create_response_from_callback(h->len, 4096, half_read, h, half_free);
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		ret = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
 	return answer(c, 200, "application/json", body);
 }
 
@@ -242,9 +314,26 @@ void fb_reset(struct fb *f)
 	f->mode = FB_OK;
 	f->gate = NULL;
 	f->gate_missed = 0;
+	f->gate_ms = 0;
 	f->sse_ended_at = -1;
 	f->sse_chunks = 8;
+	f->hold = NULL;
+	f->hold_missed = 0;
+	f->on_request = NULL;
+	f->cut_after = 0;
+	f->health_status = 0;
+	f->kvp_json = NULL;
 	pthread_mutex_unlock(&f->mu);
+}
+
+int fb_count_path(struct fb *f, const char *path)
+{
+	int n = 0;
+	pthread_mutex_lock(&f->mu);
+	for (int i = 0; i < f->n; i++)
+		n += !strcmp(f->reqs[i].path, path);
+	pthread_mutex_unlock(&f->mu);
+	return n;
 }
 
 int fb_count(struct fb *f)

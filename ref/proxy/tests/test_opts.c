@@ -8,9 +8,18 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proxy/px.h"
+#include "proxy/px_contract.h"
+#include "proxy/px_ready.h"
+
+#define assert_has_str(hay, needle)                                                                \
+	do {                                                                                       \
+		if (!strstr((hay), (needle)))                                                      \
+			fail_msg("expected \"%s\" in: %s", (needle), (hay));                       \
+	} while (0)
 
 static void norm_ok(const char *in, const char *want)
 {
@@ -196,12 +205,137 @@ static void test_errors(void **state)
 	bad("--prefill: empty entry", "--prefill", "a:1,,b:2", NULL);
 }
 
+static void test_contract_flags(void **state)
+{
+	struct px_opts o;
+	char err[256];
+	(void)state;
+	assert_int_equal(parse(&o, err, sizeof(err), NULL), 0);
+	assert_int_equal(o.contract, PX_CONTRACT_V0); /* the default stays v0 */
+	assert_int_equal(parse(&o, err, sizeof(err), "--contract", "toy", NULL), 0);
+	assert_int_equal(o.contract, PX_CONTRACT_TOY);
+	assert_int_equal(parse(&o, err, sizeof(err), "--contract=mooncake", "--prefill",
+	                       "http://p1:8100", "9000", "--prefill", "http://[::1]:8101", "none",
+	                       "--prefill", "p3:8102,p4:8103", "8999", "--prefill", "p5:8104",
+	                       NULL),
+	                 0);
+	assert_int_equal(o.contract, PX_CONTRACT_MOONCAKE);
+	assert_int_equal(o.n_prefill, 5);
+	assert_int_equal(o.bootstrap[0], 9000);
+	assert_int_equal(o.bootstrap[1], 0); /* none -> 8998 at use */
+	assert_int_equal(o.bootstrap[2], 8999);
+	assert_int_equal(o.bootstrap[3], 8999); /* a comma list shares its port */
+	assert_int_equal(o.bootstrap[4], 0);
+	assert_string_equal(o.contract_why, "");
+	/* auto: bootstrap port -> mooncake; toy spellings -> toy; else v0 */
+	assert_int_equal(
+	    parse(&o, err, sizeof(err), "--contract", "auto", "--prefill", "p:1", "none", NULL), 0);
+	assert_int_equal(o.contract, PX_CONTRACT_MOONCAKE);
+	assert_has_str(o.contract_why, "bootstrap");
+	assert_int_equal(
+	    parse(&o, err, sizeof(err), "--contract", "auto", "--prefiller-port", "8100", NULL), 0);
+	assert_int_equal(o.contract, PX_CONTRACT_TOY);
+	assert_int_equal(
+	    parse(&o, err, sizeof(err), "--contract", "auto", "--prefill", "p:1", NULL), 0);
+	assert_int_equal(o.contract, PX_CONTRACT_V0);
+	bad("--contract: expected v0, toy, mooncake or auto, got \"nixl\"", "--contract", "nixl",
+	    NULL);
+	bad("--contract: missing value", "--contract", NULL);
+}
+
+static void test_url_host(void **state)
+{
+	char h[64];
+	(void)state;
+	assert_int_equal(px_url_host("http://10.0.0.1:8100", h, sizeof(h)), 0);
+	assert_string_equal(h, "10.0.0.1");
+	assert_int_equal(px_url_host("https://gw:443/team-a", h, sizeof(h)), 0);
+	assert_string_equal(h, "gw");
+	assert_int_equal(px_url_host("http://[fe80::1]:8100", h, sizeof(h)), 0);
+	assert_string_equal(h, "[fe80::1]");
+	assert_int_equal(px_url_host("http://h", h, sizeof(h)), 0);
+	assert_string_equal(h, "h");
+}
+
+static void with_key(const char *in, const char *want)
+{
+	char *out = NULL;
+	size_t n = 0;
+	assert_int_equal(
+	    px_json_with_key(in, strlen(in), "kv_transfer_params", "{\"a\":1}", &out, &n), 0);
+	assert_string_equal(out, want);
+	assert_int_equal(n, strlen(want));
+	free(out);
+}
+
+static void test_json_edits(void **state)
+{
+	char *out = NULL;
+	size_t n;
+	(void)state;
+	/* appended before the closing brace; the client's bytes (big ints, spacing) kept */
+	with_key("{\"seed\": 123456789012345678901, \"p\":\"x\"}",
+	         "{\"seed\": 123456789012345678901, \"p\":\"x\",\"kv_transfer_params\":{\"a\":1}}");
+	with_key("{}", "{\"kv_transfer_params\":{\"a\":1}}");
+	with_key(" { \"p\" : 1 } \n", " { \"p\" : 1 ,\"kv_transfer_params\":{\"a\":1}} \n");
+	/* a client's own kv_transfer_params is replaced where it stands, duplicates dropped */
+	with_key("{\"kv_transfer_params\":null,\"p\":1,\"kv_transfer_params\":{}}",
+	         "{\"kv_transfer_params\":{\"a\":1},\"p\":1}");
+	assert_int_equal(px_json_with_key("[1]", 3, "k", "1", &out, &n), -EINVAL);
+	assert_null(out);
+}
+
+static void test_uuid4(void **state)
+{
+	char a[40], b[40];
+	(void)state;
+	assert_int_equal(px_uuid4(a, sizeof(a)), 0);
+	assert_int_equal(px_uuid4(b, sizeof(b)), 0);
+	assert_int_equal(strlen(a), 36);
+	assert_true(a[14] == '4' && strchr("89ab", a[19]) && a[8] == '-' && a[23] == '-');
+	assert_string_not_equal(a, b);
+}
+
+static void query_bad(const char *body, const char *needle)
+{
+	static char ids[PX_MAX_DP][PX_ENGINE_ID_MAX];
+	char why[200] = "";
+	int n = px_ready_parse_query(body, strlen(body), ids, why, sizeof(why));
+	if (n != -EPROTO)
+		fail_msg("/query %s: got %d, want -EPROTO", body, n);
+	if (!strstr(why, needle))
+		fail_msg("/query %s: \"%s\" lacks \"%s\"", body, why, needle);
+}
+
+static void test_query_parse(void **state)
+{
+	static char ids[PX_MAX_DP][PX_ENGINE_ID_MAX];
+	const char *ok = "{\"1\":{\"engine_id\":\"e1\",\"worker_addr\":{}},"
+	                 "\"0\":{\"engine_id\":\"e0\",\"extra\":[1]}}";
+	char why[200];
+	(void)state;
+	assert_int_equal(px_ready_parse_query(ok, strlen(ok), ids, why, sizeof(why)), 2);
+	assert_string_equal(ids[0], "e0");
+	assert_string_equal(ids[1], "e1");
+	query_bad("{}", "no dp rank registered yet");
+	query_bad("[]", "not a JSON object");
+	query_bad("{\"x\":{\"engine_id\":\"e\"}}", "key \"x\" is not a dp rank");
+	query_bad("{\"64\":{\"engine_id\":\"e\"}}", "is not a dp rank 0..63");
+	query_bad("{\"1\":{\"engine_id\":\"e\"}}", "rank 0 missing");
+	query_bad("{\"0\":{\"engine_id\":5}}", "\"0\".engine_id: expected a string");
+	query_bad("{\"0\":{\"engine_id\":\"\"}}", "\"0\".engine_id: expected a string");
+	query_bad("{\"0\":{\"engine_id\":\"a\"},\"0\":{\"engine_id\":\"b\"}}", "appears twice");
+	query_bad("{\"0\":{\"engine_id\":\"a\\nb\"}}", "control character");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_normalize),       cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_guide_spellings), cmocka_unit_test(test_toy_spellings),
-	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_errors),          cmocka_unit_test(test_contract_flags),
+	    cmocka_unit_test(test_url_host),        cmocka_unit_test(test_json_edits),
+	    cmocka_unit_test(test_uuid4),           cmocka_unit_test(test_query_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

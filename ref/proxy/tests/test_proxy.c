@@ -1,6 +1,7 @@
 /* End-to-end tests for pdkv-proxy: the real binary between in-process fake prefill/decode
- * servers (fake_backend.c) on free loopback ports. Checks request shapes, SSE passthrough,
- * round robin, failure mapping, limits, request ids, toy flags and clean shutdown. */
+ * servers (fake_backend.c) on free loopback ports, in the default v0 contract. Checks request
+ * shapes, SSE passthrough, round robin, failure mapping, limits, request ids, toy flags and
+ * clean shutdown (prefill 4xx and decode cut mid-answer: test_contracts.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -640,6 +641,11 @@ static void test_binary_flags(void **state)
 	(void)state;
 	assert_int_equal(run_bin((const char *[]){"--help", NULL}, &out), 0);
 	assert_has(out, "--prefiller-host");
+	assert_has(out, "--contract NAME");
+	assert_has(out, "mooncake_connector_proxy.py");
+	free(out);
+	assert_int_equal(run_bin((const char *[]){"--contract", "nixl", NULL}, &out), 2);
+	assert_has(out, "--contract: expected v0, toy, mooncake or auto");
 	free(out);
 	assert_int_equal(run_bin((const char *[]){"--bogus", NULL}, &out), 2);
 	assert_has(out, "unknown flag \"--bogus\"");
