@@ -170,9 +170,12 @@ void cfg_mc_resolve_metadata(struct cfg_mooncake *mc, enum cfg_vllm vllm, struct
 	if (!cfg_meta_scheme_known(mc->conn_string, &sl)) {
 		cfg_diag_add(d, CFG_ERROR, F_MS,
 		             "%s: metadata_server \"%s\": scheme \"%.*s\" has no metadata plugin; "
-		             "the transfer engine aborts the process (LOG(FATAL) \"Unable to find "
-		             "metadata storage plugin\"). Use etcd://, redis:// or http://",
-		             mc->path, ms, (int)sl, mc->conn_string);
+		             "the transfer engine aborts the whole process at init (LOG(FATAL) "
+		             "\"Unable to find metadata storage plugin %.*s\"; newer engines add "
+		             "\"with conn string: ...\"), so vLLM dies without a Python exception. "
+		             "Mooncake knows etcd://h:p (or bare h:p), redis://h:p, "
+		             "http(s)://h:p/path and P2PHANDSHAKE",
+		             mc->path, ms, (int)sl, mc->conn_string, (int)sl, mc->conn_string);
 		return;
 	}
 	rest = strstr(mc->conn_string, "://") + 3;

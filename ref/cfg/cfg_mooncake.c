@@ -192,6 +192,7 @@ static int v0_init_args(const struct cfg_mooncake *mc, char **err)
 static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **err)
 {
 	bool port_bad = false;
+	size_t sl;
 
 	if (v0_urls(mc, err, &port_bad) || v0_init_args(mc, err))
 		return;
@@ -206,6 +207,14 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 		             : !mc->protocol      ? "protocol"
 		                                  : "device_name");
 	}
+	/* initialize() → the engine's MetadataStoragePlugin::Create: a scheme without a plugin
+	 * is LOG(FATAL), i.e. the worker process aborts; no Python exception exists to name */
+	if (mc->conn_string && !cfg_meta_scheme_known(mc->conn_string, &sl))
+		set_err(
+		    err,
+		    "process abort (Mooncake LOG(FATAL)): Unable to find metadata storage plugin "
+		    "%.*s",
+		    (int)sl, mc->conn_string);
 	/* MooncakePipe then binds port B+9+2r on all interfaces; libzmq rejects ports outside
 	 * 0..65535 */
 	if (port_bad)
