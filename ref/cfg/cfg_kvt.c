@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 /* pydantic's collected validation errors, worded like ValidationError's lines. */
 struct perr {
@@ -617,18 +618,73 @@ static char *kvp_run(struct kvp *k)
 	return NULL;
 }
 
-int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_transfer *out,
-                          struct cfg_diags *d, char **vllm_error)
+int cfg_uuid4(char out[37])
 {
-	struct kvp k = {.json = json ? json : "", .v1 = vllm == CFG_VLLM_V1, .out = out, .d = d};
-	char *err;
+	unsigned char b[16];
+	size_t got = 0;
+
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		got += (size_t)n;
+	}
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+	         b[13], b[14], b[15]);
+	return 0;
+}
+
+/* What the Mooncake connector reads from kv_connector_extra_config, with its defaults. */
+static void v1_extras(struct cfg_kv_transfer *kt)
+{
+	char *err = NULL;
+	const char *x = kt->kv_connector_extra_config ? kt->kv_connector_extra_config : "{}";
+	cJSON *ex = cfg_pyjson_parse(x, strlen(x), &err);
+	const cJSON *v;
+
+	v = cfg_pyjson_get(ex, "mooncake_protocol");
+	kt->mooncake_protocol = !v                  ? strdup("rdma")
+	                        : cJSON_IsString(v) ? strdup(v->valuestring)
+	                                            : NULL;
+	v = cfg_pyjson_get(ex, "num_workers");
+	kt->num_workers = !v                                               ? 10
+	                  : (cJSON_IsNumber(v) && !cfg_pyjson_is_float(v)) ? (int64_t)v->valuedouble
+	                                                                   : 0;
+	v = cfg_pyjson_get(ex, "device_name");
+	kt->device_name = !v ? strdup("") : cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+	free(err);
+	cJSON_Delete(ex);
+}
+
+static int kvt_parse(const char *json, bool v1, const char *policy_default,
+                     struct cfg_kv_transfer *out, struct cfg_diags *d, char **vllm_error)
+{
+	struct kvp k = {.json = json ? json : "", .v1 = v1, .out = out, .d = d};
+	char *err, id[37];
 	bool rejected;
 
 	defaults(out);
+	if (policy_default) {
+		free(out->kv_load_failure_policy);
+		out->kv_load_failure_policy = strdup(policy_default);
+	}
 	if (vllm_error)
 		*vllm_error = NULL;
 	err = kvp_run(&k);
 	rejected = err != NULL || k.pe.n > 0;
+	if (!rejected && v1) {
+		/* __post_init__: engine_id None -> str(uuid.uuid4()), a new one at every start */
+		if (!out->engine_id && !cfg_uuid4(id)) {
+			out->engine_id = strdup(id);
+			out->engine_id_generated = true;
+		}
+		v1_extras(out);
+	}
 	if (vllm_error)
 		*vllm_error = err;
 	else
@@ -637,6 +693,21 @@ int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_tr
 	free(k.postinit);
 	cJSON_Delete(k.root);
 	return rejected ? -1 : 0;
+}
+
+int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_transfer *out,
+                          struct cfg_diags *d, char **vllm_error)
+{
+	return kvt_parse(json, vllm == CFG_VLLM_V1, NULL, out, d, vllm_error);
+}
+
+int cfg_kv_transfer_parse_release(const char *json, const struct cfg_vllm_info *rel,
+                                  struct cfg_kv_transfer *out, struct cfg_diags *d,
+                                  char **vllm_error)
+{
+	if (!rel)
+		return kvt_parse(json, true, NULL, out, d, vllm_error);
+	return kvt_parse(json, cfg_gen_is_v1(rel->gen), rel->policy, out, d, vllm_error);
 }
 
 void cfg_kv_transfer_free(struct cfg_kv_transfer *kt)
@@ -651,5 +722,7 @@ void cfg_kv_transfer_free(struct cfg_kv_transfer *kt)
 	free(kt->kv_connector_module_path);
 	free(kt->kv_connector_extra_config);
 	free(kt->kv_load_failure_policy);
+	free(kt->mooncake_protocol);
+	free(kt->device_name);
 	memset(kt, 0, sizeof(*kt));
 }
