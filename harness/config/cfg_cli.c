@@ -12,6 +12,7 @@ void cfg_cli_usage(FILE *f, const char *prog)
 	fprintf(
 	    f,
 	    "usage: %s [--mooncake-config FILE] [--kv-transfer-config JSON] [--vllm v0|v1]\n"
+	    "          [--vllm-version X.Y[.Z]] [--v1-shape b0|bn] [--list-versions]\n"
 	    "          [--tp N] [--dp N] [--json]\n"
 	    "          [--prefill-port N] [--decode-port N] [--proxy-port N]\n"
 	    "          [--prefill-host H] [--decode-host H] [--proxy-host H]\n"
@@ -19,6 +20,12 @@ void cfg_cli_usage(FILE *f, const char *prog)
 	    "  --mooncake-config FILE   mooncake.json (default: $MOONCAKE_CONFIG_PATH, as vLLM)\n"
 	    "  --kv-transfer-config J   the instance's --kv-transfer-config JSON\n"
 	    "  --vllm v0|v1             V0 MooncakePipe era (default) or the V1 connector\n"
+	    "                           (v1 without a version: gen A ports, generic defaults)\n"
+	    "  --vllm-version X.Y[.Z]   check as that vLLM release does: picks v0 / gen A / gen B\n"
+	    "                           and the per-release defaults (see --list-versions)\n"
+	    "  --v1-shape b0|bn         gen B struct shape (default: the release's; without\n"
+	    "                           --vllm-version: the newest release)\n"
+	    "  --list-versions          print the vLLM release table and exit\n"
 	    "  --tp N, --dp N           tensor / data parallel size of each side (default 1)\n"
 	    "  --*-port N               HTTP ports (default 8100 prefill, 8200 decode, 8000 "
 	    "proxy)\n"
@@ -43,9 +50,44 @@ static int num(const char *prog, const char *flag, const char *v, int lo, int hi
 	return 0;
 }
 
+/* --vllm-version / --v1-shape against cfg_vllm's table; sets --vllm from the generation. 0 or 2.
+ */
+static int release_flags(struct cfg_cli *c, const char *prog, bool vllm_given)
+{
+	struct cfg_vllm_info info;
+	enum cfg_gen g;
+	char err[512];
+	const char *ver = c->o.vllm_version ? c->o.vllm_version : cfg_vllm_newest;
+
+	if (!c->o.vllm_version && !c->o.v1_shape)
+		return 0;
+	if (cfg_vllm_lookup(ver, &info, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s (pdkv config check --list-versions)\n", prog, err);
+		return 2;
+	}
+	if (c->o.v1_shape &&
+	    (cfg_gen_parse(c->o.v1_shape, &g) || !cfg_gen_is_b(g) || !cfg_gen_is_b(info.gen))) {
+		fprintf(
+		    stderr,
+		    "%s: --v1-shape: expected b0 or bn for a gen B release (>= 0.16), got \"%s\" "
+		    "with vLLM %s (gen %s)\n",
+		    prog, c->o.v1_shape, ver, cfg_gen_name(info.gen));
+		return 2;
+	}
+	if (vllm_given && (c->o.vllm == CFG_VLLM_V1) != cfg_gen_is_v1(info.gen)) {
+		fprintf(stderr, "%s: --vllm %s contradicts --vllm-version %s (a %s release)\n",
+		        prog, c->o.vllm == CFG_VLLM_V1 ? "v1" : "v0", ver,
+		        cfg_gen_is_v1(info.gen) ? "V1" : "V0");
+		return 2;
+	}
+	c->o.vllm = cfg_gen_is_v1(info.gen) ? CFG_VLLM_V1 : CFG_VLLM_V0;
+	return 0;
+}
+
 int cfg_cli_parse(struct cfg_cli *c, int argc, char **argv, int first, const char *prog)
 {
 	int i;
+	bool vllm_given = false;
 
 	memset(c, 0, sizeof(*c));
 	c->o.tp = c->o.dp = 1;
@@ -62,6 +104,10 @@ int cfg_cli_parse(struct cfg_cli *c, int argc, char **argv, int first, const cha
 		if (!strcmp(a, "--json")) {
 			c->json = true;
 			continue;
+		}
+		if (!strcmp(a, "--list-versions")) {
+			cfg_vllm_print_table(stdout);
+			return 1;
 		}
 		if (strncmp(a, "--", 2)) {
 			fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, a);
@@ -83,7 +129,12 @@ int cfg_cli_parse(struct cfg_cli *c, int argc, char **argv, int first, const cha
 			c->o.mooncake_path = v;
 		else if (!strcmp(flag, "--kv-transfer-config"))
 			c->o.kv_transfer = v;
+		else if (!strcmp(flag, "--vllm-version") && *v)
+			c->o.vllm_version = v;
+		else if (!strcmp(flag, "--v1-shape") && *v)
+			c->o.v1_shape = v;
 		else if (!strcmp(flag, "--vllm")) {
+			vllm_given = true;
 			if (!strcmp(v, "v0") || !strcmp(v, "0"))
 				c->o.vllm = CFG_VLLM_V0;
 			else if (!strcmp(v, "v1") || !strcmp(v, "1"))
@@ -116,6 +167,8 @@ int cfg_cli_parse(struct cfg_cli *c, int argc, char **argv, int first, const cha
 		if (rc)
 			goto usage;
 	}
+	if (release_flags(c, prog, vllm_given))
+		goto usage;
 	return 0;
 usage:
 	cfg_cli_usage(stderr, prog);

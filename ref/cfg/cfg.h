@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cfg/cfg_vllm.h"
+
 enum cfg_vllm { CFG_VLLM_V0 = 0, CFG_VLLM_V1 = 1 };
 enum cfg_severity { CFG_ERROR = 0, CFG_WARNING = 1, CFG_INFO = 2 };
 
@@ -81,10 +83,26 @@ struct cfg_kv_transfer {
 	char *kv_connector_extra_config; /* compact JSON object text, "{}" by default */
 	char *kv_load_failure_policy;    /* "recompute" */
 	bool is_producer, is_consumer;
+	/* Added for the V1 releases (V1 only; zero/NULL for V0): */
+	bool engine_id_generated; /* engine_id absent or null: vLLM's __post_init__ set it to a
+	                             fresh uuid4, different at every start (engine_id holds one) */
+	char *mooncake_protocol;  /* kv_connector_extra_config.mooncake_protocol: "rdma" when
+	                             absent, NULL when not a string */
+	int64_t num_workers;      /* ...num_workers: 10 when absent, 0 when not an integer */
+	char *device_name;        /* ...device_name: "" when absent, NULL when not a string */
 };
 int cfg_kv_transfer_parse(const char *json, enum cfg_vllm vllm, struct cfg_kv_transfer *out,
                           struct cfg_diags *d, char **vllm_error);
 void cfg_kv_transfer_free(struct cfg_kv_transfer *kt);
+/* cfg_kv_transfer_parse as one vLLM release does it: rel->gen V0 = the V0 pydantic model (V1
+ * fields ignored), otherwise the V1 dataclass with that release's kv_load_failure_policy
+ * default. rel NULL = cfg_kv_transfer_parse(json, CFG_VLLM_V1, ...) (release not pinned: policy
+ * default "recompute"). */
+int cfg_kv_transfer_parse_release(const char *json, const struct cfg_vllm_info *rel,
+                                  struct cfg_kv_transfer *out, struct cfg_diags *d,
+                                  char **vllm_error);
+/* str(uuid.uuid4()) from the kernel's random source: 36 characters + NUL. 0, or -1. */
+int cfg_uuid4(char out[37]);
 
 /* The V0 MooncakePipe's names and ports for one TP rank (spec §3.1–§3.2): +100 rule applied
  * (string compare), kv_rank 0 = prefill end, anything else = decode end. */
@@ -118,6 +136,9 @@ struct cfg_deploy {
 	/* Added by cfg: */
 	const struct cfg_env *env; /* NULL = none of the MC_* / VLLM_MOONCAKE_* variables set */
 	const char *prefill_host, *decode_host, *proxy_host; /* NULL = from the URLs / 127.0.0.1 */
+	/* Added for the V1 releases: which side channel V1 plans. CFG_GEN_V0 (0) = release not
+	 * pinned, planned as gen A; CFG_GEN_B0 / CFG_GEN_BN = bootstrap server + random ports. */
+	enum cfg_gen gen;
 };
 /* *ports malloc'd; conflicts are pairs of binds on the same host:port (see cfg_ports_conflicts). */
 int cfg_ports_plan(const struct cfg_deploy *dep, struct cfg_port **ports, size_t *n,
@@ -145,6 +166,10 @@ struct cfg_env {
 	const char *bootstrap_port, *side_channel_port, *abort_timeout, *sender_workers, *protocol;
 	const char *legacy_rpc, *tcp_bind_address, *handshake_port, *cluster_id;
 	const char *min_rpc, *max_rpc, *min_prc, *max_prc;
+	/* Added for the V1 releases: */
+	const char *disable_reqid_random; /* VLLM_DISABLE_REQUEST_ID_RANDOMIZATION */
+	const char *ib_sysfs; /* PDKV_SYSFS_INFINIBAND: where this host lists RDMA devices
+	                         (NULL = /sys/class/infiniband; tests point it elsewhere) */
 };
 void cfg_env_from_environ(struct cfg_env *e);
 
@@ -158,6 +183,9 @@ struct cfg_check_opts {
 	const char *prefill_host, *decode_host,
 	    *proxy_host; /* NULL = from mooncake.json / 127.0.0.1 */
 	struct cfg_env env;
+	/* Added for the V1 releases: */
+	const char *vllm_version; /* --vllm-version X.Y[.Z]: picks V0/V1 and the generation */
+	const char *v1_shape;     /* --v1-shape b0|bn (gen B); without a version: the newest */
 };
 struct cfg_report {
 	bool ok, vllm_accepted;
@@ -175,6 +203,10 @@ struct cfg_report {
 	enum cfg_vllm vllm;
 	bool ports_planned; /* V0: the pipe's ports could be derived; V1: always */
 	char *v1_protocol;  /* V1: mooncake_protocol / VLLM_MOONCAKE_PROTOCOL in effect */
+	/* Added for the V1 releases: */
+	bool release_pinned;          /* --vllm-version or --v1-shape given */
+	struct cfg_vllm_info release; /* valid when release_pinned */
+	enum cfg_gen gen;             /* V0, or the V1 generation planned (gen A when unpinned) */
 };
 /* Runs every check. Returns the exit code contract: 0 usable, 1 errors found. */
 int cfg_check(const struct cfg_check_opts *o, struct cfg_report *r);

@@ -21,9 +21,7 @@ static void first_err(struct cfg_report *r, char **e)
 	*e = NULL;
 }
 
-static void first_errf(struct cfg_report *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void first_errf(struct cfg_report *r, const char *fmt, ...)
+void cfg_report_errf(struct cfg_report *r, const char *fmt, ...)
 {
 	va_list ap;
 	char *s = NULL;
@@ -49,19 +47,9 @@ static bool listed(const char *const *l, const char *s)
 	return false;
 }
 
-/* Python int() of an env var, as vLLM reads VLLM_MOONCAKE_* (ValueError otherwise). */
-static void env_int_check(struct cfg_report *r, const char *name, const char *val)
+bool cfg_v1_connector_registered(const char *name)
 {
-	int64_t v;
-	bool huge;
-
-	if (!val || !cfg_py_int(val, &v, &huge))
-		return;
-	char *rp = cfg_py_repr(val);
-	first_errf(r, "ValueError: invalid literal for int() with base 10: %s", rp ? rp : "");
-	cfg_diag_add(&r->diags, CFG_ERROR, name,
-	             "%s=%s is not an integer; vLLM reads it with int()", name, rp ? rp : "");
-	free(rp);
+	return name && listed(v1_connectors, name);
 }
 
 static void check_connector(struct cfg_report *r, const struct cfg_check_opts *o, bool *reads_mc)
@@ -83,8 +71,8 @@ static void check_connector(struct cfg_report *r, const struct cfg_check_opts *o
 	}
 	if (!v1) {
 		if (!listed(v0_connectors, kt->kv_connector)) {
-			first_errf(r, "ValueError: Unsupported connector type: %s",
-			           kt->kv_connector);
+			cfg_report_errf(r, "ValueError: Unsupported connector type: %s",
+			                kt->kv_connector);
 			cfg_diag_add(&r->diags, CFG_ERROR, F,
 			             "kv_connector \"%s\" is not registered in vLLM V0 (checked at "
 			             "engine start); write \"MooncakeConnector\" (case-sensitive)",
@@ -133,8 +121,8 @@ static void check_connector(struct cfg_report *r, const struct cfg_check_opts *o
 			    (long long)kt->kv_parallel_size);
 	} else {
 		if (!kt->kv_connector_module_path && !listed(v1_connectors, kt->kv_connector)) {
-			first_errf(r, "ValueError: Unsupported connector type: %s",
-			           kt->kv_connector);
+			cfg_report_errf(r, "ValueError: Unsupported connector type: %s",
+			                kt->kv_connector);
 			cfg_diag_add(
 			    &r->diags, CFG_ERROR, F,
 			    "kv_connector \"%s\" is not in vLLM V1's registry and no "
@@ -148,87 +136,6 @@ static void check_connector(struct cfg_report *r, const struct cfg_check_opts *o
 			    "kv_rank / kv_parallel_size / kv_buffer_size are V0 fields; the "
 			    "V1 MooncakeConnector ignores them");
 	}
-}
-
-static void check_v1_extra(struct cfg_report *r, const struct cfg_check_opts *o)
-{
-	char *err = NULL;
-	const char *x = r->kt.kv_connector_extra_config;
-	cJSON *root = x ? cfg_pyjson_parse(x, strlen(x), &err) : NULL;
-	const cJSON *it;
-	const char *F = "kv-transfer-config: kv_connector_extra_config";
-	bool oot = cfg_v1_is_oot(&r->kt);
-
-	r->v1_protocol = strdup(oot && o->env.protocol ? o->env.protocol : "rdma");
-	for (it = root ? root->child : NULL; it; it = it->next) {
-		if (!strcmp(it->string, "mooncake_protocol")) {
-			if (!oot && cJSON_IsString(it)) {
-				free(r->v1_protocol);
-				r->v1_protocol = strdup(it->valuestring);
-			}
-			if (!cJSON_IsString(it) ||
-			    (strcmp(it->valuestring, "rdma") && strcmp(it->valuestring, "tcp")))
-				cfg_diag_add(&r->diags, CFG_ERROR, F,
-				             "mooncake_protocol must be \"rdma\" or \"tcp\"");
-			if (oot)
-				cfg_diag_add(&r->diags, CFG_WARNING, F,
-				             "the Mooncake out-of-tree connector reads "
-				             "VLLM_MOONCAKE_PROTOCOL, not mooncake_protocol");
-		} else if (!strcmp(it->string, "num_workers")) {
-			if (!cJSON_IsNumber(it) || cfg_pyjson_is_float(it) || it->valuedouble < 1)
-				cfg_diag_add(&r->diags, CFG_ERROR, F,
-				             "num_workers must be a positive integer (default 10)");
-		} else if (!strcmp(it->string, "device_name")) {
-			if (!cJSON_IsString(it))
-				cfg_diag_add(
-				    &r->diags, CFG_ERROR, F,
-				    "device_name must be a string such as \"mlx5_0,mlx5_1\"");
-			else if (strpbrk(it->valuestring, " \t"))
-				cfg_diag_add(
-				    &r->diags, CFG_WARNING, F,
-				    "device_name \"%s\" contains whitespace; write the list "
-				    "without spaces",
-				    it->valuestring);
-		} else {
-			cfg_diag_add(&r->diags, CFG_WARNING, F,
-			             "key \"%.64s\" is not read by the Mooncake connector (known: "
-			             "mooncake_protocol, num_workers, device_name)",
-			             it->string);
-		}
-	}
-	free(err);
-	cJSON_Delete(root);
-	if (!oot) {
-		if (o->env.side_channel_port)
-			cfg_diag_add(
-			    &r->diags, CFG_WARNING, "VLLM_MOONCAKE_SIDE_CHANNEL_PORT",
-			    "is read only by the Mooncake out-of-tree connector; the in-tree "
-			    "one uses VLLM_MOONCAKE_BOOTSTRAP_PORT (default 8998)");
-		if (o->env.sender_workers)
-			cfg_diag_add(&r->diags, CFG_WARNING, "VLLM_MOONCAKE_SENDER_WORKERS",
-			             "is not read by the in-tree connector; set "
-			             "kv_connector_extra_config.num_workers");
-		if (o->env.protocol)
-			cfg_diag_add(&r->diags, CFG_WARNING, "VLLM_MOONCAKE_PROTOCOL",
-			             "is not read by the in-tree connector; set "
-			             "kv_connector_extra_config.mooncake_protocol");
-		env_int_check(r, "VLLM_MOONCAKE_BOOTSTRAP_PORT", o->env.bootstrap_port);
-	} else {
-		if (o->env.bootstrap_port)
-			cfg_diag_add(&r->diags, CFG_WARNING, "VLLM_MOONCAKE_BOOTSTRAP_PORT",
-			             "is not read by the out-of-tree connector; it uses "
-			             "VLLM_MOONCAKE_SIDE_CHANNEL_PORT (default 6557)");
-		env_int_check(r, "VLLM_MOONCAKE_SIDE_CHANNEL_PORT", o->env.side_channel_port);
-		env_int_check(r, "VLLM_MOONCAKE_SENDER_WORKERS", o->env.sender_workers);
-	}
-	env_int_check(r, "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", o->env.abort_timeout);
-	cfg_diag_add(&r->diags, CFG_INFO, NULL,
-	             "vLLM V1 %s connector: side-channel port = %s + dp_rank*tp_size + tp_rank on "
-	             "the prefill host (gen A). vLLM >= 0.16 (gen B) instead serves an HTTP "
-	             "bootstrap server on that port and uses random worker ports",
-	             oot ? "Mooncake out-of-tree" : "in-tree",
-	             oot ? "VLLM_MOONCAKE_SIDE_CHANNEL_PORT (6557)"
-	                 : "VLLM_MOONCAKE_BOOTSTRAP_PORT (8998)");
 }
 
 static void check_mc_env(struct cfg_report *r, const struct cfg_check_opts *o)
@@ -298,6 +205,48 @@ static void set_defaults(struct cfg_check_opts *o, const struct cfg_check_opts *
 		o->proxy_port = 8000;
 }
 
+/* --vllm-version / --v1-shape through cfg_vllm's table: V0 or V1, the generation, the defaults
+ * that moved. Without either, --vllm v1 plans gen A with the generic V1 defaults. */
+static int resolve_release(struct cfg_report *r, struct cfg_check_opts *o)
+{
+	const char *ver = o->vllm_version;
+	char err[512];
+	enum cfg_gen shape;
+
+	r->gen = o->vllm == CFG_VLLM_V1 ? CFG_GEN_A : CFG_GEN_V0;
+	if (!ver && !o->v1_shape)
+		return 0;
+	if (!ver)
+		ver = cfg_vllm_newest;
+	if (cfg_vllm_lookup(ver, &r->release, err, sizeof(err))) {
+		cfg_diag_add(&r->diags, CFG_ERROR, "--vllm-version", "%s", err);
+		return -1;
+	}
+	if (o->v1_shape) {
+		if (cfg_gen_parse(o->v1_shape, &shape) || !cfg_gen_is_b(shape) ||
+		    !cfg_gen_is_b(r->release.gen)) {
+			cfg_diag_add(&r->diags, CFG_ERROR, "--v1-shape",
+			             "--v1-shape %s: expected b0 or bn, for a gen B release (>= "
+			             "0.16); vLLM %s is gen %s",
+			             o->v1_shape, ver, cfg_gen_name(r->release.gen));
+			return -1;
+		}
+		r->release.gen = shape;
+	}
+	r->release_pinned = true;
+	r->gen = r->release.gen;
+	o->vllm = cfg_gen_is_v1(r->gen) ? CFG_VLLM_V1 : CFG_VLLM_V0;
+	return 0;
+}
+
+static int kv_parse(struct cfg_report *r, const char *json, enum cfg_vllm vllm, struct cfg_diags *d,
+                    char **e)
+{
+	if (r->release_pinned)
+		return cfg_kv_transfer_parse_release(json, &r->release, &r->kt, d, e);
+	return cfg_kv_transfer_parse(json, vllm, &r->kt, d, e);
+}
+
 int cfg_check(const struct cfg_check_opts *in, struct cfg_report *r)
 {
 	struct cfg_check_opts o;
@@ -308,14 +257,15 @@ int cfg_check(const struct cfg_check_opts *in, struct cfg_report *r)
 
 	memset(r, 0, sizeof(*r));
 	set_defaults(&o, in);
+	resolve_release(r, &o);
 	r->vllm = o.vllm;
 	/* 1. argparse: --kv-transfer-config */
 	if (o.kv_transfer) {
 		r->kt_given = true;
-		r->kt_ok = cfg_kv_transfer_parse(o.kv_transfer, o.vllm, &r->kt, &r->diags, &e) == 0;
+		r->kt_ok = kv_parse(r, o.kv_transfer, o.vllm, &r->diags, &e) == 0;
 		first_err(r, &e);
 	} else {
-		cfg_kv_transfer_parse("{}", o.vllm, &r->kt, &tmp, NULL);
+		kv_parse(r, "{}", o.vllm, &tmp, NULL);
 		cfg_diags_free(&tmp);
 		if (o.vllm == CFG_VLLM_V1)
 			cfg_diag_add(
@@ -325,7 +275,7 @@ int cfg_check(const struct cfg_check_opts *in, struct cfg_report *r)
 	/* 2. connector factory, env */
 	check_connector(r, &o, &reads_mc);
 	if (o.vllm == CFG_VLLM_V1 && (!r->kt_given || r->kt_ok))
-		check_v1_extra(r, &o);
+		cfg_check_v1(r, &o);
 	check_mc_env(r, &o);
 	/* 3. mooncake.json (V0: SimpleConnector pre-check, from_file, MooncakePipe) */
 	path = o.mooncake_path ? o.mooncake_path : o.env.mooncake_config_path;

@@ -158,6 +158,7 @@ void cfg_check_ports(struct cfg_report *r, const struct cfg_check_opts *o)
 	dep.prefill_host = o->prefill_host;
 	dep.decode_host = o->decode_host;
 	dep.proxy_host = o->proxy_host;
+	dep.gen = r->release_pinned ? r->gen : CFG_GEN_V0;
 	if (v0 && o->dp > 1)
 		cfg_diag_add(
 		    &r->diags, CFG_WARNING, "--dp",

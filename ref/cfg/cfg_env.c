@@ -22,4 +22,6 @@ void cfg_env_from_environ(struct cfg_env *e)
 	e->max_rpc = getenv("MC_MAX_RPC_PORT");
 	e->min_prc = getenv("MC_MIN_PRC_PORT");
 	e->max_prc = getenv("MC_MAX_PRC_PORT");
+	e->disable_reqid_random = getenv("VLLM_DISABLE_REQUEST_ID_RANDOMIZATION");
+	e->ib_sysfs = getenv("PDKV_SYSFS_INFINIBAND");
 }

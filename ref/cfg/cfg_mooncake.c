@@ -54,159 +54,6 @@ static char *fld(char *buf, size_t n, const char *key)
 	return buf;
 }
 
-/* adaptor initialize/initializeExt + TE parseConnectionString (vllm-connector.md §2.6,
- * transfer-engine.md §2.3). */
-static void resolve_metadata(struct cfg_mooncake *mc, enum cfg_vllm vllm, struct cfg_diags *d)
-{
-	const char *ms = mc->metadata_server, *be = mc->metadata_backend, *sep;
-	char f[64], lower[64];
-	size_t i;
-
-	fld(f, sizeof(f), "metadata_server");
-	if (!ms) {
-		cfg_diag_add(
-		    d, CFG_ERROR, f,
-		    "%s: metadata_server is missing; the adaptor receives None (a null "
-		    "pointer) and the engine cannot start. Write e.g. \"metadata_server\": "
-		    "\"etcd://192.168.0.139:2379\"",
-		    mc->path);
-		return;
-	}
-	if (!*ms) {
-		cfg_diag_add(
-		    d, CFG_ERROR, f,
-		    "%s: metadata_server is empty; write e.g. \"etcd://192.168.0.139:2379\"",
-		    mc->path);
-	}
-	sep = strstr(ms, "://");
-	if (strcmp(ms, "P2PHANDSHAKE") == 0 && vllm == CFG_VLLM_V0) {
-		/* The adaptor only knows "<scheme>://": a bare word gets the backend (or etcd)
-		 * prefix. */
-		const char *sc = "etcd";
-		if (be) {
-			for (i = 0; be[i] && i < sizeof(lower) - 1; i++)
-				lower[i] =
-				    (char)((be[i] >= 'A' && be[i] <= 'Z') ? be[i] + 32 : be[i]);
-			lower[i] = 0;
-			sc = lower;
-		}
-		if (asprintf(&mc->conn_string, "%s://%s", sc, ms) < 0)
-			mc->conn_string = NULL;
-		cfg_diag_add(
-		    d, CFG_ERROR, f,
-		    "%s: metadata_server \"P2PHANDSHAKE\" does not reach the transfer engine "
-		    "through the V0 adaptor: it becomes \"%s\" (an etcd server named "
-		    "P2PHANDSHAKE), TE init fails and vLLM ignores the failure. Use an etcd, "
-		    "redis or http metadata server with vLLM V0",
-		    mc->path, mc->conn_string ? mc->conn_string : "etcd://P2PHANDSHAKE");
-		return;
-	}
-	if (sep || strcmp(ms, "P2PHANDSHAKE") == 0) {
-		mc->conn_string = strdup(ms);
-		if (be && sep)
-			cfg_diag_add(
-			    d, CFG_INFO, "mooncake.json: metadata_backend",
-			    "%s: metadata_backend \"%s\" is ignored because metadata_server "
-			    "\"%s\" carries a scheme (the prefix wins)",
-			    mc->path, be, ms);
-	} else {
-		const char *scheme = "etcd";
-		if (be) {
-			for (i = 0; be[i] && i < sizeof(lower) - 1; i++)
-				lower[i] =
-				    (char)((be[i] >= 'A' && be[i] <= 'Z') ? be[i] + 32 : be[i]);
-			lower[i] = 0;
-			scheme = lower;
-		}
-		if (asprintf(&mc->conn_string, "%s://%s", scheme, ms) < 0)
-			mc->conn_string = NULL;
-		if (be)
-			cfg_diag_add(
-			    d, CFG_INFO, "mooncake.json: metadata_backend",
-			    "%s: metadata_backend is deprecated; write \"metadata_server\": "
-			    "\"%s\" and drop metadata_backend",
-			    mc->path, mc->conn_string ? mc->conn_string : "");
-	}
-	if (!mc->conn_string)
-		return;
-	if (strcmp(mc->conn_string, "P2PHANDSHAKE") == 0)
-		return;
-	sep = strstr(mc->conn_string, "://");
-	{
-		size_t sl = (size_t)(sep - mc->conn_string);
-		const char *rest = sep + 3;
-		bool known = (sl == 4 && !strncmp(mc->conn_string, "etcd", 4)) ||
-		             (sl == 5 && !strncmp(mc->conn_string, "redis", 5)) ||
-		             (sl == 4 && !strncmp(mc->conn_string, "http", 4)) ||
-		             (sl == 5 && !strncmp(mc->conn_string, "https", 5));
-		if (!known) {
-			cfg_diag_add(
-			    d, CFG_ERROR, f,
-			    "%s: metadata_server \"%s\": scheme \"%.*s\" has no metadata "
-			    "plugin; the transfer engine aborts the process (LOG(FATAL) "
-			    "\"Unable to find metadata storage plugin\"). Use etcd://, redis:// "
-			    "or http://",
-			    mc->path, ms, (int)sl, mc->conn_string);
-			return;
-		}
-		if (!*rest) {
-			cfg_diag_add(d, CFG_ERROR, f, "%s: metadata_server \"%s\" names no server",
-			             mc->path, ms);
-			return;
-		}
-		if (!strncmp(mc->conn_string, "etcd", 4)) {
-			if (strchr(rest, ',') || strchr(rest, ';')) {
-				if (vllm == CFG_VLLM_V0)
-					cfg_diag_add(
-					    d, CFG_WARNING, f,
-					    "%s: metadata_server \"%s\" is an etcd endpoint "
-					    "list; TE <= 0.3.3.post2 (the one vLLM V0 needs) "
-					    "passes it as ONE endpoint and cannot connect. Give "
-					    "a single endpoint, e.g. \"etcd://%.*s\"",
-					    mc->path, ms, (int)strcspn(rest, ",;"), rest);
-				else
-					cfg_diag_add(
-					    d, CFG_INFO, f,
-					    "%s: etcd endpoint list; only newer TE releases "
-					    "split it on ','",
-					    mc->path);
-			} else if (!strchr(rest, ':')) {
-				cfg_diag_add(
-				    d, CFG_WARNING, f,
-				    "%s: metadata_server \"%s\" has no port; write the etcd "
-				    "client port explicitly, e.g. \"%s:2379\"",
-				    mc->path, ms, ms);
-			}
-		} else if (!strncmp(mc->conn_string, "redis", 5)) {
-			const char *c = strrchr(rest, ':');
-			if (!c || strchr(rest, ']') > c)
-				cfg_diag_add(
-				    d, CFG_WARNING, f,
-				    "%s: metadata_server \"%s\" has no port; the transfer "
-				    "engine then connects to port 12001 (not redis' 6379). "
-				    "Write \"%s:6379\"",
-				    mc->path, ms, mc->conn_string);
-			if (vllm == CFG_VLLM_V0)
-				cfg_diag_add(
-				    d, CFG_WARNING, f,
-				    "%s: redis metadata needs a transfer engine built with "
-				    "USE_REDIS; the stock mooncake-transfer-engine 0.3.3.post2 "
-				    "wheel "
-				    "is built without it and aborts at init",
-				    mc->path);
-		} else {
-			const char *slash = strchr(rest, '/');
-			if (!slash || !slash[1])
-				cfg_diag_add(
-				    d, CFG_WARNING, f,
-				    "%s: metadata_server \"%s\" has no path; the HTTP plugin "
-				    "uses the whole string as base URL and the shipped servers "
-				    "serve /metadata. Write \"%s%s/metadata\"",
-				    mc->path, ms, mc->conn_string, slash ? "" : "");
-		}
-	}
-}
-
 static void split_devices(struct cfg_mooncake *mc, struct cfg_diags *d)
 {
 	const char *s = mc->device_name ? mc->device_name : "";
@@ -257,14 +104,14 @@ static void split_devices(struct cfg_mooncake *mc, struct cfg_diags *d)
 		             mc->path, s);
 }
 
-/* MooncakePipe construction up to the ZMQ sockets (§3.1 steps 3–6, §2.5): the first exception
- * vLLM raises, for the side whose kv_rank is given (both ends are checked by the caller). */
-static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **err)
+/* §3.1 steps 3–5: url.split(':') into two pieces and int() of each port. 0 ok, -1 with the
+ * exception set; *port_bad when a ZMQ port B+9/B+10 would fall outside 0..65535. */
+static int v0_urls(const struct cfg_mooncake *mc, char **err, bool *port_bad)
 {
 	const char *urls[2] = {mc->prefill_url, mc->decode_url};
 	char *h[2] = {NULL, NULL}, *p[2] = {NULL, NULL};
-	int k;
-	bool huge, port_bad = false;
+	int k, ret = -1;
+	bool huge;
 	int64_t v;
 
 	for (k = 0; k < 2; k++) {
@@ -275,11 +122,9 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 			goto out;
 		}
 		if (cfg_py_split2(urls[k], ':', &h[k], &p[k])) {
-			size_t n = cfg_py_split_count(urls[k], ':');
-			if (n < 2)
-				set_err(
-				    err,
-				    "ValueError: not enough values to unpack (expected 2, got 1)");
+			if (cfg_py_split_count(urls[k], ':') < 2)
+				set_err(err, "ValueError: not enough values to unpack (expected 2, "
+				             "got 1)");
 			else
 				set_err(err, "ValueError: too many values to unpack (expected 2)");
 			goto out;
@@ -287,85 +132,93 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 	}
 	for (k = 0; k < 2; k++) {
 		char *r;
-		if (cfg_py_int(p[k], &v, &huge) == 0 && (huge || v < -9 || v > 65535 - 9))
-			port_bad = true;
-		if (cfg_py_int(p[k], &v, &huge)) {
-			r = cfg_py_repr(p[k]);
-			set_err(err, "ValueError: invalid literal for int() with base 10: %s",
-			        r ? r : "");
-			free(r);
-			goto out;
+		if (cfg_py_int(p[k], &v, &huge) == 0) {
+			*port_bad |= huge || v < -9 || v > 65535 - 9;
+			continue;
 		}
-	}
-	/* initialize(): pybind11 takes str or None for each const char * argument. */
-	{
-		int types_bad = -1;
-		for (k = CFG_MC_METADATA_SERVER; k <= CFG_MC_DEVICE_NAME; k++) {
-			const char *t = mc->types[k];
-			if (k == CFG_MC_METADATA_BACKEND)
-				continue;
-			if (strcmp(t, "str") && strcmp(t, "NoneType") && strcmp(t, "absent"))
-				types_bad = k;
-		}
-		if (!strcmp(mc->types[CFG_MC_METADATA_BACKEND], "absent") ||
-		    !strcmp(mc->types[CFG_MC_METADATA_BACKEND], "NoneType")) {
-			if (types_bad >= 0)
-				goto typeerr;
-		} else {
-			const char *t = mc->types[CFG_MC_METADATA_BACKEND];
-			char lower[64];
-			size_t i;
-			if (strcmp(t, "str")) {
-				set_err(err, "AttributeError: '%s' object has no attribute 'lower'",
-				        t);
-				goto out;
-			}
-			for (i = 0; mc->metadata_backend[i] && i < sizeof(lower) - 1; i++)
-				lower[i] = (char)((mc->metadata_backend[i] >= 'A' &&
-				                   mc->metadata_backend[i] <= 'Z')
-				                      ? mc->metadata_backend[i] + 32
-				                      : mc->metadata_backend[i]);
-			lower[i] = 0;
-			if (strcmp(lower, "etcd") && strcmp(lower, "redis")) {
-				set_err(err,
-				        "ValueError: Mooncake Configuration error. "
-				        "`metadata_backend`should be one of ['etcd', 'redis'].");
-				goto out;
-			}
-			if (types_bad >= 0)
-				goto typeerr;
-		}
-		if (!mc->metadata_server || !mc->protocol || !mc->device_name) {
-			/* None → nullptr → std::string(nullptr) inside the adaptor [spec §10.3: U]
-			 */
-			set_err(err, "RuntimeError: basic_string::_M_construct null not valid");
-			cfg_diag_add(
-			    d, CFG_INFO, NULL,
-			    "%s: vLLM's exact failure for a null %s is uncertain (the adaptor "
-			    "receives a null pointer; a C++ exception or a crash)",
-			    mc->path,
-			    !mc->metadata_server ? "metadata_server"
-			    : !mc->protocol      ? "protocol"
-			                         : "device_name");
-		}
-		/* MooncakePipe then binds port B+9+2r on all interfaces; libzmq rejects ports
-		 * outside 0..65535 */
-		if (port_bad)
-			set_err(err, "zmq.error.ZMQError: Invalid argument");
+		r = cfg_py_repr(p[k]);
+		set_err(err, "ValueError: invalid literal for int() with base 10: %s", r ? r : "");
+		free(r);
 		goto out;
-	typeerr:
-		set_err(err,
-		        "TypeError: %s(): incompatible function arguments. The following argument "
-		        "types are supported: 1. (self, arg0: str, arg1: str, arg2: str, arg3: "
-		        "str%s) -> int",
-		        mc->metadata_backend ? "initializeExt" : "initialize",
-		        mc->metadata_backend ? ", arg4: str" : "");
 	}
+	ret = 0;
 out:
 	for (k = 0; k < 2; k++) {
 		free(h[k]);
 		free(p[k]);
 	}
+	return ret;
+}
+
+/* §2.5 + pybind11: metadata_backend.lower() and the membership test, then initialize() /
+ * initializeExt() take str or None for each const char * argument. */
+static int v0_init_args(const struct cfg_mooncake *mc, char **err)
+{
+	const char *bt = mc->types[CFG_MC_METADATA_BACKEND];
+	bool types_bad = false;
+	char lower[64];
+
+	for (int k = CFG_MC_METADATA_SERVER; k <= CFG_MC_DEVICE_NAME; k++) {
+		const char *t = mc->types[k];
+		if (k != CFG_MC_METADATA_BACKEND && strcmp(t, "str") && strcmp(t, "NoneType") &&
+		    strcmp(t, "absent"))
+			types_bad = true;
+	}
+	if (strcmp(bt, "absent") && strcmp(bt, "NoneType")) {
+		if (strcmp(bt, "str")) {
+			set_err(err, "AttributeError: '%s' object has no attribute 'lower'", bt);
+			return -1;
+		}
+		cfg_ascii_lower(lower, sizeof(lower), mc->metadata_backend);
+		if (strcmp(lower, "etcd") && strcmp(lower, "redis")) {
+			set_err(err, "ValueError: Mooncake Configuration error. "
+			             "`metadata_backend`should be one of ['etcd', 'redis'].");
+			return -1;
+		}
+	}
+	if (!types_bad)
+		return 0;
+	set_err(err,
+	        "TypeError: %s(): incompatible function arguments. The following argument "
+	        "types are supported: 1. (self, arg0: str, arg1: str, arg2: str, arg3: "
+	        "str%s) -> int",
+	        mc->metadata_backend ? "initializeExt" : "initialize",
+	        mc->metadata_backend ? ", arg4: str" : "");
+	return -1;
+}
+
+/* MooncakePipe construction up to the ZMQ sockets (§3.1 steps 3–8, §2.5): the first exception
+ * vLLM raises, for the side whose kv_rank is given (both ends are checked by the caller). */
+static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **err)
+{
+	bool port_bad = false;
+	size_t sl;
+
+	if (v0_urls(mc, err, &port_bad) || v0_init_args(mc, err))
+		return;
+	if (!mc->metadata_server || !mc->protocol || !mc->device_name) {
+		/* None → nullptr → std::string(nullptr) inside the adaptor [spec §10.3: U] */
+		set_err(err, "RuntimeError: basic_string::_M_construct null not valid");
+		cfg_diag_add(d, CFG_INFO, NULL,
+		             "%s: vLLM's exact failure for a null %s is uncertain (the adaptor "
+		             "receives a null pointer; a C++ exception or a crash)",
+		             mc->path,
+		             !mc->metadata_server ? "metadata_server"
+		             : !mc->protocol      ? "protocol"
+		                                  : "device_name");
+	}
+	/* initialize() → the engine's MetadataStoragePlugin::Create: a scheme without a plugin
+	 * is LOG(FATAL), i.e. the worker process aborts; no Python exception exists to name */
+	if (mc->conn_string && !cfg_meta_scheme_known(mc->conn_string, &sl))
+		set_err(
+		    err,
+		    "process abort (Mooncake LOG(FATAL)): Unable to find metadata storage plugin "
+		    "%.*s",
+		    (int)sl, mc->conn_string);
+	/* MooncakePipe then binds port B+9+2r on all interfaces; libzmq rejects ports outside
+	 * 0..65535 */
+	if (port_bad)
+		set_err(err, "zmq.error.ZMQError: Invalid argument");
 }
 
 static char *str_or_null(const cJSON *v)
@@ -382,89 +235,82 @@ int cfg_mooncake_load(const char *path, enum cfg_vllm vllm, struct cfg_mooncake 
 	return cfg_mooncake_load_ex(path, false, vllm, out, d, vllm_error);
 }
 
-int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
-                         struct cfg_mooncake *out, struct cfg_diags *d, char **vllm_error)
+/* MOONCAKE_CONFIG_PATH as SimpleConnector checks it. 1 = go on reading path, 0 = nothing to read
+ * (V1 without the variable), -1 = vLLM fails here. */
+static int mc_env_path(const char *path, enum cfg_vllm vllm, struct cfg_diags *d, char **err)
 {
-	char *buf = NULL, *jerr = NULL, *r = NULL;
-	size_t len = 0;
-	cJSON *root = NULL;
-	int ret, k;
-	char *err = NULL;
-	struct stat st;
-
-	memset(out, 0, sizeof(*out));
-	for (k = 0; k < 6; k++)
-		snprintf(out->types[k], sizeof(out->types[k]), "absent");
-	if (vllm_error)
-		*vllm_error = NULL;
-	if (from_env) {
-		if (!path) {
-			if (vllm == CFG_VLLM_V1) {
-				cfg_diag_add(
-				    d, CFG_INFO, "MOONCAKE_CONFIG_PATH",
-				    "not set; fine for vLLM V1, whose MooncakeConnector reads "
-				    "no mooncake.json");
-				return 0;
-			}
-			set_err(&err, "ValueError: To use MooncakeConnector, you need to pass the "
-			              "ENV: 'MOONCAKE_CONFIG_PATH=/path/to/mooncake_config.json'.");
-			cfg_diag_add(
-			    d, CFG_ERROR, "MOONCAKE_CONFIG_PATH",
-			    "MOONCAKE_CONFIG_PATH is not set (vLLM checks it when the worker "
-			    "starts); export MOONCAKE_CONFIG_PATH=/path/to/mooncake.json or pass "
-			    "--mooncake-config FILE");
-			ret = -1;
-			goto out;
-		}
+	if (path) {
 		if (!*path)
 			cfg_diag_add(
 			    d, CFG_ERROR, "MOONCAKE_CONFIG_PATH",
 			    "MOONCAKE_CONFIG_PATH is set but empty; vLLM's pre-check passes "
 			    "(it only tests for unset) and open('') fails. Point it at the "
 			    "mooncake.json file");
+		return 1;
 	}
-	out->path = strdup(path);
-	if (vllm == CFG_VLLM_V1)
-		cfg_diag_add(d, CFG_INFO, NULL,
-		             "%s: vLLM V1's MooncakeConnector does not read mooncake.json; it is "
-		             "checked here for reference only",
-		             path);
+	if (vllm == CFG_VLLM_V1) {
+		cfg_diag_add(d, CFG_INFO, "MOONCAKE_CONFIG_PATH",
+		             "not set; fine for vLLM V1, whose MooncakeConnector reads no "
+		             "mooncake.json");
+		return 0;
+	}
+	set_err(err, "ValueError: To use MooncakeConnector, you need to pass the ENV: "
+	             "'MOONCAKE_CONFIG_PATH=/path/to/mooncake_config.json'.");
+	cfg_diag_add(d, CFG_ERROR, "MOONCAKE_CONFIG_PATH",
+	             "MOONCAKE_CONFIG_PATH is not set (vLLM checks it when the worker starts); "
+	             "export MOONCAKE_CONFIG_PATH=/path/to/mooncake.json or pass "
+	             "--mooncake-config FILE");
+	return -1;
+}
+
+/* open() + read(): 0 with the bytes, or -1 with open()'s exception. */
+static int mc_read(const char *path, bool from_env, struct cfg_diags *d, char **err, char **buf,
+                   size_t *len)
+{
+	struct stat st;
+	char *r;
+	int ret;
+
 	if (*path && stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
 		/* Python's open() would block here waiting for a writer; pdkv must not hang */
 		cfg_diag_add(d, CFG_ERROR, "mooncake.json",
 		             "%s is a FIFO or socket, not a file; vLLM's open() would block. Give "
 		             "the path of the JSON file",
 		             path);
-		ret = -1;
-		goto out;
+		return -1;
 	}
-	ret = *path ? pd_read_file(path, MC_MAX_FILE, &buf, &len) : -ENOENT;
-	if (ret) {
-		if (ret == -EFBIG) {
-			cfg_diag_add(d, CFG_ERROR, "mooncake.json",
-			             "%s: larger than %u MiB; this is not a mooncake.json", path,
-			             MC_MAX_FILE >> 20);
-			ret = -1;
-			goto out;
-		}
-		r = cfg_py_repr(path);
-		set_err(&err, "%s: [Errno %d] %s: %s", errno_class(-ret), -ret, strerror(-ret),
-		        r ? r : path);
-		if (!*path && !from_env)
-			cfg_diag_add(d, CFG_ERROR, "mooncake.json",
-			             "the mooncake.json path is empty; give the file's path");
-		if (*path)
-			cfg_diag_add(d, CFG_ERROR, "mooncake.json", "%s: cannot read: %s%s", path,
-			             strerror(-ret),
-			             ret == -EISDIR ? " (give the path of the JSON file, not its "
-			                              "directory)"
-			                            : "");
-		ret = -1;
-		goto out;
+	ret = *path ? pd_read_file(path, MC_MAX_FILE, buf, len) : -ENOENT;
+	if (!ret)
+		return 0;
+	if (ret == -EFBIG) {
+		cfg_diag_add(d, CFG_ERROR, "mooncake.json",
+		             "%s: larger than %u MiB; this is not a mooncake.json", path,
+		             MC_MAX_FILE >> 20);
+		return -1;
 	}
-	root = cfg_pyjson_parse(buf, len, &jerr);
+	r = cfg_py_repr(path);
+	set_err(err, "%s: [Errno %d] %s: %s", errno_class(-ret), -ret, strerror(-ret),
+	        r ? r : path);
+	free(r);
+	if (!*path && !from_env)
+		cfg_diag_add(d, CFG_ERROR, "mooncake.json",
+		             "the mooncake.json path is empty; give the file's path");
+	if (*path)
+		cfg_diag_add(
+		    d, CFG_ERROR, "mooncake.json", "%s: cannot read: %s%s", path, strerror(-ret),
+		    ret == -EISDIR ? " (give the path of the JSON file, not its directory)" : "");
+	return -1;
+}
+
+/* json.load and the .get() that needs a dict; NULL with the exception set otherwise. */
+static cJSON *mc_parse(const char *path, const char *buf, size_t len, struct cfg_diags *d,
+                       char **err)
+{
+	char *jerr = NULL;
+	cJSON *root = cfg_pyjson_parse(buf, len, &jerr);
+
 	if (!root) {
-		set_err(&err, "%s", jerr ? jerr : "ValueError: unreadable");
+		set_err(err, "%s", jerr ? jerr : "ValueError: unreadable");
 		cfg_diag_add(d, CFG_ERROR, "mooncake.json", "%s: not valid JSON: %s%s", path,
 		             jerr ? jerr : "?",
 		             len == 0 ? " (the file is empty)"
@@ -472,22 +318,25 @@ int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
 		                 ? " (nested deeper than Python's recursion limit)"
 		                 : "; fix the syntax (JSON needs double quotes, no trailing "
 		                   "commas, no comments)");
-		ret = -1;
-		goto out;
+		free(jerr);
+		return NULL;
 	}
-	if (!cJSON_IsObject(root)) {
-		set_err(&err, "AttributeError: '%s' object has no attribute 'get'",
-		        cfg_py_type(root));
-		cfg_diag_add(
-		    d, CFG_ERROR, "mooncake.json",
-		    "%s: the top level is a JSON %s; it must be an object {\"prefill_url\": "
-		    "..., \"decode_url\": ..., ...}",
-		    path, cfg_py_type(root));
-		ret = -1;
-		goto out;
-	}
-	out->loaded = true;
-	for (k = 0; k < 6; k++) {
+	free(jerr);
+	if (cJSON_IsObject(root))
+		return root;
+	set_err(err, "AttributeError: '%s' object has no attribute 'get'", cfg_py_type(root));
+	cfg_diag_add(d, CFG_ERROR, "mooncake.json",
+	             "%s: the top level is a JSON %s; it must be an object {\"prefill_url\": "
+	             "..., \"decode_url\": ..., ...}",
+	             path, cfg_py_type(root));
+	cJSON_Delete(root);
+	return NULL;
+}
+
+/* from_file's .get() calls with their defaults, plus each key's Python type. */
+static void mc_fields(struct cfg_mooncake *out, const cJSON *root)
+{
+	for (int k = 0; k < 6; k++) {
 		const cJSON *v = cfg_pyjson_get(root, cfg_mc_field_names[k]);
 		if (v)
 			snprintf(out->types[k], sizeof(out->types[k]), "%s", cfg_py_type(v));
@@ -504,28 +353,33 @@ int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
 		out->device_name = strdup("");
 	else
 		out->device_name = str_or_null(cfg_pyjson_get(root, "device_name"));
+}
 
-	/* unknown keys: ignored by vLLM */
-	{
-		const cJSON *it;
-		size_t unknown = 0;
-		for (it = root->child; it; it = it->next) {
-			bool known = false;
-			for (k = 0; k < 6; k++)
-				known |= it->string && !strcmp(it->string, cfg_mc_field_names[k]);
-			if (!known && it->string && ++unknown <= 10)
-				cfg_diag_add(
-				    d, CFG_WARNING, "mooncake.json",
-				    "%s: unknown key \"%.64s\" is ignored by vLLM (known: "
-				    "prefill_url, decode_url, metadata_server, metadata_backend, "
-				    "protocol, device_name)",
-				    path, it->string);
-		}
-		if (unknown > 10)
+/* unknown keys: ignored by vLLM */
+static void mc_unknown(const char *path, const cJSON *root, struct cfg_diags *d)
+{
+	size_t unknown = 0;
+
+	for (const cJSON *it = root->child; it; it = it->next) {
+		bool known = false;
+		for (int k = 0; k < 6; k++)
+			known |= it->string && !strcmp(it->string, cfg_mc_field_names[k]);
+		if (!known && it->string && ++unknown <= 10)
 			cfg_diag_add(d, CFG_WARNING, "mooncake.json",
-			             "%s: ... and %zu more unknown keys", path, unknown - 10);
+			             "%s: unknown key \"%.64s\" is ignored by vLLM (known: "
+			             "prefill_url, decode_url, metadata_server, metadata_backend, "
+			             "protocol, device_name)",
+			             path, it->string);
 	}
-	for (k = 0; k < 6; k++) {
+	if (unknown > 10)
+		cfg_diag_add(d, CFG_WARNING, "mooncake.json", "%s: ... and %zu more unknown keys",
+		             path, unknown - 10);
+}
+
+/* Values from_file takes as they are but the adaptor cannot use. */
+static void mc_type_diags(const struct cfg_mooncake *out, const char *path, struct cfg_diags *d)
+{
+	for (int k = 0; k < 6; k++) {
 		char f[64];
 		const char *t = out->types[k];
 		fld(f, sizeof(f), cfg_mc_field_names[k]);
@@ -552,40 +406,68 @@ int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
 			             path, cfg_mc_field_names[k], t);
 	}
 	if (out->protocol && strcmp(out->protocol, "rdma") && strcmp(out->protocol, "tcp"))
-		cfg_diag_add(
-		    d, CFG_ERROR, "mooncake.json: protocol",
-		    "%s: protocol \"%s\" is not \"rdma\" or \"tcp\" (case-sensitive); the "
-		    "adaptor logs \"Unsupported protocol\", vLLM ignores the failed init and "
-		    "transfers fail later",
-		    path, out->protocol);
-	if (out->metadata_backend) {
-		char lower[64];
-		size_t i;
-		for (i = 0; out->metadata_backend[i] && i < sizeof(lower) - 1; i++)
-			lower[i] = (char)((out->metadata_backend[i] >= 'A' &&
-			                   out->metadata_backend[i] <= 'Z')
-			                      ? out->metadata_backend[i] + 32
-			                      : out->metadata_backend[i]);
-		lower[i] = 0;
-		if (strcmp(lower, "etcd") && strcmp(lower, "redis") && vllm == CFG_VLLM_V0) {
-			if (!strcmp(lower, "http"))
-				cfg_diag_add(
-				    d, CFG_ERROR, "mooncake.json: metadata_backend",
-				    "%s: metadata_backend \"%s\" is rejected by vLLM (only etcd "
-				    "and redis, although the docs list http). Remove "
-				    "metadata_backend and write \"metadata_server\": "
-				    "\"http://<host>:<port>/metadata\"",
-				    path, out->metadata_backend);
-			else
-				cfg_diag_add(
-				    d, CFG_ERROR, "mooncake.json: metadata_backend",
-				    "%s: metadata_backend \"%s\" is not one of etcd, redis; "
-				    "remove it and put the scheme in metadata_server (e.g. "
-				    "\"etcd://h:2379\")",
-				    path, out->metadata_backend);
-		}
+		cfg_diag_add(d, CFG_ERROR, "mooncake.json: protocol",
+		             "%s: protocol \"%s\" is not \"rdma\" or \"tcp\" (case-sensitive); the "
+		             "adaptor logs \"Unsupported protocol\", vLLM ignores the failed init "
+		             "and transfers fail later",
+		             path, out->protocol);
+}
+
+static void mc_backend_diags(const struct cfg_mooncake *out, const char *path, enum cfg_vllm vllm,
+                             struct cfg_diags *d)
+{
+	char lower[64];
+
+	if (!out->metadata_backend || vllm != CFG_VLLM_V0)
+		return;
+	cfg_ascii_lower(lower, sizeof(lower), out->metadata_backend);
+	if (!strcmp(lower, "etcd") || !strcmp(lower, "redis"))
+		return;
+	if (!strcmp(lower, "http"))
+		cfg_diag_add(d, CFG_ERROR, "mooncake.json: metadata_backend",
+		             "%s: metadata_backend \"%s\" is rejected by vLLM (only etcd and "
+		             "redis, although the docs list http). Remove metadata_backend and "
+		             "write \"metadata_server\": \"http://<host>:<port>/metadata\"",
+		             path, out->metadata_backend);
+	else
+		cfg_diag_add(d, CFG_ERROR, "mooncake.json: metadata_backend",
+		             "%s: metadata_backend \"%s\" is not one of etcd, redis; remove it and "
+		             "put the scheme in metadata_server (e.g. \"etcd://h:2379\")",
+		             path, out->metadata_backend);
+}
+
+int cfg_mooncake_load_ex(const char *path, bool from_env, enum cfg_vllm vllm,
+                         struct cfg_mooncake *out, struct cfg_diags *d, char **vllm_error)
+{
+	char *buf = NULL, *err = NULL;
+	size_t len = 0;
+	cJSON *root = NULL;
+	int ret = -1, k;
+
+	memset(out, 0, sizeof(*out));
+	for (k = 0; k < 6; k++)
+		snprintf(out->types[k], sizeof(out->types[k]), "absent");
+	if (vllm_error)
+		*vllm_error = NULL;
+	if (from_env && (k = mc_env_path(path, vllm, d, &err)) <= 0) {
+		ret = k;
+		goto out;
 	}
-	resolve_metadata(out, vllm, d);
+	out->path = strdup(path);
+	if (vllm == CFG_VLLM_V1)
+		cfg_diag_add(d, CFG_INFO, NULL,
+		             "%s: vLLM V1's MooncakeConnector does not read mooncake.json; it is "
+		             "checked here for reference only",
+		             path);
+	if (mc_read(path, from_env, d, &err, &buf, &len) ||
+	    !(root = mc_parse(path, buf, len, d, &err)))
+		goto out;
+	out->loaded = true;
+	mc_fields(out, root);
+	mc_unknown(path, root, d);
+	mc_type_diags(out, path, d);
+	mc_backend_diags(out, path, vllm, d);
+	cfg_mc_resolve_metadata(out, vllm, d);
 	split_devices(out, d);
 	if (vllm == CFG_VLLM_V0)
 		v0_construct(out, d, &err);
@@ -595,8 +477,6 @@ out:
 		*vllm_error = err;
 	else
 		free(err);
-	free(jerr);
-	free(r);
 	free(buf);
 	cJSON_Delete(root);
 	return ret;

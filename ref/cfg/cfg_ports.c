@@ -183,54 +183,126 @@ static bool extra_str(const char *json, const char *key, char *out, size_t n)
 
 bool cfg_v1_is_oot(const struct cfg_kv_transfer *kt)
 {
+	/* a registered kv_connector name wins over the module path in vLLM's factory */
 	return kt && kt->kv_connector_module_path &&
-	       !strcmp(kt->kv_connector_module_path, "mooncake.mooncake_connector_v1");
+	       !strcmp(kt->kv_connector_module_path, "mooncake.mooncake_connector_v1") &&
+	       !cfg_v1_connector_registered(kt->kv_connector);
+}
+
+/* One V1 worker's transfer engine: P2PHANDSHAKE, so the RPC (handshake) port is random. */
+static void plan_te(struct plan *p, const char *host, const char *side, int rank, bool tcp,
+                    bool legacy, int lo, int hi)
+{
+	if (legacy)
+		add(p, host, 0, side, rank, true,
+		    "TE RPC/handshake listen, P2PHANDSHAKE (random: the segment name get_ip() "
+		    "carries no port, so MC_LEGACY_RPC_PORT_BINDING fixes none)");
+	else
+		add(p, host, 0, side, rank, true,
+		    "TE RPC/handshake listen, P2PHANDSHAKE (random port in [%d,%d])", lo, hi);
+	if (tcp)
+		add(p, host, 0, side, rank, true, "TE TCP data listen (random port in [%d,%d])", lo,
+		    hi);
+}
+
+struct v1plan {
+	const struct cfg_deploy *dep;
+	const char *host[2]; /* prefill, decode */
+	bool binds[2];       /* the side launches the server side (producer roles) */
+	bool oot, tcp, legacy;
+	int base, lo, hi;
+};
+
+/* gen A (vllm-connector.md §7.4): each producer worker binds its ROUTER at BASE + dp*tp + r on
+ * get_ip(); decode's REQ of the same rank connects there. */
+static void plan_gen_a(struct plan *p, const struct v1plan *v)
+{
+	const struct cfg_deploy *dep = v->dep;
+
+	for (int s = 0; s < 2; s++) {
+		const char *side = s ? "decode" : "prefill";
+		for (int dp = 0; dp < dep->dp; dp++)
+			for (int r = 0; r < dep->tp; r++) {
+				int rank = dp * dep->tp + r, port = v->base + dp * dep->tp + r;
+				if (v->binds[s])
+					add(p, v->host[s], port, side, rank, true,
+					    "v1 side channel ZMQ ROUTER bind (%s + dp_rank*tp_size "
+					    "+ tp_rank)",
+					    v->oot ? "VLLM_MOONCAKE_SIDE_CHANNEL_PORT"
+					           : "VLLM_MOONCAKE_BOOTSTRAP_PORT");
+				if (s == 1)
+					add(p, v->host[0], port, side, rank, false,
+					    "v1 side channel REQ connect to prefill (remote_port + "
+					    "tp_rank)");
+				plan_te(p, v->host[s], side, rank, v->tcp, v->legacy, v->lo, v->hi);
+			}
+	}
+}
+
+/* gen B (vllm-v1-wire.md §3): the producer's dp-rank-0 worker serves the HTTP bootstrap server
+ * on 0.0.0.0:BASE; every producer worker binds a ROUTER on a random port (pyzmq's
+ * bind_to_random_port range) and registers it; decode queries /query and connects a DEALER. */
+static void plan_gen_b(struct plan *p, const struct v1plan *v)
+{
+	const struct cfg_deploy *dep = v->dep;
+
+	for (int s = 0; s < 2; s++) {
+		const char *side = s ? "decode" : "prefill";
+		if (v->binds[s])
+			add(p, v->host[s], v->base, side, 0, true,
+			    "v1 gen B bootstrap HTTP server bind on 0.0.0.0 "
+			    "(VLLM_MOONCAKE_BOOTSTRAP_PORT, dp rank 0 only)");
+		for (int dp = 0; dp < dep->dp; dp++)
+			for (int r = 0; r < dep->tp; r++) {
+				int rank = dp * dep->tp + r;
+				if (v->binds[s]) {
+					add(p, v->host[s], 0, side, rank, true,
+					    "v1 gen B worker ZMQ ROUTER bind (random "
+					    "(49152-65535))");
+					add(p, v->host[s], v->base, side, rank, false,
+					    "v1 gen B POST /register to the bootstrap server");
+				}
+				if (s == 1 && r == 0)
+					add(p, v->host[0], v->base, side, rank, false,
+					    "v1 gen B GET /query on prefill's bootstrap server");
+				if (s == 1)
+					add(p, v->host[0], 0, side, rank, false,
+					    "v1 gen B DEALER connect to the prefill worker's "
+					    "ROUTER "
+					    "(random (49152-65535), from /query)");
+				plan_te(p, v->host[s], side, rank, v->tcp, v->legacy, v->lo, v->hi);
+			}
+	}
+	if (dep->proxy_port > 0)
+		add(p, v->host[0], v->base, "proxy", 0, false,
+		    "v1 gen B router GET /query (readiness, engine ids)");
 }
 
 static void plan_v1(struct plan *p, const struct cfg_deploy *dep, const char *hp, const char *hd)
 {
 	const struct cfg_kv_transfer *kt = dep->kt;
 	const struct cfg_env *env = dep->env;
-	bool oot = cfg_v1_is_oot(kt);
-	int base, lo, hi, s, dp, r;
-	bool binds[2] = {true, false};
+	struct v1plan v = {.dep = dep, .host = {hp, hd}, .binds = {true, false}};
 	char proto[32] = "rdma";
 
-	if (oot)
-		base = env_int(env ? env->side_channel_port : NULL, 6557);
+	v.oot = cfg_v1_is_oot(kt);
+	v.legacy = env && env->legacy_rpc;
+	if (v.oot)
+		v.base = env_int(env ? env->side_channel_port : NULL, 6557);
 	else
-		base = env_int(env ? env->bootstrap_port : NULL, 8998);
-	if (oot && env && env->protocol)
+		v.base = env_int(env ? env->bootstrap_port : NULL, 8998);
+	if (v.oot && env && env->protocol)
 		snprintf(proto, sizeof(proto), "%s", env->protocol);
 	else if (kt)
 		extra_str(kt->kv_connector_extra_config, "mooncake_protocol", proto, sizeof(proto));
+	v.tcp = !strcmp(proto, "tcp");
 	if (kt && kt->kv_role && !strcmp(kt->kv_role, "kv_both"))
-		binds[1] = true; /* the other side is assumed to mirror this config */
-	cfg_te_rpc_range(env, dep->vllm, &lo, &hi);
-	for (s = 0; s < 2; s++) {
-		const char *side = s ? "decode" : "prefill", *host = s ? hd : hp;
-		for (dp = 0; dp < dep->dp; dp++)
-			for (r = 0; r < dep->tp; r++) {
-				int rank = dp * dep->tp + r, port = base + dp * dep->tp + r;
-				if (binds[s])
-					add(p, host, port, side, rank, true,
-					    "v1 side channel ZMQ ROUTER bind (%s + dp_rank*tp_size "
-					    "+ tp_rank)",
-					    oot ? "VLLM_MOONCAKE_SIDE_CHANNEL_PORT"
-					        : "VLLM_MOONCAKE_BOOTSTRAP_PORT");
-				if (s == 1)
-					add(p, hp, port, side, rank, false,
-					    "v1 side channel REQ connect to prefill (remote_port + "
-					    "tp_rank)");
-				add(p, host, 0, side, rank, true,
-				    "TE RPC/handshake listen, P2PHANDSHAKE (random port in "
-				    "[%d,%d])",
-				    lo, hi);
-				if (!strcmp(proto, "tcp"))
-					add(p, host, 0, side, rank, true,
-					    "TE TCP data listen (random port in [%d,%d])", lo, hi);
-			}
-	}
+		v.binds[1] = true; /* the other side is assumed to mirror this config */
+	cfg_te_rpc_range(env, dep->vllm, &v.lo, &v.hi);
+	if (!v.oot && cfg_gen_is_b(dep->gen))
+		plan_gen_b(p, &v);
+	else
+		plan_gen_a(p, &v);
 }
 
 int cfg_ports_plan(const struct cfg_deploy *dep, struct cfg_port **ports, size_t *n,

@@ -59,6 +59,11 @@ char *cfg_report_json(const struct cfg_report *r)
 	cJSON_AddBoolToObject(v, "accepted", r->vllm_accepted);
 	cJSON_AddItemToObject(v, "error", str_or_null(r->vllm_error));
 	cJSON_AddStringToObject(v, "version", r->vllm == CFG_VLLM_V1 ? "v1" : "v0");
+	/* the release the verdict is for (--vllm-version), its table row and generation */
+	cJSON_AddItemToObject(v, "release",
+	                      str_or_null(r->release_pinned ? r->release.version : NULL));
+	cJSON_AddItemToObject(v, "row", str_or_null(r->release_pinned ? r->release.row : NULL));
+	cJSON_AddStringToObject(v, "generation", cfg_gen_name(r->gen));
 
 	cfg = cJSON_AddObjectToObject(o, "config");
 	if (r->vllm == CFG_VLLM_V1) {
@@ -98,6 +103,7 @@ char *cfg_report_json(const struct cfg_report *r)
 		                      ex ? ex : cJSON_CreateObject());
 		cJSON_AddItemToObject(kt, "kv_load_failure_policy",
 		                      str_or_null(k->kv_load_failure_policy));
+		cJSON_AddBoolToObject(kt, "engine_id_generated", k->engine_id_generated);
 		free(err);
 	}
 	cJSON_AddBoolToObject(kt, "given", r->kt_given);
@@ -203,9 +209,15 @@ void cfg_report_print(const struct cfg_report *r, FILE *f, bool ports_first)
 	size_t i;
 
 	fprintf(f, "Verdict: %s\n", r->ok ? "OK (usable)" : "NOT OK");
-	fprintf(f, "vLLM %s: %s%s\n", r->vllm == CFG_VLLM_V1 ? "V1" : "V0",
-	        r->vllm_accepted ? "accepts this configuration" : "rejects it with ",
-	        r->vllm_accepted ? "" : r->vllm_error);
+	if (r->release_pinned)
+		fprintf(f, "vLLM %s (table row %s, gen %s): %s%s\n", r->release.version,
+		        r->release.row, cfg_gen_name(r->gen),
+		        r->vllm_accepted ? "accepts this configuration" : "rejects it with ",
+		        r->vllm_accepted ? "" : r->vllm_error);
+	else
+		fprintf(f, "vLLM %s: %s%s\n", r->vllm == CFG_VLLM_V1 ? "V1" : "V0",
+		        r->vllm_accepted ? "accepts this configuration" : "rejects it with ",
+		        r->vllm_accepted ? "" : r->vllm_error);
 	if (ports_first) {
 		print_ports(r, f);
 		print_diags(r, f);
@@ -224,5 +236,11 @@ void cfg_report_print(const struct cfg_report *r, FILE *f, bool ports_first)
 			fprintf(f, " \"%s\"", r->mc.device_names[i] ? r->mc.device_names[i] : "");
 		fprintf(f, "%s\n", r->mc.ndevice_names ? "" : " (none)");
 	}
+	if (r->vllm == CFG_VLLM_V1 && r->kt.engine_id)
+		fprintf(f, "engine_id: %s%s\n", r->kt.engine_id,
+		        r->kt.engine_id_generated ? " (generated: a fresh uuid4 at every start)"
+		                                  : "");
+	if (r->vllm == CFG_VLLM_V1 && r->kt.kv_load_failure_policy)
+		fprintf(f, "kv_load_failure_policy: %s\n", r->kt.kv_load_failure_policy);
 	print_ports(r, f);
 }

@@ -11,3 +11,6 @@ test_cfg_robust_LIBS := cfg pdcommon
 TESTS += test_cfg_vllm
 test_cfg_vllm_SRCS := ref/cfg/tests/test_cfg_vllm.c
 test_cfg_vllm_LIBS := cfg pdcommon
+TESTS += test_cfg_release
+test_cfg_release_SRCS := ref/cfg/tests/test_cfg_release.c
+test_cfg_release_LIBS := cfg pdcommon

@@ -52,6 +52,25 @@ expect 1 "kv-transfer invalid" -- "$B/pdkv" config check --mooncake-config $FX/g
 one_json "kv-transfer invalid"
 expect 0 "v1 ports" -- "$B/pdkv" ports --vllm v1 --kv-transfer-config '{"kv_connector":"MooncakeConnector","kv_role":"kv_producer"}' --tp 2 --dp 2 --json
 one_json "v1 ports"
+# V1 releases: the version table, flags that contradict it, the random engine_id
+KT='{"kv_connector":"MooncakeConnector","kv_role":"kv_producer"}'
+expect 0 "list versions" -- "$B/pdkv" config check --list-versions
+grep -q '^0.13 - 0.15 *a ' /tmp/pdkv-cli.$$.out || { echo "FAIL: --list-versions lacks the gen A row"; fails=$((fails + 1)); }
+expect 2 "bad --vllm-version" -- "$B/pdkv" config check --vllm-version 0.x
+expect 2 "release without a connector" -- "$B/pdkv" config check --vllm-version 0.10.2
+grep -q "no connector pdkv emulates" /tmp/pdkv-cli.$$.err || { echo "FAIL: 0.10.2: no reason given"; fails=$((fails + 1)); }
+expect 2 "--v1-shape on gen A" -- "$B/pdkv" config check --vllm-version 0.15 --v1-shape b0
+expect 2 "bad --v1-shape" -- "$B/pdkv" ports --v1-shape a
+expect 2 "--vllm v0 vs a V1 release" -- "$B/pdkv" config check --vllm v0 --vllm-version 0.16
+expect 0 "gen B ports" -- "$B/pdkv" ports --vllm-version 0.17 --kv-transfer-config "$KT" --tp 2 --json
+one_json "gen B ports"
+grep -q 'random (49152-65535)' /tmp/pdkv-cli.$$.out || { echo "FAIL: gen B ports: no random ROUTER ports"; fails=$((fails + 1)); }
+ids=$(for i in 1 2; do "$B/pdkv" config check --vllm v1 --kv-transfer-config "$KT" --json |
+	grep -o '"engine_id":"[0-9a-f-]*"'; done | sort -u | wc -l)
+[ "$ids" = 2 ] || { echo "FAIL: engine_id is not a fresh uuid4 per run ($ids distinct)"; fails=$((fails + 1)); }
+expect 1 "zk:// aborts" -- "$B/pdkv" config check --mooncake-config $FX/ms-zk.json --json
+grep -q '"error":"process abort (Mooncake LOG(FATAL)): Unable to find metadata storage plugin zk"' /tmp/pdkv-cli.$$.out ||
+	{ echo "FAIL: zk: wrong vLLM verdict"; fails=$((fails + 1)); }
 rm -f /tmp/pdkv-cli.$$.out /tmp/pdkv-cli.$$.err
 echo "config_cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]

@@ -43,6 +43,9 @@ static void setenv_field(struct cfg_env *e, const char *k, const char *v)
 	    {"MC_MAX_RPC_PORT", offsetof(struct cfg_env, max_rpc)},
 	    {"MC_MIN_PRC_PORT", offsetof(struct cfg_env, min_prc)},
 	    {"MC_MAX_PRC_PORT", offsetof(struct cfg_env, max_prc)},
+	    {"VLLM_DISABLE_REQUEST_ID_RANDOMIZATION",
+	     offsetof(struct cfg_env, disable_reqid_random)},
+	    {"PDKV_SYSFS_INFINIBAND", offsetof(struct cfg_env, ib_sysfs)},
 	};
 	size_t i;
 
@@ -67,6 +70,47 @@ static char *subst(const char *s)
 	return o;
 }
 
+/* "${UUID4}" in an expectation matches any str(uuid.uuid4()) (vLLM's random engine_id). Returns
+ * the end of the matched prefix of got, or NULL. */
+static const char *pat_prefix(const char *got, const char *want)
+{
+	static const char ph[] = "${UUID4}";
+
+	while (*want) {
+		if (!strncmp(want, ph, sizeof(ph) - 1)) {
+			for (int i = 0; i < 36; i++) {
+				char c = got[i];
+				bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+				if (dash ? c != '-'
+				         : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+					return NULL;
+			}
+			if (got[14] != '4' || !strchr("89ab", got[19]))
+				return NULL;
+			got += 36;
+			want += sizeof(ph) - 1;
+		} else if (*got++ != *want++) {
+			return NULL;
+		}
+	}
+	return got;
+}
+
+static bool pat_eq(const char *got, const char *want)
+{
+	const char *e = pat_prefix(got, want);
+
+	return e && !*e;
+}
+
+static bool pat_in(const char *got, const char *want)
+{
+	for (; *got; got++)
+		if (pat_prefix(got, want))
+			return true;
+	return !*want;
+}
+
 static bool value_eq(const cJSON *v, const char *want)
 {
 	char buf[64];
@@ -76,7 +120,7 @@ static bool value_eq(const cJSON *v, const char *want)
 	if (!v)
 		return false;
 	if (cJSON_IsString(v))
-		return !strcmp(v->valuestring, want);
+		return pat_eq(v->valuestring, want);
 	if (cJSON_IsBool(v))
 		return !strcmp(want, cJSON_IsTrue(v) ? "true" : "false");
 	if (cJSON_IsNumber(v)) {
@@ -86,94 +130,125 @@ static bool value_eq(const cJSON *v, const char *want)
 	return false;
 }
 
-/* config.KEY VALUE / kv.KEY VALUE: one field of the --json report's config or kv_transfer */
-static bool expect_field(const struct fx *f, const cJSON *o, const char *line, char **wantp)
+/* One expectation line of a case against the --json object and the two exit codes. */
+static bool expect_line(const char *name, const cJSON *o, int rc, int ports_rc, const char *line)
 {
-	bool ok;
-	char *want;
-	char key[64];
-	const char *sp = strchr(line, ' ');
-	const cJSON *sec = cJSON_GetObjectItem(o, line[0] == 'c' ? "config" : "kv_transfer");
-	const char *dot = strchr(line, '.') + 1;
-	if (!sp)
-		fail_msg("%s: bad line %s", f->name, line);
-	snprintf(key, sizeof(key), "%.*s", (int)(sp - dot), dot);
-	want = *wantp = subst(sp + 1);
-	if (!strcmp(key, "device_names")) {
-		char *got = NULL, *tmp;
-		const cJSON *it;
-		got = strdup("");
-		cJSON_ArrayForEach(it, cJSON_GetObjectItem(sec, key))
-		{
-			if (asprintf(&tmp, "%s%s[%s]", got, *got ? "," : "", it->valuestring) < 0)
-				tmp = NULL;
+	char *want = NULL;
+	bool ok = true;
+
+	if (!strncmp(line, "exit ", 5)) {
+		ok = rc == atoi(line + 5);
+	} else if (!strncmp(line, "ports-exit ", 11)) {
+		ok = ports_rc == atoi(line + 11);
+	} else if (!strncmp(line, "vllm.", 5) && strchr(line, ' ')) {
+		/* vllm.error / vllm.release / vllm.generation / vllm.row ... */
+		char key[64];
+		const char *sp = strchr(line, ' ');
+		snprintf(key, sizeof(key), "%.*s", (int)(sp - line - 5), line + 5);
+		want = subst(sp + 1);
+		ok = value_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "vllm"), key), want);
+	} else if (!strncmp(line, "ok ", 3)) {
+		ok = value_eq(cJSON_GetObjectItem(o, "ok"), line + 3);
+	} else if (!strncmp(line, "config.", 7) || !strncmp(line, "kv.", 3)) {
+		char key[64];
+		const char *sp = strchr(line, ' ');
+		const cJSON *sec =
+		    cJSON_GetObjectItem(o, line[0] == 'c' ? "config" : "kv_transfer");
+		const char *dot = strchr(line, '.') + 1;
+		if (!sp)
+			fail_msg("%s: bad line %s", name, line);
+		snprintf(key, sizeof(key), "%.*s", (int)(sp - dot), dot);
+		want = subst(sp + 1);
+		if (!strcmp(key, "device_names")) {
+			char *got = NULL, *tmp;
+			const cJSON *it;
+			got = strdup("");
+			cJSON_ArrayForEach(it, cJSON_GetObjectItem(sec, key))
+			{
+				if (asprintf(&tmp, "%s%s[%s]", got, *got ? "," : "",
+				             it->valuestring) < 0)
+					tmp = NULL;
+				free(got);
+				got = tmp ? tmp : strdup("");
+			}
+			ok = !strcmp(got, want);
 			free(got);
-			got = tmp ? tmp : strdup("");
+		} else {
+			ok = value_eq(cJSON_GetObjectItem(sec, key), want);
 		}
-		ok = !strcmp(got, want);
-		free(got);
+	} else if (!strncmp(line, "diag ", 5) || !strncmp(line, "no-diag ", 8)) {
+		/* diag SEV FIELD [:: TEXT]   FIELD "*" = any */
+		bool neg = line[0] == 'n';
+		char sev[16], fieldw[256];
+		const char *rest = line + (neg ? 8 : 5), *sep;
+		const char *text_w = NULL;
+		const cJSON *it;
+		bool found = false;
+		snprintf(sev, sizeof(sev), "%.*s", (int)strcspn(rest, " "), rest);
+		rest += strlen(sev);
+		while (*rest == ' ')
+			rest++;
+		sep = strstr(rest, " :: ");
+		snprintf(fieldw, sizeof(fieldw), "%.*s",
+		         (int)(sep ? (size_t)(sep - rest) : strlen(rest)), rest);
+		if (sep)
+			text_w = sep + 4;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "diagnostics"))
+		{
+			const cJSON *s = cJSON_GetObjectItem(it, "severity");
+			const cJSON *fl = cJSON_GetObjectItem(it, "field");
+			const cJSON *m = cJSON_GetObjectItem(it, "message");
+			if (strcmp(s->valuestring, sev))
+				continue;
+			if (*fieldw && strcmp(fieldw, "*") &&
+			    !(cJSON_IsString(fl) && !strcmp(fl->valuestring, fieldw)))
+				continue;
+			if (text_w && !pat_in(m->valuestring, text_w))
+				continue;
+			found = true;
+		}
+		ok = neg ? !found : found;
+	} else if (!strncmp(line, "conflicts ", 10)) {
+		ok = cJSON_GetArraySize(cJSON_GetObjectItem(o, "conflicts")) == atoi(line + 10);
+	} else if (!strncmp(line, "conflict ", 9)) {
+		const cJSON *it;
+		ok = false;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "conflicts"))
+		{
+			char hp[300];
+			snprintf(hp, sizeof(hp), "%s:%d",
+			         cJSON_GetObjectItem(it, "host")->valuestring,
+			         (int)cJSON_GetObjectItem(it, "port")->valuedouble);
+			ok |= !strcmp(hp, line + 9);
+		}
+	} else if (!strncmp(line, "port ", 5) || !strncmp(line, "no-port ", 8)) {
+		/* [no-]port SIDE RANK HOST:PORT bind|connect [:: PURPOSE-TEXT] */
+		bool neg = line[0] == 'n';
+		const char *spec = line + (neg ? 8 : 5), *sep = strstr(spec, " :: ");
+		char side[16], hp[300], act[16], got[300];
+		int rank;
+		const cJSON *it;
+		bool found = false;
+		if (sscanf(spec, "%15s %d %299s %15s", side, &rank, hp, act) != 4)
+			fail_msg("%s: bad line %s", name, line);
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "ports"))
+		{
+			snprintf(got, sizeof(got), "%s:%d",
+			         cJSON_GetObjectItem(it, "host")->valuestring,
+			         (int)cJSON_GetObjectItem(it, "port")->valuedouble);
+			found |= !strcmp(cJSON_GetObjectItem(it, "side")->valuestring, side) &&
+			         (int)cJSON_GetObjectItem(it, "rank")->valuedouble == rank &&
+			         !strcmp(got, hp) &&
+			         cJSON_IsTrue(cJSON_GetObjectItem(it, "binds")) ==
+			             !strcmp(act, "bind") &&
+			         (!sep ||
+			          strstr(cJSON_GetObjectItem(it, "purpose")->valuestring, sep + 4));
+		}
+		ok = neg ? !found : found;
 	} else {
-		ok = value_eq(cJSON_GetObjectItem(sec, key), want);
+		fail_msg("%s: unknown expectation line: %s", name, line);
 	}
-	return ok;
-}
-
-/* diag SEV FIELD [:: TEXT] / no-diag ...: a diagnostic is (not) in the report */
-static bool expect_diag(const cJSON *o, char *line)
-{
-	/* FIELD "*" = any */
-	bool ok;
-	bool neg = line[0] == 'n';
-	char sev[16], *rest = line + (neg ? 8 : 5), *sep, fieldw[256];
-	const char *text_w = NULL;
-	const cJSON *it;
-	bool found = false;
-	snprintf(sev, sizeof(sev), "%.*s", (int)strcspn(rest, " "), rest);
-	rest += strlen(sev);
-	while (*rest == ' ')
-		rest++;
-	sep = strstr(rest, " :: ");
-	snprintf(fieldw, sizeof(fieldw), "%.*s", (int)(sep ? (size_t)(sep - rest) : strlen(rest)),
-	         rest);
-	if (sep)
-		text_w = sep + 4;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "diagnostics"))
-	{
-		const cJSON *s = cJSON_GetObjectItem(it, "severity");
-		const cJSON *fl = cJSON_GetObjectItem(it, "field");
-		const cJSON *m = cJSON_GetObjectItem(it, "message");
-		if (strcmp(s->valuestring, sev))
-			continue;
-		if (*fieldw && strcmp(fieldw, "*") &&
-		    !(cJSON_IsString(fl) && !strcmp(fl->valuestring, fieldw)))
-			continue;
-		if (text_w && !strstr(m->valuestring, text_w))
-			continue;
-		found = true;
-	}
-	ok = neg ? !found : found;
-	return ok;
-}
-
-/* port SIDE RANK HOST:PORT bind|connect: the planned port list holds this entry */
-static bool expect_port(const struct fx *f, const cJSON *o, const char *line)
-{
-	bool ok;
-	char side[16], hp[300], act[16], got[300];
-	int rank;
-	const cJSON *it;
-	if (sscanf(line + 5, "%15s %d %299s %15s", side, &rank, hp, act) != 4)
-		fail_msg("%s: bad line %s", f->name, line);
-	ok = false;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "ports"))
-	{
-		snprintf(got, sizeof(got), "%s:%d", cJSON_GetObjectItem(it, "host")->valuestring,
-		         (int)cJSON_GetObjectItem(it, "port")->valuedouble);
-		ok |= !strcmp(cJSON_GetObjectItem(it, "side")->valuestring, side) &&
-		      (int)cJSON_GetObjectItem(it, "rank")->valuedouble == rank &&
-		      !strcmp(got, hp) &&
-		      cJSON_IsTrue(cJSON_GetObjectItem(it, "binds")) == !strcmp(act, "bind");
-	}
+	free(want);
 	return ok;
 }
 
@@ -226,16 +301,21 @@ static void run_fixture(void **state)
 	memcpy(argv, args, sizeof(args));
 	rc = cfg_cli_parse(&c, argc, argv, 1, "test");
 	assert_int_equal(rc, 0);
-	/* the environment comes only from the fixture */
+	/* the environment comes only from the fixture; this host's RDMA devices do not count
+	 * (PDKV_SYSFS_INFINIBAND defaults to a directory that does not exist) */
 	{
-		char *mcp = NULL;
+		char *mcp = NULL, *ib;
 		if (env.mooncake_config_path)
 			mcp = subst(env.mooncake_config_path);
+		ib = subst(env.ib_sysfs ? env.ib_sysfs : "${DIR}/sysfs/none");
 		env.mooncake_config_path = mcp;
+		env.ib_sysfs = ib;
 		c.o.env = env;
 		rc = cfg_check(&c.o, &r);
 		free(mcp);
+		free(ib);
 		c.o.env.mooncake_config_path = NULL;
+		c.o.env.ib_sysfs = NULL;
 	}
 	ports_rc = r.nconflicts > 0 || !r.ports_planned ? 1 : 0;
 	json = cfg_report_json(&r);
@@ -246,49 +326,15 @@ static void run_fixture(void **state)
 	assert_int_equal(pd_read_file(f->path, 1 << 20, &text, NULL), 0);
 	/* pass 2: expectations */
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *want = NULL;
-		bool ok = true;
+		bool ok;
 		if (!*line || line[0] == '#' || !strncmp(line, "arg ", 4) ||
 		    !strncmp(line, "mooncake ", 9) || !strncmp(line, "env ", 4))
 			continue;
-		if (!strncmp(line, "exit ", 5)) {
-			ok = rc == atoi(line + 5);
-		} else if (!strncmp(line, "ports-exit ", 11)) {
-			ok = ports_rc == atoi(line + 11);
-		} else if (!strncmp(line, "vllm.error ", 11)) {
-			want = subst(line + 11);
-			ok = value_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "vllm"), "error"),
-			              want);
-		} else if (!strncmp(line, "ok ", 3)) {
-			ok = value_eq(cJSON_GetObjectItem(o, "ok"), line + 3);
-		} else if (!strncmp(line, "config.", 7) || !strncmp(line, "kv.", 3)) {
-			ok = expect_field(f, o, line, &want);
-		} else if (!strncmp(line, "diag ", 5) || !strncmp(line, "no-diag ", 8)) {
-			ok = expect_diag(o, line);
-		} else if (!strncmp(line, "conflicts ", 10)) {
-			ok = cJSON_GetArraySize(cJSON_GetObjectItem(o, "conflicts")) ==
-			     atoi(line + 10);
-		} else if (!strncmp(line, "conflict ", 9)) {
-			const cJSON *it;
-			ok = false;
-			cJSON_ArrayForEach(it, cJSON_GetObjectItem(o, "conflicts"))
-			{
-				char hp[300];
-				snprintf(hp, sizeof(hp), "%s:%d",
-				         cJSON_GetObjectItem(it, "host")->valuestring,
-				         (int)cJSON_GetObjectItem(it, "port")->valuedouble);
-				ok |= !strcmp(hp, line + 9);
-			}
-		} else if (!strncmp(line, "port ", 5)) {
-			ok = expect_port(f, o, line);
-		} else {
-			fail_msg("%s: unknown expectation line: %s", f->name, line);
-		}
+		ok = expect_line(f->name, o, rc, ports_rc, line);
 		if (!ok) {
 			fails++;
 			print_error("%s: expectation not met: %s\n", f->name, line);
 		}
-		free(want);
 	}
 	if (fails)
 		print_error("%s: exit=%d ports-exit=%d; --json was:\n%s", f->name, rc, ports_rc,
