@@ -182,7 +182,7 @@ void bench_table_row(const struct bench_opts *o, struct bench_row *r)
 }
 
 /* What `pdkv report` needs to say whether two runs are comparable: build, host, settings, and
- * the MC_* / PDKV_* environment (MC_TCP_LANES_PER_PEER and friends change the numbers). */
+ * the engine's MC_* environment (MC_TCP_LANES_PER_PEER and friends change the numbers). */
 static void json_meta(cJSON *root, const struct bench_opts *o)
 {
 	cJSON *m = cJSON_AddObjectToObject(root, "meta"), *env;
@@ -226,8 +226,7 @@ static void json_meta(cJSON *root, const struct bench_opts *o)
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
 		char k[128];
-		if (!eq || (strncmp(*e, "MC_", 3) && strncmp(*e, "PDKV_", 5)) ||
-		    (size_t)(eq - *e) >= sizeof(k))
+		if (!eq || strncmp(*e, "MC_", 3) || (size_t)(eq - *e) >= sizeof(k))
 			continue;
 		memcpy(k, *e, (size_t)(eq - *e));
 		k[eq - *e] = '\0';

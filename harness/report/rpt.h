@@ -68,7 +68,8 @@ struct rpt_doc {
 	size_t nvd;
 };
 
-/* Reads and classifies path. On error -1 with err = "FILE: FIELD: what is wrong". */
+/* Reads and classifies path. On error -1 with err = "FILE: FIELD: what is wrong"; -2 for a
+ * `pdkv report` output (a comparison, not a run). */
 int rpt_load(const char *path, struct rpt_doc *d, char *err, size_t errsz);
 int rpt_parse(const char *path, const char *text, struct rpt_doc *d, char *err, size_t errsz);
 void rpt_doc_free(struct rpt_doc *d);

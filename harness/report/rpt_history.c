@@ -94,8 +94,10 @@ static int load_one(struct hrun *r, const char *path, FILE *f)
 	if (!p)
 		return -1;
 	r->docs = p;
-	if (rpt_load(path, &p[r->ndocs], err, sizeof(err))) {
-		fprintf(f, "history: skipping %s\n", err);
+	int rc = rpt_load(path, &p[r->ndocs], err, sizeof(err));
+	if (rc) {
+		if (rc != -2) /* compare.json next to the run: expected, not worth a line */
+			fprintf(f, "history: skipping %s\n", err);
 		rpt_doc_free(&p[r->ndocs]);
 		return 0;
 	}
@@ -402,6 +404,21 @@ static void html_esc(FILE *f, const char *s)
 			fputc(*s, f);
 }
 
+/* the engine's MC_* environment a bench run recorded: what set two runs apart */
+static void run_env(const struct hrun *r, char *buf, size_t len)
+{
+	size_t used = 0;
+	snprintf(buf, len, "-");
+	for (size_t d = 0; d < r->ndocs; d++)
+		for (size_t i = 0; i < r->docs[d].nmeta && used < len; i++) {
+			const struct rpt_kv *kv = &r->docs[d].meta[i];
+			if (strncmp(kv->k, "env.", 4) || !strcmp(kv->k, "env.MC_TCP_BIND_ADDRESS"))
+				continue;
+			used += (size_t)snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "",
+			                         kv->k + 4, kv->v);
+		}
+}
+
 static const char *run_meta(const struct hrun *r, const char *k)
 {
 	for (size_t i = 0; i < r->ndocs; i++) {
@@ -481,7 +498,8 @@ static int rpt_history_index(const struct hist *h, const char *out, bool plots)
 	fprintf(md,
 	        "# pdkv history\n\n%zu runs, oldest first. Each point is the median of the "
 	        "run's repetitions; the bars go from the slowest to the fastest one.\n\n"
-	        "| # | run | files | commit | host | threads |\n|---|---|---|---|---|---|\n",
+	        "| # | run | files | commit | host | threads | environment |\n"
+	        "|---|---|---|---|---|---|---|\n",
 	        h->nr);
 	fprintf(ht,
 	        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pdkv history</title>"
@@ -489,19 +507,21 @@ static int rpt_history_index(const struct hist *h, const char *out, bool plots)
 	        "<p>%zu runs, oldest first. Each point is the median of the run's repetitions; "
 	        "the bars go from the slowest to the fastest one.</p>\n<table border=1>"
 	        "<tr><th>#</th><th>run</th><th>files</th><th>commit</th><th>host</th>"
-	        "<th>threads</th></tr>\n",
+	        "<th>threads</th><th>environment</th></tr>\n",
 	        h->nr);
 	for (size_t k = 0; k < h->nr; k++) {
 		const struct hrun *r = &h->r[k];
-		char files[512] = "";
+		char files[512] = "", env[512];
 		size_t len = 0;
 		for (size_t d = 0; d < r->ndocs && len < sizeof(files); d++) {
 			const char *b = strrchr(r->docs[d].path, '/');
 			len += (size_t)snprintf(files + len, sizeof(files) - len, "%s%s",
 			                        d ? " " : "", b ? b + 1 : r->docs[d].path);
 		}
-		fprintf(md, "| %zu | %s | %s | %s | %s | %s |\n", k, r->name, files,
-		        run_meta(r, "commit"), run_meta(r, "hostname"), run_meta(r, "threads"));
+		run_env(r, env, sizeof(env));
+		fprintf(md, "| %zu | %s | %s | %s | %s | %s | %s |\n", k, r->name, files,
+		        run_meta(r, "commit"), run_meta(r, "hostname"), run_meta(r, "threads"),
+		        env);
 		fprintf(ht, "<tr><td>%zu</td><td>", k);
 		html_esc(ht, r->name);
 		fprintf(ht, "</td><td>");
@@ -512,6 +532,8 @@ static int rpt_history_index(const struct hist *h, const char *out, bool plots)
 		html_esc(ht, run_meta(r, "hostname"));
 		fprintf(ht, "</td><td>");
 		html_esc(ht, run_meta(r, "threads"));
+		fprintf(ht, "</td><td>");
+		html_esc(ht, env);
 		fprintf(ht, "</td></tr>\n");
 	}
 	fprintf(ht, "</table>\n");

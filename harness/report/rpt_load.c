@@ -472,6 +472,11 @@ int rpt_parse(const char *path, const char *text, struct rpt_doc *d, char *err, 
 		return err_at(err, sz, path, "expected a JSON object at the top");
 	}
 	tool = str_or(root, "tool", "");
+	if (!strcmp(tool, "pdkv report")) {
+		cJSON_Delete(root);
+		err_at(err, sz, path, "a `pdkv report` output, not a run: compare its inputs");
+		return -2;
+	}
 	rows = cJSON_GetObjectItemCaseSensitive(root, "rows");
 	first = cJSON_IsArray(rows) ? cJSON_GetArrayItem(rows, 0) : NULL;
 	if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "scenarios")))

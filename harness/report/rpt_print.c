@@ -10,8 +10,8 @@ void rpt_fmt_num(char *buf, size_t len, double v)
 	double a = fabs(v);
 	if (isnan(v))
 		snprintf(buf, len, "-");
-	else if (v == 0)
-		snprintf(buf, len, "0");
+	else if (v == floor(v) && a < 1e15)
+		snprintf(buf, len, "%.0f", v);
 	else if (a >= 1e4)
 		snprintf(buf, len, "%.0f", v);
 	else if (a >= 100)
@@ -93,20 +93,33 @@ static void footer(FILE *f, const struct rpt_cmp *c, const char *pre)
 	fprintf(f, "\n");
 }
 
-static void vd_line(char *buf, size_t len, const struct rpt_vdiff *v)
+/* scenario, check, old, new, what, detail of one changed verdict */
+static void vd_fields(const struct rpt_vdiff *v, const char *out[6])
 {
 	const struct rpt_verdict *x = v->n ? v->n : v->o;
-	const char *why = v->worse ? "worse" : v->better ? "better" : !v->o ? "new" : "changed";
-	snprintf(buf, len, "%s|%s|%s|%s|%s|%s", x->scenario, x->check ? x->check : "(scenario)",
-	         v->o ? v->o->status : "-", v->n ? v->n->status : "-", why,
-	         v->n && v->n->detail[0] ? v->n->detail
-	         : v->o                  ? v->o->detail
-	                                 : "");
+	out[0] = x->scenario;
+	out[1] = x->check ? x->check : "(scenario)";
+	out[2] = v->o ? v->o->status : "-";
+	out[3] = v->n ? v->n->status : "-";
+	out[4] = v->worse ? "worse" : v->better ? "better" : !v->o ? "new" : "changed";
+	out[5] = v->n && v->n->detail[0] ? v->n->detail : v->o ? v->o->detail : "";
+}
+
+/* a Markdown table cell: | and newlines would end it */
+static void md_cell(FILE *f, const char *s)
+{
+	fputs("| ", f);
+	for (; *s; s++)
+		if (*s == '|')
+			fputs("\\|", f);
+		else
+			fputc(*s == '\n' ? ' ' : *s, f);
+	fputc(' ', f);
 }
 
 void rpt_print_text(FILE *f, const struct rpt_cmp *c)
 {
-	int w = 24;
+	int w = 24, mw = 6;
 	fprintf(f, "old: %s (%s)\nnew: %s (%s)\n", c->a->path, rpt_kind_name(c->a->kind),
 	        c->b->path, rpt_kind_name(c->b->kind));
 	for (size_t i = 0; i < c->nwarn; i++)
@@ -118,20 +131,22 @@ void rpt_print_text(FILE *f, const struct rpt_cmp *c)
 			w = (int)strlen(label_of(&c->rows[i]));
 	if (w > 60)
 		w = 60;
+	for (size_t i = 0; i < c->nrows; i++) {
+		const struct rpt_row *r = &c->rows[i];
+		if (shown(c, r) && (int)strlen((r->o ? r->o : r->n)->metric) > mw)
+			mw = (int)strlen((r->o ? r->o : r->n)->metric);
+	}
 	if (c->nvd) {
 		fprintf(f, "\n%-40s %-24s %-6s %-6s %-7s %s\n", "scenario", "check", "old", "new",
 		        "", "detail");
 		for (size_t i = 0; i < c->nvd; i++) {
-			char l[2400], *p[6], *save = NULL;
-			vd_line(l, sizeof(l), &c->vd[i]);
-			p[0] = strtok_r(l, "|", &save);
-			for (int k = 1; k < 6; k++)
-				p[k] = strtok_r(NULL, "|", &save);
-			fprintf(f, "%-40s %-24s %-6s %-6s %-7s %.*s\n", p[0], p[1], p[2], p[3],
-			        p[4], 110, p[5] ? p[5] : "");
+			const char *p[6];
+			vd_fields(&c->vd[i], p);
+			fprintf(f, "%-40s %-24s %-6s %-6s %-7s %.110s\n", p[0], p[1], p[2], p[3],
+			        p[4], p[5]);
 		}
 	}
-	fprintf(f, "\n%-*s %-14s %14s %14s %8s %17s  %s\n", w, "row", "metric", "old", "new",
+	fprintf(f, "\n%-*s %-*s %14s %14s %8s %17s  %s\n", w, "row", mw, "metric", "old", "new",
 	        "change", "evidence", "verdict");
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct rpt_row *r = &c->rows[i];
@@ -142,7 +157,7 @@ void rpt_print_text(FILE *f, const struct rpt_cmp *c)
 		fmt_side(sn, sizeof(sn), r->n);
 		fmt_change(ch, sizeof(ch), r);
 		fmt_evidence(ev, sizeof(ev), r);
-		fprintf(f, "%-*.*s %-14s %14s %14s %8s %17s  %s%s%s%s\n", w, w, label_of(r),
+		fprintf(f, "%-*.*s %-*s %14s %14s %8s %17s  %s%s%s%s\n", w, w, label_of(r), mw,
 		        (r->o ? r->o : r->n)->metric, so, sn, ch, ev, rpt_outcome_name(r->out),
 		        r->note[0] ? "  (paired: " : "", r->note, r->note[0] ? ")" : "");
 	}
@@ -162,12 +177,11 @@ void rpt_print_markdown(FILE *f, const struct rpt_cmp *c)
 		fprintf(f,
 		        "| scenario | check | old | new | | detail |\n|---|---|---|---|---|---|\n");
 		for (size_t i = 0; i < c->nvd; i++) {
-			char l[2400];
-			vd_line(l, sizeof(l), &c->vd[i]);
-			fprintf(f, "| ");
-			for (char *p = l; *p; p++)
-				fputs(*p == '|' ? " | " : (char[]){*p, 0}, f);
-			fprintf(f, " |\n");
+			const char *p[6];
+			vd_fields(&c->vd[i], p);
+			for (int k = 0; k < 6; k++)
+				md_cell(f, p[k]);
+			fprintf(f, "|\n");
 		}
 		fprintf(f, "\n");
 	}
