@@ -207,16 +207,6 @@ static int line_set(struct hist *h, struct hplot *p, const char *title, size_t r
 	return 0;
 }
 
-static const struct rpt_series *bench_find(const struct rpt_doc *d, const char *group,
-                                           const char *kind, const char *metric)
-{
-	for (size_t i = 0; i < d->ns; i++)
-		if (d->s[i].group && !strcmp(d->s[i].group, group) && !strcmp(d->s[i].kind, kind) &&
-		    !strcmp(d->s[i].metric, metric))
-			return &d->s[i];
-	return NULL;
-}
-
 /* the series of one file of run k into the plots */
 static int collect_doc(struct hist *h, size_t k, const struct rpt_doc *d)
 {
@@ -242,23 +232,18 @@ static int collect_doc(struct hist *h, size_t k, const struct rpt_doc *d)
 		if (strchr(what, ' '))
 			what = strchr(what, ' ') + 1;
 		if (!strcmp(s->metric, "GB/s")) {
-			const struct rpt_series *sock = bench_find(d, s->group, "socket", "GB/s");
 			snprintf(stem, sizeof(stem), "bw-%s", s->group);
 			snprintf(title, sizeof(title), "bandwidth: %s (median, bars min..max)",
 			         what);
 			if (!(p = plot_get(h, stem, title, "GB/s")) ||
 			    line_set(h, p, s->kind, k, med, lo, hi))
 				return -1;
-			if (strcmp(s->kind, "socket") && sock && sock->n) {
-				double sm = rpt_median(sock->v, sock->n);
-				char lt[64];
-				snprintf(stem, sizeof(stem), "ratio-%s", s->group);
-				snprintf(title, sizeof(title), "ratio to the baseline: %s", what);
-				snprintf(lt, sizeof(lt), "%s / socket (medians)", s->kind);
-				if (!(p = plot_get(h, stem, title, "ratio")) ||
-				    line_set(h, p, lt, k, med / sm, med / sm, med / sm))
-					return -1;
-			}
+		} else if (!strcmp(s->metric, "x socket")) {
+			snprintf(stem, sizeof(stem), "ratio-%s", s->group);
+			snprintf(title, sizeof(title), "ratio to the baseline: %s", what);
+			if (!(p = plot_get(h, stem, title, "ratio")) ||
+			    line_set(h, p, "pdkv / socket (per interleaved pair)", k, med, lo, hi))
+				return -1;
 		} else if (!strcmp(s->metric, "x ib_write_bw")) {
 			char lt[64];
 			snprintf(stem, sizeof(stem), "ratio-%s", s->group);

@@ -243,6 +243,50 @@ static int bench_row(struct rpt_doc *d, const cJSON *x, size_t i, const cJSON *r
 	return 0;
 }
 
+/* pdkv / socket per repetition: the two run interleaved (socket, pdkv, socket, pdkv, ...), so
+ * the ratio of a pair cancels what other tenants of the host did meanwhile — the steadiest
+ * figure on a shared machine. Only when both sides have every repetition. */
+static int bench_ratios(struct rpt_doc *d)
+{
+	size_t ns = d->ns;
+	for (size_t i = 0; i < ns; i++) {
+		struct rpt_series *p = &d->s[i], *q = NULL, *r;
+		char key[256], label[256], loose[160], *group, *what;
+		if (strcmp(p->kind, "pdkv") || strcmp(p->metric, "GB/s"))
+			continue;
+		for (size_t j = 0; j < ns; j++)
+			if (!strcmp(d->s[j].kind, "socket") && !strcmp(d->s[j].metric, "GB/s") &&
+			    !strcmp(d->s[j].group, p->group))
+				q = &d->s[j];
+		if (!q || q->n != p->n || !p->n)
+			continue;
+		snprintf(key, sizeof(key), "pdkv/socket|%s", p->group);
+		snprintf(loose, sizeof(loose), "pdkv/socket%s", strchr(p->loose, '|'));
+		what = strchr(p->label, ' ');
+		snprintf(label, sizeof(label), "pdkv/socket%s", what ? what : "");
+		group = strdup(p->group);
+		r = series_get(d, key, "x socket"); /* may move d->s: p and q are stale after it */
+		if (!r || !group) {
+			free(group);
+			return -1;
+		}
+		p = &d->s[i];
+		for (size_t j = 0; j < ns; j++)
+			if (!strcmp(d->s[j].kind, "socket") && !strcmp(d->s[j].metric, "GB/s") &&
+			    !strcmp(d->s[j].group, group))
+				q = &d->s[j];
+		set_str(&r->label, label);
+		set_str(&r->loose, loose);
+		r->group = group;
+		set_str(&r->kind, "pdkv/socket");
+		r->better = RPT_HIGHER;
+		for (size_t k = 0; k < p->n; k++)
+			if (series_add(r, q->v[k] > 0 ? p->v[k] / q->v[k] : NAN))
+				return -1;
+	}
+	return 0;
+}
+
 static int load_bench(struct rpt_doc *d, const cJSON *root, char *err, size_t sz)
 {
 	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows"), *x;
@@ -271,6 +315,8 @@ static int load_bench(struct rpt_doc *d, const cJSON *root, char *err, size_t sz
 			return -1;
 		i++;
 	}
+	if (bench_ratios(d))
+		return err_at(err, sz, d->path, "out of memory");
 	return 0;
 }
 

@@ -165,5 +165,11 @@ for k in ("bandwidth", "GBps", "lat_p50_us", "wrong", "cpu_initiator_s"):  # old
 PY
   "$R" compare "$T/b1.json" "$T/b1.json" >"$T/out" 2>&1; [ $? -eq 0 ] || fail "bench vs itself: want 0"
   grep -Eq "pdkv write 64 KiB b8 t1 tcp +GB/s .* n=4\+4 +~" "$T/out" || fail "bench vs itself: no '~' row"
+  # the interleaved socket/pdkv pairs give a per-repetition ratio row
+  grep -Eq "pdkv/socket write 64 KiB b8 t1 tcp +x socket .* n=4\+4 +~" "$T/out" || fail "bench: no pdkv/socket ratio row"
+  mkdir -p "$T/h2/20260101T000000Z-x"
+  cp "$T/b1.json" "$T/h2/20260101T000000Z-x/bench.json"
+  "$R" history "$T/h2" >"$T/out" 2>&1 || fail "history of a real bench run failed"
+  [ -f "$T/h2/plots/ratio-write-65536-8-1-tcp-cpu-0.png" ] || fail "history: no ratio plot for a run with a socket baseline"
 fi
 echo "test_report.sh: ok"
