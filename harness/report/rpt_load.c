@@ -260,6 +260,11 @@ static int bench_ratios(struct rpt_doc *d)
 				q = &d->s[j];
 		if (!q || q->n != p->n || !p->n)
 			continue;
+		for (size_t k = 0; k < q->n && q; k++)
+			if (!(q->v[k] > 0))
+				q = NULL; /* a socket repetition that moved nothing: no ratio */
+		if (!q)
+			continue;
 		snprintf(key, sizeof(key), "pdkv/socket|%s", p->group);
 		snprintf(loose, sizeof(loose), "pdkv/socket%s", strchr(p->loose, '|'));
 		what = strchr(p->label, ' ');
@@ -281,7 +286,7 @@ static int bench_ratios(struct rpt_doc *d)
 		set_str(&r->kind, "pdkv/socket");
 		r->better = RPT_HIGHER;
 		for (size_t k = 0; k < p->n; k++)
-			if (series_add(r, q->v[k] > 0 ? p->v[k] / q->v[k] : NAN))
+			if (series_add(r, p->v[k] / q->v[k]))
 				return -1;
 	}
 	return 0;

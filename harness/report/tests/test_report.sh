@@ -143,6 +143,12 @@ grep -q '<img src="bw-write-1048576-128-1-tcp-cpu.png"' "$T/plots/index.html" ||
 grep -q "| s1 | - | PASS |" "$T/plots/index.md" || fail "index.md: no verdict table for the run file"
 grep -q "^1	01-02 10:00 bbb2222	8	7.92	8.08" "$T/plots/bw-write-1048576-128-1-tcp-cpu.dat" || fail "history data: median/min/max"
 
+# without gnuplot: 77 with the reason, data and index still written
+PATH=/nonexistent "$R" history "$T/h" --out "$T/nogp" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 77 ] || fail "history without gnuplot: want 77, got $rc"
+grep -q "gnuplot not found" "$T/out" || fail "history without gnuplot: reason not said"
+[ -s "$T/nogp/index.md" ] && ls "$T"/nogp/*.dat >/dev/null 2>&1 || fail "history without gnuplot: no index/data"
+
 # real pdkv bench JSON: samples per row, meta, compares with itself
 B="$BIN/pdkv-bench"
 if [ -x "$B" ]; then
