@@ -584,13 +584,6 @@ int rpt_history(const char *dir, const char *out, FILE *f, char *err, size_t err
 				return 1;
 			}
 	g = run_gnuplot(NULL, probe_argv, NULL);
-	if (g == 127 || g < 0) {
-		fprintf(f, "history: gnuplot not found (apt-get install gnuplot-nox): data and "
-		           "index only\n");
-		rpt_history_index(&h, out, false);
-		hist_free(&h);
-		return 77;
-	}
 	png = g == 0 ? "pngcairo" : "png";
 	gpath = pd_asprintf("%s/plots.gp", out);
 	gp = gpath ? fopen(gpath, "w") : NULL;
@@ -608,6 +601,16 @@ int rpt_history(const char *dir, const char *out, FILE *f, char *err, size_t err
 		if (write_plot_data(&h, &h.p[i], out, gp, png))
 			rc = 1;
 	fclose(gp);
+	if (!rc && (g == 127 || g < 0)) {
+		fprintf(f,
+		        "history: gnuplot not found (apt-get install gnuplot-nox): data, "
+		        "plots.gp and index only, in %s\n",
+		        out);
+		rc = rpt_history_index(&h, out, false) ? 1 : 77;
+		free(gpath);
+		hist_free(&h);
+		return rc;
+	}
 	if (!rc && h.np) {
 		char *log = pd_asprintf("%s/gnuplot.log", out);
 		if (run_gnuplot(out, gp_argv, log)) {
