@@ -5,16 +5,21 @@
 # Writes reports/out/bench.{json,csv,txt}, bench-summary.txt and bench.png (if gnuplot exists).
 # "CPU s/GB" (initiator + target CPU per GB moved, verification included) is the load-independent
 # efficiency figure: on a busy 2-core host GB/s mostly measures the other tenants.
-# Env: BUILD (build), PDKV_BENCH_DURATION (3 s per row), PDKV_BENCH_REPEAT (2: every socket/pdkv
-# pair runs twice, interleaved, and the best of each counts — other tenants of a small host
-# otherwise decide the ratio), PDKV_BENCH_THREADS (1).
+# Every run is also kept in the history layout, reports/out/history/<UTC time>-<commit>/, and
+# compared with the previous run there (`pdkv report compare`: medians, Mann-Whitney U, "~" when
+# no significant change), then `pdkv report history` redraws reports/out/history/plots/.
+# Env: BUILD (build), PDKV_BENCH_DURATION (2 s per row), PDKV_BENCH_REPEAT (5: every socket/pdkv
+# pair runs 5 times, interleaved; the summary takes the best of each, the comparison all of them
+# — the U test needs >= 4 a side), PDKV_BENCH_THREADS (1), PDKV_BENCH_HISTORY (the history dir),
+# PDKV_BENCH_GATE (1: a significant regression beyond 5 % fails make bench).
 set -u
 BUILD=${BUILD:-build}
 BIN=$BUILD/bin/pdkv-bench
 OUT=reports/out
-DUR=${PDKV_BENCH_DURATION:-3}
+DUR=${PDKV_BENCH_DURATION:-2}
 THR=${PDKV_BENCH_THREADS:-1}
-REP=${PDKV_BENCH_REPEAT:-2}
+REP=${PDKV_BENCH_REPEAT:-5}
+HIST=${PDKV_BENCH_HISTORY:-$OUT/history}
 export MC_TCP_BIND_ADDRESS=${MC_TCP_BIND_ADDRESS:-127.0.0.1}
 mkdir -p "$OUT"
 [ -x "$BIN" ] || { echo "bench: $BIN not built (run make first)" >&2; exit 2; }
@@ -88,5 +93,29 @@ GP
   fi
 fi
 echo "[bench] results: $OUT/bench.json $OUT/bench.csv $OUT/bench.txt"
+
+# history: keep this run, compare it with the previous one, redraw the plots
+REPORT=$BUILD/bin/pdkv-report
+if [ "$rc" -eq 0 ] && [ -s "$OUT/bench.json" ] && [ -x "$REPORT" ]; then
+  prev=$(ls -d "$HIST"/*/bench.json 2>/dev/null | sort | tail -n 1)
+  run="$HIST/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo nogit)"
+  mkdir -p "$run"
+  cp "$OUT/bench.json" "$OUT/bench.csv" "$OUT/bench.txt" "$run/"
+  [ -f "$OUT/bench-summary.txt" ] && cp "$OUT/bench-summary.txt" "$run/"
+  echo "[bench] kept in the history: $run"
+  if [ -n "$prev" ]; then
+    echo
+    echo "[bench] compared with the previous run ($(basename "$(dirname "$prev")")):"
+    "$REPORT" compare "$prev" "$run/bench.json" --markdown="$run/compare.md" --json="$run/compare.json"
+    crc=$?
+    [ "$crc" -eq 1 ] && echo "[bench] a pdkv row is significantly slower than in the previous run (see above)"
+    [ "$crc" -eq 1 ] && [ "${PDKV_BENCH_GATE:-0}" = 1 ] && rc=1
+  else
+    echo "[bench] first run in $HIST: nothing to compare with yet"
+  fi
+  "$REPORT" history "$HIST" --out "$HIST/plots" | sed 's/^/[bench] /'
+elif [ "$rc" -ne 0 ]; then
+  echo "[bench] not kept in the history (the run failed)"
+fi
 [ "$rc" -eq 0 ] || echo "[bench] FAILED: pdkv-bench exited $rc (wrong bytes, failed transfers or errors above)" >&2
 exit "$rc"

@@ -10,3 +10,14 @@ pdkv-bench_LIBS := te temeta pdcommon
 ifneq ($(wildcard ref/te/te_rdma*.c),)
 pdkv-bench_LIBS += terdma
 endif
+
+# The commit pdkv-bench writes into its JSON "meta": `git describe` at build time into a header
+# rewritten only when it changed, so a new commit rebuilds bench_report.o and nothing else.
+BENCH_GIT_H := $(BUILD)/gen/pdkv_git.h
+$(BENCH_GIT_H): bench-git-force
+	@mkdir -p $(@D); c=$$(git describe --always --dirty 2>/dev/null || echo unknown); \
+	 l="#define PDKV_GIT_COMMIT \"$$c\""; [ "$$(cat $@ 2>/dev/null)" = "$$l" ] || echo "$$l" >$@
+$(BUILD)/obj/harness/bench/bench_report.o: $(BENCH_GIT_H)
+$(BUILD)/obj/harness/bench/bench_report.o: CFLAGS += -I$(BUILD)/gen
+.PHONY: bench-git-force
+bench-git-force:

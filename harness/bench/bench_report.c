@@ -7,8 +7,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "pd_util.h"
+
+/* PDKV_GIT_COMMIT: `git describe` of the tree built (bench.mk generates pdkv_git.h) */
+#if __has_include("pdkv_git.h")
+#include "pdkv_git.h"
+#endif
+#ifndef PDKV_GIT_COMMIT
+#define PDKV_GIT_COMMIT "unknown"
+#endif
+#define BENCH_PDKV_VERSION "0.1"
+
+extern char **environ;
 
 void bench_lat_add(struct bench_lat *l, double us)
 {
@@ -167,6 +181,98 @@ void bench_table_row(const struct bench_opts *o, struct bench_row *r)
 	fflush(stdout);
 }
 
+/* What `pdkv report` needs to say whether two runs are comparable: build, host, settings, and
+ * the engine's MC_* environment (MC_TCP_LANES_PER_PEER and friends change the numbers). */
+static void json_meta(cJSON *root, const struct bench_opts *o)
+{
+	cJSON *m = cJSON_AddObjectToObject(root, "meta"), *env;
+	struct utsname u;
+	char ts[32], host[256] = "";
+	time_t now = time(NULL);
+
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	cJSON_AddStringToObject(m, "version", BENCH_PDKV_VERSION);
+	cJSON_AddStringToObject(m, "commit", PDKV_GIT_COMMIT);
+	cJSON_AddStringToObject(m, "finished", ts);
+	gethostname(host, sizeof(host) - 1);
+	cJSON_AddStringToObject(m, "hostname", host);
+	if (uname(&u) == 0) {
+		cJSON_AddStringToObject(m, "kernel", u.release);
+		cJSON_AddStringToObject(m, "machine", u.machine);
+	}
+	cJSON_AddNumberToObject(m, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
+	cJSON_AddStringToObject(m, "mode", o->mode);
+	cJSON_AddStringToObject(m, "protocol", o->protocol ? o->protocol : "auto");
+	cJSON_AddStringToObject(m, "devices", o->device ? o->device : "");
+	if (o->line_rate_gbps > 0)
+		cJSON_AddNumberToObject(m, "line_rate_gbps", o->line_rate_gbps);
+	cJSON_AddStringToObject(m, "memory", bench_mem_location(o));
+	cJSON_AddStringToObject(m, "operation", o->ops_str);
+	cJSON_AddNumberToObject(m, "block_size", (double)(o->sweep_b ? o->sweep_b : o->block));
+	if (o->sweep_b) {
+		cJSON_AddNumberToObject(m, "block_size_max", (double)o->sweep_e);
+		cJSON_AddNumberToObject(m, "block_size_factor", o->sweep_f);
+	}
+	cJSON_AddNumberToObject(m, "batch_size", (double)o->batch);
+	cJSON_AddNumberToObject(m, "threads", (double)o->threads);
+	cJSON_AddNumberToObject(m, "duration_s", o->duration);
+	cJSON_AddNumberToObject(m, "repeat", o->repeat);
+	cJSON_AddStringToObject(m, "baseline", o->baseline);
+	cJSON_AddBoolToObject(m, "check", o->check);
+	/* loopback: the target is this binary; a separate target's version is not exchanged */
+	if (!strcmp(o->mode, "loopback"))
+		cJSON_AddStringToObject(m, "peer_version", BENCH_PDKV_VERSION " " PDKV_GIT_COMMIT);
+	env = cJSON_AddObjectToObject(m, "env");
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char k[128];
+		if (!eq || strncmp(*e, "MC_", 3) || (size_t)(eq - *e) >= sizeof(k))
+			continue;
+		memcpy(k, *e, (size_t)(eq - *e));
+		k[eq - *e] = '\0';
+		cJSON_AddStringToObject(env, k, eq + 1);
+	}
+}
+
+static bool same_series(const struct bench_row *a, const struct bench_row *b)
+{
+	return !strcmp(a->kind, b->kind) && a->op == b->op && a->block == b->block &&
+	       a->batch == b->batch && a->threads == b->threads;
+}
+
+/* Every repetition of row i's series (--repeat), in run order: what `pdkv report compare`
+ * tests; each repetition's row carries them all, and its own index in "repetition". */
+static void json_samples(cJSON *x, const struct bench_opts *o, struct bench_row *rows, size_t n,
+                         size_t i)
+{
+	cJSON *s = cJSON_AddObjectToObject(x, "samples");
+	cJSON *gb = cJSON_AddArrayToObject(s, "GBps"), *bw = cJSON_AddArrayToObject(s, "bandwidth");
+	cJSON *p50 = cJSON_AddArrayToObject(s, "lat_p50_us");
+	cJSON *p99 = cJSON_AddArrayToObject(s, "lat_p99_us");
+	cJSON *cpu = cJSON_AddArrayToObject(s, "cpu_s_per_GB");
+	cJSON *lr = o->line_rate_gbps > 0 ? cJSON_AddArrayToObject(s, "pct_line_rate") : NULL;
+	int rep = 0;
+	for (size_t j = 0; j < n; j++) {
+		struct bench_row *r = &rows[j];
+		if (!same_series(r, &rows[i]))
+			continue;
+		rep += j <= i;
+		cJSON_AddItemToArray(
+		    gb,
+		    cJSON_CreateNumber(r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0));
+		cJSON_AddItemToArray(bw, cJSON_CreateNumber(r->bw));
+		cJSON_AddItemToArray(p50, cJSON_CreateNumber(r->lat_p50_us));
+		cJSON_AddItemToArray(p99, cJSON_CreateNumber(r->lat_p99_us));
+		cJSON_AddItemToArray(
+		    cpu, cJSON_CreateNumber(r->bytes ? (r->cpu_init_s + r->cpu_target_s) /
+		                                           ((double)r->bytes / 1e9)
+		                                     : 0));
+		if (lr)
+			cJSON_AddItemToArray(lr, cJSON_CreateNumber(r->pct_line_rate));
+	}
+	cJSON_AddNumberToObject(x, "repetition", rep);
+}
+
 int bench_write_json(const struct bench_opts *o, const char *path, struct bench_row *rows, size_t n,
                      const char *local, const char *remote)
 {
@@ -220,6 +326,8 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 			cJSON_AddNumberToObject(x, "ib_write_bw", r->perftest_bw);
 			cJSON_AddNumberToObject(x, "ratio_vs_ib_write_bw", r->bw / r->perftest_bw);
 		}
+		cJSON_AddStringToObject(x, "memory", bench_mem_location(o));
+		json_samples(x, o, rows, n, i);
 		cJSON_AddItemToArray(arr, x);
 	}
 	/* pdkv / plain socket for every (operation, block size) measured both ways, best row of
@@ -252,6 +360,7 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		cJSON_AddNumberToObject(x, "ratio", bp / bs);
 		cJSON_AddItemToArray(arr, x);
 	}
+	json_meta(root, o);
 	txt = cJSON_Print(root);
 	cJSON_Delete(root);
 	if (!txt)

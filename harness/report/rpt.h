@@ -1,0 +1,144 @@
+/* rpt: the library behind `pdkv report` — loads pdkv's JSON outputs (bench, run, generic rows)
+ * into one model, compares two of them with statistics, prints tables and plots a history. */
+#ifndef RPT_H
+#define RPT_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Fewer samples than this on either side: "too few samples" (no test). With alpha 0.05 the
+ * smallest two-sided exact p-value of 3 vs 3 samples is 0.1, of 4 vs 4 it is 0.029. */
+#define RPT_MIN_SAMPLES 4
+/* Up to this many samples in all (and no ties) the exact U distribution is used. */
+#define RPT_EXACT_MAX 50
+
+/* ---- statistics (rpt_stats.c) ---------------------------------------------------------------- */
+double rpt_median(const double *v, size_t n); /* NAN when n == 0 */
+void rpt_minmax(const double *v, size_t n, double *lo, double *hi);
+/* Two-sided Mann-Whitney U test of x against y. *u gets U of x (the number of pairs where x
+ * is above y, ties counting 1/2). Exact distribution when n+m <= RPT_EXACT_MAX and there are no
+ * ties, otherwise the normal approximation with tie and continuity correction. *method gets
+ * "exact" or "normal". Returns the p-value (1 when every value is tied; NAN when a side is
+ * empty). */
+double rpt_mann_whitney(const double *x, size_t n, const double *y, size_t m, double *u,
+                        const char **method);
+
+/* ---- the model (rpt_load.c) ------------------------------------------------------------------ */
+enum rpt_kind { RPT_BENCH = 1, RPT_RUN, RPT_ROWS };
+enum { RPT_LOWER = -1, RPT_NONE = 0, RPT_HIGHER = 1 };
+
+/* One thing measured: a bench row's GB/s over its repetitions, a scenario's TTFT, ... */
+struct rpt_series {
+	char *key;    /* identity across files: rows with the same key are compared */
+	char *label;  /* for people */
+	char *metric; /* "GB/s", "% line rate", "latency_p50_s", ... */
+	char *loose;  /* bench: kind|op|block (pairs rows of runs with different settings) */
+	char *group;  /* bench: the row without its kind (history: pdkv and socket share a plot) */
+	char *kind;   /* bench: "pdkv" | "socket"; else NULL */
+	int better;   /* RPT_HIGHER | RPT_LOWER | RPT_NONE (information only) */
+	bool scalar;  /* one value per run, not repetitions: compared by --threshold alone */
+	bool exact;   /* a count of a deterministic workload: any change is real */
+	double *v;
+	size_t n, cap;
+};
+
+/* A scenario's status (check NULL) or one check's result in a `pdkv run --json` file. */
+struct rpt_verdict {
+	char *scenario;
+	char *check;
+	char *status; /* PASS | FAIL | NOTRUN */
+	bool ok;      /* PASS, or a FAIL that the scenario expects (self-tests) */
+	char *detail;
+};
+
+struct rpt_kv {
+	char *k, *v;
+};
+
+struct rpt_doc {
+	char *path;
+	enum rpt_kind kind;
+	struct rpt_kv *meta; /* flattened: "hostname", "env.MC_TCP_LANES_PER_PEER", ... */
+	size_t nmeta;
+	struct rpt_series *s;
+	size_t ns;
+	struct rpt_verdict *vd;
+	size_t nvd;
+};
+
+/* Reads and classifies path. On error -1 with err = "FILE: FIELD: what is wrong"; -2 for a
+ * `pdkv report` output (a comparison, not a run). */
+int rpt_load(const char *path, struct rpt_doc *d, char *err, size_t errsz);
+int rpt_parse(const char *path, const char *text, struct rpt_doc *d, char *err, size_t errsz);
+void rpt_doc_free(struct rpt_doc *d);
+const char *rpt_meta_get(const struct rpt_doc *d, const char *k); /* NULL when absent */
+const char *rpt_kind_name(enum rpt_kind k);
+
+/* ---- comparison (rpt_compare.c) -------------------------------------------------------------- */
+struct rpt_opts {
+	double threshold_pct; /* a change smaller than this is no regression (5) */
+	double alpha;         /* significance level (0.05) */
+};
+
+enum rpt_outcome {
+	RPT_SAME = 0,   /* "~": no significant change (or within threshold for a scalar) */
+	RPT_BETTER,     /* significant, in the good direction */
+	RPT_WORSE,      /* significant, in the bad direction, within the threshold */
+	RPT_REGRESSION, /* significant, bad direction, beyond the threshold: exit 1 */
+	RPT_CHANGED,    /* significant, a metric without a direction */
+	RPT_FEW,        /* too few samples */
+	RPT_ONLY_OLD,
+	RPT_ONLY_NEW,
+};
+
+struct rpt_row {
+	const struct rpt_series *o, *n; /* either may be NULL (row on one side only) */
+	double med_o, med_n, change_pct, p, u;
+	const char *test; /* "exact" | "normal" | "threshold" | NULL */
+	enum rpt_outcome out;
+	char note[160]; /* paired despite different settings: what differed */
+};
+
+struct rpt_vdiff {
+	const struct rpt_verdict *o, *n; /* either may be NULL */
+	bool worse, better;
+};
+
+struct rpt_cmp {
+	const struct rpt_doc *a, *b;
+	struct rpt_opts opt;
+	struct rpt_row *rows;
+	size_t nrows;
+	struct rpt_vdiff *vd; /* only the verdicts that changed, appeared or went away */
+	size_t nvd;
+	char **warn; /* metadata that differs between the two runs */
+	size_t nwarn;
+	char **notes; /* differences expected between runs (commit, version) */
+	size_t nnotes;
+	size_t regressions, improvements, worse_verdicts, new_notrun;
+};
+
+int rpt_compare(const struct rpt_doc *a, const struct rpt_doc *b, const struct rpt_opts *opt,
+                struct rpt_cmp *c);
+void rpt_cmp_free(struct rpt_cmp *c);
+const char *rpt_outcome_name(enum rpt_outcome o);
+/* 1 when something got worse (a regression beyond the threshold or a worse verdict), else 0 */
+int rpt_cmp_status(const struct rpt_cmp *c);
+
+/* ---- output (rpt_print.c) -------------------------------------------------------------------- */
+void rpt_print_text(FILE *f, const struct rpt_cmp *c);
+void rpt_print_markdown(FILE *f, const struct rpt_cmp *c);
+cJSON *rpt_cmp_json(const struct rpt_cmp *c);
+/* "1.23", "12.3k" style number for tables */
+void rpt_fmt_num(char *buf, size_t len, double v);
+
+/* ---- history (rpt_history.c) ----------------------------------------------------------------- */
+/* Reads every *.json in dir and dir/<run>/ (sorted by name: the history layout names runs
+ * <UTC timestamp>-<commit>), writes gnuplot PNG + SVG plots per series and index.md /
+ * index.html into out. Prints what it did to f. 0 ok, 1 failure, 2 usage (err set), 77 when
+ * gnuplot is missing (data and index written, no plots). */
+int rpt_history(const char *dir, const char *out, FILE *f, char *err, size_t errsz);
+
+#endif

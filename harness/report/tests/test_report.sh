@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# test_report: the pdkv report CLI — exit statuses (0 / 1 regression / 2 usage or bad file naming
+# the file and field), tables in the three formats, missing rows, metadata warnings, run-JSON diff
+# with a verdict change, history plots that are real PNG and SVG, and real pdkv bench JSON.
+set -u
+BIN=${PDKV_BIN:-build/bin}
+R="$BIN/pdkv-report"
+T=$(mktemp -d /tmp/pdkv-test-report.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$T/out" ] && tail -30 "$T/out"; exit 1; }
+[ -x "$R" ] || { echo "SKIP: $R not built"; exit 77; }
+
+# bench JSON with one row of 5 repetitions: bench NAME THREADS LANES GB/s...
+bench() {
+  local f=$1 thr=$2 lanes=$3 rows="" sep=""
+  shift 3
+  for v in "$@"; do
+    rows="$rows$sep{\"kind\":\"pdkv\",\"operation\":\"write\",\"block_size\":1048576,\"batch_size\":128,\"threads\":$thr,\"GBps\":$v}"
+    sep=","
+  done
+  printf '{"tool":"pdkv-bench","protocol":"tcp","threads":%s,"meta":{"hostname":"h","threads":%s,"commit":"c%s","env":{"MC_TCP_LANES_PER_PEER":"%s"}},"rows":[%s,{"kind":"pdkv","operation":"read","block_size":65536,"batch_size":128,"threads":%s,"GBps":1}]}\n' \
+    "$thr" "$thr" "$lanes" "$lanes" "$rows" "$thr" >"$f"
+}
+bench "$T/base.json" 1 1 10.0 10.1 9.9 10.05 9.95
+bench "$T/same.json" 1 1 10.0 10.1 9.9 10.05 9.95
+bench "$T/slow.json" 1 2 8.0 8.08 7.92 8.04 7.96
+bench "$T/noisy.json" 1 1 11.5 8.7 10.9 9.1 9.6
+bench "$T/thr2.json" 2 1 10.0 10.1 9.9 10.05 9.95
+
+# usage and bad files: exit 2, the message names the file and the field
+"$R" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "no arguments: want exit 2"
+"$R" compare "$T/base.json" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "one file: want exit 2"
+"$R" compare "$T/base.json" "$T/same.json" --threshold=abc >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --threshold: want 2"
+grep -q -- "--threshold" "$T/out" || fail "bad --threshold: not named"
+"$R" compare "$T/base.json" "$T/same.json" --alpha=2 >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --alpha: want 2"
+"$R" compare "$T/nope.json" "$T/same.json" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "missing file: want 2"
+grep -q "nope.json: cannot read" "$T/out" || fail "missing file: not named"
+echo '{"rows":[{"kind":"pdkv","operation":"write","block_size":"big"}]}' >"$T/bad.json"
+"$R" compare "$T/bad.json" "$T/same.json" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad field: want 2"
+grep -q "bad.json: rows\[0\].block_size" "$T/out" || fail "bad field: file and field not named"
+echo '{"rows": [' >"$T/trunc.json"
+"$R" diff "$T/base.json" "$T/trunc.json" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "truncated JSON: want 2"
+grep -q "trunc.json: not valid JSON" "$T/out" || fail "truncated JSON: not said"
+
+# identical -> "~", exit 0
+"$R" compare "$T/base.json" "$T/same.json" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "identical: want exit 0, got $rc"
+grep -Eq "pdkv write 1 MiB b128 t1 tcp +GB/s .* ~ +p=1.000 n=5\+5 +~" "$T/out" || fail "identical: no '~' row"
+grep -q "too few samples" "$T/out" || fail "1-sample row: no 'too few samples'"
+# 20 % slower with low noise -> REGRESSION, exit 1, and the lanes setting is warned about
+"$R" compare "$T/base.json" "$T/slow.json" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "20% slower: want exit 1, got $rc"
+grep -Eq "\-20\.0% +p=0\.008 n=5\+5 +REGRESSION" "$T/out" || fail "20% slower: no REGRESSION row with p=0.008"
+grep -q "warning: env.MC_TCP_LANES_PER_PEER differs: old 1, new 2" "$T/out" || fail "no env warning"
+grep -q "note: commit: c1 -> c2" "$T/out" || fail "commit change not noted"
+# --threshold above the shift: said as worse, exit 0
+"$R" compare "$T/base.json" "$T/slow.json" --threshold 25% >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "--threshold 25%: want exit 0, got $rc"
+grep -q " worse" "$T/out" || fail "--threshold 25%: row not 'worse'"
+# a shift smaller than the noise -> "~"
+"$R" compare "$T/base.json" "$T/noisy.json" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "noisy: want exit 0, got $rc"
+grep -Eq "GB/s .* ~ +p=[0-9.]+ n=5\+5 +~$" "$T/out" || fail "noisy: no '~'"
+# 1 thread vs 2 threads: warned, rows paired with what differed
+"$R" compare "$T/base.json" "$T/thr2.json" >"$T/out" 2>&1
+grep -q "warning: threads differs: old 1, new 2" "$T/out" || fail "threads mismatch not warned"
+grep -q "paired: threads 1 -> 2" "$T/out" || fail "threads mismatch: rows not paired with a note"
+
+# --json and --markdown
+"$R" compare "$T/base.json" "$T/slow.json" --json >"$T/cmp.json" 2>"$T/out"; rc=$?
+[ $rc -eq 1 ] || fail "--json: want exit 1"
+python3 - "$T/cmp.json" <<'PY' || fail "--json: wrong document"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = [x for x in d["rows"] if x["label"].startswith("pdkv write")][0]
+assert r["verdict"] == "REGRESSION", r
+assert abs(r["p_value"] - 2 / 252) < 1e-9, r
+assert r["old"]["median"] == 10.0 and r["new"]["median"] == 8.0, r
+assert d["summary"]["regressions"] == 1 and d["exit"] == 1 and d["min_samples"] == 4
+assert any("MC_TCP_LANES_PER_PEER" in w for w in d["warnings"])
+PY
+"$R" compare "$T/base.json" "$T/slow.json" --markdown --json="$T/c2.json" >"$T/md" 2>&1
+grep -q "^| row | metric | old | new | change | evidence | verdict |" "$T/md" || fail "--markdown: no table"
+grep -q "\*\*REGRESSION\*\*" "$T/md" || fail "--markdown: regression not bold"
+[ -s "$T/c2.json" ] || fail "--json=FILE not written"
+
+# rows on one side only
+sed 's/"operation":"read"/"operation":"write","x":1,"y":"read"/; s/"block_size":65536/"block_size":4096/' "$T/same.json" >"$T/other.json"
+"$R" compare "$T/base.json" "$T/other.json" >"$T/out" 2>&1
+grep -q "only old" "$T/out" && grep -q "only new" "$T/out" || fail "one-sided rows not listed"
+
+# generic rows ({name, metric, samples|value, better}): TTFT up = worse
+cat >"$T/s1.json" <<'EOF'
+{"tool":"pdkv bench serve","rows":[{"name":"c8","metric":"ttft_p50","unit":"ms","better":"lower","samples":[100,101,99,100.5,99.5]}]}
+EOF
+sed 's/100,101,99,100.5,99.5/120,121,119,120.5,119.5/' "$T/s1.json" >"$T/s2.json"
+"$R" compare "$T/s1.json" "$T/s2.json" >"$T/out" 2>&1; [ $? -eq 1 ] || fail "TTFT +20%: want exit 1"
+grep -q "ttft_p50 (ms).*+20.0%.*REGRESSION" "$T/out" || fail "TTFT: no regression row"
+"$R" compare "$T/s2.json" "$T/s1.json" >"$T/out" 2>&1; [ $? -eq 0 ] || fail "TTFT -17%: want exit 0"
+grep -q "better" "$T/out" || fail "TTFT down: not 'better'"
+"$R" compare "$T/s1.json" "$T/base.json" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "rows vs bench: want 2"
+
+# pdkv run --json: a verdict change, a check change, a metric that moved, a new NOTRUN
+run() { # run FILE STATUS_S1 KV_RESULT REUSED STATUS_S2
+  printf '{"tool":"pdkv run","version":"0.1","host":{"hostname":"h"},"scenarios":[{"name":"s1","status":"%s","checks":[{"name":"kv_reused","result":"%s","expected_to_fail":false,"detail":"reused %s"}],"metrics":{"decode":{"pdkv_kv_reused_tokens_total":%s}},"requests":{"ok":3,"latency_p50_s":0.1}},{"name":"s2","status":"%s","checks":[]}]}\n' \
+    "$2" "$3" "$4" "$4" "$5" >"$1"
+}
+run "$T/r1.json" PASS PASS 564 PASS
+run "$T/r2.json" PASS PASS 564 PASS
+run "$T/r3.json" FAIL FAIL 0 NOTRUN
+"$R" diff "$T/r1.json" "$T/r2.json" >"$T/out" 2>&1; [ $? -eq 0 ] || fail "run diff identical: want 0"
+grep -q "0 regressions.*0 verdicts worse, 0 new NOTRUN" "$T/out" || fail "run diff identical: summary"
+"$R" diff "$T/r1.json" "$T/r3.json" >"$T/out" 2>&1; [ $? -eq 1 ] || fail "run diff PASS->FAIL: want 1"
+grep -Eq "^s1 +\(scenario\) +PASS +FAIL +worse" "$T/out" || fail "run diff: scenario verdict change not listed"
+grep -Eq "^s1 +kv_reused +PASS +FAIL +worse +reused 0" "$T/out" || fail "run diff: check change not listed"
+grep -Eq "^s2 +\(scenario\) +PASS +NOTRUN +worse" "$T/out" || fail "run diff: new NOTRUN not listed"
+grep -q "pdkv_kv_reused_tokens_total.*-100.0%.*REGRESSION" "$T/out" || fail "run diff: reused tokens drop"
+grep -q "1 new NOTRUN" "$T/out" || fail "run diff: NOTRUN count"
+"$R" diff "$T/r3.json" "$T/r1.json" --json >"$T/d.json" 2>&1; [ $? -eq 0 ] || fail "run diff FAIL->PASS: want 0"
+grep -q '"better":[[:space:]]*true' "$T/d.json" || fail "run diff --json: no better verdict"
+
+# history: two runs in the history layout, one plot per series as PNG and SVG, an index
+mkdir -p "$T/h/20260101T100000Z-aaa1111" "$T/h/20260102T100000Z-bbb2222"
+cp "$T/base.json" "$T/h/20260101T100000Z-aaa1111/bench.json"
+cp "$T/slow.json" "$T/h/20260102T100000Z-bbb2222/bench.json"
+cp "$T/r1.json" "$T/h/20260102T100000Z-bbb2222/run.json"
+"$R" history "$T/nodir" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "history of a missing dir: want 2"
+"$R" history "$T/h" --out "$T/plots" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 77 ] && { cat "$T/out"; echo "SKIP: gnuplot missing"; exit 77; }
+[ $rc -eq 0 ] || fail "history: exit $rc"
+n=0
+for png in "$T"/plots/*.png; do
+  [ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || fail "$png: not a PNG"
+  svg=${png%.png}.svg
+  python3 -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); sys.exit(0 if r.tag.endswith("svg") else 1)' "$svg" ||
+    fail "$svg: not SVG XML"
+  n=$((n + 1))
+done
+[ $n -ge 2 ] || fail "history: expected plots for 2 bench series, got $n"
+[ -f "$T/plots/bw-write-1048576-128-1-tcp-cpu.png" ] || fail "history: no bandwidth plot for write 1 MiB"
+grep -q "bw-write-1048576-128-1-tcp-cpu.png" "$T/plots/index.md" || fail "index.md does not show the plot"
+grep -q '<img src="bw-write-1048576-128-1-tcp-cpu.png"' "$T/plots/index.html" || fail "index.html does not show the plot"
+grep -q "| s1 | - | PASS |" "$T/plots/index.md" || fail "index.md: no verdict table for the run file"
+grep -q "^1	01-02 10:00 bbb2222	8	7.92	8.08" "$T/plots/bw-write-1048576-128-1-tcp-cpu.dat" || fail "history data: median/min/max"
+
+# without gnuplot: 77 with the reason, data and index still written
+PATH=/nonexistent "$R" history "$T/h" --out "$T/nogp" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 77 ] || fail "history without gnuplot: want 77, got $rc"
+grep -q "gnuplot not found" "$T/out" || fail "history without gnuplot: reason not said"
+[ -s "$T/nogp/index.md" ] && ls "$T"/nogp/*.dat >/dev/null 2>&1 || fail "history without gnuplot: no index/data"
+
+# real pdkv bench JSON: samples per row, meta, compares with itself
+B="$BIN/pdkv-bench"
+if [ -x "$B" ]; then
+  export MC_TCP_BIND_ADDRESS=127.0.0.1
+  MC_TCP_LANES_PER_PEER=1 "$B" --operation=write --block_size=64K --batch_size=8 --duration=0.1 --repeat=4 \
+    --baseline=socket --json "$T/b1.json" >"$T/out" 2>&1 || fail "pdkv-bench run failed"
+  python3 - "$T/b1.json" <<'PY' || fail "bench JSON lacks samples/meta"
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["meta"]
+for k in ("version", "commit", "hostname", "kernel", "cpus", "protocol", "batch_size", "threads", "memory", "repeat"):
+    assert k in m, k
+assert m["env"]["MC_TCP_LANES_PER_PEER"] == "1"
+rows = [r for r in d["rows"] if r["kind"] == "pdkv"]
+assert len(rows) == 4 and [r["repetition"] for r in rows] == [1, 2, 3, 4]
+assert all(len(r["samples"]["GBps"]) == 4 for r in rows)
+assert rows[2]["samples"]["GBps"][2] == rows[2]["GBps"]
+for k in ("bandwidth", "GBps", "lat_p50_us", "wrong", "cpu_initiator_s"):  # old keys kept
+    assert k in rows[0], k
+PY
+  "$R" compare "$T/b1.json" "$T/b1.json" >"$T/out" 2>&1; [ $? -eq 0 ] || fail "bench vs itself: want 0"
+  grep -Eq "pdkv write 64 KiB b8 t1 tcp +GB/s .* n=4\+4 +~" "$T/out" || fail "bench vs itself: no '~' row"
+  # the interleaved socket/pdkv pairs give a per-repetition ratio row
+  grep -Eq "pdkv/socket write 64 KiB b8 t1 tcp +x socket .* n=4\+4 +~" "$T/out" || fail "bench: no pdkv/socket ratio row"
+  mkdir -p "$T/h2/20260101T000000Z-x"
+  cp "$T/b1.json" "$T/h2/20260101T000000Z-x/bench.json"
+  "$R" history "$T/h2" >"$T/out" 2>&1 || fail "history of a real bench run failed"
+  [ -f "$T/h2/plots/ratio-write-65536-8-1-tcp-cpu-0.png" ] || fail "history: no ratio plot for a run with a socket baseline"
+fi
+echo "test_report.sh: ok"
