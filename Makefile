@@ -11,6 +11,7 @@ CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread $(SAN) \
 LDFLAGS  += -pthread $(SAN)
 SYSLIBS  := -lcjson -lcurl -lmicrohttpd -lhiredis -lzmq -libverbs -lcmocka -lm -ldl -lrt
 
+.DEFAULT_GOAL := all
 LIBS  :=
 BINS  :=
 TESTS :=
