@@ -5,3 +5,6 @@ kv1_SRCS := $(filter-out ref/kv1/tests/%,$(wildcard ref/kv1/*.c))
 TESTS += test_kv1_wire
 test_kv1_wire_SRCS := ref/kv1/tests/test_kv1_wire.c
 test_kv1_wire_LIBS := kv1 pdcommon
+TESTS += test_kv1_boot
+test_kv1_boot_SRCS := ref/kv1/tests/test_kv1_boot.c
+test_kv1_boot_LIBS := kv1 pdcommon
