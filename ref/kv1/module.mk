@@ -8,3 +8,6 @@ test_kv1_wire_LIBS := kv1 pdcommon
 TESTS += test_kv1_boot
 test_kv1_boot_SRCS := ref/kv1/tests/test_kv1_boot.c
 test_kv1_boot_LIBS := kv1 pdcommon
+TESTS += test_kv1_xfer
+test_kv1_xfer_SRCS := ref/kv1/tests/test_kv1_xfer.c
+test_kv1_xfer_LIBS = kv1 te temeta pdcommon
