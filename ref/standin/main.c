@@ -221,7 +221,19 @@ out:
 static int select_version(struct sa *s)
 {
 	const char *v = s->o.vllm_version ? s->o.vllm_version : cfg_vllm_newest;
+	const char *mcp = getenv("MOONCAKE_CONFIG_PATH");
 	char err[300];
+
+	/* A V0 deployment (mooncake.json in MOONCAKE_CONFIG_PATH) started without a version
+	 * keeps speaking the pipe: vLLM's V1 connector never reads that file. */
+	if (!s->o.vllm_version && s->kv && mcp && *mcp) {
+		v = "0.8";
+		pd_info(
+		    "note: MOONCAKE_CONFIG_PATH is set and no --vllm-version given: speaking the "
+		    "V0 pipe of vLLM 0.8 (pass --vllm-version to choose; without both, the "
+		    "newest release %s)",
+		    cfg_vllm_newest);
+	}
 
 	if (cfg_vllm_lookup(v, &s->vi, err, sizeof(err))) {
 		fprintf(stderr, "pdkv-standin: error: %s\n", err);

@@ -109,6 +109,23 @@ static void test_agent_meta(void **state)
 	assert_int_equal(d.block_ids[0].v[2], 9);
 	kv1_agent_meta_free(&d);
 	free(out);
+	/* docs/wire-v1.md's example */
+	{
+		int64_t ids2[] = {3, 4};
+		struct kv1_ids bl2 = {ids2, 2};
+		char *rid2 = "cmpl-abc-0";
+		uint64_t b2[] = {0x7f0000000000ull, 0x7f0000100000ull};
+		struct kv1_agent_meta m2 = {"192.168.1.5", 15001, &rid2, 1, b2, 2, &bl2, 1};
+
+		assert_int_equal(kv1_agent_meta_encode(&m2, &out, &len), 0);
+		assert_int_equal(len, 121);
+		assert_bytes(
+		    out, len,
+		    "85 af \"remote_hostname\" ab \"192.168.1.5\" ab \"remote_port\" cd 3a99 "
+		    "ab \"request_ids\" 91 aa \"cmpl-abc-0\" b3 \"kv_caches_base_addr\" 92 "
+		    "cf 00007f0000000000 cf 00007f0000100000 a9 \"block_ids\" 91 92 03 04");
+		free(out);
+	}
 
 	/* any key order; an unknown key is ignored */
 	n = unhex("86 a9 \"block_ids\" 91 90 a1 \"z\" c0 b3 \"kv_caches_base_addr\" 90 "
