@@ -9,7 +9,7 @@ CFLAGS   ?= $(OPT) -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread $(SAN) \
             -Iref -Iref/common -Iharness -I/usr/include/cjson
 LDFLAGS  += -pthread $(SAN)
-SYSLIBS  := -lcjson -lcurl -lmicrohttpd -lhiredis -lzmq -libverbs -lcmocka -lm -ldl -lrt
+SYSLIBS  := -lcjson -lcurl -lmicrohttpd -lhiredis -lzmq -lmsgpackc -libverbs -lcmocka -lm -ldl -lrt
 
 .DEFAULT_GOAL := all
 LIBS  :=
