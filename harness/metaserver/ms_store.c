@@ -34,18 +34,20 @@ void ms_store_limits(const struct ms_limits *l)
 	pthread_mutex_unlock(&st.lock);
 }
 
-static uint64_t hash_str(const char *s)
+/* keys are klen bytes, not necessarily NUL-terminated (the fuzzer found hash_str reading
+ * past one) */
+static uint64_t hash_str(const char *s, size_t n)
 {
 	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
 	return h;
 }
 
-static struct entry **slot_of(const char *key)
+static struct entry **slot_of(const char *key, size_t klen)
 {
-	struct entry **pp = &st.b[hash_str(key) & (st.nb - 1)];
-	while (*pp && strcmp((*pp)->key, key))
+	struct entry **pp = &st.b[hash_str(key, klen) & (st.nb - 1)];
+	while (*pp && ((*pp)->klen != klen || memcmp((*pp)->key, key, klen)))
 		pp = &(*pp)->next;
 	return pp;
 }
@@ -60,7 +62,7 @@ static int store_grow(void)
 		struct entry *e = st.b[i], *next;
 		for (; e; e = next) {
 			next = e->next;
-			size_t h = hash_str(e->key) & (nb - 1);
+			size_t h = hash_str(e->key, e->klen) & (nb - 1);
 			e->next = b[h];
 			b[h] = e;
 		}
@@ -153,9 +155,9 @@ int ms_put(const char *key, size_t klen, const void *val, size_t vlen, bool reje
 		ret = -ENOMEM;
 		goto out;
 	}
-	pp = slot_of(key);
+	pp = slot_of(key, klen);
 	e = *pp;
-	if (e && reject_dup && strstr(key, "rpc_meta")) {
+	if (e && reject_dup && memmem(key, klen, "rpc_meta", 8)) {
 		/* newer Mooncake Python server (#818): a second engine with the same name fails */
 		ret = -EEXIST;
 		goto out;
@@ -206,7 +208,7 @@ int ms_get(const char *key, size_t klen, char **val, size_t *vlen)
 	pthread_mutex_lock(&st.lock);
 	if ((ret = key_check(key, klen)))
 		goto out;
-	struct entry *e = st.nb ? *slot_of(key) : NULL;
+	struct entry *e = st.nb ? *slot_of(key, klen) : NULL;
 	if (!e) {
 		ret = -ENOENT;
 		goto out;
@@ -229,7 +231,7 @@ int ms_del(const char *key, size_t klen)
 	int ret;
 	pthread_mutex_lock(&st.lock);
 	if ((ret = key_check(key, klen)) == 0 && st.nb) {
-		struct entry **pp = slot_of(key);
+		struct entry **pp = slot_of(key, klen);
 		e = *pp;
 		if (e) {
 			*pp = e->next;
