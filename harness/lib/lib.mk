@@ -6,3 +6,6 @@ hr_SRCS := $(wildcard harness/lib/*.c)
 TESTS += test_hr
 test_hr_SRCS := harness/tests/test_hr.c
 test_hr_LIBS := hr cfg pdcommon
+TESTS += test_hr_gen
+test_hr_gen_SRCS := harness/tests/test_hr_gen.c
+test_hr_gen_LIBS := hr cfg pdcommon

@@ -32,6 +32,7 @@ struct px_opts {
 	size_t queue_bytes;    /* decode -> client stream queue per request */
 	int contract;          /* enum px_contract_id, never AUTO after px_parse_args */
 	char contract_why[96]; /* how --contract auto decided; "" when named */
+	unsigned faults;       /* --fault: PX_FAULT_* bits (detector self-tests) */
 };
 
 /* "v0", "toy", "mooncake" or "auto". */

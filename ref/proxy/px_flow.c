@@ -1,6 +1,7 @@
 /* px_flow: one completion under the server's contract — prefill then decode (v0, toy) or both
  * at once (mooncake) — and the decode passthrough that never lets a broken answer look whole. */
 #include "px_srv.h"
+#include "px_fault.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -254,6 +255,13 @@ static void *prefill_main(void *arg)
 
 	call_for(r, &c, j->body, r->p_extra[0] ? r->p_extra : NULL);
 	ret = px_fetch(&c, P_KEEP_ERR, &a, why, sizeof(why));
+	if (ret && (s->o.faults & PX_FAULT_IGNORE_PREFILL_ERRORS)) {
+		/* what mooncake_connector_proxy.py does: the prefill task's exception is unobserved
+		 */
+		pd_warn("--fault ignore-prefill-errors: prefill %s failed: %s (rid=%s); ignored",
+		        r->p_url, why, r->rid);
+		ret = 0;
+	}
 	pthread_mutex_lock(&r->mu);
 	r->p_ms = (pd_now_ns() - t) / 1e6;
 	record_prefill(r, ret, &a, why);

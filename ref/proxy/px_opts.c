@@ -1,6 +1,7 @@
 /* px_opts: pdkv-proxy's command line — the guide/PROXY-16 spellings (--prefill/--decode URL)
  * and the toy proxy's (--prefiller-host/--prefiller-port/...), normalised to base URLs. */
 #include "px.h"
+#include "px_fault.h"
 #include "pd_util.h"
 
 #include <ctype.h>
@@ -55,6 +56,11 @@ void px_usage(const char *prog)
 	    "  --connect-timeout SEC    TCP connect to a backend (default 10)\n"
 	    "  --max-body SIZE          request body limit, e.g. 64MiB (default); larger -> 413\n"
 	    "  --stream-buffer SIZE     per-request decode->client queue (default 64KiB)\n"
+	    "  --fault F[,F]            behave like a broken router, for detector self-tests:\n"
+	    "                           drop-transfer-id (mooncake: no transfer_id in either\n"
+	    "                           body), no-copy-params (toy: decode gets no params),\n"
+	    "                           ignore-prefill-errors (mooncake: a failed prefill is\n"
+	    "                           only logged, as mooncake_connector_proxy.py does)\n"
 	    "  -h, --help               this text\n"
 	    "\n"
 	    "Defaults when no backend is named (the toy proxy's): prefill %s,\ndecode %s.\n"
@@ -368,6 +374,7 @@ enum {
 	F_BODY,
 	F_QUEUE,
 	F_CONTRACT,
+	F_FAULT,
 	F_HELP
 };
 
@@ -393,6 +400,7 @@ static const struct {
     {"--max-body", F_BODY},
     {"--stream-buffer", F_QUEUE},
     {"--contract", F_CONTRACT},
+    {"--fault", F_FAULT},
     {"--help", F_HELP},
     {"-h", F_HELP},
 };
@@ -602,6 +610,10 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 			break;
 		case F_CONTRACT:
 			if ((ret = parse_contract(val, o, err, errsz)))
+				goto out;
+			break;
+		case F_FAULT:
+			if ((ret = px_fault_parse(val, &o->faults, err, errsz)))
 				goto out;
 			break;
 		case F_PTMO:

@@ -1,6 +1,7 @@
 /* px_server: pdkv-proxy's front end on libmicrohttpd (a thread per connection) — routes, body
  * limits, request ids and auth per contract, health, error JSON and the access log. */
 #include "px_srv.h"
+#include "px_fault.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -357,7 +358,9 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 	if (!s)
 		return -ENOMEM;
 	s->o = *o;
-	s->ct = px_contract_get(o->contract);
+	s->ct = px_fault_contract(px_contract_get(o->contract), o->faults);
+	if (o->faults)
+		pd_warn("--fault: behaving as a broken router (detector self-test)");
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	fd = pd_tcp_listen(o->host, o->port, 1024);

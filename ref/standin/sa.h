@@ -23,6 +23,7 @@ enum sa_miss_policy { SA_MISS_RECOMPUTE = 0, SA_MISS_FAIL = 1, SA_MISS_WAIT = 2 
 
 struct sa_fault {
 	bool drop, corrupt, crash;
+	bool eos_first; /* the first generated token is EOS (finish "stop" after 0 tokens) */
 	int delay_ms;
 	int crash_after; /* crash on this request (1 = first) */
 };

@@ -149,6 +149,8 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 			f->drop = true;
 		} else if (!strcmp(tok, "corrupt")) {
 			f->corrupt = true;
+		} else if (!strcmp(tok, "eos-first")) {
+			f->eos_first = true;
 		} else if (!strcmp(tok, "crash")) {
 			f->crash = true;
 			f->crash_after = 1;
@@ -162,8 +164,8 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 		} else {
 			snprintf(
 			    err, errsz,
-			    "fault '%s': expected drop, corrupt, delay=MS (0..600000), crash or "
-			    "crash=N (N >= 1), comma-separated",
+			    "fault '%s': expected drop, corrupt, eos-first, delay=MS (0..600000), "
+			    "crash or crash=N (N >= 1), comma-separated",
 			    tok);
 			ret = -EINVAL;
 			break;

@@ -215,7 +215,7 @@ static int next_tok(struct sa *s, struct sa_req *r, struct mdl_gen *g, uint64_t 
 		r->first_token_seen = true;
 		sa_hist_observe(&s->ttft, (double)(pd_now_ns() - r->t0_ns) / 1e9);
 	}
-	if (t == MDL_EOS) {
+	if (t == MDL_EOS || (*gen == 1 && s->o.fault.eos_first)) {
 		*finish = "stop";
 		return -1;
 	}

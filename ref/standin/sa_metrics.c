@@ -215,6 +215,17 @@ char *sa_metrics_text(struct sa *s)
 		t.hits += st.hits;
 		t.misses += st.misses;
 	}
+	/* V1: prefill pushes (bytes it wrote into decode's blocks), decode counts what it was
+	 * told was written */
+	for (int d = 0; d < SA_MAX_DP; d++)
+		for (int r = 0; r < SA_MAX_TP; r++)
+			if (s->w[d][r]) {
+				struct kv1_stats k;
+
+				kv1_worker_stats(s->w[d][r], &k);
+				t.bytes_sent += k.bytes_sent;
+				t.bytes_received += k.bytes_received_blocks;
+			}
 	metric(&b, "pdkv_kv_reused_tokens_total", "counter",
 	       "Prompt tokens whose KV came from the connector (model skipped).", "",
 	       atomic_load(&n->reused));
@@ -222,9 +233,13 @@ char *sa_metrics_text(struct sa *s)
 	       "Prompt tokens a consumer computed itself because the KV was not received.", "",
 	       atomic_load(&n->recomputed));
 	metric(&b, "pdkv_kv_bytes_sent_total", "counter",
-	       "KV payload bytes pulled from this instance by its peer.", "", t.bytes_sent);
+	       "KV payload bytes pulled from this instance by its peer (V0) or written into the "
+	       "peer's blocks (V1).",
+	       "", t.bytes_sent);
 	metric(&b, "pdkv_kv_bytes_received_total", "counter",
-	       "KV payload bytes this instance pulled from its peer.", "", t.bytes_received);
+	       "KV payload bytes this instance pulled from its peer (V0) or that its peer reported "
+	       "written into its blocks (V1).",
+	       "", t.bytes_received);
 	metric(&b, "pdkv_kv_transfer_failures_total", "counter",
 	       "Requests whose KV insert or drop_select failed with a connector error.", "",
 	       atomic_load(&n->transfer_failures));
