@@ -2,6 +2,7 @@
  * <any path>?key=K, 404 "metadata not found", /health), usable instead of Mooncake's Python/Go one.
  */
 #include "pd_log.h"
+#include "pd_opt.h"
 #include "pd_util.h"
 
 #include <cJSON.h>
@@ -335,34 +336,6 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 /* ------------------------------------------------------------------ main */
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: pdkv-metaserver [--port N] [--host ADDR] [--addr=[HOST]:PORT]\n"
-	    "                       [--max-body SIZE] [--reject-duplicate-rpc-meta]\n"
-	    "In-memory HTTP metadata server with Mooncake's API:\n"
-	    "  GET|PUT|DELETE <path>?key=K   value get/set/remove (404 \"metadata not found\")\n"
-	    "  GET /health                   200 OK\n"
-	    "  GET /dump, GET /?prefix=P     all (or prefixed) keys as a JSON object\n"
-	    "Defaults: --host 0.0.0.0 --port %d --max-body 16MiB (larger PUT -> 413).\n"
-	    "--port 0 picks a free port (printed on stdout).\n",
-	    DEFAULT_PORT);
-}
-
-/* "--name=value" or "--name value"; returns the value or NULL. */
-static const char *arg_val(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	if (strncmp(argv[*i], name, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] == '\0' && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
-
 static int parse_port(const char *s, int *port)
 {
 	int64_t v;
@@ -372,50 +345,121 @@ static int parse_port(const char *s, int *port)
 	return 0;
 }
 
+struct listen_at {
+	char host[256];
+	int port;
+};
+
+static int opt_host(const char *v, void *dst, void *ud)
+{
+	struct listen_at *l = dst;
+	(void)ud;
+	if (strlen(v) >= sizeof(l->host))
+		return -1;
+	snprintf(l->host, sizeof(l->host), "%s", v);
+	return 0;
+}
+
+static int opt_port(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return parse_port(v, &((struct listen_at *)dst)->port);
+}
+
+/* --addr [HOST]:PORT */
+static int opt_addr(const char *v, void *dst, void *ud)
+{
+	struct listen_at *l = dst;
+	const char *colon = strrchr(v, ':');
+	(void)ud;
+	if (!colon || parse_port(colon + 1, &l->port) || (size_t)(colon - v) >= sizeof(l->host))
+		return -1;
+	if (colon > v)
+		snprintf(l->host, sizeof(l->host), "%.*s", (int)(colon - v), v);
+	return 0;
+}
+
+static int opt_max_body(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return pd_parse_size(v, dst) || !*(uint64_t *)dst ? -1 : 0;
+}
+
+/* 0, 1 after --help, 2 on bad usage (printed). */
+static int parse_args(int argc, char **argv, struct listen_at *l)
+{
+	static char usage[512];
+	const struct pd_opt opts[] = {
+	    {.name = "port",
+	     .type = PD_OPT_FN,
+	     .dst = l,
+	     .arg = "N",
+	     .help = "port to listen on (0 = a free one, printed on stdout)",
+	     .want = "0..65535",
+	     .fn = opt_port},
+	    {.name = "host",
+	     .type = PD_OPT_FN,
+	     .dst = l,
+	     .arg = "ADDR",
+	     .help = "address to listen on",
+	     .want = "a host or address",
+	     .fn = opt_host},
+	    {.name = "addr",
+	     .type = PD_OPT_FN,
+	     .dst = l,
+	     .arg = "=[HOST]:PORT",
+	     .help = "both at once",
+	     .want = "[HOST]:PORT (e.g. :8080)",
+	     .fn = opt_addr},
+	    {.name = "max-body",
+	     .type = PD_OPT_FN,
+	     .dst = &opt.max_body,
+	     .arg = "SIZE",
+	     .help = "largest PUT body (larger -> 413)",
+	     .want = "a size such as 16MiB",
+	     .fn = opt_max_body},
+	    {.name = "reject-duplicate-rpc-meta",
+	     .type = PD_OPT_FLAG,
+	     .dst = &opt.reject_dup_rpc_meta,
+	     .help = "PUT of an existing rpc_meta key -> 409"},
+	};
+	const struct pd_opt_spec spec = {
+	    .prog = "pdkv-metaserver",
+	    .usage = usage,
+	    .footer = "In-memory HTTP metadata server with Mooncake's API:\n"
+	              "  GET|PUT|DELETE <path>?key=K   value get/set/remove (404 \"metadata not "
+	              "found\")\n"
+	              "  GET /health                   200 OK\n"
+	              "  GET /dump, GET /?prefix=P     all (or prefixed) keys as a JSON object\n",
+	    .opts = opts,
+	    .nopts = PD_ARRAY_SIZE(opts),
+	    .max_pos = 0,
+	};
+	snprintf(usage, sizeof(usage),
+	         "usage: pdkv-metaserver [--port N] [--host ADDR] [--addr=[HOST]:PORT]\n"
+	         "                       [--max-body SIZE] [--reject-duplicate-rpc-meta]\n"
+	         "Defaults: --host 0.0.0.0 --port %d --max-body 16MiB.\n",
+	         DEFAULT_PORT);
+	return pd_opt_parse(&spec, argc, argv, 1, NULL, NULL);
+}
+
 int main(int argc, char **argv)
 {
-	char host[256] = "0.0.0.0";
-	int port = DEFAULT_PORT, fd, ret = 1;
+	struct listen_at l = {.host = "0.0.0.0", .port = DEFAULT_PORT};
+	int fd, ret = 1;
 	struct MHD_Daemon *d = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	sigset_t sigs;
-	const char *v;
+	const char *host = l.host;
+	int port;
 
 	pd_log_set_name("pdkv-metaserver");
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else if ((v = arg_val(argc, argv, &i, "--port"))) {
-			if (parse_port(v, &port)) {
-				pd_err("--port: expected 0..65535, got \"%s\"", v);
-				return 2;
-			}
-		} else if ((v = arg_val(argc, argv, &i, "--host"))) {
-			snprintf(host, sizeof(host), "%s", v);
-		} else if ((v = arg_val(argc, argv, &i, "--addr"))) {
-			const char *colon = strrchr(v, ':');
-			if (!colon || parse_port(colon + 1, &port) ||
-			    (size_t)(colon - v) >= sizeof(host)) {
-				pd_err("--addr: expected [HOST]:PORT (e.g. :8080), got \"%s\"", v);
-				return 2;
-			}
-			if (colon > v)
-				snprintf(host, sizeof(host), "%.*s", (int)(colon - v), v);
-		} else if ((v = arg_val(argc, argv, &i, "--max-body"))) {
-			if (pd_parse_size(v, &opt.max_body) || !opt.max_body) {
-				pd_err("--max-body: expected a size such as 16MiB, got \"%s\"", v);
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "--reject-duplicate-rpc-meta")) {
-			opt.reject_dup_rpc_meta = true;
-		} else {
-			pd_err("unknown argument \"%s\"", argv[i]);
-			usage(stderr);
-			return 2;
-		}
-	}
+	ret = parse_args(argc, argv, &l);
+	if (ret)
+		return ret == 1 ? 0 : 2;
+	port = l.port;
+	ret = 1;
 
 	/* block the signals before MHD starts its threads, so only sigwait sees them */
 	sigemptyset(&sigs);
