@@ -1,6 +1,7 @@
 /* pdkv-metaserver: an in-memory HTTP metadata server with Mooncake's API (GET/PUT/DELETE
  * <any path>?key=K, 404 "metadata not found", /health), usable instead of Mooncake's Python/Go one.
  */
+#include "pd_buf.h"
 #include "pd_log.h"
 #include "pd_opt.h"
 #include "pd_util.h"
@@ -101,9 +102,7 @@ static void store_clear(void)
 
 /* ------------------------------------------------------------------ HTTP */
 struct req {
-	char *body;
-	size_t len, cap;
-	bool too_big;
+	struct pd_buf body; /* the PUT body, capped at --max-body */
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *ctype,
@@ -189,15 +188,15 @@ static enum MHD_Result handle_get(struct MHD_Connection *c, const char *key)
 static enum MHD_Result handle_put(struct MHD_Connection *c, const char *key, struct req *rq)
 {
 	struct entry **pp, *e;
-	char *val = malloc(rq->len + 1);
+	char *val = malloc(rq->body.len + 1);
 	const char *msg = "metadata updated";
 	unsigned code = MHD_HTTP_OK;
 
 	if (!val)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	if (rq->len)
-		memcpy(val, rq->body, rq->len);
-	val[rq->len] = '\0';
+	if (rq->body.len)
+		memcpy(val, rq->body.p, rq->body.len);
+	val[rq->body.len] = '\0';
 	pthread_mutex_lock(&store.lock);
 	if ((store.n >= store.nb && store_grow()) || !store.nb) {
 		code = MHD_HTTP_INTERNAL_SERVER_ERROR;
@@ -225,12 +224,12 @@ static enum MHD_Result handle_put(struct MHD_Connection *c, const char *key, str
 	}
 	free(e->val);
 	e->val = val;
-	e->vlen = rq->len;
+	e->vlen = rq->body.len;
 	val = NULL;
 out:
 	pthread_mutex_unlock(&store.lock);
 	free(val);
-	pd_dbg("PUT %s (%zu bytes) -> %u", key, rq->len, code);
+	pd_dbg("PUT %s (%zu bytes) -> %u", key, rq->body.len, code);
 	return reply_text(c, code, msg);
 }
 
@@ -281,25 +280,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (rq->too_big || rq->len + n > opt.max_body) {
-			rq->too_big = true;
-			return MHD_YES;
-		}
-		if (rq->len + n + 1 > rq->cap) {
-			size_t cap = rq->cap ? rq->cap : 4096;
-			while (cap < rq->len + n + 1)
-				cap *= 2;
-			char *b = realloc(rq->body, cap);
-			if (!b)
-				return MHD_NO;
-			rq->body = b;
-			rq->cap = cap;
-		}
-		memcpy(rq->body + rq->len, upload, n);
-		rq->len += n;
+		rq->body.max = opt.max_body;
+		if (pd_buf_put(&rq->body, upload, n) == -ENOMEM)
+			return MHD_NO;
 		return MHD_YES;
 	}
-	if (rq->too_big)
+	if (rq->body.over)
 		return reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
 
 	if (!strcmp(url, "/health"))
@@ -329,7 +315,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void)c;
 	(void)toe;
 	if (rq) {
-		free(rq->body);
+		pd_buf_free(&rq->body);
 		free(rq);
 		*con_cls = NULL;
 	}

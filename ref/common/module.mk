@@ -6,3 +6,6 @@ test_common_LIBS := pdcommon
 TESTS += test_pd_opt
 test_pd_opt_SRCS := ref/common/tests/test_pd_opt.c
 test_pd_opt_LIBS := pdcommon
+TESTS += test_pd_buf
+test_pd_buf_SRCS := ref/common/tests/test_pd_buf.c
+test_pd_buf_LIBS := pdcommon
