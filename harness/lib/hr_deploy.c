@@ -1,7 +1,7 @@
 /* hr_deploy: the processes of one scenario — metadata service, prefill / decode / plain
  * stand-ins, proxy — started in a work dir with their logs, health-waited, and always stopped. */
 #include "hr_deploy.h"
-#include "pd_svc.h"
+#include "testsvc/pd_svc.h"
 #include "pd_log.h"
 #include "pd_util.h"
 

@@ -1,5 +1,9 @@
 LIBS += pdcommon
 pdcommon_SRCS := $(wildcard ref/common/*.c)
+# pdtestsvc: real etcd / redis-server / pdkv-metaserver on free ports, for tests and the
+# scenario runner only (no reference binary links it).
+LIBS += pdtestsvc
+pdtestsvc_SRCS := $(wildcard ref/common/testsvc/*.c)
 TESTS += test_common
 test_common_SRCS := ref/common/tests/test_common.c
 test_common_LIBS := pdcommon

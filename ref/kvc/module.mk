@@ -7,4 +7,4 @@ TESTS += test_kvc_unit test_kvc_e2e
 test_kvc_unit_SRCS := ref/kvc/tests/test_kvc_unit.c
 test_kvc_unit_LIBS := kvc pdcommon
 test_kvc_e2e_SRCS := ref/kvc/tests/test_kvc_e2e.c
-test_kvc_e2e_LIBS := kvc cfg te temeta pdcommon
+test_kvc_e2e_LIBS := kvc cfg te temeta pdtestsvc pdcommon

@@ -17,7 +17,7 @@
 
 #include "kvc/kvc_internal.h"
 #include "pd_log.h"
-#include "pd_svc.h"
+#include "testsvc/pd_svc.h"
 #include "pd_util.h"
 
 /* Qwen2.5-7B geometry: 28 layers, 4 KV heads, 128 dims, bf16; 64 tokens; hidden 3584 */
