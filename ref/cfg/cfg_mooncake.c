@@ -1,5 +1,5 @@
 /* cfg_mooncake: mooncake.json as vLLM's MooncakeTransferEngineConfig.from_file and the Mooncake
- * adaptor read it (vllm-connector.md §2), the exception vLLM raises, and pdkv's diagnostics. */
+ * adaptor read it (docs/vllm-v0.md), the exception vLLM raises, and pdkv's diagnostics. */
 #include "cfg_internal.h"
 #include "pd_util.h"
 
@@ -54,8 +54,7 @@ static char *fld(char *buf, size_t n, const char *key)
 	return buf;
 }
 
-/* adaptor initialize/initializeExt + TE parseConnectionString (vllm-connector.md §2.6,
- * transfer-engine.md §2.3). */
+/* adaptor initialize/initializeExt + TE parseConnectionString (docs/metadata.md). */
 static void resolve_metadata(struct cfg_mooncake *mc, enum cfg_vllm vllm, struct cfg_diags *d)
 {
 	const char *ms = mc->metadata_server, *be = mc->metadata_backend, *sep;
@@ -257,7 +256,7 @@ static void split_devices(struct cfg_mooncake *mc, struct cfg_diags *d)
 		             mc->path, s);
 }
 
-/* MooncakePipe construction up to the ZMQ sockets (§3.1 steps 3–6, §2.5): the first exception
+/* MooncakePipe construction up to the ZMQ sockets (docs/vllm-v0.md): the first exception
  * vLLM raises, for the side whose kv_rank is given (both ends are checked by the caller). */
 static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **err)
 {
@@ -336,8 +335,8 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 				goto typeerr;
 		}
 		if (!mc->metadata_server || !mc->protocol || !mc->device_name) {
-			/* None → nullptr → std::string(nullptr) inside the adaptor [spec §10.3: U]
-			 */
+			/* None → nullptr → std::string(nullptr) inside the adaptor
+			 * (docs/vllm-v0.md) */
 			set_err(err, "RuntimeError: basic_string::_M_construct null not valid");
 			cfg_diag_add(
 			    d, CFG_INFO, NULL,

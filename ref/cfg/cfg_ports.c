@@ -66,7 +66,7 @@ static int env_int(const char *s, int def)
 	return (int)v;
 }
 
-/* TE random RPC range in effect (transfer-engine.md §2.6). V0 needs TE <= 0.3.3.post2, which
+/* TE random RPC range in effect (docs/engine.md). V0 needs TE <= 0.3.3.post2, which
  * knows no range variables. */
 void cfg_te_rpc_range(const struct cfg_env *env, enum cfg_vllm vllm, int *lo, int *hi)
 {

@@ -1,5 +1,5 @@
-/* pdkv-proxy: the disaggregated-prefill proxy of the integration guide (§5), strict about
- * failures. Thin main: flags -> px_server -> wait for SIGINT/SIGTERM -> clean stop. */
+/* pdkv-proxy: the disaggregated-prefill proxy of the integration guide (docs/vllm-v0.md), strict
+ * about failures. Thin main: flags -> px_server -> wait for SIGINT/SIGTERM -> clean stop. */
 #include "px.h"
 #include "pd_log.h"
 
