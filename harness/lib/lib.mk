@@ -5,4 +5,4 @@ hr_SRCS := $(wildcard harness/lib/*.c)
 
 TESTS += test_hr
 test_hr_SRCS := harness/tests/test_hr.c
-test_hr_LIBS := hr cfg pdcommon
+test_hr_LIBS := hr cfg pdtestsvc pdcommon
