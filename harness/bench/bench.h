@@ -54,6 +54,16 @@ struct bench_opts {
 	bool nic_matrix_given;      /* --nic_priority_matrix: accepted and ignored */
 };
 
+/* The operations to run, in order (--operation=write,read), and whether --buffer_size was given. */
+struct bench_run_ops {
+	int ops[2];
+	int nops;
+	bool buffer_given;
+};
+/* Options (bench_opts.c): 0 (*done after --help: exit 0) or the exit status 2, with the
+ * message printed. */
+int bench_parse(int argc, char **argv, struct bench_opts *o, struct bench_run_ops *ro, bool *done);
+
 struct bench_row {
 	const char *kind; /* "pdkv" | "socket" */
 	int op;           /* TE_READ | TE_WRITE */

@@ -1,57 +1,27 @@
 /* cfg_cli: flag parsing and output for pdkv-config / pdkv-ports (issue 2's contract: exit 0
  * usable, 1 errors / collisions, 2 usage; --json prints exactly one object on stdout). */
 #include "config/cfg_cli.h"
+#include "pd_opt.h"
 #include "pd_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void cfg_cli_usage(FILE *f, const char *prog)
+static int opt_vllm(const char *v, void *dst, void *ud)
 {
-	fprintf(
-	    f,
-	    "usage: %s [--mooncake-config FILE] [--kv-transfer-config JSON] [--vllm v0|v1]\n"
-	    "          [--vllm-version X.Y[.Z]] [--v1-shape b0|bn] [--list-versions]\n"
-	    "          [--tp N] [--dp N] [--json]\n"
-	    "          [--prefill-port N] [--decode-port N] [--proxy-port N]\n"
-	    "          [--prefill-host H] [--decode-host H] [--proxy-host H]\n"
-	    "\n"
-	    "  --mooncake-config FILE   mooncake.json (default: $MOONCAKE_CONFIG_PATH, as vLLM)\n"
-	    "  --kv-transfer-config J   the instance's --kv-transfer-config JSON\n"
-	    "  --vllm v0|v1             V0 MooncakePipe era (default) or the V1 connector\n"
-	    "                           (v1 without a version: gen A ports, generic defaults)\n"
-	    "  --vllm-version X.Y[.Z]   check as that vLLM release does: picks v0 / gen A / gen B\n"
-	    "                           and the per-release defaults (see --list-versions)\n"
-	    "  --v1-shape b0|bn         gen B struct shape (default: the release's; without\n"
-	    "                           --vllm-version: the newest release)\n"
-	    "  --list-versions          print the vLLM release table and exit\n"
-	    "  --tp N, --dp N           tensor / data parallel size of each side (default 1)\n"
-	    "  --*-port N               HTTP ports (default 8100 prefill, 8200 decode, 8000 "
-	    "proxy)\n"
-	    "  --*-host H               hosts (default: from mooncake.json URLs, else 127.0.0.1;\n"
-	    "                           the proxy defaults to the prefill host)\n"
-	    "  --json                   one JSON object on stdout\n"
-	    "Environment read like vLLM/Mooncake: MOONCAKE_CONFIG_PATH, VLLM_MOONCAKE_*, MC_*.\n"
-	    "Exit: 0 usable, 1 errors found (or vLLM would reject it), 2 usage error.\n",
-	    prog);
-}
-
-static int num(const char *prog, const char *flag, const char *v, int lo, int hi, int *out)
-{
-	int64_t x;
-
-	if (pd_parse_i64(v, &x) || x < lo || x > hi) {
-		fprintf(stderr, "%s: %s: expected an integer %d..%d, got \"%s\"\n", prog, flag, lo,
-		        hi, v);
-		return 2;
-	}
-	*out = (int)x;
+	(void)ud;
+	if (!strcmp(v, "v0") || !strcmp(v, "0"))
+		*(enum cfg_vllm *)dst = CFG_VLLM_V0;
+	else if (!strcmp(v, "v1") || !strcmp(v, "1"))
+		*(enum cfg_vllm *)dst = CFG_VLLM_V1;
+	else
+		return -1;
 	return 0;
 }
 
-/* --vllm-version / --v1-shape against cfg_vllm's table; sets --vllm from the generation. 0 or 2.
- */
+/* --vllm-version / --v1-shape against cfg_vllm's table; sets --vllm from the generation.
+ * Returns 0, or 2 after the message. */
 static int release_flags(struct cfg_cli *c, const char *prog, bool vllm_given)
 {
 	struct cfg_vllm_info info;
@@ -84,95 +54,139 @@ static int release_flags(struct cfg_cli *c, const char *prog, bool vllm_given)
 	return 0;
 }
 
+#define PORT_OPT(n, field, h)                                                                      \
+	{                                                                                          \
+		.name = n, .type = PD_OPT_INT, .dst = &c->o.field, .arg = "N", .help = h,          \
+		.min = 1, .max = 65535                                                             \
+	}
+#define HOST_OPT(n, field, h)                                                                      \
+	{                                                                                          \
+		.name = n, .type = PD_OPT_STR, .dst = &c->o.field, .arg = "H", .help = h           \
+	}
+
+/* What the table notes beside the values: --vllm given, --list-versions asked for. */
+struct cli_seen {
+	bool vllm, list_versions;
+};
+
+/* The one table both commands share; c receives the values. */
+static int with_spec(struct cfg_cli *c, struct cli_seen *seen, const char *prog, int argc,
+                     char **argv, int first, FILE *help)
+{
+	static char usage[700];
+	const struct pd_opt opts[] = {
+	    {.name = "mooncake-config",
+	     .type = PD_OPT_STR,
+	     .dst = &c->o.mooncake_path,
+	     .arg = "FILE",
+	     .help = "mooncake.json (default: $MOONCAKE_CONFIG_PATH, as vLLM)",
+	     .empty_ok = true},
+	    {.name = "kv-transfer-config",
+	     .type = PD_OPT_STR,
+	     .dst = &c->o.kv_transfer,
+	     .arg = "J",
+	     .help = "the instance's --kv-transfer-config JSON",
+	     .empty_ok = true},
+	    {.name = "vllm",
+	     .type = PD_OPT_FN,
+	     .dst = &c->o.vllm,
+	     .arg = "v0|v1",
+	     .help = "V0 MooncakePipe era (default) or the V1 connector\n"
+	             "(v1 without a version: gen A ports, generic defaults)",
+	     .want = "v0 or v1",
+	     .fn = opt_vllm,
+	     .seen = &seen->vllm},
+	    {.name = "vllm-version",
+	     .type = PD_OPT_STR,
+	     .dst = &c->o.vllm_version,
+	     .arg = "X.Y[.Z]",
+	     .want = "a vLLM release X.Y[.Z] (see --list-versions)",
+	     .help = "check as that vLLM release does: picks v0 / gen A / gen B\n"
+	             "and the per-release defaults (see --list-versions)"},
+	    {.name = "v1-shape",
+	     .type = PD_OPT_STR,
+	     .dst = &c->o.v1_shape,
+	     .arg = "b0|bn",
+	     .want = "b0 or bn",
+	     .help = "gen B struct shape (default: the release's; without\n"
+	             "--vllm-version: the newest release)"},
+	    {.name = "list-versions",
+	     .type = PD_OPT_FLAG,
+	     .dst = &seen->list_versions,
+	     .help = "print the vLLM release table and exit"},
+	    {.name = "tp",
+	     .type = PD_OPT_INT,
+	     .dst = &c->o.tp,
+	     .arg = "N",
+	     .help = "tensor parallel size of each side (default 1)",
+	     .min = 1,
+	     .max = 1024},
+	    {.name = "dp",
+	     .type = PD_OPT_INT,
+	     .dst = &c->o.dp,
+	     .arg = "N",
+	     .help = "data parallel size of each side (default 1)",
+	     .min = 1,
+	     .max = 1024},
+	    PORT_OPT("prefill-port", prefill_http_port, "HTTP ports (default 8100 prefill,"),
+	    PORT_OPT("decode-port", decode_http_port, "8200 decode,"),
+	    PORT_OPT("proxy-port", proxy_port, "8000 proxy)"),
+	    HOST_OPT("prefill-host", prefill_host,
+	             "hosts (default: from mooncake.json URLs, else 127.0.0.1;"),
+	    HOST_OPT("decode-host", decode_host, "the proxy defaults to the prefill host)"),
+	    HOST_OPT("proxy-host", proxy_host, NULL),
+	    {.name = "json",
+	     .type = PD_OPT_FLAG,
+	     .dst = &c->json,
+	     .help = "one JSON object on stdout"},
+	};
+	const struct pd_opt_spec spec = {
+	    .prog = prog,
+	    .usage = usage,
+	    .footer = "Environment read like vLLM/Mooncake: MOONCAKE_CONFIG_PATH, VLLM_MOONCAKE_*, "
+	              "MC_*.\nExit: 0 usable, 1 errors found (or vLLM would reject it), 2 usage "
+	              "error.\n",
+	    .opts = opts,
+	    .nopts = PD_ARRAY_SIZE(opts),
+	    .max_pos = 0,
+	};
+	snprintf(usage, sizeof(usage),
+	         "usage: %s [--mooncake-config FILE] [--kv-transfer-config JSON] [--vllm v0|v1]\n"
+	         "          [--vllm-version X.Y[.Z]] [--v1-shape b0|bn] [--list-versions]\n"
+	         "          [--tp N] [--dp N] [--json]\n"
+	         "          [--prefill-port N] [--decode-port N] [--proxy-port N]\n"
+	         "          [--prefill-host H] [--decode-host H] [--proxy-host H]\n\n",
+	         prog);
+	if (help) {
+		pd_opt_help(&spec, help);
+		return 0;
+	}
+	return pd_opt_parse(&spec, argc, argv, first, NULL, NULL);
+}
+
+void cfg_cli_usage(FILE *f, const char *prog)
+{
+	struct cfg_cli c;
+	struct cli_seen seen;
+	with_spec(&c, &seen, prog, 0, NULL, 0, f);
+}
+
 int cfg_cli_parse(struct cfg_cli *c, int argc, char **argv, int first, const char *prog)
 {
-	int i;
-	bool vllm_given = false;
+	struct cli_seen seen = {false, false};
+	int rc;
 
 	memset(c, 0, sizeof(*c));
 	c->o.tp = c->o.dp = 1;
 	cfg_env_from_environ(&c->o.env);
-	for (i = first; i < argc; i++) {
-		const char *a = argv[i], *v = NULL, *eq;
-		char flag[64];
-		int rc = 0;
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			cfg_cli_usage(stdout, prog);
-			return 1;
-		}
-		if (!strcmp(a, "--json")) {
-			c->json = true;
-			continue;
-		}
-		if (!strcmp(a, "--list-versions")) {
-			cfg_vllm_print_table(stdout);
-			return 1;
-		}
-		if (strncmp(a, "--", 2)) {
-			fprintf(stderr, "%s: unexpected argument \"%s\"\n", prog, a);
-			goto usage;
-		}
-		eq = strchr(a, '=');
-		if (eq) {
-			snprintf(flag, sizeof(flag), "%.*s", (int)(eq - a), a);
-			v = eq + 1;
-		} else {
-			snprintf(flag, sizeof(flag), "%s", a);
-			if (i + 1 >= argc) {
-				fprintf(stderr, "%s: %s needs a value\n", prog, a);
-				goto usage;
-			}
-			v = argv[++i];
-		}
-		if (!strcmp(flag, "--mooncake-config"))
-			c->o.mooncake_path = v;
-		else if (!strcmp(flag, "--kv-transfer-config"))
-			c->o.kv_transfer = v;
-		else if (!strcmp(flag, "--vllm-version") && *v)
-			c->o.vllm_version = v;
-		else if (!strcmp(flag, "--v1-shape") && *v)
-			c->o.v1_shape = v;
-		else if (!strcmp(flag, "--vllm")) {
-			vllm_given = true;
-			if (!strcmp(v, "v0") || !strcmp(v, "0"))
-				c->o.vllm = CFG_VLLM_V0;
-			else if (!strcmp(v, "v1") || !strcmp(v, "1"))
-				c->o.vllm = CFG_VLLM_V1;
-			else {
-				fprintf(stderr, "%s: --vllm: expected v0 or v1, got \"%s\"\n", prog,
-				        v);
-				goto usage;
-			}
-		} else if (!strcmp(flag, "--tp"))
-			rc = num(prog, flag, v, 1, 1024, &c->o.tp);
-		else if (!strcmp(flag, "--dp"))
-			rc = num(prog, flag, v, 1, 1024, &c->o.dp);
-		else if (!strcmp(flag, "--prefill-port"))
-			rc = num(prog, flag, v, 1, 65535, &c->o.prefill_http_port);
-		else if (!strcmp(flag, "--decode-port"))
-			rc = num(prog, flag, v, 1, 65535, &c->o.decode_http_port);
-		else if (!strcmp(flag, "--proxy-port"))
-			rc = num(prog, flag, v, 1, 65535, &c->o.proxy_port);
-		else if (!strcmp(flag, "--prefill-host") && *v)
-			c->o.prefill_host = v;
-		else if (!strcmp(flag, "--decode-host") && *v)
-			c->o.decode_host = v;
-		else if (!strcmp(flag, "--proxy-host") && *v)
-			c->o.proxy_host = v;
-		else {
-			fprintf(stderr, "%s: unknown flag or empty value: %s\n", prog, a);
-			goto usage;
-		}
-		if (rc)
-			goto usage;
+	rc = with_spec(c, &seen, prog, argc, argv, first, NULL);
+	if (rc)
+		return rc;
+	if (seen.list_versions) {
+		cfg_vllm_print_table(stdout);
+		return 1;
 	}
-	if (release_flags(c, prog, vllm_given))
-		goto usage;
-	return 0;
-usage:
-	cfg_cli_usage(stderr, prog);
-	return 2;
+	return release_flags(c, prog, seen.vllm);
 }
 
 int cfg_cli_run(struct cfg_cli *c, bool ports_mode)

@@ -6,5 +6,5 @@ pdkv-config_LIBS := cfg pdcommon
 pdkv-ports_SRCS := harness/config/ports_main.c harness/config/cfg_cli.c
 pdkv-ports_LIBS := cfg pdcommon
 TESTS += test_config_fixtures
-test_config_fixtures_SRCS := harness/config/tests/test_fixtures.c harness/config/cfg_cli.c
+test_config_fixtures_SRCS := harness/config/tests/test_config_fixtures.c harness/config/cfg_cli.c
 test_config_fixtures_LIBS := cfg pdcommon

@@ -5,7 +5,6 @@
 #include <cJSON.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <getopt.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -19,6 +18,7 @@
 #include "cfg/cfg.h"
 #include "pd_ibrate.h"
 #include "pd_log.h"
+#include "pd_opt.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
 
@@ -408,92 +408,67 @@ out:
 	cfg_diags_free(&d);
 }
 
-static void usage(FILE *f)
+/* 0, 1 after --help, 2 on bad usage (printed). */
+static int parse_args(int argc, char **argv, struct opts *o)
 {
-	fprintf(f,
-	        "usage: pdkv doctor [--metadata_server=CONN] [--mooncake-config=FILE] "
-	        "[--device_name=a,b] [--protocol=rdma|tcp] [--vllm=v0|v1] [--json]\n"
-	        "Checks RDMA devices, ports, GID table, MTU, line rate, RLIMIT_MEMLOCK, the "
-	        "metadata server,\nports the config needs, shared libraries and GPUs. Exit 0 when "
-	        "no check FAILs.\n");
+	int proto = -1, vllm = 1, rc;
+	const struct pd_opt opts[] = {
+	    {.name = "metadata_server",
+	     .type = PD_OPT_STR,
+	     .dst = &o->metadata,
+	     .arg = "=CONN",
+	     .help = "probe this store (etcd://h:p, h:p, redis://h:p, http://..., P2PHANDSHAKE)"},
+	    {.name = "mooncake-config",
+	     .type = PD_OPT_STR,
+	     .dst = &o->config,
+	     .arg = "=FILE",
+	     .help = "check the ports and devices this mooncake.json needs"},
+	    {.name = "device_name",
+	     .type = PD_OPT_STR,
+	     .dst = &o->devices,
+	     .arg = "=a,b",
+	     .help = "RDMA devices to check (default: all)"},
+	    {.name = "protocol",
+	     .type = PD_OPT_CHOICE,
+	     .dst = &proto,
+	     .arg = "=rdma|tcp",
+	     .help = "tcp: a missing RDMA device is only a WARN",
+	     .choices = "rdma|tcp"},
+	    {.name = "vllm",
+	     .type = PD_OPT_CHOICE,
+	     .dst = &vllm,
+	     .arg = "=v0|v1",
+	     .help = "which vLLM generation reads the config (v1)",
+	     .choices = "v0|v1"},
+	    {.name = "json", .type = PD_OPT_FLAG, .dst = &o->json, .help = "one JSON document"},
+	};
+	const struct pd_opt_spec spec = {
+	    .prog = "pdkv doctor",
+	    .usage = "usage: pdkv doctor [--metadata_server=CONN] [--mooncake-config=FILE] "
+	             "[--device_name=a,b] [--protocol=rdma|tcp] [--vllm=v0|v1] [--json]\n"
+	             "Checks RDMA devices, ports, GID table, MTU, line rate, RLIMIT_MEMLOCK, the "
+	             "metadata server,\nports the config needs, shared libraries and GPUs. Exit 0 "
+	             "when no check FAILs.\n",
+	    .opts = opts,
+	    .nopts = PD_ARRAY_SIZE(opts),
+	    .max_pos = 0,
+	};
+	rc = pd_opt_parse(&spec, argc, argv, 1, NULL, NULL);
+	if (rc)
+		return rc;
+	if (proto >= 0) {
+		o->protocol = proto == 0 ? "rdma" : "tcp";
+		o->rdma_wanted = proto == 0;
+	}
+	o->vllm = vllm == 0 ? CFG_VLLM_V0 : CFG_VLLM_V1;
+	return 0;
 }
 
-int main(int argc, char **argv)
+/* The results as a table (or --json); the exit status. */
+static int print_results(const struct opts *o)
 {
-	static const struct option lo[] = {
-	    {"metadata_server", required_argument, 0, 'm'},
-	    {"mooncake-config", required_argument, 0, 'c'},
-	    {"device_name", required_argument, 0, 'd'},
-	    {"protocol", required_argument, 0, 'p'},
-	    {"vllm", required_argument, 0, 'v'},
-	    {"json", no_argument, 0, 'j'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	struct opts o = {.rdma_wanted = true, .vllm = CFG_VLLM_V1};
 	cJSON *it;
-	int c;
-
-	pd_log_set_name("pdkv-doctor");
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			o.metadata = optarg;
-			break;
-		case 'c':
-			o.config = optarg;
-			break;
-		case 'd':
-			o.devices = optarg;
-			break;
-		case 'j':
-			o.json = true;
-			break;
-		case 'p':
-			if (strcmp(optarg, "rdma") && strcmp(optarg, "tcp")) {
-				fprintf(stderr,
-				        "pdkv doctor: --protocol: expected rdma or tcp, got "
-				        "\"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			o.protocol = optarg;
-			o.rdma_wanted = !strcmp(optarg, "rdma");
-			break;
-		case 'v':
-			if (strcmp(optarg, "v0") && strcmp(optarg, "v1")) {
-				fprintf(stderr,
-				        "pdkv doctor: --vllm: expected v0 or v1, got \"%s\"\n",
-				        optarg);
-				return 2;
-			}
-			o.vllm = !strcmp(optarg, "v0") ? CFG_VLLM_V0 : CFG_VLLM_V1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "pdkv doctor: unexpected argument \"%s\"\n", argv[optind]);
-		usage(stderr);
-		return 2;
-	}
-	if (!o.json)
-		pd_log_set_level(PD_LOG_ERROR);
-	g_results = cJSON_CreateArray();
-	if (o.config)
-		check_config(&o);
-	check_rdma(&o);
-	check_memlock(&o);
-	if (o.metadata)
-		check_metadata(o.metadata);
-	check_libs();
-	check_gpu();
-	if (o.json) {
+	if (o->json) {
 		cJSON *root = cJSON_CreateObject();
 		char *s;
 
@@ -522,4 +497,27 @@ int main(int argc, char **argv)
 		cJSON_Delete(g_results);
 	}
 	return g_count[FAIL] ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {.rdma_wanted = true, .vllm = CFG_VLLM_V1};
+	int rc;
+
+	pd_log_set_name("pdkv-doctor");
+	rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	if (!o.json)
+		pd_log_set_level(PD_LOG_ERROR);
+	g_results = cJSON_CreateArray();
+	if (o.config)
+		check_config(&o);
+	check_rdma(&o);
+	check_memlock(&o);
+	if (o.metadata)
+		check_metadata(o.metadata);
+	check_libs();
+	check_gpu();
+	return print_results(&o);
 }

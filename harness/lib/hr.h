@@ -102,13 +102,6 @@ double hr_metrics_get(const struct hr_metrics *m, const char *name);
 void hr_metrics_free(struct hr_metrics *m);
 /* GET url (the /metrics endpoint) and parse; 0 or negative. */
 int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m);
-/* A libcurl write callback collecting a NUL-terminated body up to b->max bytes (then the
- * transfer fails): CURLOPT_WRITEFUNCTION hr_body_append, CURLOPT_WRITEDATA a struct hr_body. */
-struct hr_body {
-	char *p;
-	size_t len, max;
-};
-size_t hr_body_append(char *d, size_t sz, size_t n, void *ud);
 
 /* ---- the OpenAI workload (hr_workload.c) --------------------------------------------------- */
 struct hr_req {

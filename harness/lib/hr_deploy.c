@@ -2,7 +2,7 @@
  * stand-ins, proxy — started in a work dir with their logs, health-waited, and always stopped. */
 #include "hr_deploy.h"
 #include "cfg/cfg_vllm.h"
-#include "pd_svc.h"
+#include "testsvc/pd_svc.h"
 #include "pd_log.h"
 #include "pd_util.h"
 

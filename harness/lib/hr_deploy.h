@@ -5,7 +5,7 @@
 
 #include "hr.h"
 #include "pd_proc.h"
-#include "pd_svc.h"
+#include "testsvc/pd_svc.h"
 
 struct hr_node {
 	char name[32];

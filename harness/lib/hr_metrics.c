@@ -1,6 +1,7 @@
 /* hr_metrics: reads a stand-in's /metrics (Prometheus text format 0.0.4) into name -> value,
  * summing the samples of one metric over its labels. */
 #include "hr.h"
+#include "pd_buf.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -106,34 +107,17 @@ void hr_metrics_free(struct hr_metrics *m)
 	memset(m, 0, sizeof(*m));
 }
 
-size_t hr_body_append(char *d, size_t sz, size_t n, void *ud)
-{
-	struct hr_body *b = ud;
-	size_t add = sz * n;
-	char *t;
-	if (b->len + add > b->max)
-		return 0;
-	t = realloc(b->p, b->len + add + 1);
-	if (!t)
-		return 0;
-	b->p = t;
-	memcpy(b->p + b->len, d, add);
-	b->len += add;
-	b->p[b->len] = '\0';
-	return add;
-}
-
 int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m)
 {
 	CURL *c = curl_easy_init();
-	struct hr_body b = {NULL, 0, 16u << 20};
+	struct pd_buf b = {.max = 16u << 20};
 	long code = 0;
 	int ret = -EIO;
 	memset(m, 0, sizeof(*m));
 	if (!c)
 		return -ENOMEM;
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, hr_body_append);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pd_buf_curl_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

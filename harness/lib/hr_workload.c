@@ -1,6 +1,7 @@
 /* hr_workload: the OpenAI client side of a scenario — deterministic prompts, bounded-concurrency
  * requests over libcurl (one easy handle per worker thread), and response validation. */
 #include "hr.h"
+#include "pd_buf.h"
 #include "pd_util.h"
 
 #include <curl/curl.h>
@@ -256,7 +257,7 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 	const struct hr_scenario *sc = w->sc;
 	char url[512];
 	struct curl_slist *h = NULL;
-	struct hr_body b = {NULL, 0, MAX_BODY};
+	struct pd_buf b = {.max = MAX_BODY};
 	char *body;
 	double t0 = pd_now_s(), left = w->deadline - t0;
 	CURLcode cc;
@@ -275,7 +276,7 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, hr_body_append);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pd_buf_curl_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left * 1000));
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);

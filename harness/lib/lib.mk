@@ -5,7 +5,7 @@ hr_SRCS := $(wildcard harness/lib/*.c)
 
 TESTS += test_hr
 test_hr_SRCS := harness/tests/test_hr.c
-test_hr_LIBS := hr cfg pdcommon
+test_hr_LIBS := hr cfg pdtestsvc pdcommon
 TESTS += test_hr_gen
 test_hr_gen_SRCS := harness/tests/test_hr_gen.c
-test_hr_gen_LIBS := hr cfg pdcommon
+test_hr_gen_LIBS := hr cfg pdtestsvc pdcommon

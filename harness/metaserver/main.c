@@ -3,7 +3,9 @@
  */
 #include "metaserver/ms_conn.h"
 #include "metaserver/ms_store.h"
+#include "pd_buf.h"
 #include "pd_log.h"
+#include "pd_opt.h"
 #include "pd_util.h"
 
 #include <cJSON.h>
@@ -31,9 +33,7 @@ static struct {
 
 /* ------------------------------------------------------------------ HTTP */
 struct req {
-	char *body;
-	size_t len, cap;
-	bool too_big;
+	struct pd_buf body; /* the PUT body, capped at --max-body */
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *ctype,
@@ -159,8 +159,9 @@ static enum MHD_Result handle_get(struct MHD_Connection *c, const char *key, siz
 static enum MHD_Result handle_put(struct MHD_Connection *c, const char *key, size_t klen,
                                   struct req *rq)
 {
-	int rc = ms_put(key, klen, rq->body ? rq->body : "", rq->len, opt.reject_dup_rpc_meta);
-	pd_dbg("PUT %s (%zu bytes) -> %d", key, rq->len, rc);
+	int rc =
+	    ms_put(key, klen, rq->body.p ? rq->body.p : "", rq->body.len, opt.reject_dup_rpc_meta);
+	pd_dbg("PUT %s (%zu bytes) -> %d", key, rq->body.len, rc);
 	if (rc)
 		return reply_err(c, rc, klen);
 	return reply_text(c, MHD_HTTP_OK, "metadata updated");
@@ -203,25 +204,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (*upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (rq->too_big || rq->len + n > opt.max_body) {
-			rq->too_big = true;
-			return MHD_YES;
-		}
-		if (rq->len + n + 1 > rq->cap) {
-			size_t cap = rq->cap ? rq->cap : 4096;
-			while (cap < rq->len + n + 1)
-				cap *= 2;
-			char *b = realloc(rq->body, cap);
-			if (!b)
-				return MHD_NO;
-			rq->body = b;
-			rq->cap = cap;
-		}
-		memcpy(rq->body + rq->len, upload, n);
-		rq->len += n;
+		rq->body.max = opt.max_body;
+		/* past --max-body the rest is read and dropped; the answer below is 413 */
+		if (pd_buf_put(&rq->body, upload, n) == -ENOMEM)
+			return MHD_NO;
 		return MHD_YES;
 	}
-	if (rq->too_big)
+	if (rq->body.over)
 		return reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
 
 	if (!strcmp(url, "/health"))
@@ -254,98 +243,44 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void)c;
 	(void)toe;
 	if (rq) {
-		free(rq->body);
+		pd_buf_free(&rq->body);
 		free(rq);
 		*con_cls = NULL;
 	}
 }
 
 /* ------------------------------------------------------------------ main */
-/* "--name=value" or "--name value"; returns the value or NULL. */
-static const char *arg_val(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	if (strncmp(argv[*i], name, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] == '\0' && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
-
-/* ---- issue 11: store and connection limits (one block: the flags, their parsing) ---- */
+/* ---- issue 11: store and connection limits (the values the limit flags fill) ---- */
 static struct ms_limits lim = {MS_DEFAULT_MAX_KEY, MS_DEFAULT_MAX_VALUE, MS_DEFAULT_MAX_TOTAL,
                                MS_DEFAULT_MAX_KEYS, MS_DEFAULT_MAX_DUMP};
 static struct {
 	unsigned max_total, max_per, idle_s;
 } conn = {MS_DEFAULT_MAX_CONN, MS_DEFAULT_MAX_CONN_PER, MS_DEFAULT_IDLE_TIMEOUT_S};
 
-static const char LIMITS_USAGE[] =
-    "Limits (a refusal is logged, at most once a second per kind):\n"
-    "  --max-key SIZE                    key bytes (default 4KiB; longer -> 414)\n"
-    "  --max-total SIZE                  keys + values held (default 256MiB; full -> 507)\n"
-    "  --max-keys N                      keys held (default 65536; full -> 507)\n"
-    "  --max-dump SIZE                   /dump and ?prefix= answer (default 64MiB; -> 507)\n"
-    "  --max-connections N               connections at once (default 256)\n"
-    "  --max-connections-per-client N    per client address (default 32)\n"
-    "  --idle-timeout SEC                drop a connection idle this long (default 10)\n"
-    "A key with a NUL byte (%00) is refused (400).\n";
+/* pd_opt's numeric types fill uint64_t; these are copied into lim / conn after parsing. */
+static struct {
+	uint64_t max_key, max_total, max_keys, max_dump, max_conn, max_per, idle_s;
+} lim_arg = {MS_DEFAULT_MAX_KEY,       MS_DEFAULT_MAX_TOTAL, MS_DEFAULT_MAX_KEYS,
+             MS_DEFAULT_MAX_DUMP,      MS_DEFAULT_MAX_CONN,  MS_DEFAULT_MAX_CONN_PER,
+             MS_DEFAULT_IDLE_TIMEOUT_S};
 
-/* 1 consumed, 0 not a limit flag, -1 bad value (message printed) */
-static int limit_opt(int argc, char **argv, int *i)
+static void limits_from_args(void)
 {
-	static const struct {
-		const char *name;
-		bool size;
-		uint64_t min, max;
-	} f[] = {
-	    {"--max-key", true, 1, 1u << 20},
-	    {"--max-total", true, 1, 1ull << 40},
-	    {"--max-keys", false, 1, 1u << 30},
-	    {"--max-dump", true, 1, 1ull << 40},
-	    {"--max-connections", false, 1, 100000},
-	    {"--max-connections-per-client", false, 1, 100000},
-	    {"--idle-timeout", false, 1, 86400},
-	};
-	for (size_t k = 0; k < PD_ARRAY_SIZE(f); k++) {
-		const char *v = arg_val(argc, argv, i, f[k].name);
-		uint64_t x;
-		if (!v)
-			continue;
-		if ((f[k].size ? pd_parse_size(v, &x) : pd_parse_u64(v, &x)) || x < f[k].min ||
-		    x > f[k].max) {
-			pd_err("%s: expected %s from %llu to %llu, got \"%s\"", f[k].name,
-			       f[k].size ? "a size such as 4KiB" : "a number",
-			       (unsigned long long)f[k].min, (unsigned long long)f[k].max, v);
-			return -1;
-		}
-		size_t *sz[] = {&lim.max_key, &lim.max_total, &lim.max_keys, &lim.max_dump};
-		unsigned *un[] = {&conn.max_total, &conn.max_per, &conn.idle_s};
-		if (k < 4)
-			*sz[k] = (size_t)x;
-		else
-			*un[k - 4] = (unsigned)x;
-		return 1;
+	lim.max_key = (size_t)lim_arg.max_key;
+	lim.max_total = (size_t)lim_arg.max_total;
+	lim.max_keys = (size_t)lim_arg.max_keys;
+	lim.max_dump = (size_t)lim_arg.max_dump;
+	conn.max_total = (unsigned)lim_arg.max_conn;
+	conn.max_per = (unsigned)lim_arg.max_per;
+	conn.idle_s = (unsigned)lim_arg.idle_s;
+}
+
+#define LIMIT_OPT(n, t, field, a, h, w, hi)                                                        \
+	{                                                                                          \
+		.name = n, .type = t, .dst = &lim_arg.field, .arg = a, .help = h, .want = w,       \
+		.min = 1, .max = (double)(hi)                                                      \
 	}
-	return 0;
-}
 /* ---- end of the limits block ---- */
-
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: pdkv-metaserver [--port N] [--host ADDR] [--addr=[HOST]:PORT]\n"
-	    "                       [--max-body SIZE] [--reject-duplicate-rpc-meta]\n"
-	    "In-memory HTTP metadata server with Mooncake's API:\n"
-	    "  GET|PUT|DELETE <path>?key=K   value get/set/remove (404 \"metadata not found\")\n"
-	    "  GET /health                   200 OK\n"
-	    "  GET /dump, GET /?prefix=P     all (or prefixed) keys as a JSON object\n"
-	    "Defaults: --host 0.0.0.0 --port %d --max-body 16MiB (larger PUT -> 413).\n"
-	    "--port 0 picks a free port (printed on stdout).\n%s",
-	    DEFAULT_PORT, LIMITS_USAGE);
-}
 
 static int parse_port(const char *s, int *port)
 {
@@ -356,54 +291,150 @@ static int parse_port(const char *s, int *port)
 	return 0;
 }
 
+struct listen_at {
+	char host[256];
+	int port;
+};
+
+static int opt_host(const char *v, void *dst, void *ud)
+{
+	struct listen_at *l = dst;
+	(void)ud;
+	if (strlen(v) >= sizeof(l->host))
+		return -1;
+	snprintf(l->host, sizeof(l->host), "%s", v);
+	return 0;
+}
+
+static int opt_port(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return parse_port(v, &((struct listen_at *)dst)->port);
+}
+
+/* --addr [HOST]:PORT */
+static int opt_addr(const char *v, void *dst, void *ud)
+{
+	struct listen_at *l = dst;
+	const char *colon = strrchr(v, ':');
+	(void)ud;
+	if (!colon || parse_port(colon + 1, &l->port) || (size_t)(colon - v) >= sizeof(l->host))
+		return -1;
+	if (colon > v)
+		snprintf(l->host, sizeof(l->host), "%.*s", (int)(colon - v), v);
+	return 0;
+}
+
+static int opt_max_body(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return pd_parse_size(v, dst) || !*(uint64_t *)dst ? -1 : 0;
+}
+
+/* 0, 1 after --help, 2 on bad usage (printed). */
+static int parse_args(int argc, char **argv, struct listen_at *l)
+{
+	static char usage[640];
+	const struct pd_opt opts[] = {
+	    {.name = "port",
+	     .type = PD_OPT_FN,
+	     .dst = l,
+	     .arg = "N",
+	     .help = "port to listen on (0 = a free one, printed on stdout)",
+	     .want = "0..65535",
+	     .fn = opt_port},
+	    {.name = "host",
+	     .type = PD_OPT_FN,
+	     .dst = l,
+	     .arg = "ADDR",
+	     .help = "address to listen on",
+	     .want = "a host or address",
+	     .fn = opt_host},
+	    {.name = "addr",
+	     .type = PD_OPT_FN,
+	     .dst = l,
+	     .arg = "=[HOST]:PORT",
+	     .help = "both at once",
+	     .want = "[HOST]:PORT (e.g. :8080)",
+	     .fn = opt_addr},
+	    {.name = "max-body",
+	     .type = PD_OPT_FN,
+	     .dst = &opt.max_body,
+	     .arg = "SIZE",
+	     .help = "largest PUT body (default 16MiB; larger -> 413)",
+	     .want = "a size such as 16MiB",
+	     .fn = opt_max_body},
+	    {.name = "reject-duplicate-rpc-meta",
+	     .type = PD_OPT_FLAG,
+	     .dst = &opt.reject_dup_rpc_meta,
+	     .help = "PUT of an existing rpc_meta key -> 409"},
+	    LIMIT_OPT("max-key", PD_OPT_SIZE, max_key, "SIZE",
+	              "key bytes (default 4KiB; longer -> 414)",
+	              "a size such as 4KiB from 1 to 1048576", 1u << 20),
+	    LIMIT_OPT("max-total", PD_OPT_SIZE, max_total, "SIZE",
+	              "keys + values held (default 256MiB; full -> 507)",
+	              "a size such as 4KiB from 1 to 1099511627776", 1ull << 40),
+	    LIMIT_OPT("max-keys", PD_OPT_U64, max_keys, "N",
+	              "keys held (default 65536; full -> 507)", "a number from 1 to 1073741824",
+	              1u << 30),
+	    LIMIT_OPT("max-dump", PD_OPT_SIZE, max_dump, "SIZE",
+	              "/dump and ?prefix= answer (default 64MiB; -> 507)",
+	              "a size such as 4KiB from 1 to 1099511627776", 1ull << 40),
+	    LIMIT_OPT("max-connections", PD_OPT_U64, max_conn, "N",
+	              "connections at once (default 256)", "a number from 1 to 100000", 100000),
+	    LIMIT_OPT("max-connections-per-client", PD_OPT_U64, max_per, "N",
+	              "per client address (default 32)", "a number from 1 to 100000", 100000),
+	    LIMIT_OPT("idle-timeout", PD_OPT_U64, idle_s, "SEC",
+	              "drop a connection idle this long (default 10)", "a number from 1 to 86400",
+	              86400),
+	};
+	const struct pd_opt_spec spec = {
+	    .prog = "pdkv-metaserver",
+	    .usage = usage,
+	    .footer = "In-memory HTTP metadata server with Mooncake's API:\n"
+	              "  GET|PUT|DELETE <path>?key=K   value get/set/remove (404 \"metadata not "
+	              "found\")\n"
+	              "  GET /health                   200 OK\n"
+	              "  GET /dump, GET /?prefix=P     all (or prefixed) keys as a JSON object\n"
+	              "A limit refusal is logged, at most once a second per kind. A key with a NUL "
+	              "byte (%00)\nis refused (400).\n",
+	    .opts = opts,
+	    .nopts = PD_ARRAY_SIZE(opts),
+	    .max_pos = 0,
+	};
+	int rc;
+
+	snprintf(usage, sizeof(usage),
+	         "usage: pdkv-metaserver [--port N] [--host ADDR] [--addr=[HOST]:PORT]\n"
+	         "                       [--max-body SIZE] [--reject-duplicate-rpc-meta]\n"
+	         "                       [--max-key SIZE] [--max-total SIZE] [--max-keys N]\n"
+	         "                       [--max-dump SIZE] [--max-connections N]\n"
+	         "                       [--max-connections-per-client N] [--idle-timeout SEC]\n"
+	         "Defaults: --host 0.0.0.0 --port %d.\n",
+	         DEFAULT_PORT);
+	rc = pd_opt_parse(&spec, argc, argv, 1, NULL, NULL);
+	if (!rc)
+		limits_from_args();
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	char host[256] = "0.0.0.0";
-	int port = DEFAULT_PORT, fd, ret = 1;
+	struct listen_at l = {.host = "0.0.0.0", .port = DEFAULT_PORT};
+	const char *host;
+	int port, fd, ret;
 	struct MHD_Daemon *d = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	sigset_t sigs;
-	const char *v;
-	int rc;
 
 	pd_log_set_name("pdkv-metaserver");
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		} else if ((v = arg_val(argc, argv, &i, "--port"))) {
-			if (parse_port(v, &port)) {
-				pd_err("--port: expected 0..65535, got \"%s\"", v);
-				return 2;
-			}
-		} else if ((v = arg_val(argc, argv, &i, "--host"))) {
-			snprintf(host, sizeof(host), "%s", v);
-		} else if ((v = arg_val(argc, argv, &i, "--addr"))) {
-			const char *colon = strrchr(v, ':');
-			if (!colon || parse_port(colon + 1, &port) ||
-			    (size_t)(colon - v) >= sizeof(host)) {
-				pd_err("--addr: expected [HOST]:PORT (e.g. :8080), got \"%s\"", v);
-				return 2;
-			}
-			if (colon > v)
-				snprintf(host, sizeof(host), "%.*s", (int)(colon - v), v);
-		} else if ((v = arg_val(argc, argv, &i, "--max-body"))) {
-			if (pd_parse_size(v, &opt.max_body) || !opt.max_body) {
-				pd_err("--max-body: expected a size such as 16MiB, got \"%s\"", v);
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "--reject-duplicate-rpc-meta")) {
-			opt.reject_dup_rpc_meta = true;
-		} else if ((rc = limit_opt(argc, argv, &i)) != 0) {
-			if (rc < 0)
-				return 2;
-		} else {
-			pd_err("unknown argument \"%s\"", argv[i]);
-			usage(stderr);
-			return 2;
-		}
-	}
+	ret = parse_args(argc, argv, &l);
+	if (ret)
+		return ret == 1 ? 0 : 2;
+	host = l.host;
+	port = l.port;
+	ret = 1;
 
 	lim.max_value = opt.max_body;
 	ms_store_limits(&lim);

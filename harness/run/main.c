@@ -2,6 +2,7 @@
  * named — and reports PASS / FAIL / NOTRUN per scenario, plus --json and --junit files. */
 #include "lib/hr.h"
 #include "pd_log.h"
+#include "pd_opt.h"
 #include "pd_proc.h"
 #include "pd_util.h"
 
@@ -33,82 +34,73 @@ struct args {
 	int nfiles;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: pdkv run [options] [SCENARIO.json|DIR ...]\n"
-	    "Runs 1P1D scenarios (prefill + decode stand-ins, proxy, metadata service) and\n"
-	    "checks that decode really reused the KV prefill produced. No argument: the default\n"
-	    "suite (scenarios/ next to the build, $PDKV_SCENARIOS, or ./scenarios).\n\n"
-	    "  --list           list the scenarios and their checks, run nothing\n"
-	    "  --filter SUBSTR  only scenarios whose name contains SUBSTR\n"
-	    "  --json FILE      write the results as one JSON document\n"
-	    "  --junit FILE     write JUnit XML (NOTRUN = skipped)\n"
-	    "  --strict         NOTRUN counts as a failure\n"
-	    "  --timeout S      per-scenario limit in seconds (default: scenario's, else 120)\n"
-	    "  --workdir DIR    where per-scenario work dirs go (default $TMPDIR/pdkv-run.XXXXXX)\n"
-	    "  --keep           keep every work dir (failed ones are always kept)\n"
-	    "  -v               show every check's numbers, process logs' location\n\n"
-	    "exit: 0 none failed, 1 any failed, 77 nothing could run, 2 usage error\n");
-}
-
 static int parse_args(int argc, char **argv, struct args *a)
 {
+	const struct pd_opt opts[] = {
+	    {.name = "list",
+	     .type = PD_OPT_FLAG,
+	     .dst = &a->list,
+	     .help = "list the scenarios and their checks, run nothing"},
+	    {.name = "filter",
+	     .type = PD_OPT_STR,
+	     .dst = &a->filter,
+	     .arg = "SUBSTR",
+	     .help = "only scenarios whose name contains SUBSTR"},
+	    {.name = "json",
+	     .type = PD_OPT_STR,
+	     .dst = &a->json,
+	     .arg = "FILE",
+	     .help = "write the results as one JSON document"},
+	    {.name = "junit",
+	     .type = PD_OPT_STR,
+	     .dst = &a->junit,
+	     .arg = "FILE",
+	     .help = "write JUnit XML (NOTRUN = skipped)"},
+	    {.name = "strict",
+	     .type = PD_OPT_FLAG,
+	     .dst = &a->strict,
+	     .help = "NOTRUN counts as a failure"},
+	    {.name = "timeout",
+	     .type = PD_OPT_DOUBLE,
+	     .dst = &a->timeout_s,
+	     .arg = "S",
+	     .help = "per-scenario limit in seconds (default: scenario's, else 120)",
+	     .want = "seconds > 0",
+	     .min = 0,
+	     .max = 1e9,
+	     .min_excl = true},
+	    {.name = "workdir",
+	     .type = PD_OPT_STR,
+	     .dst = &a->workdir,
+	     .arg = "DIR",
+	     .help = "where per-scenario work dirs go (default $TMPDIR/pdkv-run.XXXXXX)"},
+	    {.name = "keep",
+	     .type = PD_OPT_FLAG,
+	     .dst = &a->keep,
+	     .help = "keep every work dir (failed ones are always kept)"},
+	    {.name = "verbose",
+	     .shrt = 'v',
+	     .type = PD_OPT_FLAG,
+	     .dst = &a->verbose,
+	     .help = "show every check's numbers, process logs' location"},
+	};
+	const struct pd_opt_spec spec = {
+	    .prog = "pdkv run",
+	    .usage = "usage: pdkv run [options] [SCENARIO.json|DIR ...]\n"
+	             "Runs 1P1D scenarios (prefill + decode stand-ins, proxy, metadata service) "
+	             "and\nchecks that decode really reused the KV prefill produced. No argument: "
+	             "the default\nsuite (scenarios/ next to the build, $PDKV_SCENARIOS, or "
+	             "./scenarios).\n\n",
+	    .footer = "\nexit: 0 none failed, 1 any failed, 77 nothing could run, 2 usage error\n",
+	    .opts = opts,
+	    .nopts = PD_ARRAY_SIZE(opts),
+	    .max_pos = -1,
+	};
 	memset(a, 0, sizeof(*a));
 	a->files = calloc((size_t)argc + 1, sizeof(char *));
 	if (!a->files)
 		return 2;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-		const char **val = NULL;
-		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-			usage(stdout);
-			return 1;
-		} else if (!strcmp(s, "--strict")) {
-			a->strict = true;
-		} else if (!strcmp(s, "--keep")) {
-			a->keep = true;
-		} else if (!strcmp(s, "--list")) {
-			a->list = true;
-		} else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) {
-			a->verbose = true;
-		} else if (!strcmp(s, "--junit")) {
-			val = &a->junit;
-		} else if (!strcmp(s, "--json")) {
-			val = &a->json;
-		} else if (!strcmp(s, "--workdir")) {
-			val = &a->workdir;
-		} else if (!strcmp(s, "--filter")) {
-			val = &a->filter;
-		} else if (!strcmp(s, "--timeout")) {
-			char *end;
-			if (i + 1 >= argc) {
-				fprintf(stderr, "pdkv run: --timeout needs seconds\n");
-				return 2;
-			}
-			a->timeout_s = strtod(argv[++i], &end);
-			if (*end || end == argv[i] || a->timeout_s <= 0) {
-				fprintf(stderr,
-				        "pdkv run: --timeout: expected seconds > 0, got \"%s\"\n",
-				        argv[i]);
-				return 2;
-			}
-		} else if (s[0] == '-' && s[1]) {
-			fprintf(stderr, "pdkv run: unknown option %s (see pdkv run --help)\n", s);
-			return 2;
-		} else {
-			a->files[a->nfiles++] = argv[i];
-		}
-		if (val) {
-			if (i + 1 >= argc || !argv[i + 1][0]) {
-				fprintf(stderr, "pdkv run: %s needs a value\n", s);
-				return 2;
-			}
-			*val = argv[++i];
-		}
-	}
-	return 0;
+	return pd_opt_parse(&spec, argc, argv, 1, a->files, &a->nfiles);
 }
 
 static bool is_dir(const char *p)
@@ -201,18 +193,204 @@ static cJSON *versions(void)
 	return v;
 }
 
+/* What one invocation works on: the files named (or the default suite), the scenarios that
+ * parsed, and the report rows (files that did not parse come first). */
+struct suite {
+	char **files;
+	size_t nfiles, nsc;
+	struct hr_scenario *sc;
+	struct hr_report rep;
+};
+
+/* Scenario files from the arguments (directories: their *.json, sorted), else the default
+ * suite. 0, or EXIT_SKIP when the default suite has none. */
+static int collect_files(const struct args *a, struct suite *su)
+{
+	char sbuf[PATH_MAX];
+	if (a->nfiles == 0) {
+		const char *dir = default_suite(sbuf, sizeof(sbuf));
+		if (list_dir(dir, &su->files, &su->nfiles) || su->nfiles == 0) {
+			fprintf(stderr,
+			        "pdkv run: no scenario files in %s (set PDKV_SCENARIOS or name "
+			        "files)\n",
+			        dir);
+			return EXIT_SKIP;
+		}
+		qsort(su->files, su->nfiles, sizeof(char *), cmp_str);
+		return 0;
+	}
+	for (int i = 0; i < a->nfiles; i++) {
+		size_t before = su->nfiles;
+		if (is_dir(a->files[i])) {
+			list_dir(a->files[i], &su->files, &su->nfiles);
+			qsort(su->files + before, su->nfiles - before, sizeof(char *), cmp_str);
+		} else {
+			su->files = realloc(su->files, (su->nfiles + 1) * sizeof(char *));
+			su->files[su->nfiles++] = strdup(a->files[i]);
+		}
+	}
+	return 0;
+}
+
+/* Parses everything first: a broken file is a FAIL line naming file and field. */
+static void load_scenarios(const struct args *a, struct suite *su)
+{
+	size_t n = su->nfiles ? su->nfiles : 1;
+	su->sc = calloc(n, sizeof(*su->sc));
+	su->rep.v = calloc(n, sizeof(*su->rep.v));
+	for (size_t i = 0; i < su->nfiles; i++) {
+		char err[1024];
+		struct hr_scenario *sc = &su->sc[su->nsc];
+		if (hr_scenario_load(su->files[i], sc, err, sizeof(err))) {
+			struct hr_result *r = &su->rep.v[su->rep.n++];
+			const char *base = strrchr(su->files[i], '/');
+			memset(r, 0, sizeof(*r));
+			r->name = strdup(base ? base + 1 : su->files[i]);
+			r->path = strdup(su->files[i]);
+			r->status = HR_FAIL;
+			snprintf(r->reason, sizeof(r->reason), "%s", err);
+			continue;
+		}
+		if (a->filter && !strstr(sc->name, a->filter)) {
+			hr_scenario_free(sc);
+			continue;
+		}
+		su->nsc++;
+	}
+}
+
+/* --list: 1 when a file did not parse, else 0. */
+static int list_scenarios(const struct suite *su)
+{
+	for (size_t i = 0; i < su->rep.n; i++)
+		printf("%-40s  INVALID: %s\n", su->rep.v[i].name, su->rep.v[i].reason);
+	for (size_t i = 0; i < su->nsc; i++) {
+		const struct hr_scenario *sc = &su->sc[i];
+		printf("%-40s  %-5s %-4s checks:", sc->name, hr_meta_name(sc->meta), sc->protocol);
+		for (size_t k = 0; k < sc->nchecks; k++)
+			printf(" %s%s", sc->checks[k],
+			       sc->expect_fail && !strcmp(sc->expect_fail, sc->checks[k])
+			           ? "(must fail)"
+			           : "");
+		printf("\n    %s\n", sc->description);
+	}
+	return su->rep.n ? 1 : 0;
+}
+
+/* --workdir, or a fresh $TMPDIR/pdkv-run.XXXXXX (*made). 0, or 2 with the reason. */
+static int make_workdir(const struct args *a, char *wbuf, size_t sz, bool *made)
+{
+	*made = false;
+	if (a->workdir) {
+		snprintf(wbuf, sz, "%s", a->workdir);
+		if (pd_mkdir_p(wbuf)) {
+			fprintf(stderr, "pdkv run: cannot create --workdir %s\n", wbuf);
+			return 2;
+		}
+		return 0;
+	}
+	const char *tmp = getenv("TMPDIR");
+	snprintf(wbuf, sz, "%s/pdkv-run.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(wbuf)) {
+		fprintf(stderr, "pdkv run: mkdtemp %s: %s\n", wbuf, strerror(errno));
+		return 2;
+	}
+	*made = true;
+	return 0;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = {0};
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Every scenario in turn, one result line each (--strict turns NOTRUN into FAIL). */
+static void run_scenarios(const struct args *a, struct suite *su, const struct hr_opts *o)
+{
+	for (size_t i = 0; i < su->rep.n; i++) /* the files that did not parse */
+		hr_report_line(stdout, &su->rep.v[i], a->verbose);
+	for (size_t i = 0; i < su->nsc && !g_stop; i++) {
+		struct hr_result *r = &su->rep.v[su->rep.n++];
+		hr_run_scenario(&su->sc[i], o, r);
+		if (o->progress_tty)
+			fputs("\r\033[K", stderr);
+		if (r->status == HR_NOTRUN && a->strict) {
+			char why[sizeof(r->reason)];
+			snprintf(why, sizeof(why), "%s", r->reason);
+			r->status = HR_FAIL;
+			snprintf(r->reason, sizeof(r->reason), "NOTRUN under --strict: %.990s",
+			         why);
+		}
+		hr_report_line(stdout, r, a->verbose);
+	}
+}
+
+/* --json, --junit, the kept logs line and the summary; the exit status. */
+static int finish(const struct args *a, struct suite *su, const char *wbuf, bool made_workdir,
+                  double t0)
+{
+	struct hr_report *rep = &su->rep;
+	size_t passed = 0, failed = 0;
+	bool any_kept = false;
+	int ret;
+
+	rep->interrupted = g_stop != 0;
+	rep->wall_s = pd_now_s() - t0;
+	rep->versions = a->json ? versions() : NULL;
+	for (size_t i = 0; i < rep->n; i++) {
+		passed += rep->v[i].status == HR_PASS;
+		failed += rep->v[i].status == HR_FAIL;
+		any_kept |= rep->v[i].kept;
+	}
+	mkdir_parent(a->json);
+	mkdir_parent(a->junit);
+	if (a->json && (ret = hr_report_json(a->json, rep)))
+		fprintf(stderr, "pdkv run: cannot write --json %s: %s\n", a->json, strerror(-ret));
+	if (a->junit && (ret = hr_report_junit(a->junit, rep)))
+		fprintf(stderr, "pdkv run: cannot write --junit %s: %s\n", a->junit,
+		        strerror(-ret));
+	if (made_workdir && !any_kept)
+		rmdir(wbuf);
+	else if (any_kept)
+		fprintf(stdout, "# logs of failed%s scenarios are kept under %s\n",
+		        a->keep ? " and passed" : "", wbuf);
+	hr_report_summary(stdout, rep);
+	if (failed || rep->interrupted)
+		ret = 1;
+	else if (passed == 0)
+		ret = EXIT_SKIP;
+	else
+		ret = 0;
+	cJSON_Delete(rep->versions);
+	return ret;
+}
+
+static void suite_free(struct suite *su)
+{
+	for (size_t i = 0; i < su->rep.n; i++)
+		hr_result_free(&su->rep.v[i]);
+	free(su->rep.v);
+	for (size_t i = 0; i < su->nsc; i++)
+		hr_scenario_free(&su->sc[i]);
+	free(su->sc);
+	for (size_t i = 0; i < su->nfiles; i++)
+		free(su->files[i]);
+	free(su->files);
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
-	char sbuf[PATH_MAX], wbuf[PATH_MAX];
-	char **files = NULL;
-	size_t nfiles = 0, nsc = 0;
-	struct hr_scenario *sc = NULL;
-	struct hr_report rep = {0};
+	struct suite su = {0};
 	struct hr_opts o = {0};
-	struct sigaction sa = {0};
-	bool made_workdir = false, any_kept = false;
-	size_t passed = 0, failed = 0, notrun = 0;
+	char wbuf[PATH_MAX];
+	bool made_workdir = false;
 	double t0 = pd_now_s();
 	int ret;
 
@@ -222,101 +400,26 @@ int main(int argc, char **argv)
 		free(a.files);
 		return ret == 1 ? 0 : 2;
 	}
-	if (a.nfiles == 0) {
-		const char *dir = default_suite(sbuf, sizeof(sbuf));
-		if (list_dir(dir, &files, &nfiles) || nfiles == 0) {
-			fprintf(stderr,
-			        "pdkv run: no scenario files in %s (set PDKV_SCENARIOS or name "
-			        "files)\n",
-			        dir);
-			free(a.files);
-			return EXIT_SKIP;
-		}
-		qsort(files, nfiles, sizeof(char *), cmp_str);
-	} else {
-		for (int i = 0; i < a.nfiles; i++) {
-			size_t before = nfiles;
-			if (is_dir(a.files[i])) {
-				list_dir(a.files[i], &files, &nfiles);
-				qsort(files + before, nfiles - before, sizeof(char *), cmp_str);
-			} else {
-				files = realloc(files, (nfiles + 1) * sizeof(char *));
-				files[nfiles++] = strdup(a.files[i]);
-			}
-		}
-	}
-
-	/* Parse everything first: a broken file is a FAIL line naming file and field. */
-	sc = calloc(nfiles ? nfiles : 1, sizeof(*sc));
-	rep.v = calloc(nfiles ? nfiles : 1, sizeof(*rep.v));
-	for (size_t i = 0; i < nfiles; i++) {
-		char err[1024];
-		if (hr_scenario_load(files[i], &sc[nsc], err, sizeof(err))) {
-			struct hr_result *r = &rep.v[rep.n++];
-			const char *base = strrchr(files[i], '/');
-			memset(r, 0, sizeof(*r));
-			r->name = strdup(base ? base + 1 : files[i]);
-			r->path = strdup(files[i]);
-			r->status = HR_FAIL;
-			snprintf(r->reason, sizeof(r->reason), "%s", err);
-			continue;
-		}
-		if (a.filter && !strstr(sc[nsc].name, a.filter)) {
-			hr_scenario_free(&sc[nsc]);
-			continue;
-		}
-		nsc++;
-	}
+	ret = collect_files(&a, &su);
+	if (ret)
+		goto out;
+	load_scenarios(&a, &su);
 	if (a.list) {
-		for (size_t i = 0; i < rep.n; i++)
-			printf("%-40s  INVALID: %s\n", rep.v[i].name, rep.v[i].reason);
-		for (size_t i = 0; i < nsc; i++) {
-			printf("%-40s  %-5s %-4s checks:", sc[i].name, hr_meta_name(sc[i].meta),
-			       sc[i].protocol);
-			for (size_t k = 0; k < sc[i].nchecks; k++)
-				printf(" %s%s", sc[i].checks[k],
-				       sc[i].expect_fail &&
-				               !strcmp(sc[i].expect_fail, sc[i].checks[k])
-				           ? "(must fail)"
-				           : "");
-			printf("\n    %s\n", sc[i].description);
-		}
-		ret = rep.n ? 1 : 0;
+		ret = list_scenarios(&su);
 		goto out;
 	}
-	if (nsc == 0 && rep.n == 0) {
+	if (su.nsc == 0 && su.rep.n == 0) {
 		fprintf(stderr, "pdkv run: no scenario matches%s%s\n", a.filter ? " --filter " : "",
 		        a.filter ? a.filter : "");
 		ret = EXIT_SKIP;
 		goto out;
 	}
-
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	if (a.workdir) {
-		snprintf(wbuf, sizeof(wbuf), "%s", a.workdir);
-		if (pd_mkdir_p(wbuf)) {
-			fprintf(stderr, "pdkv run: cannot create --workdir %s\n", wbuf);
-			ret = 2;
-			goto out;
-		}
-	} else {
-		const char *tmp = getenv("TMPDIR");
-		snprintf(wbuf, sizeof(wbuf), "%s/pdkv-run.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-		if (!mkdtemp(wbuf)) {
-			fprintf(stderr, "pdkv run: mkdtemp %s: %s\n", wbuf, strerror(errno));
-			ret = 2;
-			goto out;
-		}
-		made_workdir = true;
-	}
-	rep.workdir = wbuf;
+	install_signals();
+	ret = make_workdir(&a, wbuf, sizeof(wbuf), &made_workdir);
+	if (ret)
+		goto out;
+	su.rep.workdir = wbuf;
 	o.workdir = wbuf;
 	o.keep = a.keep;
 	o.verbose = a.verbose;
@@ -324,64 +427,13 @@ int main(int argc, char **argv)
 	o.progress = stderr;
 	o.progress_tty = isatty(2) && !a.verbose;
 	o.stop = &g_stop;
-	fprintf(stderr, "# pdkv run: %zu scenario%s, work dir %s\n", nsc, nsc == 1 ? "" : "s",
+	fprintf(stderr, "# pdkv run: %zu scenario%s, work dir %s\n", su.nsc, su.nsc == 1 ? "" : "s",
 	        wbuf);
-
-	for (size_t i = 0; i < rep.n; i++) /* the files that did not parse */
-		hr_report_line(stdout, &rep.v[i], a.verbose);
-	for (size_t i = 0; i < nsc && !g_stop; i++) {
-		struct hr_result *r = &rep.v[rep.n++];
-		hr_run_scenario(&sc[i], &o, r);
-		if (o.progress_tty)
-			fputs("\r\033[K", stderr);
-		if (r->status == HR_NOTRUN && a.strict) {
-			char why[sizeof(r->reason)];
-			snprintf(why, sizeof(why), "%s", r->reason);
-			r->status = HR_FAIL;
-			snprintf(r->reason, sizeof(r->reason), "NOTRUN under --strict: %.990s",
-			         why);
-		}
-		hr_report_line(stdout, r, a.verbose);
-	}
-	rep.interrupted = g_stop != 0;
-	rep.wall_s = pd_now_s() - t0;
-	rep.versions = a.json ? versions() : NULL;
-	for (size_t i = 0; i < rep.n; i++) {
-		passed += rep.v[i].status == HR_PASS;
-		failed += rep.v[i].status == HR_FAIL;
-		notrun += rep.v[i].status == HR_NOTRUN;
-		any_kept |= rep.v[i].kept;
-	}
-	mkdir_parent(a.json);
-	mkdir_parent(a.junit);
-	if (a.json && (ret = hr_report_json(a.json, &rep)))
-		fprintf(stderr, "pdkv run: cannot write --json %s: %s\n", a.json, strerror(-ret));
-	if (a.junit && (ret = hr_report_junit(a.junit, &rep)))
-		fprintf(stderr, "pdkv run: cannot write --junit %s: %s\n", a.junit, strerror(-ret));
-	if (made_workdir && !any_kept)
-		rmdir(wbuf);
-	else if (any_kept)
-		fprintf(stdout, "# logs of failed%s scenarios are kept under %s\n",
-		        a.keep ? " and passed" : "", wbuf);
-	hr_report_summary(stdout, &rep);
-	if (failed || rep.interrupted)
-		ret = 1;
-	else if (passed == 0)
-		ret = EXIT_SKIP;
-	else
-		ret = 0;
-	cJSON_Delete(rep.versions);
+	run_scenarios(&a, &su, &o);
+	ret = finish(&a, &su, wbuf, made_workdir, t0);
 	curl_global_cleanup();
 out:
-	for (size_t i = 0; i < rep.n; i++)
-		hr_result_free(&rep.v[i]);
-	free(rep.v);
-	for (size_t i = 0; i < nsc; i++)
-		hr_scenario_free(&sc[i]);
-	free(sc);
-	for (size_t i = 0; i < nfiles; i++)
-		free(files[i]);
-	free(files);
+	suite_free(&su);
 	free(a.files);
 	return ret;
 }

@@ -1,5 +1,5 @@
 /* cfg: reads a Mooncake + vLLM prefill/decode deployment's configuration exactly as vLLM and the
- * Mooncake adaptor read it (shared/spec/vllm-connector.md §2, §3, §5, §7.4), and says what is
+ * Mooncake adaptor read it (docs/vllm-v0.md), and says what is
  * wrong. Used by `pdkv config`, `pdkv ports`, the stand-ins, the connector and the runner. */
 #ifndef CFG_H
 #define CFG_H
@@ -104,7 +104,7 @@ int cfg_kv_transfer_parse_release(const char *json, const struct cfg_vllm_info *
 /* str(uuid.uuid4()) from the kernel's random source: 36 characters + NUL. 0, or -1. */
 int cfg_uuid4(char out[37]);
 
-/* The V0 MooncakePipe's names and ports for one TP rank (spec §3.1–§3.2): +100 rule applied
+/* The V0 MooncakePipe's names and ports for one TP rank (docs/vllm-v0.md): +100 rule applied
  * (string compare), kv_rank 0 = prefill end, anything else = decode end. */
 struct cfg_v0_pipe {
 	bool prefill_end;
@@ -159,8 +159,8 @@ int cfg_ports_conflicts(const struct cfg_port *p, size_t n, struct cfg_conflict 
 void cfg_conflicts_free(struct cfg_conflict *c, size_t n);
 bool cfg_same_machine(const char *a, const char *b);
 
-/* Environment that changes what vLLM / TE do (vllm-connector.md §7.4, transfer-engine.md §2.6,
- * §5.5). Strings are NULL when unset. */
+/* Environment that changes what vLLM / TE do (docs/vllm-v0.md, docs/engine.md,
+ * docs/rdma.md). Strings are NULL when unset. */
 struct cfg_env {
 	const char *mooncake_config_path;
 	const char *bootstrap_port, *side_channel_port, *abort_timeout, *sender_workers, *protocol;

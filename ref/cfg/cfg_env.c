@@ -1,5 +1,5 @@
 /* cfg_env: the environment variables that change what vLLM and the transfer engine do with a
- * configuration (vllm-connector.md §7.4, transfer-engine.md §2.6, §5.5). */
+ * configuration (docs/vllm-v0.md, docs/engine.md, docs/rdma.md). */
 #include "cfg/cfg.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* cfg_meta: mooncake.json's metadata_server / metadata_backend as the V0 adaptor turns them into
- * a transfer-engine connection string (vllm-connector.md §2.6), and what the engine does with it.
+ * a transfer-engine connection string (docs/metadata.md), and what the engine does with it.
  */
 #include "cfg_internal.h"
 
@@ -139,8 +139,7 @@ static void check_http(const struct cfg_mooncake *mc, const char *rest, struct c
 		             mc->path, mc->metadata_server, mc->conn_string, slash ? "" : "");
 }
 
-/* adaptor initialize/initializeExt + TE parseConnectionString (vllm-connector.md §2.6,
- * transfer-engine.md §2.3). */
+/* adaptor initialize/initializeExt + TE parseConnectionString (docs/metadata.md). */
 void cfg_mc_resolve_metadata(struct cfg_mooncake *mc, enum cfg_vllm vllm, struct cfg_diags *d)
 {
 	const char *ms = mc->metadata_server, *rest;

@@ -1,5 +1,5 @@
 /* cfg_mooncake: mooncake.json as vLLM's MooncakeTransferEngineConfig.from_file and the Mooncake
- * adaptor read it (vllm-connector.md §2), the exception vLLM raises, and pdkv's diagnostics. */
+ * adaptor read it (docs/vllm-v0.md), the exception vLLM raises, and pdkv's diagnostics. */
 #include "cfg_internal.h"
 #include "pd_util.h"
 
@@ -104,8 +104,9 @@ static void split_devices(struct cfg_mooncake *mc, struct cfg_diags *d)
 		             mc->path, s);
 }
 
-/* §3.1 steps 3–5: url.split(':') into two pieces and int() of each port. 0 ok, -1 with the
- * exception set; *port_bad when a ZMQ port B+9/B+10 would fall outside 0..65535. */
+/* MooncakePipe construction (docs/vllm-v0.md): url.split(':') into two pieces and int() of each
+ * port. 0 ok, -1 with the exception set; *port_bad when a ZMQ port B+9/B+10 would fall outside
+ * 0..65535. */
 static int v0_urls(const struct cfg_mooncake *mc, char **err, bool *port_bad)
 {
 	const char *urls[2] = {mc->prefill_url, mc->decode_url};
@@ -150,8 +151,8 @@ out:
 	return ret;
 }
 
-/* §2.5 + pybind11: metadata_backend.lower() and the membership test, then initialize() /
- * initializeExt() take str or None for each const char * argument. */
+/* The adaptor (docs/vllm-v0.md) + pybind11: metadata_backend.lower() and the membership test, then
+ * initialize() / initializeExt() take str or None for each const char * argument. */
 static int v0_init_args(const struct cfg_mooncake *mc, char **err)
 {
 	const char *bt = mc->types[CFG_MC_METADATA_BACKEND];
@@ -187,7 +188,7 @@ static int v0_init_args(const struct cfg_mooncake *mc, char **err)
 	return -1;
 }
 
-/* MooncakePipe construction up to the ZMQ sockets (§3.1 steps 3–8, §2.5): the first exception
+/* MooncakePipe construction up to the ZMQ sockets (docs/vllm-v0.md): the first exception
  * vLLM raises, for the side whose kv_rank is given (both ends are checked by the caller). */
 static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **err)
 {
@@ -197,7 +198,7 @@ static void v0_construct(struct cfg_mooncake *mc, struct cfg_diags *d, char **er
 	if (v0_urls(mc, err, &port_bad) || v0_init_args(mc, err))
 		return;
 	if (!mc->metadata_server || !mc->protocol || !mc->device_name) {
-		/* None → nullptr → std::string(nullptr) inside the adaptor [spec §10.3: U] */
+		/* None → nullptr → std::string(nullptr) inside the adaptor (uncertain) */
 		set_err(err, "RuntimeError: basic_string::_M_construct null not valid");
 		cfg_diag_add(d, CFG_INFO, NULL,
 		             "%s: vLLM's exact failure for a null %s is uncertain (the adaptor "

@@ -66,7 +66,7 @@ static int env_int(const char *s, int def)
 	return (int)v;
 }
 
-/* TE random RPC range in effect (transfer-engine.md §2.6). V0 needs TE <= 0.3.3.post2, which
+/* TE random RPC range in effect (docs/engine.md). V0 needs TE <= 0.3.3.post2, which
  * knows no range variables. */
 void cfg_te_rpc_range(const struct cfg_env *env, enum cfg_vllm vllm, int *lo, int *hi)
 {
@@ -213,8 +213,8 @@ struct v1plan {
 	int base, lo, hi;
 };
 
-/* gen A (vllm-connector.md §7.4): each producer worker binds its ROUTER at BASE + dp*tp + r on
- * get_ip(); decode's REQ of the same rank connects there. */
+/* gen A (docs/wire-v1.md, docs/vllm-versions.md): each producer worker binds its ROUTER at BASE +
+ * dp*tp + r on get_ip(); decode's REQ of the same rank connects there. */
 static void plan_gen_a(struct plan *p, const struct v1plan *v)
 {
 	const struct cfg_deploy *dep = v->dep;
@@ -239,7 +239,7 @@ static void plan_gen_a(struct plan *p, const struct v1plan *v)
 	}
 }
 
-/* gen B (vllm-v1-wire.md §3): the producer's dp-rank-0 worker serves the HTTP bootstrap server
+/* gen B (docs/wire-v1.md): the producer's dp-rank-0 worker serves the HTTP bootstrap server
  * on 0.0.0.0:BASE; every producer worker binds a ROUTER on a random port (pyzmq's
  * bind_to_random_port range) and registers it; decode queries /query and connects a DEALER. */
 static void plan_gen_b(struct plan *p, const struct v1plan *v)

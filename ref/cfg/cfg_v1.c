@@ -219,7 +219,7 @@ static bool env_true(const char *v)
 	return v && (!strcmp(v, "1") || !strcasecmp(v, "true"));
 }
 
-/* Gen A pairs P and D by the engine's request id (vllm-v1-wire.md §1): with randomised ids P
+/* Gen A pairs P and D by the engine's request id (docs/wire-v1.md): with randomised ids P
  * never finds D's id and still answers trans_done. */
 static void warn_reqid(struct cfg_report *r, const struct cfg_check_opts *o, bool oot)
 {

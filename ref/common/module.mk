@@ -1,8 +1,15 @@
 LIBS += pdcommon
 pdcommon_SRCS := $(wildcard ref/common/*.c)
+# pdtestsvc: real etcd / redis-server / pdkv-metaserver on free ports, for tests and the
+# scenario runner only (no reference binary links it).
+LIBS += pdtestsvc
+pdtestsvc_SRCS := $(wildcard ref/common/testsvc/*.c)
 TESTS += test_common
 test_common_SRCS := ref/common/tests/test_common.c
 test_common_LIBS := pdcommon
 TESTS += test_pd_opt
 test_pd_opt_SRCS := ref/common/tests/test_pd_opt.c
 test_pd_opt_LIBS := pdcommon
+TESTS += test_pd_buf
+test_pd_buf_SRCS := ref/common/tests/test_pd_buf.c
+test_pd_buf_LIBS := pdcommon

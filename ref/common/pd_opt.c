@@ -105,7 +105,7 @@ static int convert(const struct pd_opt_spec *s, const struct pd_opt *o, const ch
 			return -1;
 		return 0;
 	case PD_OPT_STR:
-		if (!*v)
+		if (!*v && !o->empty_ok)
 			return -1;
 		*(const char **)o->dst = v;
 		return 0;

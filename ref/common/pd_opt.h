@@ -10,7 +10,7 @@
 enum pd_opt_type {
 	PD_OPT_FLAG,   /* no value: *(bool *)dst = true */
 	PD_OPT_BOOL,   /* bare = true, or "=true|false|1|0" (never the next argument): bool */
-	PD_OPT_STR,    /* *(const char **)dst = the value (non-empty) */
+	PD_OPT_STR,    /* *(const char **)dst = the value (non-empty unless empty_ok) */
 	PD_OPT_INT,    /* int in [min, max] */
 	PD_OPT_U64,    /* uint64_t in [min, max] */
 	PD_OPT_SIZE,   /* uint64_t with K/M/G/KiB... suffixes (pd_parse_size), in [min, max] */
@@ -32,6 +32,7 @@ struct pd_opt {
 	const char *choices;                             /* PD_OPT_CHOICE */
 	int (*fn)(const char *val, void *dst, void *ud); /* PD_OPT_FN */
 	bool optional_value; /* PD_OPT_FN: the value only as --name=V, bare allowed */
+	bool empty_ok;       /* PD_OPT_STR: "" is a value (vLLM's own flags accept it) */
 	bool *seen;          /* set to true when the option is given */
 };
 

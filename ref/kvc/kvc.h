@@ -1,6 +1,6 @@
 /* kvc: the vLLM V0 MooncakeConnector on pdkv's engine — MooncakePipe (ZMQ PUSH/PULL side channel
  * + TE READ by the receiver + FIFO ACKs) under SimpleBuffer (insert / drop_select keyed by tokens
- * and roi, kv_buffer_size back pressure). shared/spec/vllm-connector.md §3–§4, §9.1.
+ * and roi, kv_buffer_size back pressure). docs/v0-pipe.md, docs/vllm-v0.md.
  * One struct kvc per (instance, TP rank). Thread-safe: many request threads may call in. */
 #ifndef KVC_H
 #define KVC_H
@@ -29,7 +29,7 @@ enum kvc_miss_mode {
 	KVC_MISS_NEW = 1, /* BUF-new: producer waits for a matching insert */
 };
 
-/* Producer back pressure (spec §4.7). Added by the kvc helper. */
+/* Producer back pressure (docs/vllm-v0.md). Added by the kvc helper. */
 enum kvc_overflow {
 	KVC_OVERFLOW_NEW_ESCAPE = 0, /* BUF-new `bytes + item > threshold` waits, but an item larger
 	                                than the whole threshold is accepted into an empty buffer

@@ -1,4 +1,4 @@
-/* kvc_sbuf: SimpleBuffer's producer-side state (spec §4.3–§4.7) — the deque of cloned items,
+/* kvc_sbuf: SimpleBuffer's producer-side state (docs/vllm-v0.md) — the deque of cloned items,
  * kv_buffer_size byte accounting and back pressure, prefix matching and vLLM's search order. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* pdkv-proxy: the disaggregated-prefill proxy (the guide's, vLLM's toy or mooncake router
- * contract), strict about failures. Thin main: flags -> px_server -> SIGINT/SIGTERM -> stop. */
+/* pdkv-proxy: the disaggregated-prefill proxy (the integration guide's, docs/vllm-v0.md; vLLM's
+ * toy or the mooncake router contract), strict about failures. Thin main: flags -> px_server. */
 #include "px.h"
 #include "pd_log.h"
 

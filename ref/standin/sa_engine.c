@@ -213,7 +213,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 				break;
 			}
 			/* A timeout is "no KV arrived" (e.g. a producer that never inserted has no
-			 * handler thread yet, spec §4.5), not a failed transfer. */
+			 * handler thread yet, docs/vllm-v0.md), not a failed transfer. */
 			bool miss = ret == KVC_MISS || ret == KVC_ERR_TIMEOUT;
 
 			if (!miss) {

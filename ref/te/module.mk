@@ -19,7 +19,7 @@ test_te_engine_SRCS := ref/te/tests/test_te_engine.c
 test_te_engine_LIBS := te temeta pdcommon
 TESTS += test_te_tcp
 test_te_tcp_SRCS := ref/te/tests/test_te_tcp.c
-test_te_tcp_LIBS := te temeta pdcommon
+test_te_tcp_LIBS := te temeta pdtestsvc pdcommon
 # CUDA memory over TCP (te_gpu.c loads libcudart at run time); skips (77) without a GPU
 TESTS += test_te_gpu
 test_te_gpu_SRCS := ref/te/tests/test_te_gpu.c

@@ -1,5 +1,5 @@
 /* te: pdkv's reference transfer engine — the public API. Semantics follow Mooncake's
- * TransferEngine (shared/spec/transfer-engine.md §1); see te_c.h for the transfer_engine_c.h shape.
+ * TransferEngine (docs/engine.md); see te_c.h for the transfer_engine_c.h shape.
  * Every int-returning call returns 0 (or a non-negative value) on success, a TE_ERR_* (< 0) else.
  */
 #ifndef TE_H
@@ -53,7 +53,7 @@ struct te_engine; /* opaque */
 
 struct te_engine_opts {
 	const char *metadata_conn;     /* "etcd://h:p", "h:p", "redis://h:p", "http://h:p/path",
-	                                  "P2PHANDSHAKE" (spec §2.3) */
+	                                  "P2PHANDSHAKE" (docs/metadata.md) */
 	const char *local_server_name; /* segment name, e.g. "10.0.0.2:13003" */
 	const char *protocol;          /* "tcp", "rdma" or NULL = auto (rdma if a device exists) */
 	const char *device_names;      /* comma list for rdma ("mlx5_0,mlx5_1"); NULL = all */
@@ -72,7 +72,7 @@ struct te_task_status {
 	size_t transferred_bytes;
 };
 
-/* Creates the engine: resolves the RPC endpoint (spec §2.6; MC_* env honoured), writes
+/* Creates the engine: resolves the RPC endpoint (docs/engine.md; MC_* env honoured), writes
  * mooncake/rpc_meta/<name>, installs the transport and publishes the segment descriptor. */
 int te_engine_create(const struct te_engine_opts *opts, struct te_engine **out);
 /* Removes this engine's metadata keys, stops listeners and frees everything. NULL is a no-op. */

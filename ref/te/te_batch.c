@@ -1,5 +1,5 @@
 /* te_batch: batches — ids, validation and start of requests, task status, and the blocking
- * te_transfer_sync on top (spec §1.1). Ids index a handle table (generation in the high half),
+ * te_transfer_sync on top (docs/engine.md). Ids index a handle table (generation in the high half),
  * so a stale or bogus id is TE_ERR_BAD_BATCH instead of a wild pointer. */
 #include "te_engine_priv.h"
 

@@ -1,4 +1,4 @@
-/* te_c: a C API shaped like Mooncake's transfer_engine_c.h (spec §1.2) on top of te.h, so a
+/* te_c: a C API shaped like Mooncake's transfer_engine_c.h (docs/engine.md) on top of te.h, so a
  * program written against Mooncake's C API ports by swapping the include and the library. */
 #ifndef TE_C_H
 #define TE_C_H
@@ -51,7 +51,7 @@ typedef struct buffer_entry buffer_entry_t;
 typedef void *transfer_engine_t;
 typedef void *transport_t;
 
-/* NULL on failure. ip_or_host_name and rpc_port are ignored (as Mooncake >= 0.3.0: §2.6).
+/* NULL on failure. ip_or_host_name and rpc_port are ignored (as Mooncake >= 0.3.0: docs/engine.md).
  * auto_discover != 0 picks rdma when a device exists, else tcp; with 0 the transport is chosen
  * by installTransport() (before that, the first call that needs the engine picks tcp). */
 transfer_engine_t createTransferEngine(const char *metadata_conn_string,

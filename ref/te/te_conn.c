@@ -1,6 +1,5 @@
-/* te_conn: metadata connection strings (spec §2.3) — P2PHANDSHAKE, etcd://h:p[,h:p], bare h:p
- * (= etcd), redis://h[:p], http(s)://... — and the vLLM adaptor's resolution (vllm-connector §2.6).
- */
+/* te_conn: metadata connection strings — P2PHANDSHAKE, etcd://h:p[,h:p], bare h:p (= etcd),
+ * redis://h[:p], http(s)://... — and the vLLM adaptor's resolution (both: docs/metadata.md). */
 #include "te_internal.h"
 
 #include <ctype.h>

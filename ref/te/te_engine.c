@@ -1,4 +1,4 @@
-/* te_engine: engine lifecycle — RPC endpoint selection (spec §2.6), transport choice, the
+/* te_engine: engine lifecycle — RPC endpoint selection (docs/engine.md), transport choice, the
  * handshake server, local registration, rpc_meta/descriptor publishing and key cleanup. */
 #include "te_engine_priv.h"
 

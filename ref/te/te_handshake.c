@@ -1,5 +1,5 @@
-/* te_handshake: the out-of-band handshake socket of spec §3 — frame codec (u64 LE length, type
- * byte, JSON; legacy frames), the server's per-connection exchange (on te_net's accept loop)
+/* te_handshake: the out-of-band handshake socket of docs/handshake.md — frame codec (u64 LE length,
+ * type byte, JSON; legacy frames), the server's per-connection exchange (on te_net's accept loop)
  * and the one-shot client. */
 #include "te_internal.h"
 

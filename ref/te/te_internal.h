@@ -47,8 +47,8 @@ struct te_segment_desc {
 
 /* Mooncake FastWriter bytes: compact, keys sorted byte-wise, trailing "\n". malloc'd. */
 char *te_desc_encode(const struct te_segment_desc *d);
-/* Tolerant reader with Mooncake's validation (§2.2): the whole descriptor is rejected on any
- * invalid field. *out is malloc'd; free with te_desc_free. TE_ERR_MALFORMED_JSON on failure,
+/* Tolerant reader with Mooncake's validation (docs/metadata.md): the whole descriptor is rejected
+ * on any invalid field. *out is malloc'd; free with te_desc_free. TE_ERR_MALFORMED_JSON on failure,
  * with the reason in errbuf. */
 int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, char *errbuf,
                    size_t errlen);

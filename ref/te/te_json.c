@@ -2,6 +2,8 @@
  * sorted byte-wise, "\n" at the end) and a strict parser that keeps 64-bit integers exact. */
 #include "te_internal.h"
 
+#include "pd_buf.h"
+
 #include <cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -16,38 +18,6 @@
 #define JSON_MAX_MEMBERS 10000 /* per object: bounds the duplicate-key scan on hostile input */
 
 /* ------------------------------------------------------------------ writer */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-	sb_put(b, s, strlen(s));
-}
-
 /* Length of the valid UTF-8 sequence at p (< e), its code point in *cp; 0 if invalid. */
 static unsigned utf8_seq(const unsigned char *p, const unsigned char *e, unsigned *cp)
 {
@@ -86,45 +56,45 @@ static unsigned utf8_next(const unsigned char **s, const unsigned char *e)
 }
 
 /* jsoncpp 1.9 valueToQuotedString (emitUTF8 = false): non-ASCII as \uXXXX, lowercase hex. */
-static void sb_quote(struct sbuf *b, const char *str)
+static void sb_quote(struct pd_buf *b, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str, *e = s + strlen(str);
 	char tmp[16];
-	sb_put(b, "\"", 1);
+	pd_buf_put(b, "\"", 1);
 	while (s < e) {
 		const unsigned char *run = s;
 		while (s < e && *s >= 0x20 && *s < 0x80 && *s != '"' && *s != '\\')
 			s++;
-		sb_put(b, (const char *)run, (size_t)(s - run));
+		pd_buf_put(b, (const char *)run, (size_t)(s - run));
 		if (s >= e)
 			break;
 		switch (*s) {
 		case '"':
-			sb_puts(b, "\\\"");
+			pd_buf_puts(b, "\\\"");
 			s++;
 			continue;
 		case '\\':
-			sb_puts(b, "\\\\");
+			pd_buf_puts(b, "\\\\");
 			s++;
 			continue;
 		case '\b':
-			sb_puts(b, "\\b");
+			pd_buf_puts(b, "\\b");
 			s++;
 			continue;
 		case '\f':
-			sb_puts(b, "\\f");
+			pd_buf_puts(b, "\\f");
 			s++;
 			continue;
 		case '\n':
-			sb_puts(b, "\\n");
+			pd_buf_puts(b, "\\n");
 			s++;
 			continue;
 		case '\r':
-			sb_puts(b, "\\r");
+			pd_buf_puts(b, "\\r");
 			s++;
 			continue;
 		case '\t':
-			sb_puts(b, "\\t");
+			pd_buf_puts(b, "\\t");
 			s++;
 			continue;
 		}
@@ -136,20 +106,20 @@ static void sb_quote(struct sbuf *b, const char *str)
 		} else {
 			snprintf(tmp, sizeof(tmp), "\\u%04x", cp);
 		}
-		sb_puts(b, tmp);
+		pd_buf_puts(b, tmp);
 	}
-	sb_put(b, "\"", 1);
+	pd_buf_put(b, "\"", 1);
 }
 
-static void sb_number(struct sbuf *b, double d)
+static void sb_number(struct pd_buf *b, double d)
 {
 	char tmp[64];
 	if (isnan(d)) {
-		sb_puts(b, "null");
+		pd_buf_puts(b, "null");
 		return;
 	}
 	if (isinf(d)) {
-		sb_puts(b, d > 0 ? "1e+9999" : "-1e+9999");
+		pd_buf_puts(b, d > 0 ? "1e+9999" : "-1e+9999");
 		return;
 	}
 	if (d == floor(d) && d >= 0 && d < 18446744073709551616.0)
@@ -158,7 +128,7 @@ static void sb_number(struct sbuf *b, double d)
 		snprintf(tmp, sizeof(tmp), "%lld", (long long)d);
 	else
 		snprintf(tmp, sizeof(tmp), "%.17g", d);
-	sb_puts(b, tmp);
+	pd_buf_puts(b, tmp);
 }
 
 static int cmp_child(const void *a, const void *b)
@@ -168,41 +138,41 @@ static int cmp_child(const void *a, const void *b)
 	return c ? c : (x < y ? -1 : x > y); /* stable for duplicate keys */
 }
 
-static void write_item(struct sbuf *b, const cJSON *it, int depth)
+static void write_item(struct pd_buf *b, const cJSON *it, int depth)
 {
 	const cJSON *c;
 	size_t n = 0, i;
 	if (depth > JSON_MAX_DEPTH * 4) {
-		b->oom = 1;
+		b->oom = true;
 		return;
 	}
 	switch (it->type & 0xff) {
 	case cJSON_False:
-		sb_puts(b, "false");
+		pd_buf_puts(b, "false");
 		return;
 	case cJSON_True:
-		sb_puts(b, "true");
+		pd_buf_puts(b, "true");
 		return;
 	case cJSON_NULL:
-		sb_puts(b, "null");
+		pd_buf_puts(b, "null");
 		return;
 	case cJSON_Number:
 		sb_number(b, it->valuedouble);
 		return;
 	case cJSON_Raw:
-		sb_puts(b, it->valuestring ? it->valuestring : "null");
+		pd_buf_puts(b, it->valuestring ? it->valuestring : "null");
 		return;
 	case cJSON_String:
 		sb_quote(b, it->valuestring ? it->valuestring : "");
 		return;
 	case cJSON_Array:
-		sb_put(b, "[", 1);
+		pd_buf_put(b, "[", 1);
 		for (c = it->child; c; c = c->next) {
 			if (c != it->child)
-				sb_put(b, ",", 1);
+				pd_buf_put(b, ",", 1);
 			write_item(b, c, depth + 1);
 		}
-		sb_put(b, "]", 1);
+		pd_buf_put(b, "]", 1);
 		return;
 	case cJSON_Object: {
 		const cJSON **v;
@@ -210,36 +180,36 @@ static void write_item(struct sbuf *b, const cJSON *it, int depth)
 			n++;
 		v = malloc((n ? n : 1) * sizeof(*v));
 		if (!v) {
-			b->oom = 1;
+			b->oom = true;
 			return;
 		}
 		for (c = it->child, i = 0; c; c = c->next)
 			v[i++] = c;
 		qsort(v, n, sizeof(*v), cmp_child);
-		sb_put(b, "{", 1);
+		pd_buf_put(b, "{", 1);
 		for (i = 0; i < n; i++) {
 			if (i)
-				sb_put(b, ",", 1);
+				pd_buf_put(b, ",", 1);
 			sb_quote(b, v[i]->string ? v[i]->string : "");
-			sb_put(b, ":", 1);
+			pd_buf_put(b, ":", 1);
 			write_item(b, v[i], depth + 1);
 		}
-		sb_put(b, "}", 1);
+		pd_buf_put(b, "}", 1);
 		free(v);
 		return;
 	}
 	default:
-		sb_puts(b, "null");
+		pd_buf_puts(b, "null");
 	}
 }
 
 char *te_json_fast_write(const struct cJSON *item)
 {
-	struct sbuf b = {0};
+	struct pd_buf b = {0};
 	if (!item)
 		return NULL;
 	write_item(&b, item, 0);
-	sb_put(&b, "\n", 1);
+	pd_buf_put(&b, "\n", 1);
 	if (b.oom) {
 		free(b.p);
 		return NULL;
@@ -296,7 +266,7 @@ static int hex4(const char *s, unsigned *out)
 	return 0;
 }
 
-static void put_utf8(struct sbuf *b, unsigned cp)
+static void put_utf8(struct pd_buf *b, unsigned cp)
 {
 	char t[4];
 	size_t n;
@@ -319,15 +289,15 @@ static void put_utf8(struct sbuf *b, unsigned cp)
 		t[3] = (char)(0x80 | (cp & 0x3f));
 		n = 4;
 	}
-	sb_put(b, t, n);
+	pd_buf_put(b, t, n);
 }
 
 /* Parses a string at p->s (on the opening quote); returns a malloc'd NUL-free C string. */
 static char *parse_string(struct parser *p)
 {
-	struct sbuf b = {0};
+	struct pd_buf b = {0};
 	p->s++;
-	sb_put(&b, "", 0);
+	pd_buf_put(&b, "", 0);
 	while (!p->failed) {
 		const char *run = p->s;
 		while (p->s < p->e && *p->s != '"' && *p->s != '\\' &&
@@ -343,7 +313,7 @@ static char *parse_string(struct parser *p)
 		}
 		if (p->failed)
 			break;
-		sb_put(&b, run, (size_t)(p->s - run));
+		pd_buf_put(&b, run, (size_t)(p->s - run));
 		if (p->s >= p->e) {
 			perr(p, "unterminated string");
 			break;
@@ -369,28 +339,28 @@ static char *parse_string(struct parser *p)
 		p->s += 2;
 		switch (c) {
 		case '"':
-			sb_put(&b, "\"", 1);
+			pd_buf_put(&b, "\"", 1);
 			break;
 		case '\\':
-			sb_put(&b, "\\", 1);
+			pd_buf_put(&b, "\\", 1);
 			break;
 		case '/':
-			sb_put(&b, "/", 1);
+			pd_buf_put(&b, "/", 1);
 			break;
 		case 'b':
-			sb_put(&b, "\b", 1);
+			pd_buf_put(&b, "\b", 1);
 			break;
 		case 'f':
-			sb_put(&b, "\f", 1);
+			pd_buf_put(&b, "\f", 1);
 			break;
 		case 'n':
-			sb_put(&b, "\n", 1);
+			pd_buf_put(&b, "\n", 1);
 			break;
 		case 'r':
-			sb_put(&b, "\r", 1);
+			pd_buf_put(&b, "\r", 1);
 			break;
 		case 't':
-			sb_put(&b, "\t", 1);
+			pd_buf_put(&b, "\t", 1);
 			break;
 		case 'u': {
 			unsigned cp, lo;

@@ -1,6 +1,8 @@
-/* te_meta: the metadata store handle — key layout (spec §2.1), the backend table (one file per
- * backend: te_meta_etcd.c, te_meta_redis.c, te_meta_http.c) and the shared libcurl request. */
+/* te_meta: the metadata store handle — key layout (docs/metadata.md), the backend table (one file
+ * per backend: te_meta_etcd.c, te_meta_redis.c, te_meta_http.c) and the shared libcurl request. */
 #include "te_internal.h"
+
+#include "pd_buf.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -71,43 +73,13 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-struct rbuf {
-	char *p;
-	size_t len, cap;
-	int too_big;
-};
-
-static size_t on_body(char *data, size_t sz, size_t n, void *ud)
-{
-	struct rbuf *b = ud;
-	size_t add = sz * n;
-	if (b->len + add > META_MAX_RESPONSE) {
-		b->too_big = 1;
-		return 0; /* aborts the transfer */
-	}
-	if (b->len + add + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		while (cap < b->len + add + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p)
-			return 0;
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, data, add);
-	b->len += add;
-	b->p[b->len] = '\0';
-	return add;
-}
-
 int te_meta_http_request(const char *method, const char *url, const char *body, size_t len,
                          const char *content_type, long timeout_ms, long *status, char **resp,
                          size_t *resp_len, char *errbuf, size_t errlen)
 {
 	char cerr[CURL_ERROR_SIZE] = "", ct[128];
 	struct curl_slist *hdr = NULL;
-	struct rbuf b = {0};
+	struct pd_buf b = {.max = META_MAX_RESPONSE};
 	CURLcode rc;
 	CURL *c;
 	int ret = TE_ERR_UNREACHABLE;
@@ -128,7 +100,7 @@ int te_meta_http_request(const char *method, const char *url, const char *body, 
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 1500 ? timeout_ms : 1500L);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pd_buf_curl_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (!strcmp(method, "GET")) {
@@ -152,7 +124,7 @@ int te_meta_http_request(const char *method, const char *url, const char *body, 
 	if (rc == CURLE_OK) {
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 		ret = 0;
-	} else if (b.too_big) {
+	} else if (b.over) {
 		snprintf(errbuf, errlen, "%s %s: response larger than %u bytes", method, url,
 		         META_MAX_RESPONSE);
 		ret = TE_ERR_METADATA;

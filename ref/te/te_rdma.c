@@ -1,6 +1,6 @@
 /* te_rdma: the RDMA transport (te_rdma_transport_ops) — registration, descriptor fields
  * (devices, keys, priority matrix), slicing, one worker per device posting one-sided
- * READ/WRITE and polling the CQ, retries over fresh endpoints (spec §5.3, §5.4). */
+ * READ/WRITE and polling the CQ, retries over fresh endpoints (docs/rdma.md). */
 #include "te_rdma.h"
 
 #include <cJSON.h>
@@ -86,7 +86,7 @@ static void matrix_add(cJSON *m, struct te_rdma *tr, const char *loc)
 
 	if (!loc[0] || !strcmp(loc, "*") || cJSON_GetObjectItem(m, loc))
 		return;
-	/* safe publishing rule (§5.3): every entry lists all NICs in devices[] order */
+	/* safe publishing rule (docs/rdma.md): every entry lists all NICs in devices[] order */
 	e = cJSON_AddArrayToObject(m, loc);
 	pref = cJSON_CreateArray();
 	avail = cJSON_CreateArray();
@@ -132,7 +132,7 @@ static int rdma_fill_desc(struct te_transport *t, struct te_segment_desc *d)
 }
 
 /* Remote NIC candidates for buffer location loc from the peer's matrix (preferred, else
- * available), as indices into peer->devices (the safe reading rule of §5.3). */
+ * available), as indices into peer->devices (the safe reading rule of docs/rdma.md). */
 static int remote_candidates(const struct te_segment_desc *p, const char *loc, uint8_t *cand)
 {
 	cJSON *m = p->priority_matrix ? cJSON_Parse(p->priority_matrix) : NULL;

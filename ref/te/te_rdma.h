@@ -12,7 +12,7 @@
 
 #define TE_RDMA_MAX_QP_PER_EP 64
 
-/* Knobs read once at install from MC_* (spec §5.5); defaults as Mooncake [P2]. */
+/* Knobs read once at install from MC_* (docs/rdma.md); defaults as Mooncake [P2]. */
 struct te_rdma_cfg {
 	int ib_port;       /* MC_IB_PORT 1 */
 	int gid_index;     /* MC_GID_INDEX / NCCL_IB_GID_INDEX; -1 = auto */
@@ -124,7 +124,8 @@ int te_rdma_reg(struct te_rdma *tr, void *addr, size_t len, struct te_rdma_mr **
 void te_rdma_dereg(struct te_rdma_mr *m);
 void te_rdma_gid_str(const union ibv_gid *g, char out[48]);
 int te_rdma_gid_parse(const char *s, union ibv_gid *g);
-/* Auto GID choice (§5.1): first RoCEv2 IPv4-mapped entry or IB type, else 0; -1 on no table. */
+/* Auto GID choice (docs/rdma.md): first RoCEv2 IPv4-mapped entry or IB type, else 0; -1 on no
+ * table. */
 int te_rdma_pick_gid(struct ibv_context *ctx, uint8_t port, int tbl_len);
 const char *te_rdma_mtu_str(enum ibv_mtu m);
 
@@ -136,7 +137,7 @@ struct te_rdma_ep *te_rdma_ep_get(struct te_rdma_ctx *c, const struct te_segment
 /* Marks ep dead (QPs to ERR so its WRs flush) and unlinks it; caller holds c->mu. */
 void te_rdma_ep_kill(struct te_rdma_ep *ep);
 void te_rdma_ep_free(struct te_rdma_ep *ep);
-/* Passive side of the Connection handshake (§3). */
+/* Passive side of the Connection handshake (docs/handshake.md). */
 char *te_rdma_on_connection(struct te_rdma *tr, const char *json, size_t len);
 
 #endif

@@ -1,5 +1,5 @@
 /* te_rdma_dev: RDMA device contexts — MC_* knobs, device open, port state, GID choice, MTU, and
- * memory registration, each failure reported with the fix a user needs (spec §5.1, §5.5). */
+ * memory registration, each failure reported with the fix a user needs (docs/rdma.md). */
 #include "te_rdma.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* te_rdma_ep: RDMA endpoints — RC QPs per (local NIC, peer NIC path), QP state changes with the
- * attributes of spec §5.2, and both sides of the Connection handshake of spec §3. */
+ * attributes of docs/rdma.md, and both sides of the Connection handshake of docs/handshake.md. */
 #include "te_rdma.h"
 
 #include <cJSON.h>
@@ -389,7 +389,7 @@ char *te_rdma_on_connection(struct te_rdma *tr, const char *json, size_t len)
 		ep = NULL;
 		goto reply;
 	}
-	/* QPs are in RTS before we reply (§3); the reply swaps the paths */
+	/* QPs are in RTS before we reply (docs/handshake.md); the reply swaps the paths */
 	out = hs_json(rp, rl, ep, "");
 	ep_publish(c, ep);
 	pd_dbg("rdma: accepted %s -> %s (%d QPs)", rl, rp, nqpn);

@@ -97,7 +97,8 @@ void te_engine_free_segments(struct te_engine *eng)
 	free(eng->segs);
 }
 
-/* Fetches a peer descriptor from the store, or in P2P mode from the peer itself (§2.5). */
+/* Fetches a peer descriptor from the store, or in P2P mode from the peer itself
+ * (docs/handshake.md). */
 static int fetch_desc(struct te_engine *eng, const char *name, struct te_segment_desc **out)
 {
 	char *json = NULL, errbuf[256] = "";

@@ -1,4 +1,4 @@
-/* te_tcp: the TCP transport of spec §4, client side and ops — peers (lanes in
+/* te_tcp: the TCP transport of docs/tcp.md, client side and ops — peers (lanes in
  * te_tcp_lane.c), submit (slicing, inline send or queue), the transport's ops. The validating
  * server is te_tcp_server.c. */
 #include "te_tcp.h"
@@ -218,7 +218,7 @@ static int tcp_register(struct te_transport *tp, void *addr, size_t len, const c
 	(void)addr;
 	(void)len;
 	(void)location;
-	/* Mooncake's TCP descriptor names every buffer after the server (§2.2) */
+	/* Mooncake's TCP descriptor names every buffer after the server (docs/metadata.md) */
 	snprintf(b->name, sizeof(b->name), "%s", te_engine_name(tp->eng));
 	b->nkeys = 0;
 	return 0;
@@ -234,7 +234,7 @@ static int tcp_unregister(struct te_transport *tp, void *addr, size_t len)
 
 static int tcp_fill_desc(struct te_transport *tp, struct te_segment_desc *d)
 {
-	/* rpc_port+1 reaches <=0.3.4 initiators, tcp_data_port >=0.3.5 ones (§4.2) */
+	/* rpc_port+1 reaches <=0.3.4 initiators, tcp_data_port >=0.3.5 ones (docs/tcp.md) */
 	d->tcp_data_port = te_engine_rpc_port(tp->eng) + 1;
 	d->tcp_proto_version = 2;
 	return 0;

@@ -1,4 +1,4 @@
-/* te_tcp_server: the TCP transport's data server (spec §4) — one thread per persistent
+/* te_tcp_server: the TCP transport's data server (docs/tcp.md) — one thread per persistent
  * connection (te_net's accept loop), every request validated against registered memory
  * before a byte moves. */
 #include "te_tcp.h"

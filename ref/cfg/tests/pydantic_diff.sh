@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pydantic_diff.sh: differential test of pdkv's --kv-transfer-config coercion against real
-# pydantic v2 driving a replica of vLLM V0's KVTransferConfig (vllm-connector.md §5.1): same
+# pydantic v2 driving a replica of vLLM V0's KVTransferConfig (docs/vllm-v0.md): same
 # accept/reject, same error lines (input_value excepted). SKIPs (77) without python3+pydantic 2.
 set -u
 B=${PDKV_BIN:-build/bin}

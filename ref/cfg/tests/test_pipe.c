@@ -1,4 +1,4 @@
-/* test_pipe: cfg_v0_pipe against the worked examples of vllm-connector.md §3.2 and the +100
+/* test_pipe: cfg_v0_pipe against the names and ports of docs/vllm-v0.md and the +100
  * rule's string-compare quirks. */
 #include <setjmp.h>
 #include <stdarg.h>

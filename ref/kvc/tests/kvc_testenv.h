@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "kvc/kvc_internal.h"
-#include "pd_svc.h"
+#include "testsvc/pd_svc.h"
 
 /* Qwen2.5-7B geometry: 28 layers, 4 KV heads, 128 dims, bf16; 64 tokens; hidden 3584 */
 #define L   28

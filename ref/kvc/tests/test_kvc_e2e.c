@@ -17,7 +17,7 @@
 
 #include "kvc/tests/kvc_testenv.h"
 #include "pd_log.h"
-#include "pd_svc.h"
+#include "testsvc/pd_svc.h"
 #include "pd_util.h"
 
 /* BUF-old over pickle frames: a hit moves the realistic item byte-exactly; a miss is 5 x None. */
@@ -144,8 +144,8 @@ static void test_u64be_new_wait_and_miss(void **state)
 	assert_int_equal(kvc_drop_select(d, unknown, 2, &got), KVC_MISS);
 	assert_true(pd_now_ns() - t0 >= 350000000ull);
 
-	/* §4.4 hazard: asking for a prefix of the 4-token seed item matches it (min len 2) and
-	 * hands back the longer item */
+	/* docs/vllm-v0.md prefix hazard: asking for a prefix of the 4-token seed item matches it
+	 * (min len 2) and hands back the longer item */
 	int64_t prefix[2] = {1000, 1001};
 	assert_int_equal(kvc_drop_select(d, prefix, 2, &got), KVC_OK);
 	assert_int_equal(got.tokens.shape[0], 4);

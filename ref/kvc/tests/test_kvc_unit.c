@@ -220,7 +220,8 @@ static void test_match_rules(void **state)
 	uint8_t all3[] = {1, 1, 1}, m3[] = {1, 0, 1}, none3[] = {0, 0, 0};
 	(void)state;
 	assert_int_equal(kvc_match_len(p, all3, 3, p, NULL, 3), 3);
-	/* §4.4 hazard: a prefix with a different length still matches (min(len) = 3) */
+	/* docs/vllm-v0.md prefix hazard: a prefix with a different length still matches (min(len) =
+	 * 3) */
 	assert_int_equal(kvc_match_len(p, all3, 3, d4, NULL, 4), 3);
 	assert_int_equal(kvc_match_len(p, all3, 3, d2, NULL, 2), 2);
 	assert_int_equal(kvc_match_len(p, all3, 3, x, NULL, 3), 0);

@@ -1,5 +1,5 @@
-/* test_meta_conn: connection strings (spec §2.3), the vLLM adaptor's resolution table
- * (vllm-connector §2.6), and metadata key names with and without MC_METADATA_CLUSTER_ID. */
+/* test_meta_conn: connection strings (docs/metadata.md), the vLLM adaptor's resolution table
+ * (docs/metadata.md), and metadata key names with and without MC_METADATA_CLUSTER_ID. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -83,7 +83,7 @@ static void test_conn_table(void **state)
 	assert_int_equal(te_conn_parse(NULL, &ci, err, sizeof(err)), TE_ERR_INVALID_ARGUMENT);
 }
 
-/* vllm-connector §2.6 net-effect table, then te_conn_parse on the result. */
+/* docs/metadata.md resolution rules, then te_conn_parse on the result. */
 static void test_vllm_resolution_table(void **state)
 {
 	static const struct {

@@ -1,4 +1,4 @@
-/* test_meta_desc: descriptor and rpc_meta JSON — byte-exact FastWriter output (the spec §2.2
+/* test_meta_desc: descriptor and rpc_meta JSON — byte-exact FastWriter output (docs/metadata.md
  * example round-trips), exact u64 numbers, and every [P2] decoder rejection. */
 #include <setjmp.h>
 #include <stdarg.h>

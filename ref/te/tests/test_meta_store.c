@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pd_svc.h"
+#include "testsvc/pd_svc.h"
 #include "pd_util.h"
 #include "te/te_internal.h"
 

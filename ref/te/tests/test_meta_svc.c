@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pd_svc.h"
+#include "testsvc/pd_svc.h"
 #include "pd_util.h"
 
 static void check_kind(enum pd_svc_kind kind)

@@ -95,7 +95,7 @@ static void test_frame_roundtrip(void **state)
 	close(sv[1]);
 }
 
-/* ---------------------------------------------------------------- RPC endpoint (§2.6) */
+/* ---------------------------------------------------------------- RPC endpoint (docs/engine.md) */
 static void test_rpc_endpoint(void **state)
 {
 	struct te_engine *e;

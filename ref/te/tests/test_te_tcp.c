@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "pd_log.h"
-#include "pd_svc.h"
+#include "testsvc/pd_svc.h"
 #include "pd_util.h"
 #include "te/te.h"
 #include "te/te_internal.h"

@@ -1,0 +1,431 @@
+/* bench_opts: pdkv-bench's options — one pd_opt table with transfer_engine_bench's spellings,
+ * the defaults, and the combinations the table cannot check. */
+#include "bench.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_opt.h"
+#include "pd_util.h"
+
+static int set_unit(struct bench_opts *o, const char *u)
+{
+	static const struct {
+		const char *n;
+		double div;
+		bool bits;
+	} units[] = {{"GB", 1e9, 0}, {"GiB", 1073741824.0, 0}, {"Gb", 1e9, 1},
+	             {"MB", 1e6, 0}, {"MiB", 1048576.0, 0},    {"Mb", 1e6, 1},
+	             {"KB", 1e3, 0}, {"KiB", 1024.0, 0},       {"Kb", 1e3, 1}};
+	for (size_t i = 0; i < PD_ARRAY_SIZE(units); i++)
+		if (!strcmp(u, units[i].n)) {
+			o->unit = units[i].n;
+			o->unit_div = units[i].div;
+			o->unit_bits = units[i].bits;
+			return 0;
+		}
+	return -1;
+}
+
+/* What the option table writes into, and what the per-option callbacks need. */
+struct parsed {
+	struct bench_opts *o;
+	struct bench_run_ops *ro;
+	int mode, baseline; /* indexes into bench_mode_names / bench_baseline_names */
+};
+
+static const char *const bench_mode_names[] = {"target", "initiator", "loopback"};
+static const char *const bench_baseline_names[] = {"none", "socket", "socket-only"};
+
+static int opt_protocol(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	if (strcmp(v, "tcp") && strcmp(v, "rdma"))
+		return -1;
+	*(const char **)dst = v;
+	return 0;
+}
+
+static int opt_auto(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	if (!v || !strcmp(v, "true") || !strcmp(v, "1"))
+		*(const char **)dst = NULL; /* the engine picks: rdma when an HCA exists */
+	return 0;
+}
+
+static int opt_operation(const char *v, void *dst, void *ud)
+{
+	struct parsed *p = ud;
+	char tmp[64], *tok, *save = NULL;
+	(void)dst;
+	snprintf(tmp, sizeof(tmp), "%s", v);
+	p->o->ops_str = v;
+	p->ro->nops = 0;
+	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (p->ro->nops == 2 || (strcmp(tok, "read") && strcmp(tok, "write")))
+			return -1;
+		p->ro->ops[p->ro->nops++] = strcmp(tok, "read") ? BENCH_WRITE : BENCH_READ;
+	}
+	return p->ro->nops ? 0 : -1;
+}
+
+static int opt_unit(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return set_unit(dst, v);
+}
+
+static int opt_size_nonzero(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return pd_parse_size(v, dst) || !*(uint64_t *)dst ? -1 : 0;
+}
+
+#define HIDDEN NULL /* an alias: same destination, not listed in the help */
+static struct bench_opts g_o;
+static struct bench_run_ops g_ro;
+static struct parsed g_p = {.o = &g_o, .ro = &g_ro};
+static const char *g_matrix;
+static const struct pd_opt bench_optv[] = {
+    {.name = "mode",
+     .type = PD_OPT_CHOICE,
+     .dst = &g_p.mode,
+     .arg = "=target|initiator|loopback",
+     .help = "loopback = spawn a local target, run the\ninitiator against it, stop it (default)",
+     .choices = "target|initiator|loopback"},
+    {.name = "metadata_server",
+     .type = PD_OPT_STR,
+     .dst = &g_o.metadata,
+     .arg = "=CONN",
+     .help = "P2PHANDSHAKE (default), etcd://h:p, h:p, redis://h:p,\nhttp://h:p/metadata"},
+    {.name = "local_server_name",
+     .type = PD_OPT_STR,
+     .dst = &g_o.local_name,
+     .arg = "=NAME",
+     .help = "default: the host name (P2P rewrites it to ip:port)"},
+    {.name = "segment_id",
+     .type = PD_OPT_STR,
+     .dst = &g_o.segment,
+     .arg = "=NAME",
+     .help = "initiator: the target's segment (the target prints it)"},
+    {.name = "protocol",
+     .type = PD_OPT_FN,
+     .dst = &g_o.protocol,
+     .arg = "=tcp|rdma",
+     .help = "default tcp; --auto_discovery picks rdma if an HCA exists",
+     .want = "tcp or rdma",
+     .fn = opt_protocol},
+    {.name = "auto_discovery",
+     .type = PD_OPT_FN,
+     .dst = &g_o.protocol,
+     .arg = "true|false",
+     .help = HIDDEN,
+     .fn = opt_auto,
+     .optional_value = true},
+    {.name = "device_name",
+     .type = PD_OPT_STR,
+     .dst = &g_o.device,
+     .arg = "=LIST",
+     .help = "rdma devices, comma list"},
+    {.name = "operation",
+     .type = PD_OPT_FN,
+     .arg = "=read|write[,..]",
+     .help = "default read; write,read runs both",
+     .want = "read, write, or a list of both",
+     .fn = opt_operation},
+    {.name = "block_size",
+     .type = PD_OPT_SIZE,
+     .dst = &g_o.block,
+     .arg = "=N",
+     .help = "bytes per transfer (65536)",
+     .want = "a size like 65536 or 1M",
+     .min = 1,
+     .max = (double)(1ull << 36)},
+    {.name = "batch_size",
+     .type = PD_OPT_SIZE,
+     .dst = &g_o.batch,
+     .arg = "=N",
+     .help = "transfers per batch (128)",
+     .want = "1..65536",
+     .min = 1,
+     .max = 65536},
+    {.name = "threads",
+     .type = PD_OPT_U64,
+     .dst = &g_o.threads,
+     .arg = "=N",
+     .help = "initiator threads (1)",
+     .want = "1..64",
+     .min = 1,
+     .max = BENCH_MAX_THREADS},
+    {.name = "duration",
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.duration,
+     .arg = "=S",
+     .help = "seconds per row (10)",
+     .want = "seconds > 0",
+     .max = 86400,
+     .min_excl = true},
+    {.name = "buffer_size",
+     .type = PD_OPT_SIZE,
+     .dst = &g_o.buffer_size,
+     .arg = "=N",
+     .help = "target buffer (1 GiB; loopback: just what rows need)",
+     .want = "a size >= 4096 like 1G",
+     .min = 4096,
+     .max = (double)UINT64_MAX,
+     .seen = &g_ro.buffer_given},
+    {.name = "report_unit",
+     .type = PD_OPT_FN,
+     .dst = &g_o,
+     .arg = "=UNIT",
+     .help = "GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb (GB)",
+     .want = "GB|GiB|Gb|MB|MiB|Mb|KB|KiB|Kb",
+     .fn = opt_unit},
+    {.name = "report_precision",
+     .type = PD_OPT_INT,
+     .dst = &g_o.precision,
+     .arg = "=N",
+     .help = "decimals (2)",
+     .want = "0..9",
+     .max = 9},
+    {.name = "nic_priority_matrix",
+     .type = PD_OPT_STR,
+     .dst = &g_matrix,
+     .arg = "=FILE",
+     .help = HIDDEN,
+     .seen = &g_o.nic_matrix_given},
+    {.shrt = 'b',
+     .type = PD_OPT_FN,
+     .dst = &g_o.sweep_b,
+     .arg = "MIN",
+     .help = "size sweep (nccl-tests): -b MIN -e MAX -f FACTOR,\none row per block size",
+     .want = "a size like 64K",
+     .fn = opt_size_nonzero},
+    {.shrt = 'e',
+     .type = PD_OPT_FN,
+     .dst = &g_o.sweep_e,
+     .arg = "MAX",
+     .help = HIDDEN,
+     .want = "a size like 1M",
+     .fn = opt_size_nonzero},
+    {.shrt = 'f',
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.sweep_f,
+     .arg = "FACTOR",
+     .help = HIDDEN,
+     .want = "a factor > 1",
+     .min = 1,
+     .max = 1024,
+     .min_excl = true},
+    {.name = "check",
+     .type = PD_OPT_FLAG,
+     .dst = &g_o.check,
+     .help = "verify every byte; #wrong per row (not timed)"},
+    {.name = "min-bw",
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.min_bw,
+     .arg = "=X",
+     .help = "exit 1 if a pdkv row is below X report_units/s",
+     .want = "a bandwidth in report units",
+     .max = INFINITY},
+    {.name = "min_bw",
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.min_bw,
+     .arg = "=X",
+     .help = HIDDEN,
+     .want = "a bandwidth in report units",
+     .max = INFINITY},
+    {.name = "json",
+     .type = PD_OPT_STR,
+     .dst = &g_o.json,
+     .arg = "=FILE",
+     .help = "machine-readable results (and --csv=FILE)"},
+    {.name = "csv", .type = PD_OPT_STR, .dst = &g_o.csv, .arg = "=FILE", .help = HIDDEN},
+    {.name = "baseline",
+     .type = PD_OPT_CHOICE,
+     .dst = &g_p.baseline,
+     .arg = "=none|socket|socket-only",
+     .help =
+         "socket: also run a plain C socket with the same\nshape and print the ratio (target side "
+         "serves it too)",
+     .choices = "none|socket|socket-only"},
+    {.name = "baseline_server",
+     .type = PD_OPT_STR,
+     .dst = &g_o.baseline_server,
+     .arg = "=H:P",
+     .help = "initiator: the target's socket baseline address"},
+    {.name = "ready_file",
+     .type = PD_OPT_STR,
+     .dst = &g_o.ready_file,
+     .arg = "=FILE",
+     .help = HIDDEN},
+    {.name = "repeat",
+     .type = PD_OPT_INT,
+     .dst = &g_o.repeat,
+     .arg = "=N",
+     .help = "run every row N times (socket and pdkv interleaved);\nthe ratio line uses the best "
+             "of each",
+     .want = "1..100",
+     .min = 1,
+     .max = 100},
+    {.name = "use_vram",
+     .type = PD_OPT_BOOL,
+     .dst = &g_o.use_vram,
+     .arg = "[=true|false]",
+     .help = "both sides' buffers in GPU memory (cudaMalloc on\n--gpu_id, registered as cuda:N); "
+             "prints "
+             "cudaMemcpy\nD2D/D2H/H2D for the same sizes; exit 77 without CUDA"},
+    {.name = "gpu_id",
+     .type = PD_OPT_INT,
+     .dst = &g_o.gpu_id,
+     .arg = "=N",
+     .help = "CUDA device for --use_vram (0)",
+     .want = "a CUDA device number 0..1023",
+     .max = 1023},
+    {.name = "compare-perftest",
+     .type = PD_OPT_FLAG,
+     .dst = &g_o.compare_perftest,
+     .help =
+         "rdma: also run ib_write_bw (perftest) per size on the\nsame device pairs; prints "
+         "pdkv/ib_write_bw per size.\ntarget: keeps ib_write_bw servers up (port P+i, -s per\nsize "
+         "in -b/-e/-f order: give both sides the same sizes)"},
+    {.name = "compare_perftest", .type = PD_OPT_FLAG, .dst = &g_o.compare_perftest, .help = HIDDEN},
+    {.name = "target_device_name",
+     .type = PD_OPT_STR,
+     .dst = &g_o.target_device,
+     .arg = "=LIST",
+     .help = "loopback: the spawned target's devices (--device_name)"},
+    {.name = "perftest_host",
+     .type = PD_OPT_STR,
+     .dst = &g_o.perftest_host,
+     .arg = "=IP",
+     .help = "initiator: ib_write_bw server address (default: the\ntarget segment's host)"},
+    {.name = "perftest_duration",
+     .type = PD_OPT_DOUBLE,
+     .dst = &g_o.perftest_duration,
+     .arg = "=S",
+     .help = "ib_write_bw -D, same on both sides (3)",
+     .want = "whole seconds 1..3600",
+     .min = 1,
+     .max = 3600},
+    {.name = "perftest_port",
+     .type = PD_OPT_INT,
+     .dst = &g_o.perftest_port,
+     .arg = "=P",
+     .help = "device i uses port P+i (18515)",
+     .want = "a port 1024..65000",
+     .min = 1024,
+     .max = 65000},
+};
+#undef HIDDEN
+
+static const struct pd_opt_spec bench_spec = {
+    .prog = "pdkv-bench",
+    .usage = "usage: pdkv bench [flags]   (flags spelled as Mooncake's transfer_engine_bench)\n",
+    .footer = "  rdma: rows end with % of line rate (port 1 speed x width of --device_name, "
+              "summed)\n"
+              "Exit: 0 ok; 1 wrong bytes, failed transfers or under --min-bw; 2 bad usage.\n",
+    .opts = bench_optv,
+    .nopts = PD_ARRAY_SIZE(bench_optv),
+    .max_pos = 0,
+    .ud = &g_p,
+};
+
+static void set_defaults(struct bench_opts *o, struct bench_run_ops *ro)
+{
+	*o = (struct bench_opts){.metadata = "P2PHANDSHAKE",
+	                         .protocol = "tcp",
+	                         .op = BENCH_READ,
+	                         .block = 65536,
+	                         .batch = 128,
+	                         .threads = 1,
+	                         .duration = 10,
+	                         .buffer_size = 1ull << 30,
+	                         .precision = 2,
+	                         .sweep_f = 2,
+	                         .ops_str = "read",
+	                         .repeat = 1,
+	                         .perftest_duration = 3,
+	                         .perftest_port = 18515};
+	set_unit(o, "GB");
+	ro->ops[0] = BENCH_READ;
+	ro->nops = 1;
+	ro->buffer_given = false;
+	g_p.mode = BENCH_LOOPBACK;
+	g_p.baseline = BENCH_BASELINE_NONE;
+}
+
+/* Combinations the table cannot see: sweep bounds, and flags that only make sense together. */
+static int check_combinations(struct bench_opts *o)
+{
+	if (o->sweep_b || o->sweep_e) {
+		if (!o->sweep_b)
+			o->sweep_b = o->block;
+		if (!o->sweep_e)
+			o->sweep_e = o->sweep_b;
+		if (o->sweep_e < o->sweep_b) {
+			fprintf(stderr, "pdkv-bench: -e %llu is below -b %llu\n",
+			        (unsigned long long)o->sweep_e, (unsigned long long)o->sweep_b);
+			return 2;
+		}
+		o->block = o->sweep_b;
+	}
+	if (o->mode_id == BENCH_INITIATOR && !o->segment) {
+		fprintf(stderr,
+		        "pdkv-bench: --mode=initiator needs --segment_id (the target prints "
+		        "it)\n");
+		return 2;
+	}
+	if (o->compare_perftest && (!o->protocol || strcmp(o->protocol, "rdma"))) {
+		fprintf(stderr,
+		        "pdkv-bench: --compare-perftest compares against ib_write_bw, an RDMA "
+		        "benchmark: it needs --protocol=rdma (got %s)\n",
+		        o->protocol ? o->protocol : "--auto_discovery");
+		return 2;
+	}
+	if (o->target_device && o->mode_id != BENCH_LOOPBACK) {
+		fprintf(stderr, "pdkv-bench: --target_device_name is for --mode=loopback (a "
+		                "separate target takes --device_name)\n");
+		return 2;
+	}
+	if (o->use_vram && o->baseline_id != BENCH_BASELINE_NONE) {
+		fprintf(stderr,
+		        "pdkv-bench: --baseline=%s moves host memory only; with --use_vram "
+		        "the cudaMemcpy rows are the reference\n",
+		        o->baseline);
+		return 2;
+	}
+	if (o->mode_id == BENCH_INITIATOR && o->baseline_id != BENCH_BASELINE_NONE &&
+	    !o->baseline_server) {
+		fprintf(stderr,
+		        "pdkv-bench: --baseline=%s as initiator needs --baseline_server=H:P "
+		        "(printed by a target started with --baseline=socket)\n",
+		        o->baseline);
+		return 2;
+	}
+	return 0;
+}
+
+int bench_parse(int argc, char **argv, struct bench_opts *o, struct bench_run_ops *ro, bool *done)
+{
+	int rc;
+	set_defaults(&g_o, &g_ro);
+	rc = pd_opt_parse(&bench_spec, argc, argv, 1, NULL, NULL);
+	*done = rc == 1;
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	g_o.mode_id = (enum bench_mode)g_p.mode;
+	g_o.mode = bench_mode_names[g_p.mode];
+	g_o.baseline_id = (enum bench_baseline)g_p.baseline;
+	g_o.baseline = bench_baseline_names[g_p.baseline];
+	if (g_o.nic_matrix_given)
+		fprintf(stderr, "pdkv-bench: note: --nic_priority_matrix is ignored (pdkv "
+		                "discovers the topology)\n");
+	rc = check_combinations(&g_o);
+	*o = g_o;
+	*ro = g_ro;
+	return rc;
+}
