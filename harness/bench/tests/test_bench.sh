@@ -20,7 +20,7 @@ USED=" "
 free_port() { # distinct from every port handed out before; nothing listening on it now
   local p
   for _ in $(seq 100); do
-    p=$((20000 + RANDOM % 20000))
+    p=$((20000 + RANDOM % (EPH_LO - 20000)))   # below the ephemeral range: no connect() takes it
     case "$USED" in *" $p "*) continue ;; esac
     (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && continue
     USED="$USED$p "
@@ -29,7 +29,9 @@ free_port() { # distinct from every port handed out before; nothing listening on
   done
   PORT=0
 }
-wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+EPH_LO=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$EPH_LO" -gt 21000 ] 2>/dev/null || EPH_LO=32768
+wait_port() { for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 [ -x "$B" ] || { echo "SKIP: $B not built"; exit 77; }
 SHORT="-b 4K -e 64K -f 16 --batch_size=16 --duration=0.3 --check"
 
@@ -87,7 +89,10 @@ PIDS+=($!)
 free_port; HP=$PORT
 "$BIN/pdkv-metaserver" --port "$HP" --host 127.0.0.1 >"$T/http.log" 2>&1 &
 PIDS+=($!)
-wait_port "$EP" && wait_port "$RP" && wait_port "$HP" || fail "metadata services did not start"
+for svc in "etcd $EP etcd.log" "redis $RP redis.log" "metaserver $HP http.log"; do
+  set -- $svc
+  wait_port "$2" || fail "metadata service $1 did not start on port $2 in 30 s: $(tail -n 3 "$T/$3" | tr '\n' ' ')"
+done
 for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "a metadata service exited (port taken?)"; done
 for conn in "etcd://127.0.0.1:$EP" "127.0.0.1:$EP" "redis://127.0.0.1:$RP" "http://127.0.0.1:$HP/metadata"; do
   "$B" --metadata_server="$conn" --operation=write,read $SHORT >"$T/out" 2>&1 ||
