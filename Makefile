@@ -15,6 +15,8 @@ LIBS  :=
 BINS  :=
 TESTS :=
 TEST_SCRIPTS :=
+# the first rule of an included .mk must not become the default goal
+.DEFAULT_GOAL := all
 include $(sort $(wildcard ref/*/*.mk harness/module.mk harness/*/*.mk))
 
 DEPS_STAMP := $(BUILD)/.deps-ok

@@ -40,7 +40,8 @@ static void usage(FILE *f)
 	    "usage: pdkv run [options] [SCENARIO.json|DIR ...]\n"
 	    "Runs 1P1D scenarios (prefill + decode stand-ins, proxy, metadata service) and\n"
 	    "checks that decode really reused the KV prefill produced. No argument: the default\n"
-	    "suite (scenarios/ next to the build, $PDKV_SCENARIOS, or ./scenarios).\n\n"
+	    "suite ($PDKV_SCENARIOS, scenarios/ of the build or PREFIX/share/pdkv, "
+	    "./scenarios).\n\n"
 	    "  --list           list the scenarios and their checks, run nothing\n"
 	    "  --filter SUBSTR  only scenarios whose name contains SUBSTR\n"
 	    "  --json FILE      write the results as one JSON document\n"
@@ -122,12 +123,16 @@ static const char *default_suite(char *buf, size_t sz)
 	const char *env = getenv("PDKV_SCENARIOS");
 	if (env && *env)
 		return env;
-	snprintf(buf, sz, "%s/../../scenarios", pd_self_dir());
-	if (is_dir(buf)) {
-		char real[PATH_MAX];
-		if (realpath(buf, real))
-			snprintf(buf, sz, "%s", real);
-		return buf;
+	/* build/bin/../../scenarios in a checkout; PREFIX/bin/../share/pdkv/scenarios installed */
+	static const char *const rel[] = {"../../scenarios", "../share/pdkv/scenarios"};
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(buf, sz, "%s/%s", pd_self_dir(), rel[i]);
+		if (is_dir(buf)) {
+			char real[PATH_MAX];
+			if (realpath(buf, real))
+				snprintf(buf, sz, "%s", real);
+			return buf;
+		}
 	}
 	return "scenarios";
 }
