@@ -44,11 +44,9 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Runs argv (PATH searched) with stdout+stderr collected into out; the exit status (0 = ok),
- * -errno when it could not run, -ETIMEDOUT when it was killed after CMD_LIMIT_MS. */
-static int run_argv(const char *const argv[], char *out, size_t outsz)
+int hr_cmd_run(const char *const argv[], char *out, size_t outsz, int timeout_ms)
 {
-	int pfd[2], st = 0;
+	int pfd[2], efd[2], st = 0, exec_errno = 0;
 	size_t len = 0;
 	double t0 = now_ms();
 	pid_t pid;
@@ -56,10 +54,17 @@ static int run_argv(const char *const argv[], char *out, size_t outsz)
 		out[0] = '\0';
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
+	if (pipe2(efd, O_CLOEXEC)) { /* carries exec's errno: exit 127 stays the command's own */
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
 	pid = fork();
 	if (pid < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
+		close(efd[0]);
+		close(efd[1]);
 		return -errno;
 	}
 	if (pid == 0) {
@@ -68,37 +73,50 @@ static int run_argv(const char *const argv[], char *out, size_t outsz)
 		dup2(pfd[1], 1);
 		dup2(pfd[1], 2);
 		execvp(argv[0], (char *const *)argv);
+		exec_errno = errno;
+		(void)!write(efd[1], &exec_errno, sizeof(exec_errno));
 		_exit(127);
 	}
 	close(pfd[1]);
-	for (;;) {
+	close(efd[1]);
+	if (read(efd[0], &exec_errno, sizeof(exec_errno)) != sizeof(exec_errno))
+		exec_errno = 0;
+	close(efd[0]);
+	/* until it exits: a daemon it left behind (ssh's ControlPersist master) may hold the pipe
+	 */
+	for (bool exited = false, eof = false; !exited;) {
 		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
 		char buf[512];
-		int left = (int)(CMD_LIMIT_MS - (now_ms() - t0));
 		ssize_t r;
-		if (left <= 0 || poll(&p, 1, left) == 0) {
+		if (now_ms() - t0 > timeout_ms) {
 			kill(pid, SIGKILL);
-			break;
+			waitpid(pid, &st, 0);
+			close(pfd[0]);
+			return -ETIMEDOUT;
 		}
-		r = read(pfd[0], buf, sizeof(buf));
-		if (r <= 0)
-			break;
-		for (ssize_t i = 0; i < r && out && len + 1 < outsz; i++)
-			out[len++] = buf[i];
-		if (out && outsz)
-			out[len] = '\0';
+		if (eof)
+			usleep(10 * 1000);
+		else if (poll(&p, 1, 50) == 1) {
+			r = read(pfd[0], buf, sizeof(buf));
+			eof = r <= 0;
+			for (ssize_t i = 0; i < r && out && len + 1 < outsz; i++)
+				out[len++] = buf[i];
+			if (out && outsz)
+				out[len] = '\0';
+			if (r > 0)
+				continue;
+		}
+		exited = waitpid(pid, &st, WNOHANG) == pid;
 	}
 	close(pfd[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
 	if (WIFSIGNALED(st))
-		return -ETIMEDOUT;
-	if (WEXITSTATUS(st) == 127)
-		return -ENOENT;
+		return -EINTR;
+	if (exec_errno)
+		return -exec_errno;
 	return WEXITSTATUS(st);
 }
 
-/* run_argv of a NULL-terminated list; on failure err = "CMD ...: its output" */
+/* hr_cmd_run of a NULL-terminated list; on failure err = "CMD ...: its output" */
 static int cmd(char *err, size_t errsz, const char *arg0, ...)
 {
 	const char *argv[24];
@@ -112,7 +130,7 @@ static int cmd(char *err, size_t errsz, const char *arg0, ...)
 		n++;
 	va_end(ap);
 	argv[n] = NULL;
-	ret = run_argv(argv, out, sizeof(out));
+	ret = hr_cmd_run(argv, out, sizeof(out), CMD_LIMIT_MS);
 	if (ret == 0)
 		return 0;
 	for (size_t i = 0; i < n; i++) {

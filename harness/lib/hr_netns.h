@@ -57,4 +57,9 @@ void hr_netns_destroy(struct hr_netns *nn);
  * was SIGKILLed). Returns how many namespaces it removed. */
 int hr_netns_cleanup_stale(void);
 
+/* Runs argv (PATH searched, stdin /dev/null) with stdout+stderr collected into out (truncated to
+ * outsz); its exit status (0 = ok), -ENOENT when it is not installed, -ETIMEDOUT when it was
+ * killed after timeout_ms, another -errno when it could not start. Also used by hr_ssh. */
+int hr_cmd_run(const char *const argv[], char *out, size_t outsz, int timeout_ms);
+
 #endif

@@ -12,3 +12,6 @@ test_hr_LIBS := hr pdcommon
 TESTS += test_netns
 test_netns_SRCS := harness/tests/test_netns.c
 test_netns_LIBS := hr pdcommon
+TESTS += test_ssh
+test_ssh_SRCS := harness/tests/test_ssh.c
+test_ssh_LIBS := hr pdcommon
