@@ -9,22 +9,25 @@ CFLAGS   ?= $(OPT) -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread $(SAN) \
             -Iref -Iref/common -Iharness -I/usr/include/cjson
 LDFLAGS  += -pthread $(SAN)
-SYSLIBS  := -lcjson -lcurl -lmicrohttpd -lhiredis -lzmq -libverbs -lcmocka -lm -ldl -lrt
+SYSLIBS  := -lcjson -lcurl -lmicrohttpd -lhiredis -lzmq -lmsgpackc -libverbs -lcmocka -lm -ldl -lrt
 
+.DEFAULT_GOAL := all
 LIBS  :=
 BINS  :=
 TESTS :=
 TEST_SCRIPTS :=
+FUZZ  :=
 # the first rule of an included .mk must not become the default goal
 .DEFAULT_GOAL := all
 include $(sort $(wildcard ref/*/*.mk harness/module.mk harness/*/*.mk))
+include $(sort $(wildcard ref/*/fuzz/fuzz.mk harness/*/fuzz/fuzz.mk))
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 LIBFILES   := $(foreach l,$(LIBS),$(BUILD)/lib/lib$(l).a)
 BINFILES   := $(foreach b,$(BINS),$(BUILD)/bin/$(b))
 TESTFILES  := $(foreach t,$(TESTS),$(BUILD)/tests/$(t))
 
-.PHONY: all test asan run bench test-rxe clean deps format check-format tidy
+.PHONY: all test asan tsan fuzz fuzz-build run bench test-rxe clean deps format check-format tidy
 all: $(BINFILES) $(TESTFILES)
 
 # Fresh machine: install the Debian packages once (ci/install-deps.sh is idempotent).
@@ -50,7 +53,7 @@ libs_of = $(foreach l,$(if $($(1)_LIBS),$($(1)_LIBS),$(LIBS)),$(BUILD)/lib/lib$(
 define bin_rule
 $(2)/$(1): $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS)) $$(call libs_of,$(1))
 	@mkdir -p $$(@D)
-	$$(CC) $$(LDFLAGS) -o $$@ $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS)) \
+	$$(CC) $$(LDFLAGS) $$(FUZZ_LINK) -o $$@ $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS)) \
 	  -Wl,--start-group $$(call libs_of,$(1)) -Wl,--end-group $$(SYSLIBS)
 endef
 $(foreach l,$(LIBS),$(eval $(call lib_rule,$(l))))
@@ -67,6 +70,31 @@ test: all
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+
+# ThreadSanitizer build of everything (build-tsan); T= narrows the tests as for asan.
+tsan:
+	@$(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 \
+	  SAN="-fsanitize=thread -fno-omit-frame-pointer" test
+
+# libFuzzer targets (FUZZ in */fuzz/fuzz.mk) through clang, each run FUZZ_SECONDS on its corpus
+# fixtures/fuzz/<target>/seeds (+ regress); new inputs go to build-fuzz/corpus/<target>.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang-14
+FUZZFILES    := $(foreach f,$(FUZZ),$(BUILD)/fuzz/$(f))
+$(foreach f,$(FUZZ),$(eval $(call bin_rule,$(f),$(BUILD)/fuzz)))
+fuzz-build: $(FUZZFILES)
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) OPT=-O1 \
+	  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+	  FUZZ_LINK=-fsanitize=fuzzer fuzz-build
+	@for f in $(FUZZ); do mkdir -p build-fuzz/corpus/$$f build-fuzz/crash/$$f; \
+	  echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \
+	  build-fuzz/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/crash/$$f/ build-fuzz/corpus/$$f \
+	    $$(ls -d fixtures/fuzz/$$f/seeds fixtures/fuzz/$$f/regress 2>/dev/null) \
+	    2>&1 | grep -E "^stat::(number_of_executed_units|average_exec_per_sec)|==ERROR|SUMMARY|^Done" || true; \
+	  if ls build-fuzz/crash/$$f/* >/dev/null 2>&1; then echo "fuzz: $$f CRASHED"; exit 1; fi; \
+	done
 
 # The README's main command: the default scenario suite on local TCP with a local etcd.
 run: all
@@ -93,4 +121,4 @@ tidy:
 	if [ -n "$$out" ]; then echo "$$out"; exit 1; else echo "tidy: every function within the limit"; fi
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan build-fuzz

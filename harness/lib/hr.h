@@ -48,6 +48,11 @@ struct hr_scenario {
 	char *expect_match;   /* NULL or a substring the failing check's numbers must contain */
 	unsigned expect_exit; /* HR_NODE_* bits: processes allowed to exit during the run */
 	double timeout_s;     /* 0 = runner default */
+	/* connector generation: "vllm" and/or "generation" (hr_scenario_gen.c) */
+	char *vllm;           /* the release the stand-ins emulate (--vllm-version), never NULL */
+	int gen;              /* enum cfg_gen */
+	char *proxy_contract; /* pdkv-proxy --contract: v0 | toy | mooncake | auto */
+	cJSON *env;           /* object: extra environment of the prefill and decode stand-ins */
 };
 
 /* Parses and validates one scenario file. On error returns -1 with err = "FILE: FIELD: what is
@@ -57,6 +62,9 @@ int hr_scenario_load(const char *path, struct hr_scenario *sc, char *err, size_t
 int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc, char *err,
                       size_t errsz);
 void hr_scenario_free(struct hr_scenario *sc);
+/* "vllm", "generation", "proxy" and "env" of a scenario (called by hr_scenario_parse). */
+int hr_scenario_parse_gen(const char *path, const cJSON *root, struct hr_scenario *sc, char *err,
+                          size_t errsz);
 const char *hr_meta_name(enum hr_meta m);
 bool hr_scenario_has_check(const struct hr_scenario *sc, const char *check);
 

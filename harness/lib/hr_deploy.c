@@ -1,6 +1,7 @@
 /* hr_deploy: the processes of one scenario — metadata service, prefill / decode / plain
  * stand-ins, proxy — started in a work dir with their logs, health-waited, and always stopped. */
 #include "hr_deploy.h"
+#include "cfg/cfg_vllm.h"
 #include "pd_svc.h"
 #include "pd_log.h"
 #include "pd_util.h"
@@ -137,11 +138,38 @@ int hr_deploy_setup_vars(struct hr_deploy *d)
 	return 0;
 }
 
+/* V1: each side's bootstrap port (gen A binds BASE + dp*tp + r, so a whole block is kept free) */
+static int pick_bootstrap(struct hr_deploy *d, char *err, size_t errsz)
+{
+	const char *hosts[2] = {d->sc->prefill_host, d->sc->decode_host};
+	d->env[0] = '\0';
+	for (int i = 0; i < 2; i++) {
+		int base = -1;
+		for (int tries = 0; tries < 50 && base < 0; tries++) {
+			base = hr_pick_port_block(hosts[i], PORT_SPAN);
+			for (size_t k = 0; base >= 0 && k < d->npicked; k++)
+				if (abs(base - d->picked[k]) < 100 + 2 * PORT_SPAN)
+					base = -1;
+			if (i && base >= 0 && abs(base - d->bootstrap_port[0]) < 2 * PORT_SPAN)
+				base = -1;
+		}
+		if (base < 0) {
+			snprintf(err, errsz, "no free port block for VLLM_MOONCAKE_BOOTSTRAP_PORT");
+			return -EADDRINUSE;
+		}
+		d->bootstrap_port[i] = base;
+	}
+	return 0;
+}
+
 int hr_deploy_write_mooncake(struct hr_deploy *d, char *err, size_t errsz)
 {
-	cJSON *mc = hr_subst_json(&d->vars, d->sc->mooncake, err, errsz);
+	cJSON *mc;
 	char path[700], *txt;
 	int ret;
+	if (cfg_gen_is_v1((enum cfg_gen)d->sc->gen))
+		return pick_bootstrap(d, err, errsz);
+	mc = hr_subst_json(&d->vars, d->sc->mooncake, err, errsz);
 	if (!mc)
 		return -EINVAL;
 	txt = cJSON_Print(mc);
@@ -228,6 +256,12 @@ cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON
 		add_str(a, "--kv-transfer-config");
 		add_str(a, txt);
 		free(txt);
+		add_str(a, "--vllm-version");
+		add_str(a, sc->vllm);
+		if (cfg_gen_is_b((enum cfg_gen)sc->gen)) {
+			add_str(a, "--v1-shape");
+			add_str(a, cfg_gen_name((enum cfg_gen)sc->gen));
+		}
 	}
 	if (add_subst(a, &d->vars, sc->standin_args, err, errsz) ||
 	    add_subst(a, &d->vars, side_args, err, errsz))
@@ -246,8 +280,12 @@ cJSON *hr_proxy_argv(struct hr_deploy *d, char *err, size_t errsz)
 	add_str(a, d->proxy.host);
 	add_str(a, "--port");
 	add_int(a, d->proxy.port);
+	add_str(a, "--contract");
+	add_str(a, d->sc->proxy_contract);
 	add_str(a, "--prefill");
 	add_str(a, d->prefill.base_url);
+	if (cfg_gen_is_b((enum cfg_gen)d->sc->gen))
+		add_int(a, d->bootstrap_port[0]); /* mooncake_connector_proxy.py's BOOTSTRAP_PORT */
 	add_str(a, "--decode");
 	add_str(a, d->decode.base_url);
 	if (add_subst(a, &d->vars, d->sc->proxy_args, err, errsz)) {
@@ -294,12 +332,52 @@ static void describe_exit(const struct pd_proc *p, char *out, size_t sz)
 		snprintf(out, sz, "exited");
 }
 
+static int env_add(char **v, size_t *n, const char *name, const char *value)
+{
+	if (asprintf(&v[*n], "%s=%s", name, value) < 0) {
+		v[*n] = NULL;
+		return -1;
+	}
+	(*n)++;
+	return 0;
+}
+
+char **hr_standin_env(const struct hr_deploy *d, int side)
+{
+	size_t n = 0, max = (size_t)cJSON_GetArraySize(d->sc->env) + 2;
+	char **v = calloc(max, sizeof(char *)), port[16];
+	if (!v)
+		return NULL;
+	if (cfg_gen_is_v1((enum cfg_gen)d->sc->gen)) {
+		snprintf(port, sizeof(port), "%d", d->bootstrap_port[side ? 1 : 0]);
+		if (env_add(v, &n, "VLLM_MOONCAKE_BOOTSTRAP_PORT", port))
+			goto fail;
+	} else if ((v[n] = strdup(d->env)) == NULL) {
+		goto fail;
+	} else {
+		n++;
+	}
+	for (const cJSON *e = d->sc->env ? d->sc->env->child : NULL; e; e = e->next)
+		if (env_add(v, &n, e->string, e->valuestring))
+			goto fail;
+	return v;
+fail:
+	hr_env_free(v);
+	return NULL;
+}
+
+void hr_env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
 int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *argv_json,
-             const char *env)
+             char *const *env)
 {
 	int argc = cJSON_GetArraySize(argv_json), i = 0, ret;
 	char **argv = calloc((size_t)argc + 1, sizeof(char *));
-	char *envv[2] = {(char *)env, NULL};
 	char log[600];
 	if (!argv)
 		return -ENOMEM;
@@ -311,14 +389,16 @@ int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *ar
 	{
 		FILE *f = fopen(log, "w");
 		if (f) {
-			fprintf(f, "# %s%s", env ? env : "", env ? " " : "");
+			fprintf(f, "# ");
+			for (i = 0; env && env[i]; i++)
+				fprintf(f, "%s ", env[i]);
 			for (i = 0; i < argc; i++)
 				fprintf(f, i ? " '%s'" : "%s", argv[i]);
 			fprintf(f, "\n");
 			fclose(f);
 		}
 	}
-	ret = pd_proc_spawn(&n->proc, name, argv, env ? envv : NULL, log);
+	ret = pd_proc_spawn(&n->proc, name, argv, env, log);
 	free(argv);
 	if (ret == 0)
 		n->started = true;

@@ -22,7 +22,8 @@ struct hr_deploy {
 	char workdir[512];
 	const struct hr_scenario *sc;
 	char standin_exe[600], proxy_exe[600];
-	char env[800]; /* MOONCAKE_CONFIG_PATH=WORKDIR/mooncake.json */
+	char env[800];         /* V0: MOONCAKE_CONFIG_PATH=WORKDIR/mooncake.json; V1: "" */
+	int bootstrap_port[2]; /* V1: VLLM_MOONCAKE_BOOTSTRAP_PORT of prefill [0] and decode [1] */
 	struct pd_svc meta;
 	bool meta_up;
 	bool plain_on; /* a check compares against the plain stand-in */
@@ -40,7 +41,8 @@ void hr_deploy_reset(struct hr_deploy *d);
 int hr_deploy_start_meta(struct hr_deploy *d);
 /* ${...} variables: hosts, work dir, metadata, and a fresh port block per ${PORT_X}. */
 int hr_deploy_setup_vars(struct hr_deploy *d);
-/* WORKDIR/mooncake.json from the scenario's template, and the env line pointing at it. */
+/* V0: WORKDIR/mooncake.json from the scenario's template, and the env line pointing at it.
+ * V1 (no mooncake.json): free VLLM_MOONCAKE_BOOTSTRAP_PORT blocks for prefill and decode. */
 int hr_deploy_write_mooncake(struct hr_deploy *d, char *err, size_t errsz);
 /* A free HTTP port and the URLs for every node the scenario needs. */
 int hr_deploy_init_nodes(struct hr_deploy *d);
@@ -53,9 +55,15 @@ cJSON *hr_proxy_argv(struct hr_deploy *d, char *err, size_t errsz);
 /* ---- processes ---- */
 
 void hr_log_tail(const char *path, char *out, size_t sz);
-/* argv_json: array of strings (argv[0] = full path); env: "K=V" or NULL. Log: WORKDIR/NAME.log */
+/* The environment of a connector stand-in (side 0 = prefill, 1 = decode): the V0 config path
+ * or the V1 bootstrap port, then the scenario's "env". NULL-terminated, malloc'd strings;
+ * free with hr_env_free. */
+char **hr_standin_env(const struct hr_deploy *d, int side);
+void hr_env_free(char **env);
+/* argv_json: array of strings (argv[0] = full path); env: NULL-terminated "K=V" list or NULL.
+ * Log: WORKDIR/NAME.log */
 int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *argv_json,
-             const char *env);
+             char *const *env);
 int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, double deadline,
                     volatile sig_atomic_t *stop, char *why, size_t sz);
 void hr_deploy_stop(struct hr_deploy *d);

@@ -301,7 +301,7 @@ static int phase_prepare(struct run *r)
 
 /* Spawns one process from its argv; the node's name is also its log's name. */
 static int start_node(struct run *r, struct hr_node *n, const char *name, cJSON *argv,
-                      const char *env, const char *err)
+                      char *const *env, const char *err)
 {
 	int ret;
 	if (!argv) {
@@ -346,8 +346,10 @@ static int phase_start(struct run *r, struct hr_node **nodes, size_t *nn)
 			continue;
 		argv =
 		    hr_standin_argv(d, starts[i].n, starts[i].kv, starts[i].args, err, sizeof(err));
-		if (start_node(r, starts[i].n, starts[i].name, argv, starts[i].kv ? d->env : NULL,
-		               err))
+		char **env = starts[i].kv ? hr_standin_env(d, (int)i) : NULL;
+		int ret = start_node(r, starts[i].n, starts[i].name, argv, env, err);
+		hr_env_free(env);
+		if (ret)
 			return -1;
 		nodes[(*nn)++] = starts[i].n;
 	}

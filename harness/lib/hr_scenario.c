@@ -1,6 +1,7 @@
 /* hr_scenario: reads a scenario file (scenarios/README.md documents the schema), fills defaults,
  * and rejects anything it does not understand with "FILE: FIELD: problem, expected ...". */
 #include "hr.h"
+#include "cfg/cfg_vllm.h"
 #include "pd_util.h"
 
 #include <arpa/inet.h>
@@ -216,14 +217,23 @@ static int get_args(struct pctx *c, const cJSON *root, const char *key, cJSON **
 	return check_vars(c, *out, key);
 }
 
-/* Fills a side's kv-transfer-config from the common part: connector, role, rank, size. */
-static cJSON *kv_side(const cJSON *common, bool producer)
+/* Fills a side's kv-transfer-config from the common part: connector, role, and for V0 rank
+ * and size; V1 (as Mooncake's e2e script starts vLLM) gets the protocol in extra_config. */
+static cJSON *kv_side(const cJSON *common, bool producer, const struct hr_scenario *sc)
 {
 	cJSON *o = common ? cJSON_Duplicate(common, 1) : cJSON_CreateObject();
 	if (!cJSON_HasObjectItem(o, "kv_connector"))
 		cJSON_AddStringToObject(o, "kv_connector", "MooncakeConnector");
 	if (!cJSON_HasObjectItem(o, "kv_role"))
 		cJSON_AddStringToObject(o, "kv_role", producer ? "kv_producer" : "kv_consumer");
+	if (cfg_gen_is_v1((enum cfg_gen)sc->gen)) {
+		cJSON *x = cJSON_GetObjectItemCaseSensitive(o, "kv_connector_extra_config");
+		if (!x)
+			x = cJSON_AddObjectToObject(o, "kv_connector_extra_config");
+		if (cJSON_IsObject(x) && !cJSON_HasObjectItem(x, "mooncake_protocol"))
+			cJSON_AddStringToObject(x, "mooncake_protocol", sc->protocol);
+		return o;
+	}
 	if (!cJSON_HasObjectItem(o, "kv_rank"))
 		cJSON_AddNumberToObject(o, "kv_rank", producer ? 0 : 1);
 	if (!cJSON_HasObjectItem(o, "kv_parallel_size"))
@@ -238,8 +248,8 @@ static int parse_kv(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, "kv_transfer_config");
 	const cJSON *p, *d;
 	if (!j) {
-		sc->kv_prefill = kv_side(NULL, true);
-		sc->kv_decode = kv_side(NULL, false);
+		sc->kv_prefill = kv_side(NULL, true, sc);
+		sc->kv_decode = kv_side(NULL, false, sc);
 		return 0;
 	}
 	if (!cJSON_IsObject(j))
@@ -248,8 +258,8 @@ static int parse_kv(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
 	p = cJSON_GetObjectItemCaseSensitive(j, "prefill");
 	d = cJSON_GetObjectItemCaseSensitive(j, "decode");
 	if (!p && !d) {
-		sc->kv_prefill = kv_side(j, true);
-		sc->kv_decode = kv_side(j, false);
+		sc->kv_prefill = kv_side(j, true, sc);
+		sc->kv_decode = kv_side(j, false, sc);
 	} else {
 		static const char *const ok[] = {"prefill", "decode", NULL};
 		if (!p || !d)
@@ -533,6 +543,10 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 	                                 "expect_fail",
 	                                 "expect_exit",
 	                                 "timeout_s",
+	                                 "vllm",
+	                                 "generation",
+	                                 "proxy",
+	                                 "env",
 	                                 NULL};
 	struct pctx c = {path, err, errsz, 0};
 	cJSON *root;
@@ -560,7 +574,9 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 	}
 	if (check_keys(&c, root, "", ok) || get_str(&c, root, "name", "name", NULL, &sc->name) ||
 	    get_str(&c, root, "description", "description", "", &sc->description) ||
-	    get_str(&c, root, "metadata", "metadata", NULL, &meta) ||
+	    hr_scenario_parse_gen(path, root, sc, err, errsz) ||
+	    get_str(&c, root, "metadata", "metadata", cfg_gen_is_v1(sc->gen) ? "p2p" : NULL,
+	            &meta) ||
 	    get_str(&c, root, "protocol", "protocol", "tcp", &sc->protocol) ||
 	    get_str(&c, root, "model", "model", DEFAULT_MODEL, &sc->model) ||
 	    get_int(&c, root, "max_model_len", "max_model_len", 10000, 16, 10000000,
@@ -583,6 +599,19 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 		sc->meta = HR_META_P2P;
 	else {
 		perr(&c, "metadata", "expected etcd, redis, http or p2p, got \"%s\"", meta);
+		goto out;
+	}
+	if (cfg_gen_is_v1(sc->gen) && sc->meta != HR_META_P2P) {
+		perr(&c, "metadata",
+		     "vLLM V1 connectors (generation %s) publish nothing in a metadata service: "
+		     "they use P2PHANDSHAKE; remove the field or write \"p2p\", got \"%s\"",
+		     cfg_gen_name(sc->gen), meta);
+		goto out;
+	}
+	if (cfg_gen_is_v1(sc->gen) && cJSON_HasObjectItem(root, "mooncake")) {
+		perr(&c, "mooncake",
+		     "vLLM V1 connectors (generation %s) read no mooncake.json; remove the field",
+		     cfg_gen_name(sc->gen));
 		goto out;
 	}
 	if (strcmp(sc->protocol, "tcp") && strcmp(sc->protocol, "rdma")) {
@@ -663,5 +692,8 @@ void hr_scenario_free(struct hr_scenario *sc)
 	free(sc->checks);
 	free(sc->expect_fail);
 	free(sc->expect_match);
+	free(sc->vllm);
+	free(sc->proxy_contract);
+	cJSON_Delete(sc->env);
 	memset(sc, 0, sizeof(*sc));
 }

@@ -5,13 +5,13 @@ hr_SRCS := $(wildcard harness/lib/*.c)
 
 TESTS += test_hr
 test_hr_SRCS := harness/tests/test_hr.c
-test_hr_LIBS := hr pdcommon
+test_hr_LIBS := hr cfg pdcommon
 
 # separate network stacks (hr_netns) and the OpenSSH launcher (hr_ssh): real namespaces, a real
 # sshd; both NOTRUN without root
 TESTS += test_netns
 test_netns_SRCS := harness/tests/test_netns.c
-test_netns_LIBS := hr pdcommon
+test_netns_LIBS := hr cfg pdcommon
 TESTS += test_ssh
 test_ssh_SRCS := harness/tests/test_ssh.c
-test_ssh_LIBS := hr pdcommon
+test_ssh_LIBS := hr cfg pdcommon

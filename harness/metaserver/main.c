@@ -1,6 +1,8 @@
 /* pdkv-metaserver: an in-memory HTTP metadata server with Mooncake's API (GET/PUT/DELETE
  * <any path>?key=K, 404 "metadata not found", /health), usable instead of Mooncake's Python/Go one.
  */
+#include "metaserver/ms_conn.h"
+#include "metaserver/ms_store.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -9,6 +11,7 @@
 #include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,82 +24,10 @@
 #define DEFAULT_PORT     8080
 #define DEFAULT_MAX_BODY (16ull << 20)
 
-/* ------------------------------------------------------------------ key/value store */
-struct entry {
-	struct entry *next;
-	char *key;
-	char *val;
-	size_t vlen;
-};
-
-static struct {
-	pthread_mutex_t lock;
-	struct entry **b;
-	size_t nb, n;
-} store = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
 static struct {
 	uint64_t max_body;
 	bool reject_dup_rpc_meta;
 } opt = {DEFAULT_MAX_BODY, false};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static struct entry **slot_of(const char *key)
-{
-	struct entry **pp = &store.b[hash_str(key) & (store.nb - 1)];
-	while (*pp && strcmp((*pp)->key, key))
-		pp = &(*pp)->next;
-	return pp;
-}
-
-static int store_grow(void)
-{
-	size_t nb = store.nb ? store.nb * 2 : 64;
-	struct entry **b = calloc(nb, sizeof(*b));
-	if (!b)
-		return -ENOMEM;
-	for (size_t i = 0; i < store.nb; i++) {
-		struct entry *e = store.b[i], *next;
-		for (; e; e = next) {
-			next = e->next;
-			size_t h = hash_str(e->key) & (nb - 1);
-			e->next = b[h];
-			b[h] = e;
-		}
-	}
-	free(store.b);
-	store.b = b;
-	store.nb = nb;
-	return 0;
-}
-
-static void entry_free(struct entry *e)
-{
-	free(e->key);
-	free(e->val);
-	free(e);
-}
-
-static void store_clear(void)
-{
-	for (size_t i = 0; i < store.nb; i++) {
-		struct entry *e = store.b[i], *next;
-		for (; e; e = next) {
-			next = e->next;
-			entry_free(e);
-		}
-	}
-	free(store.b);
-	store.b = NULL;
-	store.nb = store.n = 0;
-}
 
 /* ------------------------------------------------------------------ HTTP */
 struct req {
@@ -124,132 +55,123 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned code, const
 	return reply(c, code, "text/plain; charset=utf-8", text, strlen(text));
 }
 
-static int cmp_str(const void *a, const void *b)
+/* At most one line a second per kind of refusal, so a flood cannot flood the log. */
+static void warn_limited(int kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_limited(int kind, const char *fmt, ...)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t last[8], skipped[8];
+	char line[512];
+	va_list ap;
+	uint64_t now = pd_now_ns(), n;
+	pthread_mutex_lock(&mu);
+	if (last[kind] && now - last[kind] < 1000000000ull) {
+		skipped[kind]++;
+		pthread_mutex_unlock(&mu);
+		return;
+	}
+	last[kind] = now;
+	n = skipped[kind];
+	skipped[kind] = 0;
+	pthread_mutex_unlock(&mu);
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n)
+		pd_warn("%s (%llu more like it in the last second)", line, (unsigned long long)n);
+	else
+		pd_warn("%s", line);
+}
+
+static unsigned code_of(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return MHD_HTTP_NOT_FOUND;
+	case -EINVAL:
+	case -EILSEQ:
+	case -EEXIST:
+		return MHD_HTTP_BAD_REQUEST;
+	case -ENAMETOOLONG:
+		return MHD_HTTP_URI_TOO_LONG;
+	case -EFBIG:
+		return MHD_HTTP_CONTENT_TOO_LARGE;
+	case -ENOSPC:
+		return MHD_HTTP_INSUFFICIENT_STORAGE;
+	default:
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+}
+
+static enum MHD_Result reply_err(struct MHD_Connection *c, int err, size_t klen)
+{
+	if (err == -ENAMETOOLONG || err == -ENOSPC || err == -EFBIG || err == -EILSEQ)
+		warn_limited(err == -ENAMETOOLONG ? 0
+		             : err == -ENOSPC     ? 1
+		             : err == -EFBIG      ? 2
+		                                  : 3,
+		             "request refused (%u): %s (key of %zu bytes)", code_of(err),
+		             ms_strerror(err), klen);
+	return reply_text(c, code_of(err), ms_strerror(err));
 }
 
 /* {"key": "value text", ...} for every key starting with prefix, keys sorted. */
-static enum MHD_Result handle_list(struct MHD_Connection *c, const char *prefix)
+static enum MHD_Result handle_list(struct MHD_Connection *c, const char *prefix, size_t plen)
 {
-	cJSON *obj = cJSON_CreateObject();
-	char **keys = NULL, *txt = NULL;
-	size_t nk = 0, plen = strlen(prefix);
-	enum MHD_Result ret;
-
-	pthread_mutex_lock(&store.lock);
-	keys = calloc(store.n + 1, sizeof(*keys));
-	for (size_t i = 0; keys && i < store.nb; i++)
-		for (struct entry *e = store.b[i]; e; e = e->next)
-			if (!strncmp(e->key, prefix, plen))
-				keys[nk++] = e->key;
-	if (keys)
-		qsort(keys, nk, sizeof(*keys), cmp_str);
-	for (size_t i = 0; obj && keys && i < nk; i++) {
-		struct entry *e = *slot_of(keys[i]);
-		cJSON_AddItemToObject(obj, e->key, cJSON_CreateString(e->val));
+	char *txt, msg[200];
+	size_t len;
+	int ret = ms_dump(prefix, plen, &txt, &len);
+	struct MHD_Response *r;
+	enum MHD_Result q;
+	if (ret == -EFBIG) {
+		warn_limited(4, "dump refused: %zu bytes over --max-dump", len);
+		snprintf(msg, sizeof(msg),
+		         "dump would be %zu bytes, over --max-dump; narrow it with ?prefix=", len);
+		return reply_text(c, MHD_HTTP_INSUFFICIENT_STORAGE, msg);
 	}
-	pthread_mutex_unlock(&store.lock);
-	if (obj && keys)
-		txt = cJSON_Print(obj);
-	free(keys);
-	cJSON_Delete(obj);
-	if (!txt)
+	if (ret)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	ret = reply(c, MHD_HTTP_OK, "application/json", txt, strlen(txt));
-	free(txt);
-	return ret;
+	/* handed over, not copied: a dump near --max-dump is held once */
+	r = MHD_create_response_from_buffer(len, txt, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(txt);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	q = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return q;
 }
 
-static enum MHD_Result handle_get(struct MHD_Connection *c, const char *key)
+static enum MHD_Result handle_get(struct MHD_Connection *c, const char *key, size_t klen)
 {
-	char *copy = NULL;
-	size_t len = 0;
+	char *val;
+	size_t len;
 	enum MHD_Result ret;
-
-	pthread_mutex_lock(&store.lock);
-	struct entry *e = store.nb ? *slot_of(key) : NULL;
-	if (e) {
-		len = e->vlen;
-		copy = malloc(len + 1);
-		if (copy)
-			memcpy(copy, e->val, len);
-	}
-	pthread_mutex_unlock(&store.lock);
-	if (!e)
-		return reply_text(c, MHD_HTTP_NOT_FOUND, "metadata not found");
-	if (!copy)
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	ret = reply(c, MHD_HTTP_OK, "application/json", copy, len);
-	free(copy);
-	return ret;
-}
-
-static enum MHD_Result handle_put(struct MHD_Connection *c, const char *key, struct req *rq)
-{
-	struct entry **pp, *e;
-	char *val = malloc(rq->len + 1);
-	const char *msg = "metadata updated";
-	unsigned code = MHD_HTTP_OK;
-
-	if (!val)
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	if (rq->len)
-		memcpy(val, rq->body, rq->len);
-	val[rq->len] = '\0';
-	pthread_mutex_lock(&store.lock);
-	if ((store.n >= store.nb && store_grow()) || !store.nb) {
-		code = MHD_HTTP_INTERNAL_SERVER_ERROR;
-		msg = "out of memory";
-		goto out;
-	}
-	pp = slot_of(key);
-	e = *pp;
-	if (e && opt.reject_dup_rpc_meta && strstr(key, "rpc_meta")) {
-		/* newer Mooncake Python server (#818): a second engine with the same name fails */
-		code = MHD_HTTP_BAD_REQUEST;
-		msg = "Duplicate rpc_meta key not allowed";
-		goto out;
-	}
-	if (!e) {
-		e = calloc(1, sizeof(*e));
-		if (!e || !(e->key = strdup(key))) {
-			free(e);
-			code = MHD_HTTP_INTERNAL_SERVER_ERROR;
-			msg = "out of memory";
-			goto out;
-		}
-		*pp = e;
-		store.n++;
-	}
-	free(e->val);
-	e->val = val;
-	e->vlen = rq->len;
-	val = NULL;
-out:
-	pthread_mutex_unlock(&store.lock);
+	int rc = ms_get(key, klen, &val, &len);
+	if (rc)
+		return reply_err(c, rc, klen);
+	ret = reply(c, MHD_HTTP_OK, "application/json", val, len);
 	free(val);
-	pd_dbg("PUT %s (%zu bytes) -> %u", key, rq->len, code);
-	return reply_text(c, code, msg);
+	return ret;
 }
 
-static enum MHD_Result handle_del(struct MHD_Connection *c, const char *key)
+static enum MHD_Result handle_put(struct MHD_Connection *c, const char *key, size_t klen,
+                                  struct req *rq)
 {
-	struct entry *e = NULL;
-	pthread_mutex_lock(&store.lock);
-	if (store.nb) {
-		struct entry **pp = slot_of(key);
-		e = *pp;
-		if (e) {
-			*pp = e->next;
-			store.n--;
-		}
-	}
-	pthread_mutex_unlock(&store.lock);
-	pd_dbg("DELETE %s -> %s", key, e ? "200" : "404");
-	if (!e) /* Python server behaviour; the Go server answers 200 */
-		return reply_text(c, MHD_HTTP_NOT_FOUND, "metadata not found");
-	entry_free(e);
+	int rc = ms_put(key, klen, rq->body ? rq->body : "", rq->len, opt.reject_dup_rpc_meta);
+	pd_dbg("PUT %s (%zu bytes) -> %d", key, rq->len, rc);
+	if (rc)
+		return reply_err(c, rc, klen);
+	return reply_text(c, MHD_HTTP_OK, "metadata updated");
+}
+
+static enum MHD_Result handle_del(struct MHD_Connection *c, const char *key, size_t klen)
+{
+	int rc = ms_del(key, klen);
+	pd_dbg("DELETE %s -> %d", key, rc);
+	if (rc) /* 404: Python server behaviour; the Go server answers 200 */
+		return reply_err(c, rc, klen);
 	return reply_text(c, MHD_HTTP_OK, "metadata deleted");
 }
 
@@ -259,6 +181,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
 	struct req *rq = *con_cls;
 	const char *key, *prefix;
+	size_t klen = 0, plen = 0;
 	bool is_get = !strcmp(method, MHD_HTTP_METHOD_GET);
 	bool is_put = !strcmp(method, MHD_HTTP_METHOD_PUT) || !strcmp(method, MHD_HTTP_METHOD_POST);
 	bool is_del = !strcmp(method, MHD_HTTP_METHOD_DELETE);
@@ -303,21 +226,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	if (!strcmp(url, "/health"))
 		return reply_text(c, MHD_HTTP_OK, "OK");
-	key = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "key");
-	prefix = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "prefix");
+	/* with lengths: "%00" decodes to a NUL that a C string would cut the key at */
+	if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "key", 3, &key, &klen) !=
+	    MHD_YES)
+		key = NULL;
+	if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "prefix", 6, &prefix, &plen) !=
+	    MHD_YES)
+		prefix = NULL;
 	if (!key && is_get && (prefix || !strcmp(url, "/dump")))
-		return handle_list(c, prefix ? prefix : "");
+		return handle_list(c, prefix ? prefix : "", prefix ? plen : 0);
 	if (!is_get && !is_put && !is_del)
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
 	if (!key)
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "missing key parameter");
-	if (!*key)
-		return reply_text(c, MHD_HTTP_BAD_REQUEST, "empty key");
 	if (is_get)
-		return handle_get(c, key);
+		return handle_get(c, key, klen);
 	if (is_put)
-		return handle_put(c, key, rq);
-	return handle_del(c, key);
+		return handle_put(c, key, klen, rq);
+	return handle_del(c, key, klen);
 }
 
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -335,21 +261,6 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 /* ------------------------------------------------------------------ main */
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: pdkv-metaserver [--port N] [--host ADDR] [--addr=[HOST]:PORT]\n"
-	    "                       [--max-body SIZE] [--reject-duplicate-rpc-meta]\n"
-	    "In-memory HTTP metadata server with Mooncake's API:\n"
-	    "  GET|PUT|DELETE <path>?key=K   value get/set/remove (404 \"metadata not found\")\n"
-	    "  GET /health                   200 OK\n"
-	    "  GET /dump, GET /?prefix=P     all (or prefixed) keys as a JSON object\n"
-	    "Defaults: --host 0.0.0.0 --port %d --max-body 16MiB (larger PUT -> 413).\n"
-	    "--port 0 picks a free port (printed on stdout).\n",
-	    DEFAULT_PORT);
-}
-
 /* "--name=value" or "--name value"; returns the value or NULL. */
 static const char *arg_val(int argc, char **argv, int *i, const char *name)
 {
@@ -361,6 +272,79 @@ static const char *arg_val(int argc, char **argv, int *i, const char *name)
 	if (argv[*i][n] == '\0' && *i + 1 < argc)
 		return argv[++*i];
 	return NULL;
+}
+
+/* ---- issue 11: store and connection limits (one block: the flags, their parsing) ---- */
+static struct ms_limits lim = {MS_DEFAULT_MAX_KEY, MS_DEFAULT_MAX_VALUE, MS_DEFAULT_MAX_TOTAL,
+                               MS_DEFAULT_MAX_KEYS, MS_DEFAULT_MAX_DUMP};
+static struct {
+	unsigned max_total, max_per, idle_s;
+} conn = {MS_DEFAULT_MAX_CONN, MS_DEFAULT_MAX_CONN_PER, MS_DEFAULT_IDLE_TIMEOUT_S};
+
+static const char LIMITS_USAGE[] =
+    "Limits (a refusal is logged, at most once a second per kind):\n"
+    "  --max-key SIZE                    key bytes (default 4KiB; longer -> 414)\n"
+    "  --max-total SIZE                  keys + values held (default 256MiB; full -> 507)\n"
+    "  --max-keys N                      keys held (default 65536; full -> 507)\n"
+    "  --max-dump SIZE                   /dump and ?prefix= answer (default 64MiB; -> 507)\n"
+    "  --max-connections N               connections at once (default 256)\n"
+    "  --max-connections-per-client N    per client address (default 32)\n"
+    "  --idle-timeout SEC                drop a connection idle this long (default 10)\n"
+    "A key with a NUL byte (%00) is refused (400).\n";
+
+/* 1 consumed, 0 not a limit flag, -1 bad value (message printed) */
+static int limit_opt(int argc, char **argv, int *i)
+{
+	static const struct {
+		const char *name;
+		bool size;
+		uint64_t min, max;
+	} f[] = {
+	    {"--max-key", true, 1, 1u << 20},
+	    {"--max-total", true, 1, 1ull << 40},
+	    {"--max-keys", false, 1, 1u << 30},
+	    {"--max-dump", true, 1, 1ull << 40},
+	    {"--max-connections", false, 1, 100000},
+	    {"--max-connections-per-client", false, 1, 100000},
+	    {"--idle-timeout", false, 1, 86400},
+	};
+	for (size_t k = 0; k < PD_ARRAY_SIZE(f); k++) {
+		const char *v = arg_val(argc, argv, i, f[k].name);
+		uint64_t x;
+		if (!v)
+			continue;
+		if ((f[k].size ? pd_parse_size(v, &x) : pd_parse_u64(v, &x)) || x < f[k].min ||
+		    x > f[k].max) {
+			pd_err("%s: expected %s from %llu to %llu, got \"%s\"", f[k].name,
+			       f[k].size ? "a size such as 4KiB" : "a number",
+			       (unsigned long long)f[k].min, (unsigned long long)f[k].max, v);
+			return -1;
+		}
+		size_t *sz[] = {&lim.max_key, &lim.max_total, &lim.max_keys, &lim.max_dump};
+		unsigned *un[] = {&conn.max_total, &conn.max_per, &conn.idle_s};
+		if (k < 4)
+			*sz[k] = (size_t)x;
+		else
+			*un[k - 4] = (unsigned)x;
+		return 1;
+	}
+	return 0;
+}
+/* ---- end of the limits block ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: pdkv-metaserver [--port N] [--host ADDR] [--addr=[HOST]:PORT]\n"
+	    "                       [--max-body SIZE] [--reject-duplicate-rpc-meta]\n"
+	    "In-memory HTTP metadata server with Mooncake's API:\n"
+	    "  GET|PUT|DELETE <path>?key=K   value get/set/remove (404 \"metadata not found\")\n"
+	    "  GET /health                   200 OK\n"
+	    "  GET /dump, GET /?prefix=P     all (or prefixed) keys as a JSON object\n"
+	    "Defaults: --host 0.0.0.0 --port %d --max-body 16MiB (larger PUT -> 413).\n"
+	    "--port 0 picks a free port (printed on stdout).\n%s",
+	    DEFAULT_PORT, LIMITS_USAGE);
 }
 
 static int parse_port(const char *s, int *port)
@@ -381,6 +365,7 @@ int main(int argc, char **argv)
 	socklen_t sl = sizeof(ss);
 	sigset_t sigs;
 	const char *v;
+	int rc;
 
 	pd_log_set_name("pdkv-metaserver");
 	for (int i = 1; i < argc; i++) {
@@ -410,6 +395,9 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(argv[i], "--reject-duplicate-rpc-meta")) {
 			opt.reject_dup_rpc_meta = true;
+		} else if ((rc = limit_opt(argc, argv, &i)) != 0) {
+			if (rc < 0)
+				return 2;
 		} else {
 			pd_err("unknown argument \"%s\"", argv[i]);
 			usage(stderr);
@@ -417,6 +405,9 @@ int main(int argc, char **argv)
 		}
 	}
 
+	lim.max_value = opt.max_body;
+	ms_store_limits(&lim);
+	ms_conn_limits(conn.max_total, conn.max_per);
 	/* block the signals before MHD starts its threads, so only sigwait sees them */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -432,9 +423,13 @@ int main(int argc, char **argv)
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
 		port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 		                                : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-	                     on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
-	                     MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+	/* MHD's own limit (split between the 2 pool threads) sits above ours, so every refusal is
+	 * ours and logged */
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0,
+	                     ms_conn_accept, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+	                     MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_TIMEOUT,
+	                     conn.idle_s, MHD_OPTION_CONNECTION_LIMIT, 2 * conn.max_total + 16,
+	                     MHD_OPTION_NOTIFY_CONNECTION, ms_conn_notify, NULL,
 	                     MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
 	if (!d) {
 		pd_err("cannot start the HTTP daemon on %s:%d", host, port);
@@ -447,13 +442,14 @@ int main(int argc, char **argv)
 	for (;;) {
 		int sig = 0;
 		if (sigwait(&sigs, &sig) == 0 && (sig == SIGINT || sig == SIGTERM)) {
-			pd_info("signal %d: shutting down (%zu keys dropped)", sig, store.n);
+			pd_info("signal %d: shutting down (%zu keys dropped)", sig,
+			        ms_store_keys());
 			break;
 		}
 	}
 	MHD_stop_daemon(d);
 	close(fd);
-	store_clear();
+	ms_store_clear();
 	ret = 0;
 	return ret;
 }

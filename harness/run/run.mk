@@ -1,4 +1,4 @@
 # pdkv-run: `pdkv run`, the scenario runner's thin main over harness/lib.
 BINS += pdkv-run
 pdkv-run_SRCS := harness/run/main.c
-pdkv-run_LIBS := hr pdcommon
+pdkv-run_LIBS := hr cfg pdcommon

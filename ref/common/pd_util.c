@@ -301,8 +301,50 @@ int pd_tcp_listen(const char *host, int port, int backlog)
 	return ret;
 }
 
+/* Lowest port the kernel hands out for outgoing connections (and for bind to port 0). */
+static int ephemeral_low(void)
+{
+	char *txt = NULL;
+	size_t n;
+	int lo = 32768, hi;
+	if (pd_read_file("/proc/sys/net/ipv4/ip_local_port_range", 64, &txt, &n) == 0) {
+		if (sscanf(txt, "%d %d", &lo, &hi) != 2)
+			lo = 32768;
+		free(txt);
+	}
+	return lo;
+}
+
+/* A port below the ephemeral range, free right now: a port from bind(0) is an ephemeral
+ * one, which any process's next connect() may take as its local port before the service
+ * binds it (EADDRINUSE: test_bench.sh's "metadata services did not start", issue 11 D13). */
+static int low_free_port(const char *host)
+{
+	static _Atomic unsigned seed;
+	int lo = 10000, hi = ephemeral_low() - 1;
+	unsigned x;
+	if (hi - lo < 1000)
+		return -ERANGE;
+	x = seed ? seed : (unsigned)getpid() * 2654435761u ^ (unsigned)pd_now_ns();
+	for (int i = 0; i < 64; i++) {
+		x = x * 1103515245u + 12345u;
+		int port = lo + (int)((x >> 8) % (unsigned)(hi - lo + 1));
+		int fd = pd_tcp_listen(host, port, 1);
+		if (fd >= 0) {
+			close(fd);
+			seed = x;
+			return port;
+		}
+	}
+	seed = x;
+	return -EADDRNOTAVAIL;
+}
+
 int pd_free_port(const char *host)
 {
+	int low = low_free_port(host);
+	if (low > 0)
+		return low;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	int fd = pd_tcp_listen(host, 0, 1), port = -EADDRNOTAVAIL;

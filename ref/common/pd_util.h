@@ -29,7 +29,8 @@ int pd_parse_size(const char *s, uint64_t *out);
  * Port must be 1..65535. */
 int pd_split_hostport(const char *s, char *host_out, size_t host_sz, int *port_out);
 
-/* A TCP port that is free right now on host (bind to port 0, read it back, close). */
+/* A TCP port that is free right now on host: below the ephemeral range (so no connect() takes
+ * it before the caller binds it) when there is room, else from bind to port 0. */
 int pd_free_port(const char *host);
 /* Waits until a TCP connect to host:port succeeds; 0 or -ETIMEDOUT. */
 int pd_wait_tcp(const char *host, int port, int timeout_ms);

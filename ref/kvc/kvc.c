@@ -8,8 +8,11 @@
 #include "pd_log.h"
 #include "pd_util.h"
 
-#define END_SIGNAL_MS 300
-#define FLUSH_MS      500
+#define END_SIGNAL_MS  300
+#define FLUSH_MS       500
+#define INSERT_WAIT_MS 5000 /* default bound on a back-pressure wait (vLLM: none) */
+#define STALE_WAIT_MS  1000 /* most a select waits for owed late answers before resyncing */
+#define PEER_GONE_MS   1000 /* after an end signal: wait this long for the last ACKs */
 
 struct kvc {
 	struct kvc_pipe pipe;
@@ -25,6 +28,7 @@ struct kvc {
 	pthread_t handler;
 	bool handler_started;
 	atomic_uint_fast64_t hits, misses;
+	atomic_uint_fast64_t resyncs, insert_timeouts;
 };
 
 static bool role_is_producer(const struct cfg_kv_transfer *kt)
@@ -112,11 +116,8 @@ static void *handler_main(void *arg)
 				    i + 1, kvc_strerror(r));
 				bad = true;
 			}
-			if (i == 0 && !r && kvc_tensor_is_none(&q[0])) {
-				pd_info("kvc: drop_select_handler: end signal from %s; exiting",
-				        c->pipe.v0.remote_url);
-				goto out;
-			}
+			if (i == 0 && !r && kvc_tensor_is_none(&q[0]))
+				goto end_signal;
 		}
 		if (!bad && (!is_1d(&q[1], KVC_I64) || !is_1d(&q[2], KVC_F32) ||
 		             q[1].shape[0] != q[2].shape[0])) {
@@ -150,6 +151,18 @@ static void *handler_main(void *arg)
 			atomic_fetch_add(&c->misses, 1);
 			pd_dbg("kvc: drop_select_handler: no match; answering 5 x None");
 			send_item(c, NULL);
+		}
+		continue;
+	end_signal:
+		/* vLLM's handler exits here and never comes back, so a decode restarted
+		 * gracefully finds no handler; pdkv keeps serving the next consumer */
+		{
+			size_t n = kvc_pipe_forget_peer(&c->pipe, PEER_GONE_MS);
+			pd_info(
+			    "kvc: drop_select_handler: end signal from %s (the consumer shut "
+			    "down); %zu unACKed answer buffer(s) released; waiting for the next "
+			    "consumer",
+			    c->pipe.v0.remote_url, n);
 		}
 		continue;
 	out:
@@ -189,7 +202,9 @@ int kvc_create(const struct kvc_opts *o, struct kvc **out)
 	c->producer = role_is_producer(o->kt);
 	c->miss_mode = o->miss_mode;
 	c->select_timeout_ms = o->select_timeout_ms;
-	c->insert_timeout_ms = o->insert_timeout_ms;
+	c->insert_timeout_ms = o->insert_timeout_ms == 0  ? INSERT_WAIT_MS
+	                       : o->insert_timeout_ms < 0 ? 0
+	                                                  : o->insert_timeout_ms;
 	c->miss_wait_ms = o->miss_wait_ms;
 	pthread_mutex_init(&c->select_mu, NULL);
 	pthread_mutex_init(&c->start_mu, NULL);
@@ -261,6 +276,17 @@ int kvc_insert(struct kvc *c, const struct kvc_item *it)
 	if (atomic_load(&c->closing))
 		return KVC_ERR_CLOSED;
 	rc = kvc_sbuf_insert(&c->sbuf, it, c->insert_timeout_ms);
+	if (rc == KVC_ERR_TIMEOUT) {
+		uint64_t bytes, items;
+		kvc_sbuf_usage(&c->sbuf, &bytes, &items);
+		atomic_fetch_add(&c->insert_timeouts, 1);
+		pd_warn(
+		    "kvc: insert: the producer buffer stayed full for %d ms (%llu bytes in %llu "
+		    "item(s), kv_buffer_size %llu): the consumer %s is not taking items (decode "
+		    "down or not selecting?); this item is not offered",
+		    c->insert_timeout_ms, (unsigned long long)bytes, (unsigned long long)items,
+		    (unsigned long long)c->sbuf.threshold, c->pipe.v0.remote_url);
+	}
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&c->start_mu);
@@ -302,6 +328,85 @@ static int send_bounded(struct kvc *c, const struct kvc_tensor *t, uint64_t dl)
 	return kvc_pipe_send(&c->pipe, t, ms, &c->closing);
 }
 
+/* Late answers to an abandoned select: read, ACK, drop. When they do not come within
+ * STALE_WAIT_MS (at most half the select's budget) they were lost — taken by another peer on
+ * the producer's data port, or the producer restarted — and waiting longer would fail every
+ * later select: count them lost and go on. Answers that still come late are caught by
+ * answer_fits(). */
+static int drain_stale(struct kvc *c, uint64_t dl)
+{
+	int cap = STALE_WAIT_MS;
+	uint64_t sdl;
+	if (c->select_timeout_ms > 0 && c->select_timeout_ms / 2 < cap)
+		cap = c->select_timeout_ms / 2;
+	sdl = pd_now_ns() + (uint64_t)cap * 1000000ull;
+	if (dl && dl < sdl)
+		sdl = dl;
+	while (c->stale > 0) {
+		struct kvc_tensor t;
+		int rc = recv_bounded(c, &t, sdl);
+		if (rc == KVC_ERR_CLOSED)
+			return rc;
+		if (rc == KVC_ERR_TIMEOUT) {
+			atomic_fetch_add(&c->resyncs, 1);
+			pd_warn(
+			    "kvc: drop_select: %d answer tensor(s) owed by %s did not come within "
+			    "%d ms (another ZMQ peer on its data port took them, or it restarted); "
+			    "counting them lost and resynchronising the pipe",
+			    c->stale, c->pipe.v0.remote_url, cap);
+			c->stale = 0;
+			return 0;
+		}
+		kvc_tensor_free(&t);
+		c->stale--;
+		if (c->stale == 0)
+			pd_warn(
+			    "kvc: drop_select: discarded the late answer to an earlier timed-out "
+			    "select");
+	}
+	return 0;
+}
+
+/* Reads and drops whatever is left in the pipe until it is quiet for quiet_ms (or dl). */
+static int drain_quiet(struct kvc *c, uint64_t dl, int quiet_ms)
+{
+	int n = 0;
+	for (;;) {
+		struct kvc_tensor t;
+		uint64_t qdl = pd_now_ns() + (uint64_t)quiet_ms * 1000000ull;
+		if (dl && dl < qdl)
+			qdl = dl;
+		if (recv_bounded(c, &t, qdl))
+			return n;
+		kvc_tensor_free(&t);
+		n++;
+	}
+}
+
+/* Does this 5-tensor answer belong to the query for q[n]? A miss is 5 x None; a hit is
+ * tokens i64 [T] sharing a prefix with the query, roi float [T], keys and values alike. */
+static bool answer_fits(const struct kvc_tensor *r, const int64_t *q, size_t n)
+{
+	if (kvc_tensor_is_none(&r[0])) {
+		for (int i = 1; i < 5; i++)
+			if (!kvc_tensor_is_none(&r[i]))
+				return false;
+		return true;
+	}
+	if (!is_1d(&r[0], KVC_I64) || !is_1d(&r[1], KVC_F32) || r[0].shape[0] != r[1].shape[0])
+		return false;
+	struct kvc_tensor roi = {0};
+	if (float_to_bool(&r[1], &roi))
+		return false;
+	size_t m = kvc_match_len(r[0].data, roi.data, (size_t)r[0].shape[0], q, NULL, n);
+	kvc_tensor_free(&roi);
+	if (m == 0)
+		return false;
+	return !kvc_tensor_is_none(&r[2]) && !kvc_tensor_is_none(&r[3]) &&
+	       r[2].dtype == r[3].dtype && r[2].ndim == r[3].ndim &&
+	       memcmp(r[2].shape, r[3].shape, sizeof(r[2].shape)) == 0;
+}
+
 static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct kvc_item *out)
 {
 	uint64_t dl = c->select_timeout_ms > 0
@@ -323,18 +428,9 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 		       "restart the connector");
 		return KVC_ERR_PROTOCOL;
 	}
-	while (c->stale > 0) { /* late answers to an abandoned select: read, ACK, drop */
-		struct kvc_tensor t;
-		rc = recv_bounded(c, &t, dl);
-		if (rc == KVC_ERR_TIMEOUT || rc == KVC_ERR_CLOSED)
-			return rc;
-		kvc_tensor_free(&t);
-		c->stale--;
-		if (c->stale == 0)
-			pd_warn(
-			    "kvc: drop_select: discarded the late answer to an earlier timed-out "
-			    "select");
-	}
+	rc = drain_stale(c, dl);
+	if (rc)
+		return rc;
 	rc = kvc_tensor_alloc(&roi, KVC_F32, 1, shape);
 	if (rc)
 		return rc;
@@ -355,6 +451,21 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 			c->stale += 5 - i - (rc == KVC_ERR_TIMEOUT || rc == KVC_ERR_CLOSED ? 0 : 1);
 			goto out;
 		}
+	}
+	if (!answer_fits(r, tokens, n)) {
+		int dropped = drain_quiet(c, dl, 200);
+		atomic_fetch_add(&c->resyncs, 1);
+		atomic_fetch_add(&c->pipe.protocol_errors, 1);
+		pd_warn(
+		    "kvc: drop_select: the answer from %s does not fit the query (%s; another "
+		    "ZMQ peer took part of the answers, or it answers an older query): "
+		    "discarded it and %d more tensor(s), resynchronised; this select recomputes",
+		    c->pipe.v0.remote_url,
+		    kvc_tensor_is_none(&r[0]) ? "a miss mixed with tensors"
+		                              : "tokens/roi/keys/values out of step",
+		    dropped);
+		rc = KVC_ERR_PROTOCOL;
+		goto out;
 	}
 	if (kvc_tensor_is_none(&r[0])) {
 		atomic_fetch_add(&c->misses, 1);
@@ -426,6 +537,9 @@ void kvc_get_stats(const struct kvc *cc, struct kvc_stats *s)
 	s->protocol_errors = atomic_load(&c->pipe.protocol_errors);
 	s->alloc_failures = atomic_load(&c->pipe.alloc_failures);
 	s->pool_bytes_in_use = kvc_pool_in_use(c->pipe.pool);
+	s->resyncs = atomic_load(&c->resyncs);
+	s->insert_timeouts = atomic_load(&c->insert_timeouts);
+	s->extra_peers = atomic_load(&c->pipe.extra_peers);
 	pthread_mutex_lock(&c->pipe.ack_mu);
 	s->pending_acks = c->pipe.ack_n;
 	pthread_mutex_unlock(&c->pipe.ack_mu);

@@ -64,16 +64,21 @@ struct kvc_opts {
 	int frame_format;          /* enum kvc_frame_format */
 	int miss_mode;             /* enum kvc_miss_mode (producer side) */
 	int select_timeout_ms;     /* consumer: bound on a drop_select (0 = wait forever) */
-	const char *zmq_bind_host; /* NULL = "*" as PIPE-a/b */
+	const char *zmq_bind_host; /* NULL = the own URL's host when it is an IP address (as
+	                              PIPE-c), else "*"; "*" = every address (PIPE-a/b) */
 	/* Added by the kvc helper; 0 = default for each. */
 	size_t pool_bytes;       /* registered managed-buffer region (default: kv_buffer_size
 	                            rounded up to a power of two, clamped to 64..512 MiB;
 	                            env PDKV_KVC_POOL_BYTES) */
 	int overflow_rule;       /* enum kvc_overflow */
-	int insert_timeout_ms;   /* producer: bound on a back-pressure wait (0 = until destroy) */
+	int insert_timeout_ms;   /* producer: bound on a back-pressure wait (0 = 5 s, the
+	                            default; < 0 = until destroy, as vLLM) */
 	int miss_wait_ms;        /* KVC_MISS_NEW: answer 5 x None after this long (0 = wait for a
 	                            match until destroy, as vLLM) */
 	int transfer_timeout_ms; /* one TE READ (0 = engine default, MC_TRANSFER_TIMEOUT 30 s) */
+	/* issue 11 */
+	int64_t zmq_max_msg_bytes; /* ZMQ_MAXMSGSIZE on every side-channel socket (0 = 4096;
+	                              64 .. 1 GiB): a peer announcing more is dropped */
 };
 
 struct kvc;
@@ -97,6 +102,9 @@ struct kvc_stats {
 	uint64_t protocol_errors,
 	    alloc_failures; /* rejected frames/blobs; Allocation Return Error */
 	uint64_t pool_bytes_in_use, pending_acks; /* managed buffers handed out; sends not ACKed */
+	/* issue 11: a consumer that lost answers and resynchronised its pipe; inserts that gave
+	 * up on a full buffer; extra peers seen on a bound (PUSH) side-channel port */
+	uint64_t resyncs, insert_timeouts, extra_peers;
 };
 void kvc_get_stats(const struct kvc *c, struct kvc_stats *s);
 /* Added by the kvc helper: this rank's TE segment name (own_url, +100 rule applied) and the

@@ -12,8 +12,11 @@
 #include "kvc/kvc.h"
 
 /* ---- side-channel frames (kvc_frame.c) ---------------------------------------------------- */
-#define KVC_FRAME_MAX      64 /* longest frame we build or accept (ZMQ_MAXMSGSIZE on PULLs) */
-#define KVC_PICKLE_ACK_LEN 18 /* 80 04 95 07.. 43 03 'ACK' 94 2e */
+#define KVC_FRAME_MAX 64 /* longest frame we build or accept */
+/* ZMQ_MAXMSGSIZE default on every side-channel socket: > KVC_FRAME_MAX so small junk is
+ * logged, while a peer announcing a larger message is dropped before anything is allocated */
+#define KVC_ZMQ_MAXMSG_DEFAULT 4096
+#define KVC_PICKLE_ACK_LEN     18 /* 80 04 95 07.. 43 03 'ACK' 94 2e */
 
 /* Pickle protocol 4 of the Python tuple (a, b), byte-exact as CPython writes it. Returns the
  * length written to out (<= KVC_FRAME_MAX). */
@@ -108,8 +111,16 @@ struct kvc_ackq {
 	size_t len;
 	struct kvc_ackq *next;
 };
+#define KVC_MON_PEERS 16
+struct kvc_mon_peer {
+	bool used;
+	int fd;
+	uint64_t since;
+	char name[80];
+};
 struct kvc_pipe {
 	struct cfg_v0_pipe v0;
+	int64_t max_msg; /* ZMQ_MAXMSGSIZE on every side-channel socket */
 	int fmt;
 	int transfer_timeout_ms;
 	struct te_engine *eng;
@@ -124,6 +135,13 @@ struct kvc_pipe {
 	atomic_bool stop;
 	atomic_uint_fast64_t bytes_sent, bytes_received, transfers, transfer_failures;
 	atomic_uint_fast64_t protocol_errors, alloc_failures;
+	/* kvc_mon.c: monitors of data_out / ack_out, used by its thread only */
+	void *mon[2];
+	pthread_t mon_th;
+	bool mon_started;
+	int mon_npeers[2];
+	struct kvc_mon_peer mon_peer[2][KVC_MON_PEERS];
+	atomic_uint_fast64_t extra_peers;
 };
 int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o);
 void kvc_pipe_close(struct kvc_pipe *p);
@@ -136,5 +154,11 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
                   const atomic_bool *abort);
 /* Waits (bounded) until every sent buffer was ACKed and freed. */
 int kvc_pipe_flush(struct kvc_pipe *p, int timeout_ms);
+/* The consumer left (end signal): waits up to quiet_ms for its last ACKs, then frees the
+ * buffers it will never ACK. Returns how many were released unACKed. */
+size_t kvc_pipe_forget_peer(struct kvc_pipe *p, int quiet_ms);
+/* kvc_mon.c: logs connects/disconnects on the PUSH ports, counts extra data-port peers. */
+int kvc_mon_start(struct kvc_pipe *p);
+void kvc_mon_stop(struct kvc_pipe *p); /* after p->stop is set, before the sockets close */
 
 #endif

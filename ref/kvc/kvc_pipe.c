@@ -1,6 +1,7 @@
 /* kvc_pipe: the MooncakePipe (spec §3) — engine segment named own_url, the managed-buffer pool,
  * the four ZMQ sockets, send (PUSH (ptr,len), FIFO ACK release on a cleaner thread) and receive
  * (PULL (ptr,len), TE READ from the peer's buffer, ACK). Every wait is bounded and abortable. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,16 +212,33 @@ static void *cleaner_main(void *arg)
 static int zsock(struct kvc_pipe *p, int type, void **out)
 {
 	int zero = 0;
-	int64_t maxmsg = 4096; /* > KVC_FRAME_MAX so small junk is logged, not silently dropped */
 	*out = zmq_socket(p->zctx, type);
 	if (!*out) {
 		pd_err("kvc: zmq_socket: %s", zmq_strerror(zmq_errno()));
 		return KVC_ERR_CONFIG;
 	}
 	zmq_setsockopt(*out, ZMQ_LINGER, &zero, sizeof(zero));
-	if (type == ZMQ_PULL) /* the peer is untrusted: no multi-MB "frames" */
-		zmq_setsockopt(*out, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	/* Every socket, PUSH included: libzmq decodes what any connected peer sends, and a
+	 * frame header may announce up to 2^63 bytes, allocated before the data arrives. */
+	if (zmq_setsockopt(*out, ZMQ_MAXMSGSIZE, &p->max_msg, sizeof(p->max_msg)) < 0) {
+		pd_err("kvc: ZMQ_MAXMSGSIZE %lld: %s", (long long)p->max_msg,
+		       zmq_strerror(zmq_errno()));
+		return KVC_ERR_CONFIG;
+	}
 	return 0;
+}
+
+/* NULL: the own URL's host when it is an IP address (PIPE-c's rule; the peer connects to
+ * exactly that address), else "*" as PIPE-a/b. "*" keeps PIPE-a/b's bind on every address. */
+static const char *bind_host(const struct kvc_pipe *p, const struct kvc_opts *o)
+{
+	unsigned char a[sizeof(struct in6_addr)];
+	if (o->zmq_bind_host && *o->zmq_bind_host)
+		return o->zmq_bind_host;
+	if (inet_pton(AF_INET, p->v0.own_host, a) == 1 ||
+	    inet_pton(AF_INET6, p->v0.own_host, a) == 1)
+		return p->v0.own_host;
+	return "*";
 }
 
 static int zaddr(char *buf, size_t n, const char *host, int port)
@@ -282,7 +300,7 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 {
 	struct cfg_diags d = {0};
 	struct te_engine_opts eo = {0};
-	const char *bh = o->zmq_bind_host ? o->zmq_bind_host : "*";
+	const char *bh;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
@@ -290,6 +308,13 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	pthread_cond_init(&p->ack_cv, NULL);
 	p->fmt = o->frame_format;
 	p->transfer_timeout_ms = o->transfer_timeout_ms;
+	p->max_msg = o->zmq_max_msg_bytes ? o->zmq_max_msg_bytes : KVC_ZMQ_MAXMSG_DEFAULT;
+	if (p->max_msg < KVC_FRAME_MAX || p->max_msg > (1ll << 30)) {
+		pd_err("kvc: zmq_max_msg_bytes %lld: expected %d .. 1GiB (a side-channel message "
+		       "is at most %d bytes)",
+		       (long long)p->max_msg, KVC_FRAME_MAX, KVC_FRAME_MAX);
+		return KVC_ERR_CONFIG;
+	}
 	if (cfg_v0_pipe(o->mc, o->kt, o->local_rank, &p->v0, &d) < 0) {
 		for (size_t i = 0; i < d.n; i++)
 			pd_err("kvc: %s: %s", d.v[i].field ? d.v[i].field : "config",
@@ -300,6 +325,7 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 		return KVC_ERR_CONFIG;
 	}
 	cfg_diags_free(&d);
+	bh = bind_host(p, o);
 	if (!o->mc->conn_string) {
 		pd_err("kvc: mooncake.json: metadata_server \"%s\" does not resolve to a metadata "
 		       "connection string",
@@ -319,7 +345,8 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	if ((rc = zbind(p->data_out, bh, p->v0.bind_data_port, "data PUSH (B+9+2r)")) ||
 	    (rc = zbind(p->ack_out, bh, p->v0.bind_ack_port, "ACK PUSH (B+10+2r)")) ||
 	    (rc = zconnect(p->data_in, p->v0.remote_host, p->v0.connect_data_port, "data PULL")) ||
-	    (rc = zconnect(p->ack_in, p->v0.remote_host, p->v0.connect_ack_port, "ACK PULL")))
+	    (rc = zconnect(p->ack_in, p->v0.remote_host, p->v0.connect_ack_port, "ACK PULL")) ||
+	    (rc = kvc_mon_start(p)))
 		goto fail;
 	eo.metadata_conn = o->mc->conn_string;
 	eo.local_server_name = p->v0.own_url;
@@ -341,12 +368,13 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 		goto fail;
 	}
 	p->cleaner_started = true;
-	pd_info("kvc: pipe %s end: segment %s (pool %zu MiB), peer %s, zmq bind %d/%d, connect "
-	        "%s:%d/%d, frames %s",
+	pd_info("kvc: pipe %s end: segment %s (pool %zu MiB), peer %s, zmq bind %s:%d/%d, connect "
+	        "%s:%d/%d, frames %s, ZMQ_MAXMSGSIZE %lld",
 	        p->v0.prefill_end ? "prefill" : "decode", te_engine_name(p->eng),
-	        kvc_pool_region_bytes(p->pool) >> 20, p->v0.remote_url, p->v0.bind_data_port,
+	        kvc_pool_region_bytes(p->pool) >> 20, p->v0.remote_url, bh, p->v0.bind_data_port,
 	        p->v0.bind_ack_port, p->v0.remote_host, p->v0.connect_data_port,
-	        p->v0.connect_ack_port, p->fmt == KVC_FRAME_PICKLE ? "pickle" : "u64be");
+	        p->v0.connect_ack_port, p->fmt == KVC_FRAME_PICKLE ? "pickle" : "u64be",
+	        (long long)p->max_msg);
 	return 0;
 fail:
 	kvc_pipe_close(p);
@@ -363,6 +391,7 @@ void kvc_pipe_close(struct kvc_pipe *p)
 	if (p->cleaner_started)
 		pthread_join(p->cleaner, NULL);
 	p->cleaner_started = false;
+	kvc_mon_stop(p);
 	for (int i = 0; i < 4; i++) {
 		if (*socks[i])
 			zmq_close(*socks[i]);
@@ -547,4 +576,26 @@ int kvc_pipe_flush(struct kvc_pipe *p, int timeout_ms)
 	}
 	pthread_mutex_unlock(&p->ack_mu);
 	return rc;
+}
+
+size_t kvc_pipe_forget_peer(struct kvc_pipe *p, int quiet_ms)
+{
+	struct kvc_ackq *q;
+	size_t n = 0;
+	/* its ACKs for what it read may still be on the wire: let them land first */
+	kvc_pipe_flush(p, quiet_ms);
+	pthread_mutex_lock(&p->ack_mu);
+	q = p->ack_head;
+	p->ack_head = p->ack_tail = NULL;
+	n = p->ack_n;
+	p->ack_n = 0;
+	pthread_cond_broadcast(&p->ack_cv);
+	pthread_mutex_unlock(&p->ack_mu);
+	while (q) {
+		struct kvc_ackq *next = q->next;
+		kvc_pool_free(p->pool, q->ptr);
+		free(q);
+		q = next;
+	}
+	return n;
 }

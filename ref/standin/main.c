@@ -10,6 +10,8 @@
 
 #include "pd_log.h"
 #include "pd_util.h"
+#include <cJSON.h>
+
 #include "sa.h"
 
 static void print_diags(const struct cfg_diags *d)
@@ -41,12 +43,19 @@ static void on_signal(int sig)
 	got_signal = sig;
 }
 
-bool sa_ready(struct sa *s)
+static bool v0_ready(struct sa *s)
 {
 	for (int k = 0; k < s->nkvc; k++)
 		if (!kvc_ready(s->kvc[k]))
 			return false;
 	return !atomic_load(&s->stopping);
+}
+
+bool sa_ready(struct sa *s)
+{
+	if (!s->kv)
+		return !atomic_load(&s->stopping);
+	return s->conn->ready(s);
 }
 
 /* Reads --kv-transfer-config and mooncake.json the way vLLM V0 does; prints the checker's
@@ -91,6 +100,165 @@ out:
 	return ret;
 }
 
+static int env_int(const char *name, int def, int lo, int hi, int *out)
+{
+	const char *e = getenv(name);
+	int64_t v;
+
+	*out = def;
+	if (!e || !*e)
+		return 0;
+	if (pd_parse_i64(e, &v) || v < lo || v > hi) {
+		fprintf(stderr,
+		        "pdkv-standin: error: %s: expected an integer %d..%d, got \"%s\" "
+		        "(vLLM: ValueError: invalid literal for int())\n",
+		        name, lo, hi, e);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+/* kv_connector_extra_config of the V1 connector: mooncake_protocol (str, "rdma"),
+ * num_workers (int), device_name (str). */
+static int v1_extra(struct sa *s)
+{
+	cJSON *j =
+	    cJSON_Parse(s->kt.kv_connector_extra_config ? s->kt.kv_connector_extra_config : "{}");
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "mooncake_protocol");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "num_workers");
+	int ret = 0;
+
+	snprintf(s->protocol, sizeof(s->protocol), "rdma");
+	if (p && !(cJSON_IsString(p) &&
+	           (!strcmp(p->valuestring, "rdma") || !strcmp(p->valuestring, "tcp")))) {
+		fprintf(stderr, "pdkv-standin: error: --kv-transfer-config: "
+		                "kv_connector_extra_config.mooncake_protocol: expected \"rdma\" or "
+		                "\"tcp\"\n");
+		ret = -1;
+	} else if (p) {
+		snprintf(s->protocol, sizeof(s->protocol), "%s", p->valuestring);
+	}
+	if (n && !(cJSON_IsNumber(n) && n->valuedouble >= 1)) {
+		fprintf(stderr,
+		        "pdkv-standin: error: --kv-transfer-config: "
+		        "kv_connector_extra_config.num_workers: expected an integer >= 1\n");
+		ret = -1;
+	}
+	cJSON_Delete(j);
+	return ret;
+}
+
+static int load_config_v1(struct sa *s)
+{
+	struct cfg_diags d = {0};
+	char *verr = NULL, uuid[40];
+	const char *pol;
+	int ret = -1;
+
+	if (cfg_kv_transfer_parse(s->o.kv_transfer_config, CFG_VLLM_V1, &s->kt, &d, &verr)) {
+		print_diags(&d);
+		fprintf(stderr, "pdkv-standin: error: --kv-transfer-config rejected%s%s\n",
+		        verr ? "; vLLM would raise " : "", verr ? verr : "");
+		goto out;
+	}
+	print_diags(&d);
+	if (!s->kt.kv_connector || strcmp(s->kt.kv_connector, "MooncakeConnector")) {
+		fprintf(stderr,
+		        "pdkv-standin: error: --kv-transfer-config: kv_connector \"%s\" is not "
+		        "supported; pdkv-standin speaks \"MooncakeConnector\"\n",
+		        s->kt.kv_connector ? s->kt.kv_connector : "(none)");
+		goto out;
+	}
+	if (v1_extra(s))
+		goto out;
+	s->producer = s->kt.is_producer;
+	s->consumer = s->kt.is_consumer;
+	/* The policy default moved between releases (cfg_vllm's table) unless it is given. */
+	pol = strstr(s->o.kv_transfer_config, "\"kv_load_failure_policy\"")
+	          ? s->kt.kv_load_failure_policy
+	          : s->vi.policy;
+	s->policy_fail = pol && !strcmp(pol, "fail");
+	if (env_int("VLLM_MOONCAKE_BOOTSTRAP_PORT", 8998, 1, 65535, &s->bootstrap_port) ||
+	    env_int("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", 480, 1, 86400, &s->abort_timeout_s))
+		goto out;
+	if (s->gen == CFG_GEN_A &&
+	    s->bootstrap_port + (s->o.dp - 1) * s->o.tp + s->o.tp - 1 > 65535) {
+		fprintf(stderr,
+		        "pdkv-standin: error: VLLM_MOONCAKE_BOOTSTRAP_PORT %d + dp*tp + "
+		        "tp_rank runs past port 65535\n",
+		        s->bootstrap_port);
+		goto out;
+	}
+	if (!s->kt.engine_id) {
+		unsigned char b[16];
+
+		for (int i = 0; i < 16; i++)
+			b[i] = (unsigned char)(random() ^ (pd_now_ns() >> (i % 8)));
+		b[6] = (b[6] & 0x0f) | 0x40;
+		b[8] = (b[8] & 0x3f) | 0x80;
+		snprintf(uuid, sizeof(uuid),
+		         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+		         b[12], b[13], b[14], b[15]);
+	}
+	for (int k = 0; k < s->o.dp; k++) {
+		const char *id = s->kt.engine_id ? s->kt.engine_id : uuid;
+
+		if (s->o.dp == 1)
+			snprintf(s->engine_ids[k], sizeof(s->engine_ids[k]), "%.150s", id);
+		else
+			snprintf(s->engine_ids[k], sizeof(s->engine_ids[k]), "%.150s_dp%d", id, k);
+	}
+	ret = 0;
+out:
+	free(verr);
+	cfg_diags_free(&d);
+	return ret;
+}
+
+/* --vllm-version (default: the newest release in cfg_vllm's table) and --v1-shape. */
+static int select_version(struct sa *s)
+{
+	const char *v = s->o.vllm_version ? s->o.vllm_version : cfg_vllm_newest;
+	const char *mcp = getenv("MOONCAKE_CONFIG_PATH");
+	char err[300];
+
+	/* A V0 deployment (mooncake.json in MOONCAKE_CONFIG_PATH) started without a version
+	 * keeps speaking the pipe: vLLM's V1 connector never reads that file. */
+	if (!s->o.vllm_version && s->kv && mcp && *mcp) {
+		v = "0.8";
+		pd_info(
+		    "note: MOONCAKE_CONFIG_PATH is set and no --vllm-version given: speaking the "
+		    "V0 pipe of vLLM 0.8 (pass --vllm-version to choose; without both, the "
+		    "newest release %s)",
+		    cfg_vllm_newest);
+	}
+
+	if (cfg_vllm_lookup(v, &s->vi, err, sizeof(err))) {
+		fprintf(stderr, "pdkv-standin: error: %s\n", err);
+		return -1;
+	}
+	s->gen = s->vi.gen;
+	if (s->o.v1_shape) {
+		if (!cfg_gen_is_b(s->gen)) {
+			fprintf(
+			    stderr,
+			    "pdkv-standin: error: --v1-shape applies to gen B releases (>= 0.16); "
+			    "vLLM %s speaks %s\n",
+			    v, cfg_gen_name(s->gen));
+			return -1;
+		}
+		s->gen = !strcmp(s->o.v1_shape, "bn") ? CFG_GEN_BN : CFG_GEN_B0;
+	}
+	if (!cfg_gen_is_v1(s->gen) && s->o.dp > 1) {
+		fprintf(stderr, "pdkv-standin: error: --data-parallel-size > 1 needs a V1 release "
+		                "(--vllm-version >= 0.12)\n");
+		return -1;
+	}
+	return 0;
+}
+
 static int describe_pipes(struct sa *s)
 {
 	for (int r = 0; r < s->o.tp; r++) {
@@ -114,6 +282,18 @@ static int describe_pipes(struct sa *s)
 	}
 	return 0;
 }
+
+static int start_connector(struct sa *s);
+static void stop_connector(struct sa *s);
+const struct sa_conn sa_conn_v0 = {
+    .name = "v0",
+    .start = start_connector,
+    .stop = stop_connector,
+    .ready = v0_ready,
+    .prefill = sa_v0_prefill,
+    .finished = NULL,
+    .metrics = NULL,
+};
 
 static int start_connector(struct sa *s)
 {
@@ -160,14 +340,33 @@ int main(int argc, char **argv)
 	ret = sa_args_parse(argc, argv, &s.o);
 	if (ret)
 		return ret == 1 ? 0 : 2;
+	if (s.o.list_versions) {
+		cfg_vllm_print_table(stdout);
+		return 0;
+	}
 	s.started = (double)time(NULL);
+	srandom((unsigned)(pd_now_ns() ^ (uint64_t)getpid()));
 	s.kv = s.o.kv_transfer_config != NULL;
+	if (select_version(&s))
+		return 2;
+	s.conn = cfg_gen_is_v1(s.gen) ? &sa_conn_v1 : &sa_conn_v0;
+	sa_metrics_init(&s);
 	if (s.kv) {
-		if (load_config(&s))
+		if (cfg_gen_is_v1(s.gen) ? load_config_v1(&s) : load_config(&s))
 			return 1;
-		pd_log_set_name(s.producer ? "pdkv-standin[prefill]" : "pdkv-standin[decode]");
-		if (describe_pipes(&s))
+		pd_log_set_name(s.producer
+		                    ? (s.consumer ? "pdkv-standin[both]" : "pdkv-standin[prefill]")
+		                    : "pdkv-standin[decode]");
+		if (!cfg_gen_is_v1(s.gen) && describe_pipes(&s))
 			return 1;
+		if (cfg_gen_is_v1(s.gen))
+			pd_info("vLLM %s (table row %s): V1 MooncakeConnector gen %s, protocol %s, "
+			        "kv_load_failure_policy %s, VLLM_MOONCAKE_BOOTSTRAP_PORT %d, abort "
+			        "timeout %d s, dp %d%s",
+			        s.vi.version, s.vi.row, cfg_gen_name(s.gen), s.protocol,
+			        s.policy_fail ? "fail" : "recompute", s.bootstrap_port,
+			        s.abort_timeout_s, s.o.dp,
+			        s.vi.reqid_random ? ", request ids get a random suffix" : "");
 	}
 	pd_info("model %s (served as %s), max-model-len %lld, role %s, tp %d, kv %d layers x %d "
 	        "heads x %d dims x %d bytes = %zu bytes/token, %llu ns/token%s%s",
@@ -188,15 +387,16 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (s.kv && start_connector(&s)) {
-		stop_connector(&s);
+	if (s.kv && s.conn->start(&s)) {
+		s.conn->stop(&s);
 		return 1;
 	}
 	ret = sa_http_start(&s, &h, &port);
 	if (ret) {
 		fprintf(stderr, "pdkv-standin: error: cannot serve HTTP on %s:%d: %s\n",
 		        s.o.host ? s.o.host : "0.0.0.0", s.o.port, strerror(-ret));
-		stop_connector(&s);
+		if (s.kv)
+			s.conn->stop(&s);
 		return 1;
 	}
 	in_startup = 0;
@@ -224,10 +424,11 @@ int main(int argc, char **argv)
 		_exit(1);
 	}
 	sa_http_stop(h);
-	stop_connector(&s);
 	if (s.kv) {
+		s.conn->stop(&s);
 		cfg_kv_transfer_free(&s.kt);
-		cfg_mooncake_free(&s.mc);
+		if (!cfg_gen_is_v1(s.gen))
+			cfg_mooncake_free(&s.mc);
 	}
 	pd_info("stopped: %llu requests (%llu failed), %llu prompt tokens reused, %llu recomputed, "
 	        "%llu checksum failures, %llu transfer failures",

@@ -9,12 +9,15 @@
 #include <stdint.h>
 
 #include "cfg/cfg.h"
+#include "cfg/cfg_vllm.h"
+#include "kv1/kv1.h"
 #include "kvc/kvc.h"
 #include "model/mdl.h"
 
 #define SA_VERSION   "0.1"
 #define SA_MAX_NAMES 8
 #define SA_MAX_TP    64
+#define SA_MAX_DP    16
 
 enum sa_miss_policy { SA_MISS_RECOMPUTE = 0, SA_MISS_FAIL = 1, SA_MISS_WAIT = 2 };
 
@@ -45,6 +48,15 @@ struct sa_opts {
 	const char *fault_spec; /* --fault, else PDKV_FAULT */
 	struct sa_fault fault;
 	bool dry_run;
+	/* V1 */
+	const char *vllm_version; /* --vllm-version; NULL = cfg_vllm_newest */
+	const char *v1_shape;     /* --v1-shape b0|bn; NULL = the release's */
+	bool list_versions;
+	int dp;                 /* -dp / --data-parallel-size */
+	int block_size;         /* tokens per block (16) */
+	int64_t num_gpu_blocks; /* --num-gpu-blocks-override; 0 = 4 max-model-len requests */
+	bool kv_mla;            /* one KV buffer per layer */
+	bool prompt_tokens_details;
 };
 
 /* Parses argv like vLLM's argparse. 0 = run, 1 = --help printed (exit 0), 2 = usage error
@@ -58,7 +70,37 @@ struct sa_counters {
 	atomic_uint_fast64_t inserted, insert_failures;
 	atomic_int running, inflight;
 	atomic_uint_fast64_t fault_seq; /* requests that reached the transfer step (crash=N) */
+	/* vLLM V1 names */
+	atomic_uint_fast64_t src_local, src_cache, src_external, cached_tokens;
+	atomic_uint_fast64_t ext_queries, ext_hits, failed_recvs;
 };
+
+/* A Prometheus histogram with fixed upper bounds (+Inf implied). */
+#define SA_HIST_MAX 32
+struct sa_hist {
+	const double *le;
+	int n;
+	atomic_uint_fast64_t count[SA_HIST_MAX + 1];
+	atomic_uint_fast64_t total;
+	atomic_uint_fast64_t sum_ns; /* sum x 1e9, so it stays an integer counter */
+};
+void sa_hist_observe(struct sa_hist *h, double v);
+
+struct sa;
+struct sa_req;
+/* One connector generation (V0 pipe, V1 gen A / gen B) behind one interface. */
+struct sa_conn {
+	const char *name;
+	int (*start)(struct sa *s);
+	void (*stop)(struct sa *s);
+	bool (*ready)(struct sa *s);
+	/* The prefill step: 0 or an HTTP status with *msg / *msg_alloc set. */
+	int (*prefill)(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
+	/* The request finished generating (finish "length" | "stop"); may set r->kvtp_out. */
+	void (*finished)(struct sa *s, struct sa_req *r, const char *finish);
+	void (*metrics)(struct sa *s, char **buf, size_t *len, size_t *cap);
+};
+extern const struct sa_conn sa_conn_v0, sa_conn_v1;
 
 struct sa {
 	struct sa_opts o;
@@ -71,6 +113,18 @@ struct sa {
 	struct sa_counters n;
 	atomic_bool stopping;
 	double started;
+	/* V1 */
+	const struct sa_conn *conn;
+	struct cfg_vllm_info vi;
+	enum cfg_gen gen;
+	bool policy_fail; /* kv_load_failure_policy "fail" */
+	char protocol[16];
+	int bootstrap_port, abort_timeout_s;
+	struct kv1_worker *w[SA_MAX_DP][SA_MAX_TP];
+	char engine_ids[SA_MAX_DP][160];
+	struct kv1_boot *boot;
+	atomic_uint dp_rr;
+	struct sa_hist ttft, xfer_time, xfer_bytes, xfer_desc;
 };
 
 /* One completion request after parsing. */
@@ -88,11 +142,35 @@ struct sa_req {
 	const char *kv_note; /* "hit", "miss", "computed", ... for the log line */
 	double kv_ms;        /* prefill step: KV fetched + verified, or computed (+ inserted) */
 	uint64_t t0_ns;
+	/* V1 */
+	char engine_id[160]; /* the engine request id (vLLM's, with the random suffix if any) */
+	int dp;              /* dp engine serving it (X-data-parallel-rank or round robin) */
+	int dp_header;       /* X-data-parallel-rank, -1 = none */
+	struct {
+		bool present, do_remote_decode, do_remote_prefill, has_port;
+		char remote_host[256], remote_engine_id[160], bootstrap[256], transfer_id[160];
+		int64_t remote_port;
+		char *text; /* the object as received (for log lines) */
+	} kvp;
+	bool send_tracked; /* producer: blocks held for a remote decode */
+	char send_key[160];
+	int64_t *blk[SA_MAX_TP];
+	size_t nblk;
+	size_t cached_tokens;
+	bool first_token_seen;
+	char *kvtp_out; /* JSON object text for the response's kv_transfer_params */
 };
 
 /* Prefill step: KV from the connector (consumer) or the model (+ insert for a producer).
  * 0, or an HTTP status (>= 400) with *msg set (static or malloc'd in *msg_alloc). */
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
+
+/* Engine request id of r (vLLM's derivation; random suffix on releases that add one). */
+void sa_v1_engine_id(struct sa *s, struct sa_req *r);
+
+/* V0's prefill step (the pipe, or a plain instance). */
+int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
+void sa_metrics_init(struct sa *s);
 
 /* Prometheus text; malloc'd. */
 char *sa_metrics_text(struct sa *s);

@@ -30,13 +30,10 @@ static const struct {
     {"--seed", A_VALUE},
     {"--max-num-seqs", A_VALUE},
     {"--max-num-batched-tokens", A_VALUE},
-    {"--block-size", A_VALUE},
     {"--swap-space", A_VALUE},
     {"--cpu-offload-gb", A_VALUE},
     {"--pipeline-parallel-size", A_VALUE},
     {"-pp", A_VALUE},
-    {"--data-parallel-size", A_VALUE},
-    {"-dp", A_VALUE},
     {"--distributed-executor-backend", A_VALUE},
     {"--kv-cache-dtype", A_VALUE},
     {"--uvicorn-log-level", A_VALUE},
@@ -91,7 +88,6 @@ static const struct {
     {"--disable-sliding-window", A_BOOL},
     {"--skip-tokenizer-init", A_BOOL},
     {"--disable-fastapi-docs", A_BOOL},
-    {"--enable-prompt-tokens-details", A_BOOL},
     {"--use-v2-block-manager", A_BOOL},
     {"--disable-async-output-proc", A_BOOL},
     {"--return-tokens-as-token-ids", A_BOOL},
@@ -113,7 +109,9 @@ static const char usage_line[] =
     "                    [--kv-select-timeout MS] [--kv-frame-format pickle|u64be]\n"
     "                    [--kv-miss-mode old|new] [--kv-zmq-bind-host HOST] [--fault KIND] "
     "[--dry-run]\n"
-    "                    [--version] [-h]\n";
+    "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|bn] [--list-versions]\n"
+    "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
+    "                    [--kv-mla] [--enable-prompt-tokens-details] [--version] [-h]\n";
 
 static void usage_error(const char *fmt, const char *a, const char *b)
 {
@@ -194,11 +192,16 @@ static int choice(const char *flag, const char *v, const char *const *names, int
 static void print_help(void)
 {
 	fputs(usage_line, stdout);
-	puts("\nA vLLM stand-in: OpenAI API on a deterministic fake model, KV through the V0\n"
-	     "MooncakeConnector (pdkv kvc) when --kv-transfer-config is given. vLLM flags it does "
-	     "not\n"
-	     "need (--gpu-memory-utilization, --enforce-eager, --quantization, ...) are ignored.\n"
-	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N.");
+	puts("\nA vLLM stand-in: OpenAI API on a deterministic fake model. With "
+	     "--kv-transfer-config\n"
+	     "it speaks the MooncakeConnector of --vllm-version (default: the newest release pdkv\n"
+	     "knows): <= 0.8 the V0 pipe (needs mooncake.json), 0.12-0.15 V1 gen A, >= 0.16 V1\n"
+	     "gen B (--list-versions prints the table). vLLM flags it does not need\n"
+	     "(--gpu-memory-utilization, --enforce-eager, --quantization, ...) are ignored.\n"
+	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N.\n"
+	     "Environment (V1): VLLM_MOONCAKE_BOOTSTRAP_PORT (8998), "
+	     "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480),\n"
+	     "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION, VLLM_HOST_IP.");
 }
 
 /* Splits "--name=value"; normalises '_' to '-' in the name like vLLM's FlexibleArgumentParser. */
@@ -235,6 +238,8 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 	o->ns_per_token = 20000;
 	o->kv_wait_timeout_ms = 30000;
 	o->kv_select_timeout_ms = 10000;
+	o->dp = 1;
+	o->block_size = 16;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL, *inl;
 		char name[64];
@@ -263,6 +268,18 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 		/* Boolean flags of our own. */
 		if (!strcmp(name, "--dry-run")) {
 			o->dry_run = true;
+			continue;
+		}
+		if (!strcmp(name, "--list-versions")) {
+			o->list_versions = true;
+			continue;
+		}
+		if (!strcmp(name, "--kv-mla")) {
+			o->kv_mla = true;
+			continue;
+		}
+		if (!strcmp(name, "--enable-prompt-tokens-details")) {
+			o->prompt_tokens_details = true;
 			continue;
 		}
 		for (size_t k = 0; k < PD_ARRAY_SIZE(ignored); k++) {
@@ -313,6 +330,12 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 				    "--kv-miss-mode",
 				    "--kv-zmq-bind-host",
 				    "--fault",
+				    "--vllm-version",
+				    "--v1-shape",
+				    "--data-parallel-size",
+				    "-dp",
+				    "--block-size",
+				    "--num-gpu-blocks-override",
 				};
 				for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
 					if (!strcmp(name, ours[k])) {
@@ -400,6 +423,27 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 			o->zmq_bind_host = val;
 		} else if (!strcmp(name, "--fault")) {
 			o->fault_spec = val;
+		} else if (!strcmp(name, "--vllm-version")) {
+			o->vllm_version = val;
+		} else if (!strcmp(name, "--v1-shape")) {
+			static const char *const shapes[] = {"b0", "bn"};
+			int k;
+
+			if (choice(name, val, shapes, 2, &k))
+				return 2;
+			o->v1_shape = shapes[k];
+		} else if (!strcmp(name, "--data-parallel-size") || !strcmp(name, "-dp")) {
+			if (parse_int(name, val, 1, SA_MAX_DP, &v))
+				return 2;
+			o->dp = (int)v;
+		} else if (!strcmp(name, "--block-size")) {
+			if (parse_int(name, val, 1, 4096, &v))
+				return 2;
+			o->block_size = (int)v;
+		} else if (!strcmp(name, "--num-gpu-blocks-override")) {
+			if (parse_int(name, val, 1, 1 << 24, &v))
+				return 2;
+			o->num_gpu_blocks = v;
 		} else {
 			usage_error("unrecognized arguments: %s%s", a, "");
 			return 2;

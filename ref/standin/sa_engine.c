@@ -289,18 +289,16 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 	return res;
 }
 
-static int prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
-
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	uint64_t t0 = pd_now_ns();
-	int ret = prefill(s, r, msg, msg_alloc);
+	int ret = s->conn->prefill(s, r, msg, msg_alloc);
 
 	r->kv_ms = (double)(pd_now_ns() - t0) / 1e6;
 	return ret;
 }
 
-static int prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
+int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	struct mdl_kv sh[SA_MAX_TP];
 	int nsh = s->kv && s->producer ? s->nkvc : 1, ret;

@@ -116,15 +116,39 @@ static enum MHD_Result get_models(struct sa *s, struct MHD_Connection *c)
 
 /* ---- completion responses ---- */
 
-static cJSON *usage_obj(const struct sa_req *r, long long gen)
+static cJSON *usage_obj(const struct sa *s, const struct sa_req *r, long long gen)
 {
 	cJSON *u = cJSON_CreateObject();
 
 	cJSON_AddNumberToObject(u, "prompt_tokens", (double)r->ntok);
 	cJSON_AddNumberToObject(u, "total_tokens", (double)r->ntok + (double)gen);
 	cJSON_AddNumberToObject(u, "completion_tokens", (double)gen);
-	cJSON_AddNullToObject(u, "prompt_tokens_details");
+	if (s->o.prompt_tokens_details)
+		cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "prompt_tokens_details"),
+		                        "cached_tokens", (double)r->cached_tokens);
+	else
+		cJSON_AddNullToObject(u, "prompt_tokens_details");
 	return u;
+}
+
+/* The connector's request_finished: P may hand out kv_transfer_params (gen A). */
+static void finished(struct sa *s, struct sa_req *r, const char *finish)
+{
+	if (s->kv && s->conn->finished)
+		s->conn->finished(s, r, finish);
+}
+
+static void add_kvtp(const struct sa *s, cJSON *j, const struct sa_req *r)
+{
+	cJSON *p;
+
+	if (!cfg_gen_is_v1(s->gen))
+		return;
+	p = r->kvtp_out ? cJSON_Parse(r->kvtp_out) : NULL;
+	if (p)
+		cJSON_AddItemToObject(j, "kv_transfer_params", p);
+	else
+		cJSON_AddNullToObject(j, "kv_transfer_params");
 }
 
 static cJSON *resp_head(const struct sa_req *r, const char *object, long long created)
@@ -170,11 +194,12 @@ static cJSON *choice(const struct sa_req *r, const char *text, const char *finis
 static void log_request(struct sa *s, const struct sa_req *r, int status, long long gen,
                         const char *finish)
 {
-	pd_info("request %s role=%s prompt_tokens=%zu reused=%zu recomputed=%zu kv=%s "
+	pd_info("request %s engine_id=%s dp=%d role=%s prompt_tokens=%zu reused=%zu recomputed=%zu "
+	        "kv=%s "
 	        "kv_ms=%.1f gen_tokens=%lld finish=%s status=%d ms=%.1f",
-	        r->id, s->kv ? s->kt.kv_role : "plain", r->ntok, r->reused, r->recomputed,
-	        r->kv_note ? r->kv_note : "-", r->kv_ms, gen, finish ? finish : "-", status,
-	        (double)(pd_now_ns() - r->t0_ns) / 1e6);
+	        r->id, r->engine_id, r->dp, s->kv ? s->kt.kv_role : "plain", r->ntok, r->reused,
+	        r->recomputed, r->kv_note ? r->kv_note : "-", r->kv_ms, gen, finish ? finish : "-",
+	        status, (double)(pd_now_ns() - r->t0_ns) / 1e6);
 }
 
 /* Next output token with pacing; returns the byte (or -1 at EOS) and sets *finish at the end. */
@@ -186,6 +211,10 @@ static int next_tok(struct sa *s, struct sa_req *r, struct mdl_gen *g, uint64_t 
 	(*gen)++;
 	atomic_fetch_add(&s->n.generation_tokens, 1);
 	mdl_pace(t0, s->o.ns_per_token, (size_t)*gen);
+	if (!r->first_token_seen) {
+		r->first_token_seen = true;
+		sa_hist_observe(&s->ttft, (double)(pd_now_ns() - r->t0_ns) / 1e9);
+	}
 	if (t == MDL_EOS) {
 		*finish = "stop";
 		return -1;
@@ -248,8 +277,10 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 			cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
 			                     choice(&st->r, txt, st->finish, true, false));
 			stream_set(st, j);
-			if (st->finish)
+			if (st->finish) {
+				finished(s, &st->r, st->finish);
 				st->phase = 2;
+			}
 			break;
 		}
 		case 2:
@@ -258,7 +289,7 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 				break;
 			j = resp_head(&st->r, obj, st->created);
 			cJSON_AddArrayToObject(j, "choices");
-			cJSON_AddItemToObject(j, "usage", usage_obj(&st->r, st->gen));
+			cJSON_AddItemToObject(j, "usage", usage_obj(s, &st->r, st->gen));
 			stream_set(st, j);
 			break;
 		case 3:
@@ -285,6 +316,8 @@ static void stream_free(void *cls)
 	struct stream *st = cls;
 	struct sa *s = st->h->s;
 
+	if (st->r.send_tracked)
+		finished(s, &st->r, "abort"); /* client went away before the end */
 	log_request(s, &st->r, st->phase == 4 ? 200 : 499, st->gen, st->finish);
 	atomic_fetch_sub(&s->n.running, 1);
 	free(st->pend);
@@ -340,10 +373,12 @@ static enum MHD_Result respond(struct sa_http *h, struct MHD_Connection *c, stru
 			text[k++] = (char)t;
 	}
 	text[k] = 0;
+	finished(s, r, finish);
 	j = resp_head(r, r->chat ? "chat.completion" : "text_completion", created);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
 	                     choice(r, text, finish, false, true));
-	cJSON_AddItemToObject(j, "usage", usage_obj(r, gen));
+	cJSON_AddItemToObject(j, "usage", usage_obj(s, r, gen));
+	add_kvtp(s, j, r);
 	free(text);
 	ret = send_json(c, 200, j, r);
 	log_request(s, r, 200, gen, finish);
@@ -371,6 +406,17 @@ static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, s
 		ret = send_error(c, status, msg_alloc ? msg_alloc : "bad request");
 		free(msg_alloc);
 		return ret;
+	}
+	{
+		const char *dh =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-data-parallel-rank");
+		int64_t dv;
+
+		r.dp_header =
+		    dh && !pd_parse_i64(dh, &dv) && dv >= 0 && dv < s->o.dp ? (int)dv : -1;
+		r.dp = r.dp_header >= 0 ? r.dp_header
+		                        : (int)(atomic_fetch_add(&s->dp_rr, 1) % (unsigned)s->o.dp);
+		sa_v1_engine_id(s, &r);
 	}
 	atomic_fetch_add(&s->n.running, 1);
 	atomic_fetch_add(&s->n.prompt_tokens, r.ntok);

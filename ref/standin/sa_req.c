@@ -16,6 +16,57 @@ void sa_req_free(struct sa_req *r)
 {
 	free(r->tokens);
 	r->tokens = NULL;
+	free(r->kvp.text);
+	r->kvp.text = NULL;
+	free(r->kvtp_out);
+	r->kvtp_out = NULL;
+	for (int i = 0; i < SA_MAX_TP; i++) {
+		free(r->blk[i]);
+		r->blk[i] = NULL;
+	}
+}
+
+static bool is_int(const cJSON *v)
+{
+	return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+	       fabs(v->valuedouble) < 9e15;
+}
+
+static void copy_str(const cJSON *o, const char *k, char *out, size_t outsz)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	if (cJSON_IsString(v) && strlen(v->valuestring) < outsz)
+		snprintf(out, outsz, "%s", v->valuestring);
+}
+
+/* kv_transfer_params: dict | null. Fields are read loosely (the connector validates them). */
+static int parse_kvtp(const cJSON *v, struct sa_req *r, char **msg)
+{
+	const cJSON *p;
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsObject(v)) {
+		*msg = pd_asprintf("kv_transfer_params: Input should be a valid dictionary");
+		return 400;
+	}
+	r->kvp.present = true;
+	r->kvp.text = cJSON_PrintUnformatted(v);
+	r->kvp.do_remote_decode =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "do_remote_decode"));
+	r->kvp.do_remote_prefill =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "do_remote_prefill"));
+	copy_str(v, "remote_host", r->kvp.remote_host, sizeof(r->kvp.remote_host));
+	copy_str(v, "remote_engine_id", r->kvp.remote_engine_id, sizeof(r->kvp.remote_engine_id));
+	copy_str(v, "remote_bootstrap_addr", r->kvp.bootstrap, sizeof(r->kvp.bootstrap));
+	copy_str(v, "transfer_id", r->kvp.transfer_id, sizeof(r->kvp.transfer_id));
+	p = cJSON_GetObjectItemCaseSensitive(v, "remote_port");
+	if (is_int(p) && p->valuedouble > 0 && p->valuedouble < 65536) {
+		r->kvp.has_port = true;
+		r->kvp.remote_port = (int64_t)p->valuedouble;
+	}
+	return 0;
 }
 
 #define BAD(...)                                                                                   \
@@ -24,12 +75,6 @@ void sa_req_free(struct sa_req *r)
 		status = 400;                                                                      \
 		goto out;                                                                          \
 	} while (0)
-
-static bool is_int(const cJSON *v)
-{
-	return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
-	       fabs(v->valuedouble) < 9e15;
-}
 
 static int ids_from_array(const cJSON *a, int64_t **ids, size_t *n)
 {
@@ -169,6 +214,9 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 			goto out;
 		}
 	}
+	status = parse_kvtp(cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params"), r, msg);
+	if (status)
+		goto out;
 	v = cJSON_GetObjectItemCaseSensitive(j, "stream");
 	if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
 		BAD("stream: expected a boolean");

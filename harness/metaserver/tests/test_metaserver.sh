@@ -67,5 +67,34 @@ for _ in $(seq 1 100); do grep -q listening "$TMP/out3" && break; sleep 0.05; do
 grep -q 'http://0.0.0.0:' "$TMP/out3"; check "--addr=:0 binds 0.0.0.0" 0 $?
 kill "$P3"; wait "$P3" 2>/dev/null
 
+# issue 11 D8: store limits, NUL in keys, /dump byte-exact and bounded
+start --max-key 64 --max-total 3KiB --max-keys 3 --max-dump 1KiB --max-body 4KiB
+check "D8 PUT a" 200 "$(code -X PUT --data-binary 'one' "$U/metadata?key=a")"
+check "D8 key a%00b refused" 400 "$(code -X PUT --data-binary 'two' "$U/metadata?key=a%00b")"
+check "D8 a%00b did not overwrite a" one "$(code "$U/metadata?key=a" >/dev/null; cat "$TMP/body")"
+check "D8 GET a%00b" 400 "$(code "$U/metadata?key=a%00b")"
+check "D8 key over --max-key" 414 "$(code -X PUT --data-binary x "$U/metadata?key=$(head -c 65 /dev/zero | tr '\0' k)")"
+printf 'x\0y"\\' >"$TMP/nul"
+check "D8 PUT value with NUL" 200 "$(code -X PUT --data-binary @"$TMP/nul" "$U/metadata?key=n")"
+code "$U/metadata?key=n" >/dev/null; cmp -s "$TMP/nul" "$TMP/body"; check "D8 GET value byte-exact" 0 $?
+check "D8 /dump" 200 "$(code "$U/dump")"
+grep -qF '"n":	"x\u0000y\"\\"' "$TMP/body"; check "D8 /dump keeps bytes after NUL" 0 $?
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["n"]=="x\x00y\"\\" and d["a"]=="one"' "$TMP/body" 2>/dev/null
+check "D8 /dump is JSON with the exact values" 0 $?
+head -c 1500 /dev/zero | tr '\0' v >"$TMP/v1500"
+check "D8 PUT 1500 B" 200 "$(code -X PUT --data-binary @"$TMP/v1500" "$U/metadata?key=b")"
+check "D8 4th key over --max-keys" 507 "$(code -X PUT --data-binary x "$U/metadata?key=c4")"
+check "D8 /dump over --max-dump" 507 "$(code "$U/dump")"
+grep -q "max-dump" "$TMP/body"; check "D8 /dump refusal names --max-dump" 0 $?
+check "D8 ?prefix= still answers" 200 "$(code "$U/?prefix=a")"
+cat "$TMP/big" "$TMP/big" >"$TMP/big4k"
+check "D8 overwrite over --max-total" 507 "$(code -X PUT --data-binary @"$TMP/big4k" "$U/metadata?key=b")"
+check "D8 overwrite within --max-total" 200 "$(code -X PUT --data-binary x "$U/metadata?key=b")"
+check "D8 room again after shrinking" 200 "$(code -X PUT --data-binary @"$TMP/big" "$U/metadata?key=b")"
+grep -q "store full" "$TMP/err"; check "D8 refusal logged" 0 $?
+kill -TERM "$PID"; wait "$PID"; PID=
+"$BIN" --max-total 0 >/dev/null 2>&1; check "bad --max-total exits 2" 2 $?
+"$BIN" --max-connections-per-client x >/dev/null 2>&1; check "bad --max-connections-per-client exits 2" 2 $?
+
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
 [ $fails -eq 0 ]

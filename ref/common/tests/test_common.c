@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,6 +56,14 @@ static void test_sockets(void **state)
 	int port, lfd, cfd;
 	(void)state;
 	port = pd_free_port("127.0.0.1");
+	{ /* issue 11 D13: below the ephemeral range, where no connect() can take it */
+		FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+		int lo = 0, hi = 0;
+		if (f && fscanf(f, "%d %d", &lo, &hi) == 2 && lo > 11000)
+			assert_true(port >= 10000 && port < lo);
+		if (f)
+			fclose(f);
+	}
 	assert_true(port > 0);
 	lfd = pd_tcp_listen("127.0.0.1", port, 4);
 	assert_true(lfd >= 0);

@@ -52,7 +52,7 @@ free_base() {
 # start NAME ARGS... : starts a stand-in on a free HTTP port; sets PORT_<NAME>
 start() {
 	local name=$1 port=; shift
-	"$BIN/pdkv-standin" --model $MODEL --port 0 --host 127.0.0.1 --max-model-len 10000 \
+	"$BIN/pdkv-standin" --vllm-version 0.8 --model $MODEL --port 0 --host 127.0.0.1 --max-model-len 10000 \
 		--ns-per-token 2000 --enforce-eager "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
 	eval "PID_$name=$!"

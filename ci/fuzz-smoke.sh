@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# fuzz-smoke: every libFuzzer target (make fuzz) for FUZZ_SECONDS (default 30) each; exit 1 on
+# a crash (the input lands in build-fuzz/crash/<target>/: add it to fixtures/fuzz/<target>/regress).
+set -u
+cd "$(dirname "$0")/.."
+command -v "${FUZZ_CC:-clang-14}" >/dev/null || { echo "SKIP: ${FUZZ_CC:-clang-14} not installed"; exit 77; }
+exec nice make --no-print-directory fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-30}"

@@ -1,0 +1,136 @@
+/* hr_scenario_gen: the scenario fields that pick the connector generation ("vllm",
+ * "generation"), the router contract ("proxy") and extra stand-in environment ("env"). */
+#include "hr.h"
+#include "cfg/cfg_vllm.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The release a generation stands for when a scenario names only the generation: the first
+ * release of gen A (no request-id randomisation), the release that carries B0, the newest. */
+static const char *const representative[CFG_GEN_COUNT] = {"0.8.5", "0.12", "0.16", NULL};
+
+static const char *const contract_of_gen[CFG_GEN_COUNT] = {"v0", "toy", "mooncake", "mooncake"};
+
+static int gerr(const char *path, char *err, size_t errsz, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int gerr(const char *path, char *err, size_t errsz, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(err, errsz, "%s: %s: ", path, field);
+	if (n >= 0 && (size_t)n < errsz) {
+		va_start(ap, fmt);
+		vsnprintf(err + n, errsz - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+static const cJSON *str_field(const cJSON *root, const char *key)
+{
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
+	return j && cJSON_IsString(j) && *j->valuestring ? j : NULL;
+}
+
+static int parse_versions(const char *path, const cJSON *root, struct hr_scenario *sc, char *err,
+                          size_t errsz)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "vllm");
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "generation");
+	struct cfg_vllm_info info;
+	enum cfg_gen gen = CFG_GEN_V0;
+	char why[400];
+
+	if (v && !str_field(root, "vllm"))
+		return gerr(path, err, errsz, "vllm", "expected a vLLM release such as \"0.15\"");
+	if (g && (!str_field(root, "generation") || cfg_gen_parse(g->valuestring, &gen)))
+		return gerr(path, err, errsz, "generation", "expected v0, a, b0 or bn");
+	if (v) {
+		if (cfg_vllm_lookup(v->valuestring, &info, why, sizeof(why)))
+			return gerr(path, err, errsz, "vllm", "%s", why);
+		if (!g)
+			gen = info.gen;
+		else if (cfg_gen_is_b(info.gen) != cfg_gen_is_b(gen) ||
+		         (info.gen == CFG_GEN_V0) != (gen == CFG_GEN_V0))
+			return gerr(path, err, errsz, "generation",
+			            "vLLM %s speaks generation %s; \"%s\" can only pick the gen-B "
+			            "struct shape (b0 or bn) of a gen-B release",
+			            v->valuestring, cfg_gen_name(info.gen), g->valuestring);
+	}
+	sc->gen = (int)gen;
+	sc->vllm = strdup(v                     ? v->valuestring
+	                  : representative[gen] ? representative[gen]
+	                                        : cfg_vllm_newest);
+	return sc->vllm ? 0 : -1;
+}
+
+static int parse_proxy(const char *path, const cJSON *root, struct hr_scenario *sc, char *err,
+                       size_t errsz)
+{
+	static const char *const contracts[] = {"v0", "toy", "mooncake", "auto"};
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "proxy"), *c = NULL;
+	const char *name = contract_of_gen[sc->gen];
+
+	if (p && !cJSON_IsObject(p))
+		return gerr(path, err, errsz, "proxy",
+		            "expected an object such as "
+		            "{\"contract\": \"toy\"}");
+	for (const cJSON *k = p ? p->child : NULL; k; k = k->next)
+		if (strcmp(k->string, "contract"))
+			return gerr(path, err, errsz, "proxy",
+			            "unknown key \"%s\" (expected contract)", k->string);
+	if (p && (c = cJSON_GetObjectItemCaseSensitive(p, "contract"))) {
+		size_t i;
+		for (i = 0; i < sizeof(contracts) / sizeof(contracts[0]); i++)
+			if (cJSON_IsString(c) && !strcmp(c->valuestring, contracts[i]))
+				break;
+		if (i == sizeof(contracts) / sizeof(contracts[0]))
+			return gerr(path, err, errsz, "proxy.contract",
+			            "expected v0, toy, mooncake or auto");
+		name = contracts[i];
+	}
+	sc->proxy_contract = strdup(name);
+	return sc->proxy_contract ? 0 : -1;
+}
+
+static bool env_name_ok(const char *s)
+{
+	if (!*s || isdigit((unsigned char)*s))
+		return false;
+	for (; *s; s++)
+		if (!(isupper((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+static int parse_env(const char *path, const cJSON *root, struct hr_scenario *sc, char *err,
+                     size_t errsz)
+{
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "env");
+
+	if (!e) {
+		sc->env = cJSON_CreateObject();
+		return sc->env ? 0 : -1;
+	}
+	if (!cJSON_IsObject(e))
+		return gerr(path, err, errsz, "env", "expected an object of NAME: \"value\"");
+	for (const cJSON *k = e->child; k; k = k->next)
+		if (!env_name_ok(k->string) || !cJSON_IsString(k) || strlen(k->valuestring) > 200)
+			return gerr(path, err, errsz, "env",
+			            "\"%s\": expected an upper-case NAME and a string value of at "
+			            "most 200 characters",
+			            k->string);
+	sc->env = cJSON_Duplicate(e, 1);
+	return sc->env ? 0 : -1;
+}
+
+int hr_scenario_parse_gen(const char *path, const cJSON *root, struct hr_scenario *sc, char *err,
+                          size_t errsz)
+{
+	if (parse_versions(path, root, sc, err, errsz) || parse_proxy(path, root, sc, err, errsz) ||
+	    parse_env(path, root, sc, err, errsz))
+		return -1;
+	return 0;
+}

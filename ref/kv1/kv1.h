@@ -1,0 +1,92 @@
+/* kv1: the vLLM V1 MooncakeConnector's worker side on pdkv's engine — one kv1_worker per
+ * (dp engine, tp rank) with its KV buffers, block allocator, TE segment and side channel
+ * (gen A: ZMQ ROUTER at BASE + dp*tp + r; gen B: ROUTER on a random port + bootstrap server). */
+#ifndef KV1_H
+#define KV1_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg/cfg_vllm.h"
+#include "kv1_boot.h"
+#include "kv1_wire.h"
+
+#define KV1_MAX_BUFS 2048
+
+struct kv1_opts {
+	enum cfg_gen gen;        /* CFG_GEN_A, CFG_GEN_B0 or CFG_GEN_BN */
+	bool producer;           /* binds the side channel and pushes KV */
+	const char *protocol;    /* kv_connector_extra_config.mooncake_protocol ("rdma" default) */
+	const char *device_name; /* kv_connector_extra_config.device_name ("" = all) */
+	const char *ip;          /* get_ip(); NULL = VLLM_HOST_IP, else the engine's address */
+	int base_port;           /* VLLM_MOONCAKE_BOOTSTRAP_PORT (gen A side-channel base) */
+	int dp_index, tp_size, tp_rank;
+	const char *engine_id;     /* gen B */
+	const char *bootstrap_url; /* gen B producer: register here ("http://h:p"); NULL = don't */
+	int abort_timeout_s;       /* VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480) */
+	int recv_timeout_ms;       /* consumer: bound on one handshake (gen A: 60000) */
+	int nbufs;                 /* registered KV buffers: 2 per layer, 1 per layer with MLA */
+	size_t block_len;          /* bytes of one block of one buffer */
+	size_t num_blocks;
+	/* P-side transfer observer (metrics): seconds, bytes, descriptors, ok. May be NULL. */
+	void (*on_xfer)(void *ud, double secs, uint64_t bytes, size_t ndesc, bool ok);
+	void *ud;
+};
+
+struct kv1_worker;
+
+/* Creates the engine (P2PHANDSHAKE), maps and registers the buffers, binds (producer) the side
+ * channel and registers with the bootstrap server (gen B). 0, or -1 with err naming the cause. */
+int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *err, size_t errsz);
+void kv1_worker_destroy(struct kv1_worker *w);
+
+const char *kv1_worker_segment(const struct kv1_worker *w); /* "ip:rpc_port" */
+const char *kv1_worker_ip(const struct kv1_worker *w);
+const char *kv1_worker_side_addr(const struct kv1_worker *w); /* "tcp://ip:port" (producer) */
+int kv1_worker_side_port(const struct kv1_worker *w);
+
+/* ---- memory: block b of buffer i lives at base_i + b * block_len ---- */
+uint8_t *kv1_block(struct kv1_worker *w, int buf, int64_t block);
+/* n free block ids into ids (oldest freed first). 0 or -ENOSPC. */
+int kv1_alloc(struct kv1_worker *w, size_t n, int64_t *ids);
+void kv1_free(struct kv1_worker *w, const int64_t *ids, size_t n);
+
+/* ---- producer: the send table (vLLM's reqs_need_send), keyed by the engine request id (gen A)
+ * or the transfer_id (gen B) ---- */
+/* gen A: the request is known (update_state_after_alloc); a handshake for it waits. */
+int kv1_send_expect(struct kv1_worker *w, const char *key);
+/* The request finished with its blocks: a handshake may now push them. kv1 owns the ids from
+ * here and frees them once sent or after abort_timeout_s. */
+int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, size_t n);
+/* The request will not be sent (finished by a stop token): drops the entry. */
+void kv1_send_discard(struct kv1_worker *w, const char *key);
+
+/* ---- consumer ---- */
+/* gen A: REQ to tcp://host:(port + tp_rank), MooncakeAgentMetadata for req_id, waits for the
+ * reply. 0 = trans_done, -EIO = trans_error / bad reply, -ETIMEDOUT, -EINVAL; err set. */
+int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req_id,
+               const int64_t *ids, size_t n, char *err, size_t errsz);
+/* gen B: /query (cached per address), DEALER to the paired P worker, MooncakeXferMetadata,
+ * responses until FINISH / ERROR. 0 = req_id in ok_reqs; -EIO (err_reqs / ERROR, err = P's
+ * err_msg), -ETIMEDOUT, -ENOENT (engine id unknown to the bootstrap server); err set. */
+int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
+               const char *transfer_id, const char *req_id, const int64_t *ids, size_t n, char *err,
+               size_t errsz);
+
+/* ---- copy plan (exposed for tests) ---- */
+struct kv1_run {
+	int64_t local, remote, n;
+};
+/* Runs of consecutive (local, remote) ids. P having more blocks than D asked for sends its last
+ * nr; fewer is -ERANGE ("P num blocks less than D"). *runs malloc'd. */
+int kv1_plan(const int64_t *local, size_t nl, const int64_t *remote, size_t nr,
+             struct kv1_run **runs, size_t *nruns);
+
+struct kv1_stats {
+	uint64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;
+	uint64_t bytes_received_blocks; /* consumer: bytes of blocks reported written */
+};
+void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st);
+
+#endif

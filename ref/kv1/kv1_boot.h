@@ -1,0 +1,49 @@
+/* kv1_boot: gen B's bootstrap service — the HTTP server a prefill instance runs on
+ * VLLM_MOONCAKE_BOOTSTRAP_PORT (POST /register, GET /query) and its two clients. */
+#ifndef KV1_BOOT_H
+#define KV1_BOOT_H
+
+#include <stddef.h>
+
+#include "kv1_wire.h"
+
+#define KV1_BOOT_BODY_MAX  (64u << 10) /* a /register body */
+#define KV1_BOOT_QUERY_MAX (1u << 20)  /* a /query answer a client accepts */
+#define KV1_BOOT_MAX_DP    1024
+#define KV1_BOOT_MAX_TP    4096
+#define KV1_BOOT_MAX_PP    64
+#define KV1_BOOT_ADDR_MAX  300
+
+struct kv1_boot;
+
+/* Serves on host:port (host NULL = 0.0.0.0, port 0 = any; *bound_port gets it). The shape picks
+ * the re-register rule: B0 answers 400 to any second registration of a (dp, tp, pp), Bn answers
+ * 200 when the address is the same. 0 or -errno. */
+int kv1_boot_start(const char *host, int port, enum kv1_shape shape, struct kv1_boot **out,
+                   int *bound_port);
+void kv1_boot_stop(struct kv1_boot *b);
+
+/* POST base_url/register. Bn: at most 3 attempts on connect errors / timeouts, backoff 1 s
+ * doubling (cap 10 s); B0: retries connect errors for up to 30 s. An HTTP error is not retried.
+ * 0, or -1 with err set. */
+int kv1_boot_register(const char *base_url, const char *engine_id, int dp_rank, int tp_rank,
+                      int pp_rank, const char *addr, enum kv1_shape shape, int timeout_ms,
+                      char *err, size_t errsz);
+
+struct kv1_boot_engine {
+	int dp_rank;
+	char *engine_id;
+	int ntp;     /* len(worker_addr) */
+	char **addr; /* [tp] -> pp 0 address, NULL when that tp rank is absent */
+};
+struct kv1_boot_table {
+	struct kv1_boot_engine *v;
+	size_t n;
+};
+/* GET base_url/query. 0, or -1 with err set. */
+int kv1_boot_query(const char *base_url, int timeout_ms, struct kv1_boot_table *t, char *err,
+                   size_t errsz);
+const struct kv1_boot_engine *kv1_boot_find(const struct kv1_boot_table *t, const char *engine_id);
+void kv1_boot_table_free(struct kv1_boot_table *t);
+
+#endif

@@ -1,0 +1,400 @@
+/* kv1_genb: gen B's side channel — the producer's handler (MooncakeXferMetadata in, a write per
+ * ready batch, MooncakeXferResponse CONTINUE / FINISH / ERROR out) and the consumer's DEALER
+ * client with its bootstrap /query cache. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zmq.h>
+
+#include "kv1_internal.h"
+#include "pd_log.h"
+#include "pd_util.h"
+
+static enum kv1_shape shape_of(const struct kv1_worker *w)
+{
+	return w->o.gen == CFG_GEN_BN ? KV1_SHAPE_BN : KV1_SHAPE_B0;
+}
+
+static void send_resp(struct kv1_job *j, void *push, const struct kv1_xfer_resp *r)
+{
+	char *buf;
+	size_t len;
+
+	if (kv1_xfer_resp_encode(r, &buf, &len))
+		return;
+	kv1_job_reply(j, push, buf, len, false);
+	free(buf);
+}
+
+static void send_error(struct kv1_job *j, void *push, const char *msg)
+{
+	struct kv1_xfer_resp r = {KV1_ERROR, false, false, NULL, 0, NULL, 0, (char *)msg};
+
+	pd_err("Error processing Mooncake xfer request: %s", msg);
+	send_resp(j, push, &r);
+}
+
+/* Homogeneous or D-larger TP: D rank d reads from P rank d % P.tp. */
+static bool targeted(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
+                     size_t msz)
+{
+	int64_t t = m->remote_tp_rank % w->o.tp_size;
+
+	if (t == w->o.tp_rank)
+		return true;
+	snprintf(msg, msz, "This P tp_rank %d not in remote D target ranks [%lld]", w->o.tp_rank,
+	         (long long)t);
+	return false;
+}
+
+static bool lens_match(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
+                       size_t msz)
+{
+	if (w->o.gen != CFG_GEN_BN)
+		return true;
+	for (size_t i = 0; i < (size_t)w->o.nbufs; i++) {
+		int64_t r = i < m->nblock_lens ? m->block_lens[i] : -1;
+
+		if (r != (int64_t)w->o.block_len) {
+			snprintf(
+			    msg, msz,
+			    "Mooncake KV region length mismatch for homogeneous TP at region %zu: "
+			    "local block_len %zu, remote %lld",
+			    i, w->o.block_len, (long long)r);
+			return false;
+		}
+	}
+	return true;
+}
+
+struct pend {
+	const struct kv1_req_blocks *rb;
+	struct kv1_send *s;
+	int state; /* 0 pending, 1 taken, 2 done */
+};
+
+/* Writes every taken request; fills ok / err lists (pointers into m). */
+static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, struct pend *p,
+                        size_t n, struct kv1_xfer_resp *r, const char **emsg)
+{
+	static char tebuf[96];
+
+	for (size_t i = 0; i < n; i++) {
+		struct kv1_run *runs = NULL;
+		size_t nr = 0;
+		int ret;
+
+		if (p[i].state != 1)
+			continue;
+		p[i].state = 2;
+		if (kv1_plan(p[i].s->ids, p[i].s->n, p[i].rb->groups[0].v, p[i].rb->groups[0].n,
+		             &runs, &nr) == -ERANGE) {
+			r->err[r->nerr++] = p[i].rb->req_id;
+			*emsg = "P num blocks less than D";
+			ret = -1;
+		} else {
+			pd_dbg("Sending kv_caches for request %s (%zu blocks) to %s:%lld",
+			       p[i].rb->req_id, p[i].rb->groups[0].n, m->remote_hostname,
+			       (long long)m->remote_port);
+			ret = kv1_write_blocks(w, m->remote_hostname, m->remote_port, m->bases,
+			                       m->nbases, runs, nr);
+			if (ret) {
+				snprintf(tebuf, sizeof(tebuf),
+				         "Mooncake transfer engine returned %d", ret);
+				*emsg = tebuf;
+				r->err[r->nerr++] = p[i].rb->req_id;
+			} else {
+				r->ok[r->nok++] = p[i].rb->req_id;
+			}
+		}
+		free(runs);
+		pthread_mutex_lock(&w->mu);
+		kv1_send_remove_locked(w, p[i].s);
+		pthread_cond_broadcast(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		p[i].s = NULL;
+	}
+}
+
+/* Takes ready entries; returns how many are still pending. Entries D asks for before P's
+ * scheduler saw them are created here, as vLLM does. Entries are looked up by transfer id on
+ * every pass: the lock is released in between. */
+static size_t take_ready(struct kv1_worker *w, struct pend *p, size_t n, uint64_t deadline,
+                         size_t *taken)
+{
+	size_t left = 0;
+
+	*taken = 0;
+	pthread_mutex_lock(&w->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct kv1_send *s;
+
+		if (p[i].state)
+			continue;
+		s = kv1_send_find_locked(w, p[i].rb->transfer_id);
+		if (!s)
+			s = kv1_send_add_locked(w, p[i].rb->transfer_id);
+		if (s && s->ready && !s->busy) {
+			s->busy = true;
+			p[i].s = s;
+			p[i].state = 1;
+			(*taken)++;
+		} else {
+			left++;
+		}
+	}
+	if (left && !*taken)
+		kv1_cv_wait_locked(w, deadline);
+	pthread_mutex_unlock(&w->mu);
+	return left;
+}
+
+static void serve(struct kv1_job *j, void *push, const struct kv1_xfer_meta *m)
+{
+	struct kv1_worker *w = j->w;
+	struct pend *p = calloc(m->nreqs ? m->nreqs : 1, sizeof(*p));
+	struct kv1_xfer_resp r;
+	uint64_t deadline = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
+	const char *emsg = NULL;
+	size_t left = m->nreqs, taken;
+
+	memset(&r, 0, sizeof(r));
+	r.ok = calloc(m->nreqs + 1, sizeof(char *));
+	r.err = calloc(m->nreqs + 1, sizeof(char *));
+	if (!p || !r.ok || !r.err)
+		goto out;
+	for (size_t i = 0; i < m->nreqs; i++)
+		p[i].rb = &m->reqs[i];
+	while (left) {
+		left = take_ready(w, p, m->nreqs, deadline, &taken);
+		if (taken) {
+			r.nok = r.nerr = 0;
+			emsg = NULL;
+			write_taken(w, m, p, m->nreqs, &r, &emsg);
+			r.status = left ? KV1_CONTINUE : KV1_FINISH;
+			r.has_ok = r.nok > 0;
+			r.has_err = r.nerr > 0;
+			r.err_msg = (char *)emsg;
+			send_resp(j, push, &r);
+			continue;
+		}
+		if (left && (pd_now_ns() >= deadline || atomic_load(&w->stop))) {
+			r.nok = r.nerr = 0;
+			pthread_mutex_lock(&w->mu);
+			for (size_t i = 0; i < m->nreqs; i++) {
+				if (p[i].state)
+					continue;
+				struct kv1_send *s = kv1_send_find_locked(w, p[i].rb->transfer_id);
+
+				r.err[r.nerr++] = p[i].rb->req_id;
+				/* an entry nobody made ready was only created for this wait */
+				if (s && !s->ready)
+					kv1_send_remove_locked(w, s);
+			}
+			pthread_mutex_unlock(&w->mu);
+			r.status = KV1_FINISH;
+			r.has_ok = false;
+			r.has_err = true;
+			r.err_msg = "Timeout waiting for P side ready.";
+			send_resp(j, push, &r);
+			break;
+		}
+	}
+out:
+	free(r.ok);
+	free(r.err);
+	free(p);
+}
+
+void *kv1_genb_handle(void *arg)
+{
+	struct kv1_job *j = arg;
+	struct kv1_worker *w = j->w;
+	struct kv1_xfer_meta m;
+	char err[512], msg[600];
+	void *push = kv1_job_push_open(w);
+
+	if (kv1_xfer_meta_decode(j->payload, j->len, shape_of(w), &m, err, sizeof(err))) {
+		pd_err("%s", err);
+		kv1_wire_err_to_msgspec(err, msg, sizeof(msg));
+		send_error(j, push, msg);
+	} else {
+		if (!targeted(w, &m, msg, sizeof(msg)) || !lens_match(w, &m, msg, sizeof(msg)))
+			send_error(j, push, msg);
+		else
+			serve(j, push, &m);
+		kv1_xfer_meta_free(&m);
+	}
+	if (push)
+		zmq_close(push);
+	free(j->ident);
+	free(j->payload);
+	free(j);
+	atomic_fetch_sub(&w->handlers, 1);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ consumer */
+
+/* worker_addr of the P tp rank paired with ours, from the (cached) /query answer. */
+static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id, char *addr,
+                  size_t asz, int *p_tp, char *err, size_t errsz)
+{
+	const struct kv1_boot_engine *e = NULL;
+	int ret = 0;
+
+	pthread_mutex_lock(&w->bmu);
+	for (int pass = 0; pass < 2 && !e; pass++) {
+		if (pass || strcmp(w->boot_cached, boot)) {
+			char qerr[512];
+
+			kv1_boot_table_free(&w->boot);
+			w->boot_cached[0] = 0;
+			if (kv1_boot_query(boot, 5000, &w->boot, qerr, sizeof(qerr))) {
+				kv1_set_err(err, errsz,
+				            "Failed to connect to bootstrap server %s: %s", boot,
+				            qerr);
+				ret = -EIO;
+				break;
+			}
+			snprintf(w->boot_cached, sizeof(w->boot_cached), "%s", boot);
+		}
+		e = kv1_boot_find(&w->boot, engine_id);
+	}
+	if (!ret && !e) {
+		kv1_set_err(err, errsz,
+		            "Failed to find remote engine_id %s from bootstrap server %s",
+		            engine_id, boot);
+		ret = -ENOENT;
+	}
+	if (!ret) {
+		*p_tp = e->ntp ? w->o.tp_rank % e->ntp : 0;
+		if (!e->ntp || !e->addr[*p_tp]) {
+			kv1_set_err(err, errsz, "bootstrap server %s: engine %s has no tp rank %d",
+			            boot, engine_id, *p_tp);
+			ret = -ENOENT;
+		} else {
+			snprintf(addr, asz, "%s", e->addr[*p_tp]);
+		}
+	}
+	pthread_mutex_unlock(&w->bmu);
+	return ret;
+}
+
+/* Waits for FINISH / ERROR; 0 when req_id is in ok_reqs. */
+static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, size_t errsz)
+{
+	bool ok = false;
+
+	for (;;) {
+		zmq_msg_t msg;
+		struct kv1_xfer_resp r;
+		char derr[300];
+		int st;
+
+		zmq_msg_init(&msg);
+		if (zmq_msg_recv(&msg, s, 0) < 0) {
+			int e = zmq_errno();
+
+			zmq_msg_close(&msg);
+			kv1_set_err(err, errsz, "pulling kv_caches for %s failed: %s", req_id,
+			            e == EAGAIN
+			                ? "no MooncakeXferResponse within the receive timeout"
+			                : zmq_strerror(e));
+			return e == EAGAIN ? -ETIMEDOUT : -EIO;
+		}
+		st = kv1_xfer_resp_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &r, derr,
+		                          sizeof(derr));
+		zmq_msg_close(&msg);
+		if (st) {
+			kv1_set_err(err, errsz, "pulling kv_caches for %s failed: %s", req_id,
+			            derr);
+			return -EIO;
+		}
+		for (size_t i = 0; i < r.nok; i++)
+			if (!strcmp(r.ok[i], req_id))
+				ok = true;
+		for (size_t i = 0; i < r.nerr; i++)
+			if (!strcmp(r.err[i], req_id)) {
+				kv1_set_err(err, errsz,
+				            "Error happens during tranfering kvcache for %s: %s",
+				            req_id, r.err_msg ? r.err_msg : "(no err_msg)");
+				kv1_xfer_resp_free(&r);
+				return -EIO;
+			}
+		st = r.status;
+		if (st == KV1_ERROR)
+			kv1_set_err(err, errsz,
+			            "Error happens during tranfering kvcache for %s: %s", req_id,
+			            r.err_msg ? r.err_msg : "(no err_msg)");
+		kv1_xfer_resp_free(&r);
+		if (st == KV1_ERROR)
+			return -EIO;
+		if (st == KV1_FINISH)
+			break;
+	}
+	(void)w;
+	if (!ok)
+		kv1_set_err(err, errsz,
+		            "pulling kv_caches for %s failed: FINISH without the request", req_id);
+	return ok ? 0 : -EIO;
+}
+
+int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
+               const char *transfer_id, const char *req_id, const int64_t *ids, size_t n, char *err,
+               size_t errsz)
+{
+	uint64_t bases[KV1_MAX_BUFS];
+	int64_t lens[KV1_MAX_BUFS];
+	struct kv1_ids bl = {(int64_t *)ids, n};
+	struct kv1_req_blocks rb = {(char *)req_id, (char *)transfer_id, &bl, 1};
+	struct kv1_xfer_meta m;
+	char addr[KV1_BOOT_ADDR_MAX + 1], host[128], *buf = NULL;
+	int p_tp = 0, rport = 0, ret;
+	size_t len;
+	void *s = NULL;
+
+	ret = lookup(w, bootstrap_addr, engine_id, addr, sizeof(addr), &p_tp, err, errsz);
+	if (ret)
+		return ret;
+	for (int i = 0; i < w->o.nbufs; i++) {
+		bases[i] = (uint64_t)(uintptr_t)w->bufs[i];
+		lens[i] = (int64_t)w->o.block_len;
+	}
+	pd_split_hostport(w->seg, host, sizeof(host), &rport);
+	m = (struct kv1_xfer_meta){w->ip,
+	                           rport,
+	                           w->o.tp_size,
+	                           w->o.tp_rank,
+	                           &rb,
+	                           1,
+	                           bases,
+	                           (size_t)w->o.nbufs,
+	                           lens,
+	                           (size_t)w->o.nbufs,
+	                           lens,
+	                           (size_t)w->o.nbufs,
+	                           1};
+	if (kv1_xfer_meta_encode(&m, shape_of(w), &buf, &len)) {
+		kv1_set_err(err, errsz, "cannot encode MooncakeXferMetadata");
+		return -EINVAL;
+	}
+	pd_dbg("Size of encoded MooncakeXferMetadata: %zu bytes", len);
+	s = kv1_zsock(w, ZMQ_DEALER, w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms : 60000);
+	if (!s || zmq_connect(s, addr) || zmq_send(s, buf, len, 0) < 0) {
+		kv1_set_err(err, errsz, "MooncakeXferMetadata transfer failed for %s: %s: %s",
+		            req_id, addr, zmq_strerror(zmq_errno()));
+		ret = -EIO;
+	} else {
+		ret = await(w, s, req_id, err, errsz);
+	}
+	if (!ret)
+		atomic_fetch_add(&w->bytes_recv,
+		                 (uint64_t)n * w->o.block_len * (uint64_t)w->o.nbufs);
+	if (s)
+		zmq_close(s);
+	free(buf);
+	return ret;
+}

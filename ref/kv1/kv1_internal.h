@@ -1,0 +1,91 @@
+/* kv1_internal: the worker's state shared by kv1_worker.c (lifetime, memory, send table, ROUTER
+ * loop, engine writes) and the generation files kv1_gena.c / kv1_genb.c. */
+#ifndef KV1_INTERNAL_H
+#define KV1_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "kv1.h"
+#include "te/te.h"
+
+#define KV1_MAX_HANDLERS 64 /* concurrent handshakes a producer serves */
+
+struct kv1_send {
+	struct kv1_send *next;
+	char *key;
+	int64_t *ids;
+	size_t n;
+	bool ready, busy;
+	uint64_t expire_ns; /* ready entries: freed after this if never sent */
+};
+
+struct kv1_worker {
+	struct kv1_opts o;
+	char ip[128], seg[128], side_addr[160], boot_url[256], engine_id[128];
+	int side_port;
+	struct te_engine *te;
+	uint8_t *bufs[KV1_MAX_BUFS];
+	size_t buf_bytes;
+	/* allocator: FIFO ring of free ids */
+	pthread_mutex_t amu;
+	int64_t *freeq;
+	size_t fq_head, fq_n;
+	/* send table */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct kv1_send *sends;
+	/* side channel */
+	void *zctx, *router;
+	char inproc[64];
+	pthread_t thr;
+	bool thr_started;
+	atomic_bool stop;
+	atomic_int handlers;
+	/* consumer: bootstrap /query cache (gen B) */
+	pthread_mutex_t bmu;
+	char boot_cached[256];
+	struct kv1_boot_table boot;
+	/* stats */
+	atomic_uint_fast64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;
+	atomic_uint_fast64_t bytes_recv;
+};
+
+/* A handshake handed to a thread: identity and payload copied out of the ROUTER frames. */
+struct kv1_job {
+	struct kv1_worker *w;
+	void *ident;
+	size_t ident_len;
+	void *payload;
+	size_t len;
+};
+
+/* Sends a reply multipart [ident, (empty,) body] back through the ROUTER thread. */
+int kv1_job_reply(struct kv1_job *j, void *push, const void *body, size_t len, bool delim);
+void *kv1_job_push_open(struct kv1_worker *w);
+
+void *kv1_gena_handle(void *job); /* thread entry; frees the job */
+void *kv1_genb_handle(void *job);
+
+/* Send table (w->mu held by the callers of the _locked forms). */
+struct kv1_send *kv1_send_find_locked(struct kv1_worker *w, const char *key);
+struct kv1_send *kv1_send_add_locked(struct kv1_worker *w, const char *key);
+void kv1_send_remove_locked(struct kv1_worker *w, struct kv1_send *s);
+/* Waits (w->mu held) until key's entry is ready and not busy: returns it, or NULL when the
+ * deadline passes, the worker stops or the entry is dropped. Entries are looked up again after
+ * every wake-up (another thread may free them while the lock is released). */
+struct kv1_send *kv1_send_wait_locked(struct kv1_worker *w, const char *key, uint64_t deadline_ns);
+/* One bounded (<= 100 ms) wait on the table's condition variable, w->mu held. */
+void kv1_cv_wait_locked(struct kv1_worker *w, uint64_t deadline_ns);
+
+/* One engine WRITE batch of blocks to D's segment: for each (local buffer, remote base) pair and
+ * each run. 0 or a TE_ERR_*. */
+int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const uint64_t *rbases,
+                     size_t nrbases, const struct kv1_run *runs, size_t nruns);
+
+/* A ZMQ socket with linger 0, ZMQ_MAXMSGSIZE = KV1_MAX_MSG and the given receive timeout. */
+void *kv1_zsock(struct kv1_worker *w, int type, int rcvtimeo_ms);
+void kv1_set_err(char *err, size_t errsz, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

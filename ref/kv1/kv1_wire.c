@@ -1,0 +1,688 @@
+/* kv1_wire: msgpack encode/decode of the V1 connector's structs through msgpack-c. Encoding is
+ * msgspec's: a map of field names in declaration order, defaults omitted, smallest forms. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "kv1_wire.h"
+
+/* ------------------------------------------------------------------ encoding */
+
+static void pk_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+static void pk_ids(msgpack_packer *pk, const struct kv1_ids *ids)
+{
+	msgpack_pack_array(pk, ids->n);
+	for (size_t i = 0; i < ids->n; i++)
+		msgpack_pack_int64(pk, ids->v[i]);
+}
+
+static void pk_strs(msgpack_packer *pk, char *const *v, size_t n)
+{
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++)
+		pk_str(pk, v[i]);
+}
+
+static void pk_u64s(msgpack_packer *pk, const uint64_t *v, size_t n)
+{
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++)
+		msgpack_pack_uint64(pk, v[i]);
+}
+
+static void pk_i64s(msgpack_packer *pk, const int64_t *v, size_t n)
+{
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++)
+		msgpack_pack_int64(pk, v[i]);
+}
+
+static int finish(msgpack_sbuffer *sb, char **out, size_t *len)
+{
+	if (!sb->data) {
+		*out = NULL;
+		return -ENOMEM;
+	}
+	*len = sb->size;
+	*out = msgpack_sbuffer_release(sb);
+	return 0;
+}
+
+int kv1_agent_meta_encode(const struct kv1_agent_meta *m, char **out, size_t *len)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	if (!m->remote_hostname || m->nblock_ids != m->nreq)
+		return -EINVAL;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 5);
+	pk_str(&pk, "remote_hostname");
+	pk_str(&pk, m->remote_hostname);
+	pk_str(&pk, "remote_port");
+	msgpack_pack_int64(&pk, m->remote_port);
+	pk_str(&pk, "request_ids");
+	pk_strs(&pk, m->request_ids, m->nreq);
+	pk_str(&pk, "kv_caches_base_addr");
+	pk_u64s(&pk, m->bases, m->nbases);
+	pk_str(&pk, "block_ids");
+	msgpack_pack_array(&pk, m->nblock_ids);
+	for (size_t i = 0; i < m->nblock_ids; i++)
+		pk_ids(&pk, &m->block_ids[i]);
+	return finish(&sb, out, len);
+}
+
+int kv1_xfer_meta_encode(const struct kv1_xfer_meta *m, enum kv1_shape shape, char **out,
+                         size_t *len)
+{
+	bool bn = shape == KV1_SHAPE_BN;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	if (!m->remote_hostname)
+		return -EINVAL;
+	for (size_t i = 0; i < m->nreqs; i++)
+		if (!m->reqs[i].req_id || !m->reqs[i].transfer_id || m->reqs[i].ngroups < 1 ||
+		    (!bn && m->reqs[i].ngroups != 1))
+			return -EINVAL;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, bn ? 8 + (m->remote_pp_size != 1) : 6);
+	pk_str(&pk, "remote_hostname");
+	pk_str(&pk, m->remote_hostname);
+	pk_str(&pk, "remote_port");
+	msgpack_pack_int64(&pk, m->remote_port);
+	pk_str(&pk, "remote_tp_size");
+	msgpack_pack_int64(&pk, m->remote_tp_size);
+	pk_str(&pk, "remote_tp_rank");
+	msgpack_pack_int64(&pk, m->remote_tp_rank);
+	pk_str(&pk, "req_blocks");
+	msgpack_pack_map(&pk, m->nreqs);
+	for (size_t i = 0; i < m->nreqs; i++) {
+		const struct kv1_req_blocks *rb = &m->reqs[i];
+
+		pk_str(&pk, rb->req_id);
+		msgpack_pack_array(&pk, 2);
+		pk_str(&pk, rb->transfer_id);
+		if (!bn) {
+			pk_ids(&pk, &rb->groups[0]);
+			continue;
+		}
+		msgpack_pack_array(&pk, rb->ngroups);
+		for (size_t g = 0; g < rb->ngroups; g++)
+			pk_ids(&pk, &rb->groups[g]);
+	}
+	pk_str(&pk, "kv_caches_base_addr");
+	pk_u64s(&pk, m->bases, m->nbases);
+	if (bn) {
+		pk_str(&pk, "block_lens");
+		pk_i64s(&pk, m->block_lens, m->nblock_lens);
+		pk_str(&pk, "kv_block_lens");
+		pk_i64s(&pk, m->kv_block_lens, m->nkv_block_lens);
+		/* registered_layer_* lists default to [] and are omitted; remote_pp_size
+		 * follows them in declaration order. */
+		if (m->remote_pp_size != 1) {
+			pk_str(&pk, "remote_pp_size");
+			msgpack_pack_int64(&pk, m->remote_pp_size);
+		}
+	}
+	return finish(&sb, out, len);
+}
+
+int kv1_xfer_resp_encode(const struct kv1_xfer_resp *r, char **out, size_t *len)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1 + r->has_ok + r->has_err + (r->err_msg != NULL));
+	pk_str(&pk, "status");
+	msgpack_pack_int64(&pk, r->status);
+	if (r->has_ok) {
+		pk_str(&pk, "ok_reqs");
+		pk_strs(&pk, r->ok, r->nok);
+	}
+	if (r->has_err) {
+		pk_str(&pk, "err_reqs");
+		pk_strs(&pk, r->err, r->nerr);
+	}
+	if (r->err_msg) {
+		pk_str(&pk, "err_msg");
+		pk_str(&pk, r->err_msg);
+	}
+	return finish(&sb, out, len);
+}
+
+/* ------------------------------------------------------------------ pre-check */
+
+/* msgpack-c allocates a container's elements from the declared count before reading them, so a
+ * 6-byte message could ask for gigabytes. This walk checks every declared count against the bytes
+ * left (each element needs at least one byte), the nesting depth and the total length first. */
+static int be(const uint8_t *p, int n, uint64_t *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++)
+		*v = *v << 8 | p[i];
+	return 0;
+}
+
+static int walk(const uint8_t *p, size_t n, size_t *pos, int depth)
+{
+	uint64_t cnt = 0, skip = 0;
+	int pairs = 0;
+	uint8_t b;
+
+	if (depth > KV1_MAX_DEPTH || *pos >= n)
+		return -1;
+	b = p[(*pos)++];
+	if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
+		return 0;
+	if ((b & 0xe0) == 0xa0) {
+		skip = b & 0x1f;
+	} else if ((b & 0xf0) == 0x90) {
+		cnt = b & 0x0f;
+	} else if ((b & 0xf0) == 0x80) {
+		cnt = b & 0x0f;
+		pairs = 1;
+	} else {
+		static const int8_t fixed[] = {
+		    /* c4..df: bin8 bin16 bin32 ext8 ext16 ext32 f32 f64 u8 u16 u32 u64 i8 i16
+		       i32 i64 fixext1 2 4 8 16 str8 str16 str32 arr16 arr32 map16 map32 */
+		    -1, -2, -4, -1, -2, -4, 4,  8,  1,  2,  4,  8,  1,  2,
+		    4,  8,  2,  3,  5,  9,  17, -1, -2, -4, -2, -4, -2, -4};
+		int f, hl;
+
+		if (b < 0xc4 || b > 0xdf)
+			return -1;
+		f = fixed[b - 0xc4];
+		if (f > 0) {
+			skip = (uint64_t)f;
+		} else {
+			hl = -f;
+			if (n - *pos < (size_t)hl)
+				return -1;
+			be(p + *pos, hl, &cnt);
+			*pos += (size_t)hl;
+			if (b <= 0xc6 || (b >= 0xd9 && b <= 0xdb)) {
+				skip = cnt;
+				cnt = 0;
+			} else if (b <= 0xc9) {
+				skip = cnt + 1; /* ext: type byte + data */
+				cnt = 0;
+			} else {
+				pairs = b >= 0xde;
+			}
+		}
+	}
+	if (skip) {
+		if (n - *pos < skip)
+			return -1;
+		*pos += skip;
+		return 0;
+	}
+	if (cnt > (n - *pos) >> pairs)
+		return -1;
+	for (uint64_t i = 0; i < cnt << pairs; i++)
+		if (walk(p, n, pos, depth + 1))
+			return -1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ decoding */
+
+struct dec {
+	const char *st; /* struct name */
+	char *err;
+	size_t errsz;
+};
+
+static int fail(struct dec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct dec *d, const char *fmt, ...)
+{
+	va_list ap;
+	int k = snprintf(d->err, d->errsz, "%s: ", d->st);
+
+	va_start(ap, fmt);
+	if (k >= 0 && (size_t)k < d->errsz)
+		vsnprintf(d->err + k, d->errsz - (size_t)k, fmt, ap);
+	va_end(ap);
+	return -EBADMSG;
+}
+
+static const char *tname(const msgpack_object *o)
+{
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL:
+		return "null";
+	case MSGPACK_OBJECT_BOOLEAN:
+		return "bool";
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		return "int";
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64:
+		return "float";
+	case MSGPACK_OBJECT_STR:
+		return "str";
+	case MSGPACK_OBJECT_ARRAY:
+		return "array";
+	case MSGPACK_OBJECT_MAP:
+		return "object";
+	case MSGPACK_OBJECT_BIN:
+		return "bytes";
+	default:
+		return "ext";
+	}
+}
+
+static int get_int(struct dec *d, const msgpack_object *o, const char *f, int64_t lo, int64_t hi,
+                   int64_t *out)
+{
+	int64_t v;
+
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		if (o->via.u64 > INT64_MAX)
+			return fail(d, "`%s`: integer out of range", f);
+		v = (int64_t)o->via.u64;
+	} else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		v = o->via.i64;
+	} else {
+		return fail(d, "expected `int`, got `%s` - at `$.%s`", tname(o), f);
+	}
+	if (v < lo || v > hi)
+		return fail(d, "`%s`: expected %lld..%lld, got %lld", f, (long long)lo,
+		            (long long)hi, (long long)v);
+	*out = v;
+	return 0;
+}
+
+static int get_str(struct dec *d, const msgpack_object *o, const char *f, char **out)
+{
+	if (o->type != MSGPACK_OBJECT_STR)
+		return fail(d, "expected `str`, got `%s` - at `$.%s`", tname(o), f);
+	if (o->via.str.size > KV1_MAX_STR)
+		return fail(d, "`%s`: string of %u bytes (limit %u)", f, o->via.str.size,
+		            KV1_MAX_STR);
+	if (memchr(o->via.str.ptr, 0, o->via.str.size))
+		return fail(d, "`%s`: string contains a NUL byte", f);
+	*out = strndup(o->via.str.ptr, o->via.str.size);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int get_arr(struct dec *d, const msgpack_object *o, const char *f, size_t max)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY)
+		return fail(d, "expected `array`, got `%s` - at `$.%s`", tname(o), f);
+	if (o->via.array.size > max)
+		return fail(d, "`%s`: %u elements (limit %zu)", f, o->via.array.size, max);
+	return 0;
+}
+
+static int get_ids(struct dec *d, const msgpack_object *o, const char *f, struct kv1_ids *out)
+{
+	int ret = get_arr(d, o, f, KV1_MAX_IDS);
+
+	if (ret)
+		return ret;
+	out->n = o->via.array.size;
+	out->v = calloc(out->n ? out->n : 1, sizeof(int64_t));
+	if (!out->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < out->n; i++)
+		if ((ret = get_int(d, &o->via.array.ptr[i], f, 0, INT32_MAX, &out->v[i])))
+			return ret;
+	return 0;
+}
+
+static int get_i64s(struct dec *d, const msgpack_object *o, const char *f, int64_t lo, int64_t **v,
+                    size_t *n)
+{
+	int ret = get_arr(d, o, f, KV1_MAX_BASES);
+
+	if (ret)
+		return ret;
+	*n = o->via.array.size;
+	*v = calloc(*n ? *n : 1, sizeof(int64_t));
+	if (!*v)
+		return -ENOMEM;
+	for (size_t i = 0; i < *n; i++)
+		if ((ret = get_int(d, &o->via.array.ptr[i], f, lo, INT64_MAX, &(*v)[i])))
+			return ret;
+	return 0;
+}
+
+static int get_bases(struct dec *d, const msgpack_object *o, uint64_t **v, size_t *n)
+{
+	const char *f = "kv_caches_base_addr";
+	int ret = get_arr(d, o, f, KV1_MAX_BASES);
+
+	if (ret)
+		return ret;
+	*n = o->via.array.size;
+	*v = calloc(*n ? *n : 1, sizeof(uint64_t));
+	if (!*v)
+		return -ENOMEM;
+	for (size_t i = 0; i < *n; i++) {
+		const msgpack_object *e = &o->via.array.ptr[i];
+
+		if (e->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+			return fail(d, "expected `int` >= 0, got `%s` - at `$.%s[%zu]`", tname(e),
+			            f, i);
+		(*v)[i] = e->via.u64;
+	}
+	return 0;
+}
+
+static int get_strs(struct dec *d, const msgpack_object *o, const char *f, char ***v, size_t *n)
+{
+	int ret = get_arr(d, o, f, KV1_MAX_REQS);
+
+	if (ret)
+		return ret;
+	*n = o->via.array.size;
+	*v = calloc(*n ? *n : 1, sizeof(char *));
+	if (!*v)
+		return -ENOMEM;
+	for (size_t i = 0; i < *n; i++)
+		if ((ret = get_str(d, &o->via.array.ptr[i], f, &(*v)[i])))
+			return ret;
+	return 0;
+}
+
+static void free_strs(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Unpacks a top-level map; *obj points into u. */
+static int top_map(struct dec *d, const void *buf, size_t len, msgpack_unpacked *u,
+                   const msgpack_object **obj)
+{
+	size_t pos = 0, off = 0;
+
+	if (!buf || len == 0 || len > KV1_MAX_MSG)
+		return fail(d, "message of %zu bytes (expected 1..%u)", len, KV1_MAX_MSG);
+	if (walk(buf, len, &pos, 0) || pos != len)
+		return fail(d, "not one well-formed msgpack value (%zu bytes)", len);
+	if (msgpack_unpack_next(u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+		return fail(d, "msgpack-c could not unpack the message");
+	if (u->data.type != MSGPACK_OBJECT_MAP)
+		return fail(d, "expected `object`, got `%s`", tname(&u->data));
+	*obj = &u->data;
+	return 0;
+}
+
+/* Field lookup: a bit per field seen; duplicate keys: the last one wins, as in msgspec. */
+static int field_index(const msgpack_object *k, const char *const *names, int n)
+{
+	if (k->type != MSGPACK_OBJECT_STR)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (strlen(names[i]) == k->via.str.size &&
+		    !memcmp(names[i], k->via.str.ptr, k->via.str.size))
+			return i;
+	return -1;
+}
+
+static int missing(struct dec *d, unsigned seen, unsigned required, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if ((required & (1u << i)) && !(seen & (1u << i)))
+			return fail(d, "missing required field `%s`", names[i]);
+	return 0;
+}
+
+int kv1_agent_meta_decode(const void *buf, size_t len, struct kv1_agent_meta *m, char *err,
+                          size_t errsz)
+{
+	static const char *const names[] = {"remote_hostname", "remote_port", "request_ids",
+	                                    "kv_caches_base_addr", "block_ids"};
+	struct dec d = {"MooncakeAgentMetadata", err, errsz};
+	const msgpack_object *o = NULL, *fv[5] = {0};
+	msgpack_unpacked u;
+	unsigned seen = 0;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	msgpack_unpacked_init(&u);
+	if ((ret = top_map(&d, buf, len, &u, &o)))
+		goto out;
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		int k = field_index(&o->via.map.ptr[i].key, names, 5);
+
+		if (k >= 0) {
+			fv[k] = &o->via.map.ptr[i].val;
+			seen |= 1u << k;
+		}
+	}
+	if ((ret = missing(&d, seen, 0x1f, names, 5)) ||
+	    (ret = get_str(&d, fv[0], names[0], &m->remote_hostname)) ||
+	    (ret = get_int(&d, fv[1], names[1], 0, 65535, &m->remote_port)) ||
+	    (ret = get_strs(&d, fv[2], names[2], &m->request_ids, &m->nreq)) ||
+	    (ret = get_bases(&d, fv[3], &m->bases, &m->nbases)) ||
+	    (ret = get_arr(&d, fv[4], names[4], KV1_MAX_REQS)))
+		goto out;
+	m->nblock_ids = fv[4]->via.array.size;
+	m->block_ids = calloc(m->nblock_ids ? m->nblock_ids : 1, sizeof(*m->block_ids));
+	ret = -ENOMEM;
+	if (!m->block_ids)
+		goto out;
+	for (size_t i = 0; i < m->nblock_ids; i++)
+		if ((ret = get_ids(&d, &fv[4]->via.array.ptr[i], names[4], &m->block_ids[i])))
+			goto out;
+	ret = 0;
+out:
+	msgpack_unpacked_destroy(&u);
+	if (ret)
+		kv1_agent_meta_free(m);
+	return ret;
+}
+
+static int get_req_blocks(struct dec *d, const msgpack_object *o, bool bn, struct kv1_xfer_meta *m)
+{
+	const char *f = "req_blocks";
+	int ret;
+
+	if (o->type != MSGPACK_OBJECT_MAP)
+		return fail(d, "expected `object`, got `%s` - at `$.%s`", tname(o), f);
+	if (o->via.map.size > KV1_MAX_REQS)
+		return fail(d, "`%s`: %u requests (limit %u)", f, o->via.map.size, KV1_MAX_REQS);
+	m->nreqs = o->via.map.size;
+	m->reqs = calloc(m->nreqs ? m->nreqs : 1, sizeof(*m->reqs));
+	if (!m->reqs)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nreqs; i++) {
+		const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
+		struct kv1_req_blocks *rb = &m->reqs[i];
+		const msgpack_object *lists;
+
+		if ((ret = get_str(d, k, f, &rb->req_id)))
+			return ret;
+		if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != 2)
+			return fail(d, "expected a 2-element array (transfer_id, block ids) - at "
+			               "`$.req_blocks[...]`");
+		if ((ret = get_str(d, &v->via.array.ptr[0], f, &rb->transfer_id)))
+			return ret;
+		lists = &v->via.array.ptr[1];
+		if (!bn) {
+			rb->ngroups = 1;
+			rb->groups = calloc(1, sizeof(*rb->groups));
+			if (!rb->groups)
+				return -ENOMEM;
+			if ((ret = get_ids(d, lists, f, &rb->groups[0])))
+				return ret;
+			continue;
+		}
+		if ((ret = get_arr(d, lists, f, KV1_MAX_GROUPS)))
+			return ret;
+		rb->ngroups = lists->via.array.size;
+		rb->groups = calloc(rb->ngroups ? rb->ngroups : 1, sizeof(*rb->groups));
+		if (!rb->groups)
+			return -ENOMEM;
+		for (size_t g = 0; g < rb->ngroups; g++)
+			if ((ret = get_ids(d, &lists->via.array.ptr[g], f, &rb->groups[g])))
+				return ret;
+	}
+	return 0;
+}
+
+int kv1_xfer_meta_decode(const void *buf, size_t len, enum kv1_shape shape, struct kv1_xfer_meta *m,
+                         char *err, size_t errsz)
+{
+	static const char *const names[] = {
+	    "remote_hostname",     "remote_port", "remote_tp_size", "remote_tp_rank", "req_blocks",
+	    "kv_caches_base_addr", "block_lens",  "kv_block_lens",  "remote_pp_size"};
+	struct dec d = {"MooncakeXferMetadata", err, errsz};
+	const msgpack_object *o = NULL, *fv[9] = {0};
+	bool bn = shape == KV1_SHAPE_BN;
+	int nf = bn ? 9 : 6;
+	msgpack_unpacked u;
+	unsigned seen = 0;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	m->remote_pp_size = 1;
+	msgpack_unpacked_init(&u);
+	if ((ret = top_map(&d, buf, len, &u, &o)))
+		goto out;
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		int k = field_index(&o->via.map.ptr[i].key, names, nf);
+
+		if (k >= 0) {
+			fv[k] = &o->via.map.ptr[i].val;
+			seen |= 1u << k;
+		}
+	}
+	if ((ret = missing(&d, seen, bn ? 0xff : 0x3f, names, nf)) ||
+	    (ret = get_str(&d, fv[0], names[0], &m->remote_hostname)) ||
+	    (ret = get_int(&d, fv[1], names[1], 0, 65535, &m->remote_port)) ||
+	    (ret = get_int(&d, fv[2], names[2], 1, 4096, &m->remote_tp_size)) ||
+	    (ret = get_int(&d, fv[3], names[3], 0, 4095, &m->remote_tp_rank)) ||
+	    (ret = get_req_blocks(&d, fv[4], bn, m)) ||
+	    (ret = get_bases(&d, fv[5], &m->bases, &m->nbases)))
+		goto out;
+	if (bn &&
+	    ((ret = get_i64s(&d, fv[6], names[6], 0, &m->block_lens, &m->nblock_lens)) ||
+	     (ret = get_i64s(&d, fv[7], names[7], 0, &m->kv_block_lens, &m->nkv_block_lens)) ||
+	     (fv[8] && (ret = get_int(&d, fv[8], names[8], 1, 1024, &m->remote_pp_size)))))
+		goto out;
+	ret = 0;
+out:
+	msgpack_unpacked_destroy(&u);
+	if (ret)
+		kv1_xfer_meta_free(m);
+	return ret;
+}
+
+int kv1_xfer_resp_decode(const void *buf, size_t len, struct kv1_xfer_resp *r, char *err,
+                         size_t errsz)
+{
+	static const char *const names[] = {"status", "ok_reqs", "err_reqs", "err_msg"};
+	struct dec d = {"MooncakeXferResponse", err, errsz};
+	const msgpack_object *o = NULL, *fv[4] = {0};
+	msgpack_unpacked u;
+	unsigned seen = 0;
+	int64_t st = 0;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	msgpack_unpacked_init(&u);
+	if ((ret = top_map(&d, buf, len, &u, &o)))
+		goto out;
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		int k = field_index(&o->via.map.ptr[i].key, names, 4);
+
+		if (k >= 0) {
+			fv[k] = &o->via.map.ptr[i].val;
+			seen |= 1u << k;
+		}
+	}
+	if ((ret = missing(&d, seen, 1, names, 4)) ||
+	    (ret = get_int(&d, fv[0], names[0], 0, 2, &st)))
+		goto out;
+	r->status = (int)st;
+	/* Optional fields: null is the same as absent. */
+	if (fv[1] && fv[1]->type != MSGPACK_OBJECT_NIL) {
+		r->has_ok = true;
+		if ((ret = get_strs(&d, fv[1], names[1], &r->ok, &r->nok)))
+			goto out;
+	}
+	if (fv[2] && fv[2]->type != MSGPACK_OBJECT_NIL) {
+		r->has_err = true;
+		if ((ret = get_strs(&d, fv[2], names[2], &r->err, &r->nerr)))
+			goto out;
+	}
+	if (fv[3] && fv[3]->type != MSGPACK_OBJECT_NIL &&
+	    (ret = get_str(&d, fv[3], names[3], &r->err_msg)))
+		goto out;
+	ret = 0;
+out:
+	msgpack_unpacked_destroy(&u);
+	if (ret)
+		kv1_xfer_resp_free(r);
+	return ret;
+}
+
+void kv1_agent_meta_free(struct kv1_agent_meta *m)
+{
+	free(m->remote_hostname);
+	free_strs(m->request_ids, m->nreq);
+	free(m->bases);
+	for (size_t i = 0; m->block_ids && i < m->nblock_ids; i++)
+		free(m->block_ids[i].v);
+	free(m->block_ids);
+	memset(m, 0, sizeof(*m));
+}
+
+void kv1_xfer_meta_free(struct kv1_xfer_meta *m)
+{
+	free(m->remote_hostname);
+	for (size_t i = 0; m->reqs && i < m->nreqs; i++) {
+		free(m->reqs[i].req_id);
+		free(m->reqs[i].transfer_id);
+		for (size_t g = 0; m->reqs[i].groups && g < m->reqs[i].ngroups; g++)
+			free(m->reqs[i].groups[g].v);
+		free(m->reqs[i].groups);
+	}
+	free(m->reqs);
+	free(m->bases);
+	free(m->block_lens);
+	free(m->kv_block_lens);
+	memset(m, 0, sizeof(*m));
+}
+
+void kv1_xfer_resp_free(struct kv1_xfer_resp *r)
+{
+	free_strs(r->ok, r->nok);
+	free_strs(r->err, r->nerr);
+	free(r->err_msg);
+	memset(r, 0, sizeof(*r));
+}
+
+void kv1_wire_err_to_msgspec(const char *err, char *out, size_t outsz)
+{
+	const char *p = strstr(err, ": ");
+
+	p = p ? p + 2 : err;
+	if (!strncmp(p, "missing required field", 22))
+		snprintf(out, outsz, "Object %s", p);
+	else if (!strncmp(p, "expected", 8))
+		snprintf(out, outsz, "E%s", p + 1);
+	else
+		snprintf(out, outsz, "%s", p);
+}

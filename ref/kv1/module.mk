@@ -1,0 +1,13 @@
+# ref/kv1: the vLLM V1 MooncakeConnector (gen A ZMQ side channel, gen B bootstrap server and
+# ROUTER/DEALER side channel) on pdkv's engine, with the msgpack wire of msgspec.
+LIBS += kv1
+kv1_SRCS := $(filter-out ref/kv1/tests/%,$(wildcard ref/kv1/*.c))
+TESTS += test_kv1_wire
+test_kv1_wire_SRCS := ref/kv1/tests/test_kv1_wire.c
+test_kv1_wire_LIBS := kv1 pdcommon
+TESTS += test_kv1_boot
+test_kv1_boot_SRCS := ref/kv1/tests/test_kv1_boot.c
+test_kv1_boot_LIBS := kv1 pdcommon
+TESTS += test_kv1_xfer
+test_kv1_xfer_SRCS := ref/kv1/tests/test_kv1_xfer.c
+test_kv1_xfer_LIBS = kv1 te temeta pdcommon

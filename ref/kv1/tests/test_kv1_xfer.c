@@ -1,0 +1,295 @@
+/* kv1 producer/consumer pairs in one process over loopback TE/TCP and real ZMQ sockets: gen A
+ * and gen B (B0, Bn) transfers verified byte for byte, the gen A unknown-id hazard (trans_done,
+ * nothing written), and gen B's ERROR answers with vLLM's messages. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kv1/kv1.h"
+#include "pd_util.h"
+
+#define NBUFS 4
+#define BLEN  512
+#define NBLK  64
+
+static struct kv1_worker *mk(enum cfg_gen gen, bool producer, int base, const char *boot,
+                             const char *engine, int tp_size, int tp_rank, int abort_s)
+{
+	struct kv1_opts o = {0};
+	struct kv1_worker *w = NULL;
+	char err[512];
+
+	o.gen = gen;
+	o.producer = producer;
+	o.protocol = "tcp";
+	o.base_port = base;
+	o.tp_size = tp_size;
+	o.tp_rank = tp_rank;
+	o.engine_id = engine;
+	o.bootstrap_url = boot;
+	o.abort_timeout_s = abort_s;
+	o.recv_timeout_ms = 10000;
+	o.nbufs = NBUFS;
+	o.block_len = BLEN;
+	o.num_blocks = NBLK;
+	if (kv1_worker_create(&o, &w, err, sizeof(err)))
+		fail_msg("kv1_worker_create: %s", err);
+	return w;
+}
+
+static void fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint8_t salt)
+{
+	for (int b = 0; b < NBUFS; b++)
+		for (size_t i = 0; i < n; i++)
+			for (int k = 0; k < BLEN; k++)
+				kv1_block(w, b, ids[i])[k] = (uint8_t)(salt + b * 31 + i * 7 + k);
+}
+
+/* D's block d[i] must equal P's block p[i] in every buffer. */
+static bool same(struct kv1_worker *p, const int64_t *pi, struct kv1_worker *d, const int64_t *di,
+                 size_t n)
+{
+	for (int b = 0; b < NBUFS; b++)
+		for (size_t i = 0; i < n; i++)
+			if (memcmp(kv1_block(p, b, pi[i]), kv1_block(d, b, di[i]), BLEN))
+				return false;
+	return true;
+}
+
+static void test_plan(void **state)
+{
+	int64_t l[] = {4, 5, 6, 9, 10, 20}, r[] = {0, 1, 2, 3, 7};
+	struct kv1_run *v;
+	size_t n;
+	(void)state;
+
+	/* P has 6, D asked for 5: P's last 5 (5,6,9,10,20) against 0,1,2,3,7 */
+	assert_int_equal(kv1_plan(l, 6, r, 5, &v, &n), 0);
+	assert_int_equal(n, 3);
+	assert_true(v[0].local == 5 && v[0].remote == 0 && v[0].n == 2);
+	assert_true(v[1].local == 9 && v[1].remote == 2 && v[1].n == 2);
+	assert_true(v[2].local == 20 && v[2].remote == 7 && v[2].n == 1);
+	free(v);
+	assert_int_equal(kv1_plan(l, 2, r, 5, &v, &n), -ERANGE);
+}
+
+static void test_gen_a(void **state)
+{
+	int base = pd_free_port("127.0.0.1");
+	struct kv1_worker *p = mk(CFG_GEN_A, true, base, NULL, NULL, 1, 0, 30);
+	struct kv1_worker *d = mk(CFG_GEN_A, false, base, NULL, NULL, 1, 0, 30);
+	int64_t pi[5], di[3];
+	char err[512];
+	struct kv1_stats st;
+	(void)state;
+
+	assert_int_equal(kv1_worker_side_port(p), base);
+	assert_int_equal(kv1_alloc(p, 5, pi), 0);
+	assert_int_equal(kv1_alloc(d, 3, di), 0);
+	fill(p, pi, 5, 1);
+	assert_int_equal(kv1_send_expect(p, "cmpl-x-0"), 0);
+	assert_int_equal(kv1_send_ready(p, "cmpl-x-0", pi, 5), 0);
+	assert_int_equal(kv1_recv_a(d, kv1_worker_ip(p), base, "cmpl-x-0", di, 3, err, sizeof(err)),
+	                 0);
+	assert_true(same(p, pi + 2, d, di, 3)); /* P's last 3 */
+	kv1_worker_stats(p, &st);
+	assert_int_equal(st.bytes_sent, 3 * BLEN * NBUFS);
+
+	/* the hazard: an id P does not know is answered trans_done and nothing is written */
+	{
+		int64_t g[2];
+
+		assert_int_equal(kv1_alloc(d, 2, g), 0);
+		memset(kv1_block(d, 0, g[0]), 0xee, BLEN);
+		assert_int_equal(kv1_recv_a(d, kv1_worker_ip(p), base, "cmpl-x-0-deadbeef", g, 2,
+		                            err, sizeof(err)),
+		                 0);
+		assert_int_equal(kv1_block(d, 0, g[0])[0], 0xee);
+		kv1_worker_stats(p, &st);
+		assert_int_equal(st.unknown_ids, 1);
+		assert_int_equal(st.bytes_sent, 3 * BLEN * NBUFS);
+	}
+	/* P has fewer blocks than D asks for: trans_error */
+	{
+		int64_t q[1], g[3];
+
+		assert_int_equal(kv1_alloc(p, 1, q), 0);
+		assert_int_equal(kv1_alloc(d, 3, g), 0);
+		kv1_send_ready(p, "short", q, 1);
+		assert_int_equal(
+		    kv1_recv_a(d, kv1_worker_ip(p), base, "short", g, 3, err, sizeof(err)), -EIO);
+		assert_non_null(strstr(err, "see logs in prefiller"));
+	}
+	kv1_worker_destroy(d);
+	kv1_worker_destroy(p);
+	/* nobody listens: bounded by the receive timeout */
+	{
+		struct kv1_opts o = {0};
+		struct kv1_worker *x;
+		int64_t g[1] = {0};
+
+		o.gen = CFG_GEN_A;
+		o.protocol = "tcp";
+		o.tp_size = 1;
+		o.recv_timeout_ms = 300;
+		o.nbufs = 1;
+		o.block_len = BLEN;
+		o.num_blocks = 4;
+		assert_int_equal(kv1_worker_create(&o, &x, err, sizeof(err)), 0);
+		assert_int_equal(kv1_recv_a(x, "127.0.0.1", base, "r", g, 1, err, sizeof(err)),
+		                 -ETIMEDOUT);
+		kv1_worker_destroy(x);
+	}
+}
+
+struct later {
+	struct kv1_worker *w;
+	const char *key;
+	int64_t *ids;
+	size_t n;
+};
+
+static void *make_ready_later(void *arg)
+{
+	struct later *l = arg;
+
+	pd_sleep_ms(300);
+	kv1_send_ready(l->w, l->key, l->ids, l->n);
+	return NULL;
+}
+
+static void run_gen_b(enum cfg_gen gen)
+{
+	enum kv1_shape sh = gen == CFG_GEN_BN ? KV1_SHAPE_BN : KV1_SHAPE_B0;
+	struct kv1_boot *b;
+	int bport;
+	char boot[64], err[512];
+	struct kv1_worker *p, *d;
+	int64_t pi[4], di[4];
+	pthread_t t;
+	struct later l;
+
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, sh, &b, &bport), 0);
+	snprintf(boot, sizeof(boot), "http://127.0.0.1:%d", bport);
+	p = mk(gen, true, 0, boot, "engine-p0", 2, 0, 2);
+	d = mk(gen, false, 0, NULL, NULL, 1, 0, 2);
+	assert_int_equal(kv1_alloc(p, 4, pi), 0);
+	assert_int_equal(kv1_alloc(d, 4, di), 0);
+	fill(p, pi, 4, 9);
+	/* D asks before P's prefill finished: P waits, then writes and answers FINISH */
+	l = (struct later){p, "xfer-1", pi, 4};
+	pthread_create(&t, NULL, make_ready_later, &l);
+	assert_int_equal(
+	    kv1_recv_b(d, boot, "engine-p0", "xfer-1", "cmpl-d-0", di, 4, err, sizeof(err)), 0);
+	pthread_join(t, NULL);
+	assert_true(same(p, pi, d, di, 4));
+	/* unknown engine id */
+	assert_int_equal(kv1_recv_b(d, boot, "nope", "xfer-2", "r2", di, 4, err, sizeof(err)),
+	                 -ENOENT);
+	assert_non_null(strstr(err, "Failed to find remote engine_id nope"));
+	/* never ready: FINISH{err_reqs, "Timeout waiting for P side ready."} after the timeout */
+	assert_int_equal(kv1_recv_b(d, boot, "engine-p0", "xfer-3", "r3", di, 4, err, sizeof(err)),
+	                 -EIO);
+	assert_non_null(strstr(err, "Timeout waiting for P side ready."));
+	/* P has fewer blocks than D */
+	{
+		int64_t q[1];
+
+		assert_int_equal(kv1_alloc(p, 1, q), 0);
+		kv1_send_ready(p, "xfer-4", q, 1);
+		assert_int_equal(
+		    kv1_recv_b(d, boot, "engine-p0", "xfer-4", "r4", di, 4, err, sizeof(err)),
+		    -EIO);
+		assert_non_null(strstr(err, "P num blocks less than D"));
+	}
+	kv1_worker_destroy(d);
+	/* a D rank P was not meant to serve: P rank 0's ROUTER registered as tp rank 1 too */
+	{
+		struct kv1_worker *d1 = mk(gen, false, 0, NULL, NULL, 2, 1, 2);
+
+		assert_int_equal(kv1_boot_register(boot, "engine-p0", 0, 1, 0,
+		                                   kv1_worker_side_addr(p), sh, 2000, err,
+		                                   sizeof(err)),
+		                 0);
+		assert_int_equal(
+		    kv1_recv_b(d1, boot, "engine-p0", "xfer-5", "r5", di, 1, err, sizeof(err)),
+		    -EIO);
+		assert_non_null(strstr(err, "This P tp_rank 0 not in remote D target ranks [1]"));
+		kv1_worker_destroy(d1);
+	}
+	kv1_worker_destroy(p);
+	kv1_boot_stop(b);
+}
+
+static void test_gen_bn(void **state)
+{
+	(void)state;
+	run_gen_b(CFG_GEN_BN);
+}
+
+static void test_gen_b0(void **state)
+{
+	(void)state;
+	run_gen_b(CFG_GEN_B0);
+}
+
+/* An older (B0) decode against a newer (Bn) prefill: P cannot decode the 6-field struct. */
+static void test_b0_d_bn_p(void **state)
+{
+	struct kv1_boot *b;
+	int bport;
+	char boot[64], err[512];
+	struct kv1_worker *p, *d;
+	int64_t di[2];
+	(void)state;
+
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_BN, &b, &bport), 0);
+	snprintf(boot, sizeof(boot), "http://127.0.0.1:%d", bport);
+	p = mk(CFG_GEN_BN, true, 0, boot, "e", 1, 0, 2);
+	d = mk(CFG_GEN_B0, false, 0, NULL, NULL, 1, 0, 2);
+	assert_int_equal(kv1_alloc(d, 2, di), 0);
+	assert_int_equal(kv1_recv_b(d, boot, "e", "x", "r", di, 2, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "Object missing required field `block_lens`"));
+	kv1_worker_destroy(d);
+	kv1_worker_destroy(p);
+	kv1_boot_stop(b);
+}
+
+static void test_rdma_missing(void **state)
+{
+	struct kv1_opts o = {0};
+	struct kv1_worker *w;
+	char err[512];
+	(void)state;
+
+	if (access("/sys/class/infiniband", F_OK) == 0)
+		skip();
+	o.gen = CFG_GEN_BN;
+	o.protocol = "rdma";
+	o.tp_size = 1;
+	o.nbufs = 1;
+	o.block_len = 64;
+	o.num_blocks = 1;
+	assert_int_equal(kv1_worker_create(&o, &w, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "kv_connector_extra_config.mooncake_protocol"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_plan),      cmocka_unit_test(test_gen_a),
+	    cmocka_unit_test(test_gen_bn),    cmocka_unit_test(test_gen_b0),
+	    cmocka_unit_test(test_b0_d_bn_p), cmocka_unit_test(test_rdma_missing),
+	};
+	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
