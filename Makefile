@@ -17,6 +17,8 @@ BINS  :=
 TESTS :=
 TEST_SCRIPTS :=
 FUZZ  :=
+# the first rule of an included .mk must not become the default goal
+.DEFAULT_GOAL := all
 include $(sort $(wildcard ref/*/*.mk harness/module.mk harness/*/*.mk))
 include $(sort $(wildcard ref/*/fuzz/fuzz.mk harness/*/fuzz/fuzz.mk))
 

@@ -12,6 +12,7 @@ PKGS=(
   gnuplot-nox iperf3 curl procps psmisc
   qemu-system-x86 busybox-static
   clang-format clang-tidy
+  help2man man-db dpkg-dev openssh-server openssh-client nftables iputils-ping
 )
 
 missing=()
@@ -29,8 +30,8 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # Debian starts these daemons on install where an init system runs; pdkv starts its own on free
-# ports, so stop the packaged ones to keep 2379/6379 free (ignore failures: no init in containers).
-for s in etcd redis-server; do
+# ports (and its test sshd inside namespaces), so stop the packaged ones to keep 2379/6379/22 free (ignore failures: no init in containers).
+for s in etcd redis-server ssh; do
   $SUDO systemctl disable --now "$s" >/dev/null 2>&1 || true
 done
 echo "install-deps: done"

@@ -53,6 +53,10 @@ struct hr_scenario {
 	int gen;              /* enum cfg_gen */
 	char *proxy_contract; /* pdkv-proxy --contract: v0 | toy | mooncake | auto */
 	cJSON *env;           /* object: extra environment of the prefill and decode stand-ins */
+	/* separate network stacks: "hosts", "faults", "mtu" (hr_hosts.c) */
+	cJSON *hosts;  /* object role -> host name, NULL = everything on the runner's stack */
+	cJSON *faults; /* array of link faults, NULL = none */
+	int mtu;       /* of the namespaces' links, 0 = 1500 */
 };
 
 /* Parses and validates one scenario file. On error returns -1 with err = "FILE: FIELD: what is

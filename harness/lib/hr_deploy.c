@@ -1,6 +1,7 @@
 /* hr_deploy: the processes of one scenario — metadata service, prefill / decode / plain
  * stand-ins, proxy — started in a work dir with their logs, health-waited, and always stopped. */
 #include "hr_deploy.h"
+#include "hr_hosts.h"
 #include "cfg/cfg_vllm.h"
 #include "testsvc/pd_svc.h"
 #include "pd_log.h"
@@ -69,13 +70,23 @@ void hr_deploy_reset(struct hr_deploy *d)
 	memset(&d->vars, 0, sizeof(d->vars));
 }
 
+/* Ports are picked by binding here; a fresh namespace has every port free, so for an address in
+ * one (not bindable here) the same free port of this host's loopback serves. */
+static const char *pick_on(const struct hr_deploy *d, const char *host)
+{
+	return hr_net_ns_of(d->net, host) ? "127.0.0.1" : host;
+}
+
 int hr_deploy_start_meta(struct hr_deploy *d)
 {
 	static const enum pd_svc_kind kinds[] = {PD_SVC_ETCD, PD_SVC_REDIS, PD_SVC_METASERVER};
 	int ret;
 	if (d->sc->meta == HR_META_P2P)
 		return 0;
-	ret = pd_svc_start(kinds[d->sc->meta], "127.0.0.1", d->workdir, &d->meta);
+	/* with "hosts": on the runner's stack at its bridge address, reachable from every host */
+	ret = pd_svc_start(kinds[d->sc->meta],
+	                   d->net && d->net->on ? d->net->nn.root_addr : "127.0.0.1", d->workdir,
+	                   &d->meta);
 	if (ret == 0)
 		d->meta_up = true;
 	return ret;
@@ -90,7 +101,7 @@ static int port_var(const char *name, void *ud)
 	if (strncmp(name, "PORT_", 5) || hr_vars_get(&d->vars, name))
 		return 0;
 	for (int tries = 0; tries < 50 && base < 0; tries++) {
-		base = hr_pick_port_block(d->sc->prefill_host, PORT_SPAN);
+		base = hr_pick_port_block(pick_on(d, d->sc->prefill_host), PORT_SPAN);
 		for (size_t i = 0; base >= 0 && i < d->npicked; i++)
 			if (abs(base - d->picked[i]) < 100 + 2 * PORT_SPAN)
 				base = -1;
@@ -146,7 +157,7 @@ static int pick_bootstrap(struct hr_deploy *d, char *err, size_t errsz)
 	for (int i = 0; i < 2; i++) {
 		int base = -1;
 		for (int tries = 0; tries < 50 && base < 0; tries++) {
-			base = hr_pick_port_block(hosts[i], PORT_SPAN);
+			base = hr_pick_port_block(pick_on(d, hosts[i]), PORT_SPAN);
 			for (size_t k = 0; base >= 0 && k < d->npicked; k++)
 				if (abs(base - d->picked[k]) < 100 + 2 * PORT_SPAN)
 					base = -1;
@@ -183,9 +194,9 @@ int hr_deploy_write_mooncake(struct hr_deploy *d, char *err, size_t errsz)
 	return ret;
 }
 
-static int node_init(struct hr_node *n, const char *host)
+static int node_init(struct hr_deploy *d, struct hr_node *n, const char *host)
 {
-	int port = pd_free_port(host);
+	int port = pd_free_port(pick_on(d, host));
 	if (port < 0)
 		return port;
 	snprintf(n->host, sizeof(n->host), "%s", host);
@@ -199,9 +210,9 @@ static int node_init(struct hr_node *n, const char *host)
 int hr_deploy_init_nodes(struct hr_deploy *d)
 {
 	const struct hr_scenario *sc = d->sc;
-	if (node_init(&d->prefill, sc->prefill_host) || node_init(&d->decode, sc->decode_host) ||
-	    node_init(&d->proxy, sc->proxy_host) ||
-	    (d->plain_on && node_init(&d->plain, "127.0.0.1")))
+	if (node_init(d, &d->prefill, sc->prefill_host) ||
+	    node_init(d, &d->decode, sc->decode_host) || node_init(d, &d->proxy, sc->proxy_host) ||
+	    (d->plain_on && node_init(d, &d->plain, "127.0.0.1")))
 		return -EADDRINUSE;
 	return 0;
 }
@@ -376,11 +387,19 @@ void hr_env_free(char **env)
 int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *argv_json,
              char *const *env)
 {
+	const char *ns = hr_net_ns_of(d->net, n->host);
 	int argc = cJSON_GetArraySize(argv_json), i = 0, ret;
-	char **argv = calloc((size_t)argc + 1, sizeof(char *));
+	char **argv = calloc((size_t)argc + 5, sizeof(char *));
 	char log[600];
 	if (!argv)
 		return -ENOMEM;
+	if (ns) { /* inside its host's namespace; ip execs it, so the pid stays the node's */
+		argv[i++] = "ip";
+		argv[i++] = "netns";
+		argv[i++] = "exec";
+		argv[i++] = (char *)ns;
+		argc += 4;
+	}
 	for (const cJSON *a = argv_json->child; a; a = a->next)
 		argv[i++] = a->valuestring;
 	snprintf(log, sizeof(log), "%s/%s.log", d->workdir, name);

@@ -18,6 +18,8 @@ struct hr_node {
 	char metrics_url[160];
 };
 
+struct hr_net;
+
 struct hr_deploy {
 	char workdir[512];
 	const struct hr_scenario *sc;
@@ -31,6 +33,7 @@ struct hr_deploy {
 	struct hr_vars vars;
 	int picked[HR_MAX_VARS]; /* the ${PORT_X} blocks handed out so far */
 	size_t npicked;
+	struct hr_net *net; /* "hosts": the namespaces the nodes run in (hr_hosts.h), or NULL */
 };
 
 /* ---- deployment plan: what to start and with which arguments ---- */

@@ -1,6 +1,7 @@
 /* hr_run: one scenario from start to verdict — work dir, metadata service, stand-ins, proxy,
  * workload, /metrics before and after, checks, teardown (also on failure, timeout, Ctrl-C). */
 #include "hr_deploy.h"
+#include "hr_hosts.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -405,7 +406,11 @@ static int phase_workload(struct run *r, struct hr_run_data *rd)
 	         sc->wl.concurrency);
 	tw = pd_now_s();
 	r->last_pct = 0;
+	hr_net_faults_start(d->net); /* "faults": timed from the workload's start */
 	hr_workload_run(d->proxy.base_url, sc, rd->reqs, r->deadline, r->o->stop, on_progress, r);
+	hr_net_faults_stop(d->net);
+	if (d->net && d->net->applied[0])
+		progress(r, "faults: %s", d->net->applied);
 	r->res->workload_s = pd_now_s() - tw;
 	return stopped(r, "running the workload") ? -1 : 0;
 }
@@ -471,7 +476,11 @@ static void run_body(struct run *r)
 
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res)
 {
-	struct run r = {.sc = sc, .o = o, .res = res, .d = {.sc = sc}};
+	struct hr_net net;
+	char why[1024];
+	int net_ret = hr_net_setup(&net, sc, why, sizeof(why));
+	/* with "hosts" the deployment runs on the namespaces' addresses (net.run) */
+	struct run r = {.sc = &net.run, .o = o, .res = res, .d = {.sc = &net.run, .net = &net}};
 	double limit = o->timeout_s > 0    ? o->timeout_s
 	               : sc->timeout_s > 0 ? sc->timeout_s
 	                                   : DEFAULT_TIMEOUT_S;
@@ -485,8 +494,12 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	snprintf(r.d.workdir, sizeof(r.d.workdir), "%s/%s", o->workdir, sc->name);
 	snprintf(res->workdir, sizeof(res->workdir), "%s", r.d.workdir);
 	pd_rm_rf(r.d.workdir); /* a previous run's logs would mislead */
+	if (net_ret == 77)
+		notrun(&r, "hosts: %s", why);
+	else if (net_ret)
+		fail(&r, "hosts: cannot make the network namespaces: %s", why);
 
-	for (;;) {
+	for (; net_ret == 0;) {
 		run_body(&r);
 		hr_deploy_stop(&r.d);
 		if (!r.port_race || r.attempt > 0)
@@ -498,6 +511,9 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	}
 	if (res->status != HR_NOTRUN)
 		res->logs = hr_deploy_logs(&r.d);
+	if (res->logs && net.applied[0])
+		cJSON_AddStringToObject(res->logs, "faults", net.applied);
+	hr_net_teardown(&net); /* kills anything still inside a namespace, removes them */
 	if (!hr_deploy_all_gone(&r.d))
 		fail(&r, "a process of this scenario could not be stopped");
 	res->secs = pd_now_s() - r.t0;

@@ -1,6 +1,7 @@
 /* hr_scenario: reads a scenario file (scenarios/README.md documents the schema), fills defaults,
  * and rejects anything it does not understand with "FILE: FIELD: problem, expected ...". */
 #include "hr.h"
+#include "hr_hosts.h"
 #include "cfg/cfg_vllm.h"
 #include "pd_util.h"
 
@@ -547,6 +548,9 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 	                                 "generation",
 	                                 "proxy",
 	                                 "env",
+	                                 "hosts",
+	                                 "faults",
+	                                 "mtu",
 	                                 NULL};
 	struct pctx c = {path, err, errsz, 0};
 	cJSON *root;
@@ -575,6 +579,7 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 	if (check_keys(&c, root, "", ok) || get_str(&c, root, "name", "name", NULL, &sc->name) ||
 	    get_str(&c, root, "description", "description", "", &sc->description) ||
 	    hr_scenario_parse_gen(path, root, sc, err, errsz) ||
+	    hr_scenario_parse_hosts(path, root, sc, err, errsz) ||
 	    get_str(&c, root, "metadata", "metadata", cfg_gen_is_v1(sc->gen) ? "p2p" : NULL,
 	            &meta) ||
 	    get_str(&c, root, "protocol", "protocol", "tcp", &sc->protocol) ||
@@ -695,5 +700,7 @@ void hr_scenario_free(struct hr_scenario *sc)
 	free(sc->vllm);
 	free(sc->proxy_contract);
 	cJSON_Delete(sc->env);
+	cJSON_Delete(sc->hosts);
+	cJSON_Delete(sc->faults);
 	memset(sc, 0, sizeof(*sc));
 }

@@ -9,3 +9,12 @@ test_hr_LIBS := hr cfg pdtestsvc pdcommon
 TESTS += test_hr_gen
 test_hr_gen_SRCS := harness/tests/test_hr_gen.c
 test_hr_gen_LIBS := hr cfg pdtestsvc pdcommon
+
+# separate network stacks (hr_netns) and the OpenSSH launcher (hr_ssh): real namespaces, a real
+# sshd; both NOTRUN without root
+TESTS += test_netns
+test_netns_SRCS := harness/tests/test_netns.c
+test_netns_LIBS := hr cfg pdtestsvc pdcommon
+TESTS += test_ssh
+test_ssh_SRCS := harness/tests/test_ssh.c
+test_ssh_LIBS := hr cfg pdtestsvc pdcommon

@@ -114,12 +114,16 @@ static const char *default_suite(char *buf, size_t sz)
 	const char *env = getenv("PDKV_SCENARIOS");
 	if (env && *env)
 		return env;
-	snprintf(buf, sz, "%s/../../scenarios", pd_self_dir());
-	if (is_dir(buf)) {
-		char real[PATH_MAX];
-		if (realpath(buf, real))
-			snprintf(buf, sz, "%s", real);
-		return buf;
+	/* build/bin/../../scenarios in a checkout; PREFIX/bin/../share/pdkv/scenarios installed */
+	static const char *const rel[] = {"../../scenarios", "../share/pdkv/scenarios"};
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(buf, sz, "%s/%s", pd_self_dir(), rel[i]);
+		if (is_dir(buf)) {
+			char real[PATH_MAX];
+			if (realpath(buf, real))
+				snprintf(buf, sz, "%s", real);
+			return buf;
+		}
 	}
 	return "scenarios";
 }
