@@ -71,6 +71,11 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+void te_meta_http_global_init(void)
+{
+	pthread_once(&curl_once, curl_init_once);
+}
+
 struct rbuf {
 	char *p;
 	size_t len, cap;
