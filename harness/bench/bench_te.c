@@ -125,6 +125,8 @@ out:
 	return 1;
 }
 
+/* Registers the local buffers before opening the target (as Mooncake's bench): over
+ * P2PHANDSHAKE the open sends our descriptor, which then lists them. */
 int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_te **out)
 {
 	struct bench_te *b = calloc(1, sizeof(*b));
@@ -137,6 +139,22 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 		return 1;
 	if (make_engine(o, &b->eng))
 		goto fail;
+	b->region = max_region;
+	b->o = o;
+	b->local = bench_mem_alloc(o, max_region);
+	b->scratch = bench_mem_alloc(o, max_region);
+	if (!b->local || !b->scratch || bench_mem_zero(o, b->local, max_region) ||
+	    bench_mem_zero(o, b->scratch, max_region)) {
+		fprintf(stderr, "pdkv-bench: cannot allocate 2 x %llu bytes (%s)\n",
+		        (unsigned long long)max_region, bench_mem_location(o));
+		goto fail;
+	}
+	if ((ret = te_register(b->eng, b->local, max_region, bench_mem_location(o))) ||
+	    (ret = te_register(b->eng, b->scratch, max_region, bench_mem_location(o)))) {
+		fprintf(stderr, "pdkv-bench: registering local buffers failed: %s\n",
+		        te_strerror(ret));
+		goto fail;
+	}
 	ret = te_open_segment(b->eng, o->segment, &b->seg);
 	if (!ret)
 		ret = te_inspect_segment(b->eng, o->segment, &v);
@@ -157,22 +175,6 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 		        "target's buffer (%llu bytes); start the target with a larger "
 		        "--buffer_size\n",
 		        (unsigned long long)max_region, (unsigned long long)b->rsize);
-		goto fail;
-	}
-	b->region = max_region;
-	b->o = o;
-	b->local = bench_mem_alloc(o, max_region);
-	b->scratch = bench_mem_alloc(o, max_region);
-	if (!b->local || !b->scratch || bench_mem_zero(o, b->local, max_region) ||
-	    bench_mem_zero(o, b->scratch, max_region)) {
-		fprintf(stderr, "pdkv-bench: cannot allocate 2 x %llu bytes (%s)\n",
-		        (unsigned long long)max_region, bench_mem_location(o));
-		goto fail;
-	}
-	if ((ret = te_register(b->eng, b->local, max_region, bench_mem_location(o))) ||
-	    (ret = te_register(b->eng, b->scratch, max_region, bench_mem_location(o)))) {
-		fprintf(stderr, "pdkv-bench: registering local buffers failed: %s\n",
-		        te_strerror(ret));
 		goto fail;
 	}
 	*out = b;
