@@ -52,6 +52,7 @@ struct bench_opts {
 	double perftest_duration;   /* --perftest_duration, ib_write_bw -D seconds (both sides) */
 	int perftest_port;          /* --perftest_port, first port (device i uses port + i) */
 	bool nic_matrix_given;      /* --nic_priority_matrix: accepted and ignored */
+	uint64_t verify_written;    /* target: bytes a Mooncake initiator wrote (zeros); 0 = off */
 };
 
 struct bench_row {

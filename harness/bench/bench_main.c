@@ -282,6 +282,13 @@ static const struct pd_opt bench_optv[] = {
      .dst = &g_o.ready_file,
      .arg = "=FILE",
      .help = HIDDEN},
+    {.name = "verify_written",
+     .type = PD_OPT_SIZE,
+     .dst = &g_o.verify_written,
+     .arg = "=BYTES",
+     .help = "target: at exit, check that the first BYTES are zero\n(what Mooncake's bench "
+             "writes, from never-written\nmemory) and the rest still the READ pattern; exit 1 "
+             "if not"},
     {.name = "repeat",
      .type = PD_OPT_INT,
      .dst = &g_o.repeat,
