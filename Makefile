@@ -27,7 +27,7 @@ LIBFILES   := $(foreach l,$(LIBS),$(BUILD)/lib/lib$(l).a)
 BINFILES   := $(foreach b,$(BINS),$(BUILD)/bin/$(b))
 TESTFILES  := $(foreach t,$(TESTS),$(BUILD)/tests/$(t))
 
-.PHONY: all test asan tsan fuzz fuzz-build run bench test-rxe clean deps format check-format tidy
+.PHONY: all test asan tsan fuzz fuzz-build run bench test-rxe test-interop clean deps format check-format tidy
 all: $(BINFILES) $(TESTFILES)
 
 # Fresh machine: install the Debian packages once (ci/install-deps.sh is idempotent).
@@ -105,6 +105,10 @@ bench: all
 
 test-rxe: all
 	@BUILD=$(BUILD) bash ci/rxe/run-rxe-tier.sh
+
+# pdkv <-> your Mooncake: MOONCAKE_BENCH=/path/to/transfer_engine_bench (or on PATH); 77 without.
+test-interop: all
+	@$(BUILD)/bin/pdkv interop --json $(BUILD)/interop.json
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

@@ -52,6 +52,8 @@ struct bench_opts {
 	double perftest_duration;   /* --perftest_duration, ib_write_bw -D seconds (both sides) */
 	int perftest_port;          /* --perftest_port, first port (device i uses port + i) */
 	bool nic_matrix_given;      /* --nic_priority_matrix: accepted and ignored */
+	uint64_t verify_written;    /* target: bytes a Mooncake initiator wrote (zeros); 0 = off */
+	const char *compare_mooncake; /* --compare-mooncake: Mooncake's transfer_engine_bench */
 };
 
 /* The operations to run, in order (--operation=write,read), and whether --buffer_size was given. */
@@ -196,6 +198,12 @@ int bench_perftest_compare(const struct bench_opts *o, struct bench_row *rows, s
                            const uint64_t *sizes, size_t ns, bool loopback);
 int bench_perftest_run(const struct bench_opts *o, const char *local_servers, const char *host,
                        const uint64_t *sizes, size_t n, double *bw);
+
+/* --compare-mooncake (bench_mooncake.c): check = the path is executable (else message, 2);
+ * row = Mooncake's bench as initiator against o->segment with the row's shape (duration
+ * rounded to whole seconds, its flag's unit); row->kind "mooncake". 0 or -1 (reason printed). */
+int bench_mooncake_check(const char *path);
+int bench_mooncake_row(const struct bench_opts *o, uint64_t block, struct bench_row *row);
 
 /* reporting (bench_report.c) */
 void bench_banner(const struct bench_opts *o, const char *local, const char *remote,

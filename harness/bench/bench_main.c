@@ -141,7 +141,7 @@ static void run_all(struct runner *r, const struct bench_run_ops *ro)
 	for (int k = 0; k < ro->nops; k++) {
 		o->op = ro->ops[k];
 		for (size_t i = 0; i < ns; i++) {
-			double best_s = 0, best_p = 0;
+			double best_s = 0, best_p = 0, best_m = 0;
 			for (int rep = 0; rep < o->repeat; rep++) {
 				struct bench_row srow, prow;
 				double c0, t0;
@@ -163,7 +163,22 @@ static void run_all(struct runner *r, const struct bench_run_ops *ro)
 				add_row(r, &prow, c0, t0);
 				if (prow.bw > best_p)
 					best_p = prow.bw;
+				if (o->compare_mooncake) {
+					struct bench_row mrow;
+					if (bench_mooncake_row(o, sizes[i], &mrow))
+						r->rc = 1;
+					else
+						add_row(r, &mrow, cpu_self(), -1);
+					if (mrow.bw > best_m)
+						best_m = mrow.bw;
+				}
 			}
+			if (best_m > 0 && best_p > 0)
+				printf(
+				    "# ratio pdkv/Mooncake %s %llu B: %.*f / %.*f %s/s = %.2f%s\n",
+				    o->op ? "write" : "read", (unsigned long long)sizes[i],
+				    o->precision, best_p, o->precision, best_m, o->unit,
+				    best_p / best_m, o->repeat > 1 ? " (best of each)" : "");
 			bench_gpu_reference(o, sizes[i], best_p);
 			if (best_s > 0 && best_p > 0)
 				printf("# ratio pdkv/socket %s %llu B: %.*f / %.*f %s/s = %.2f%s\n",
@@ -399,6 +414,8 @@ int main(int argc, char **argv)
 	rc = bench_gpu_require(&o);
 	if (!rc && o.compare_perftest)
 		rc = bench_perftest_check();
+	if (!rc && o.compare_mooncake)
+		rc = bench_mooncake_check(o.compare_mooncake);
 	if (rc)
 		return rc;
 	ns = sizes_of(&o, sizes, PD_ARRAY_SIZE(sizes));

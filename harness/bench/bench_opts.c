@@ -262,6 +262,13 @@ static const struct pd_opt bench_optv[] = {
      .dst = &g_o.ready_file,
      .arg = "=FILE",
      .help = HIDDEN},
+    {.name = "verify_written",
+     .type = PD_OPT_SIZE,
+     .dst = &g_o.verify_written,
+     .arg = "=BYTES",
+     .help = "target: at exit, check that the first BYTES are zero\n(what Mooncake's bench "
+             "writes, from never-written\nmemory) and the rest still the READ pattern; exit 1 "
+             "if not"},
     {.name = "repeat",
      .type = PD_OPT_INT,
      .dst = &g_o.repeat,
@@ -293,6 +300,13 @@ static const struct pd_opt bench_optv[] = {
          "pdkv/ib_write_bw per size.\ntarget: keeps ib_write_bw servers up (port P+i, -s per\nsize "
          "in -b/-e/-f order: give both sides the same sizes)"},
     {.name = "compare_perftest", .type = PD_OPT_FLAG, .dst = &g_o.compare_perftest, .help = HIDDEN},
+    {.name = "compare-mooncake",
+     .type = PD_OPT_STR,
+     .dst = &g_o.compare_mooncake,
+     .arg = "=PATH",
+     .help = "initiator/loopback: after each pdkv row, run Mooncake's\ntransfer_engine_bench "
+             "(PATH) with the same shape against\nthe same target; prints pdkv/Mooncake per "
+             "row"},
     {.name = "target_device_name",
      .type = PD_OPT_STR,
      .dst = &g_o.target_device,

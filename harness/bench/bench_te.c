@@ -39,6 +39,26 @@ static int make_engine(const struct bench_opts *o, struct te_engine **eng)
 	return ret;
 }
 
+/* --verify_written=N: a Mooncake initiator wrote [0, N) from memory it never wrote (zeros);
+ * everything past it must still be the READ pattern. Host buffers only. */
+static int verify_written(const struct bench_opts *o, const char *buf)
+{
+	uint64_t n = o->verify_written < o->buffer_size ? o->verify_written : o->buffer_size;
+	uint64_t nonzero = 0, wrong;
+
+	if (o->use_vram) {
+		fprintf(stderr, "pdkv-bench: --verify_written needs host memory (no --use_vram)\n");
+		return 1;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		nonzero += buf[i] != 0;
+	wrong = bench_count_wrong(buf + n, n, o->buffer_size - n, 0);
+	printf("Verify: %llu written bytes not zero, %llu bytes past them changed (of %llu)\n",
+	       (unsigned long long)nonzero, (unsigned long long)wrong,
+	       (unsigned long long)(o->buffer_size - n));
+	return nonzero || wrong ? 1 : 0;
+}
+
 int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_addr)
 {
 	struct bench_sock_srv srv = {sock_lfd, NULL, 0, 0};
@@ -117,14 +137,17 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 		pthread_join(st, NULL);
 	}
 	te_engine_destroy(eng);
+	ret = o->verify_written ? verify_written(o, buf) : 0;
 	bench_mem_free(o, buf, o->buffer_size);
-	return 0;
+	return ret;
 out:
 	te_engine_destroy(eng);
 	bench_mem_free(o, buf, o->buffer_size);
 	return 1;
 }
 
+/* Registers the local buffers before opening the target (as Mooncake's bench): over
+ * P2PHANDSHAKE the open sends our descriptor, which then lists them. */
 int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_te **out)
 {
 	struct bench_te *b = calloc(1, sizeof(*b));
@@ -137,6 +160,22 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 		return 1;
 	if (make_engine(o, &b->eng))
 		goto fail;
+	b->region = max_region;
+	b->o = o;
+	b->local = bench_mem_alloc(o, max_region);
+	b->scratch = bench_mem_alloc(o, max_region);
+	if (!b->local || !b->scratch || bench_mem_zero(o, b->local, max_region) ||
+	    bench_mem_zero(o, b->scratch, max_region)) {
+		fprintf(stderr, "pdkv-bench: cannot allocate 2 x %llu bytes (%s)\n",
+		        (unsigned long long)max_region, bench_mem_location(o));
+		goto fail;
+	}
+	if ((ret = te_register(b->eng, b->local, max_region, bench_mem_location(o))) ||
+	    (ret = te_register(b->eng, b->scratch, max_region, bench_mem_location(o)))) {
+		fprintf(stderr, "pdkv-bench: registering local buffers failed: %s\n",
+		        te_strerror(ret));
+		goto fail;
+	}
 	ret = te_open_segment(b->eng, o->segment, &b->seg);
 	if (!ret)
 		ret = te_inspect_segment(b->eng, o->segment, &v);
@@ -157,22 +196,6 @@ int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_
 		        "target's buffer (%llu bytes); start the target with a larger "
 		        "--buffer_size\n",
 		        (unsigned long long)max_region, (unsigned long long)b->rsize);
-		goto fail;
-	}
-	b->region = max_region;
-	b->o = o;
-	b->local = bench_mem_alloc(o, max_region);
-	b->scratch = bench_mem_alloc(o, max_region);
-	if (!b->local || !b->scratch || bench_mem_zero(o, b->local, max_region) ||
-	    bench_mem_zero(o, b->scratch, max_region)) {
-		fprintf(stderr, "pdkv-bench: cannot allocate 2 x %llu bytes (%s)\n",
-		        (unsigned long long)max_region, bench_mem_location(o));
-		goto fail;
-	}
-	if ((ret = te_register(b->eng, b->local, max_region, bench_mem_location(o))) ||
-	    (ret = te_register(b->eng, b->scratch, max_region, bench_mem_location(o)))) {
-		fprintf(stderr, "pdkv-bench: registering local buffers failed: %s\n",
-		        te_strerror(ret));
 		goto fail;
 	}
 	*out = b;

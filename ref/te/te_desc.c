@@ -77,10 +77,20 @@ char *te_desc_encode(const struct te_segment_desc *d)
 	if (!d->timestamp[0])
 		te_desc_timestamp(ts);
 	err |= add(root, "timestamp", cJSON_CreateString(d->timestamp[0] ? d->timestamp : ts));
-	if (d->tcp_data_port > 0)
-		err |= add(root, "tcp_data_port", u64_item((uint64_t)d->tcp_data_port));
-	if (d->tcp_proto_version > 0)
-		err |= add(root, "tcp_proto_version", u64_item((uint64_t)d->tcp_proto_version));
+	if (rdma && te_compat_rdma_tcp_fields()) {
+		/* Mooncake 0.3.12+ writes both for every protocol: an RDMA segment has no TCP data
+		 * port (0) and the default framing version (1) */
+		err |= add(root, "tcp_data_port",
+		           u64_item(d->tcp_data_port > 0 ? (uint64_t)d->tcp_data_port : 0));
+		err |= add(root, "tcp_proto_version",
+		           u64_item(d->tcp_proto_version > 0 ? (uint64_t)d->tcp_proto_version : 1));
+	} else {
+		if (d->tcp_data_port > 0)
+			err |= add(root, "tcp_data_port", u64_item((uint64_t)d->tcp_data_port));
+		if (d->tcp_proto_version > 0)
+			err |= add(root, "tcp_proto_version",
+			           u64_item((uint64_t)d->tcp_proto_version));
+	}
 	bufs = cJSON_CreateArray();
 	err |= add(root, "buffers", bufs);
 	for (int i = 0; bufs && i < d->nbuffers; i++) {

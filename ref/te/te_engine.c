@@ -189,6 +189,25 @@ static int choose_transport(struct te_engine *eng, const struct te_engine_opts *
 }
 
 /* ---------------------------------------------------------------- publishing */
+/* A refused rpc_meta PUT with the key already there (pdkv-metaserver and Mooncake's HTTP servers
+ * reject a second one): the start fails, and the key goes, as Mooncake's failed init removes it
+ * in freeEngine, so that the next start under this name succeeds. */
+static void drop_refused_rpc_meta(struct te_engine *eng, const char *key, int err)
+{
+	char *old = NULL;
+
+	if (err == TE_ERR_UNREACHABLE || te_meta_get(eng->meta, key, &old))
+		return;
+	pd_err("te: %s already exists in %s (%.120s): another engine runs under the name "
+	       "\"%s\", or one did not exit cleanly. Removing the stale key, as Mooncake does "
+	       "when its start fails this way; start the engine again.",
+	       key, eng->conn, old, eng->name);
+	free(old);
+	if (te_meta_del(eng->meta, key))
+		pd_err("te: removing the stale %s failed too; delete it from the store by hand",
+		       key);
+}
+
 static int publish_rpc_meta(struct te_engine *eng)
 {
 	char *key = te_meta_rpc_key(eng->name);
@@ -197,10 +216,12 @@ static int publish_rpc_meta(struct te_engine *eng)
 
 	if (key && val) {
 		ret = te_meta_put(eng->meta, key, val);
-		if (ret)
+		if (ret) {
 			pd_err("te: cannot publish %s to %s: %s", key, eng->conn, te_strerror(ret));
-		else
+			drop_refused_rpc_meta(eng, key, ret);
+		} else {
 			eng->rpc_published = true;
+		}
 	}
 	free(key);
 	free(val);
@@ -267,6 +288,8 @@ fail:
 	return ret;
 }
 
+/* rpc_meta first, then the segment: Mooncake's freeEngine removes rpc_meta, its transport's
+ * destructor the segment afterwards. */
 int te_engine_remove_keys(struct te_engine *eng)
 {
 	int ret = 0, r;
@@ -274,19 +297,19 @@ int te_engine_remove_keys(struct te_engine *eng)
 	if (!eng)
 		return TE_ERR_INVALID_ARGUMENT;
 	pthread_mutex_lock(&eng->pub_lock);
-	if (eng->meta && eng->seg_published) {
-		char *k = te_meta_segment_key(eng->name);
-		if (k && (r = te_meta_del(eng->meta, k)) && r != TE_ERR_NOT_FOUND)
-			ret = r;
-		free(k);
-		eng->seg_published = false;
-	}
 	if (eng->meta && eng->rpc_published) {
 		char *k = te_meta_rpc_key(eng->name);
 		if (k && (r = te_meta_del(eng->meta, k)) && r != TE_ERR_NOT_FOUND)
 			ret = r;
 		free(k);
 		eng->rpc_published = false;
+	}
+	if (eng->meta && eng->seg_published) {
+		char *k = te_meta_segment_key(eng->name);
+		if (k && (r = te_meta_del(eng->meta, k)) && r != TE_ERR_NOT_FOUND)
+			ret = r;
+		free(k);
+		eng->seg_published = false;
 	}
 	pthread_mutex_unlock(&eng->pub_lock);
 	if (ret)
@@ -375,14 +398,16 @@ int te_engine_create(const struct te_engine_opts *o, struct te_engine **out)
 		eng->tp = NULL;
 		goto fail;
 	}
-	ret = publish_segment(eng);
-	if (ret)
+	/* P2P: the descriptor exists before the handshake server answers Metadata requests.
+	 * A store: rpc_meta before the segment key (as Mooncake's init), so no peer sees a
+	 * segment without its address. */
+	if (!eng->meta && (ret = publish_segment(eng)))
 		goto fail;
 	ret = te_hs_server_start(eng->rpc_fd, eng->rpc_port, hs_dispatch, eng, &eng->hs);
 	eng->rpc_fd = -1; /* owned by the server (or closed by it on failure) */
 	if (ret)
 		goto fail;
-	if (eng->meta && (ret = publish_rpc_meta(eng)))
+	if (eng->meta && ((ret = publish_rpc_meta(eng)) || (ret = publish_segment(eng))))
 		goto fail;
 	cleanup_track(eng, true);
 	pd_dbg("te: engine %s up (%s, rpc %s:%d, metadata %s)", eng->name, eng->ops->name,

@@ -75,6 +75,22 @@ struct cJSON *te_json_parse(const char *text, size_t len, char *errbuf, size_t e
  * values above max. 0 or TE_ERR_MALFORMED_JSON. */
 int te_json_get_uint(const struct cJSON *item, uint64_t max, uint64_t *out);
 
+/* ================================================================ Mooncake release
+ * (te_meta_compat.c) PDKV_MOONCAKE_VERSION picks the release whose bytes pdkv writes where releases
+ * differ. Unset, pdkv writes the newest form wherever every release reads it (extra JSON keys are
+ * ignored by all of them) and the oldest where the newer readers accept both (the trailing "\n").
+ */
+/* "0.3.6" / "v0.3.12.post1" -> 306 / 312 (major*10000+minor*100+patch); NULL/"" 0; bad -1. */
+int te_compat_parse(const char *s);
+int te_compat_version(void); /* PDKV_MOONCAKE_VERSION (read at each call); 0 = unset */
+/* HTTP store values end with "\n" (unset or < 0.3.6; redis, etcd and P2P always have it). */
+bool te_compat_http_newline(void);
+/* RDMA descriptors carry tcp_data_port 0 / tcp_proto_version 1 (unset or >= 0.3.12). */
+bool te_compat_rdma_tcp_fields(void);
+/* RDMA Connection handshake in the current form: local_gid, local_lid, payload, ready_ack
+ * (unset or >= 0.3.11); else the older 4-key form. Both forms are always accepted. */
+bool te_compat_rdma_hs_current(void);
+
 /* ================================================================ metadata (te_conn.c, te_meta*.c)
  * Connection strings and stores: docs/metadata.md. */
 enum te_meta_kind { TE_META_ETCD, TE_META_REDIS, TE_META_HTTP, TE_META_P2P };
@@ -130,6 +146,7 @@ extern const struct te_meta_backend te_meta_etcd_backend, te_meta_redis_backend,
 int te_meta_http_request(const char *method, const char *url, const char *body, size_t len,
                          const char *content_type, long timeout_ms, long *status, char **resp,
                          size_t *resp_len, char *errbuf, size_t errlen);
+void te_meta_http_global_init(void); /* curl_global_init, once */
 
 /* ================================================================ sockets (te_net.c) */
 /* Resolves host (IPv4/IPv6) and connects with a timeout; TCP_NODELAY set. Returns the fd or

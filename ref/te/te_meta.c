@@ -73,6 +73,11 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+void te_meta_http_global_init(void)
+{
+	pthread_once(&curl_once, curl_init_once);
+}
+
 int te_meta_http_request(const char *method, const char *url, const char *body, size_t len,
                          const char *content_type, long timeout_ms, long *status, char **resp,
                          size_t *resp_len, char *errbuf, size_t errlen)

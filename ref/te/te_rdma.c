@@ -80,55 +80,36 @@ static int local_keys(struct te_rdma *tr, uintptr_t addr, size_t len, uint32_t *
 
 /* ---------------------------------------------------------------- descriptor */
 
-static void matrix_add(cJSON *m, struct te_rdma *tr, const char *loc)
-{
-	cJSON *e, *pref, *avail;
-
-	if (!loc[0] || !strcmp(loc, "*") || cJSON_GetObjectItem(m, loc))
-		return;
-	/* safe publishing rule (docs/rdma.md): every entry lists all NICs in devices[] order */
-	e = cJSON_AddArrayToObject(m, loc);
-	pref = cJSON_CreateArray();
-	avail = cJSON_CreateArray();
-	for (int i = 0; i < tr->nctx; i++)
-		cJSON_AddItemToArray(pref, cJSON_CreateString(tr->ctxs[i].name));
-	cJSON_AddItemToArray(e, pref);
-	cJSON_AddItemToArray(e, avail);
-}
-
 static int rdma_fill_desc(struct te_transport *t, struct te_segment_desc *d)
 {
 	struct te_rdma *tr = (struct te_rdma *)t;
-	cJSON *m = cJSON_CreateObject();
 	DIR *dir = opendir("/sys/devices/system/node");
+	const char *nic[TE_MAX_DEVICES], **extra = NULL;
+	int numa[TE_MAX_DEVICES], node[256], nnode = 0;
 	struct dirent *de;
-	char loc[TE_NAME_MAX];
 
 	d->ndevices = tr->nctx;
 	for (int i = 0; i < tr->nctx; i++) {
 		snprintf(d->devices[i].name, sizeof(d->devices[i].name), "%s", tr->ctxs[i].name);
 		d->devices[i].lid = tr->ctxs[i].lid;
 		memcpy(d->devices[i].gid, tr->ctxs[i].gid_str, sizeof(d->devices[i].gid));
+		nic[i] = tr->ctxs[i].name;
+		numa[i] = tr->ctxs[i].numa;
 	}
-	while (dir && (de = readdir(dir)))
-		if (!strncmp(de->d_name, "node", 4) && de->d_name[4] >= '0' &&
-		    de->d_name[4] <= '9') {
-			snprintf(loc, sizeof(loc), "cpu:%s", de->d_name + 4);
-			matrix_add(m, tr, loc);
-		}
+	while (dir && (de = readdir(dir)) && nnode < (int)PD_ARRAY_SIZE(node))
+		if (!strncmp(de->d_name, "node", 4) && de->d_name[4] >= '0' && de->d_name[4] <= '9')
+			node[nnode++] = atoi(de->d_name + 4);
 	if (dir)
 		closedir(dir);
-	matrix_add(m, tr, "cpu:0");
-	for (int i = 0; i < d->nbuffers; i++)
-		matrix_add(m, tr, d->buffers[i].name);
-	free(d->priority_matrix);
-	d->priority_matrix = te_json_fast_write(m);
-	cJSON_Delete(m);
-	if (!d->priority_matrix)
+	if (d->nbuffers > 0 && !(extra = calloc((size_t)d->nbuffers, sizeof(*extra))))
 		return TE_ERR_MEMORY;
-	/* the writer ends values with "\n"; the descriptor embeds the object */
-	d->priority_matrix[strcspn(d->priority_matrix, "\n")] = 0;
-	return 0;
+	for (int i = 0; i < d->nbuffers; i++)
+		extra[i] = d->buffers[i].name;
+	free(d->priority_matrix);
+	d->priority_matrix =
+	    te_rdma_matrix_json(nic, numa, tr->nctx, node, nnode, extra, d->nbuffers);
+	free(extra);
+	return d->priority_matrix ? 0 : TE_ERR_MEMORY;
 }
 
 /* Remote NIC candidates for buffer location loc from the peer's matrix (preferred, else

@@ -46,6 +46,7 @@ struct te_rdma_ctx {
 	union ibv_gid gid;
 	char gid_str[48];
 	uint16_t lid;
+	int numa; /* NUMA node of the device (sysfs), -1 = none (rxe) */
 	enum ibv_mtu path_mtu;
 	int max_rd_atomic;
 	int cq_depth;
@@ -77,6 +78,7 @@ struct te_rdma_ep {
 	unsigned rr;
 	uint64_t progress_ns; /* last completion (or first post after idle) */
 	char peer_gid[48];
+	uint32_t peer_qpn[TE_RDMA_MAX_QP_PER_EP]; /* the peer's QPs, to match its ready ACK */
 };
 
 struct te_rdma_slice {
@@ -139,5 +141,26 @@ void te_rdma_ep_kill(struct te_rdma_ep *ep);
 void te_rdma_ep_free(struct te_rdma_ep *ep);
 /* Passive side of the Connection handshake (docs/handshake.md). */
 char *te_rdma_on_connection(struct te_rdma *tr, const char *json, size_t len);
+
+/* te_rdma_wire.c: the Connection handshake body. Current form (0.3.11+): local_gid, local_lid,
+ * local_nic_path, payload "", peer_nic_path, qp_num, ready_ack, reply_msg; older form: the 4
+ * keys local_nic_path, peer_nic_path, qp_num, reply_msg. Both are parsed. */
+struct te_rdma_hs {
+	char local_path[TE_NAME_MAX + 72], peer_path[TE_NAME_MAX + 72];
+	uint32_t qpn[TE_RDMA_MAX_QP_PER_EP];
+	int nqpn; /* as sent (may exceed TE_RDMA_MAX_QP_PER_EP; only that many are kept) */
+	char reply_msg[256];
+	char gid[48]; /* local_gid, "" = not sent */
+	bool has_gid;
+	uint16_t lid;
+	bool ready_ack_supported; /* the key was there */
+	bool ready_ack;           /* true: this frame is the active side's ready ACK */
+};
+char *te_rdma_hs_encode(const struct te_rdma_hs *h, bool current);
+int te_rdma_hs_parse(const char *json, size_t len, struct te_rdma_hs *h);
+/* The priority matrix text (compact, no "\n") for NICs nic[i] on NUMA node nic_numa[i] (-1 =
+ * none), the host's nodes, and extra buffer locations. */
+char *te_rdma_matrix_json(const char *const *nic, const int *nic_numa, int nnic, const int *node,
+                          int nnode, const char *const *extra, int nextra);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,26 @@ int te_rdma_gid_parse(const char *s, union ibv_gid *g)
 		s = end + 1;
 	}
 	return 0;
+}
+
+/* NUMA node as Mooncake's discovery reads it: numa_node two levels above the device's sysfs
+ * entry (the PCI function); -1 when there is none (rxe lives under /sys/devices/virtual). */
+static int dev_numa(const char *dev)
+{
+	char path[PATH_MAX + 32], real[PATH_MAX], *txt = NULL;
+	int64_t v = -1;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s", dev);
+	if (!realpath(path, real))
+		return -1;
+	snprintf(path, sizeof(path), "%s/../../numa_node", real);
+	if (pd_read_file(path, 64, &txt, NULL)) /* absent: no NUMA node */
+		return -1;
+	txt[strcspn(txt, " \n")] = 0;
+	if (pd_parse_i64(txt, &v) || v < 0)
+		v = -1;
+	free(txt);
+	return (int)v;
 }
 
 static bool gid_zero(const union ibv_gid *g)
@@ -194,6 +215,7 @@ static int open_ctx(struct te_rdma *tr, struct ibv_device *dev, struct te_rdma_c
 	}
 	te_rdma_gid_str(&c->gid, c->gid_str);
 	c->lid = pa.lid;
+	c->numa = dev_numa(c->name);
 	c->path_mtu = pa.active_mtu < mtu_enum(cfg->mtu) ? pa.active_mtu : mtu_enum(cfg->mtu);
 	c->max_rd_atomic = da.max_qp_rd_atom < 16 ? da.max_qp_rd_atom : 16;
 	if (da.max_qp_init_rd_atom < c->max_rd_atomic)

@@ -162,58 +162,24 @@ static int ep_connect_qps(struct te_rdma_ep *ep, const uint32_t *qpn, const unio
 	return 0;
 }
 
-static char *hs_json(const char *local_path, const char *peer_path, struct te_rdma_ep *ep,
-                     const char *reply_msg)
+/* Our side of a Connection frame on context c for endpoint ep (NULL: a rejection). */
+static char *hs_json(struct te_rdma_ctx *c, const char *local_path, const char *peer_path,
+                     struct te_rdma_ep *ep, const char *reply_msg, bool ready_ack)
 {
-	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "qp_num");
-	char *s;
+	struct te_rdma_hs h;
 
-	cJSON_AddStringToObject(o, "local_nic_path", local_path);
-	cJSON_AddStringToObject(o, "peer_nic_path", peer_path);
+	memset(&h, 0, sizeof(h));
+	snprintf(h.local_path, sizeof(h.local_path), "%s", local_path);
+	snprintf(h.peer_path, sizeof(h.peer_path), "%s", peer_path);
+	snprintf(h.reply_msg, sizeof(h.reply_msg), "%s", reply_msg);
+	if (c) {
+		snprintf(h.gid, sizeof(h.gid), "%s", c->gid_str);
+		h.lid = c->lid;
+	}
 	for (int i = 0; ep && i < ep->nqp; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(ep->qp[i]->qp_num));
-	cJSON_AddStringToObject(o, "reply_msg", reply_msg);
-	s = te_json_fast_write(o);
-	cJSON_Delete(o);
-	return s;
-}
-
-/* Parses a Connection frame; qpn gets up to TE_RDMA_MAX_QP_PER_EP numbers, *nqpn the count. */
-static int hs_parse(const char *json, size_t len, char *local, char *peer, size_t pathlen,
-                    uint32_t *qpn, int *nqpn, char *msg, size_t msglen)
-{
-	cJSON *o = cJSON_ParseWithLength(json, len), *a, *it;
-	const char *lp, *pp, *rm;
-	int n = 0;
-
-	if (!cJSON_IsObject(o)) {
-		cJSON_Delete(o);
-		return TE_ERR_MALFORMED_JSON;
-	}
-	lp = cJSON_GetStringValue(cJSON_GetObjectItem(o, "local_nic_path"));
-	pp = cJSON_GetStringValue(cJSON_GetObjectItem(o, "peer_nic_path"));
-	rm = cJSON_GetStringValue(cJSON_GetObjectItem(o, "reply_msg"));
-	a = cJSON_GetObjectItem(o, "qp_num");
-	if (!lp || !pp || !cJSON_IsArray(a) || strlen(lp) >= pathlen || strlen(pp) >= pathlen) {
-		cJSON_Delete(o);
-		return TE_ERR_MALFORMED_JSON;
-	}
-	snprintf(local, pathlen, "%s", lp);
-	snprintf(peer, pathlen, "%s", pp);
-	snprintf(msg, msglen, "%s", rm ? rm : "");
-	cJSON_ArrayForEach(it, a)
-	{
-		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 0xffffff) {
-			cJSON_Delete(o);
-			return TE_ERR_MALFORMED_JSON;
-		}
-		if (n < TE_RDMA_MAX_QP_PER_EP)
-			qpn[n] = (uint32_t)it->valuedouble;
-		n++;
-	}
-	*nqpn = n;
-	cJSON_Delete(o);
-	return 0;
+		h.qpn[h.nqpn++] = ep->qp[i]->qp_num;
+	h.ready_ack = ready_ack;
+	return te_rdma_hs_encode(&h, te_compat_rdma_hs_current());
 }
 
 static struct te_rdma_ep *ep_find(struct te_rdma_ctx *c, const char *peer_path)
@@ -254,18 +220,42 @@ static void ep_publish(struct te_rdma_ctx *c, struct te_rdma_ep *ep)
 	pthread_mutex_unlock(&c->mu);
 }
 
+static int send_ready_ack(struct te_rdma_ctx *c, struct te_rdma_ep *ep, const char *host, int port,
+                          const char *local_path, const char *peer_path, char *errbuf,
+                          size_t errlen)
+{
+	char *req = hs_json(c, local_path, peer_path, ep, "", true), *reply = NULL;
+	struct te_rdma_hs hs;
+	int rc =
+	    req ? te_hs_request(host, port, TE_HS_CONNECTION, req, &reply, c->tr->cfg.hs_timeout_ms)
+	        : TE_ERR_MEMORY;
+
+	if (!rc && (te_rdma_hs_parse(reply, strlen(reply), &hs) || hs.reply_msg[0])) {
+		snprintf(errbuf, errlen, "%s rejected our RDMA ready ACK: %s", peer_path,
+		         hs.reply_msg[0] ? hs.reply_msg : "malformed reply");
+		rc = TE_ERR_REJECT_HANDSHAKE;
+	} else if (rc) {
+		snprintf(errbuf, errlen, "sending the RDMA ready ACK to %s failed: %s", peer_path,
+		         te_strerror(rc));
+	}
+	free(req);
+	free(reply);
+	return rc;
+}
+
 struct te_rdma_ep *te_rdma_ep_get(struct te_rdma_ctx *c, const struct te_segment_desc *peer,
                                   int peer_dev, char *errbuf, size_t errlen)
 {
 	struct te_rdma *tr = c->tr;
 	char peer_path[TE_NAME_MAX + 72], local_path[TE_NAME_MAX + 72];
-	char rl[sizeof(peer_path)], rp[sizeof(peer_path)], msg[256], host[256];
+	char host[256];
 	uint32_t qpn[TE_RDMA_MAX_QP_PER_EP];
+	struct te_rdma_hs hs;
 	char *req = NULL, *reply = NULL;
 	struct te_rdma_ep *ep;
 	union ibv_gid gid;
 	uint16_t lid;
-	int nqpn = 0, port = 0, rc;
+	int port = 0, rc;
 
 	snprintf(peer_path, sizeof(peer_path), "%s@%s", peer->name, peer->devices[peer_dev].name);
 	snprintf(local_path, sizeof(local_path), "%s@%s", te_engine_name(tr->eng), c->name);
@@ -300,29 +290,36 @@ struct te_rdma_ep *te_rdma_ep_get(struct te_rdma_ctx *c, const struct te_segment
 		         te_strerror(rc));
 		goto fail;
 	}
-	req = hs_json(local_path, peer_path, ep, "");
+	req = hs_json(c, local_path, peer_path, ep, "", false);
 	rc = te_hs_request(host, port, TE_HS_CONNECTION, req, &reply, tr->cfg.hs_timeout_ms);
 	if (rc) {
 		snprintf(errbuf, errlen, "Connection handshake with %s at %s:%d failed: %s",
 		         peer_path, host, port, te_strerror(rc));
 		goto fail;
 	}
-	rc = hs_parse(reply, strlen(reply), rl, rp, sizeof(rl), qpn, &nqpn, msg, sizeof(msg));
-	if (rc || strcmp(rl, peer_path) || strcmp(rp, local_path) || msg[0]) {
+	rc = te_rdma_hs_parse(reply, strlen(reply), &hs);
+	if (rc || strcmp(hs.local_path, peer_path) || strcmp(hs.peer_path, local_path) ||
+	    hs.reply_msg[0]) {
 		snprintf(errbuf, errlen, "%s rejected the Connection handshake: %s", peer_path,
-		         rc       ? "malformed or null reply"
-		         : msg[0] ? msg
-		                  : "NIC paths do not match");
+		         rc                ? "malformed or null reply"
+		         : hs.reply_msg[0] ? hs.reply_msg
+		                           : "NIC paths do not match");
 		goto fail;
 	}
-	if (nqpn != ep->nqp) {
+	if (hs.nqpn != ep->nqp) {
 		snprintf(errbuf, errlen,
 		         "%s replied with %d QPs, we have %d (MC_NUM_QP_PER_EP must "
 		         "match on both sides)",
-		         peer_path, nqpn, ep->nqp);
+		         peer_path, hs.nqpn, ep->nqp);
 		goto fail;
 	}
-	if (ep_connect_qps(ep, qpn, &gid, lid, errbuf, errlen))
+	if (ep_connect_qps(ep, hs.qpn, &gid, lid, errbuf, errlen))
+		goto fail;
+	memcpy(ep->peer_qpn, hs.qpn, sizeof(ep->peer_qpn));
+	/* a peer that announced ready_ack (0.3.12+) holds its posts until we confirm our QPs are
+	 * in RTS: one more Connection frame, the same one with ready_ack true */
+	if (hs.ready_ack_supported && te_compat_rdma_hs_current() &&
+	    send_ready_ack(c, ep, host, port, local_path, peer_path, errbuf, errlen))
 		goto fail;
 	pd_dbg("rdma: connected %s -> %s (%d QPs)", local_path, peer_path, ep->nqp);
 	free(req);
@@ -336,31 +333,48 @@ fail:
 	return NULL;
 }
 
+/* The active side's ready ACK (0.3.12+): its QPs are in RTS. pdkv's passive endpoint posts
+ * from the moment it replied, so the ACK only has to match a live endpoint. */
+static char *on_ready_ack(struct te_rdma_ctx *c, const struct te_rdma_hs *h)
+{
+	struct te_rdma_ep *ep;
+	const char *err = NULL;
+
+	pthread_mutex_lock(&c->mu);
+	ep = ep_find(c, h->local_path);
+	if (!ep)
+		err = "Received RDMA ready ACK for unconnected endpoint";
+	else if (h->nqpn != ep->nqp ||
+	         memcmp(ep->peer_qpn, h->qpn, sizeof(uint32_t) * (size_t)ep->nqp))
+		err = "Received stale RDMA ready ACK with mismatched peer QP numbers";
+	pthread_mutex_unlock(&c->mu);
+	if (err)
+		pd_warn("rdma: %s from %s", err, h->local_path);
+	return hs_json(c, h->peer_path, h->local_path, err ? NULL : ep, err ? err : "", false);
+}
+
 char *te_rdma_on_connection(struct te_rdma *tr, const char *json, size_t len)
 {
-	char rl[TE_NAME_MAX + 72], rp[TE_NAME_MAX + 72], msg[256] = "", gid_str[48] = "";
-	char err[700] = "";
-	uint32_t qpn[TE_RDMA_MAX_QP_PER_EP];
+	char err[700] = "", gid_str[48] = "", srv[TE_NAME_MAX], *out;
 	struct te_rdma_ctx *c = NULL;
 	struct te_rdma_ep *ep = NULL;
 	const char *dev, *at;
+	struct te_rdma_hs h;
 	union ibv_gid gid;
 	uint16_t lid = 0;
-	int nqpn = 0;
-	char srv[TE_NAME_MAX], *out;
 
-	if (hs_parse(json, len, rl, rp, sizeof(rl), qpn, &nqpn, msg, sizeof(msg))) {
+	if (te_rdma_hs_parse(json, len, &h)) {
 		pd_warn("rdma: malformed Connection handshake frame ignored");
 		return NULL; /* -> "null": the requester sees a rejected handshake */
 	}
-	dev = strchr(rp, '@');
-	at = strchr(rl, '@');
-	if (!dev || !at || (size_t)(at - rl) >= sizeof(srv)) {
+	dev = strchr(h.peer_path, '@');
+	at = strchr(h.local_path, '@');
+	if (!dev || !at || (size_t)(at - h.local_path) >= sizeof(srv)) {
 		snprintf(err, sizeof(err), "malformed NIC path (want <server>@<device>)");
 		goto reply;
 	}
 	dev++;
-	snprintf(srv, sizeof(srv), "%.*s", (int)(at - rl), rl);
+	snprintf(srv, sizeof(srv), "%.*s", (int)(at - h.local_path), h.local_path);
 	for (int i = 0; i < tr->nctx; i++)
 		if (!strcmp(tr->ctxs[i].name, dev))
 			c = &tr->ctxs[i];
@@ -368,33 +382,42 @@ char *te_rdma_on_connection(struct te_rdma *tr, const char *json, size_t len)
 		snprintf(err, sizeof(err), "no local RDMA device %s", dev);
 		goto reply;
 	}
-	if (nqpn != tr->cfg.num_qp_per_ep) {
+	if (h.ready_ack)
+		return on_ready_ack(c, &h);
+	if (h.nqpn != tr->cfg.num_qp_per_ep) {
 		snprintf(err, sizeof(err),
 		         "QP count mismatch: peer has %d, local has %d "
 		         "(MC_NUM_QP_PER_EP)",
-		         nqpn, tr->cfg.num_qp_per_ep);
+		         h.nqpn, tr->cfg.num_qp_per_ep);
 		goto reply;
 	}
-	if (peer_addr(tr, srv, at + 1, &gid, &lid, gid_str)) {
+	/* the GID sent inline (current form) saves fetching the initiator's descriptor */
+	if (h.has_gid && !te_rdma_gid_parse(h.gid, &gid)) {
+		lid = h.lid;
+		snprintf(gid_str, sizeof(gid_str), "%s", h.gid);
+	} else if (peer_addr(tr, srv, at + 1, &gid, &lid, gid_str)) {
 		snprintf(err, sizeof(err), "cannot find device %s in segment %s's descriptor",
 		         at + 1, srv);
 		goto reply;
 	}
-	ep = ep_new(c, rl, err, sizeof(err));
+	ep = ep_new(c, h.local_path, err, sizeof(err));
 	if (!ep)
 		goto reply;
 	snprintf(ep->peer_gid, sizeof(ep->peer_gid), "%s", gid_str);
-	if (ep_connect_qps(ep, qpn, &gid, lid, err, sizeof(err))) {
+	memcpy(ep->peer_qpn, h.qpn, sizeof(ep->peer_qpn));
+	if (ep_connect_qps(ep, h.qpn, &gid, lid, err, sizeof(err))) {
 		te_rdma_ep_free(ep);
 		ep = NULL;
 		goto reply;
 	}
 	/* QPs are in RTS before we reply (docs/handshake.md); the reply swaps the paths */
-	out = hs_json(rp, rl, ep, "");
+	out = hs_json(c, h.peer_path, h.local_path, ep, "", false);
 	ep_publish(c, ep);
-	pd_dbg("rdma: accepted %s -> %s (%d QPs)", rl, rp, nqpn);
+	pd_dbg("rdma: accepted %s -> %s (%d QPs%s)", h.local_path, h.peer_path, h.nqpn,
+	       h.has_gid ? ", GID inline" : "");
 	return out;
 reply:
-	pd_warn("rdma: Connection handshake from %s to %s rejected: %s", rl, rp, err);
-	return hs_json(rp, rl, NULL, err); /* reply_msg carries the reason */
+	pd_warn("rdma: Connection handshake from %s to %s rejected: %s", h.local_path, h.peer_path,
+	        err);
+	return hs_json(c, h.peer_path, h.local_path, NULL, err, false); /* reply_msg: the reason */
 }

@@ -49,12 +49,58 @@ static void test_spec_example_roundtrip(void **state)
 	assert_int_equal(d->buffers[0].nkeys, 1);
 	assert_int_equal(d->buffers[0].rkey[0], 4660);
 	assert_string_equal(d->priority_matrix, "{\"cpu:0\":[[\"rxe0\"],[]]}");
+	/* the 0.3.3.post2 bytes */
+	setenv("PDKV_MOONCAKE_VERSION", "0.3.3.post2", 1);
 	enc = te_desc_encode(d);
+	unsetenv("PDKV_MOONCAKE_VERSION");
 	assert_non_null(enc);
 	snprintf(expect, sizeof(expect), "%s\n", spec_example);
 	assert_string_equal(enc, expect);
 	free(enc);
+	/* 0.3.12+ (and pdkv's default): an RDMA segment carries tcp_data_port 0 and
+	 * tcp_proto_version 1, as Mooncake writes them */
+	enc = te_desc_encode(d);
+	assert_non_null(enc);
+	assert_non_null(strstr(enc, "\"protocol\":\"rdma\",\"tcp_data_port\":0,"
+	                            "\"tcp_proto_version\":1,\"timestamp\":"));
+	assert_int_equal(strlen(enc), strlen(expect) + strlen(",\"tcp_data_port\":0,"
+	                                                      "\"tcp_proto_version\":1"));
+	free(enc);
+	setenv("PDKV_MOONCAKE_VERSION", "0.3.11", 1);
+	enc = te_desc_encode(d);
+	unsetenv("PDKV_MOONCAKE_VERSION");
+	assert_string_equal(enc, expect);
+	free(enc);
 	te_desc_free(d);
+}
+
+/* PDKV_MOONCAKE_VERSION spellings, and which release changes what. */
+static void test_compat_version(void **state)
+{
+	(void)state;
+	assert_int_equal(te_compat_parse("0.3.6"), 306);
+	assert_int_equal(te_compat_parse("v0.3.12.post1"), 312);
+	assert_int_equal(te_compat_parse("0.3.3.post2"), 303);
+	assert_int_equal(te_compat_parse(""), 0);
+	assert_int_equal(te_compat_parse(NULL), 0);
+	assert_int_equal(te_compat_parse("0.3"), -1);
+	assert_int_equal(te_compat_parse("0.3.6x"), -1);
+	unsetenv("PDKV_MOONCAKE_VERSION");
+	assert_true(te_compat_http_newline());
+	assert_true(te_compat_rdma_tcp_fields());
+	assert_true(te_compat_rdma_hs_current());
+	setenv("PDKV_MOONCAKE_VERSION", "0.3.5", 1);
+	assert_true(te_compat_http_newline());
+	assert_false(te_compat_rdma_hs_current());
+	setenv("PDKV_MOONCAKE_VERSION", "0.3.6", 1);
+	assert_false(te_compat_http_newline());
+	assert_false(te_compat_rdma_tcp_fields());
+	setenv("PDKV_MOONCAKE_VERSION", "0.3.12", 1);
+	assert_true(te_compat_rdma_tcp_fields());
+	assert_true(te_compat_rdma_hs_current());
+	setenv("PDKV_MOONCAKE_VERSION", "bogus", 1); /* warned about, pdkv's defaults */
+	assert_int_equal(te_compat_version(), 0);
+	unsetenv("PDKV_MOONCAKE_VERSION");
 }
 
 /* Tolerant reader: whitespace anywhere, other key order, trailing newline and spaces. */
@@ -371,6 +417,7 @@ int main(void)
 	    cmocka_unit_test(test_decoder_rejects),
 	    cmocka_unit_test(test_hostile_json),
 	    cmocka_unit_test(test_fast_write),
+	    cmocka_unit_test(test_compat_version),
 	    cmocka_unit_test(test_find_range),
 	    cmocka_unit_test(test_rpcmeta),
 	    cmocka_unit_test(test_mutations),

@@ -2,6 +2,7 @@
  * over TCP with P2PHANDSHAKE and with real etcd / redis / pdkv-metaserver stores (keys checked
  * while up and gone after shutdown or SIGTERM); hostile raw peers against the data and
  * handshake ports (target survives and keeps serving); metadata store down -> clean error. */
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -240,6 +241,65 @@ static void send_hdr(int fd, uint64_t size, uint64_t addr, uint8_t op)
 	memcpy(h + 8, &addr, 8);
 	h[16] = op;
 	assert_int_equal(send(fd, h, 24, MSG_NOSIGNAL), 24);
+}
+
+/* Entries in /proc/<pid>/<what> (fd or task): the target's open files or threads. */
+static int proc_count(pid_t pid, const char *what)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A peer that opens one TCP connection per request (Mooncake without
+ * MC_TCP_ENABLE_CONNECTION_POOL=1), 10,000 times: every request is served, and once the peer
+ * is done the target holds no more fds or threads than before it started. */
+static void test_conn_per_request(void **state)
+{
+	struct child c;
+	int dport, fds0, thr0, fds = 0, thr = 0;
+	(void)state;
+
+	assert_int_equal(start_target("P2PHANDSHAKE", "churn", false, &c), 0);
+	dport = c.rpc_port + 1;
+	fds0 = proc_count(c.pid, "fd");
+	thr0 = proc_count(c.pid, "task");
+	assert_true(fds0 > 0 && thr0 > 0);
+	for (int i = 0; i < 10000; i++) {
+		unsigned char b[64];
+		uint64_t off = (uint64_t)(i % 1000) * 64;
+		int fd = raw_connect(dport);
+		send_hdr(fd, sizeof(b), c.addr + off, 0);
+		if (recv(fd, b, sizeof(b), MSG_WAITALL) != (ssize_t)sizeof(b))
+			fail_msg("request %d on its own connection: short or no answer", i);
+		for (size_t k = 0; k < sizeof(b); k++)
+			if (b[k] != pat(off + k))
+				fail_msg("request %d: byte %zu wrong", i, k);
+		close(fd);
+	}
+	/* the server threads end at each peer's EOF; give the last ones up to 10 s */
+	for (int t = 0; t < 100; t++) {
+		fds = proc_count(c.pid, "fd");
+		thr = proc_count(c.pid, "task");
+		if (fds <= fds0 && thr <= thr0)
+			break;
+		pd_sleep_ms(100);
+	}
+	printf("  10000 connections: target fds %d -> %d, threads %d -> %d\n", fds0, fds, thr0,
+	       thr);
+	assert_true(fds <= fds0);
+	assert_true(thr <= thr0);
+	stop_target(&c);
 }
 
 static void test_hostile_peers(void **state)
@@ -489,6 +549,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_p2p_two_processes),
 	    cmocka_unit_test(test_hostile_peers),
+	    cmocka_unit_test(test_conn_per_request),
 	    cmocka_unit_test(test_store_down),
 	    cmocka_unit_test(test_etcd),
 	    cmocka_unit_test(test_redis),

@@ -1,0 +1,433 @@
+/* pdkv-interop (`pdkv interop`, `make test-interop`): pdkv <-> a user's Mooncake
+ * transfer_engine_bench, both directions, per metadata store; a PASS/FAIL/NOTRUN matrix. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pd_log.h"
+#include "pd_proc.h"
+#include "testsvc/pd_svc.h"
+#include "pd_util.h"
+#include "te/te_inspect.h"
+
+#define NSTORE 4
+#define NDIR   3
+static const char *const store_name[NSTORE] = {"P2PHANDSHAKE", "http", "redis", "etcd"};
+static const char *const dir_name[NDIR] = {"pdkv->Mooncake read+write", "Mooncake->pdkv write",
+                                           "Mooncake->pdkv read"};
+
+struct cell {
+	const char *verdict; /* PASS | FAIL | NOTRUN */
+	char why[256];
+};
+
+static struct {
+	const char *mb, *json, *protocol, *device, *block, *duration;
+	char dir[PATH_MAX];
+	int seq;
+} g = {.protocol = "tcp", .block = "65536", .duration = "2"};
+
+static void set(struct cell *c, const char *v, const char *fmt, const char *arg)
+{
+	c->verdict = v;
+	snprintf(c->why, sizeof(c->why), fmt, arg ? arg : "");
+}
+
+/* A program on PATH (as execvp finds it), or NULL. */
+static char *on_path(const char *prog)
+{
+	const char *p = getenv("PATH");
+	char buf[PATH_MAX];
+
+	while (p && *p) {
+		size_t n = strcspn(p, ":");
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, prog);
+		if (n && access(buf, X_OK) == 0)
+			return strdup(buf);
+		p += n + (p[n] == ':');
+	}
+	return NULL;
+}
+
+static bool log_has(const char *log, const char *needle, char *after, size_t len)
+{
+	char *txt = NULL, *at;
+	bool hit = false;
+
+	if (pd_read_file(log, 16 << 20, &txt, NULL))
+		return false;
+	if ((at = strstr(txt, needle))) {
+		hit = true;
+		if (after)
+			snprintf(after, len, "%.*s", (int)strcspn(at + strlen(needle), " \n"),
+			         at + strlen(needle));
+	}
+	free(txt);
+	return hit;
+}
+
+static char *tail(const char *log)
+{
+	static char buf[200];
+	char *txt = NULL;
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (!pd_read_file(log, 16 << 20, &txt, &n) && n) {
+		while (n && txt[n - 1] == '\n')
+			n--;
+		size_t s = n;
+		while (s && txt[s - 1] != '\n')
+			s--;
+		snprintf(buf, sizeof(buf), "%.*s", (int)(n - s > 190 ? 190 : n - s), txt + s);
+	}
+	free(txt);
+	return buf;
+}
+
+static void mb_args(char **av, int *n, char bufs[][PATH_MAX + 64], int *nb)
+{
+	snprintf(bufs[(*nb)], sizeof(bufs[0]), "--protocol=%s", g.protocol);
+	av[(*n)++] = bufs[(*nb)++];
+	if (g.device) {
+		snprintf(bufs[(*nb)], sizeof(bufs[0]), "--device_name=%s", g.device);
+		av[(*n)++] = bufs[(*nb)++];
+	}
+}
+
+/* Mooncake target, pdkv initiator (read, write, --check). */
+static void run_mc_target(const char *conn, struct cell *c)
+{
+	char log[PATH_MAX + 32], name[128], seg[160] = "", bufs[12][PATH_MAX + 64], host[64];
+	char pl[PATH_MAX + 32], exe[PATH_MAX + 16], err[256];
+	struct pd_proc mt = {0}, pi = {0};
+	char *av[24];
+	int n = 0, nb = 0, port;
+
+	snprintf(log, sizeof(log), "%s/mc-target-%d.log", g.dir, ++g.seq);
+	snprintf(name, sizeof(name), "127.0.0.1:%d", 21000 + g.seq);
+	av[n++] = (char *)g.mb;
+	av[n++] = "--mode=target";
+	snprintf(bufs[nb], sizeof(bufs[0]), "--metadata_server=%s", conn);
+	av[n++] = bufs[nb++];
+	snprintf(bufs[nb], sizeof(bufs[0]), "--local_server_name=%s", name);
+	av[n++] = bufs[nb++];
+	av[n++] = "--buffer_size=67108864";
+	mb_args(av, &n, bufs, &nb);
+	av[n] = NULL;
+	if (pd_proc_spawn(&mt, "mooncake-target", av, NULL, log)) {
+		set(c, "FAIL", "cannot start %s", g.mb);
+		return;
+	}
+	for (int i = 0; i < 150 && !seg[0]; i++) {
+		if (!pd_proc_alive(&mt))
+			break;
+		if (!strcmp(conn, "P2PHANDSHAKE"))
+			log_has(log, "P2P handshake, listening on ", seg, sizeof(seg));
+		else if (!te_inspect_rpc_meta(conn, name, host, sizeof(host), &port, err,
+		                              sizeof(err)))
+			snprintf(seg, sizeof(seg), "%s", name);
+		if (!seg[0])
+			pd_sleep_ms(100);
+	}
+	if (!seg[0]) {
+		if (log_has(log, "Unable to find metadata storage plugin", NULL, 0))
+			set(c, "NOTRUN", "this Mooncake build has no client for this store%s",
+			    NULL);
+		else
+			set(c, "FAIL", "Mooncake target did not come up: %s", tail(log));
+		pd_proc_stop(&mt, 2000);
+		return;
+	}
+	pd_sleep_ms(500); /* the segment key follows rpc_meta */
+	snprintf(pl, sizeof(pl), "%s/pdkv-init-%d.log", g.dir, g.seq);
+	snprintf(exe, sizeof(exe), "%s/pdkv-bench", pd_self_dir());
+	n = 0;
+	av[n++] = exe;
+	av[n++] = "--mode=initiator";
+	snprintf(bufs[nb], sizeof(bufs[0]), "--metadata_server=%s", conn);
+	av[n++] = bufs[nb++];
+	snprintf(bufs[nb], sizeof(bufs[0]), "--segment_id=%s", seg);
+	av[n++] = bufs[nb++];
+	snprintf(bufs[nb], sizeof(bufs[0]), "--protocol=%s", g.protocol);
+	av[n++] = bufs[nb++];
+	if (g.device) {
+		snprintf(bufs[nb], sizeof(bufs[0]), "--device_name=%s", g.device);
+		av[n++] = bufs[nb++];
+	}
+	snprintf(bufs[nb], sizeof(bufs[0]), "--block_size=%s", g.block);
+	av[n++] = bufs[nb++];
+	snprintf(bufs[nb], sizeof(bufs[0]), "--duration=%s", g.duration);
+	av[n++] = bufs[nb++];
+	av[n++] = "--batch_size=16";
+	av[n++] = "--threads=2";
+	av[n++] = "--operation=read,write";
+	av[n++] = "--check";
+	av[n] = NULL;
+	if (pd_proc_spawn(&pi, "pdkv-initiator", av, NULL, pl) || pd_proc_wait(&pi, 120000))
+		set(c, "FAIL", "pdkv initiator did not finish: %s", tail(pl));
+	else if (!WIFEXITED(pi.exit_status) || WEXITSTATUS(pi.exit_status))
+		set(c, "FAIL", "pdkv initiator: %s", tail(pl));
+	else
+		set(c, "PASS", "every byte checked by pdkv (read and write)%s", NULL);
+	pd_proc_stop(&pi, 2000);
+	pd_proc_stop(&mt, 5000);
+}
+
+/* pdkv target (patterned, --verify_written), Mooncake initiator writing (and reading). */
+static void run_pdkv_target(const char *conn, struct cell *w, struct cell *r)
+{
+	char log[PATH_MAX + 32], ready[PATH_MAX + 32], exe[PATH_MAX + 16], bufs[16][PATH_MAX + 64];
+	struct pd_proc pt = {0};
+	char *txt = NULL, *av[24], seg[160] = "";
+	unsigned long long region = strtoull(g.block, NULL, 10) * 16 * 2;
+	int n = 0, nb = 0;
+
+	snprintf(log, sizeof(log), "%s/pdkv-target-%d.log", g.dir, ++g.seq);
+	snprintf(ready, sizeof(ready), "%s/ready-%d", g.dir, g.seq);
+	snprintf(exe, sizeof(exe), "%s/pdkv-bench", pd_self_dir());
+	av[n++] = exe;
+	av[n++] = "--mode=target";
+	snprintf(bufs[nb], sizeof(bufs[0]), "--metadata_server=%s", conn);
+	av[n++] = bufs[nb++];
+	snprintf(bufs[nb], sizeof(bufs[0]), "--local_server_name=127.0.0.1:%d", 22000 + g.seq);
+	av[n++] = bufs[nb++];
+	snprintf(bufs[nb], sizeof(bufs[0]), "--protocol=%s", g.protocol);
+	av[n++] = bufs[nb++];
+	if (g.device) {
+		snprintf(bufs[nb], sizeof(bufs[0]), "--device_name=%s", g.device);
+		av[n++] = bufs[nb++];
+	}
+	av[n++] = "--buffer_size=64MiB";
+	snprintf(bufs[nb], sizeof(bufs[0]), "--verify_written=%llu", region);
+	av[n++] = bufs[nb++];
+	snprintf(bufs[nb], sizeof(bufs[0]), "--ready_file=%s", ready);
+	av[n++] = bufs[nb++];
+	av[n] = NULL;
+	if (pd_proc_spawn(&pt, "pdkv-target", av, NULL, log)) {
+		set(w, "FAIL", "cannot start pdkv-bench%s", NULL);
+		set(r, "FAIL", "cannot start pdkv-bench%s", NULL);
+		return;
+	}
+	for (int i = 0; i < 150 && pd_read_file(ready, 4096, &txt, NULL); i++)
+		pd_sleep_ms(100);
+	if (txt)
+		snprintf(seg, sizeof(seg), "%.*s", (int)strcspn(txt, "\n"), txt);
+	free(txt);
+	for (int op = 0; op < 2; op++) {
+		struct cell *c = op ? r : w;
+		char ml[PATH_MAX + 32];
+		struct pd_proc mi = {0};
+		if (!seg[0]) {
+			set(c, "FAIL", "pdkv target did not come up: %s", tail(log));
+			continue;
+		}
+		snprintf(ml, sizeof(ml), "%s/mc-init-%d-%s.log", g.dir, g.seq,
+		         op ? "read" : "write");
+		n = 0;
+		av[n++] = (char *)g.mb;
+		av[n++] = "--mode=initiator";
+		av[n++] = op ? "--operation=read" : "--operation=write";
+		snprintf(bufs[nb], sizeof(bufs[0]), "--metadata_server=%s", conn);
+		av[n++] = bufs[nb++];
+		snprintf(bufs[nb], sizeof(bufs[0]), "--segment_id=%s", seg);
+		av[n++] = bufs[nb++];
+		snprintf(bufs[nb], sizeof(bufs[0]), "--local_server_name=127.0.0.1:%d",
+		         23000 + 2 * g.seq + op);
+		av[n++] = bufs[nb++];
+		snprintf(bufs[nb], sizeof(bufs[0]), "--block_size=%s", g.block);
+		av[n++] = bufs[nb++];
+		snprintf(bufs[nb], sizeof(bufs[0]), "--duration=%d",
+		         atoi(g.duration) > 0 ? atoi(g.duration) : 1);
+		av[n++] = bufs[nb++];
+		av[n++] = "--batch_size=16";
+		av[n++] = "--threads=2";
+		av[n++] = "--buffer_size=67108864";
+		mb_args(av, &n, bufs, &nb);
+		av[n] = NULL;
+		nb -= 6 + (g.device != NULL); /* reuse the slots for the second run */
+		if (pd_proc_spawn(&mi, "mooncake-initiator", av, NULL, ml) ||
+		    pd_proc_wait(&mi, 120000))
+			set(c, "FAIL", "Mooncake initiator did not finish: %s", tail(ml));
+		else if (log_has(ml, "Unable to find metadata storage plugin", NULL, 0))
+			set(c, "NOTRUN", "this Mooncake build has no client for this store%s",
+			    NULL);
+		else if (!WIFEXITED(mi.exit_status) || WEXITSTATUS(mi.exit_status))
+			set(c, "FAIL", "Mooncake initiator: %s", tail(ml));
+		else
+			set(c, "PASS",
+			    op ? "Mooncake completed every read (the bytes land in Mooncake's "
+			         "memory)%s"
+			       : "%s",
+			    NULL);
+		pd_proc_stop(&mi, 2000);
+	}
+	kill(pt.pid, SIGINT);
+	if (pd_proc_wait(&pt, 20000) || !WIFEXITED(pt.exit_status) || WEXITSTATUS(pt.exit_status)) {
+		if (!strcmp(w->verdict, "PASS"))
+			set(w, "FAIL", "pdkv target's check: %s", tail(log));
+	} else if (!strcmp(w->verdict, "PASS")) {
+		set(w, "PASS", "pdkv checked every byte of its buffer%s", NULL);
+	}
+	pd_proc_stop(&pt, 2000);
+}
+
+static int report(struct cell m[NSTORE][NDIR])
+{
+	int pass = 0, fail = 0;
+	FILE *f = g.json ? fopen(g.json, "w") : NULL;
+
+	printf("\npdkv interop: %s, protocol %s, block %s, duration %s s\n", g.mb, g.protocol,
+	       g.block, g.duration);
+	printf("%-13s", "metadata");
+	for (int d = 0; d < NDIR; d++)
+		printf("  %-27s", dir_name[d]);
+	printf("\n");
+	if (g.json && !f)
+		pd_err("cannot write %s: %s", g.json, strerror(errno));
+	if (f)
+		fprintf(f, "{\"mooncake_bench\":\"%s\",\"protocol\":\"%s\",\"cells\":[", g.mb,
+		        g.protocol);
+	for (int s = 0; s < NSTORE; s++) {
+		printf("%-13s", store_name[s]);
+		for (int d = 0; d < NDIR; d++) {
+			struct cell *c = &m[s][d];
+			printf("  %-27s", c->verdict);
+			pass += !strcmp(c->verdict, "PASS");
+			fail += !strcmp(c->verdict, "FAIL");
+			if (f)
+				fprintf(f,
+				        "%s{\"metadata\":\"%s\",\"direction\":\"%s\",\"verdict\":"
+				        "\"%s\","
+				        "\"why\":\"%s\"}",
+				        s || d ? "," : "", store_name[s], dir_name[d], c->verdict,
+				        c->why);
+		}
+		printf("\n");
+	}
+	for (int s = 0; s < NSTORE; s++)
+		for (int d = 0; d < NDIR; d++)
+			if (strcmp(m[s][d].verdict, "PASS"))
+				printf("  %s / %s: %s: %s\n", store_name[s], dir_name[d],
+				       m[s][d].verdict, m[s][d].why);
+	if (f) {
+		fprintf(f, "]}\n");
+		fclose(f);
+	}
+	printf("interop: %d PASS, %d FAIL, %d NOTRUN (logs in %s)\n", pass, fail,
+	       NSTORE * NDIR - pass - fail, g.dir);
+	return fail ? 1 : pass ? 0 : 77;
+}
+
+static int notrun(const char *why)
+{
+	printf("NOTRUN: %s\n", why);
+	if (g.json) {
+		FILE *f = fopen(g.json, "w");
+		if (f) {
+			fprintf(f, "{\"verdict\":\"NOTRUN\",\"why\":\"%s\",\"cells\":[]}\n", why);
+			fclose(f);
+		}
+	}
+	return 77;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: pdkv interop [--mooncake-bench PATH] [--json FILE] [--protocol tcp|rdma]\n"
+	        "                    [--device_name DEVS] [--block_size BYTES] [--duration S]\n"
+	        "Runs pdkv <-> Mooncake's transfer_engine_bench (PATH, else $MOONCAKE_BENCH, else\n"
+	        "on PATH) both ways over P2PHANDSHAKE, HTTP (pdkv-metaserver), redis and etcd.\n"
+	        "Exit 0 all ran passed, 1 a FAIL, 2 usage, 77 nothing could run (the reason).\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct cell m[NSTORE][NDIR];
+	char *found = NULL;
+	int ret;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (int i = 1; i < argc; i++) {
+		const char **dst = !strcmp(argv[i], "--mooncake-bench") ? &g.mb
+		                   : !strcmp(argv[i], "--json")         ? &g.json
+		                   : !strcmp(argv[i], "--protocol")     ? &g.protocol
+		                   : !strcmp(argv[i], "--device_name")  ? &g.device
+		                   : !strcmp(argv[i], "--block_size")   ? &g.block
+		                   : !strcmp(argv[i], "--duration")     ? &g.duration
+		                                                        : NULL;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!dst || i + 1 >= argc) {
+			fprintf(stderr, "pdkv interop: %s \"%s\"\n",
+			        dst ? "missing value for" : "unknown argument", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+		*dst = argv[++i];
+	}
+	if (strcmp(g.protocol, "tcp") && strcmp(g.protocol, "rdma")) {
+		fprintf(stderr, "pdkv interop: --protocol: expected tcp or rdma, got \"%s\"\n",
+		        g.protocol);
+		return 2;
+	}
+	if (!g.mb && getenv("MOONCAKE_BENCH") && *getenv("MOONCAKE_BENCH"))
+		g.mb = getenv("MOONCAKE_BENCH");
+	if (!g.mb)
+		g.mb = found = on_path("transfer_engine_bench");
+	if (!g.mb)
+		return notrun("no Mooncake transfer_engine_bench: give --mooncake-bench PATH, set "
+		              "MOONCAKE_BENCH=PATH, or put it on PATH (from your Mooncake build or "
+		              "the pip wheel)");
+	if (access(g.mb, X_OK))
+		return notrun("the Mooncake bench given is not an executable file");
+	if (!strcmp(g.protocol, "rdma") && access("/sys/class/infiniband", F_OK))
+		return notrun("--protocol rdma: no RDMA device on this host");
+	snprintf(g.dir, sizeof(g.dir), "%s/pdkv-interop.XXXXXX",
+	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(g.dir)) {
+		pd_err("cannot create a work directory under /tmp: %s", strerror(errno));
+		return 1;
+	}
+	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 0);
+	for (int s = 0; s < NSTORE; s++) {
+		static const enum pd_svc_kind kinds[] = {0, PD_SVC_METASERVER, PD_SVC_REDIS,
+		                                         PD_SVC_ETCD};
+		struct pd_svc svc;
+		const char *conn = "P2PHANDSHAKE";
+		for (int d = 0; d < NDIR; d++)
+			set(&m[s][d], "NOTRUN", "not run%s", NULL);
+		if (s) {
+			ret = pd_svc_start(kinds[s], NULL, g.dir, &svc);
+			if (ret) {
+				for (int d = 0; d < NDIR; d++)
+					set(&m[s][d], "NOTRUN", "%s",
+					    ret == -ENOENT ? "the store's server is not "
+					                     "installed"
+					                   : "the store did not start");
+				continue;
+			}
+			conn = svc.conn;
+		}
+		printf("interop: %s ...\n", store_name[s]);
+		fflush(stdout);
+		run_mc_target(conn, &m[s][0]);
+		if (strcmp(m[s][0].verdict, "NOTRUN"))
+			run_pdkv_target(conn, &m[s][1], &m[s][2]);
+		else
+			m[s][1] = m[s][2] = m[s][0];
+		if (s)
+			pd_svc_stop(&svc);
+	}
+	ret = report(m);
+	free(found);
+	return ret;
+}
