@@ -68,9 +68,11 @@ if [ "$(id -u)" = 0 ]; then
   : >"$X/var/lib/dpkg/status"
   dpkg --root="$X" --force-depends --force-script-chrootless -i "$deb" >"$T/dpkg.log" 2>&1 ||
     { cat "$T/dpkg.log"; fail "dpkg --root -i"; }
-  dpkg --root="$X" -L pdkv | grep -q "^/usr/bin/pdkv-run$" || fail "dpkg -L pdkv lacks pdkv-run"
-  (unset PDKV_BIN PDKV_SCENARIOS; "$X/usr/bin/pdkv" run --list) | grep -q 1p1d-tcp-etcd ||
-    fail "pdkv from the package does not find its scenarios"
+  # (to files first: grep -q closing a pipe early would SIGPIPE the writer under pipefail)
+  dpkg --root="$X" -L pdkv >"$T/files" 2>&1
+  grep -q "^/usr/bin/pdkv-run$" "$T/files" || fail "dpkg -L pdkv lacks pdkv-run"
+  (unset PDKV_BIN PDKV_SCENARIOS; "$X/usr/bin/pdkv" run --list) >"$T/list" 2>&1
+  grep -q 1p1d-tcp-etcd "$T/list" || fail "pdkv from the package does not find its scenarios"
   ok "dpkg --root install into $X"
   if command -v apt-get >/dev/null; then
     # apt resolves the Depends against this system's packages (simulation: changes nothing)
