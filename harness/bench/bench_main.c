@@ -62,7 +62,7 @@ static const char *const bench_baseline_names[] = {"none", "socket", "socket-onl
 static int opt_protocol(const char *v, void *dst, void *ud)
 {
 	(void)ud;
-	if (strcmp(v, "tcp") && strcmp(v, "rdma"))
+	if (strcmp(v, "tcp") && strcmp(v, "rdma") && strcmp(v, "nvlink_intra"))
 		return -1;
 	*(const char **)dst = v;
 	return 0;
@@ -134,9 +134,10 @@ static const struct pd_opt bench_optv[] = {
     {.name = "protocol",
      .type = PD_OPT_FN,
      .dst = &g_o.protocol,
-     .arg = "=tcp|rdma",
-     .help = "default tcp; --auto_discovery picks rdma if an HCA exists",
-     .want = "tcp or rdma",
+     .arg = "=tcp|rdma|nvlink_intra",
+     .help = "default tcp; --auto_discovery picks rdma if an HCA exists;\nnvlink_intra: CUDA IPC "
+             "between processes of one host",
+     .want = "tcp, rdma or nvlink_intra",
      .fn = opt_protocol},
     {.name = "auto_discovery",
      .type = PD_OPT_FN,
@@ -305,6 +306,15 @@ static const struct pd_opt bench_optv[] = {
      .help = "CUDA device for --use_vram (0)",
      .want = "a CUDA device number 0..1023",
      .max = 1023},
+    {.name = "target_gpu_id",
+     .type = PD_OPT_INT,
+     .dst = &g_o.target_gpu_id,
+     .arg = "=N",
+     .help = "loopback --use_vram: the spawned target's CUDA device\n(default --gpu_id); the "
+             "reference copies between the two",
+     .want = "a CUDA device number 0..1023",
+     .min = -1,
+     .max = 1023},
     {.name = "compare-perftest",
      .type = PD_OPT_FLAG,
      .dst = &g_o.compare_perftest,
@@ -369,7 +379,8 @@ static void set_defaults(struct bench_opts *o, struct run_ops *ro)
 	                         .ops_str = "read",
 	                         .repeat = 1,
 	                         .perftest_duration = 3,
-	                         .perftest_port = 18515};
+	                         .perftest_port = 18515,
+	                         .target_gpu_id = -1};
 	set_unit(o, "GB");
 	ro->ops[0] = BENCH_READ;
 	ro->nops = 1;
@@ -409,6 +420,12 @@ static int check_combinations(struct bench_opts *o)
 	if (o->target_device && o->mode_id != BENCH_LOOPBACK) {
 		fprintf(stderr, "pdkv-bench: --target_device_name is for --mode=loopback (a "
 		                "separate target takes --device_name)\n");
+		return 2;
+	}
+	if (o->target_gpu_id >= 0 && (!o->use_vram || o->mode_id != BENCH_LOOPBACK)) {
+		fprintf(stderr,
+		        "pdkv-bench: --target_gpu_id is for --mode=loopback with --use_vram (a "
+		        "separate target takes --gpu_id)\n");
 		return 2;
 	}
 	if (o->use_vram && o->baseline_id != BENCH_BASELINE_NONE) {
@@ -679,7 +696,7 @@ static void target_argv(const struct bench_opts *o, const char *exe, const char 
 	if (o->baseline_id != BENCH_BASELINE_NONE)
 		targv[ta++] = "--baseline=socket";
 	if (o->use_vram) {
-		snprintf(a_gpu, sizeof(a_gpu), "--gpu_id=%d", o->gpu_id);
+		snprintf(a_gpu, sizeof(a_gpu), "--gpu_id=%d", bench_target_gpu(o));
 		targv[ta++] = "--use_vram";
 		targv[ta++] = a_gpu;
 	}
