@@ -22,7 +22,7 @@ LIBFILES   := $(foreach l,$(LIBS),$(BUILD)/lib/lib$(l).a)
 BINFILES   := $(foreach b,$(BINS),$(BUILD)/bin/$(b))
 TESTFILES  := $(foreach t,$(TESTS),$(BUILD)/tests/$(t))
 
-.PHONY: all test asan run bench test-rxe clean deps format check-format tidy
+.PHONY: all test asan run bench test-rxe test-gpu clean deps format check-format tidy
 all: $(BINFILES) $(TESTFILES)
 
 # Fresh machine: install the Debian packages once (ci/install-deps.sh is idempotent).
@@ -75,6 +75,10 @@ bench: all
 
 test-rxe: all
 	@BUILD=$(BUILD) bash ci/rxe/run-rxe-tier.sh
+
+# The GPU tier: CUDA tests, pdkv bench --use_vram (nvlink_intra, tcp), ratios; 77 without CUDA.
+test-gpu: all
+	@BUILD=$(BUILD) bash ci/gpu/run-gpu-tier.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
