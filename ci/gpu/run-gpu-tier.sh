@@ -21,7 +21,7 @@ step() { # name, command...: PASS/FAIL/NOTRUN(77) with the log's last line
 	local name=$1 rc t0
 	shift
 	t0=$(date +%s.%N)
-	"$@" >"$LOG/$name.log" 2>&1
+	timeout "${GPU_STEP_S:-240}" "$@" >"$LOG/$name.log" 2>&1
 	rc=$?
 	local dt
 	dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
@@ -29,6 +29,8 @@ step() { # name, command...: PASS/FAIL/NOTRUN(77) with the log's last line
 	0) echo "PASS $name (${dt}s)" ;;
 	77) echo "NOTRUN $name: $(grep -m1 -iE 'skip|notrun|no cuda' "$LOG/$name.log" || tail -1 "$LOG/$name.log")"
 	    notruns=$((notruns + 1)) ;;
+	124) echo "FAIL $name: still running after ${GPU_STEP_S:-240}s (killed): $(tail -2 "$LOG/$name.log" | tr '\n' ' ')"
+	   fails=$((fails + 1)) ;;
 	*) echo "FAIL $name (rc $rc, ${dt}s): $(tail -3 "$LOG/$name.log" | tr '\n' ' ')"
 	   fails=$((fails + 1)) ;;
 	esac
@@ -59,19 +61,14 @@ else
 	notruns=$((notruns + 1))
 fi
 
-bench() { # protocol, extra flags...
-	local p=$1
-	shift
-	"$B" --mode=loopback --protocol="$p" --use_vram --operation=write,read --batch_size="$BATCH" \
-		--duration="$S" "$@"
-}
+BENCH=("$B" --mode=loopback --use_vram --operation=write,read --batch_size="$BATCH" --duration="$S")
 # data first (--check), then the ratio runs: 64 KiB .. 64 MiB
-step bench_check_nvlink_intra bench nvlink_intra -b 65536 -e 4194304 -f 64 --check
-step bench_check_tcp_vram bench tcp -b 65536 -e 4194304 -f 64 --check
-step bench_nvlink_intra bench nvlink_intra -b 65536 -e 67108864 -f 4 --json "$LOG/bench-ipc.json"
-step bench_tcp_vram bench tcp -b 65536 -e 67108864 -f 4 --json "$LOG/bench-tcp.json"
+step bench_check_nvlink_intra "${BENCH[@]}" --protocol=nvlink_intra -b 65536 -e 4194304 -f 64 --check
+step bench_check_tcp_vram "${BENCH[@]}" --protocol=tcp -b 65536 -e 4194304 -f 64 --check
+step bench_nvlink_intra "${BENCH[@]}" --protocol=nvlink_intra -b 65536 -e 67108864 -f 4 --json "$LOG/bench-ipc.json"
+step bench_tcp_vram "${BENCH[@]}" --protocol=tcp -b 65536 -e 67108864 -f 4 --json "$LOG/bench-tcp.json"
 if [ "$ngpu" -ge 2 ]; then
-	step bench_two_gpus_nvlink_intra bench nvlink_intra --gpu_id=0 --target_gpu_id=1 \
+	step bench_two_gpus_nvlink_intra "${BENCH[@]}" --protocol=nvlink_intra --gpu_id=0 --target_gpu_id=1 \
 		-b 65536 -e 67108864 -f 4 --check
 else
 	echo "NOTRUN bench_two_gpus: $ngpu CUDA device here (cudaMemcpyPeer between two GPUs needs two)"

@@ -576,7 +576,9 @@ int te_gpu_stream_new(int dev, void **stream)
 	*stream = NULL;
 	if (ret)
 		return ret;
-	e = cu.StreamCreateWithFlags(stream, CU_STREAM_NON_BLOCKING);
+	/* a blocking stream: its copies wait for work queued before them on the legacy default
+	 * stream — a cudaMemcpy from pageable memory returns before its DMA has landed */
+	e = cu.StreamCreateWithFlags(stream, 0);
 	back(prev);
 	return e ? fail(e, "cudaStreamCreateWithFlags", 0) : 0;
 }

@@ -69,7 +69,8 @@ void te_gpu_ipc_close(void *p);
 /* cudaDeviceCanAccessPeer + cudaDeviceEnablePeerAccess from dev to peer (already enabled is
  * fine); 1 = direct access, 0 = copies between them go through the host. */
 int te_gpu_enable_peer(int dev, int peer);
-/* A non-blocking stream of dev, and events (timing off) recorded on streams of their device. */
+/* A stream of dev that orders after the legacy default stream (cudaStreamCreate), and events
+ * (timing off) recorded on streams of their device. */
 int te_gpu_stream_new(int dev, void **stream);
 void te_gpu_stream_free(int dev, void *stream);
 int te_gpu_stream_sync(void *stream);

@@ -103,6 +103,8 @@ static int spawn(struct peer *p, const char *host_id)
 	if (p->pid == 0) {
 		close(o[0]);
 		close(d[1]);
+		if (p != &same && same.pid > 0) /* else the first target never sees its EOF */
+			close(same.done_fd);
 		child(o[1], d[0], host_id);
 	}
 	close(o[1]);
