@@ -27,7 +27,7 @@ LIBFILES   := $(foreach l,$(LIBS),$(BUILD)/lib/lib$(l).a)
 BINFILES   := $(foreach b,$(BINS),$(BUILD)/bin/$(b))
 TESTFILES  := $(foreach t,$(TESTS),$(BUILD)/tests/$(t))
 
-.PHONY: all test asan tsan fuzz fuzz-build run bench test-rxe test-interop clean deps format check-format tidy
+.PHONY: all test asan tsan fuzz fuzz-build run bench test-rxe test-interop test-gpu clean deps format check-format tidy
 all: $(BINFILES) $(TESTFILES)
 
 # Fresh machine: install the Debian packages once (ci/install-deps.sh is idempotent).
@@ -109,6 +109,10 @@ test-rxe: all
 # pdkv <-> your Mooncake: MOONCAKE_BENCH=/path/to/transfer_engine_bench (or on PATH); 77 without.
 test-interop: all
 	@$(BUILD)/bin/pdkv interop --json $(BUILD)/interop.json
+
+# The GPU tier: CUDA tests, pdkv bench --use_vram (nvlink_intra, tcp), ratios; 77 without CUDA.
+test-gpu: all
+	@BUILD=$(BUILD) bash ci/gpu/run-gpu-tier.sh
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

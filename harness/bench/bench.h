@@ -43,6 +43,7 @@ struct bench_opts {
 	int repeat;    /* --repeat: each row N times, interleaved with the socket */
 	bool use_vram; /* --use_vram: both sides' buffers are cudaMalloc'd on --gpu_id */
 	int gpu_id;
+	int target_gpu_id; /* loopback: the spawned target's device; -1 = gpu_id */
 	/* rdma: % of line rate and --compare-perftest (bench_rdmarate.c, bench_perftest.c) */
 	double line_rate_gbps;      /* initiator devices' line rate, Gb/s; 0 = unknown */
 	const char *line_rate_desc; /* how it was summed, or why it is unknown */
@@ -157,9 +158,12 @@ int bench_mem_put(const struct bench_opts *o, char *dst, const void *src, size_t
 int bench_mem_get(const struct bench_opts *o, void *dst, const char *src, size_t len);
 int bench_mem_zero(const struct bench_opts *o, char *p, size_t len);
 const char *bench_mem_location(const struct bench_opts *o); /* "cpu:0" | "cuda:N" */
-/* Prints cudaMemcpy D2D, D2H, H2D (pinned) for batch x block and the ratio of pdkv_bw (0 = no
- * pdkv row) to the staged D2H+H2D copy time. */
+/* Prints cudaMemcpy D2D, D2H, H2D (pinned) for batch x block, and cudaMemcpyAsync (Peer when
+ * the target is on another GPU) of the batch on one stream, one sync per batch; then the ratio
+ * of pdkv_bw (0 = no pdkv row): nvlink_intra against the async device-to-device copy, tcp
+ * (staging) against the D2H+H2D copy time. */
 void bench_gpu_reference(const struct bench_opts *o, uint64_t block, double pdkv_bw);
+int bench_target_gpu(const struct bench_opts *o); /* target_gpu_id, else gpu_id */
 
 /* plain socket back-end (bench_sock.c): same request shape, no engine */
 void *bench_sock_server(void *arg); /* arg: struct bench_sock_srv */

@@ -95,18 +95,59 @@ static double time_copies(const struct bench_opts *o, char *dst, const char *src
 	return (double)(pd_now_ns() - t0) / 1e9 / (double)n;
 }
 
+int bench_target_gpu(const struct bench_opts *o)
+{
+	return o->target_gpu_id >= 0 ? o->target_gpu_id : o->gpu_id;
+}
+
+/* The batch as cudaMemcpyAsync (Peer between devices) on one stream, one sync per batch,
+ * repeated for ~0.3 s: what a transport that queues device copies can reach at best. */
+static double time_async(const struct bench_opts *o, char *dst, int ddev, const char *src,
+                         uint64_t block)
+{
+	uint64_t t0, n = 0;
+	void *s = NULL;
+	double secs = -1;
+
+	if (te_gpu_stream_new(o->gpu_id, &s))
+		return -1;
+	t0 = pd_now_ns();
+	do {
+		for (uint64_t i = 0; i < o->batch; i++)
+			if (te_gpu_copy_async(o->gpu_id, dst + i * block, ddev, src + i * block,
+			                      o->gpu_id, block, s))
+				goto out;
+		if (te_gpu_stream_sync(s))
+			goto out;
+		n++;
+	} while (pd_now_ns() - t0 < 300000000ull);
+	secs = (double)(pd_now_ns() - t0) / 1e9 / (double)n;
+out:
+	te_gpu_stream_free(o->gpu_id, s);
+	return secs;
+}
+
+static void print_ratio(const struct bench_opts *o, const char *what, const char *ref,
+                        uint64_t block, double pdkv_bw, double ref_bw)
+{
+	printf("# ratio %s/(%s) %s %llu B: %.*f / %.*f %s/s = %.2f\n", what, ref,
+	       o->op ? "write" : "read", (unsigned long long)block, o->precision, pdkv_bw,
+	       o->precision, ref_bw, o->unit, pdkv_bw / ref_bw);
+}
+
 void bench_gpu_reference(const struct bench_opts *o, uint64_t block, double pdkv_bw)
 {
 	uint64_t bytes = block * o->batch;
-	char *d1 = NULL, *d2 = NULL, *h = NULL;
-	double dd, dh, hd;
-	bool pinned = false;
+	char *d1 = NULL, *d2 = NULL, *d3 = NULL, *h = NULL;
+	int tdev = bench_target_gpu(o);
+	bool pinned = false, ipc = o->protocol && !strcmp(o->protocol, "nvlink_intra");
+	double dd, dh, hd, da;
 
 	if (!o->use_vram)
 		return;
 	if (te_gpu_malloc(o->gpu_id, bytes, (void **)&d1) ||
 	    te_gpu_malloc(o->gpu_id, bytes, (void **)&d2) ||
-	    !(h = te_gpu_host_alloc(bytes, &pinned))) {
+	    te_gpu_malloc(tdev, bytes, (void **)&d3) || !(h = te_gpu_host_alloc(bytes, &pinned))) {
 		fprintf(stderr,
 		        "pdkv-bench: cudaMemcpy reference: cannot allocate 3 x %llu bytes\n",
 		        (unsigned long long)bytes);
@@ -114,10 +155,12 @@ void bench_gpu_reference(const struct bench_opts *o, uint64_t block, double pdkv
 	}
 	memset(h, 1, bytes);
 	te_gpu_copy(o->gpu_id, d1, h, bytes);
+	te_gpu_enable_peer(o->gpu_id, tdev);
 	dd = time_copies(o, d2, d1, block);
 	dh = time_copies(o, h, d1, block);
 	hd = time_copies(o, d2, h, block);
-	if (dd <= 0 || dh <= 0 || hd <= 0) {
+	da = time_async(o, d3, tdev, d1, block);
+	if (dd <= 0 || dh <= 0 || hd <= 0 || da <= 0) {
 		fprintf(stderr, "pdkv-bench: cudaMemcpy reference failed\n");
 		goto out;
 	}
@@ -127,16 +170,23 @@ void bench_gpu_reference(const struct bench_opts *o, uint64_t block, double pdkv
 	       pinned ? "pinned" : "pageable", o->precision, bench_bw(o, bytes, dd), o->precision,
 	       bench_bw(o, bytes, dh), o->precision, bench_bw(o, bytes, hd), o->precision,
 	       bench_bw(o, bytes, dh + hd), o->unit);
-	if (pdkv_bw > 0)
-		printf("# ratio pdkv-tcp-vram/(cudaMemcpy D2H+H2D) %s %llu B: %.*f / %.*f %s/s = "
-		       "%.2f\n",
-		       o->op ? "write" : "read", (unsigned long long)block, o->precision, pdkv_bw,
-		       o->precision, bench_bw(o, bytes, dh + hd), o->unit,
-		       pdkv_bw / bench_bw(o, bytes, dh + hd));
+	printf("# cudaMemcpy%sAsync cuda:%d -> cuda:%d, the batch on one stream, one sync per "
+	       "batch: %.*f %s/s%s\n",
+	       tdev != o->gpu_id ? "Peer" : "", o->gpu_id, tdev, o->precision,
+	       bench_bw(o, bytes, da), o->unit,
+	       tdev == o->gpu_id ? " (one GPU: same-device D2D stands in for cudaMemcpyPeer)" : "");
+	if (pdkv_bw > 0 && ipc)
+		print_ratio(o, "pdkv-cuda-ipc",
+		            tdev != o->gpu_id ? "cudaMemcpyPeerAsync" : "cudaMemcpyAsync D2D",
+		            block, pdkv_bw, bench_bw(o, bytes, da));
+	else if (pdkv_bw > 0)
+		print_ratio(o, "pdkv-tcp-vram", "cudaMemcpy D2H+H2D", block, pdkv_bw,
+		            bench_bw(o, bytes, dh + hd));
 	fflush(stdout);
 out:
 	te_gpu_free(d1);
 	te_gpu_free(d2);
+	te_gpu_free(d3);
 	if (h)
 		te_gpu_host_free(h, pinned);
 }

@@ -265,7 +265,7 @@ static void target_argv(const struct bench_opts *o, const char *exe, const char 
 	if (o->baseline_id != BENCH_BASELINE_NONE)
 		targv[ta++] = "--baseline=socket";
 	if (o->use_vram) {
-		snprintf(a_gpu, sizeof(a_gpu), "--gpu_id=%d", o->gpu_id);
+		snprintf(a_gpu, sizeof(a_gpu), "--gpu_id=%d", bench_target_gpu(o));
 		targv[ta++] = "--use_vram";
 		targv[ta++] = a_gpu;
 	}

@@ -42,7 +42,7 @@ static const char *const bench_baseline_names[] = {"none", "socket", "socket-onl
 static int opt_protocol(const char *v, void *dst, void *ud)
 {
 	(void)ud;
-	if (strcmp(v, "tcp") && strcmp(v, "rdma"))
+	if (strcmp(v, "tcp") && strcmp(v, "rdma") && strcmp(v, "nvlink_intra"))
 		return -1;
 	*(const char **)dst = v;
 	return 0;
@@ -114,9 +114,10 @@ static const struct pd_opt bench_optv[] = {
     {.name = "protocol",
      .type = PD_OPT_FN,
      .dst = &g_o.protocol,
-     .arg = "=tcp|rdma",
-     .help = "default tcp; --auto_discovery picks rdma if an HCA exists",
-     .want = "tcp or rdma",
+     .arg = "=tcp|rdma|nvlink_intra",
+     .help = "default tcp; --auto_discovery picks rdma if an HCA exists;\nnvlink_intra: CUDA IPC "
+             "between processes of one host",
+     .want = "tcp, rdma or nvlink_intra",
      .fn = opt_protocol},
     {.name = "auto_discovery",
      .type = PD_OPT_FN,
@@ -292,6 +293,15 @@ static const struct pd_opt bench_optv[] = {
      .help = "CUDA device for --use_vram (0)",
      .want = "a CUDA device number 0..1023",
      .max = 1023},
+    {.name = "target_gpu_id",
+     .type = PD_OPT_INT,
+     .dst = &g_o.target_gpu_id,
+     .arg = "=N",
+     .help = "loopback --use_vram: the spawned target's CUDA device\n(default --gpu_id); the "
+             "reference copies between the two",
+     .want = "a CUDA device number 0..1023",
+     .min = -1,
+     .max = 1023},
     {.name = "compare-perftest",
      .type = PD_OPT_FLAG,
      .dst = &g_o.compare_perftest,
@@ -363,7 +373,8 @@ static void set_defaults(struct bench_opts *o, struct bench_run_ops *ro)
 	                         .ops_str = "read",
 	                         .repeat = 1,
 	                         .perftest_duration = 3,
-	                         .perftest_port = 18515};
+	                         .perftest_port = 18515,
+	                         .target_gpu_id = -1};
 	set_unit(o, "GB");
 	ro->ops[0] = BENCH_READ;
 	ro->nops = 1;

@@ -24,3 +24,11 @@ test_te_tcp_LIBS := te temeta pdtestsvc pdcommon
 TESTS += test_te_gpu
 test_te_gpu_SRCS := ref/te/tests/test_te_gpu.c
 test_te_gpu_LIBS := te temeta pdcommon
+# nvlink_intra (te_ipc.c): the descriptor everywhere; CUDA IPC between two processes (skips 77
+# without a GPU)
+TESTS += test_te_ipc_desc
+test_te_ipc_desc_SRCS := ref/te/tests/test_te_ipc_desc.c
+test_te_ipc_desc_LIBS := te temeta pdcommon
+TESTS += test_te_ipc
+test_te_ipc_SRCS := ref/te/tests/test_te_ipc.c
+test_te_ipc_LIBS := te temeta pdcommon

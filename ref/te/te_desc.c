@@ -69,6 +69,7 @@ char *te_desc_encode(const struct te_segment_desc *d)
 	cJSON *root = cJSON_CreateObject(), *bufs, *devs;
 	char ts[32], *out = NULL;
 	int rdma = d && !strcmp(d->protocol, "rdma"), err = 0;
+	int ipc = d && !strcmp(d->protocol, "nvlink_intra");
 
 	if (!root || !d || d->nbuffers < 0 || d->ndevices < 0 || d->ndevices > TE_MAX_DEVICES)
 		goto out;
@@ -91,6 +92,8 @@ char *te_desc_encode(const struct te_segment_desc *d)
 			err |= add(root, "tcp_proto_version",
 			           u64_item((uint64_t)d->tcp_proto_version));
 	}
+	if (ipc && d->host_id[0])
+		err |= add(root, "pdkv_host_id", cJSON_CreateString(d->host_id));
 	bufs = cJSON_CreateArray();
 	err |= add(root, "buffers", bufs);
 	for (int i = 0; bufs && i < d->nbuffers; i++) {
@@ -105,6 +108,8 @@ char *te_desc_encode(const struct te_segment_desc *d)
 		err |= add(o, "name", cJSON_CreateString(b->name));
 		err |= add(o, "addr", u64_item(b->addr));
 		err |= add(o, "length", u64_item(b->length));
+		if (ipc) /* Mooncake's nvlink_intra writes it for every buffer, "" included */
+			err |= add(o, "shm_name", cJSON_CreateString(b->shm_name));
 		if (!rdma)
 			continue;
 		err |= add(o, "lkey", lk = cJSON_CreateArray());
@@ -212,9 +217,24 @@ static int decode_keys(const cJSON *b, const char *key, uint32_t *keys, int *n)
 	return 0;
 }
 
+/* nvlink_intra's shm_name: absent or "" (memory the TCP path reaches), else an even number of
+ * hex digits, at most a 64-byte handle's 128 */
+static int shm_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n % 2 || n >= TE_SHM_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+		      (s[i] >= 'A' && s[i] <= 'F')))
+			return 0;
+	return 1;
+}
+
 static int decode_buffers(const cJSON *root, struct te_segment_desc *d, int rdma, char *errbuf,
                           size_t errlen)
 {
+	int ipc = !strcmp(d->protocol, "nvlink_intra");
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "buffers"), *b;
 	int i = 0, nl, nr;
 	if (!arr || cJSON_IsNull(arr))
@@ -251,6 +271,12 @@ static int decode_buffers(const cJSON *root, struct te_segment_desc *d, int rdma
 			            "segment %s: buffers[%d]: addr %" PRIu64 " + length %" PRIu64
 			            " wraps the address space",
 			            d->name, i, bd->addr, bd->length);
+		if (ipc && (get_str(b, "shm_name", bd->shm_name, sizeof(bd->shm_name), 0) ||
+		            !shm_name_ok(bd->shm_name)))
+			return fail(errbuf, errlen,
+			            "segment %s: buffers[%d].shm_name: expected \"\" or the hex "
+			            "digits of a cudaIpcMemHandle_t (at most %d)",
+			            d->name, i, TE_SHM_NAME_MAX - 1);
 		if (rdma) {
 			if (decode_keys(b, "rkey", bd->rkey, &nr) ||
 			    decode_keys(b, "lkey", bd->lkey, &nl))
@@ -356,11 +382,17 @@ int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, c
 		goto out;
 	}
 	rdma = !strcmp(d->protocol, "rdma");
-	if (!rdma && strcmp(d->protocol, "tcp")) {
-		ret =
-		    fail(errbuf, errlen,
-		         "segment %s: protocol \"%s\" not supported (expected \"tcp\" or \"rdma\")",
-		         d->name, d->protocol);
+	if (!rdma && strcmp(d->protocol, "tcp") && strcmp(d->protocol, "nvlink_intra")) {
+		ret = fail(errbuf, errlen,
+		           "segment %s: protocol \"%s\" not supported (expected \"tcp\", "
+		           "\"rdma\" or \"nvlink_intra\")",
+		           d->name, d->protocol);
+		goto out;
+	}
+	if (!strcmp(d->protocol, "nvlink_intra") &&
+	    get_str(root, "pdkv_host_id", d->host_id, sizeof(d->host_id), 0)) {
+		ret = fail(errbuf, errlen, "segment %s: pdkv_host_id: expected a string under %zu",
+		           d->name, sizeof(d->host_id));
 		goto out;
 	}
 	/* informational; a long or odd timestamp is cut, not rejected */

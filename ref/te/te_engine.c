@@ -168,11 +168,16 @@ static int choose_transport(struct te_engine *eng, const struct te_engine_opts *
 	const struct te_transport_ops *rdma = &te_rdma_transport_ops;
 	const char *p = o->protocol;
 
-	if (p && *p && strcmp(p, "tcp") && strcmp(p, "rdma")) {
-		pd_err("te: protocol \"%s\" is not supported (expected tcp or rdma)", p);
+	if (p && *p && strcmp(p, "tcp") && strcmp(p, "rdma") && strcmp(p, "nvlink_intra")) {
+		pd_err("te: protocol \"%s\" is not supported (expected tcp, rdma or nvlink_intra)",
+		       p);
 		return TE_ERR_NOT_SUPPORTED_TRANSPORT;
 	}
-	if (p && !strcmp(p, "rdma")) {
+	/* Mooncake's intra-node GPU transport: asked for by name, or, with no protocol given, by
+	 * MC_INTRANODE_NVLINK being set (Mooncake's auto-discovery checks it first) */
+	if ((p && !strcmp(p, "nvlink_intra")) || ((!p || !*p) && getenv("MC_INTRANODE_NVLINK"))) {
+		eng->ops = &te_ipc_transport_ops;
+	} else if (p && !strcmp(p, "rdma")) {
 		if (!rdma) {
 			pd_err("te: protocol rdma requested but this binary has no RDMA transport");
 			return TE_ERR_NOT_SUPPORTED_TRANSPORT;
@@ -386,7 +391,8 @@ int te_engine_create(const struct te_engine_opts *o, struct te_engine **out)
 	ret = choose_transport(eng, o);
 	if (ret)
 		goto fail;
-	ret = choose_endpoint(eng, o->local_server_name, !strcmp(eng->ops->name, "tcp"));
+	/* nvlink_intra keeps a TCP data port: its fallback for host memory and other hosts */
+	ret = choose_endpoint(eng, o->local_server_name, eng->ops != &te_rdma_transport_ops);
 	if (ret)
 		goto fail;
 	if (eng->p2p)
@@ -467,6 +473,14 @@ const char *te_engine_device_names(const struct te_engine *eng)
 const char *te_engine_local_ip(const struct te_engine *eng)
 {
 	return eng->local_ip;
+}
+
+const char *te_engine_peer_path(struct te_engine *eng, const char *name)
+{
+	const struct te_segment_desc *d = NULL;
+	if (te_engine_peer_desc(eng, name, &d) || !d)
+		return "unknown";
+	return eng->ops->peer_path ? eng->ops->peer_path(eng->tp, d) : eng->ops->name;
 }
 
 int te_engine_take_data_fd(struct te_engine *eng)

@@ -28,6 +28,11 @@ struct cu_ptr_attr { /* cudaPointerAttributes, CUDA >= 11 layout */
 	long reserved[8];  /* CUDA 13 */
 	long headroom[24]; /* room for fields a later runtime may add */
 };
+struct cu_ipc_handle { /* cudaIpcMemHandle_t, passed by value to cudaIpcOpenMemHandle */
+	unsigned char reserved[TE_GPU_IPC_HANDLE_LEN];
+};
+#define CU_IPC_LAZY_PEER_ACCESS 1   /* cudaIpcMemLazyEnablePeerAccess */
+#define CU_ERR_PEER_ENABLED     704 /* cudaErrorPeerAccessAlreadyEnabled */
 
 static struct {
 	void *lib;
@@ -51,6 +56,16 @@ static struct {
 	cuerr_t (*EventDestroy)(cuevent_t);
 	cuerr_t (*PointerGetAttributes)(struct cu_ptr_attr *, const void *);
 	const char *(*GetErrorString)(cuerr_t);
+	/* optional (te_ipc.c, references): NULL when the runtime lacks them */
+	cuerr_t (*GetDevice)(int *);
+	cuerr_t (*GetLastError)(void);
+	cuerr_t (*IpcGetMemHandle)(struct cu_ipc_handle *, void *);
+	cuerr_t (*IpcOpenMemHandle)(void **, struct cu_ipc_handle, unsigned);
+	cuerr_t (*IpcCloseMemHandle)(void *);
+	cuerr_t (*MemcpyPeerAsync)(void *, int, const void *, int, size_t, custream_t);
+	cuerr_t (*DeviceCanAccessPeer)(int *, int, int);
+	cuerr_t (*DeviceEnablePeerAccess)(int, unsigned);
+	int (*cuMemGetAddressRange)(uintptr_t *, size_t *, uintptr_t); /* libcuda, CUresult */
 	int ndev;
 	char why[256];
 } cu;
@@ -106,6 +121,16 @@ static void cu_load(void)
 	SYM(PointerGetAttributes);
 	SYM(GetErrorString);
 #undef SYM
+#define OPT(f) (*(void **)&cu.f = dlsym(cu.lib, "cuda" #f))
+	OPT(GetDevice);
+	OPT(GetLastError);
+	OPT(IpcGetMemHandle);
+	OPT(IpcOpenMemHandle);
+	OPT(IpcCloseMemHandle);
+	OPT(MemcpyPeerAsync);
+	OPT(DeviceCanAccessPeer);
+	OPT(DeviceEnablePeerAccess);
+#undef OPT
 	e = cu.GetDeviceCount(&n);
 	if (e || n <= 0) {
 		snprintf(cu.why, sizeof(cu.why), "%s: cudaGetDeviceCount: %s", cu.libname,
@@ -113,6 +138,10 @@ static void cu_load(void)
 		return;
 	}
 	cu.ndev = n;
+	/* the driver library the runtime has just loaded; only for allocation ranges */
+	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (drv)
+		*(void **)&cu.cuMemGetAddressRange = dlsym(drv, "cuMemGetAddressRange_v2");
 	pd_dbg("te: %s loaded, %d CUDA device(s)", cu.libname, n);
 }
 
@@ -415,4 +444,202 @@ int te_gpu_stage_drain(struct te_gpu_stage *s)
 {
 	cuerr_t e = cu.StreamSynchronize(s->stream);
 	return e ? fail(e, "cudaStreamSynchronize", 0) : 0;
+}
+
+/* ---------------------------------------------------------------- IPC and async copies */
+/* Makes dev current and remembers the caller's device in *prev (restored by back()). */
+static int enter(int dev, const char *what, int *prev)
+{
+	*prev = -1;
+	if (ready() && cu.GetDevice)
+		cu.GetDevice(prev);
+	return use(dev, what);
+}
+
+static void back(int prev)
+{
+	if (prev >= 0)
+		cu.SetDevice(prev);
+}
+
+int te_gpu_ptr_device(const void *p)
+{
+	struct cu_ptr_attr a;
+	if (!ready())
+		return -1;
+	memset(&a, 0, sizeof(a));
+	if (cu.PointerGetAttributes(&a, p) || a.type != CU_MEMTYPE_DEVICE) {
+		if (cu.GetLastError)
+			cu.GetLastError();
+		return -1;
+	}
+	return a.device;
+}
+
+int te_gpu_ipc_export(const void *p, unsigned char h[TE_GPU_IPC_HANDLE_LEN], size_t *base_off,
+                      char *why, size_t whylen)
+{
+	struct cu_ipc_handle hd;
+	int dev = te_gpu_ptr_device(p), prev, ret;
+	uintptr_t base = 0;
+	size_t size = 0;
+	cuerr_t e;
+
+	*base_off = 0;
+	if (dev < 0 || !cu.IpcGetMemHandle) {
+		snprintf(why, whylen, "%s",
+		         dev < 0 ? "not CUDA device memory" : "no cudaIpcGetMemHandle");
+		return TE_ERR_INVALID_ARGUMENT;
+	}
+	ret = enter(dev, "cudaIpcGetMemHandle", &prev);
+	if (ret)
+		return ret;
+	e = cu.IpcGetMemHandle(&hd, (void *)p);
+	if (!e && cu.cuMemGetAddressRange && !cu.cuMemGetAddressRange(&base, &size, (uintptr_t)p) &&
+	    base && base <= (uintptr_t)p)
+		*base_off = (uintptr_t)p - base;
+	back(prev);
+	if (e) {
+		snprintf(why, whylen, "cudaIpcGetMemHandle(%p): %s", p, cu.GetErrorString(e));
+		return TE_ERR_MEMORY;
+	}
+	memcpy(h, hd.reserved, TE_GPU_IPC_HANDLE_LEN);
+	return 0;
+}
+
+int te_gpu_ipc_open(int dev, const unsigned char h[TE_GPU_IPC_HANDLE_LEN], void **out, int *mdev,
+                    char *why, size_t whylen)
+{
+	struct cu_ipc_handle hd;
+	int prev, ret;
+	cuerr_t e;
+
+	*out = NULL;
+	*mdev = -1;
+	if (!ready() || !cu.IpcOpenMemHandle) {
+		snprintf(why, whylen, "%s", cu.ndev ? "no cudaIpcOpenMemHandle" : cu.why);
+		return TE_ERR_DEVICE_NOT_FOUND;
+	}
+	ret = enter(dev, "cudaIpcOpenMemHandle", &prev);
+	if (ret) {
+		snprintf(why, whylen, "CUDA device %d not available", dev);
+		return ret;
+	}
+	memcpy(hd.reserved, h, TE_GPU_IPC_HANDLE_LEN);
+	e = cu.IpcOpenMemHandle(out, hd, CU_IPC_LAZY_PEER_ACCESS);
+	back(prev);
+	if (e) {
+		if (cu.GetLastError)
+			cu.GetLastError();
+		*out = NULL;
+		snprintf(why, whylen, "cudaIpcOpenMemHandle: %s", cu.GetErrorString(e));
+		return TE_ERR_MEMORY;
+	}
+	*mdev = te_gpu_ptr_device(*out);
+	return 0;
+}
+
+void te_gpu_ipc_close(void *p)
+{
+	if (p && ready() && cu.IpcCloseMemHandle)
+		cu.IpcCloseMemHandle(p);
+}
+
+int te_gpu_enable_peer(int dev, int peer)
+{
+	int can = 0, prev;
+	cuerr_t e;
+
+	if (dev == peer)
+		return 1;
+	if (!ready() || !cu.DeviceCanAccessPeer || !cu.DeviceEnablePeerAccess ||
+	    cu.DeviceCanAccessPeer(&can, dev, peer) || !can)
+		return 0;
+	if (enter(dev, "cudaDeviceEnablePeerAccess", &prev))
+		return 0;
+	e = cu.DeviceEnablePeerAccess(peer, 0);
+	if (e && cu.GetLastError)
+		cu.GetLastError(); /* "already enabled" must not linger as the last error */
+	back(prev);
+	if (e && e != CU_ERR_PEER_ENABLED) {
+		pd_warn("te: cudaDeviceEnablePeerAccess(cuda:%d -> cuda:%d): %s", dev, peer,
+		        cu.GetErrorString(e));
+		return 0;
+	}
+	return 1;
+}
+
+int te_gpu_stream_new(int dev, void **stream)
+{
+	int prev, ret = enter(dev, "cudaStreamCreate", &prev);
+	cuerr_t e;
+	*stream = NULL;
+	if (ret)
+		return ret;
+	/* a blocking stream: its copies wait for work queued before them on the legacy default
+	 * stream — a cudaMemcpy from pageable memory returns before its DMA has landed */
+	e = cu.StreamCreateWithFlags(stream, 0);
+	back(prev);
+	return e ? fail(e, "cudaStreamCreateWithFlags", 0) : 0;
+}
+
+void te_gpu_stream_free(int dev, void *stream)
+{
+	int prev;
+	if (!stream || enter(dev, "cudaStreamDestroy", &prev))
+		return;
+	cu.StreamSynchronize(stream);
+	cu.StreamDestroy(stream);
+	back(prev);
+}
+
+int te_gpu_stream_sync(void *stream)
+{
+	cuerr_t e = cu.StreamSynchronize(stream);
+	return e ? fail(e, "cudaStreamSynchronize", 0) : 0;
+}
+
+int te_gpu_event_new(int dev, void **ev)
+{
+	int prev, ret = enter(dev, "cudaEventCreate", &prev);
+	cuerr_t e;
+	*ev = NULL;
+	if (ret)
+		return ret;
+	e = cu.EventCreateWithFlags(ev, CU_EVENT_DISABLE_TIMING);
+	back(prev);
+	return e ? fail(e, "cudaEventCreateWithFlags", 0) : 0;
+}
+
+void te_gpu_event_free(void *ev)
+{
+	if (ev)
+		cu.EventDestroy(ev);
+}
+
+int te_gpu_event_record(void *ev, void *stream)
+{
+	cuerr_t e = cu.EventRecord(ev, stream);
+	return e ? fail(e, "cudaEventRecord", 0) : 0;
+}
+
+int te_gpu_event_wait(void *ev)
+{
+	cuerr_t e = cu.EventSynchronize(ev);
+	return e ? fail(e, "cudaEventSynchronize", 0) : 0;
+}
+
+int te_gpu_copy_async(int dev, void *dst, int ddev, const void *src, int sdev, size_t len,
+                      void *stream)
+{
+	int prev, ret = enter(dev, "cudaMemcpyAsync", &prev);
+	cuerr_t e;
+	if (ret)
+		return ret;
+	if (ddev >= 0 && sdev >= 0 && ddev != sdev && cu.MemcpyPeerAsync)
+		e = cu.MemcpyPeerAsync(dst, ddev, src, sdev, len, stream);
+	else
+		e = cu.MemcpyAsync(dst, src, len, CU_MEMCPY_DEFAULT, stream);
+	back(prev);
+	return e ? fail(e, "cudaMemcpyAsync", len) : 0;
 }

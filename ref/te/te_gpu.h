@@ -50,4 +50,37 @@ int te_gpu_stage_copy(struct te_gpu_stage *s, int k, void *dst, const void *src,
 int te_gpu_stage_wait(struct te_gpu_stage *s, int k); /* buffer k's last copy is done */
 int te_gpu_stage_drain(struct te_gpu_stage *s);       /* every queued copy is done */
 
+/* ---- CUDA IPC and asynchronous copies (te_ipc.c, the bench's references) ----
+ * Every call below logs what failed and returns 0 or TE_ERR_MEMORY / TE_ERR_DEVICE_NOT_FOUND;
+ * the calling thread's current device is restored before it returns. */
+#define TE_GPU_IPC_HANDLE_LEN 64 /* sizeof(cudaIpcMemHandle_t) */
+/* Device of device memory p (asks CUDA, loading it), -1 for anything else. */
+int te_gpu_ptr_device(const void *p);
+/* cudaIpcGetMemHandle of the allocation holding p; *base_off = p - the allocation's start
+ * (from libcuda's cuMemGetAddressRange; 0 when libcuda is not there to ask). */
+int te_gpu_ipc_export(const void *p, unsigned char h[TE_GPU_IPC_HANDLE_LEN], size_t *base_off,
+                      char *why, size_t whylen);
+/* cudaIpcOpenMemHandle (lazy peer access) with dev current; *out = the allocation's start in
+ * this process, *mdev = its device as this process numbers them. Fails (reason in why) for a
+ * handle of this very process, of another host, or of a GPU this process cannot see. */
+int te_gpu_ipc_open(int dev, const unsigned char h[TE_GPU_IPC_HANDLE_LEN], void **out, int *mdev,
+                    char *why, size_t whylen);
+void te_gpu_ipc_close(void *p);
+/* cudaDeviceCanAccessPeer + cudaDeviceEnablePeerAccess from dev to peer (already enabled is
+ * fine); 1 = direct access, 0 = copies between them go through the host. */
+int te_gpu_enable_peer(int dev, int peer);
+/* A stream of dev that orders after the legacy default stream (cudaStreamCreate), and events
+ * (timing off) recorded on streams of their device. */
+int te_gpu_stream_new(int dev, void **stream);
+void te_gpu_stream_free(int dev, void *stream);
+int te_gpu_stream_sync(void *stream);
+int te_gpu_event_new(int dev, void **ev);
+void te_gpu_event_free(void *ev);
+int te_gpu_event_record(void *ev, void *stream);
+int te_gpu_event_wait(void *ev); /* cudaEventSynchronize */
+/* Queues len bytes on stream (of dev): cudaMemcpyPeerAsync when both ends are device memory of
+ * different devices (sdev, ddev >= 0), else cudaMemcpyAsync with cudaMemcpyDefault (UVA). */
+int te_gpu_copy_async(int dev, void *dst, int ddev, const void *src, int sdev, size_t len,
+                      void *stream);
+
 #endif

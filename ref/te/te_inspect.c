@@ -14,7 +14,8 @@ extern const struct te_transport_ops te_rdma_transport_ops __attribute__((weak))
 
 const char *te_inspect_transport(int i)
 {
-	const struct te_transport_ops *built[] = {&te_tcp_transport_ops, &te_rdma_transport_ops};
+	const struct te_transport_ops *built[] = {&te_tcp_transport_ops, &te_rdma_transport_ops,
+	                                          &te_ipc_transport_ops};
 	int n = 0;
 	for (size_t k = 0; k < sizeof(built) / sizeof(built[0]); k++) {
 		if (!built[k])
@@ -23,6 +24,11 @@ const char *te_inspect_transport(int i)
 			return built[k]->name;
 	}
 	return NULL;
+}
+
+const char *te_inspect_peer_path(struct te_engine *eng, const char *name)
+{
+	return eng && name ? te_engine_peer_path(eng, name) : "unknown";
 }
 
 void te_inspect_local_ip(char *out, size_t len)

@@ -9,8 +9,8 @@
 
 #include "te.h"
 
-/* Transports built into this binary, i = 0, 1, ...: "tcp", then "rdma" when linked; NULL past
- * the end. */
+/* Transports built into this binary, i = 0, 1, ...: "tcp", then "rdma" when linked, then
+ * "nvlink_intra"; NULL past the end. */
 const char *te_inspect_transport(int i);
 
 /* The IPv4 address an engine publishes: MC_TCP_BIND_ADDRESS, else the first non-loopback
@@ -21,7 +21,7 @@ void te_inspect_local_ip(char *out, size_t len);
  * cached as te_open_segment does). */
 struct te_segment_view {
 	char name[256];
-	char protocol[16]; /* "tcp" | "rdma" */
+	char protocol[16]; /* "tcp" | "rdma" | "nvlink_intra" */
 	int tcp_data_port; /* 0 = not published */
 	int tcp_proto_version;
 	int ndevices;
@@ -34,6 +34,10 @@ struct te_buffer_view {
 int te_inspect_segment(struct te_engine *eng, const char *name, struct te_segment_view *v);
 /* Buffer i (0-based) of that segment; TE_ERR_OUT_OF_RANGE past the last one. */
 int te_inspect_buffer(struct te_engine *eng, const char *name, int i, struct te_buffer_view *b);
+
+/* How this engine's requests to segment name travel: "cuda-ipc" (nvlink_intra to a peer on
+ * this host), "tcp" (staging), "rdma"; "unknown" when the segment cannot be fetched. */
+const char *te_inspect_peer_path(struct te_engine *eng, const char *name);
 
 /* The rpc endpoint a segment published in a metadata store (conn as te_engine_opts.metadata,
  * not P2PHANDSHAKE), without creating an engine. The reason goes to err on failure. */

@@ -25,18 +25,25 @@ struct te_device_desc {
 	char gid[48]; /* "xx:xx:...:xx", 16 groups */
 };
 
+#define TE_SHM_NAME_MAX 129 /* 128 hex digits of a 64-byte cudaIpcMemHandle_t + NUL */
+
 struct te_buffer_desc {
-	char name[TE_NAME_MAX]; /* location ("cpu:0") for rdma, server name for tcp */
+	char name[TE_NAME_MAX]; /* location ("cpu:0") for rdma and nvlink_intra, server name for tcp
+	                         */
 	uint64_t addr, length;
 	int nkeys; /* rdma: one key per device; tcp: 0 */
 	uint32_t lkey[TE_MAX_DEVICES], rkey[TE_MAX_DEVICES];
+	char shm_name[TE_SHM_NAME_MAX]; /* nvlink_intra: the IPC handle in upper-case hex; "" for
+	                                   memory that only the TCP path reaches */
 };
 
 struct te_segment_desc {
 	char name[TE_NAME_MAX];
-	char protocol[16]; /* "tcp" | "rdma" */
+	char protocol[16]; /* "tcp" | "rdma" | "nvlink_intra" */
 	char timestamp[32];
-	int tcp_data_port;     /* 0 = absent */
+	char host_id[64];  /* nvlink_intra, pdkv's own "pdkv_host_id": the kernel's boot id, so a
+	                      peer knows whether it shares this host; "" = not published */
+	int tcp_data_port; /* 0 = absent */
 	int tcp_proto_version; /* 0 = absent */
 	int ndevices;
 	struct te_device_desc devices[TE_MAX_DEVICES];
@@ -258,10 +265,13 @@ struct te_transport_ops {
 	/* Connection (type 0) handshake frames addressed to this transport; malloc'd reply JSON. */
 	char *(*on_connection)(struct te_transport *t, const char *json, size_t len);
 	void (*destroy)(struct te_transport *t);
+	/* Optional: the path requests to segment d take ("cuda-ipc", "tcp"; tools, tests). */
+	const char *(*peer_path)(struct te_transport *t, const struct te_segment_desc *d);
 };
 
 extern const struct te_transport_ops te_tcp_transport_ops;  /* te_tcp.c */
 extern const struct te_transport_ops te_rdma_transport_ops; /* te_rdma.c */
+extern const struct te_transport_ops te_ipc_transport_ops;  /* te_ipc.c: "nvlink_intra" */
 
 /* ================================================================ engine services for transports
  * (te_engine.c: identity and sockets; te_segment.c: segments and local memory) */
@@ -277,6 +287,8 @@ int te_engine_peer_desc(struct te_engine *eng, const char *name,
                         const struct te_segment_desc **desc);
 int te_engine_peer_rpc(struct te_engine *eng, const char *name, char *host, size_t hostlen,
                        int *rpc_port);
+/* The path the transport gives requests to segment name ("cuda-ipc", "tcp", "rdma"). */
+const char *te_engine_peer_path(struct te_engine *eng, const char *name);
 /* Is [addr,addr+len) inside one locally registered buffer? (for validating remote requests) */
 bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len);
 /* Same check, also giving the buffer's memory: *gpu = 1 + CUDA device for a buffer registered

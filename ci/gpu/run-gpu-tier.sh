@@ -1,0 +1,89 @@
+#!/bin/bash
+# run-gpu-tier.sh — pdkv's GPU tier (`make test-gpu`): the CUDA unit tests (TCP staging, the
+# nvlink_intra CUDA-IPC transport between two processes, the GPU fill kernel), pdkv bench
+# --use_vram on one GPU (nvlink_intra and tcp, data checked, then the ratio runs) and across two
+# GPUs, and the 1P1D GPU scenario. One line per step, the ratio lines pdkv bench printed, then
+# "gpu tier: PASS|FAIL|NOTRUN". Exit: 0 pass, 1 fail, 77 NOTRUN (no CUDA device or runtime).
+# Usage: [BUILD=build] [GPU_BENCH_S=1] [GPU_BATCH=16] ci/gpu/run-gpu-tier.sh   (after `make`)
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+cd "$ROOT" || exit 1
+BUILD=${BUILD:-build}
+B=$BUILD/bin/pdkv-bench
+S=${GPU_BENCH_S:-1}
+BATCH=${GPU_BATCH:-16}
+LOG=${GPU_LOG:-$BUILD/test-logs/gpu-tier}
+mkdir -p "$LOG"
+fails=0 notruns=0
+
+step() { # name, command...: PASS/FAIL/NOTRUN(77) with the log's last line
+	local name=$1 rc t0
+	shift
+	t0=$(date +%s.%N)
+	timeout "${GPU_STEP_S:-240}" "$@" >"$LOG/$name.log" 2>&1
+	rc=$?
+	local dt
+	dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+	case $rc in
+	0) echo "PASS $name (${dt}s)" ;;
+	77) echo "NOTRUN $name: $(grep -m1 -iE 'skip|notrun|no cuda' "$LOG/$name.log" || tail -1 "$LOG/$name.log")"
+	    notruns=$((notruns + 1)) ;;
+	124) echo "FAIL $name: still running after ${GPU_STEP_S:-240}s (killed): $(tail -2 "$LOG/$name.log" | tr '\n' ' ')"
+	   fails=$((fails + 1)) ;;
+	*) echo "FAIL $name (rc $rc, ${dt}s): $(tail -3 "$LOG/$name.log" | tr '\n' ' ')"
+	   fails=$((fails + 1)) ;;
+	esac
+	return $rc
+}
+
+for t in test_te_gpu test_te_ipc test_te_ipc_desc; do
+	[ -x "$BUILD/tests/$t" ] || { echo "FAIL build: no $BUILD/tests/$t (run make first)"; echo "gpu tier: FAIL"; exit 1; }
+done
+# No CUDA: the first test says why; the whole tier is NOTRUN
+"$BUILD/tests/test_te_gpu" >"$LOG/probe.log" 2>&1
+if [ $? -eq 77 ]; then
+	echo "NOTRUN gpu: $(grep -m1 SKIP "$LOG/probe.log")"
+	echo "gpu tier: NOTRUN (no CUDA device)"
+	exit 77
+fi
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ "${ngpu:-0}" -ge 1 ] || ngpu=1
+echo "INFO $ngpu CUDA device(s): $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+
+step test_te_gpu "$BUILD/tests/test_te_gpu"
+step test_te_ipc "$BUILD/tests/test_te_ipc"
+step test_te_ipc_desc "$BUILD/tests/test_te_ipc_desc"
+if [ -x "$BUILD/tests/test_gpu_fill" ]; then
+	step test_gpu_fill "$BUILD/tests/test_gpu_fill"
+else
+	echo "NOTRUN test_gpu_fill: not built (needs nvcc at build time)"
+	notruns=$((notruns + 1))
+fi
+
+BENCH=("$B" --mode=loopback --use_vram --operation=write,read --batch_size="$BATCH" --duration="$S")
+# data first (--check), then the ratio runs: 64 KiB .. 64 MiB
+step bench_check_nvlink_intra "${BENCH[@]}" --protocol=nvlink_intra -b 65536 -e 4194304 -f 64 --check
+step bench_check_tcp_vram "${BENCH[@]}" --protocol=tcp -b 65536 -e 4194304 -f 64 --check
+step bench_nvlink_intra "${BENCH[@]}" --protocol=nvlink_intra -b 65536 -e 67108864 -f 4 --json "$LOG/bench-ipc.json"
+step bench_tcp_vram "${BENCH[@]}" --protocol=tcp -b 65536 -e 67108864 -f 4 --json "$LOG/bench-tcp.json"
+if [ "$ngpu" -ge 2 ]; then
+	step bench_two_gpus_nvlink_intra "${BENCH[@]}" --protocol=nvlink_intra --gpu_id=0 --target_gpu_id=1 \
+		-b 65536 -e 67108864 -f 4 --check
+else
+	echo "NOTRUN bench_two_gpus: $ngpu CUDA device here (cudaMemcpyPeer between two GPUs needs two)"
+	notruns=$((notruns + 1))
+fi
+echo "NOTRUN scenario_1p1d_gpu: the stand-ins keep their KV in host memory (GPU KV is the stand-ins' part of issue 16)"
+notruns=$((notruns + 1))
+
+echo "--- ratios (pdkv bench, this run)"
+cat "$LOG"/bench_nvlink_intra.log "$LOG"/bench_tcp_vram.log "$LOG"/bench_two_gpus_nvlink_intra.log 2>/dev/null |
+	grep -E '^# (ratio|cudaMemcpy)' |
+	awk '/^# ratio/ {n=$NF; printf "%s  [goal >= 0.90: %s]\n", $0, (n >= 0.90 ? "met" : "not met"); next} {print}'
+if [ "$fails" -gt 0 ]; then
+	echo "gpu tier: FAIL ($fails failed, $notruns NOTRUN; logs in $LOG)"
+	exit 1
+fi
+echo "gpu tier: PASS ($notruns NOTRUN; logs in $LOG)"
+exit 0
