@@ -154,6 +154,7 @@ static void add_kvtp(const struct sa *s, cJSON *j, const struct sa_req *r)
 		cJSON_AddItemToObject(j, "kv_transfer_params", p);
 	else
 		cJSON_AddNullToObject(j, "kv_transfer_params");
+	sa_record_kvtp(p); /* what prefill answered: the router must copy it (gen A) */
 }
 
 static cJSON *resp_head(const struct sa_req *r, const char *object, long long created)

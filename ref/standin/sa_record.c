@@ -13,6 +13,7 @@
 
 static FILE *g_file;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread cJSON *t_current; /* the record of the request this thread serves */
 
 /* the headers a router sets or forwards (vLLM's routers: X-Request-Id, Authorization, dp rank) */
 static const char *const headers[] = {"X-Request-Id", "Authorization", "X-data-parallel-rank",
@@ -57,6 +58,7 @@ cJSON *sa_record_begin(struct MHD_Connection *c, const char *url, const char *bo
 		cJSON_AddItemToObject(
 		    r, "body_text",
 		    cJSON_CreateString(len > 4096 ? "(over 4 KiB, not JSON)" : body));
+	t_current = r;
 	return r;
 }
 
@@ -69,11 +71,22 @@ void sa_record_answered(cJSON *rec, int status)
 		cJSON_AddNumberToObject(rec, "status", status);
 }
 
+void sa_record_kvtp(const cJSON *kvtp)
+{
+	if (!t_current)
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(t_current, "response_kv_transfer_params");
+	cJSON_AddItemToObject(t_current, "response_kv_transfer_params",
+	                      kvtp ? cJSON_Duplicate(kvtp, 1) : cJSON_CreateNull());
+}
+
 void sa_record_end(cJSON *rec)
 {
 	char *line;
 	if (!rec)
 		return;
+	if (t_current == rec)
+		t_current = NULL;
 	cJSON_AddNumberToObject(rec, "t_done", sa_record_now());
 	line = cJSON_PrintUnformatted(rec);
 	cJSON_Delete(rec);

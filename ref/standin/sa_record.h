@@ -13,6 +13,9 @@ cJSON *sa_record_begin(struct MHD_Connection *c, const char *url, const char *bo
                        double t_arrival);
 /* Marks the moment the answer was queued (a JSON answer: before its first byte goes out). */
 void sa_record_answered(cJSON *rec, int status);
+/* The kv_transfer_params the answer carries (NULL = null), kept in the record of the request
+ * this thread serves (libmicrohttpd runs a connection's callbacks on its own thread). */
+void sa_record_kvtp(const cJSON *kvtp);
 /* Adds the done time, writes the line and frees rec. */
 void sa_record_end(cJSON *rec);
 /* CLOCK_REALTIME in seconds: comparable between processes on one host. */
