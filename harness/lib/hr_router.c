@@ -147,6 +147,11 @@ cJSON *hr_router_argv(struct hr_deploy *d, char *err, size_t errsz)
 		    hr_find_bin(s, exe, sizeof(exe)) == 0) {
 			free(s);
 			s = strdup(exe);
+		} else if (!strncmp(s, "./", 2) && d->sc->dir && d->sc->dir[0]) {
+			/* a script next to the scenario file ("./routers/x.py") */
+			char *abs = pd_asprintf("%s/%s", d->sc->dir, s + 2);
+			free(s);
+			s = abs;
 		}
 		cJSON_AddItemToArray(a, cJSON_CreateString(s ? s : ""));
 		free(s);

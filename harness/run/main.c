@@ -432,6 +432,11 @@ static int run_scenarios(const struct args *a, struct suite *su, struct hr_opts 
 			fprintf(stderr, "pdkv run: --proxy-cmd: %s\n", err);
 			return 2;
 		}
+		for (cJSON *w = cmd->child; w; w = w->next) { /* ./x is relative to here */
+			char real[PATH_MAX];
+			if (!strncmp(w->valuestring, "./", 2) && realpath(w->valuestring, real))
+				cJSON_SetValuestring(w, real);
+		}
 		snprintf(label, sizeof(label), "router%d", k + 1);
 		fprintf(stdout, "# %s: %s\n", label, a->proxy_cmd[k]);
 		o->proxy_cmd = cmd;
