@@ -28,7 +28,12 @@ static const char *judge(const cJSON *body, const char *contract, char *why, siz
 	if (!strcmp(contract, "v0"))
 		return NULL;
 	if (!cJSON_IsObject(kv))
-		return kv ? "kv_transfer_params is not an object" : "kv_transfer_params missing";
+		return kv ? "kv_transfer_params is not an object"
+		       : !strcmp(contract, "toy")
+		           ? "kv_transfer_params missing (the toy contract "
+		             "needs do_remote_decode and the remote_* keys)"
+		           : "kv_transfer_params missing (the mooncake "
+		             "contract needs do_remote_decode and transfer_id)";
 	x = cJSON_GetObjectItemCaseSensitive(kv, "do_remote_decode");
 	if (!cJSON_IsTrue(x))
 		return "kv_transfer_params.do_remote_decode is not true";

@@ -364,6 +364,8 @@ static int parse_external(const char *spec, struct hr_opts *o, char *buf, size_t
 			;
 		if (!eq || k == PD_ARRAY_SIZE(keys) ||
 		    (strncmp(eq + 1, "http://", 7) && strncmp(eq + 1, "https://", 8))) {
+			if (eq)
+				*eq = '='; /* name the whole item */
 			fprintf(stderr,
 			        "pdkv run: --external: \"%s\": expected prefill=URL, decode=URL, "
 			        "proxy=URL or reference=URL with URL http://host:port\n",
