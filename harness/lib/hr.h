@@ -140,6 +140,8 @@ int hr_workload_run(const char *base_url, const struct hr_scenario *sc, struct h
  * fills text/invalid/done_marker/usage. Exposed for tests. */
 void hr_response_parse(struct hr_req *r, bool chat, bool stream);
 void hr_reqs_free(struct hr_req *reqs, size_t n);
+/* {"total","sent","ok","prompt_tokens","latency_p50_s","latency_max_s"} of one run's requests */
+cJSON *hr_request_summary(const struct hr_req *q, size_t n);
 /* The JSON body sent for prompt (malloc'd): the client's body a router must pass on. */
 char *hr_request_body(const struct hr_scenario *sc, const char *prompt);
 

@@ -334,6 +334,8 @@ void hr_run_external(const struct hr_scenario *sc, const struct hr_opts *o, stru
 		cJSON_AddItemToObject(res->metrics, "decode",
 		                      deltas(&e.rd.d_before, &e.rd.d_after));
 	}
+	if (e.rd.reqs)
+		res->requests = hr_request_summary(e.rd.reqs, e.rd.nreqs);
 	hr_reqs_free(e.rd.reqs, e.rd.reqs ? e.rd.nreqs : 0);
 	hr_reqs_free(e.rd.plain, e.rd.plain ? e.rd.nreqs : 0);
 	hr_metrics_free(&e.rd.p_before);

@@ -154,7 +154,7 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-static cJSON *request_summary(const struct hr_req *q, size_t n)
+cJSON *hr_request_summary(const struct hr_req *q, size_t n)
 {
 	cJSON *o = cJSON_CreateObject();
 	double *lat = calloc(n ? n : 1, sizeof(double)), tokens = 0;
@@ -475,7 +475,7 @@ static void run_body(struct run *r)
 		phase_judge(r, &rd);
 	}
 	if (rd.reqs)
-		r->res->requests = request_summary(rd.reqs, rd.nreqs);
+		r->res->requests = hr_request_summary(rd.reqs, rd.nreqs);
 	hr_reqs_free(rd.reqs, rd.nreqs);
 	hr_reqs_free(rd.plain, rd.nreqs);
 	hr_router_data_free(&rd);
