@@ -281,8 +281,8 @@ cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON
 		add_str(a, "--record-requests");
 		add_str(a, path);
 		if (n == &d->prefill && hr_scenario_has_check(sc, "router_prefill_failure")) {
-			/* after the workload and the streamed probe, prefill answers 500 */
-			snprintf(path, sizeof(path), "fail-after=%d", sc->wl.requests + 1);
+			/* the failure phase's prompts carry the marker: prefill answers them 500 */
+			snprintf(path, sizeof(path), "fail-marker=%s", HR_ROUTER_FAIL_MARKER);
 			add_str(a, "--fault");
 			add_str(a, path);
 		}

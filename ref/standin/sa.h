@@ -25,8 +25,9 @@ struct sa_fault {
 	bool drop, corrupt, crash;
 	bool eos_first; /* the first generated token is EOS (finish "stop" after 0 tokens) */
 	int delay_ms;
-	int crash_after; /* crash on this request (1 = first) */
-	int fail_after;  /* fail-after=N: completions after the first N answer 500; -1 = off */
+	int crash_after;      /* crash on this request (1 = first) */
+	int fail_after;       /* fail-after=N: completions after the first N answer 500; -1 = off */
+	char fail_marker[64]; /* --fault fail-marker=TEXT: bodies containing TEXT answer 500 */
 };
 
 struct sa_opts {

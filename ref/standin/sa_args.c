@@ -162,6 +162,9 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 		} else if (!strncmp(tok, "delay=", 6) && !pd_parse_i64(tok + 6, &v) && v >= 0 &&
 		           v <= 600000) {
 			f->delay_ms = (int)v;
+		} else if (!strncmp(tok, "fail-marker=", 12) && tok[12] &&
+		           strlen(tok + 12) < sizeof(f->fail_marker)) {
+			snprintf(f->fail_marker, sizeof(f->fail_marker), "%s", tok + 12);
 		} else if (!strncmp(tok, "fail-after=", 11) && !pd_parse_i64(tok + 11, &v) &&
 		           v >= 0 && v <= 1000000) {
 			f->fail_after = (int)v;
@@ -169,7 +172,8 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 			snprintf(
 			    err, errsz,
 			    "fault '%s': expected drop, corrupt, eos-first, delay=MS (0..600000), "
-			    "crash, crash=N (N >= 1) or fail-after=N, comma-separated",
+			    "crash, crash=N (N >= 1), fail-after=N or fail-marker=TEXT (1..63 "
+			    "bytes), comma-separated",
 			    tok);
 			ret = -EINVAL;
 			break;
@@ -205,7 +209,7 @@ static void print_help(void)
 	     "gen B (--list-versions prints the table). vLLM flags it does not need\n"
 	     "(--gpu-memory-utilization, --enforce-eager, --quantization, ...) are ignored.\n"
 	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N, "
-	     "fail-after=N.\n"
+	     "fail-after=N, fail-marker=TEXT.\n"
 	     "--record-requests FILE: one JSON line per completion request as it arrived.\n"
 	     "Environment (V1): VLLM_MOONCAKE_BOOTSTRAP_PORT (8998), "
 	     "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480),\n"
