@@ -578,6 +578,15 @@ static void test_capability(void **state)
 	assert_int_equal(pd_mkdir_p(sub), 0);
 	assert_null(hr_capability_missing(&sc, buf, sizeof(buf)));
 	unsetenv("PDKV_SYS_INFINIBAND");
+	/* "needs": ["gpu"] with a CUDA runtime that does not load: NOTRUN naming the field */
+	sc.protocol = "tcp";
+	sc.needs_gpu = true;
+	setenv("PDKV_CUDART", "/nonexistent/libcudart.so", 1);
+	assert_non_null(hr_capability_missing(&sc, buf, sizeof(buf)));
+	assert_non_null(strstr(buf, "needs a CUDA GPU"));
+	assert_non_null(strstr(buf, "no CUDA runtime library"));
+	unsetenv("PDKV_CUDART");
+	sc.needs_gpu = false;
 	pd_rm_rf(dir);
 }
 
