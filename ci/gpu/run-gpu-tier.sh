@@ -89,8 +89,9 @@ for p in nvlink tcp; do
 	proto=tcp
 	[ $p = nvlink ] && proto=nvlink_intra
 	rm -f "$LOG/scenario-$p.json"
-	step scenario_1p1d_gpu_$p "$BUILD/bin/pdkv" run --json "$LOG/scenario-$p.json" \
-		"scenarios/gpu/1p1d-gpu-v1-$p$sfx.json" || continue
+	rm -rf "$LOG/run-$p"
+	step scenario_1p1d_gpu_$p "$BUILD/bin/pdkv" run --keep --workdir "$LOG/run-$p" \
+		--json "$LOG/scenario-$p.json" "scenarios/gpu/1p1d-gpu-v1-$p$sfx.json" || continue
 	# descriptor size and descriptors per hand-off of the scenario (prefill's MooncakePromMetrics)
 	read -r blk nd < <(python3 "$HERE/handoff.py" shape "$LOG/scenario-$p.json" 2>/dev/null) ||
 		{ blk=1048576 nd=56; }
@@ -105,7 +106,8 @@ cat "$LOG"/bench_nvlink_intra.log "$LOG"/bench_tcp_vram.log "$LOG"/bench_two_gpu
 	awk '/^# ratio/ {n=$NF; printf "%s  [goal >= 0.90: %s]\n", $0, (n >= 0.90 ? "met" : "not met"); next} {print}'
 for p in nvlink tcp; do
 	[ -s "$LOG/scenario-$p.json" ] && [ -s "$LOG/bench-handoff-$p.json" ] &&
-		python3 "$HERE/handoff.py" ratio "$LOG/scenario-$p.json" "$LOG/bench-handoff-$p.json"
+		python3 "$HERE/handoff.py" ratio "$LOG/scenario-$p.json" "$LOG/bench-handoff-$p.json" \
+			"$LOG"/run-$p/*/prefill.log
 done
 if [ "$fails" -gt 0 ]; then
 	echo "gpu tier: FAIL ($fails failed, $notruns NOTRUN; logs in $LOG)"

@@ -81,6 +81,10 @@ static void on_xfer(void *ud, double secs, uint64_t bytes, size_t ndesc, bool ok
 	sa_hist_observe(&s->xfer_time, secs);
 	sa_hist_observe(&s->xfer_bytes, (double)bytes);
 	sa_hist_observe(&s->xfer_desc, (double)ndesc);
+	if (s->gpu) /* the GPU tier reads each hand-off (the first one also opens the handles) */
+		pd_info("KV hand-off from %s: %llu bytes, %zu descriptors in %.3f ms (%.2f GB/s)",
+		        sa_gpu_location(s), (unsigned long long)bytes, ndesc, secs * 1e3,
+		        secs > 0 ? (double)bytes / secs / 1e9 : 0.0);
 }
 
 static int v1_start(struct sa *s)
