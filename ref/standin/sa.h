@@ -26,6 +26,7 @@ struct sa_fault {
 	bool eos_first; /* the first generated token is EOS (finish "stop" after 0 tokens) */
 	int delay_ms;
 	int crash_after; /* crash on this request (1 = first) */
+	int fail_after;  /* fail-after=N: completions after the first N answer 500; -1 = off */
 };
 
 struct sa_opts {
@@ -59,6 +60,7 @@ struct sa_opts {
 	bool kv_mla;            /* one KV buffer per layer */
 	bool prompt_tokens_details;
 	const char *kv_cache_device; /* --kv-cache-device cpu|cuda|cuda:N (NULL = cpu) */
+	const char *record_requests; /* --record-requests FILE: JSON lines (sa_record.c) */
 };
 
 /* Parses argv like vLLM's argparse. 0 = run, 1 = --help printed (exit 0), 2 = usage error
