@@ -111,6 +111,7 @@ static const char usage_line[] =
     "[--dry-run]\n"
     "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|bn] [--list-versions]\n"
     "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
+    "                    [--kv-cache-device cpu|cuda|cuda:N]\n"
     "                    [--kv-mla] [--enable-prompt-tokens-details] [--version] [-h]\n";
 
 static void usage_error(const char *fmt, const char *a, const char *b)
@@ -348,6 +349,7 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 				    "-dp",
 				    "--block-size",
 				    "--num-gpu-blocks-override",
+				    "--kv-cache-device",
 				    "--record-requests",
 				};
 				for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
@@ -453,6 +455,8 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 			if (parse_int(name, val, 1, 4096, &v))
 				return 2;
 			o->block_size = (int)v;
+		} else if (!strcmp(name, "--kv-cache-device")) {
+			o->kv_cache_device = val; /* checked at startup (sa_gpu.c) */
 		} else if (!strcmp(name, "--num-gpu-blocks-override")) {
 			if (parse_int(name, val, 1, 1 << 24, &v))
 				return 2;
