@@ -160,7 +160,29 @@ struct sa_req {
 	size_t cached_tokens;
 	bool first_token_seen;
 	char *kvtp_out; /* JSON object text for the response's kv_transfer_params */
+	/* hand-off stages (CLOCK_MONOTONIC ns, 0 = not reached) and a per-stage breakdown for the
+	 * debug log: "prefill has the KV" and "decode has verified it" */
+	uint64_t t_kv_ready, t_kv_verified;
+	char stages[256];
 };
+
+/* Where rank k's heads of row (layer l, position t) of keys / values live (kv_heads / nsh x
+ * head_dim x dtype_bytes bytes). */
+struct sa_kvmap {
+	uint8_t *(*seg)(void *ud, bool value, int l, size_t t, int k);
+	void *ud;
+};
+/* Writes the fake model's KV of tokens for nsh ranks where map says (NULL: nowhere, rows are only
+ * hashed), hashing as it goes: *seed = mdl_kv_checksum of the whole KV, sums[k] (if sums) of rank
+ * k's shard. 0 or -errno. */
+int sa_kv_gen(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
+              const struct sa_kvmap *map, uint64_t *seed, uint64_t *sums);
+/* Hashes the KV where map says into *seed and compares it with the fake model's (*same). */
+int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
+               const struct sa_kvmap *map, uint64_t *seed, bool *same);
+
+/* Appends " name=ms" (since *t, then *t = now) to r->stages. */
+void sa_stage(struct sa_req *r, const char *name, uint64_t *t);
 
 /* Prefill step: KV from the connector (consumer) or the model (+ insert for a producer).
  * 0, or an HTTP status (>= 400) with *msg set (static or malloc'd in *msg_alloc). */

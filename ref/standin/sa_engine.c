@@ -46,11 +46,11 @@ static void maybe_crash(struct sa *s, const char *where, const char *id)
 
 /* Computes the request's KV: one shard per connector rank (1 when plain), and the generation
  * seed over the whole KV. */
-static int compute(struct sa *s, const struct sa_req *r, struct mdl_kv *sh, int nsh, uint64_t *seed)
+static int compute(struct sa *s, struct sa_req *r, struct mdl_kv *sh, int nsh, uint64_t *seed)
 {
 	const struct mdl_geom *g = &s->o.geom;
 	int hs = g->kv_heads / nsh, ret = 0;
-	uint64_t t0 = pd_now_ns();
+	uint64_t t0 = pd_now_ns(), ts = t0;
 	uint8_t *fk = NULL, *fv = NULL;
 
 	for (int i = 0; i < nsh; i++) {
@@ -58,6 +58,7 @@ static int compute(struct sa *s, const struct sa_req *r, struct mdl_kv *sh, int 
 		if (ret)
 			goto out;
 	}
+	sa_stage(r, "gen", &ts);
 	if (nsh == 1) {
 		*seed = mdl_kv_checksum(sh[0].keys, sh[0].values, sh[0].bytes_each);
 	} else {
@@ -75,7 +76,10 @@ static int compute(struct sa *s, const struct sa_req *r, struct mdl_kv *sh, int 
 		*seed = mdl_kv_checksum(fk, fv, each);
 		ret = 0;
 	}
+	sa_stage(r, "seed", &ts);
 	mdl_pace(t0, s->o.ns_per_token, r->ntok);
+	sa_stage(r, "pace", &ts);
+	r->t_kv_ready = ts;
 	atomic_fetch_add(&s->n.computed, r->ntok);
 out:
 	free(fk);
@@ -92,6 +96,7 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 	int64_t T = (int64_t)r->ntok, hs = g->kv_heads / s->nkvc;
 	uint8_t *roi = malloc(r->ntok);
 	int ret = 0;
+	uint64_t ts = pd_now_ns();
 
 	if (!roi)
 		return -ENOMEM;
@@ -133,6 +138,7 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 			goto out;
 		}
 	}
+	sa_stage(r, "insert", &ts);
 	atomic_fetch_add(&s->n.inserted, 1);
 	r->kv_note = "computed+inserted";
 	maybe_crash(s, "right after kvc_insert (peer may be mid-transfer)", r->id);
@@ -198,6 +204,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 	enum fetch res = F_HIT;
 	uint8_t *fk = NULL, *fv = NULL;
 	size_t each = 0;
+	uint64_t tst = pd_now_ns();
 
 	memset(it, 0, sizeof(it));
 	for (int k = 0; k < s->nkvc && res == F_HIT; k++) {
@@ -242,6 +249,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			break;
 		}
 	}
+	sa_stage(r, "drop_select", &tst);
 	if (res == F_HIT)
 		maybe_crash(s, "after kvc_drop_select, before using the KV", r->id);
 	for (int k = 0; k < got && res == F_HIT; k++) {
@@ -260,6 +268,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			res = F_CSUM;
 		}
 	}
+	sa_stage(r, "verify", &tst);
 	if (res == F_HIT) {
 		if (s->nkvc == 1) {
 			*seed =
@@ -282,11 +291,26 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			}
 		}
 	}
+	sa_stage(r, "seed", &tst);
+	if (res == F_HIT)
+		r->t_kv_verified = tst;
 	free(fk);
 	free(fv);
 	for (int k = 0; k < got; k++)
 		kvc_item_free(&it[k]);
+	sa_stage(r, "free", &tst);
 	return res;
+}
+
+void sa_stage(struct sa_req *r, const char *name, uint64_t *t)
+{
+	uint64_t now = pd_now_ns();
+	size_t k = strlen(r->stages);
+
+	if (k < sizeof(r->stages) - 1)
+		snprintf(r->stages + k, sizeof(r->stages) - k, " %s=%.1f", name,
+		         (double)(now - *t) / 1e6);
+	*t = now;
 }
 
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
@@ -295,6 +319,10 @@ int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_allo
 	int ret = s->conn->prefill(s, r, msg, msg_alloc);
 
 	r->kv_ms = (double)(pd_now_ns() - t0) / 1e6;
+	if (r->t_kv_ready || r->t_kv_verified)
+		pd_dbg("request %s: handoff kv_ready=%llu kv_verified=%llu tokens=%zu ms:%s", r->id,
+		       (unsigned long long)r->t_kv_ready, (unsigned long long)r->t_kv_verified,
+		       r->ntok, r->stages);
 	return ret;
 }
 
