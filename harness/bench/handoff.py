@@ -138,9 +138,11 @@ def run_gen(gen, plain):
     return rows
 
 
-def engine(op):
+def engine(op, n):
+    # the hand-off's shape: one request per KV buffer (2 x layers), each one run of n/16 blocks
+    bs = (n + 15) // 16 * 16384
     out = subprocess.run([f"{a.bin}/pdkv-bench", "--mode=loopback", "--protocol=tcp", "--metadata_server=P2PHANDSHAKE",
-                          f"--operation={op}", "--block_size=1048576", "--batch_size=64", f"--duration={a.engine_duration}",
+                          f"--operation={op}", f"--block_size={bs}", "--batch_size=56", f"--duration={a.engine_duration}",
                           f"--json={TMP}/eng-{op}.json"], capture_output=True, text=True)
     try:
         j = json.load(open(f"{TMP}/eng-{op}.json"))
@@ -167,8 +169,9 @@ def main():
     try:
         for gen in a.gens.split(","):
             op = "read" if gen == "v0" else "write"
-            eng[op] = engine(op)
-            print(f"# engine {op}: {eng[op]} GB/s", flush=True)
+            for n in [int(t) for t in a.tokens.split(",")]:
+                eng[(op, n)] = engine(op, n)
+                print(f"# engine {op} {n} tokens: {eng[(op, n)]} GB/s", flush=True)
             allrows += run_gen(gen, plain)
     finally:
         for pr in procs:
@@ -177,8 +180,8 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     import statistics as st
     for gen in a.gens.split(","):
-        e = eng["read" if gen == "v0" else "write"]
         for n in [int(t) for t in a.tokens.split(",")]:
+            e = eng[("read" if gen == "v0" else "write", n)]
             rs = [r for r in allrows if r["gen"] == gen and r["tokens"] == n]
             if not rs: continue
             med = lambda k: st.median([r[k] for r in rs if r[k] is not None]) if any(r[k] is not None for r in rs) else float("nan")
@@ -186,7 +189,7 @@ def main():
             print(f"| {gen} | {n:,} | {rs[0]['kv_mb']:.0f} | {med('prefill_s')*1e3:.0f} ms | {med('decode_s')*1e3:.0f} ms | "
                   f"{g:.2f} GB/s | {med('plain_s')*1e3:.0f} ms | {e:.2f} GB/s | {g / e * 100 if e else float('nan'):.0f} % |")
     if a.json:
-        json.dump({"engine": eng, "rows": allrows}, open(a.json, "w"), indent=1)
+        json.dump({"engine": {f"{k[0]}-{k[1]}": v for k, v in eng.items()}, "rows": allrows}, open(a.json, "w"), indent=1)
     print(f"# logs in {TMP}")
 
 

@@ -316,6 +316,9 @@ out:
 		atomic_fetch_add(&w->xfer_failures, 1);
 	else
 		atomic_fetch_add(&w->bytes_sent, bytes);
+	pd_dbg("kv1: WRITE %llu bytes in %zu requests to %s: %.1f ms (t=%llu)",
+	       (unsigned long long)bytes, n, seg, (double)(pd_now_ns() - t0) / 1e6,
+	       (unsigned long long)t0);
 	if (w->o.on_xfer)
 		w->o.on_xfer(w->o.ud, (double)(pd_now_ns() - t0) / 1e9, ret ? 0 : bytes, n, !ret);
 	free(r);

@@ -177,7 +177,8 @@ struct sa_kvmap {
  * k's shard. 0 or -errno. */
 int sa_kv_gen(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
               const struct sa_kvmap *map, uint64_t *seed, uint64_t *sums);
-/* Hashes the KV where map says into *seed and compares it with the fake model's (*same). */
+/* Hashes the KV where map says into *seed and, unless same is NULL, compares it with the fake
+ * model's rows on a second thread (*same). */
 int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
                const struct sa_kvmap *map, uint64_t *seed, bool *same);
 

@@ -2,6 +2,8 @@
  * the fake model's KV laid out in vLLM's blocks, kv_transfer_params at each step, and the
  * producer / consumer halves of a request with vLLM's log lines and kv_load_failure_policy. */
 #include <errno.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,22 +365,54 @@ static int fetch(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb, char 
 	return 0;
 }
 
+/* The fake model's checksum of the prompt's KV, computed from the tokens alone while the blocks
+ * are in flight, so checking the received KV costs one hash of it after the transfer. */
+struct expect {
+	struct sa *s;
+	const struct sa_req *r;
+	uint64_t sum;
+	int ret;
+	pthread_t th;
+	bool started;
+};
+
+static void *expect_main(void *arg)
+{
+	struct expect *e = arg;
+
+	/* below the transfer's threads: it fills idle cycles, it must not slow the transfer */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+	e->ret = sa_kv_gen(&e->s->o.geom, e->r->tokens, e->r->ntok, 1, NULL, &e->sum, NULL);
+	return NULL;
+}
+
 /* Reads the KV actually in the blocks, seeds generation from it and checks it against the
- * fake model on a second thread (a mismatch is counted, the text follows the blocks). */
-static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk)
+ * fake model's checksum (a mismatch is counted, the text follows the blocks). */
+static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, struct expect *e)
 {
 	struct blkmap m = {s, r->dp, blk};
 	struct sa_kvmap map = {blk_seg, &m};
+	uint64_t ts = pd_now_ns();
+	int ret = sa_kv_scan(&s->o.geom, r->tokens, r->ntok, s->o.tp, &map, &r->seed,
+	                     e->started ? NULL : &(bool){true});
 	bool same = true;
-	int ret = sa_kv_scan(&s->o.geom, r->tokens, r->ntok, s->o.tp, &map, &r->seed, &same);
 
+	sa_stage(r, "hash", &ts);
 	if (ret)
 		return ret;
+	if (e->started) {
+		pthread_join(e->th, NULL);
+		e->started = false;
+		sa_stage(r, "expect_wait", &ts);
+		if (e->ret)
+			return e->ret;
+		same = e->sum == r->seed;
+	}
 	if (!same) {
 		atomic_fetch_add(&s->n.checksum_failures, 1);
 		pd_warn("request %s: the KV in the received blocks is not the prompt's (checksum "
-		        "%016llx): decoding from it anyway, as vLLM would",
-		        r->id, (unsigned long long)r->seed);
+		        "%016llx, expected %016llx): decoding from it anyway, as vLLM would",
+		        r->id, (unsigned long long)r->seed, (unsigned long long)e->sum);
 	}
 	return 0;
 }
@@ -406,17 +440,21 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 		pd_sleep_ms(s->o.fault.delay_ms);
 	}
 	uint64_t ts = pd_now_ns();
+	struct expect e = {s, r, 0, 0, 0, false};
 
+	e.started = pthread_create(&e.th, NULL, expect_main, &e) == 0;
 	ret = fetch(s, r, blk, nb, why, sizeof(why));
 	sa_stage(r, "fetch", &ts);
 	if (!ret) {
 		maybe_crash(s, "after the transfer, before using the KV", r->id);
-		ret = use_blocks(s, r, blk);
+		ret = use_blocks(s, r, blk, &e);
 		sa_stage(r, "use_blocks", &ts);
 		r->t_kv_verified = ts;
 		if (ret)
 			snprintf(why, sizeof(why), "out of memory reading the blocks");
 	}
+	if (e.started)
+		pthread_join(e.th, NULL);
 	for (int k = 0; k < s->o.tp; k++)
 		if (blk[k]) {
 			kv1_free(s->w[r->dp][k], blk[k], nb);
