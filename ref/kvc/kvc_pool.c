@@ -97,11 +97,7 @@ int kvc_pool_create(size_t region_bytes, size_t dedicated_cap, kvc_reg_fn reg, k
 		p->top_order--;
 	p->nblocks = r / KVC_POOL_MIN_BLOCK;
 	p->dedicated_cap = dedicated_cap;
-	/* keep freed dedicated buffers up to the dedicated cap: an item above one region (a long
-	 * prompt's keys) would otherwise be unregistered, unmapped, mapped, faulted in and
-	 * registered again on every request, and each registration republishes the segment, so
-	 * the peer's first READ misses it and re-syncs */
-	p->cache_cap = dedicated_cap;
+	p->cache_cap = r; /* keep at most one region's worth of freed dedicated buffers */
 	p->reg = reg;
 	p->unreg = unreg;
 	p->ctx = ctx;
@@ -209,6 +205,13 @@ found:
 	p->ded = d;
 	p->in_use += d->len;
 	return d->ptr;
+}
+
+void kvc_pool_set_cache_cap(struct kvc_pool *p, size_t bytes)
+{
+	pthread_mutex_lock(&p->mu);
+	p->cache_cap = bytes < p->dedicated_cap ? bytes : p->dedicated_cap;
+	pthread_mutex_unlock(&p->mu);
 }
 
 void *kvc_pool_alloc(struct kvc_pool *p, size_t len)

@@ -151,7 +151,9 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 		tset(&it.values, kv_dtype(g->dtype_bytes), 4, kshape, sh[k].values,
 		     sh[k].bytes_each);
 		tset(&it.hidden, KVC_BF16, 2, hshape, sh[k].hidden, sh[k].hidden_bytes);
-		ret = kvc_insert(s->kvc[k], &it);
+		ret = kvc_insert_move_kv(s->kvc[k], &it);
+		if (!ret) /* the buffer owns them now */
+			sh[k].keys = sh[k].values = sh[k].hidden = NULL;
 		if (ret) {
 			atomic_fetch_add(&s->n.insert_failures, 1);
 			atomic_fetch_add(&s->n.transfer_failures, 1);
@@ -300,7 +302,8 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 		} else {
 			uint8_t *kp[SA_MAX_TP], *vp[SA_MAX_TP];
 			struct shmap m = {NULL, kp, vp, r->ntok,
-			                  (size_t)hs * (size_t)g->head_dim * (size_t)g->dtype_bytes};
+			                  (size_t)hs * (size_t)g->head_dim *
+			                      (size_t)g->dtype_bytes};
 			struct sa_kvmap map = {sh_seg, &m};
 
 			for (int k = 0; k < s->nkvc; k++) {

@@ -71,8 +71,8 @@ static void run_two(struct pass *a, struct pass *b)
 		run_pass(b);
 }
 
-static int setup(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
-                 uint64_t **pre, uint8_t **s1, uint8_t **s2)
+static int setup(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh, uint64_t **pre,
+                 uint8_t **s1, uint8_t **s2)
 {
 	size_t seg = (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / nsh);
 
@@ -104,7 +104,8 @@ int sa_kv_gen(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh
 	mdl_h64_init(&full, MDL_KV_CHECKSUM_SEED);
 	for (int i = 0; i < nsh; i++)
 		mdl_h64_init(&per[i], MDL_KV_CHECKSUM_SEED);
-	k = (struct pass){g, pre, n, nsh, map, false, true, false, &full, sums ? per : NULL, s1, true};
+	k = (struct pass){g,  pre, n, nsh, map, false, true, false, &full, sums ? per : NULL,
+	                  s1, true};
 	v = k;
 	v.value = true;
 	v.scratch = s2;

@@ -229,7 +229,6 @@ static void maybe_crash(struct sa *s, const char *where, const char *id)
 	_exit(1);
 }
 
-
 /* A local prefill: the fake model's KV is only hashed (nothing keeps it), then paced. */
 static int local_compute(struct sa *s, struct sa_req *r, bool recompute)
 {

@@ -243,7 +243,8 @@ static void test_streaming_equals_one_shot(void **state)
 
 			mdl_h64_init(&h, 42);
 			for (size_t off = 0; off < len; off += piece)
-				mdl_h64_update(&h, buf + off, off + piece > len ? len - off : piece);
+				mdl_h64_update(&h, buf + off,
+				               off + piece > len ? len - off : piece);
 			assert_true(mdl_h64_final(&h) == mdl_hash64(buf, len, 42));
 		}
 	free(buf);
