@@ -126,6 +126,8 @@ struct sa {
 	struct kv1_boot *boot;
 	atomic_uint dp_rr;
 	struct sa_hist ttft, xfer_time, xfer_bytes, xfer_desc;
+	/* latency (vLLM's names and buckets) and pdkv's hand-off histograms, every generation */
+	struct sa_hist itl, tpot, e2e, handoff_s, handoff_bytes;
 };
 
 /* One completion request after parsing. */
@@ -163,6 +165,7 @@ struct sa_req {
 	/* hand-off stages (CLOCK_MONOTONIC ns, 0 = not reached) and a per-stage breakdown for the
 	 * debug log: "prefill has the KV" and "decode has verified it" */
 	uint64_t t_kv_ready, t_kv_verified;
+	uint64_t t_first_tok, t_last_tok; /* CLOCK_MONOTONIC ns of the first / latest token */
 	char stages[256];
 };
 
@@ -195,6 +198,13 @@ void sa_v1_engine_id(struct sa *s, struct sa_req *r);
 /* V0's prefill step (the pipe, or a plain instance). */
 int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
 void sa_metrics_init(struct sa *s);
+/* A token was generated (TTFT on the first, inter-token latency after). */
+void sa_metrics_token(struct sa *s, struct sa_req *r);
+/* The request ended after gen tokens: e2e latency, time per output token. */
+void sa_metrics_done(struct sa *s, const struct sa_req *r, long long gen);
+/* One hand-off seen from this side: secs from "prefill has the KV" (P) / the start of the pull
+ * (D) to "handed over" (P: WRITE done / inserted) / "verified" (D), and the KV bytes. */
+void sa_metrics_handoff(struct sa *s, double secs, uint64_t bytes);
 
 /* Prometheus text; malloc'd. */
 char *sa_metrics_text(struct sa *s);

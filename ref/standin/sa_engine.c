@@ -163,6 +163,8 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 		}
 	}
 	sa_stage(r, "insert", &ts);
+	sa_metrics_handoff(s, (double)(ts - (r->t_kv_ready ? r->t_kv_ready : ts)) / 1e9,
+	                   mdl_kv_bytes_per_token(g, g->kv_heads) * r->ntok);
 	atomic_fetch_add(&s->n.inserted, 1);
 	r->kv_note = "computed+inserted";
 	maybe_crash(s, "right after kvc_insert (peer may be mid-transfer)", r->id);
@@ -226,7 +228,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 	uint64_t deadline = pd_now_ns() + (uint64_t)s->o.kv_wait_timeout_ms * 1000000ULL;
 	int hs = g->kv_heads / s->nkvc, got = 0;
 	enum fetch res = F_HIT;
-	uint64_t tst = pd_now_ns(), sum0 = 0;
+	uint64_t tst = pd_now_ns(), sum0 = 0, t_pull = tst;
 
 	memset(it, 0, sizeof(it));
 	for (int k = 0; k < s->nkvc && res == F_HIT; k++) {
@@ -317,8 +319,11 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 		}
 	}
 	sa_stage(r, "seed", &tst);
-	if (res == F_HIT)
+	if (res == F_HIT) {
 		r->t_kv_verified = tst;
+		sa_metrics_handoff(s, (double)(tst - t_pull) / 1e9,
+		                   mdl_kv_bytes_per_token(g, g->kv_heads) * r->ntok);
+	}
 	for (int k = 0; k < got; k++)
 		kvc_item_free(&it[k]);
 	sa_stage(r, "free", &tst);

@@ -56,6 +56,7 @@ static void on_xfer(void *ud, double secs, uint64_t bytes, size_t ndesc, bool ok
 		atomic_fetch_add(&s->n.transfer_failures, 1);
 		return;
 	}
+	sa_metrics_handoff(s, secs, bytes);
 	sa_hist_observe(&s->xfer_time, secs);
 	sa_hist_observe(&s->xfer_bytes, (double)bytes);
 	sa_hist_observe(&s->xfer_desc, (double)ndesc);
@@ -441,6 +442,8 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 	uint64_t ts = pd_now_ns();
 	struct expect e = {s, r, 0, 0, 0, false};
 
+	uint64_t t_pull = ts;
+
 	e.started = pthread_create(&e.th, NULL, expect_main, &e) == 0;
 	ret = fetch(s, r, blk, nb, why, sizeof(why));
 	sa_stage(r, "fetch", &ts);
@@ -449,6 +452,10 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 		ret = use_blocks(s, r, blk, &e);
 		sa_stage(r, "use_blocks", &ts);
 		r->t_kv_verified = ts;
+		if (!ret)
+			sa_metrics_handoff(s, (double)(ts - t_pull) / 1e9,
+			                   mdl_kv_bytes_per_token(&s->o.geom, s->o.geom.kv_heads) *
+			                       r->ntok);
 		if (ret)
 			snprintf(why, sizeof(why), "out of memory reading the blocks");
 	}

@@ -1,0 +1,53 @@
+/* bench_serve: `pdkv bench serve` — a serving benchmark through a PD deployment's proxy with
+ * vllm bench serve's flags and output, plus the stand-ins' KV hand-off histograms. */
+#ifndef BENCH_SERVE_H
+#define BENCH_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SERVE_MAX_POINTS 32
+
+struct serve_opts {
+	const char *scenario; /* SCENARIO.json: the runner starts the deployment */
+	const char *base_url; /* external proxy */
+	const char *prefill_metrics, *decode_metrics;
+	const char *single_url; /* --compare-single=URL; "" = start a plain stand-in */
+	bool compare_single;
+	const char *model, *endpoint;
+	double rates[SERVE_MAX_POINTS]; /* 0 = inf */
+	int nrates;
+	int conc[SERVE_MAX_POINTS]; /* 0 = no cap */
+	int nconc;
+	int num_prompts, input_len, output_len;
+	long seed;
+	double timeout_s;
+	const char *json, *csv, *plot;
+	const char *single_args; /* --single-args: extra pdkv-standin flags for the plain one */
+};
+
+struct serve_req {
+	char *prompt;
+	int in_len, out_len;
+	double start, ttft, e2e;
+	double *itl;
+	size_t nitl, ntok;
+	bool ok;
+	const char *err;
+};
+
+struct serve_point {
+	const struct serve_opts *o;
+	const char *base_url;
+	double rate;
+	int concurrency;
+	size_t n;
+	struct serve_req *reqs;
+	double duration;
+};
+
+int serve_point_run(struct serve_point *pt);
+void serve_point_free(struct serve_point *pt);
+int bench_serve_main(int argc, char **argv);
+
+#endif
