@@ -114,16 +114,13 @@ def run_gen(gen, plain):
                 _, tp = post(P, body(p, 1), hdr)
                 r, td = post(D, body(p, 1), hdr)
             else:
-                import threading
+                # the prefill first, then the decode (as V0's proxy does): the decode request
+                # then times the hand-off and its first token only, not the prefill's compute
                 tid = "xfer-" + rid
-                res = {}
-                th = threading.Thread(target=lambda: res.update(p=post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": tid}), hdr)))
-                th.start()
+                _, tp = post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": tid}), hdr)
                 r, td = post(D, body(p, 1, {"do_remote_decode": False, "do_remote_prefill": True,
                                              "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
                                              "remote_engine_id": eng, "transfer_id": tid}), hdr)
-                th.join()
-                tp = res["p"][1]
             t_have = stage(f"P{gen[-1] if gen=='v0' else gen}", rid, "kv_ready")
             t_ver = stage(f"D{gen[-1] if gen=='v0' else gen}", rid, "kv_verified")
             kvb = n * 57344

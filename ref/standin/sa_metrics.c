@@ -184,8 +184,9 @@ static void lat_metrics(struct sa *s, struct buf *b, const char *model)
 	hist(b, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
 	     l, &s->e2e);
 	hist(b, "pdkv_kv_handoff_seconds",
-	     "KV hand-off time: prefill from having the KV to handing it over (V1 WRITE done, V0 "
-	     "inserted), decode from starting the pull to having verified the KV.",
+	     "KV hand-off, this side's part: prefill from having the KV to having handed it over "
+	     "(V1: WRITE done; V0: inserted), decode to the verified KV from the blocks' arrival "
+	     "(V1, P pushes) or from the start of its pull (V0, D reads).",
 	     l, &s->handoff_s);
 	hist(b, "pdkv_kv_handoff_bytes", "KV bytes per hand-off (keys + values).", l,
 	     &s->handoff_bytes);

@@ -442,18 +442,20 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 	uint64_t ts = pd_now_ns();
 	struct expect e = {s, r, 0, 0, 0, false};
 
-	uint64_t t_pull = ts;
-
 	e.started = pthread_create(&e.th, NULL, expect_main, &e) == 0;
 	ret = fetch(s, r, blk, nb, why, sizeof(why));
 	sa_stage(r, "fetch", &ts);
+	/* P pushes: the WRITE is the prefill's part of the hand-off (its histogram); the
+	 * decode's part runs from the blocks' arrival to the verified KV */
+	uint64_t t_arrived = ts;
+
 	if (!ret) {
 		maybe_crash(s, "after the transfer, before using the KV", r->id);
 		ret = use_blocks(s, r, blk, &e);
 		sa_stage(r, "use_blocks", &ts);
 		r->t_kv_verified = ts;
 		if (!ret)
-			sa_metrics_handoff(s, (double)(ts - t_pull) / 1e9,
+			sa_metrics_handoff(s, (double)(ts - t_arrived) / 1e9,
 			                   mdl_kv_bytes_per_token(&s->o.geom, s->o.geom.kv_heads) *
 			                       r->ntok);
 		if (ret)
