@@ -174,7 +174,7 @@ static struct dist dist_of(double *v, size_t n) /* seconds in, ms out */
 }
 
 struct result {
-	char name[64], target[16];
+	char name[96], target[16];
 	double rate;
 	int conc;
 	size_t ok, failed;
