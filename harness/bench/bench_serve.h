@@ -46,6 +46,34 @@ struct serve_point {
 	double duration;
 };
 
+struct dist {
+	double mean, median, p90, p99;
+};
+
+struct result {
+	char name[96], target[16];
+	double rate;
+	int conc;
+	size_t ok, failed;
+	double duration, in_tok, out_tok;
+	struct dist ttft, tpot, itl, e2e;
+	/* decode side hand-off (from /metrics): count, mean, p50, p90 ms, goodput GB/s */
+	double ho_n, ho_mean, ho_p50, ho_p90, ho_gbs, ho_p_mean;
+};
+
+struct run_ctx {
+	const struct serve_opts *o;
+	struct result res[2 * SERVE_MAX_POINTS * SERVE_MAX_POINTS];
+	int nres;
+	const char *single_url;
+};
+
+/* bench_serve_out.c: the sweep's table, rows JSON (pdkv report compare), CSV, gnuplot PNG */
+void serve_print_table(const struct run_ctx *c);
+int serve_write_json(const struct run_ctx *c, const char *path);
+int serve_write_csv(const struct run_ctx *c, const char *path);
+int serve_write_plot(const struct run_ctx *c, const char *png);
+
 int serve_point_run(struct serve_point *pt);
 void serve_point_free(struct serve_point *pt);
 int bench_serve_main(int argc, char **argv);
