@@ -265,17 +265,24 @@ static void print_block(const struct result *r)
 /* ---------------------------------------------------------------- one target, the sweep */
 
 static int run_point(struct run_ctx *c, const char *target, const char *url, const char *pm,
-                     const char *dm, double rate, int conc)
+                     const char *dm, double rate, int conc, int in_len)
 {
-	struct serve_point pt = {.o = c->o, .base_url = url, .rate = rate, .concurrency = conc};
+	struct serve_point pt = {
+	    .o = c->o, .base_url = url, .rate = rate, .concurrency = conc, .input_len = in_len};
 	struct result *r = &c->res[c->nres];
 	struct hmet pb, pa, db, da;
 
+	if (c->nres >= (int)(sizeof(c->res) / sizeof(c->res[0]))) {
+		fprintf(stderr, "pdkv bench serve: too many sweep points (at most %zu)\n",
+		        sizeof(c->res) / sizeof(c->res[0]));
+		return -1;
+	}
 	memset(r, 0, sizeof(*r));
 	pt.n = (size_t)c->o->num_prompts;
 	snprintf(r->target, sizeof(r->target), "%s", target);
 	r->rate = rate;
 	r->conc = conc;
+	r->in_len = in_len;
 	{
 		char rs[32] = "inf", cs[32] = "none";
 
@@ -283,7 +290,11 @@ static int run_point(struct run_ctx *c, const char *target, const char *url, con
 			snprintf(rs, sizeof(rs), "%g", rate);
 		if (conc > 0)
 			snprintf(cs, sizeof(cs), "%d", conc);
-		snprintf(r->name, sizeof(r->name), "%s rate=%s conc=%s", target, rs, cs);
+		if (c->o->nin > 1)
+			snprintf(r->name, sizeof(r->name), "%s in=%d rate=%s conc=%s", target,
+			         in_len, rs, cs);
+		else
+			snprintf(r->name, sizeof(r->name), "%s rate=%s conc=%s", target, rs, cs);
 	}
 	scrape(pm, &pb);
 	scrape(dm, &db);
@@ -323,13 +334,16 @@ static int sweep(struct run_ctx *c, const char *url, const char *pm, const char 
 	const struct serve_opts *o = c->o;
 	int rc = 0;
 
-	for (int i = 0; i < o->nrates; i++)
-		for (int j = 0; j < o->nconc; j++) {
-			rc |= run_point(c, "pd", url, pm, dm, o->rates[i], o->conc[j]);
-			if (c->single_url)
-				rc |= run_point(c, "single", c->single_url, NULL, NULL, o->rates[i],
-				                o->conc[j]);
-		}
+	for (int l = 0; l < o->nin; l++)
+		for (int i = 0; i < o->nrates; i++)
+			for (int j = 0; j < o->nconc; j++) {
+				int in = o->in_lens[l];
+
+				rc |= run_point(c, "pd", url, pm, dm, o->rates[i], o->conc[j], in);
+				if (c->single_url)
+					rc |= run_point(c, "single", c->single_url, NULL, NULL,
+					                o->rates[i], o->conc[j], in);
+			}
 	return rc;
 }
 
@@ -402,7 +416,7 @@ static void usage(FILE *f)
 	        "  --request-rate LIST         inf or req/s, Poisson arrivals (inf)\n"
 	        "  --max-concurrency LIST      concurrency caps (none)\n"
 	        "  --num-prompts N             requests per point (1000)\n"
-	        "  --random-input-len N        prompt tokens (1024; alias --input-len)\n"
+	        "  --random-input-len LIST     prompt tokens (1024; alias --input-len)\n"
 	        "  --random-output-len N       output tokens (128; alias --output-len)\n"
 	        "  --seed N                    prompts and arrivals (0)\n"
 	        "  --model NAME --endpoint PATH (/v1/completions)\n"
@@ -506,6 +520,8 @@ static int parse(int argc, char **argv, struct serve_opts *o, char *urlbuf, size
 	o->nconc = 1;
 	o->num_prompts = 1000;
 	o->input_len = 1024;
+	o->in_lens[0] = 1024;
+	o->nin = 1;
 	o->output_len = 128;
 	o->timeout_s = 600;
 	optind = 1;
@@ -543,8 +559,11 @@ static int parse(int argc, char **argv, struct serve_opts *o, char *urlbuf, size
 				return 2;
 			break;
 		case IN:
-			if (pos_int(optarg, "--random-input-len", &o->input_len))
+			if (parse_list(optarg, cv, &o->nin, true, "--random-input-len"))
 				return 2;
+			for (int i = 0; i < o->nin; i++)
+				o->in_lens[i] = (int)cv[i];
+			o->input_len = o->in_lens[0];
 			break;
 		case OUT:
 			if (pos_int(optarg, "--random-output-len", &o->output_len))

@@ -20,6 +20,8 @@ struct serve_opts {
 	int conc[SERVE_MAX_POINTS]; /* 0 = no cap */
 	int nconc;
 	int num_prompts, input_len, output_len;
+	int in_lens[SERVE_MAX_POINTS]; /* --random-input-len LIST: a sweep dimension */
+	int nin;
 	long seed;
 	double timeout_s;
 	const char *json, *csv, *plot;
@@ -41,6 +43,7 @@ struct serve_point {
 	const char *base_url;
 	double rate;
 	int concurrency;
+	int input_len;
 	size_t n;
 	struct serve_req *reqs;
 	double duration;
@@ -53,7 +56,7 @@ struct dist {
 struct result {
 	char name[96], target[16];
 	double rate;
-	int conc;
+	int conc, in_len;
 	size_t ok, failed;
 	double duration, in_tok, out_tok;
 	struct dist ttft, tpot, itl, e2e;

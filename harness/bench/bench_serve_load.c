@@ -174,7 +174,7 @@ int serve_point_run(struct serve_point *pt)
 	for (size_t i = 0; i < pt->n; i++) {
 		struct serve_req *q = &pt->reqs[i];
 
-		q->in_len = o->input_len;
+		q->in_len = pt->input_len;
 		q->out_len = o->output_len;
 		q->prompt = malloc((size_t)q->in_len + 1);
 		if (!q->prompt)

@@ -139,7 +139,7 @@ int serve_write_plot(const struct run_ctx *c, const char *png)
 			if (!strcmp(c->res[i].target, t ? "single" : "pd"))
 				fprintf(f, "%g %d %.3f %.3f %d %.3f\n", c->res[i].rate,
 				        c->res[i].conc, c->res[i].ttft.median, c->res[i].e2e.median,
-				        c->o->input_len,
+				        c->res[i].in_len,
 				        isnan(c->res[i].ho_gbs) ? 0 : c->res[i].ho_gbs);
 		fprintf(f, "\n\n");
 	}
