@@ -14,6 +14,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
+#include "sa_gpu.h"
 
 static size_t row_bytes(const struct sa *s)
 {
@@ -60,6 +61,10 @@ static void on_xfer(void *ud, double secs, uint64_t bytes, size_t ndesc, bool ok
 	sa_hist_observe(&s->xfer_time, secs);
 	sa_hist_observe(&s->xfer_bytes, (double)bytes);
 	sa_hist_observe(&s->xfer_desc, (double)ndesc);
+	if (s->gpu) /* the GPU tier reads each hand-off (the first one also opens the handles) */
+		pd_info("KV hand-off from %s: %llu bytes, %zu descriptors in %.3f ms (%.2f GB/s)",
+		        sa_gpu_location(s), (unsigned long long)bytes, ndesc, secs * 1e3,
+		        secs > 0 ? (double)bytes / secs / 1e9 : 0.0);
 }
 
 static int v1_start(struct sa *s)
@@ -70,6 +75,9 @@ static int v1_start(struct sa *s)
 	                                         : 4 * (((size_t)s->o.max_model_len + bs - 1) / bs);
 	char boot_url[64], err[768];
 	int bport = 0;
+
+	if (sa_gpu_setup(s))
+		return -1;
 
 	if (s->producer && cfg_gen_is_b(s->gen)) {
 		int ret = kv1_boot_start(NULL, s->bootstrap_port,
@@ -106,6 +114,7 @@ static int v1_start(struct sa *s)
 			o.nbufs = s->o.kv_mla ? g->layers : 2 * g->layers;
 			o.block_len = bs * row * (s->o.kv_mla ? 2 : 1);
 			o.num_blocks = nblocks;
+			o.location = sa_gpu_location(s);
 			o.on_xfer = on_xfer;
 			o.ud = s;
 			if (kv1_worker_create(&o, &s->w[d][r], err, sizeof(err))) {
@@ -133,6 +142,7 @@ static void v1_stop(struct sa *s)
 		}
 	kv1_boot_stop(s->boot);
 	s->boot = NULL;
+	sa_gpu_teardown(s);
 }
 
 static bool v1_ready(struct sa *s)
@@ -179,15 +189,27 @@ static int produce(struct sa *s, struct sa_req *r)
 		}
 	}
 	sa_stage(r, "alloc", &ts);
-	ret = sa_kv_gen(&s->o.geom, r->tokens, r->ntok, s->o.tp, &map, &r->seed, NULL);
+	/* host blocks: generated in place; GPU blocks: the seed from a hash-only pass, the rows
+	 * by the GPU kernel straight into the device blocks */
+	ret = sa_kv_gen(&s->o.geom, r->tokens, r->ntok, s->o.tp, s->gpu ? NULL : &map, &r->seed,
+	                NULL);
 	if (ret)
 		return ret;
+	for (int k = 0; s->gpu && k < s->o.tp; k++) {
+		int hs = s->o.geom.kv_heads / s->o.tp;
+
+		if (sa_gpu_fill_blocks(s, s->w[d][k], r->tokens, r->ntok, k * hs, hs, r->blk[k]))
+			return -EIO;
+	}
 	sa_stage(r, "gen+seed", &ts);
 	mdl_pace(t0, s->o.ns_per_token, r->ntok);
 	sa_stage(r, "pace", &ts);
 	atomic_fetch_add(&s->n.computed, r->ntok);
 	if (s->o.fault.corrupt) {
-		kv1_block(s->w[d][0], 0, r->blk[0][0])[7] ^= 0x40;
+		if (s->gpu)
+			sa_gpu_flip(s, kv1_block(s->w[d][0], 0, r->blk[0][0]) + 7, 0x40);
+		else
+			kv1_block(s->w[d][0], 0, r->blk[0][0])[7] ^= 0x40;
 		pd_info("fault corrupt: request %s: flipped bit 6 of a key byte in block %lld",
 		        r->id, (long long)r->blk[0][0]);
 	}
@@ -386,16 +408,58 @@ static void *expect_main(void *arg)
 	return NULL;
 }
 
+/* Host copies of device blocks, rank k's rows [L][T][hs x D x B] (sa_kvmap). */
+struct hostrows {
+	uint8_t **k, **v;
+	size_t n, row;
+};
+
+static uint8_t *host_seg(void *ud, bool value, int l, size_t t, int k)
+{
+	struct hostrows *h = ud;
+
+	return (value ? h->v[k] : h->k[k]) + ((size_t)l * h->n + t) * h->row;
+}
+
 /* Reads the KV actually in the blocks, seeds generation from it and checks it against the
  * fake model's checksum (a mismatch is counted, the text follows the blocks). */
 static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, struct expect *e)
 {
 	struct blkmap m = {s, r->dp, blk};
 	struct sa_kvmap map = {blk_seg, &m};
+	struct hostrows hr = {NULL, NULL, r->ntok, row_bytes(s)};
 	uint64_t ts = pd_now_ns();
-	int ret = sa_kv_scan(&s->o.geom, r->tokens, r->ntok, s->o.tp, &map, &r->seed,
-	                     e->started ? NULL : &(bool){true});
+	int ret = 0;
 	bool same = true;
+
+	if (s->gpu) { /* device blocks: back to host rows first (cudaMemcpy D2H) */
+		size_t each = row_bytes(s) * r->ntok * (size_t)s->o.geom.layers;
+
+		hr.k = calloc((size_t)s->o.tp, sizeof(*hr.k));
+		hr.v = calloc((size_t)s->o.tp, sizeof(*hr.v));
+		ret = hr.k && hr.v ? 0 : -ENOMEM;
+		for (int i = 0; !ret && i < s->o.tp; i++) {
+			hr.k[i] = malloc(each);
+			hr.v[i] = malloc(each);
+			ret = !hr.k[i] || !hr.v[i] ? -ENOMEM
+			      : sa_gpu_read_blocks(s, s->w[r->dp][i], hr.k[i], hr.v[i], r->ntok,
+			                           row_bytes(s), blk[i])
+			          ? -EIO
+			          : 0;
+		}
+		map = (struct sa_kvmap){host_seg, &hr};
+	}
+	if (!ret)
+		ret = sa_kv_scan(&s->o.geom, r->tokens, r->ntok, s->o.tp, &map, &r->seed,
+		                 e->started ? NULL : &(bool){true});
+	for (int i = 0; s->gpu && i < s->o.tp; i++) {
+		free(hr.k ? hr.k[i] : NULL);
+		free(hr.v ? hr.v[i] : NULL);
+	}
+	if (s->gpu) {
+		free(hr.k);
+		free(hr.v);
+	}
 
 	sa_stage(r, "hash", &ts);
 	if (ret)
