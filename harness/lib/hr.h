@@ -245,6 +245,12 @@ struct hr_opts {
 	const char *proxy_label; /* appended to the scenario's name in the report */
 	/* --external: prefill=URL,decode=URL,proxy=URL[,reference=URL] */
 	const char *ext_prefill, *ext_decode, *ext_proxy, *ext_reference;
+	/* pdkv bench serve: replaces the scenario's workload and checks; called once every node is
+	 * healthy with the proxy's base URL and the stand-ins' /metrics URLs; a non-zero return
+	 * marks the scenario failed */
+	int (*serve)(const char *proxy_url, const char *prefill_metrics, const char *decode_metrics,
+	             void *ud);
+	void *serve_ud;
 };
 /* Runs sc; always stops every process it started. Fills res. */
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res);

@@ -466,6 +466,12 @@ static void run_body(struct run *r)
 
 	if (phase_prepare(r) || phase_start(r, nodes, &nn) || phase_wait(r, &rd, nodes, nn))
 		return;
+	if (r->o->serve) {
+		if (r->o->serve(r->d.proxy.base_url, r->d.prefill.metrics_url,
+		                r->d.decode.metrics_url, r->o->serve_ud))
+			fail(r, "the serve benchmark failed");
+		return;
+	}
 	if (phase_workload(r, &rd) == 0 && phase_collect(r, &rd) == 0) {
 		if (hr_router_wanted(r->sc)) {
 			progress(r,

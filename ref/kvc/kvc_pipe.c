@@ -368,6 +368,19 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	rc = kvc_pool_create(pool_size(o), KVC_DEDICATED_CAP, reg_cb, unreg_cb, p->eng, &p->pool);
 	if (rc < 0)
 		goto fail;
+	{
+		const char *env = getenv("PDKV_KVC_POOL_CACHE_BYTES");
+		uint64_t v = o->pool_cache_bytes;
+
+		if (!v && env && *env && pd_parse_size(env, &v)) {
+			pd_warn("kvc: PDKV_KVC_POOL_CACHE_BYTES=\"%s\" is not a size; using the "
+			        "default",
+			        env);
+			v = 0;
+		}
+		if (v)
+			kvc_pool_set_cache_cap(p->pool, (size_t)v);
+	}
 	if (pthread_create(&p->cleaner, NULL, cleaner_main, p) != 0) {
 		rc = KVC_ERR_CONFIG;
 		goto fail;

@@ -1,6 +1,8 @@
 /* pdkv-standin: a vLLM stand-in launched like `vllm serve` — OpenAI HTTP API over the fake model
  * (ref/model) with the V0 MooncakeConnector (ref/kvc) when --kv-transfer-config is given. */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,6 +314,9 @@ static int start_connector(struct sa *s)
 		ko.select_timeout_ms = s->o.miss_policy == SA_MISS_WAIT ? s->o.kv_wait_timeout_ms
 		                                                        : s->o.kv_select_timeout_ms;
 		ko.zmq_bind_host = s->o.zmq_bind_host;
+		/* reuse a long prompt's registered buffers across requests (kvc's default keeps
+		 * one region's worth, 512 MiB at most: a 16k-token prompt's keys are more) */
+		ko.pool_cache_bytes = (size_t)4 << 30;
 		ret = kvc_create(&ko, &s->kvc[r]);
 		if (ret) {
 			fprintf(stderr, "pdkv-standin: error: connector rank %d: kvc_create: %s\n",
@@ -337,6 +342,12 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	int ret, port = 0;
 	bool ready_logged = false;
+
+	/* A request's KV tensors are hundreds of MB: as fresh mmaps (glibc's default above 32 MiB)
+	 * every request pays a page fault per 4 KiB on each side of the hand-off and a munmap
+	 * after it. From the heap, kept after free, they are reused warm. */
+	mallopt(M_MMAP_MAX, 0);
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
 
 	pd_log_set_name("pdkv-standin");
 	ret = sa_args_parse(argc, argv, &s.o);

@@ -200,6 +200,8 @@ static cJSON *choice(const struct sa_req *r, const char *text, const char *finis
 static void log_request(struct sa *s, const struct sa_req *r, int status, long long gen,
                         const char *finish)
 {
+	if (status == 200)
+		sa_metrics_done(s, r, gen);
 	pd_info("request %s engine_id=%s dp=%d role=%s prompt_tokens=%zu reused=%zu recomputed=%zu "
 	        "kv=%s "
 	        "kv_ms=%.1f gen_tokens=%lld finish=%s status=%d ms=%.1f",
@@ -217,6 +219,7 @@ static int next_tok(struct sa *s, struct sa_req *r, struct mdl_gen *g, uint64_t 
 	(*gen)++;
 	atomic_fetch_add(&s->n.generation_tokens, 1);
 	mdl_pace(t0, s->o.ns_per_token, (size_t)*gen);
+	sa_metrics_token(s, r);
 	if (!r->first_token_seen) {
 		r->first_token_seen = true;
 		sa_hist_observe(&s->ttft, (double)(pd_now_ns() - r->t0_ns) / 1e9);
