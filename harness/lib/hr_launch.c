@@ -261,11 +261,11 @@ int hr_remote_setup(struct hr_remote *rm, const struct hr_scenario *sc, const st
 	return 0;
 }
 
-void hr_remote_teardown(struct hr_remote *rm, bool keep)
+void hr_remote_teardown(struct hr_remote *rm)
 {
 	if (!rm->ssh_up)
 		return;
-	for (int i = 0; i < HR_NROLES && !keep; i++) {
+	for (int i = 0; i < HR_NROLES; i++) {
 		char q[300], line[400], err[400];
 		bool seen = false;
 		for (int k = 0; k < i; k++)

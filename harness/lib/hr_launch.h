@@ -50,8 +50,9 @@ struct hr_remote {
  * whether it applies), or -1 with why. */
 int hr_remote_setup(struct hr_remote *rm, const struct hr_scenario *sc, const struct hr_opts *o,
                     char *why, size_t sz);
-/* Removes the remote work dirs (unless keep) and ends the ssh connections. Idempotent. */
-void hr_remote_teardown(struct hr_remote *rm, bool keep);
+/* Removes the remote work dirs (their logs were fetched when each process stopped) and ends
+ * the ssh connections. Idempotent. */
+void hr_remote_teardown(struct hr_remote *rm);
 /* The address a role runs on: a namespace's, a remote host's, or the scenario's own. */
 const char *hr_role_addr(const struct hr_deploy *d, int role);
 /* The address is not this host's own (a namespace or a remote machine): pick ports on

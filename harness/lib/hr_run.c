@@ -319,7 +319,10 @@ static int start_node(struct run *r, struct hr_node *n, const char *name, cJSON 
 		fail(r, "cannot start %s: %s", name, r->d.why[0] ? r->d.why : strerror(-ret));
 		return -1;
 	}
-	if (r->o->verbose && strcmp(name, "proxy"))
+	if (r->o->verbose && strcmp(name, "proxy") && n->rhost[0])
+		progress(r, "%s: on host %s, pid %d there, log %s", name, n->rhost, n->rpid,
+		         n->proc.log);
+	else if (r->o->verbose && strcmp(name, "proxy"))
 		progress(r, "%s: pid %d, log %s", name, (int)n->proc.pid, n->proc.log);
 	return 0;
 }
@@ -525,8 +528,8 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 		res->logs = hr_deploy_logs(&r.d);
 	if (res->logs && net.applied[0])
 		cJSON_AddStringToObject(res->logs, "faults", net.applied);
-	hr_net_teardown(&net); /* kills anything still inside a namespace, removes them */
-	hr_remote_teardown(&rem, o->keep || res->status == HR_FAIL);
+	hr_net_teardown(&net);    /* kills anything still inside a namespace, removes them */
+	hr_remote_teardown(&rem); /* the logs are here now: the remote work dirs go */
 	if (!hr_deploy_all_gone(&r.d))
 		fail(&r, "a process of this scenario could not be stopped");
 	res->secs = pd_now_s() - r.t0;
