@@ -147,10 +147,12 @@ static void test_v0_and_v1_through_ssh(void **state)
 {
 	char out[32768], args[1400];
 	(void)state;
-	snprintf(args, sizeof(args), "--keep -v %s %s/../../scenarios/32-netns-1p1d-v1-gen-b.json",
-	         g.scen, pd_self_dir());
+	snprintf(args, sizeof(args),
+	         "--keep -v %s %s/../../scenarios/32-netns-1p1d-v1-gen-b.json "
+	         "%s/../../scenarios/33-netns-v1-tp2-two-hosts.json",
+	         g.scen, pd_self_dir(), pd_self_dir());
 	int rc = run_pdkv(hosts_file("hosts.txt", NULL, true), "userkey", args, out, sizeof(out));
-	if (rc != 0 || !strstr(out, "netns-1p1d-v0 ") || !strstr(out, "2 passed"))
+	if (rc != 0 || !strstr(out, "netns-1p1d-v0 ") || !strstr(out, "3 passed"))
 		fail_msg("rc %d:\n%s", rc, out);
 	/* each process ran on its machine, and its log came back under the run's work dir */
 	assert_log("netns-1p1d-v0", "prefill", "# on hostA: ");
@@ -164,6 +166,62 @@ static void test_v0_and_v1_through_ssh(void **state)
 	if (!strstr(out, "metadata at etcd://") || !strstr(out, addr("hostC")))
 		fail_msg("etcd not on hostC:\n%s", out);
 	assert_nothing_left(out);
+	pd_rm_rf(g.work);
+}
+
+/* scenario 30 with "metadata" and "reference" placed on their own hosts: path in out */
+static void placed_scenario(char *out, size_t sz)
+{
+	char *buf = NULL, *at;
+	size_t len = 0;
+	const char *key = "\"proxy\": \"hostC\"";
+	assert_int_equal(pd_read_file(g.scen, 1 << 20, &buf, &len), 0);
+	at = strstr(buf, key);
+	assert_non_null(at);
+	*at = '\0';
+	char *text = pd_asprintf("%s%s, \"metadata\": \"hostA\", \"reference\": \"hostB\"%s", buf,
+	                         key, at + strlen(key));
+	snprintf(out, sz, "%s/placed.json", g.fx.dir);
+	assert_int_equal(pd_write_file(out, text, strlen(text)), 0);
+	free(text);
+	free(buf);
+}
+
+/* "metadata" and "reference" keys are honoured: through --hosts, and on namespaces alone */
+static void test_metadata_reference_placed(void **state)
+{
+	char out[32768], args[1000], scen[300], want[200];
+	(void)state;
+	placed_scenario(scen, sizeof(scen));
+	snprintf(args, sizeof(args), "--keep -v %s", scen);
+	int rc = run_pdkv(hosts_file("hosts.txt", NULL, true), "userkey", args, out, sizeof(out));
+	if (rc != 0)
+		fail_msg("rc %d:\n%s", rc, out);
+	assert_log("netns-1p1d-v0", "metadata-etcd", "# on hostA: etcd");
+	assert_log("netns-1p1d-v0", "plain", "# on hostB: ");
+	snprintf(want, sizeof(want), "metadata at etcd://%s:", addr("hostA"));
+	if (!strstr(out, want))
+		fail_msg("no \"%s\" in:\n%s", want, out);
+	assert_nothing_left(out);
+	pd_rm_rf(g.work);
+	/* without --hosts: the runner's own namespaces; etcd sits at prefill's (hostA's) address */
+	char cmd[1400];
+	snprintf(cmd, sizeof(cmd), "timeout 100 %s -v --workdir %s %s 2>&1", g.run, g.work, scen);
+	FILE *p = popen(cmd, "r");
+	size_t n = 0;
+	assert_non_null(p);
+	while (n + 1 < sizeof(out) && fgets(out + n, (int)(sizeof(out) - n), p))
+		n += strlen(out + n);
+	out[n] = '\0';
+	assert_int_equal(pclose(p), 0);
+	char *pre = strstr(out, "starting prefill http://"),
+	     *meta = strstr(out, "metadata at etcd://");
+	if (!pre || !meta)
+		fail_msg("no prefill / metadata address in:\n%s", out);
+	pre += strlen("starting prefill http://");
+	meta += strlen("metadata at etcd://");
+	if (strncmp(pre, meta, strcspn(meta, ":") + 1))
+		fail_msg("etcd not on hostA's namespace address:\n%s", out);
 	pd_rm_rf(g.work);
 }
 
@@ -254,6 +312,7 @@ int main(void)
 	char why[512];
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_v0_and_v1_through_ssh),
+	    cmocka_unit_test(test_metadata_reference_placed),
 	    cmocka_unit_test(test_unreachable),
 	    cmocka_unit_test(test_wrong_key),
 	    cmocka_unit_test(test_pdkv_missing),
