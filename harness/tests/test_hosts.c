@@ -307,6 +307,40 @@ static void test_interrupt(void **state)
 	pd_rm_rf(g.work);
 }
 
+/* ci/rxe/rdma-accept.sh two-host: the bench target started on hostB through ssh, the
+ * initiator here, one command; over TCP (no NIC here), which is the same plumbing. */
+static void test_rdma_accept_two_host(void **state)
+{
+	char cmd[2000], out[16384], tlog[300];
+	size_t n = 0;
+	(void)state;
+	snprintf(tlog, sizeof(tlog), "%s/target.log", g.fx.dir);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "cd %s/../.. && PDKV_BIN=%s/../bin PDKV_ACCEPT_TARGET_LOG=%s timeout 120 bash "
+	    "ci/rxe/rdma-accept.sh two-host --hosts=%s --target_host=hostB --ssh-key=%s/userkey "
+	    "--protocol=tcp --target_devices=eth0 --device_name=lo --duration=1 "
+	    "--buffer_size=16777216 --sizes='-b 64K -e 64K' 2>&1",
+	    pd_self_dir(), pd_self_dir(), tlog, hosts_file("hosts.txt", NULL, true), g.fx.dir);
+	FILE *p = popen(cmd, "r");
+	assert_non_null(p);
+	while (n + 1 < sizeof(out) && fgets(out + n, (int)(sizeof(out) - n), p))
+		n += strlen(out + n);
+	out[n] = '\0';
+	int st = pclose(p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || !strstr(out, "target on hostB (") ||
+	    !strstr(out, "\n65536 "))
+		fail_msg("rdma-accept two-host:\n%s", out);
+	if (getenv("PDKV_TEST_SHOW"))
+		print_message("%s", out);
+	char *buf = NULL;
+	size_t len = 0;
+	assert_int_equal(pd_read_file(tlog, 1 << 20, &buf, &len), 0); /* its log came back */
+	assert_true(len > 0);
+	free(buf);
+	assert_nothing_left(out);
+}
+
 int main(void)
 {
 	char why[512];
@@ -319,6 +353,7 @@ int main(void)
 	    cmocka_unit_test(test_host_not_listed),
 	    cmocka_unit_test(test_remote_dies),
 	    cmocka_unit_test(test_interrupt),
+	    cmocka_unit_test(test_rdma_accept_two_host),
 	};
 	if (sshfx_missing(why, sizeof(why))) {
 		printf("SKIP: pdkv run --hosts: %s\n", why);
