@@ -398,6 +398,9 @@ static cJSON *meta_argv(struct hr_deploy *d, enum pd_svc_kind kind, const char *
 		add(a, "%s", remote ? "." : data);
 		add(a, "--daemonize");
 		add(a, "no");
+		/* on a namespace's or machine's address, not loopback: redis would refuse peers */
+		add(a, "--protected-mode");
+		add(a, "no");
 		return a;
 	case PD_SVC_METASERVER:
 		if (hr_find_bin("pdkv-metaserver", exe, sizeof(exe)) && !remote)
