@@ -443,6 +443,7 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 {
 	bool *up = calloc(n, sizeof(bool));
 	size_t left = n;
+	unsigned rounds = 0;
 	int ret = 0;
 	if (!up)
 		return -ENOMEM;
@@ -456,7 +457,7 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 				left--;
 				continue;
 			}
-			if (!hr_node_alive(d, x)) {
+			if (rounds % x->ops->alive_every == 0 && !hr_node_alive(d, x)) {
 				char how[64], tail[700];
 				x->ops->describe_exit(x, how, sizeof(how));
 				hr_log_tail(hr_node_log(d, x), tail, sizeof(tail));
@@ -488,6 +489,7 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 			goto out;
 		}
 		pd_sleep_ms(50);
+		rounds++;
 	}
 out:
 	free(up);

@@ -82,6 +82,7 @@ const struct hr_launch_ops hr_launch_local = {
     .stop = local_stop,
     .fetch_log = local_fetch,
     .describe_exit = local_describe,
+    .alive_every = 1,
 };
 
 /* ---- another machine: hr_ssh (start under setsid nohup, alive, stop by group, scp) ---- */
@@ -136,12 +137,16 @@ static int ssh_spawn(struct hr_deploy *d, struct hr_node *n, char *const argv[],
 	const struct hr_sshhost *h = hr_hosts_find(d->rem->hosts, n->rhost);
 	const char *rargv[160];
 	char *renv[64] = {0}, q[600], mk[700];
-	int ret;
+	int ret = 0;
+	bool copies = false;
 	remote_argv(h, argv, rargv, PD_ARRAY_SIZE(rargv));
+	for (size_t i = 0; env && env[i]; i++)
+		copies |= !strncmp(env[i], "MOONCAKE_CONFIG_PATH=", 21);
 	if (hr_shell_quote(n->rdir, q, sizeof(q)))
 		return -E2BIG;
 	snprintf(mk, sizeof(mk), "mkdir -p %s", q);
-	ret = hr_ssh_run(&d->rem->ssh, n->rhost, mk, NULL, 0, 0, err, errsz);
+	if (copies) /* scp needs the directory; hr_ssh_start makes it otherwise */
+		ret = hr_ssh_run(&d->rem->ssh, n->rhost, mk, NULL, 0, 0, err, errsz);
 	if (ret > 0) {
 		snprintf(err, errsz, "host %s: cannot create %s", n->rhost, n->rdir);
 		return -EIO;
@@ -213,6 +218,7 @@ const struct hr_launch_ops hr_launch_ssh = {
     .stop = ssh_stop,
     .fetch_log = ssh_fetch,
     .describe_exit = ssh_describe,
+    .alive_every = 8,
 };
 
 /* ---- placing roles ---- */

@@ -20,6 +20,7 @@ struct hr_launch_ops {
 	void (*stop)(struct hr_deploy *d, struct hr_node *n, int grace_ms);
 	void (*fetch_log)(struct hr_deploy *d, struct hr_node *n); /* remote log into proc.log */
 	void (*describe_exit)(const struct hr_node *n, char *out, size_t sz);
+	int alive_every; /* a health wait asks alive every Nth round (an ssh round trip costs) */
 };
 
 extern const struct hr_launch_ops hr_launch_local, hr_launch_ssh;

@@ -67,8 +67,15 @@ static int run_pdkv(const char *hostsf, const char *key, const char *args, char 
 		n += strlen(out + n);
 	out[n] = '\0';
 	st = pclose(p);
-	if (getenv("PDKV_TEST_SHOW")) /* what each run said, for a person reading the test */
-		print_message("$ pdkv run %s\n%s", args, out);
+	if (getenv("PDKV_TEST_SHOW")) { /* what each run said, for a person reading the test */
+		print_message("$ pdkv run %s\n", args);
+		for (char *l = out, *e; *l; l = e + 1) {
+			e = strchr(l, '\n');
+			if (!e)
+				e = l + strlen(l) - 1;
+			print_message("%.*s\n", (int)(e - l), l);
+		}
+	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
