@@ -3,6 +3,7 @@
 #include "hr_deploy.h"
 #include "hr_hosts.h"
 #include "hr_launch.h"
+#include "hr_router.h"
 #include "cfg/cfg_vllm.h"
 #include "testsvc/pd_svc.h"
 #include "pd_log.h"
@@ -278,6 +279,18 @@ cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON
 			add_str(a, cfg_gen_name((enum cfg_gen)sc->gen));
 		}
 	}
+	if (kv && hr_router_wanted(sc)) { /* what reached it, for the router_* checks */
+		char path[700];
+		hr_router_record_path(d, n == &d->prefill, path, sizeof(path));
+		add_str(a, "--record-requests");
+		add_str(a, path);
+		if (n == &d->prefill && hr_scenario_has_check(sc, "router_prefill_failure")) {
+			/* after the workload and the streamed probe, prefill answers 500 */
+			snprintf(path, sizeof(path), "fail-after=%d", sc->wl.requests + 1);
+			add_str(a, "--fault");
+			add_str(a, path);
+		}
+	}
 	if (add_subst(a, &d->vars, sc->standin_args, err, errsz) ||
 	    add_subst(a, &d->vars, side_args, err, errsz))
 		goto fail;
@@ -289,7 +302,10 @@ fail:
 
 cJSON *hr_proxy_argv(struct hr_deploy *d, char *err, size_t errsz)
 {
-	cJSON *a = cJSON_CreateArray();
+	cJSON *a;
+	if (d->sc->proxy_cmd) /* the user's router */
+		return hr_router_argv(d, err, errsz);
+	a = cJSON_CreateArray();
 	add_str(a, d->proxy_exe);
 	add_str(a, "--host");
 	add_str(a, d->proxy.host);

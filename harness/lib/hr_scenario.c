@@ -699,6 +699,8 @@ void hr_scenario_free(struct hr_scenario *sc)
 	free(sc->expect_match);
 	free(sc->vllm);
 	free(sc->proxy_contract);
+	cJSON_Delete(sc->proxy_cmd);
+	free(sc->proxy_ready);
 	cJSON_Delete(sc->env);
 	cJSON_Delete(sc->hosts);
 	cJSON_Delete(sc->faults);

@@ -22,3 +22,6 @@ test_ssh_LIBS := hr cfg pdtestsvc pdcommon
 TESTS += test_hosts
 test_hosts_SRCS := harness/tests/test_hosts.c harness/tests/ssh_fixture.c
 test_hosts_LIBS := hr cfg pdtestsvc pdcommon
+TESTS += test_hr_router
+test_hr_router_SRCS := harness/tests/test_hr_router.c
+test_hr_router_LIBS := hr cfg pdtestsvc pdcommon

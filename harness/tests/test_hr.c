@@ -409,7 +409,7 @@ static void test_checks(void **state)
 	char d[1024];
 	(void)state;
 	assert_null(hr_check_find("nope"));
-	assert_int_equal(hr_check_count(), 5);
+	assert_int_equal(hr_check_count(), 10);
 
 	canned(&rd, q, p, 4096, 0, 0);
 	assert_true(run_check("kv_reused", &rd, d, sizeof(d)));

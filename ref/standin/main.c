@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "sa.h"
+#include "sa_record.h"
 
 static void print_diags(const struct cfg_diags *d)
 {
@@ -389,6 +390,14 @@ int main(int argc, char **argv)
 
 	if (s.kv && s.conn->start(&s)) {
 		s.conn->stop(&s);
+		return 1;
+	}
+	ret = sa_record_open(s.o.record_requests);
+	if (ret) {
+		fprintf(stderr, "pdkv-standin: error: --record-requests %s: %s\n",
+		        s.o.record_requests, strerror(-ret));
+		if (s.kv)
+			s.conn->stop(&s);
 		return 1;
 	}
 	ret = sa_http_start(&s, &h, &port);

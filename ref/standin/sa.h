@@ -26,6 +26,7 @@ struct sa_fault {
 	bool eos_first; /* the first generated token is EOS (finish "stop" after 0 tokens) */
 	int delay_ms;
 	int crash_after; /* crash on this request (1 = first) */
+	int fail_after;  /* fail-after=N: completions after the first N answer 500; -1 = off */
 };
 
 struct sa_opts {
@@ -58,6 +59,7 @@ struct sa_opts {
 	int64_t num_gpu_blocks; /* --num-gpu-blocks-override; 0 = 4 max-model-len requests */
 	bool kv_mla;            /* one KV buffer per layer */
 	bool prompt_tokens_details;
+	const char *record_requests; /* --record-requests FILE: JSON lines (sa_record.c) */
 };
 
 /* Parses argv like vLLM's argparse. 0 = run, 1 = --help printed (exit 0), 2 = usage error

@@ -140,6 +140,7 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 	int ret = 0;
 
 	memset(f, 0, sizeof(*f));
+	f->fail_after = -1;
 	if (!dup)
 		return -ENOMEM;
 	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -161,11 +162,14 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 		} else if (!strncmp(tok, "delay=", 6) && !pd_parse_i64(tok + 6, &v) && v >= 0 &&
 		           v <= 600000) {
 			f->delay_ms = (int)v;
+		} else if (!strncmp(tok, "fail-after=", 11) && !pd_parse_i64(tok + 11, &v) &&
+		           v >= 0 && v <= 1000000) {
+			f->fail_after = (int)v;
 		} else {
 			snprintf(
 			    err, errsz,
 			    "fault '%s': expected drop, corrupt, eos-first, delay=MS (0..600000), "
-			    "crash or crash=N (N >= 1), comma-separated",
+			    "crash, crash=N (N >= 1) or fail-after=N, comma-separated",
 			    tok);
 			ret = -EINVAL;
 			break;
@@ -200,7 +204,9 @@ static void print_help(void)
 	     "knows): <= 0.8 the V0 pipe (needs mooncake.json), 0.12-0.15 V1 gen A, >= 0.16 V1\n"
 	     "gen B (--list-versions prints the table). vLLM flags it does not need\n"
 	     "(--gpu-memory-utilization, --enforce-eager, --quantization, ...) are ignored.\n"
-	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N.\n"
+	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N, "
+	     "fail-after=N.\n"
+	     "--record-requests FILE: one JSON line per completion request as it arrived.\n"
 	     "Environment (V1): VLLM_MOONCAKE_BOOTSTRAP_PORT (8998), "
 	     "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480),\n"
 	     "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION, VLLM_HOST_IP.");
@@ -338,6 +344,7 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 				    "-dp",
 				    "--block-size",
 				    "--num-gpu-blocks-override",
+				    "--record-requests",
 				};
 				for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
 					if (!strcmp(name, ours[k])) {
@@ -446,6 +453,8 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 			if (parse_int(name, val, 1, 1 << 24, &v))
 				return 2;
 			o->num_gpu_blocks = v;
+		} else if (!strcmp(name, "--record-requests")) {
+			o->record_requests = val;
 		} else {
 			usage_error("unrecognized arguments: %s%s", a, "");
 			return 2;
