@@ -4,7 +4,7 @@
 # Uses HOSTS THOST SSHKEY DRY PROTO TDEVS TIP BUF SIZES PFLAGS T; sets seg and TIP.
 # shellcheck shell=bash
 
-RDEST= RPDKV=pdkv RPID= RDIR= RCTL= SSHO=() RENV=()
+RDEST='' RPDKV=pdkv RPID='' RDIR='' RCTL='' SSHO=() RENV=()
 
 # hosts.txt line of THOST -> RDEST, RPDKV, RENV, ssh port (pdkv run --hosts' format)
 remote_host() {
