@@ -224,7 +224,7 @@ const struct hr_launch_ops hr_launch_ssh = {
 /* ---- placing roles ---- */
 
 int hr_remote_setup(struct hr_remote *rm, const struct hr_scenario *sc, const struct hr_opts *o,
-                    char *why, size_t sz)
+                    const char *workdir, char *why, size_t sz)
 {
 	char dir[600];
 	const char *user = getenv("USER");
@@ -236,7 +236,8 @@ int hr_remote_setup(struct hr_remote *rm, const struct hr_scenario *sc, const st
 	rm->hosts = o->hosts;
 	snprintf(rm->base, sizeof(rm->base), "/tmp/pdkv-remote.%s.%d", user ? user : "u",
 	         (int)getpid());
-	snprintf(dir, sizeof(dir), "%s/.ssh", o->workdir);
+	/* in the scenario's work dir: it goes with it (an empty run dir is then removed) */
+	snprintf(dir, sizeof(dir), "%.590s/.ssh", workdir);
 	if (hr_ssh_init(&rm->ssh, o->hosts, dir, o->ssh_key, o->ssh_timeout_s)) {
 		snprintf(why, sz, "cannot set up ssh state in %s", dir);
 		return -1;

@@ -47,10 +47,10 @@ struct hr_remote {
 };
 
 /* With o->hosts and a scenario that has "hosts": every host it names must be in hosts.txt,
- * reachable, authenticated, with pdkv installed (checked here, once per host). 0 (rm->on tells
- * whether it applies), or -1 with why. */
+ * reachable, authenticated, with pdkv installed (checked here, once per host); ssh's state
+ * (known_hosts) goes in WORKDIR/.ssh. 0 (rm->on tells whether it applies), or -1 with why. */
 int hr_remote_setup(struct hr_remote *rm, const struct hr_scenario *sc, const struct hr_opts *o,
-                    char *why, size_t sz);
+                    const char *workdir, char *why, size_t sz);
 /* Removes the remote work dirs (their logs were fetched when each process stopped) and ends
  * the ssh connections. Idempotent. */
 void hr_remote_teardown(struct hr_remote *rm);

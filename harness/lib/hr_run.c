@@ -567,7 +567,7 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	else if (net_ret)
 		fail(&r, "hosts: cannot make the network namespaces: %s", why);
 	if (remote && pd_mkdir_p(r.d.workdir) == 0 &&
-	    hr_remote_setup(&rem, &net.run, o, why, sizeof(why))) {
+	    hr_remote_setup(&rem, &net.run, o, r.d.workdir, why, sizeof(why))) {
 		fail(&r, "--hosts: %s", why);
 		net_ret = -1;
 	} else if (remote) {

@@ -104,10 +104,10 @@ static void assert_nothing_left(const char *out)
 			fail_msg("%d processes left in %s's namespace after:\n%s", n, hosts[i],
 			         out);
 	}
-	/* our ControlMasters: their command line names the run's known_hosts (other tests on this
-	 * machine may have their own); `ssh -O exit` returns before the master is gone */
+	/* our ControlMasters: their command line names the run's work dir (its known_hosts; other
+	 * tests on this machine may have their own); `ssh -O exit` returns before they are gone */
 	char mine[400];
-	snprintf(mine, sizeof(mine), "%s/.ssh/known_hosts", g.work);
+	snprintf(mine, sizeof(mine), "%s/", g.work);
 	int n = 0;
 	for (int t = 0;
 	     t < 50 && (n = sshfx_procs_with(mine) + sshfx_procs_with("/tmp/pdkv-accept.")); t++)
