@@ -185,10 +185,14 @@ static void ssh_fetch(struct hr_deploy *d, struct hr_node *n)
 		pd_read_file(n->proc.log, 64 << 10, &head, &hl);
 		size_t keep = head && head[0] == '#' ? strcspn(head, "\n") + 1 : 0;
 		char *all = malloc(keep + bl + 1);
+		if (keep > hl)
+			keep = hl;
 		if (all) {
-			memcpy(all, head, keep > hl ? hl : keep);
-			memcpy(all + (keep > hl ? hl : keep), body, bl);
-			pd_write_file(n->proc.log, all, (keep > hl ? hl : keep) + bl);
+			if (keep)
+				memcpy(all, head, keep);
+			if (bl)
+				memcpy(all + keep, body, bl);
+			pd_write_file(n->proc.log, all, keep + bl);
 			free(all);
 		}
 	}
