@@ -32,7 +32,7 @@ struct hr_scenario {
 	char *name;
 	char *description;
 	enum hr_meta meta;
-	char *protocol; /* "tcp" | "rdma" */
+	char *protocol; /* "tcp" | "rdma" | "nvlink_intra" */
 	char *prefill_host, *decode_host, *proxy_host;
 	char *model;
 	int max_model_len;
@@ -56,9 +56,10 @@ struct hr_scenario {
 	char *proxy_ready; /* "proxy.ready": its readiness path, NULL = the default probe */
 	cJSON *env;        /* object: extra environment of the prefill and decode stand-ins */
 	/* separate network stacks: "hosts", "faults", "mtu" (hr_hosts.c) */
-	cJSON *hosts;  /* object role -> host name, NULL = everything on the runner's stack */
-	cJSON *faults; /* array of link faults, NULL = none */
-	int mtu;       /* of the namespaces' links, 0 = 1500 */
+	cJSON *hosts;   /* object role -> host name, NULL = everything on the runner's stack */
+	cJSON *faults;  /* array of link faults, NULL = none */
+	int mtu;        /* of the namespaces' links, 0 = 1500 */
+	bool needs_gpu; /* "needs": ["gpu"] (or protocol nvlink_intra): NOTRUN without CUDA */
 };
 
 /* Parses and validates one scenario file. On error returns -1 with err = "FILE: FIELD: what is

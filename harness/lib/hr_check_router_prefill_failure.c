@@ -1,4 +1,4 @@
-/* hr_check_router_prefill_failure: while prefill answers 500 (--fault fail-after), the router
+/* hr_check_router_prefill_failure: while prefill answers 500 (--fault fail-marker), the router
  * must answer the client an error, never a decode answer that is a silent recompute. */
 #include "hr_router.h"
 
@@ -29,8 +29,8 @@ static bool prefill_failure(const struct hr_run_data *rd, char *detail, size_t s
 		if (!cJSON_IsNumber(ps) || ps->valueint != 500) {
 			snprintf(
 			    detail, sz,
-			    "request %d: prefill answered %d, not the injected 500 (the router "
-			    "sent prefill more or fewer requests than the workload)",
+			    "request %d: prefill answered %d, not the injected 500 (did the router "
+			    "change the prompt?)",
 			    q->idx, cJSON_IsNumber(ps) ? ps->valueint : 0);
 			return false;
 		}

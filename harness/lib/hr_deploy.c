@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -39,12 +40,46 @@ int hr_find_bin(const char *name, char *out, size_t outsz)
 	return -ENOENT;
 }
 
+/* CUDA devices this host shows the stand-ins: the runtime (PDKV_CUDART, else libcudart .13/.12)
+ * asked at run time, as te_gpu does; 0 with the reason in why. */
+static int cuda_devices(char *why, size_t sz)
+{
+	const char *env = getenv("PDKV_CUDART");
+	const char *names[] = {env && *env ? env : "libcudart.so.13", "libcudart.so.12",
+	                       "libcudart.so"};
+	void *h = NULL;
+	int n = 0, e;
+
+	for (size_t i = 0; !h && i < (env && *env ? 1u : PD_ARRAY_SIZE(names)); i++)
+		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(why, sz, "no CUDA runtime library (%s)", dlerror());
+		return 0;
+	}
+	int (*count)(int *) = (int (*)(int *))dlsym(h, "cudaGetDeviceCount");
+	e = count ? count(&n) : -1;
+	if (e || n < 1)
+		snprintf(why, sz, "cudaGetDeviceCount: %s",
+		         e ? "error (no usable device/driver)" : "0");
+	dlclose(h);
+	return e ? 0 : n;
+}
+
 const char *hr_capability_missing(const struct hr_scenario *sc, char *buf, size_t sz)
 {
 	const char *sys = getenv("PDKV_SYS_INFINIBAND"); /* tests point this elsewhere */
 	DIR *dir;
 	struct dirent *e;
 	int n = 0;
+	if (sc->needs_gpu) {
+		char why[400];
+		if (cuda_devices(why, sizeof(why)) > 0)
+			return NULL;
+		snprintf(buf, sz, "the scenario needs a CUDA GPU (\"needs\": [\"gpu\"]%s): %s",
+		         strcmp(sc->protocol, "nvlink_intra") ? "" : " / protocol nvlink_intra",
+		         why);
+		return buf;
+	}
 	if (strcmp(sc->protocol, "rdma"))
 		return NULL;
 	if (!sys || !*sys)
@@ -285,8 +320,8 @@ cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON
 		add_str(a, "--record-requests");
 		add_str(a, path);
 		if (n == &d->prefill && hr_scenario_has_check(sc, "router_prefill_failure")) {
-			/* after the workload and the streamed probe, prefill answers 500 */
-			snprintf(path, sizeof(path), "fail-after=%d", sc->wl.requests + 1);
+			/* the failure phase's prompts carry the marker: prefill answers them 500 */
+			snprintf(path, sizeof(path), "fail-marker=%s", HR_ROUTER_FAIL_MARKER);
 			add_str(a, "--fault");
 			add_str(a, path);
 		}

@@ -294,11 +294,18 @@ void hr_router_phases(struct hr_deploy *d, struct hr_run_data *rd, double deadli
 	rd->probe = phase_reqs(1, 900, 64);
 	if (rd->probe)
 		hr_workload_run(d->proxy.base_url, &one, rd->probe, deadline, stop, NULL, NULL);
-	/* prefill now answers 500 (--fault fail-after): the router must answer an error */
+	/* prefill answers these 500 (--fault fail-marker): the router must answer an error */
 	if (hr_scenario_has_check(d->sc, "router_prefill_failure")) {
 		one.wl.requests = FAIL_REQUESTS;
 		one.wl.stream = false;
 		rd->fail = phase_reqs(FAIL_REQUESTS, 910, 64);
+		for (int i = 0; rd->fail && i < FAIL_REQUESTS; i++) {
+			char *p = NULL;
+			if (asprintf(&p, "%s %s", HR_ROUTER_FAIL_MARKER, rd->fail[i].prompt) > 0) {
+				free(rd->fail[i].prompt);
+				rd->fail[i].prompt = p;
+			}
+		}
 		rd->nfail = rd->fail ? FAIL_REQUESTS : 0;
 		if (rd->fail)
 			hr_workload_run(d->proxy.base_url, &one, rd->fail,

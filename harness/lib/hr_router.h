@@ -3,6 +3,9 @@
 #ifndef HR_ROUTER_H
 #define HR_ROUTER_H
 
+/* In the prompts of the prefill-failure phase; prefill runs with --fault fail-marker=<it>. */
+#define HR_ROUTER_FAIL_MARKER "PDKV-INJECT-PREFILL-FAILURE"
+
 #include "hr_deploy.h"
 
 /* Some check of sc is a router_* check: the stand-ins record requests, the phases run. */

@@ -172,6 +172,7 @@ static void *cleaner_main(void *arg)
 		struct zframes f;
 		struct kvc_ackq *q;
 		int rc;
+		bool acked;
 		pthread_mutex_lock(&p->ack_mu);
 		while (!atomic_load(&p->stop) && p->ack_n == 0)
 			pthread_cond_wait(&p->ack_cv, &p->ack_mu);
@@ -190,19 +191,22 @@ static void *cleaner_main(void *arg)
 			atomic_fetch_add(&p->protocol_errors, 1);
 		}
 		/* like vLLM: the oldest buffer is released in either case (FIFO, no ids) */
+		acked = is_ack(p, &f);
 		pthread_mutex_lock(&p->ack_mu);
 		q = p->ack_head;
 		if (q) {
 			p->ack_head = q->next;
 			if (!p->ack_head)
 				p->ack_tail = NULL;
+			/* counted before the pending count drops: whoever sees no pending ACKs also
+			 * sees the bytes they acknowledged */
+			if (acked)
+				atomic_fetch_add(&p->bytes_sent, q->len);
 			p->ack_n--;
 		}
 		pthread_cond_broadcast(&p->ack_cv);
 		pthread_mutex_unlock(&p->ack_mu);
 		if (q) {
-			if (is_ack(p, &f))
-				atomic_fetch_add(&p->bytes_sent, q->len);
 			kvc_pool_free(p->pool, q->ptr);
 			free(q);
 		}

@@ -132,10 +132,11 @@ static int v1_extra(struct sa *s)
 
 	snprintf(s->protocol, sizeof(s->protocol), "rdma");
 	if (p && !(cJSON_IsString(p) &&
-	           (!strcmp(p->valuestring, "rdma") || !strcmp(p->valuestring, "tcp")))) {
+	           (!strcmp(p->valuestring, "rdma") || !strcmp(p->valuestring, "tcp") ||
+	            !strcmp(p->valuestring, "nvlink_intra")))) {
 		fprintf(stderr, "pdkv-standin: error: --kv-transfer-config: "
-		                "kv_connector_extra_config.mooncake_protocol: expected \"rdma\" or "
-		                "\"tcp\"\n");
+		                "kv_connector_extra_config.mooncake_protocol: expected \"rdma\", "
+		                "\"tcp\" or \"nvlink_intra\"\n");
 		ret = -1;
 	} else if (p) {
 		snprintf(s->protocol, sizeof(s->protocol), "%s", p->valuestring);
@@ -377,6 +378,15 @@ int main(int argc, char **argv)
 	        mdl_kv_bytes_per_token(&s.o.geom, s.o.geom.kv_heads),
 	        (unsigned long long)s.o.ns_per_token, s.o.fault_spec ? ", fault " : "",
 	        s.o.fault_spec ? s.o.fault_spec : "");
+	if (s.o.kv_cache_device && strcmp(s.o.kv_cache_device, "cpu") &&
+	    !(s.kv && cfg_gen_is_v1(s.gen))) {
+		fprintf(stderr,
+		        "pdkv-standin: error: --kv-cache-device %s: GPU KV blocks are a V1 "
+		        "connector feature (needs --kv-transfer-config on vLLM >= 0.12); the V0 "
+		        "pipe keeps its buffer in host memory\n",
+		        s.o.kv_cache_device);
+		return 2;
+	}
 	if (s.o.dry_run)
 		return 0;
 

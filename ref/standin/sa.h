@@ -25,8 +25,9 @@ struct sa_fault {
 	bool drop, corrupt, crash;
 	bool eos_first; /* the first generated token is EOS (finish "stop" after 0 tokens) */
 	int delay_ms;
-	int crash_after; /* crash on this request (1 = first) */
-	int fail_after;  /* fail-after=N: completions after the first N answer 500; -1 = off */
+	int crash_after;      /* crash on this request (1 = first) */
+	int fail_after;       /* fail-after=N: completions after the first N answer 500; -1 = off */
+	char fail_marker[64]; /* --fault fail-marker=TEXT: bodies containing TEXT answer 500 */
 };
 
 struct sa_opts {
@@ -59,6 +60,7 @@ struct sa_opts {
 	int64_t num_gpu_blocks; /* --num-gpu-blocks-override; 0 = 4 max-model-len requests */
 	bool kv_mla;            /* one KV buffer per layer */
 	bool prompt_tokens_details;
+	const char *kv_cache_device; /* --kv-cache-device cpu|cuda|cuda:N (NULL = cpu) */
 	const char *record_requests; /* --record-requests FILE: JSON lines (sa_record.c) */
 };
 
@@ -128,6 +130,7 @@ struct sa {
 	struct kv1_boot *boot;
 	atomic_uint dp_rr;
 	struct sa_hist ttft, xfer_time, xfer_bytes, xfer_desc;
+	struct sa_gpu *gpu; /* KV blocks in GPU memory (sa_gpu.c), NULL = host */
 };
 
 /* One completion request after parsing. */

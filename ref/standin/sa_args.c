@@ -111,6 +111,7 @@ static const char usage_line[] =
     "[--dry-run]\n"
     "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|bn] [--list-versions]\n"
     "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
+    "                    [--kv-cache-device cpu|cuda|cuda:N]\n"
     "                    [--kv-mla] [--enable-prompt-tokens-details] [--version] [-h]\n";
 
 static void usage_error(const char *fmt, const char *a, const char *b)
@@ -162,6 +163,9 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 		} else if (!strncmp(tok, "delay=", 6) && !pd_parse_i64(tok + 6, &v) && v >= 0 &&
 		           v <= 600000) {
 			f->delay_ms = (int)v;
+		} else if (!strncmp(tok, "fail-marker=", 12) && tok[12] &&
+		           strlen(tok + 12) < sizeof(f->fail_marker)) {
+			snprintf(f->fail_marker, sizeof(f->fail_marker), "%s", tok + 12);
 		} else if (!strncmp(tok, "fail-after=", 11) && !pd_parse_i64(tok + 11, &v) &&
 		           v >= 0 && v <= 1000000) {
 			f->fail_after = (int)v;
@@ -169,7 +173,8 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 			snprintf(
 			    err, errsz,
 			    "fault '%s': expected drop, corrupt, eos-first, delay=MS (0..600000), "
-			    "crash, crash=N (N >= 1) or fail-after=N, comma-separated",
+			    "crash, crash=N (N >= 1), fail-after=N or fail-marker=TEXT (1..63 "
+			    "bytes), comma-separated",
 			    tok);
 			ret = -EINVAL;
 			break;
@@ -205,7 +210,7 @@ static void print_help(void)
 	     "gen B (--list-versions prints the table). vLLM flags it does not need\n"
 	     "(--gpu-memory-utilization, --enforce-eager, --quantization, ...) are ignored.\n"
 	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N, "
-	     "fail-after=N.\n"
+	     "fail-after=N, fail-marker=TEXT.\n"
 	     "--record-requests FILE: one JSON line per completion request as it arrived.\n"
 	     "Environment (V1): VLLM_MOONCAKE_BOOTSTRAP_PORT (8998), "
 	     "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480),\n"
@@ -344,6 +349,7 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 				    "-dp",
 				    "--block-size",
 				    "--num-gpu-blocks-override",
+				    "--kv-cache-device",
 				    "--record-requests",
 				};
 				for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
@@ -449,6 +455,8 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 			if (parse_int(name, val, 1, 4096, &v))
 				return 2;
 			o->block_size = (int)v;
+		} else if (!strcmp(name, "--kv-cache-device")) {
+			o->kv_cache_device = val; /* checked at startup (sa_gpu.c) */
 		} else if (!strcmp(name, "--num-gpu-blocks-override")) {
 			if (parse_int(name, val, 1, 1 << 24, &v))
 				return 2;

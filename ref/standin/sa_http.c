@@ -403,6 +403,14 @@ static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, s
 	enum MHD_Result ret;
 
 	atomic_fetch_add(&s->n.requests, 1);
+	if (s->o.fault.fail_marker[0] && cn->body &&
+	    memmem(cn->body, cn->len, s->o.fault.fail_marker, strlen(s->o.fault.fail_marker))) {
+		atomic_fetch_add(&s->n.requests_failed, 1);
+		pd_info("request failed on purpose (--fault fail-marker=%s)",
+		        s->o.fault.fail_marker);
+		cn->status = 500;
+		return send_error(c, 500, "injected failure (--fault fail-marker)");
+	}
 	if (s->o.fault.fail_after >= 0 &&
 	    atomic_fetch_add(&h->completions, 1) >= s->o.fault.fail_after) {
 		atomic_fetch_add(&s->n.requests_failed, 1);

@@ -12,6 +12,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
+#include "sa_gpu.h"
 
 static size_t row_bytes(const struct sa *s)
 {
@@ -80,6 +81,10 @@ static void on_xfer(void *ud, double secs, uint64_t bytes, size_t ndesc, bool ok
 	sa_hist_observe(&s->xfer_time, secs);
 	sa_hist_observe(&s->xfer_bytes, (double)bytes);
 	sa_hist_observe(&s->xfer_desc, (double)ndesc);
+	if (s->gpu) /* the GPU tier reads each hand-off (the first one also opens the handles) */
+		pd_info("KV hand-off from %s: %llu bytes, %zu descriptors in %.3f ms (%.2f GB/s)",
+		        sa_gpu_location(s), (unsigned long long)bytes, ndesc, secs * 1e3,
+		        secs > 0 ? (double)bytes / secs / 1e9 : 0.0);
 }
 
 static int v1_start(struct sa *s)
@@ -90,6 +95,9 @@ static int v1_start(struct sa *s)
 	                                         : 4 * (((size_t)s->o.max_model_len + bs - 1) / bs);
 	char boot_url[64], err[768];
 	int bport = 0;
+
+	if (sa_gpu_setup(s))
+		return -1;
 
 	if (s->producer && cfg_gen_is_b(s->gen)) {
 		int ret = kv1_boot_start(NULL, s->bootstrap_port,
@@ -126,6 +134,7 @@ static int v1_start(struct sa *s)
 			o.nbufs = s->o.kv_mla ? g->layers : 2 * g->layers;
 			o.block_len = bs * row * (s->o.kv_mla ? 2 : 1);
 			o.num_blocks = nblocks;
+			o.location = sa_gpu_location(s);
 			o.on_xfer = on_xfer;
 			o.ud = s;
 			if (kv1_worker_create(&o, &s->w[d][r], err, sizeof(err))) {
@@ -153,6 +162,7 @@ static void v1_stop(struct sa *s)
 		}
 	kv1_boot_stop(s->boot);
 	s->boot = NULL;
+	sa_gpu_teardown(s);
 }
 
 static bool v1_ready(struct sa *s)
@@ -193,10 +203,22 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 			       r->id, d, k, r->nblk);
 			return -ENOSPC;
 		}
-		shard_blocks(s, s->w[d][k], sh[k].keys, sh[k].values, r->ntok, r->blk[k], true);
+		if (s->gpu) {
+			int hs = s->o.geom.kv_heads / s->o.tp;
+
+			if (sa_gpu_fill_blocks(s, s->w[d][k], r->tokens, r->ntok, k * hs, hs,
+			                       r->blk[k]))
+				return -EIO;
+		} else {
+			shard_blocks(s, s->w[d][k], sh[k].keys, sh[k].values, r->ntok, r->blk[k],
+			             true);
+		}
 	}
 	if (s->o.fault.corrupt) {
-		kv1_block(s->w[d][0], 0, r->blk[0][0])[7] ^= 0x40;
+		if (s->gpu)
+			sa_gpu_flip(s, kv1_block(s->w[d][0], 0, r->blk[0][0]) + 7, 0x40);
+		else
+			kv1_block(s->w[d][0], 0, r->blk[0][0])[7] ^= 0x40;
 		pd_info("fault corrupt: request %s: flipped bit 6 of a key byte in block %lld",
 		        r->id, (long long)r->blk[0][0]);
 	}
@@ -427,7 +449,10 @@ static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk)
 	if (!k || !v || !fk || !fv)
 		goto out;
 	for (int i = 0; i < s->o.tp; i++) {
-		shard_blocks(s, s->w[r->dp][i], k, v, r->ntok, blk[i], false);
+		if (!s->gpu)
+			shard_blocks(s, s->w[r->dp][i], k, v, r->ntok, blk[i], false);
+		else if (sa_gpu_read_blocks(s, s->w[r->dp][i], k, v, r->ntok, row_bytes(s), blk[i]))
+			goto out;
 		mdl_kv_place_shard(g, r->ntok, k, i * hs, hs, fk);
 		mdl_kv_place_shard(g, r->ntok, v, i * hs, hs, fv);
 	}
