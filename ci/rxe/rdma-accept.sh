@@ -11,6 +11,16 @@
 #   (both sides: the same --sizes and --duration — perftest runs -s SIZE -D DURATION per size)
 #   one host: ci/rxe/rdma-accept.sh --local --target_devices=rxe1 --target_ip=10.77.0.2 \
 #                                   --device_name=rxe0 --ip=10.77.0.1 [--compare-perftest]
+#   two hosts, one command from A (target on B through ssh, initiator here, perftest beside it):
+#             ci/rxe/rdma-accept.sh two-host --hosts=hosts.txt --target_host=hostB \
+#                 --target_devices=mlx5_0 --device_name=mlx5_0 [--target_ip=B_IP] [--ip=A_IP] \
+#                 [--compare-perftest] [--ssh-key=FILE] [--dry-run]
+#             hosts.txt is pdkv run --hosts' (NAME [USER@]ADDRESS [port=N] [pdkv=PATH] [K=V...]);
+#             the target runs there as `PDKV bench --mode=target` under setsid nohup, with the same
+#             ssh options as pdkv run's launcher (BatchMode, one ControlMaster, ConnectTimeout,
+#             accept-new host keys in a private file); its log comes back, its process group is
+#             stopped on every exit. --target_ip defaults to the host's hosts.txt address.
+#             --dry-run prints the commands instead. (--protocol=tcp: the plumbing without NICs.)
 # The target prints SEG (its segment name). Metadata: P2PHANDSHAKE (no store needed).
 # The % of line rate and the perftest comparison are pdkv bench's own (--compare-perftest: the
 # target keeps ib_write_bw servers per device on port 18515+i, the initiator runs the clients
@@ -18,9 +28,15 @@
 set -u
 BIN=${PDKV_BIN:-$(cd "$(dirname "$0")/../.." && pwd)/build/bin}
 MODE= DEVS= IP= PEER= SEG= PERF= DUR=5 TDEVS= TIP= BUF= SIZES="-b 64K -e 4M -f 4"
+HOSTS= THOST= SSHKEY= DRY= PROTO=rdma
 for a in "$@"; do
 	case $a in
-	target | initiator) MODE=$a ;;
+	target | initiator | two-host) MODE=$a ;;
+	--hosts=*) HOSTS=${a#*=} ;;
+	--target_host=*) THOST=${a#*=} ;;
+	--ssh-key=*) SSHKEY=${a#*=} ;;
+	--protocol=*) PROTO=${a#*=} ;;
+	--dry-run) DRY=1 ;;
 	--local) MODE=local ;;
 	--device_name=*) DEVS=${a#*=} ;;
 	--ip=*) IP=${a#*=} ;;
@@ -38,7 +54,11 @@ done
 [ -n "$MODE" ] && [ -n "$DEVS" ] || { echo "rdma-accept: need target|initiator|--local and --device_name" >&2; exit 2; }
 T=$(mktemp -d /tmp/pdkv-accept.XXXXXX)
 kids=()
-cleanup() { for p in "${kids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$T"; }
+cleanup() {
+	for p in "${kids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	[ "$MODE" = two-host ] && remote_cleanup
+	rm -rf "$T"
+}
 trap cleanup EXIT
 
 PFLAGS=()
@@ -46,7 +66,7 @@ PFLAGS=()
 start_target() { # start_target DEVS IP -> sets seg (sizes: the same sweep as the initiator's)
 	# shellcheck disable=SC2086
 	MC_TCP_BIND_ADDRESS=$2 "$BIN/pdkv-bench" --mode=target --metadata_server=P2PHANDSHAKE \
-		--protocol=rdma --device_name="$1" ${BUF:+--buffer_size=$BUF} --ready_file="$T/ready" \
+		--protocol="$PROTO" --device_name="$1" ${BUF:+--buffer_size=$BUF} --ready_file="$T/ready" \
 		$SIZES "${PFLAGS[@]}" >"$T/target.log" 2>&1 &
 	kids+=($!)
 	for _ in $(seq 300); do [ -s "$T/ready" ] && break; sleep 0.1; done
@@ -61,7 +81,13 @@ if [ "$MODE" = target ]; then
 	wait "${kids[0]}"
 	exit 0
 fi
-if [ "$MODE" = local ]; then
+if [ "$MODE" = two-host ]; then
+	# shellcheck source=ci/rxe/remote-target.sh
+	. "$(dirname "$0")/remote-target.sh"
+	remote_start_target || exit $?
+	SEG=$seg
+	PEER=$TIP
+elif [ "$MODE" = local ]; then
 	[ -n "$TDEVS" ] && [ -n "$TIP" ] || { echo "rdma-accept: --local needs --target_devices and --target_ip" >&2; exit 2; }
 	BUF=${BUF:-67108864}
 	start_target "$TDEVS" "$TIP"
@@ -72,11 +98,17 @@ else
 fi
 
 # shellcheck disable=SC2086
-MC_TCP_BIND_ADDRESS=${IP:-} "$BIN/pdkv-bench" --mode=initiator --metadata_server=P2PHANDSHAKE \
-	--segment_id="$SEG" --protocol=rdma --device_name="$DEVS" --operation=write $SIZES ${BUF:+--buffer_size=$BUF} \
+INIT=(env MC_TCP_BIND_ADDRESS="${IP:-}" "$BIN/pdkv-bench" --mode=initiator --metadata_server=P2PHANDSHAKE \
+	--segment_id="$SEG" --protocol="$PROTO" --device_name="$DEVS" --operation=write $SIZES ${BUF:+--buffer_size=$BUF} \
 	--batch_size=128 --duration="$DUR" --report_unit=GB --report_precision=3 --check --csv="$T/bench.csv" \
-	${PERF:+--perftest_host="$PEER"} "${PFLAGS[@]}" >"$T/bench.log" 2>&1
+	${PERF:+--perftest_host="$PEER"} "${PFLAGS[@]}")
+if [ -n "$DRY" ]; then
+	printf '+ here:'; printf ' %q' "${INIT[@]}"; echo
+	exit 0
+fi
+"${INIT[@]}" >"$T/bench.log" 2>&1
 rc=$?
+[ $rc = 0 ] || [ "$MODE" != two-host ] || remote_cleanup # its log is needed below
 [ $rc = 0 ] || { tail -20 "$T/bench.log"; cat "$T/target.log" 2>/dev/null | tail -5; echo "rdma-accept: pdkv bench failed (rc=$rc)"; exit 1; }
 LR=$(awk -F, 'NR > 1 && $18 != "" { printf "%.3f", $18 / 8; exit }' "$T/bench.csv")
 echo "pdkv RDMA acceptance: initiator $DEVS -> segment $SEG; line rate ${LR:-unknown} GB/s"

@@ -231,6 +231,7 @@ int hr_report_json(const char *path, const struct hr_report *rep);
 int hr_report_junit(const char *path, const struct hr_report *rep);
 
 /* ---- running one scenario (hr_run.c, hr_deploy.c) ------------------------------------------ */
+struct hr_hosts;
 struct hr_opts {
 	const char *workdir; /* parent of the per-scenario work dirs */
 	bool keep;           /* keep work dirs of passed scenarios too */
@@ -239,6 +240,10 @@ struct hr_opts {
 	FILE *progress;              /* progress lines ("# ..."), NULL = none */
 	bool progress_tty;           /* progress is a terminal: one line, rewritten in place */
 	volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
+	/* --hosts: scenarios with "hosts" run on these machines through ssh (hr_ssh.h) */
+	const struct hr_hosts *hosts;
+	const char *ssh_key; /* --ssh-key: ssh -i, NULL = ssh's own choice */
+	int ssh_timeout_s;   /* ConnectTimeout, 0 = 10 */
 	/* --proxy-cmd: run the user's router instead of pdkv-proxy, with every router_* check */
 	const cJSON *proxy_cmd;  /* array of strings with {placeholders}, NULL = the scenario's */
 	const char *proxy_ready; /* --proxy-ready PATH */

@@ -2,6 +2,7 @@
  * stand-ins, proxy — started in a work dir with their logs, health-waited, and always stopped. */
 #include "hr_deploy.h"
 #include "hr_hosts.h"
+#include "hr_launch.h"
 #include "hr_router.h"
 #include "cfg/cfg_vllm.h"
 #include "testsvc/pd_svc.h"
@@ -107,22 +108,24 @@ void hr_deploy_reset(struct hr_deploy *d)
 }
 
 /* Ports are picked by binding here; a fresh namespace has every port free, so for an address in
- * one (not bindable here) the same free port of this host's loopback serves. */
+ * one (not bindable here) the same free port of this host's loopback serves. A remote host's
+ * ports cannot be tried from here: the same guess, and a start that loses it is retried once. */
 static const char *pick_on(const struct hr_deploy *d, const char *host)
 {
-	return hr_net_ns_of(d->net, host) ? "127.0.0.1" : host;
+	return hr_addr_elsewhere(d, host) ? "127.0.0.1" : host;
 }
 
 int hr_deploy_start_meta(struct hr_deploy *d)
 {
 	static const enum pd_svc_kind kinds[] = {PD_SVC_ETCD, PD_SVC_REDIS, PD_SVC_METASERVER};
 	int ret;
+	d->why[0] = '\0';
 	if (d->sc->meta == HR_META_P2P)
 		return 0;
-	/* with "hosts": on the runner's stack at its bridge address, reachable from every host */
-	ret = pd_svc_start(kinds[d->sc->meta],
-	                   d->net && d->net->on ? d->net->nn.root_addr : "127.0.0.1", d->workdir,
-	                   &d->meta);
+	/* with "hosts": on the metadata role's host (default the proxy's), like any other node */
+	if ((d->net && d->net->on) || (d->rem && d->rem->on))
+		return hr_launch_meta(d, d->why, sizeof(d->why));
+	ret = pd_svc_start(kinds[d->sc->meta], "127.0.0.1", d->workdir, &d->meta);
 	if (ret == 0)
 		d->meta_up = true;
 	return ret;
@@ -230,11 +233,13 @@ int hr_deploy_write_mooncake(struct hr_deploy *d, char *err, size_t errsz)
 	return ret;
 }
 
-static int node_init(struct hr_deploy *d, struct hr_node *n, const char *host)
+static int node_init(struct hr_deploy *d, struct hr_node *n, int role)
 {
+	const char *host = hr_role_addr(d, role);
 	int port = pd_free_port(pick_on(d, host));
 	if (port < 0)
 		return port;
+	hr_node_place(d, n, role);
 	snprintf(n->host, sizeof(n->host), "%s", host);
 	n->port = port;
 	snprintf(n->base_url, sizeof(n->base_url), "http://%s:%d", host, port);
@@ -245,10 +250,9 @@ static int node_init(struct hr_deploy *d, struct hr_node *n, const char *host)
 
 int hr_deploy_init_nodes(struct hr_deploy *d)
 {
-	const struct hr_scenario *sc = d->sc;
-	if (node_init(d, &d->prefill, sc->prefill_host) ||
-	    node_init(d, &d->decode, sc->decode_host) || node_init(d, &d->proxy, sc->proxy_host) ||
-	    (d->plain_on && node_init(d, &d->plain, "127.0.0.1")))
+	if (node_init(d, &d->prefill, HR_ROLE_PREFILL) ||
+	    node_init(d, &d->decode, HR_ROLE_DECODE) || node_init(d, &d->proxy, HR_ROLE_PROXY) ||
+	    (d->plain_on && node_init(d, &d->plain, HR_ROLE_REFERENCE)))
 		return -EADDRINUSE;
 	return 0;
 }
@@ -383,17 +387,6 @@ void hr_log_tail(const char *path, char *out, size_t sz)
 	free(buf);
 }
 
-static void describe_exit(const struct pd_proc *p, char *out, size_t sz)
-{
-	int st = p->exit_status;
-	if (st >= 0 && WIFEXITED(st))
-		snprintf(out, sz, "exit status %d", WEXITSTATUS(st));
-	else if (st >= 0 && WIFSIGNALED(st))
-		snprintf(out, sz, "killed by signal %d", WTERMSIG(st));
-	else
-		snprintf(out, sz, "exited");
-}
-
 static int env_add(char **v, size_t *n, const char *name, const char *value)
 {
 	if (asprintf(&v[*n], "%s=%s", name, value) < 0) {
@@ -438,28 +431,23 @@ void hr_env_free(char **env)
 int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *argv_json,
              char *const *env)
 {
-	const char *ns = hr_net_ns_of(d->net, n->host);
 	int argc = cJSON_GetArraySize(argv_json), i = 0, ret;
-	char **argv = calloc((size_t)argc + 5, sizeof(char *));
-	char log[600];
+	char **argv = calloc((size_t)argc + 1, sizeof(char *));
 	if (!argv)
 		return -ENOMEM;
-	if (ns) { /* inside its host's namespace; ip execs it, so the pid stays the node's */
-		argv[i++] = "ip";
-		argv[i++] = "netns";
-		argv[i++] = "exec";
-		argv[i++] = (char *)ns;
-		argc += 4;
-	}
+	if (!n->ops)
+		n->ops = &hr_launch_local;
 	for (const cJSON *a = argv_json->child; a; a = a->next)
 		argv[i++] = a->valuestring;
-	snprintf(log, sizeof(log), "%s/%s.log", d->workdir, name);
+	if (snprintf(n->proc.log, sizeof(n->proc.log), "%.480s/%.24s.log", d->workdir, name) < 0)
+		n->proc.log[0] = '\0';
 	snprintf(n->name, sizeof(n->name), "%s", name);
 	/* the command line heads the log: a person can re-run it by hand */
 	{
-		FILE *f = fopen(log, "w");
+		FILE *f = fopen(n->proc.log, "w");
 		if (f) {
-			fprintf(f, "# ");
+			fprintf(f, "# %s%s", n->rhost[0] ? "on " : "", n->rhost[0] ? n->rhost : "");
+			fprintf(f, "%s", n->rhost[0] ? ": " : "");
 			for (i = 0; env && env[i]; i++)
 				fprintf(f, "%s ", env[i]);
 			for (i = 0; i < argc; i++)
@@ -468,11 +456,36 @@ int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *ar
 			fclose(f);
 		}
 	}
-	ret = pd_proc_spawn(&n->proc, name, argv, env, log);
+	d->why[0] = '\0';
+	ret = n->ops->spawn(d, n, argv, env, d->why, sizeof(d->why));
 	free(argv);
 	if (ret == 0)
 		n->started = true;
 	return ret;
+}
+
+int hr_node_alive(struct hr_deploy *d, struct hr_node *n)
+{
+	return n->ops ? n->ops->alive(d, n) : 0;
+}
+
+const char *hr_node_log(struct hr_deploy *d, struct hr_node *n)
+{
+	if (n->ops)
+		n->ops->fetch_log(d, n);
+	return n->proc.log;
+}
+
+/* A node's health: its /health answers 200, or (no URL: redis) its port accepts. */
+static bool node_healthy(const struct hr_node *x)
+{
+	int fd;
+	if (x->health_url[0])
+		return pd_http_status(x->health_url, 500) == 200;
+	fd = pd_tcp_connect(x->host, x->port, 500);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
 }
 
 /* Waits until every node's health_url answers 200; a node that exits fails at once. */
@@ -480,8 +493,8 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
                     volatile sig_atomic_t *stop, char *why, size_t sz)
 {
 	bool *up = calloc(n, sizeof(bool));
-	(void)d;
 	size_t left = n;
+	unsigned rounds = 0;
 	int ret = 0;
 	if (!up)
 		return -ENOMEM;
@@ -490,18 +503,19 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 			struct hr_node *x = nodes[i];
 			if (up[i])
 				continue;
-			if (!pd_proc_alive(&x->proc)) {
+			if (node_healthy(x)) {
+				up[i] = true;
+				left--;
+				continue;
+			}
+			if (rounds % x->ops->alive_every == 0 && !hr_node_alive(d, x)) {
 				char how[64], tail[700];
-				describe_exit(&x->proc, how, sizeof(how));
-				hr_log_tail(x->proc.log, tail, sizeof(tail));
+				x->ops->describe_exit(x, how, sizeof(how));
+				hr_log_tail(hr_node_log(d, x), tail, sizeof(tail));
 				snprintf(why, sz, "%s %s during startup: %s", x->name, how,
 				         tail[0] ? tail : "(empty log)");
 				ret = -ECHILD;
 				goto out;
-			}
-			if (pd_http_status(x->health_url, 500) == 200) {
-				up[i] = true;
-				left--;
 			}
 		}
 		if (!left)
@@ -526,6 +540,7 @@ int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, doubl
 			goto out;
 		}
 		pd_sleep_ms(50);
+		rounds++;
 	}
 out:
 	free(up);
@@ -544,11 +559,11 @@ static void copy_file(const char *from, const char *to)
 void hr_deploy_stop(struct hr_deploy *d)
 {
 	/* proxy first so no new work reaches the stand-ins, metadata last so they can unregister */
-	struct hr_node *order[] = {&d->proxy, &d->decode, &d->prefill, &d->plain};
+	struct hr_node *order[] = {&d->proxy, &d->decode, &d->prefill, &d->plain, &d->metanode};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(order); i++) {
 		if (!order[i]->started)
 			continue;
-		pd_proc_stop(&order[i]->proc, 3000);
+		order[i]->ops->stop(d, order[i], 3000);
 		order[i]->started = false;
 	}
 	if (d->meta_up) {
@@ -564,9 +579,10 @@ void hr_deploy_stop(struct hr_deploy *d)
 /* Every process this deployment started is gone (reaped, and its group empty). */
 bool hr_deploy_all_gone(const struct hr_deploy *d)
 {
-	const struct hr_node *nodes[] = {&d->proxy, &d->decode, &d->prefill, &d->plain};
+	const struct hr_node *nodes[] = {&d->proxy, &d->decode, &d->prefill, &d->plain,
+	                                 &d->metanode};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(nodes); i++)
-		if (nodes[i]->proc.pid > 0)
+		if (nodes[i]->proc.pid > 0 || nodes[i]->rpid > 0)
 			return false;
 	return !d->meta_up;
 }

@@ -7,10 +7,16 @@
 #include "pd_proc.h"
 #include "testsvc/pd_svc.h"
 
+struct hr_launch_ops;
+
 struct hr_node {
 	char name[32];
-	struct pd_proc proc;
+	struct pd_proc proc; /* local: the process; remote: proc.log is where its log is fetched */
 	bool started;
+	const struct hr_launch_ops *ops; /* how it runs (hr_launch.h); NULL = local */
+	char rhost[32];                  /* remote: its hosts.txt name */
+	char rdir[512];                  /* remote: its work dir there */
+	int rpid;                        /* remote: its pid (= process group) there, 0 = gone */
 	char host[64];
 	int port;
 	char base_url[128]; /* http://host:port */
@@ -19,6 +25,7 @@ struct hr_node {
 };
 
 struct hr_net;
+struct hr_remote;
 
 struct hr_deploy {
 	char workdir[512];
@@ -30,10 +37,13 @@ struct hr_deploy {
 	bool meta_up;
 	bool plain_on; /* a check compares against the plain stand-in */
 	struct hr_node prefill, decode, plain, proxy;
+	struct hr_node metanode; /* with "hosts": the metadata service, on its role's host */
 	struct hr_vars vars;
 	int picked[HR_MAX_VARS]; /* the ${PORT_X} blocks handed out so far */
 	size_t npicked;
-	struct hr_net *net; /* "hosts": the namespaces the nodes run in (hr_hosts.h), or NULL */
+	struct hr_net *net;    /* "hosts": the namespaces the nodes run in (hr_hosts.h), or NULL */
+	struct hr_remote *rem; /* --hosts: the machines the nodes run on (hr_launch.h), or NULL */
+	char why[600];         /* what went wrong in a step that has no err argument */
 };
 
 /* ---- deployment plan: what to start and with which arguments ---- */
@@ -69,6 +79,10 @@ int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *ar
              char *const *env);
 int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, double deadline,
                     volatile sig_atomic_t *stop, char *why, size_t sz);
+/* Through the node's launcher: running (1) or gone (0); the local path of its log (fetched
+ * back first when it ran elsewhere). */
+int hr_node_alive(struct hr_deploy *d, struct hr_node *n);
+const char *hr_node_log(struct hr_deploy *d, struct hr_node *n);
 void hr_deploy_stop(struct hr_deploy *d);
 bool hr_deploy_all_gone(const struct hr_deploy *d);
 /* {"prefill": {"warnings": N, "errors": N, "first_warning": ..., "first_error": ...}, ...} */

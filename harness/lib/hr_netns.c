@@ -69,6 +69,7 @@ int hr_cmd_run(const char *const argv[], char *out, size_t outsz, int timeout_ms
 	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDONLY);
+		setpgid(0, 0); /* a Ctrl-C meant for the runner must not kill its ssh mid-cleanup */
 		dup2(null, 0);
 		dup2(pfd[1], 1);
 		dup2(pfd[1], 2);

@@ -169,9 +169,9 @@ int hr_router_wait_ready(struct hr_deploy *d, double deadline, volatile sig_atom
 	for (;;) {
 		char url[400];
 		size_t absent = 0;
-		if (!pd_proc_alive(&d->proxy.proc)) {
+		if (!hr_node_alive(d, &d->proxy)) { /* through its launcher: local or --hosts */
 			char tail[700];
-			hr_log_tail(d->proxy.proc.log, tail, sizeof(tail));
+			hr_log_tail(hr_node_log(d, &d->proxy), tail, sizeof(tail));
 			snprintf(why, sz, "the router exited during startup: %s",
 			         tail[0] ? tail : "(empty log)");
 			return -ECHILD;

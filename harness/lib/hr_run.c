@@ -2,6 +2,7 @@
  * workload, /metrics before and after, checks, teardown (also on failure, timeout, Ctrl-C). */
 #include "hr_deploy.h"
 #include "hr_hosts.h"
+#include "hr_launch.h"
 #include "hr_router.h"
 #include "pd_log.h"
 #include "pd_util.h"
@@ -121,13 +122,13 @@ static void check_alive(struct run *r)
 	         {&r->d.proxy, HR_NODE_PROXY}};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(v); i++) {
 		char why[700];
-		if (!v[i].n->started || pd_proc_alive(&v[i].n->proc))
+		if (!v[i].n->started || hr_node_alive(&r->d, v[i].n))
 			continue;
 		if (r->sc->expect_exit & v[i].bit) {
 			progress(r, "%s exited during the run, as expected", v[i].n->name);
 			continue;
 		}
-		hr_log_tail(v[i].n->proc.log, why, sizeof(why));
+		hr_log_tail(hr_node_log(&r->d, v[i].n), why, sizeof(why));
 		fail(r, "%s exited during the run: %s", v[i].n->name, why[0] ? why : "(empty log)");
 	}
 }
@@ -273,16 +274,16 @@ static int phase_prepare(struct run *r)
 		progress(r, "starting %s metadata service", hr_meta_name(sc->meta));
 	ret = hr_deploy_start_meta(d);
 	if (ret == -ENOENT) {
-		notrun(r, "metadata backend %s: its server is not installed on this host",
-		       hr_meta_name(sc->meta));
+		notrun(r, "metadata backend %s: %s", hr_meta_name(sc->meta),
+		       d->why[0] ? d->why : "its server is not installed on this host");
 		return -1;
 	}
 	if (ret) {
 		fail(r, "metadata backend %s did not start: %s", hr_meta_name(sc->meta),
-		     strerror(-ret));
+		     d->why[0] ? d->why : strerror(-ret));
 		return -1;
 	}
-	if (d->meta_up)
+	if (d->meta_up || d->metanode.started)
 		progress(r, "metadata at %s", d->meta.conn);
 	if (stopped(r, "starting the metadata service"))
 		return -1;
@@ -316,10 +317,13 @@ static int start_node(struct run *r, struct hr_node *n, const char *name, cJSON 
 	ret = hr_spawn(&r->d, n, name, argv, env);
 	cJSON_Delete(argv);
 	if (ret) {
-		fail(r, "cannot start %s: %s", name, strerror(-ret));
+		fail(r, "cannot start %s: %s", name, r->d.why[0] ? r->d.why : strerror(-ret));
 		return -1;
 	}
-	if (r->o->verbose && strcmp(name, "proxy"))
+	if (r->o->verbose && strcmp(name, "proxy") && n->rhost[0])
+		progress(r, "%s: on host %s, pid %d there, log %s", name, n->rhost, n->rpid,
+		         n->proc.log);
+	else if (r->o->verbose && strcmp(name, "proxy"))
 		progress(r, "%s: pid %d, log %s", name, (int)n->proc.pid, n->proc.log);
 	return 0;
 }
@@ -425,13 +429,13 @@ static int phase_collect(struct run *r, struct hr_run_data *rd)
 	struct hr_deploy *d = &r->d;
 	if (hr_metrics_scrape(d->decode.metrics_url, 3000, &rd->d_after)) {
 		fail(r, "cannot read /metrics of decode after the workload%s",
-		     pd_proc_alive(&d->decode.proc) ? "" : " (decode exited)");
+		     hr_node_alive(d, &d->decode) ? "" : " (decode exited)");
 		return -1;
 	}
 	if (hr_metrics_scrape(d->prefill.metrics_url, 3000, &rd->p_after)) {
 		/* a crash-fault scenario kills prefill on purpose; its deltas count as 0 */
 		progress(r, "prefill /metrics unreadable after the workload%s; its deltas are 0",
-		         pd_proc_alive(&d->prefill.proc) ? "" : " (prefill exited)");
+		         hr_node_alive(d, &d->prefill) ? "" : " (prefill exited)");
 		metrics_copy(&rd->p_after, &rd->p_before);
 	}
 	rd->have_metrics = true;
@@ -536,10 +540,13 @@ static char **apply_router_opts(struct hr_scenario *run, const struct hr_opts *o
 
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res)
 {
-	struct hr_net net;
+	struct hr_net net = {.run = *sc};
+	struct hr_remote rem = {.on = false};
 	char why[1024];
-	int net_ret = hr_net_setup(&net, sc, why, sizeof(why));
-	/* with "hosts" the deployment runs on the namespaces' addresses (net.run) */
+	bool remote = o->hosts && sc->hosts; /* --hosts: machines, not namespaces */
+	int net_ret = remote ? 0 : hr_net_setup(&net, sc, why, sizeof(why));
+	/* with "hosts" the deployment runs on the namespaces' addresses (net.run), with --hosts on
+	 * the machines' (rem.run) */
 	struct run r = {.sc = &net.run, .o = o, .res = res, .d = {.sc = &net.run, .net = &net}};
 	double limit = o->timeout_s > 0    ? o->timeout_s
 	               : sc->timeout_s > 0 ? sc->timeout_s
@@ -565,6 +572,14 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 		notrun(&r, "hosts: %s", why);
 	else if (net_ret)
 		fail(&r, "hosts: cannot make the network namespaces: %s", why);
+	if (remote && pd_mkdir_p(r.d.workdir) == 0 &&
+	    hr_remote_setup(&rem, &net.run, o, r.d.workdir, why, sizeof(why))) {
+		fail(&r, "--hosts: %s", why);
+		net_ret = -1;
+	} else if (remote) {
+		r.sc = r.d.sc = &rem.run;
+		r.d.rem = &rem;
+	}
 
 	for (; net_ret == 0;) {
 		run_body(&r);
@@ -580,7 +595,8 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 		res->logs = hr_deploy_logs(&r.d);
 	if (res->logs && net.applied[0])
 		cJSON_AddStringToObject(res->logs, "faults", net.applied);
-	hr_net_teardown(&net); /* kills anything still inside a namespace, removes them */
+	hr_net_teardown(&net);    /* kills anything still inside a namespace, removes them */
+	hr_remote_teardown(&rem); /* the logs are here now: the remote work dirs go */
 	if (!hr_deploy_all_gone(&r.d))
 		fail(&r, "a process of this scenario could not be stopped");
 	res->secs = pd_now_s() - r.t0;

@@ -16,8 +16,12 @@ TESTS += test_netns
 test_netns_SRCS := harness/tests/test_netns.c
 test_netns_LIBS := hr cfg pdtestsvc pdcommon
 TESTS += test_ssh
-test_ssh_SRCS := harness/tests/test_ssh.c
+test_ssh_SRCS := harness/tests/test_ssh.c harness/tests/ssh_fixture.c
 test_ssh_LIBS := hr cfg pdtestsvc pdcommon
+# pdkv run --hosts through the launcher: three sshd namespaces as machines (NOTRUN without root)
+TESTS += test_hosts
+test_hosts_SRCS := harness/tests/test_hosts.c harness/tests/ssh_fixture.c
+test_hosts_LIBS := hr cfg pdtestsvc pdcommon
 TESTS += test_hr_router
 test_hr_router_SRCS := harness/tests/test_hr_router.c
 test_hr_router_LIBS := hr cfg pdtestsvc pdcommon

@@ -1,6 +1,7 @@
 /* pdkv-run (`pdkv run`): runs scenario files — the default suite in scenarios/ when none are
  * named — and reports PASS / FAIL / NOTRUN per scenario, plus --json and --junit files. */
 #include "lib/hr.h"
+#include "lib/hr_ssh.h"
 #include "pd_log.h"
 #include "pd_opt.h"
 #include "pd_proc.h"
@@ -27,12 +28,12 @@ static void on_signal(int sig)
 }
 
 struct args {
-	const char *junit, *json, *workdir, *filter;
+	const char *junit, *json, *workdir, *filter, *hosts, *ssh_key;
 	const char *proxy_ready, *external;
 	const char *proxy_cmd[16]; /* --proxy-cmd, repeatable: one graded run per router */
 	int nproxy;
 	bool strict, keep, list, verbose;
-	double timeout_s;
+	double timeout_s, ssh_timeout_s;
 	char **files;
 	int nfiles;
 };
@@ -112,6 +113,25 @@ static int parse_args(int argc, char **argv, struct args *a)
 	     .type = PD_OPT_FLAG,
 	     .dst = &a->keep,
 	     .help = "keep every work dir (failed ones are always kept)"},
+	    {.name = "hosts",
+	     .type = PD_OPT_STR,
+	     .dst = &a->hosts,
+	     .arg = "FILE",
+	     .help = "run scenarios with \"hosts\" on these machines through ssh: lines NAME "
+	             "[USER@]ADDRESS [port=N] [pdkv=PATH] [KEY=VALUE ...]"},
+	    {.name = "ssh-key",
+	     .type = PD_OPT_STR,
+	     .dst = &a->ssh_key,
+	     .arg = "FILE",
+	     .help = "with --hosts: the identity ssh uses (default: ssh's own choice)"},
+	    {.name = "ssh-timeout",
+	     .type = PD_OPT_DOUBLE,
+	     .dst = &a->ssh_timeout_s,
+	     .arg = "S",
+	     .help = "with --hosts: ssh ConnectTimeout in seconds (default 10)",
+	     .want = "seconds 1..300",
+	     .min = 1,
+	     .max = 300},
 	    {.name = "verbose",
 	     .shrt = 'v',
 	     .type = PD_OPT_FLAG,
@@ -509,7 +529,8 @@ int main(int argc, char **argv)
 	struct args a;
 	struct suite su = {0};
 	struct hr_opts o = {0};
-	char wbuf[PATH_MAX], ext[2048];
+	char wbuf[PATH_MAX], ext[2048], herr[700];
+	static struct hr_hosts hosts;
 	bool made_workdir = false;
 	double t0 = pd_now_s();
 	int ret;
@@ -534,6 +555,11 @@ int main(int argc, char **argv)
 		ret = EXIT_SKIP;
 		goto out;
 	}
+	if (a.hosts && hr_hosts_load(a.hosts, &hosts, herr, sizeof(herr))) {
+		fprintf(stderr, "pdkv run: --hosts: %s\n", herr);
+		ret = 2;
+		goto out;
+	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	install_signals();
 	ret = make_workdir(&a, wbuf, sizeof(wbuf), &made_workdir);
@@ -547,6 +573,9 @@ int main(int argc, char **argv)
 	o.progress = stderr;
 	o.progress_tty = isatty(2) && !a.verbose;
 	o.stop = &g_stop;
+	o.hosts = a.hosts ? &hosts : NULL;
+	o.ssh_key = a.ssh_key;
+	o.ssh_timeout_s = (int)a.ssh_timeout_s;
 	o.proxy_ready = a.proxy_ready;
 	if (a.external && (ret = parse_external(a.external, &o, ext, sizeof(ext))))
 		goto out;

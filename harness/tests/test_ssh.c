@@ -21,6 +21,7 @@
 #include "lib/hr_ssh.h"
 #include "pd_proc.h"
 #include "pd_util.h"
+#include "ssh_fixture.h"
 
 static void expect_hosts_error(const char *text, const char *want)
 {
@@ -68,133 +69,47 @@ static void test_hosts_parse(void **state)
 	assert_string_equal(q, "'it'\\''s'");
 }
 
-/* ---- the real thing: two namespaces with an sshd each ---- */
+/* ---- the real thing: two namespaces with an sshd each (ssh_fixture.c) ---- */
 static struct {
-	char dir[128];
-	struct hr_netns nn;
-	struct pd_proc sshd[2];
+	struct sshfx fx;
 	struct hr_hosts hosts;
 	struct hr_ssh ssh;
-	char pdkv[600];
 } g;
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	return system(line);
-}
-
-static int find_pdkv(char *out, size_t sz)
-{
-	if (hr_find_bin("pdkv", out, sz) == 0)
-		return 0;
-	snprintf(out, sz, "%s/../bin/pdkv", pd_self_dir());
-	return access(out, X_OK) ? -1 : 0;
-}
-
-static int start_sshd(int i, const char *host)
-{
-	const struct hr_nshost *h = hr_netns_find(&g.nn, host);
-	char cfg[256], log[256], text[1024];
-	snprintf(cfg, sizeof(cfg), "%s/sshd-%s.conf", g.dir, host);
-	snprintf(log, sizeof(log), "%s/sshd-%s.log", g.dir, host);
-	snprintf(text, sizeof(text),
-	         "ListenAddress %s\nPort 22\nHostKey %s/hostkey\nPidFile none\n"
-	         "AuthorizedKeysFile %s/authorized_keys\nPasswordAuthentication no\n"
-	         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-	         "PermitRootLogin prohibit-password\nSubsystem sftp internal-sftp\n"
-	         "LogLevel ERROR\n",
-	         h->addr, g.dir, g.dir);
-	if (pd_write_file(cfg, text, strlen(text)))
-		return -1;
-	char *argv[] = {"ip", "netns", "exec", (char *)h->ns, "/usr/sbin/sshd",
-	                "-D", "-e",    "-f",   cfg,           NULL};
-	if (pd_proc_spawn(&g.sshd[i], "sshd", argv, NULL, log))
-		return -1;
-	return pd_wait_tcp(h->addr, 22, 10000);
-}
 
 static int setup_real(void **state)
 {
 	const char *hosts[] = {"hostA", "hostB"};
 	char err[600], text[2048];
 	(void)state;
-	snprintf(g.dir, sizeof(g.dir), "/tmp/pdkv-ssh-test.XXXXXX");
-	if (!mkdtemp(g.dir) || find_pdkv(g.pdkv, sizeof(g.pdkv)))
+	if (sshfx_up(&g.fx, hosts, 2))
 		return -1;
-	mkdir("/run/sshd", 0755); /* sshd's privilege separation directory */
-	if (sh("ssh-keygen -q -t ed25519 -N '' -f %s/hostkey && ssh-keygen -q -t ed25519 -N '' "
-	       "-f %s/userkey && ssh-keygen -q -t ed25519 -N '' -f %s/wrongkey && "
-	       "cp %s/userkey.pub %s/authorized_keys",
-	       g.dir, g.dir, g.dir, g.dir, g.dir))
-		return -1;
-	if (hr_netns_create(&g.nn, hosts, 2, 0, err, sizeof(err))) {
-		print_error("%s\n", err);
-		return -1;
-	}
-	if (start_sshd(0, "hostA") || start_sshd(1, "hostB")) {
-		print_error("sshd did not come up (logs in %s)\n", g.dir);
-		return -1;
-	}
 	/* ghost: an address on the test bridge where nothing answers */
 	char ghost[32];
-	snprintf(ghost, sizeof(ghost), "%s", g.nn.root_addr);
-	strcpy(strrchr(ghost, '.'), ".99");
+	sshfx_ghost(&g.fx, ghost, sizeof(ghost));
 	snprintf(text, sizeof(text),
 	         "hostA root@%s pdkv=%s GREETING=hello\nhostB root@%s\n"
 	         "ghost root@%s\nnopdkv root@%s pdkv=/nonexistent/pdkv\n",
-	         hr_netns_find(&g.nn, "hostA")->addr, g.pdkv, hr_netns_find(&g.nn, "hostB")->addr,
-	         ghost, hr_netns_find(&g.nn, "hostB")->addr);
+	         hr_netns_find(&g.fx.nn, "hostA")->addr, g.fx.pdkv,
+	         hr_netns_find(&g.fx.nn, "hostB")->addr, ghost,
+	         hr_netns_find(&g.fx.nn, "hostB")->addr);
 	if (hr_hosts_parse("hosts.txt", text, &g.hosts, err, sizeof(err)))
 		return -1;
 	char key[256];
-	snprintf(key, sizeof(key), "%s/userkey", g.dir);
-	return hr_ssh_init(&g.ssh, &g.hosts, g.dir, key, 2);
-}
-
-/* Any process whose command line mentions s (our control dir, our namespace): the proof that
- * nothing of the test is left. */
-static int procs_with(const char *s)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-	while (d && (e = readdir(d))) {
-		char p[300], *buf = NULL;
-		size_t len = 0;
-		if (atoi(e->d_name) <= 0 || atoi(e->d_name) == (int)getpid())
-			continue;
-		snprintf(p, sizeof(p), "/proc/%s/cmdline", e->d_name);
-		if (pd_read_file(p, 1 << 16, &buf, &len) == 0) {
-			for (size_t i = 0; i + 1 < len; i++)
-				if (!buf[i])
-					buf[i] = ' ';
-			n += len && memmem(buf, len, s, strlen(s)) != NULL;
-		}
-		free(buf);
-	}
-	if (d)
-		closedir(d);
-	return n;
+	snprintf(key, sizeof(key), "%s/userkey", g.fx.dir);
+	return hr_ssh_init(&g.ssh, &g.hosts, g.fx.dir, key, 2);
 }
 
 static int teardown_real(void **state)
 {
-	char ctl[64];
+	char ctl[64], prefix[32];
 	(void)state;
 	snprintf(ctl, sizeof(ctl), "%s", g.ssh.ctl);
+	snprintf(prefix, sizeof(prefix), "%s", g.fx.nn.prefix);
 	hr_ssh_close(&g.ssh);
-	for (int i = 0; i < 2; i++)
-		pd_proc_stop(&g.sshd[i], 2000);
-	hr_netns_destroy(&g.nn);
-	int left = ctl[0] ? procs_with(ctl) : 0;
-	left += procs_with(g.nn.prefix);
-	pd_rm_rf(g.dir);
+	sshfx_down(&g.fx);
+	/* the proof that nothing of the test is left: our control dir, our namespaces */
+	int left = ctl[0] ? sshfx_procs_with(ctl) : 0;
+	left += sshfx_procs_with(prefix);
 	if (left) {
 		print_error("%d processes of the test still run\n", left);
 		return -1;
@@ -212,12 +127,12 @@ static void test_remote_command(void **state)
 		fail_msg("hr_ssh_run: %d %s %s", r, err, out);
 	assert_non_null(strstr(out, "hi from root"));
 	/* it ran inside hostA's namespace: eth0 there has hostA's address */
-	assert_non_null(strstr(out, hr_netns_find(&g.nn, "hostA")->addr));
+	assert_non_null(strstr(out, hr_netns_find(&g.fx.nn, "hostA")->addr));
 	assert_int_equal(hr_ssh_run(&g.ssh, "hostB", "exit 7", NULL, 0, 0, err, sizeof(err)), 7);
 	if (hr_ssh_check(&g.ssh, "hostA", err, sizeof(err)))
 		fail_msg("hr_ssh_check hostA: %s", err);
 	/* the ControlMaster: one connection per host, reused */
-	assert_true(procs_with(g.ssh.ctl) >= 1);
+	assert_true(sshfx_procs_with(g.ssh.ctl) >= 1);
 }
 
 static void test_copy_both_ways(void **state)
@@ -226,12 +141,12 @@ static void test_copy_both_ways(void **state)
 	size_t len = 0;
 	const char *text = "{\"prefill_url\": \"198.18.0.10:7000\"}\n";
 	(void)state;
-	snprintf(local, sizeof(local), "%s/mooncake.json", g.dir);
-	snprintf(remote, sizeof(remote), "%s/remoteB/mooncake.json", g.dir);
-	snprintf(back, sizeof(back), "%s/back.json", g.dir);
+	snprintf(local, sizeof(local), "%s/mooncake.json", g.fx.dir);
+	snprintf(remote, sizeof(remote), "%s/remoteB/mooncake.json", g.fx.dir);
+	snprintf(back, sizeof(back), "%s/back.json", g.fx.dir);
 	assert_int_equal(pd_write_file(local, text, strlen(text)), 0);
 	char mk[300];
-	snprintf(mk, sizeof(mk), "mkdir -p %s/remoteB", g.dir);
+	snprintf(mk, sizeof(mk), "mkdir -p %s/remoteB", g.fx.dir);
 	assert_int_equal(hr_ssh_run(&g.ssh, "hostB", mk, NULL, 0, 0, err, sizeof(err)), 0);
 	if (hr_ssh_put(&g.ssh, "hostB", local, remote, err, sizeof(err)))
 		fail_msg("put: %s", err);
@@ -251,7 +166,7 @@ static bool in_namespace_of(int pid, const char *host)
 	char p1[64], p2[128];
 	struct stat a, b;
 	snprintf(p1, sizeof(p1), "/proc/%d/ns/net", pid);
-	snprintf(p2, sizeof(p2), "/run/netns/%s", hr_netns_find(&g.nn, host)->ns);
+	snprintf(p2, sizeof(p2), "/run/netns/%s", hr_netns_find(&g.fx.nn, host)->ns);
 	return stat(p1, &a) == 0 && stat(p2, &b) == 0 && a.st_ino == b.st_ino;
 }
 
@@ -261,7 +176,7 @@ static void test_start_stop(void **state)
 	size_t len = 0;
 	int pid = 0;
 	(void)state;
-	snprintf(rdir, sizeof(rdir), "%s/runA", g.dir);
+	snprintf(rdir, sizeof(rdir), "%s/runA", g.fx.dir);
 	const char *argv[] = {"sh", "-c", "echo $GREETING $EXTRA; sleep 300 & exec sleep 301",
 	                      NULL};
 	const char *env[] = {"EXTRA=world", NULL};
@@ -273,8 +188,9 @@ static void test_start_stop(void **state)
 	assert_true(in_namespace_of(pid, "hostA"));
 	assert_int_equal(hr_ssh_stop(&g.ssh, "hostA", pid, 2000), 0);
 	assert_int_equal(hr_ssh_alive(&g.ssh, "hostA", pid), 0);
-	assert_int_equal(procs_with("sleep 30"), 0); /* the group went, its background child too */
-	snprintf(log, sizeof(log), "%s/sleeper.log", g.dir);
+	assert_int_equal(sshfx_procs_with("sleep 30"),
+	                 0); /* the group went, its background child too */
+	snprintf(log, sizeof(log), "%s/sleeper.log", g.fx.dir);
 	char rlog[300];
 	snprintf(rlog, sizeof(rlog), "%s/sleeper.log", rdir);
 	if (hr_ssh_get(&g.ssh, "hostA", rlog, log, err, sizeof(err)))
@@ -289,7 +205,7 @@ static void test_remote_dies(void **state)
 	char rdir[256], err[600] = "";
 	int pid = 0, alive = 1;
 	(void)state;
-	snprintf(rdir, sizeof(rdir), "%s/runB", g.dir);
+	snprintf(rdir, sizeof(rdir), "%s/runB", g.fx.dir);
 	const char *argv[] = {"sh", "-c", "echo boom >&2; sleep 0.3; exit 3", NULL};
 	if (hr_ssh_start(&g.ssh, "hostB", rdir, "crasher", argv, NULL, &pid, err, sizeof(err)))
 		fail_msg("start: %s", err);
@@ -327,22 +243,22 @@ static void test_failures(void **state)
 	assert_int_equal(hr_ssh_run(&g.ssh, "nosuch", "true", NULL, 0, 0, err, sizeof(err)),
 	                 -ENOENT);
 	assert_non_null(strstr(err, "not in hosts.txt"));
-	snprintf(key, sizeof(key), "%s/wrongkey", g.dir);
-	assert_int_equal(hr_ssh_init(&wrong, &g.hosts, g.dir, key, 2), 0);
+	snprintf(key, sizeof(key), "%s/wrongkey", g.fx.dir);
+	assert_int_equal(hr_ssh_init(&wrong, &g.hosts, g.fx.dir, key, 2), 0);
 	assert_int_equal(hr_ssh_run(&wrong, "hostB", "true", NULL, 0, 0, err, sizeof(err)),
 	                 -EACCES);
 	assert_non_null(strstr(err, "authentication refused"));
 	assert_non_null(strstr(err, "Permission denied"));
 	hr_ssh_close(&wrong);
 	/* a cut link: the call ends within ssh's own timeouts, as an unreachable host */
-	assert_int_equal(hr_netns_link(&g.nn, "hostB", false, err, sizeof(err)), 0);
+	assert_int_equal(hr_netns_link(&g.fx.nn, "hostB", false, err, sizeof(err)), 0);
 	struct hr_ssh fresh;
-	snprintf(key, sizeof(key), "%s/userkey", g.dir);
-	assert_int_equal(hr_ssh_init(&fresh, &g.hosts, g.dir, key, 2), 0);
+	snprintf(key, sizeof(key), "%s/userkey", g.fx.dir);
+	assert_int_equal(hr_ssh_init(&fresh, &g.hosts, g.fx.dir, key, 2), 0);
 	assert_int_equal(hr_ssh_run(&fresh, "hostB", "true", NULL, 0, 0, err, sizeof(err)),
 	                 -EHOSTUNREACH);
 	hr_ssh_close(&fresh);
-	assert_int_equal(hr_netns_link(&g.nn, "hostB", true, err, sizeof(err)), 0);
+	assert_int_equal(hr_netns_link(&g.fx.nn, "hostB", true, err, sizeof(err)), 0);
 }
 
 int main(void)
@@ -356,12 +272,8 @@ int main(void)
 	};
 	if (cmocka_run_group_tests(unit, NULL, NULL))
 		return 1;
-	if (hr_netns_probe(why, sizeof(why))) {
+	if (sshfx_missing(why, sizeof(why))) {
 		printf("SKIP: the sshd tests: %s\n", why);
-		return 77;
-	}
-	if (access("/usr/sbin/sshd", X_OK)) {
-		printf("SKIP: the sshd tests need openssh-server (ci/install-deps.sh)\n");
 		return 77;
 	}
 	hr_netns_cleanup_stale();
