@@ -310,6 +310,8 @@ static int start_connector(struct sa *s)
 		ko.select_timeout_ms = s->o.miss_policy == SA_MISS_WAIT ? s->o.kv_wait_timeout_ms
 		                                                        : s->o.kv_select_timeout_ms;
 		ko.zmq_bind_host = s->o.zmq_bind_host;
+		ko.zmq_max_msg_bytes = s->o.kv_zmq_max_msg_bytes;
+		ko.insert_timeout_ms = s->o.kv_insert_timeout_ms;
 		ret = kvc_create(&ko, &s->kvc[r]);
 		if (ret) {
 			fprintf(stderr, "pdkv-standin: error: connector rank %d: kvc_create: %s\n",
