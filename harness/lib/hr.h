@@ -144,6 +144,7 @@ struct hr_run_data {
 	struct hr_metrics p_before, p_after, d_before, d_after;
 	bool have_metrics;
 	const char *startup_error; /* why the deployment did not come up; NULL when it did */
+	char pf_notes[1024];       /* process faults done (hr_faults.c), "" when none */
 };
 struct hr_check_result {
 	const char *name;

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#define HR_CHECKS(X) X(startup) X(http_ok) X(kv_reused) X(output_equal) X(integrity)
+#define HR_CHECKS(X) X(startup) X(http_ok) X(kv_reused) X(output_equal) X(integrity) X(recovered)
 
 #define DECLARE(n) extern const struct hr_check hr_check_##n;
 HR_CHECKS(DECLARE)

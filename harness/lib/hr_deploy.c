@@ -404,9 +404,22 @@ int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *ar
 		argv[i++] = a->valuestring;
 	snprintf(log, sizeof(log), "%s/%s.log", d->workdir, name);
 	snprintf(n->name, sizeof(n->name), "%s", name);
+	if (!n->started) { /* kept for a restart fault (it re-runs them, appending to the log) */
+		char **keep = NULL;
+		size_t ne = 0;
+		while (env && env[ne])
+			ne++;
+		if (env && (keep = calloc(ne + 1, sizeof(*keep))))
+			for (size_t k = 0; k < ne; k++)
+				keep[k] = strdup(env[k]);
+		cJSON_Delete(n->spawn_argv);
+		hr_env_free(n->spawn_env);
+		n->spawn_argv = cJSON_Duplicate(argv_json, 1);
+		n->spawn_env = keep;
+	}
 	/* the command line heads the log: a person can re-run it by hand */
 	{
-		FILE *f = fopen(log, "w");
+		FILE *f = fopen(log, n->started ? "a" : "w");
 		if (f) {
 			fprintf(f, "# ");
 			for (i = 0; env && env[i]; i++)
@@ -499,6 +512,12 @@ void hr_deploy_stop(struct hr_deploy *d)
 			continue;
 		pd_proc_stop(&order[i]->proc, 3000);
 		order[i]->started = false;
+	}
+	for (size_t i = 0; i < PD_ARRAY_SIZE(order); i++) {
+		cJSON_Delete(order[i]->spawn_argv);
+		hr_env_free(order[i]->spawn_env);
+		order[i]->spawn_argv = NULL;
+		order[i]->spawn_env = NULL;
 	}
 	if (d->meta_up) {
 		char to[700];
