@@ -174,6 +174,8 @@ static cJSON *request_summary(const struct hr_req *q, size_t n)
 	if (ok && lat) {
 		qsort(lat, ok, sizeof(double), cmp_double);
 		cJSON_AddNumberToObject(o, "latency_p50_s", lat[ok / 2]);
+		cJSON_AddNumberToObject(o, "latency_p99_s",
+		                        lat[ok * 99 / 100 < ok ? ok * 99 / 100 : ok - 1]);
 		cJSON_AddNumberToObject(o, "latency_max_s", lat[ok - 1]);
 	}
 	free(lat);
