@@ -3,10 +3,10 @@
 LIBS += cfg
 cfg_SRCS := $(filter-out ref/cfg/tests/%,$(wildcard ref/cfg/*.c))
 TESTS += test_cfg_pipe
-test_cfg_pipe_SRCS := ref/cfg/tests/test_pipe.c
+test_cfg_pipe_SRCS := ref/cfg/tests/test_cfg_pipe.c
 test_cfg_pipe_LIBS := cfg pdcommon
 TESTS += test_cfg_robust
-test_cfg_robust_SRCS := ref/cfg/tests/test_robust.c
+test_cfg_robust_SRCS := ref/cfg/tests/test_cfg_robust.c
 test_cfg_robust_LIBS := cfg pdcommon
 TESTS += test_cfg_vllm
 test_cfg_vllm_SRCS := ref/cfg/tests/test_cfg_vllm.c

@@ -128,7 +128,7 @@ static bool host_is_local(const char *host)
 static int peer_path_locked(struct te_transport *tp, const struct te_segment_desc *d)
 {
 	struct ipc_peer *p = NULL, *np;
-	char host[256] = "", why[352];
+	char host[256] = "", why[400];
 	int rpc_port, path;
 
 	for (size_t i = 0; i < tp->npeers; i++)
