@@ -91,7 +91,7 @@ struct te_transport {
 	int lfd; /* bound to rpc_port+1 by the engine; closed at destroy */
 	struct te_net_server *srv;
 	int hdr_timeout_ms, idle_timeout_ms;
-	bool stopping;
+	atomic_bool stopping; /* read by every server thread */
 };
 
 /* CUDA memory (te_tcp_gpu.c): body bytes between a socket and device memory of dev through

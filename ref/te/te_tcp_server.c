@@ -118,7 +118,7 @@ static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, st
 			if (ms == 0)
 				return srv_header_timeout(tp, in, have, idle);
 			pr = poll(&p, 1, ms);
-			if (pr == 0 && tp->stopping)
+			if (pr == 0 && atomic_load(&tp->stopping))
 				return have ? -EPROTO : 1;
 			if (pr == 0 || (pr < 0 && errno == EINTR))
 				continue;
@@ -137,7 +137,7 @@ static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, st
 				return -EPIPE;
 			continue;
 		}
-		if ((errno == EAGAIN || errno == EWOULDBLOCK) && !tp->stopping)
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && !atomic_load(&tp->stopping))
 			continue;
 		return have ? -EPROTO : -errno;
 	}
@@ -352,7 +352,7 @@ int te_tcp_server_start(struct te_transport *tp)
 void te_tcp_server_stop(struct te_transport *tp)
 {
 	/* idle connections see it at their next receive timeout; the rest are shut down */
-	tp->stopping = true;
+	atomic_store(&tp->stopping, true);
 	te_net_server_stop(tp->srv);
 	tp->srv = NULL;
 }

@@ -2,6 +2,7 @@
  * data connections (D4), handshake frames sent a byte at a time (D5), and a metadata store that
  * lost the engine's keys or stopped answering (D9). Loopback only, every wait bounded. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,7 +153,7 @@ static void test_data_port_stall_and_idle(void **state)
  * read call, so the slots stayed held; the frame deadline frees them. */
 struct trickle {
 	int port, n;
-	volatile bool stop;
+	atomic_bool stop;
 	int dropped;
 };
 
@@ -165,7 +166,7 @@ static void *trickle_main(void *arg)
 	size_t sent = 0;
 	for (int i = 0; i < t->n; i++)
 		fds[i] = pd_tcp_connect("127.0.0.1", t->port, 2000);
-	while (!t->stop && sent < 200) {
+	while (!atomic_load(&t->stop) && sent < 200) {
 		for (int i = 0; i < t->n; i++) {
 			unsigned char c = sent < sizeof(hdr) ? hdr[sent] : '{';
 			if (fds[i] >= 0 && send(fds[i], &c, 1, MSG_NOSIGNAL) != 1) {
@@ -202,7 +203,7 @@ static void test_handshake_trickle(void **state)
 	end = pd_now_ns() + 20000000000ull;
 	while (pd_now_ns() < end && (r = te_open_segment(a, te_engine_name(b), &seg)))
 		pd_sleep_ms(200);
-	t.stop = true;
+	atomic_store(&t.stop, true);
 	pthread_join(thr, NULL);
 	unsetenv("PDKV_HS_FRAME_TIMEOUT_MS");
 	assert_int_equal(r, 0);
