@@ -125,5 +125,38 @@ if [ "$rc" -eq 0 ] && [ -s "$OUT/bench.json" ] && [ -x "$REPORT" ]; then
 elif [ "$rc" -ne 0 ]; then
   echo "[bench] not kept in the history (the run failed)"
 fi
+
+# the KV hand-off at engine speed (issue 10): the engine with KV-shaped WRITEs (one prompt's
+# block list, Qwen2.5-7B geometry, vLLM's per-layer K/V buffers) per prompt length, then a short
+# `pdkv bench serve` sweep (prompt lengths x request rates) through a V1 gen B deployment; the
+# ratio is the hand-off goodput (the stand-ins' pdkv_kv_handoff_* histograms, prefill part +
+# decode part) over the engine's GB/s at the same prompt length.
+# PDKV_BENCH_SERVE=0 skips it; PDKV_BENCH_SERVE_TOKENS (1000,4000,16000) sets the lengths.
+if [ "${PDKV_BENCH_SERVE:-1}" = 1 ]; then
+  TOKS=${PDKV_BENCH_SERVE_TOKENS:-1000,4000,16000}
+  echo
+  echo "[bench] $(date +%T) hand-off vs engine: prompts of $TOKS tokens, Qwen2.5-7B KV geometry, tcp"
+  for tok in ${TOKS//,/ }; do
+    "$BIN" --mode=loopback --protocol=tcp --metadata_server=P2PHANDSHAKE --operation=write \
+      --kv-geometry=28,4,128,2 --block-size=16 --prompt-tokens="$tok" --duration="$DUR" \
+      --json="$OUT/bench-kv-$tok.json" | grep '^  pdkv'
+  done
+  "$BIN" serve harness/bench/serve-genb-qwen7b.json --num-prompts 4 --request-rate 2,inf \
+    --max-concurrency 1 --random-input-len "$TOKS" --random-output-len 16 \
+    --json "$OUT/serve.json" --csv "$OUT/serve.csv" --plot "$OUT/serve.png" >"$OUT/serve.txt" 2>&1
+  src=$?
+  sed -n '/^point /,$p' "$OUT/serve.txt"
+  python3 - "$OUT" "$TOKS" <<'PY' || src=1
+import json, sys
+out, toks = sys.argv[1], sys.argv[2].split(",")
+eng = {t: max(r["GBps"] for r in json.load(open(f"{out}/bench-kv-{t}.json"))["rows"] if r["kind"] == "pdkv") for t in toks}
+for r in json.load(open(f"{out}/serve.json"))["rows"]:
+    if r["metric"] == "handoff_goodput" and r["name"].startswith("pd "):
+        t = r["name"].split("in=")[1].split()[0] if "in=" in r["name"] else toks[0]
+        print(f"[bench] hand-off/engine {r['name']}: {r['value']:.2f} / {eng[t]:.2f} GB/s = {r['value'] / eng[t] * 100:.0f} %")
+PY
+  [ "$src" -eq 0 ] || { echo "[bench] serve sweep FAILED (see $OUT/serve.txt)" >&2; rc=1; }
+  echo "[bench] serve: $OUT/serve.txt $OUT/serve.json $OUT/serve.csv $OUT/serve.png"
+fi
 [ "$rc" -eq 0 ] || echo "[bench] FAILED: pdkv-bench exited $rc (wrong bytes, failed transfers or errors above)" >&2
 exit "$rc"

@@ -13,6 +13,7 @@ PKGS=(
   qemu-system-x86 busybox-static
   clang-format clang-tidy
   help2man man-db dpkg-dev openssh-server openssh-client nftables iputils-ping
+  python3
 )
 
 missing=()

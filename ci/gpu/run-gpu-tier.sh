@@ -2,7 +2,8 @@
 # run-gpu-tier.sh — pdkv's GPU tier (`make test-gpu`): the CUDA unit tests (TCP staging, the
 # nvlink_intra CUDA-IPC transport between two processes, the GPU fill kernel), pdkv bench
 # --use_vram on one GPU (nvlink_intra and tcp, data checked, then the ratio runs) and across two
-# GPUs, and the 1P1D GPU scenario. One line per step, the ratio lines pdkv bench printed, then
+# GPUs, and the 1P1D GPU scenarios (scenarios/gpu, KV blocks in GPU memory) with their hand-off
+# goodput beside pdkv bench's. One line per step, the ratio lines pdkv bench printed, then
 # "gpu tier: PASS|FAIL|NOTRUN". Exit: 0 pass, 1 fail, 77 NOTRUN (no CUDA device or runtime).
 # Usage: [BUILD=build] [GPU_BENCH_S=1] [GPU_BATCH=16] ci/gpu/run-gpu-tier.sh   (after `make`)
 set -u
@@ -74,13 +75,40 @@ else
 	echo "NOTRUN bench_two_gpus: $ngpu CUDA device here (cudaMemcpyPeer between two GPUs needs two)"
 	notruns=$((notruns + 1))
 fi
-echo "NOTRUN scenario_1p1d_gpu: the stand-ins keep their KV in host memory (GPU KV is the stand-ins' part of issue 16)"
-notruns=$((notruns + 1))
+# 1P1D with the KV blocks in GPU memory (V1 gen B, --kv-cache-device), over nvlink_intra and tcp;
+# then pdkv bench WRITE (the prefill writes into the decode's blocks) with the descriptor size and
+# count the scenario's hand-offs had, on the same GPUs: the hand-off goodput vs the bench.
+if [ "$ngpu" -ge 2 ]; then
+	sfx=-2gpu tgt=(--gpu_id=0 --target_gpu_id=1)
+	echo "INFO scenario_1p1d_gpu: prefill on GPU 0, decode on GPU 1"
+else
+	sfx= tgt=()
+	echo "INFO scenario_1p1d_gpu: one GPU here: prefill and decode both keep their KV on GPU 0"
+fi
+for p in nvlink tcp; do
+	proto=tcp
+	[ $p = nvlink ] && proto=nvlink_intra
+	rm -f "$LOG/scenario-$p.json"
+	rm -rf "$LOG/run-$p"
+	step scenario_1p1d_gpu_$p "$BUILD/bin/pdkv" run --keep --workdir "$LOG/run-$p" \
+		--json "$LOG/scenario-$p.json" "scenarios/gpu/1p1d-gpu-v1-$p$sfx.json" || continue
+	# descriptor size and descriptors per hand-off of the scenario (prefill's MooncakePromMetrics)
+	read -r blk nd < <(python3 "$HERE/handoff.py" shape "$LOG/scenario-$p.json" 2>/dev/null) ||
+		{ blk=1048576 nd=56; }
+	step bench_handoff_$p "$B" --mode=loopback --use_vram --protocol=$proto --operation=write \
+		--batch_size="$nd" --duration="$S" -b "$blk" -e "$blk" -f 2 "${tgt[@]}" \
+		--json "$LOG/bench-handoff-$p.json"
+done
 
 echo "--- ratios (pdkv bench, this run)"
 cat "$LOG"/bench_nvlink_intra.log "$LOG"/bench_tcp_vram.log "$LOG"/bench_two_gpus_nvlink_intra.log 2>/dev/null |
 	grep -E '^# (ratio|cudaMemcpy)' |
 	awk '/^# ratio/ {n=$NF; printf "%s  [goal >= 0.90: %s]\n", $0, (n >= 0.90 ? "met" : "not met"); next} {print}'
+for p in nvlink tcp; do
+	[ -s "$LOG/scenario-$p.json" ] && [ -s "$LOG/bench-handoff-$p.json" ] &&
+		python3 "$HERE/handoff.py" ratio "$LOG/scenario-$p.json" "$LOG/bench-handoff-$p.json" \
+			"$LOG"/run-$p/*/prefill.log
+done
 if [ "$fails" -gt 0 ]; then
 	echo "gpu tier: FAIL ($fails failed, $notruns NOTRUN; logs in $LOG)"
 	exit 1

@@ -55,6 +55,11 @@ struct bench_opts {
 	bool nic_matrix_given;      /* --nic_priority_matrix: accepted and ignored */
 	uint64_t verify_written;    /* target: bytes a Mooncake initiator wrote (zeros); 0 = off */
 	const char *compare_mooncake; /* --compare-mooncake: Mooncake's transfer_engine_bench */
+	/* KV-shaped transfers (nixlbench kvbench's idea): --kv-geometry L,H,D,B, --block-size
+	 * tokens per block, --prompt-tokens N, --kv-run-blocks K (0 = the whole prompt is one run
+	 * per buffer) -> one batch = one prompt's block list: 2 x L buffers x runs */
+	int kv_geom[4]; /* 0 = not given */
+	int kv_block_tokens, kv_prompt_tokens, kv_run_blocks;
 };
 
 /* The operations to run, in order (--operation=write,read), and whether --buffer_size was given. */

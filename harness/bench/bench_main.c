@@ -1,6 +1,7 @@
 /* pdkv-bench: transfer_engine_bench's flags and output on pdkv's engine, plus an nccl-tests
  * size sweep, --check, a plain-socket baseline, and a loopback mode that spawns its own target. */
 #include "bench.h"
+#include "bench_serve.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -408,6 +409,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	pd_log_set_name("pdkv-bench");
+	if (argc > 1 && !strcmp(argv[1], "serve"))
+		return bench_serve_main(argc - 1, argv + 1);
 	rc = bench_parse(argc, argv, &o, &ro, &done);
 	if (rc || done)
 		return rc;

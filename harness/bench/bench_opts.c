@@ -72,6 +72,22 @@ static int opt_operation(const char *v, void *dst, void *ud)
 	return p->ro->nops ? 0 : -1;
 }
 
+/* --kv-geometry LAYERS,KV_HEADS,HEAD_DIM,DTYPE_BYTES */
+static int opt_kv_geometry(const char *v, void *dst, void *ud)
+{
+	int *g = dst, n = 0;
+	char tmp[96], *tok, *save = NULL;
+	(void)ud;
+	snprintf(tmp, sizeof(tmp), "%s", v);
+	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int64_t x;
+		if (n == 4 || pd_parse_i64(tok, &x) || x < 1 || x > 65536)
+			return -1;
+		g[n++] = (int)x;
+	}
+	return n == 4 && (g[3] == 1 || g[3] == 2 || g[3] == 4) ? 0 : -1;
+}
+
 static int opt_unit(const char *v, void *dst, void *ud)
 {
 	(void)ud;
@@ -317,6 +333,40 @@ static const struct pd_opt bench_optv[] = {
      .help = "initiator/loopback: after each pdkv row, run Mooncake's\ntransfer_engine_bench "
              "(PATH) with the same shape against\nthe same target; prints pdkv/Mooncake per "
              "row"},
+    {.name = "kv-geometry",
+     .type = PD_OPT_FN,
+     .dst = &g_o.kv_geom,
+     .arg = "=L,H,D,B",
+     .help = "KV-shaped transfers: layers, kv heads, head dim, dtype\nbytes (28,4,128,2 = "
+             "Qwen2.5-7B); one batch = one prompt's\nblock list as vLLM lays it out: per-layer "
+             "K and V\nbuffers, runs of blocks (overrides --block_size/--batch_size)",
+     .want = "four positive integers L,H,D,B with B 1, 2 or 4",
+     .fn = opt_kv_geometry},
+    {.name = "block-size",
+     .type = PD_OPT_INT,
+     .dst = &g_o.kv_block_tokens,
+     .arg = "=T",
+     .help = "--kv-geometry: tokens per KV block (16)",
+     .want = "tokens 1..65536",
+     .min = 1,
+     .max = 65536},
+    {.name = "prompt-tokens",
+     .type = PD_OPT_INT,
+     .dst = &g_o.kv_prompt_tokens,
+     .arg = "=N",
+     .help = "--kv-geometry: the prompt's tokens (1024)",
+     .want = "tokens 1..10000000",
+     .min = 1,
+     .max = 10000000},
+    {.name = "kv-run-blocks",
+     .type = PD_OPT_INT,
+     .dst = &g_o.kv_run_blocks,
+     .arg = "=K",
+     .help = "--kv-geometry: blocks per contiguous run (0 = the whole\nprompt: one run per "
+             "buffer, as a fresh allocator gives)",
+     .want = "blocks 0..10000000",
+     .min = 0,
+     .max = 10000000},
     {.name = "target_device_name",
      .type = PD_OPT_STR,
      .dst = &g_o.target_device,
@@ -397,6 +447,40 @@ static int check_combinations(struct bench_opts *o)
 			return 2;
 		}
 		o->block = o->sweep_b;
+	}
+	if (o->kv_geom[0]) {
+		uint64_t bt = o->kv_block_tokens ? (uint64_t)o->kv_block_tokens : 16,
+		         n = o->kv_prompt_tokens ? (uint64_t)o->kv_prompt_tokens : 1024,
+		         blen = bt * (uint64_t)o->kv_geom[1] * (uint64_t)o->kv_geom[2] *
+		                (uint64_t)o->kv_geom[3],
+		         nblk = (n + bt - 1) / bt, run, nruns;
+		if (o->sweep_b || o->sweep_e) {
+			fprintf(stderr,
+			        "pdkv-bench: --kv-geometry sets the transfer shape: no -b/-e "
+			        "sweep with it\n");
+			return 2;
+		}
+		run = o->kv_run_blocks && (uint64_t)o->kv_run_blocks < nblk
+		          ? (uint64_t)o->kv_run_blocks
+		          : nblk;
+		nruns = (nblk + run - 1) / run;
+		o->block = run * blen;
+		o->batch = 2 * (uint64_t)o->kv_geom[0] * nruns;
+		if (!o->quiet)
+			printf(
+			    "# kv-geometry %d,%d,%d,%d: %llu tokens = %llu blocks of %llu tokens "
+			    "(%llu bytes per buffer); one batch = %d layers x K,V x %llu run(s) "
+			    "of %llu blocks = %llu requests of %llu bytes (%.1f MB per prompt)\n",
+			    o->kv_geom[0], o->kv_geom[1], o->kv_geom[2], o->kv_geom[3],
+			    (unsigned long long)n, (unsigned long long)nblk, (unsigned long long)bt,
+			    (unsigned long long)blen, o->kv_geom[0], (unsigned long long)nruns,
+			    (unsigned long long)run, (unsigned long long)o->batch,
+			    (unsigned long long)o->block, (double)(o->block * o->batch) / 1e6);
+	} else if (o->kv_block_tokens || o->kv_prompt_tokens || o->kv_run_blocks) {
+		fprintf(stderr, "pdkv-bench: --block-size / --prompt-tokens / --kv-run-blocks "
+		                "shape --kv-geometry transfers: give --kv-geometry too (bytes per "
+		                "transfer are --block_size)\n");
+		return 2;
 	}
 	if (o->mode_id == BENCH_INITIATOR && !o->segment) {
 		fprintf(stderr,

@@ -32,7 +32,7 @@ struct hr_scenario {
 	char *name;
 	char *description;
 	enum hr_meta meta;
-	char *protocol; /* "tcp" | "rdma" */
+	char *protocol; /* "tcp" | "rdma" | "nvlink_intra" */
 	char *prefill_host, *decode_host, *proxy_host;
 	char *model;
 	int max_model_len;
@@ -52,11 +52,14 @@ struct hr_scenario {
 	char *vllm;           /* the release the stand-ins emulate (--vllm-version), never NULL */
 	int gen;              /* enum cfg_gen */
 	char *proxy_contract; /* pdkv-proxy --contract: v0 | toy | mooncake | auto */
-	cJSON *env;           /* object: extra environment of the prefill and decode stand-ins */
+	cJSON *proxy_cmd;  /* "proxy.cmd": a user's router (array of strings), NULL = pdkv-proxy */
+	char *proxy_ready; /* "proxy.ready": its readiness path, NULL = the default probe */
+	cJSON *env;        /* object: extra environment of the prefill and decode stand-ins */
 	/* separate network stacks: "hosts", "faults", "mtu" (hr_hosts.c) */
-	cJSON *hosts;  /* object role -> host name, NULL = everything on the runner's stack */
-	cJSON *faults; /* array of link faults, NULL = none */
-	int mtu;       /* of the namespaces' links, 0 = 1500 */
+	cJSON *hosts;   /* object role -> host name, NULL = everything on the runner's stack */
+	cJSON *faults;  /* array of link faults, NULL = none */
+	int mtu;        /* of the namespaces' links, 0 = 1500 */
+	bool needs_gpu; /* "needs": ["gpu"] (or protocol nvlink_intra): NOTRUN without CUDA */
 };
 
 /* Parses and validates one scenario file. On error returns -1 with err = "FILE: FIELD: what is
@@ -70,6 +73,9 @@ void hr_scenario_free(struct hr_scenario *sc);
 int hr_scenario_parse_gen(const char *path, const cJSON *root, struct hr_scenario *sc, char *err,
                           size_t errsz);
 const char *hr_meta_name(enum hr_meta m);
+/* The router contract graded against: "proxy.contract", else the generation's (v0 / toy for
+ * gen A / mooncake for gen B). */
+const char *hr_scenario_grade_contract(const struct hr_scenario *sc);
 bool hr_scenario_has_check(const struct hr_scenario *sc, const char *check);
 
 /* ---- ${VAR} substitution (hr_subst.c) ------------------------------------------------------ */
@@ -119,6 +125,7 @@ struct hr_req {
 	bool done_marker;  /* stream ended with data: [DONE] */
 	long usage_prompt; /* usage.prompt_tokens, -1 when absent */
 	long usage_completion;
+	long usage_cached; /* usage.prompt_tokens_details.cached_tokens, -1 when absent */
 	double secs;
 	char curl_err[128];
 };
@@ -134,6 +141,10 @@ int hr_workload_run(const char *base_url, const struct hr_scenario *sc, struct h
  * fills text/invalid/done_marker/usage. Exposed for tests. */
 void hr_response_parse(struct hr_req *r, bool chat, bool stream);
 void hr_reqs_free(struct hr_req *reqs, size_t n);
+/* {"total","sent","ok","prompt_tokens","latency_p50_s","latency_max_s"} of one run's requests */
+cJSON *hr_request_summary(const struct hr_req *q, size_t n);
+/* The JSON body sent for prompt (malloc'd): the client's body a router must pass on. */
+char *hr_request_body(const struct hr_scenario *sc, const char *prompt);
 
 /* ---- what one run produced, what checks look at (hr_check.c) ------------------------------- */
 struct hr_run_data {
@@ -145,10 +156,24 @@ struct hr_run_data {
 	bool have_metrics;
 	const char *startup_error; /* why the deployment did not come up; NULL when it did */
 	char pf_notes[1024];       /* process faults done (hr_faults.c), "" when none */
+	/* router conformance (hr_router.c): what reached the stand-ins, the extra phases */
+	const char *contract;  /* the router contract graded against: v0 | toy | mooncake */
+	bool router_phase;     /* the records and extra phases below were collected */
+	cJSON *rec_p, *rec_d;  /* arrays of --record-requests lines of prefill / decode */
+	struct hr_req *probe;  /* one streamed request (router_stream) */
+	struct hr_req *fail;   /* requests sent while prefill answered 500s */
+	size_t nfail;          /* router_prefill_failure */
+	cJSON *p_query;        /* gen B: prefill's bootstrap /query answer */
+	char p_bootstrap[160]; /* gen B: http://<prefill host>:<bootstrap port> */
+	/* external mode (hr_external.c): no process of ours; real vLLM signals */
+	bool external;
+	bool have_reference;                /* plain = answers of the reference instance */
+	char *d_before_text, *d_after_text; /* decode's raw /metrics (labels kept) */
 };
 struct hr_check_result {
 	const char *name;
 	bool pass;
+	bool notrun;       /* external mode: the check could not run here (detail says why) */
 	char detail[1024]; /* the numbers; on PASS a short summary */
 };
 struct hr_check {
@@ -167,6 +192,9 @@ double hr_metric_delta(const struct hr_metrics *before, const struct hr_metrics 
 
 /* ---- results (hr_result.c) and reporters (hr_report_*.c) ----------------------------------- */
 enum hr_status { HR_PASS = 0, HR_FAIL, HR_NOTRUN };
+/* kv_reused in external mode: vLLM's signals chosen by what decode's /metrics offers
+ * (hr_external.c); NOTRUN when it offers none. */
+enum hr_status hr_external_kv_reused(const struct hr_run_data *rd, char *detail, size_t sz);
 struct hr_result {
 	char *name;
 	char *path;
@@ -182,7 +210,10 @@ struct hr_result {
 	cJSON *logs;     /* per process: warning / error counts and the first of each */
 	char workdir[512];
 	bool kept;
+	char *router; /* the router graded (its command line and contract), NULL = none */
 };
+/* The per-router table: check, PASS/FAIL, evidence (hr_report_text.c). */
+void hr_report_router_table(FILE *f, const struct hr_result *r);
 const char *hr_status_name(enum hr_status s);
 void hr_result_free(struct hr_result *r);
 
@@ -209,11 +240,35 @@ struct hr_opts {
 	FILE *progress;              /* progress lines ("# ..."), NULL = none */
 	bool progress_tty;           /* progress is a terminal: one line, rewritten in place */
 	volatile sig_atomic_t *stop; /* set by SIGINT/SIGTERM */
+	/* --proxy-cmd: run the user's router instead of pdkv-proxy, with every router_* check */
+	const cJSON *proxy_cmd;  /* array of strings with {placeholders}, NULL = the scenario's */
+	const char *proxy_ready; /* --proxy-ready PATH */
+	const char *proxy_label; /* appended to the scenario's name in the report */
+	/* --external: prefill=URL,decode=URL,proxy=URL[,reference=URL] */
+	const char *ext_prefill, *ext_decode, *ext_proxy, *ext_reference;
+	/* pdkv bench serve: replaces the scenario's workload and checks; called once every node is
+	 * healthy with the proxy's base URL and the stand-ins' /metrics URLs; a non-zero return
+	 * marks the scenario failed */
+	int (*serve)(const char *proxy_url, const char *prefill_metrics, const char *decode_metrics,
+	             void *ud);
+	void *serve_ud;
 };
 /* Runs sc; always stops every process it started. Fills res. */
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res);
 /* Binary next to pdkv-run or in $PDKV_BIN; 0 or -ENOENT. */
 int hr_find_bin(const char *name, char *out, size_t outsz);
+/* ---- router conformance (hr_router.c) and external mode (hr_external.c) ------------------- */
+/* True for the checks that grade the router from the stand-ins' records. */
+bool hr_check_is_router(const char *name);
+/* Splits a --proxy-cmd line into words (shell-style quotes '...' and "..."); NULL on error. */
+cJSON *hr_router_split(const char *line, char *err, size_t errsz);
+/* The prompt text of a recorded body (completions "prompt", chat last message), or NULL. */
+const char *hr_router_prompt(const cJSON *body);
+/* The record (of rec, an array) whose prompt is prompt; NULL when none arrived. */
+const cJSON *hr_router_find(const cJSON *rec, const char *prompt);
+/* Runs sc against the deployment named by o->ext_* (starts nothing). Fills res. */
+void hr_run_external(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res);
+
 /* Reason string when the scenario cannot run on this host (rdma without devices), else NULL. */
 const char *hr_capability_missing(const struct hr_scenario *sc, char *buf, size_t sz);
 

@@ -6,7 +6,18 @@
 #include <math.h>
 #include <string.h>
 
-#define HR_CHECKS(X) X(startup) X(http_ok) X(kv_reused) X(output_equal) X(integrity) X(recovered)
+#define HR_CHECKS(X)                                                                               \
+	X(startup)                                                                                 \
+	X(http_ok)                                                                                 \
+	X(kv_reused)                                                                               \
+	X(output_equal)                                                                            \
+	X(integrity)                                                                               \
+	X(router_prefill_request)                                                                  \
+	X(router_decode_request)                                                                   \
+	X(router_ordering)                                                                         \
+	X(router_prefill_failure)                                                                  \
+	X(router_stream)                                                                           \
+	X(recovered)
 
 #define DECLARE(n) extern const struct hr_check hr_check_##n;
 HR_CHECKS(DECLARE)

@@ -17,6 +17,7 @@ static void clip(char *dst, size_t sz, const char *s)
 static bool output_equal(const struct hr_run_data *rd, char *detail, size_t sz)
 {
 	size_t differ = 0, uncompared = 0, first = (size_t)-1;
+	const char *ref = rd->external ? "reference instance" : "plain stand-in";
 	if (!rd->plain) {
 		snprintf(detail, sz, "no plain stand-in answers to compare with");
 		return false;
@@ -35,9 +36,9 @@ static bool output_equal(const struct hr_run_data *rd, char *detail, size_t sz)
 		clip(got, sizeof(got), rd->reqs[first].text);
 		clip(want, sizeof(want), rd->plain[first].text);
 		snprintf(detail, sz,
-		         "%zu of %zu answers differ from the plain stand-in; first: request %zu "
+		         "%zu of %zu answers differ from the %s; first: request %zu "
 		         "(%d prompt tokens): got \"%s\", plain \"%s\"",
-		         differ, rd->nreqs, first, rd->reqs[first].planned_tokens, got, want);
+		         differ, rd->nreqs, ref, first, rd->reqs[first].planned_tokens, got, want);
 		return false;
 	}
 	if (uncompared) {
@@ -45,8 +46,7 @@ static bool output_equal(const struct hr_run_data *rd, char *detail, size_t sz)
 		         uncompared, rd->nreqs);
 		return false;
 	}
-	snprintf(detail, sz, "%zu of %zu answers identical to the plain stand-in", rd->nreqs,
-	         rd->nreqs);
+	snprintf(detail, sz, "%zu of %zu answers identical to the %s", rd->nreqs, rd->nreqs, ref);
 	return true;
 }
 

@@ -2,6 +2,7 @@
  * stand-ins, proxy — started in a work dir with their logs, health-waited, and always stopped. */
 #include "hr_deploy.h"
 #include "hr_hosts.h"
+#include "hr_router.h"
 #include "cfg/cfg_vllm.h"
 #include "testsvc/pd_svc.h"
 #include "pd_log.h"
@@ -9,6 +10,7 @@
 
 #include <curl/curl.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -37,12 +39,46 @@ int hr_find_bin(const char *name, char *out, size_t outsz)
 	return -ENOENT;
 }
 
+/* CUDA devices this host shows the stand-ins: the runtime (PDKV_CUDART, else libcudart .13/.12)
+ * asked at run time, as te_gpu does; 0 with the reason in why. */
+static int cuda_devices(char *why, size_t sz)
+{
+	const char *env = getenv("PDKV_CUDART");
+	const char *names[] = {env && *env ? env : "libcudart.so.13", "libcudart.so.12",
+	                       "libcudart.so"};
+	void *h = NULL;
+	int n = 0, e;
+
+	for (size_t i = 0; !h && i < (env && *env ? 1u : PD_ARRAY_SIZE(names)); i++)
+		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(why, sz, "no CUDA runtime library (%s)", dlerror());
+		return 0;
+	}
+	int (*count)(int *) = (int (*)(int *))dlsym(h, "cudaGetDeviceCount");
+	e = count ? count(&n) : -1;
+	if (e || n < 1)
+		snprintf(why, sz, "cudaGetDeviceCount: %s",
+		         e ? "error (no usable device/driver)" : "0");
+	dlclose(h);
+	return e ? 0 : n;
+}
+
 const char *hr_capability_missing(const struct hr_scenario *sc, char *buf, size_t sz)
 {
 	const char *sys = getenv("PDKV_SYS_INFINIBAND"); /* tests point this elsewhere */
 	DIR *dir;
 	struct dirent *e;
 	int n = 0;
+	if (sc->needs_gpu) {
+		char why[400];
+		if (cuda_devices(why, sizeof(why)) > 0)
+			return NULL;
+		snprintf(buf, sz, "the scenario needs a CUDA GPU (\"needs\": [\"gpu\"]%s): %s",
+		         strcmp(sc->protocol, "nvlink_intra") ? "" : " / protocol nvlink_intra",
+		         why);
+		return buf;
+	}
 	if (strcmp(sc->protocol, "rdma"))
 		return NULL;
 	if (!sys || !*sys)
@@ -274,6 +310,18 @@ cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON
 			add_str(a, cfg_gen_name((enum cfg_gen)sc->gen));
 		}
 	}
+	if (kv && hr_router_wanted(sc)) { /* what reached it, for the router_* checks */
+		char path[700];
+		hr_router_record_path(d, n == &d->prefill, path, sizeof(path));
+		add_str(a, "--record-requests");
+		add_str(a, path);
+		if (n == &d->prefill && hr_scenario_has_check(sc, "router_prefill_failure")) {
+			/* the failure phase's prompts carry the marker: prefill answers them 500 */
+			snprintf(path, sizeof(path), "fail-marker=%s", HR_ROUTER_FAIL_MARKER);
+			add_str(a, "--fault");
+			add_str(a, path);
+		}
+	}
 	if (add_subst(a, &d->vars, sc->standin_args, err, errsz) ||
 	    add_subst(a, &d->vars, side_args, err, errsz))
 		goto fail;
@@ -285,7 +333,10 @@ fail:
 
 cJSON *hr_proxy_argv(struct hr_deploy *d, char *err, size_t errsz)
 {
-	cJSON *a = cJSON_CreateArray();
+	cJSON *a;
+	if (d->sc->proxy_cmd) /* the user's router */
+		return hr_router_argv(d, err, errsz);
+	a = cJSON_CreateArray();
 	add_str(a, d->proxy_exe);
 	add_str(a, "--host");
 	add_str(a, d->proxy.host);

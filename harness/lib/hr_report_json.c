@@ -15,6 +15,8 @@ static cJSON *scenario_json(const struct hr_result *r)
 	cJSON_AddStringToObject(o, "name", r->name);
 	cJSON_AddStringToObject(o, "file", r->path ? r->path : "");
 	cJSON_AddStringToObject(o, "status", hr_status_name(r->status));
+	if (r->router)
+		cJSON_AddStringToObject(o, "router", r->router);
 	if (r->reason[0])
 		cJSON_AddStringToObject(o, "reason", r->reason);
 	cJSON_AddNumberToObject(o, "seconds", r->secs);
@@ -26,7 +28,10 @@ static cJSON *scenario_json(const struct hr_result *r)
 	for (size_t i = 0; i < r->nchecks; i++) {
 		cJSON *c = cJSON_CreateObject();
 		cJSON_AddStringToObject(c, "name", r->checks[i].name);
-		cJSON_AddStringToObject(c, "result", r->checks[i].pass ? "PASS" : "FAIL");
+		cJSON_AddStringToObject(c, "result",
+		                        r->checks[i].notrun ? "NOTRUN"
+		                        : r->checks[i].pass ? "PASS"
+		                                            : "FAIL");
 		cJSON_AddBoolToObject(c, "expected_to_fail",
 		                      r->expect_fail && !strcmp(r->expect_fail, r->checks[i].name));
 		cJSON_AddStringToObject(c, "detail", r->checks[i].detail);

@@ -9,7 +9,9 @@ static void checks_detail(FILE *f, const struct hr_result *r, bool all)
 	for (size_t i = 0; i < r->nchecks; i++) {
 		const struct hr_check_result *c = &r->checks[i];
 		bool expected = r->expect_fail && !strcmp(r->expect_fail, c->name);
-		if (expected)
+		if (c->notrun)
+			fprintf(f, "    # %s: NOTRUN: %s\n", c->name, c->detail);
+		else if (expected)
 			fprintf(f, "    # self-test: %s %s as it must: %s\n", c->name,
 			        c->pass ? "did NOT fail" : "failed", c->detail);
 		else if (!c->pass && r->reason[0] && strstr(r->reason, c->detail))
@@ -61,5 +63,25 @@ void hr_report_summary(FILE *f, const struct hr_report *rep)
 	fprintf(f, "# %zu scenarios: %zu passed, %zu failed, %zu notrun in %.1fs%s\n", rep->n, p,
 	        fl, n, rep->wall_s, rep->interrupted ? " (interrupted)" : "");
 	fprintf(f, "%zu passed, %zu failed, %zu skipped\n", p, fl, n);
+	fflush(f);
+}
+
+/* One table per graded router: every check of the run, PASS/FAIL/NOTRUN, the evidence. */
+void hr_report_router_table(FILE *f, const struct hr_result *r)
+{
+	if (!r->router || !r->nchecks)
+		return;
+	fprintf(f, "    # router: %s\n", r->router);
+	fprintf(f, "    #   %-24s %-7s %s\n", "check", "result", "evidence");
+	for (size_t i = 0; i < r->nchecks; i++) {
+		const struct hr_check_result *c = &r->checks[i];
+		bool expected = r->expect_fail && !strcmp(r->expect_fail, c->name);
+		fprintf(f, "    #   %-24s %-7s %.400s\n", c->name,
+		        c->notrun  ? "NOTRUN"
+		        : c->pass  ? "PASS"
+		        : expected ? "FAIL*"
+		                   : "FAIL",
+		        c->detail);
+	}
 	fflush(f);
 }

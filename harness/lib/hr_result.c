@@ -23,6 +23,7 @@ void hr_result_free(struct hr_result *r)
 	free(r->path);
 	free(r->checks);
 	free(r->expect_fail);
+	free(r->router);
 	cJSON_Delete(r->metrics);
 	cJSON_Delete(r->requests);
 	cJSON_Delete(r->logs);

@@ -2,6 +2,7 @@
  * workload, /metrics before and after, checks, teardown (also on failure, timeout, Ctrl-C). */
 #include "hr_deploy.h"
 #include "hr_hosts.h"
+#include "hr_router.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -86,7 +87,7 @@ static struct hr_req *make_reqs(const struct hr_scenario *sc)
 	for (int i = 0; i < sc->wl.requests; i++) {
 		q[i].idx = i;
 		q[i].planned_tokens = sc->wl.prompt_tokens[i];
-		q[i].usage_prompt = q[i].usage_completion = -1;
+		q[i].usage_prompt = q[i].usage_completion = q[i].usage_cached = -1;
 		q[i].prompt = sc->wl.prompts ? strdup(sc->wl.prompts[(size_t)i % sc->wl.nprompts])
 		                             : hr_prompt_text(i, sc->wl.prompt_tokens[i], 7);
 		if (!q[i].prompt) {
@@ -153,7 +154,7 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-static cJSON *request_summary(const struct hr_req *q, size_t n)
+cJSON *hr_request_summary(const struct hr_req *q, size_t n)
 {
 	cJSON *o = cJSON_CreateObject();
 	double *lat = calloc(n ? n : 1, sizeof(double)), tokens = 0;
@@ -375,8 +376,11 @@ static int phase_wait(struct run *r, struct hr_run_data *rd, struct hr_node **no
 	if (start_node(r, &d->proxy, "proxy", hr_proxy_argv(d, err, sizeof(err)), NULL, err))
 		return -1;
 	nodes[0] = &d->proxy;
-	ret = hr_wait_healthy(d, nodes, 1, fmin(r->deadline, pd_now_s() + HEALTH_BOUND_S),
-	                      r->o->stop, why, sizeof(why));
+	if (r->sc->proxy_cmd)
+		ret = hr_router_wait_ready(d, r->deadline, r->o->stop, why, sizeof(why));
+	else
+		ret = hr_wait_healthy(d, nodes, 1, fmin(r->deadline, pd_now_s() + HEALTH_BOUND_S),
+		                      r->o->stop, why, sizeof(why));
 	if (ret) {
 		startup_failed(r, rd, ret, why);
 		return -1;
@@ -468,16 +472,72 @@ static void run_body(struct run *r)
 
 	if (phase_prepare(r) || phase_start(r, nodes, &nn) || phase_wait(r, &rd, nodes, nn))
 		return;
-	if (phase_workload(r, &rd) == 0 && phase_collect(r, &rd) == 0)
+	if (r->o->serve) {
+		if (r->o->serve(r->d.proxy.base_url, r->d.prefill.metrics_url,
+		                r->d.decode.metrics_url, r->o->serve_ud))
+			fail(r, "the serve benchmark failed");
+		return;
+	}
+	if (phase_workload(r, &rd) == 0 && phase_collect(r, &rd) == 0) {
+		if (hr_router_wanted(r->sc)) {
+			progress(r,
+			         "router phases: a streamed request, then prefill answering 500");
+			hr_router_phases(&r->d, &rd, r->deadline, r->o->stop);
+		}
 		phase_judge(r, &rd);
+	}
 	if (rd.reqs)
-		r->res->requests = request_summary(rd.reqs, rd.nreqs);
+		r->res->requests = hr_request_summary(rd.reqs, rd.nreqs);
 	hr_reqs_free(rd.reqs, rd.nreqs);
 	hr_reqs_free(rd.plain, rd.nreqs);
+	hr_router_data_free(&rd);
 	hr_metrics_free(&rd.p_before);
 	hr_metrics_free(&rd.p_after);
 	hr_metrics_free(&rd.d_before);
 	hr_metrics_free(&rd.d_after);
+}
+
+/* "CMD ... (graded as CONTRACT)" for the per-router table, NULL without router checks */
+static char *hr_router_describe(const struct hr_scenario *sc)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+	if (!hr_router_wanted(sc) || !(f = open_memstream(&out, &len)))
+		return NULL;
+	if (sc->proxy_cmd)
+		for (const cJSON *w = sc->proxy_cmd->child; w; w = w->next)
+			fprintf(f, "%s%s", w == sc->proxy_cmd->child ? "" : " ", w->valuestring);
+	else
+		fprintf(f, "pdkv-proxy --contract %s", sc->proxy_contract);
+	fprintf(f, " (graded as %s)", hr_scenario_grade_contract(sc));
+	fclose(f);
+	return out;
+}
+
+/* --proxy-cmd / --proxy-ready: the user's router in place of the scenario's, graded by every
+ * router_* check on top of the scenario's own. Returns the merged check list (free it). */
+static char **apply_router_opts(struct hr_scenario *run, const struct hr_opts *o)
+{
+	char **v;
+	size_t n = run->nchecks;
+	if (o->proxy_ready)
+		run->proxy_ready = (char *)o->proxy_ready;
+	if (!o->proxy_cmd)
+		return NULL;
+	run->proxy_cmd = (cJSON *)o->proxy_cmd;
+	v = calloc(run->nchecks + hr_check_count(), sizeof(char *));
+	if (!v)
+		return NULL;
+	memcpy(v, run->checks, run->nchecks * sizeof(char *));
+	for (size_t i = 0; i < hr_check_count(); i++) {
+		const char *name = hr_check_at(i)->name;
+		if (hr_check_is_router(name) && !hr_scenario_has_check(run, name))
+			v[n++] = (char *)name;
+	}
+	run->checks = v;
+	run->nchecks = n;
+	return v;
 }
 
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res)
@@ -490,14 +550,21 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	double limit = o->timeout_s > 0    ? o->timeout_s
 	               : sc->timeout_s > 0 ? sc->timeout_s
 	                                   : DEFAULT_TIMEOUT_S;
+	char **merged = apply_router_opts(&net.run, o);
 	memset(res, 0, sizeof(*res));
-	res->name = strdup(sc->name);
+	res->name =
+	    o->proxy_label ? pd_asprintf("%s [%s]", sc->name, o->proxy_label) : strdup(sc->name);
 	res->path = strdup(sc->path ? sc->path : "");
+	res->router = hr_router_describe(&net.run);
 	res->expect_fail = sc->expect_fail ? strdup(sc->expect_fail) : NULL;
 	res->status = HR_PASS;
 	r.t0 = pd_now_s();
 	r.deadline = r.t0 + limit;
-	snprintf(r.d.workdir, sizeof(r.d.workdir), "%s/%s", o->workdir, sc->name);
+	if (o->proxy_label)
+		snprintf(r.d.workdir, sizeof(r.d.workdir), "%s/%s-%s", o->workdir, sc->name,
+		         o->proxy_label);
+	else
+		snprintf(r.d.workdir, sizeof(r.d.workdir), "%s/%s", o->workdir, sc->name);
 	snprintf(res->workdir, sizeof(res->workdir), "%s", r.d.workdir);
 	pd_rm_rf(r.d.workdir); /* a previous run's logs would mislead */
 	if (net_ret == 77)
@@ -526,4 +593,5 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	res->kept = o->keep || res->status == HR_FAIL;
 	if (!res->kept)
 		pd_rm_rf(r.d.workdir);
+	free(merged);
 }

@@ -523,35 +523,45 @@ static int parse_expect_exit(struct pctx *c, const cJSON *root, struct hr_scenar
 	return 0;
 }
 
+/* "needs": capabilities the host must have, else the scenario is NOTRUN ("gpu": a CUDA device;
+ * protocol nvlink_intra implies it). */
+static int parse_needs(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
+{
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "needs"), *it;
+	size_t i = 0;
+
+	sc->needs_gpu = !strcmp(sc->protocol, "nvlink_intra");
+	if (!n)
+		return 0;
+	if (!cJSON_IsArray(n)) {
+		perr(c, "needs", "expected an array of capabilities such as [\"gpu\"]");
+		return -1;
+	}
+	cJSON_ArrayForEach(it, n)
+	{
+		if (!cJSON_IsString(it) || strcmp(it->valuestring, "gpu")) {
+			perr(c, "needs",
+			     "element %zu: expected \"gpu\" (the only capability known)", i);
+			return -1;
+		}
+		sc->needs_gpu = true;
+		i++;
+	}
+	return 0;
+}
+
 int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc, char *err,
                       size_t errsz)
 {
-	static const char *const ok[] = {"name",
-	                                 "description",
-	                                 "metadata",
-	                                 "protocol",
-	                                 "topology",
-	                                 "model",
-	                                 "max_model_len",
-	                                 "mooncake",
-	                                 "kv_transfer_config",
-	                                 "standin_args",
-	                                 "prefill_args",
-	                                 "decode_args",
-	                                 "proxy_args",
-	                                 "workload",
-	                                 "checks",
-	                                 "expect_fail",
-	                                 "expect_exit",
-	                                 "timeout_s",
-	                                 "vllm",
-	                                 "generation",
-	                                 "proxy",
-	                                 "env",
-	                                 "hosts",
-	                                 "faults",
-	                                 "mtu",
-	                                 NULL};
+	static const char *const ok[] = {"name",          "description",  "metadata",
+	                                 "protocol",      "topology",     "model",
+	                                 "max_model_len", "mooncake",     "kv_transfer_config",
+	                                 "standin_args",  "prefill_args", "decode_args",
+	                                 "proxy_args",    "workload",     "checks",
+	                                 "expect_fail",   "expect_exit",  "timeout_s",
+	                                 "vllm",          "generation",   "proxy",
+	                                 "env",           "hosts",        "faults",
+	                                 "mtu",           "needs",        NULL};
 	struct pctx c = {path, err, errsz, 0};
 	cJSON *root;
 	char *meta = NULL, *pcopy;
@@ -619,10 +629,14 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 		     cfg_gen_name(sc->gen));
 		goto out;
 	}
-	if (strcmp(sc->protocol, "tcp") && strcmp(sc->protocol, "rdma")) {
-		perr(&c, "protocol", "expected \"tcp\" or \"rdma\", got \"%s\"", sc->protocol);
+	if (strcmp(sc->protocol, "tcp") && strcmp(sc->protocol, "rdma") &&
+	    strcmp(sc->protocol, "nvlink_intra")) {
+		perr(&c, "protocol", "expected \"tcp\", \"rdma\" or \"nvlink_intra\", got \"%s\"",
+		     sc->protocol);
 		goto out;
 	}
+	if (parse_needs(&c, root, sc))
+		goto out;
 	to = cJSON_GetObjectItemCaseSensitive(root, "timeout_s");
 	if (to && (!cJSON_IsNumber(to) || to->valuedouble <= 0 || to->valuedouble > 86400)) {
 		perr(&c, "timeout_s", "expected seconds > 0");
@@ -699,6 +713,8 @@ void hr_scenario_free(struct hr_scenario *sc)
 	free(sc->expect_match);
 	free(sc->vllm);
 	free(sc->proxy_contract);
+	cJSON_Delete(sc->proxy_cmd);
+	free(sc->proxy_ready);
 	cJSON_Delete(sc->env);
 	cJSON_Delete(sc->hosts);
 	cJSON_Delete(sc->faults);

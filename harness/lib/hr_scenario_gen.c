@@ -66,6 +66,37 @@ static int parse_versions(const char *path, const cJSON *root, struct hr_scenari
 	return sc->vllm ? 0 : -1;
 }
 
+/* "proxy.cmd": the user's router, words with {placeholders} (hr_router.c fills them) */
+static int parse_proxy_cmd(const char *path, const cJSON *p, struct hr_scenario *sc, char *err,
+                           size_t errsz)
+{
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(p, "cmd");
+	const cJSON *ready = cJSON_GetObjectItemCaseSensitive(p, "ready");
+	if (cmd) {
+		if (!cJSON_IsArray(cmd) || cJSON_GetArraySize(cmd) == 0 ||
+		    cJSON_GetArraySize(cmd) > 128)
+			return gerr(path, err, errsz, "proxy.cmd",
+			            "expected a non-empty list of strings such as "
+			            "[\"python3\", \"router.py\", \"--port\", \"{port}\"]");
+		for (const cJSON *w = cmd->child; w; w = w->next)
+			if (!cJSON_IsString(w) || strlen(w->valuestring) > 1000)
+				return gerr(path, err, errsz, "proxy.cmd",
+				            "every element must be a string of at most 1000 "
+				            "characters");
+		sc->proxy_cmd = cJSON_Duplicate(cmd, 1);
+	}
+	if (ready) {
+		if (!cJSON_IsString(ready) || ready->valuestring[0] != '/' ||
+		    strlen(ready->valuestring) > 200)
+			return gerr(path, err, errsz, "proxy.ready",
+			            "expected an HTTP path such as \"/health\"");
+		if (!cmd)
+			return gerr(path, err, errsz, "proxy.ready", "needs proxy.cmd");
+		sc->proxy_ready = strdup(ready->valuestring);
+	}
+	return 0;
+}
+
 static int parse_proxy(const char *path, const cJSON *root, struct hr_scenario *sc, char *err,
                        size_t errsz)
 {
@@ -78,9 +109,11 @@ static int parse_proxy(const char *path, const cJSON *root, struct hr_scenario *
 		            "expected an object such as "
 		            "{\"contract\": \"toy\"}");
 	for (const cJSON *k = p ? p->child : NULL; k; k = k->next)
-		if (strcmp(k->string, "contract"))
+		if (strcmp(k->string, "contract") && strcmp(k->string, "cmd") &&
+		    strcmp(k->string, "ready"))
 			return gerr(path, err, errsz, "proxy",
-			            "unknown key \"%s\" (expected contract)", k->string);
+			            "unknown key \"%s\" (expected contract, cmd or ready)",
+			            k->string);
 	if (p && (c = cJSON_GetObjectItemCaseSensitive(p, "contract"))) {
 		size_t i;
 		for (i = 0; i < sizeof(contracts) / sizeof(contracts[0]); i++)
@@ -91,8 +124,18 @@ static int parse_proxy(const char *path, const cJSON *root, struct hr_scenario *
 			            "expected v0, toy, mooncake or auto");
 		name = contracts[i];
 	}
+	if (p && parse_proxy_cmd(path, p, sc, err, errsz))
+		return -1;
 	sc->proxy_contract = strdup(name);
 	return sc->proxy_contract ? 0 : -1;
+}
+
+/* The contract a router is graded against: the scenario's, "auto" meaning its generation's. */
+const char *hr_scenario_grade_contract(const struct hr_scenario *sc)
+{
+	if (sc->proxy_contract && strcmp(sc->proxy_contract, "auto"))
+		return sc->proxy_contract;
+	return contract_of_gen[sc->gen];
 }
 
 static bool env_name_ok(const char *s)

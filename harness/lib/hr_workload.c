@@ -53,8 +53,13 @@ static void take_usage(struct hr_req *r, const cJSON *u)
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(u, "completion_tokens");
 	if (cJSON_IsNumber(p))
 		r->usage_prompt = (long)p->valuedouble;
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens_details");
+	const cJSON *k =
+	    cJSON_IsObject(d) ? cJSON_GetObjectItemCaseSensitive(d, "cached_tokens") : NULL;
 	if (cJSON_IsNumber(c))
 		r->usage_completion = (long)c->valuedouble;
+	if (cJSON_IsNumber(k)) /* vLLM with --enable-prompt-tokens-details (external mode) */
+		r->usage_cached = (long)k->valuedouble;
 }
 
 /* Appends the text piece of one choice; returns -1 when the shape is wrong. */
@@ -115,7 +120,7 @@ void hr_response_parse(struct hr_req *r, bool chat, bool stream)
 {
 	char why[200];
 	char *acc = NULL;
-	r->usage_prompt = r->usage_completion = -1;
+	r->usage_prompt = r->usage_completion = r->usage_cached = -1;
 	r->done_marker = false;
 	if (!r->body) {
 		set_invalid(r, "no body");
@@ -226,7 +231,7 @@ static int on_xfer(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_
 	return (w->stop && *w->stop) ? 1 : 0;
 }
 
-static char *request_body(const struct hr_scenario *sc, const char *prompt)
+char *hr_request_body(const struct hr_scenario *sc, const char *prompt)
 {
 	cJSON *o = cJSON_CreateObject();
 	char *s;
@@ -266,7 +271,7 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 		left = 0.5;
 	snprintf(url, sizeof(url), "%s%s", w->base_url,
 	         sc->wl.chat ? "/v1/chat/completions" : "/v1/completions");
-	body = request_body(sc, r->prompt);
+	body = hr_request_body(sc, r->prompt);
 	if (!body) {
 		snprintf(r->curl_err, sizeof(r->curl_err), "out of memory");
 		return;

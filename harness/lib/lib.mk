@@ -18,3 +18,6 @@ test_netns_LIBS := hr cfg pdtestsvc pdcommon
 TESTS += test_ssh
 test_ssh_SRCS := harness/tests/test_ssh.c
 test_ssh_LIBS := hr cfg pdtestsvc pdcommon
+TESTS += test_hr_router
+test_hr_router_SRCS := harness/tests/test_hr_router.c
+test_hr_router_LIBS := hr cfg pdtestsvc pdcommon

@@ -28,15 +28,49 @@ static void on_signal(int sig)
 
 struct args {
 	const char *junit, *json, *workdir, *filter;
+	const char *proxy_ready, *external;
+	const char *proxy_cmd[16]; /* --proxy-cmd, repeatable: one graded run per router */
+	int nproxy;
 	bool strict, keep, list, verbose;
 	double timeout_s;
 	char **files;
 	int nfiles;
 };
 
+static int add_proxy_cmd(const char *val, void *dst, void *ud)
+{
+	struct args *a = dst;
+	(void)ud;
+	if (!val || !*val || a->nproxy >= (int)PD_ARRAY_SIZE(a->proxy_cmd))
+		return -1;
+	a->proxy_cmd[a->nproxy++] = val;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	const struct pd_opt opts[] = {
+	    {.name = "proxy-cmd",
+	     .type = PD_OPT_FN,
+	     .fn = add_proxy_cmd,
+	     .dst = a,
+	     .arg = "CMD",
+	     .want = "a router command line (at most 16 --proxy-cmd)",
+	     .help = "grade this router instead of pdkv-proxy (repeatable); placeholders {port} "
+	             "{prefill_url} {decode_url} {prefill_host} {prefill_port} {decode_host} "
+	             "{decode_port} {bootstrap_port}"},
+	    {.name = "proxy-ready",
+	     .type = PD_OPT_STR,
+	     .dst = &a->proxy_ready,
+	     .arg = "PATH",
+	     .help = "the router is ready when PATH answers 2xx (default: /health, /healthcheck "
+	             "or /v1/models, or any HTTP answer)"},
+	    {.name = "external",
+	     .type = PD_OPT_STR,
+	     .dst = &a->external,
+	     .arg = "prefill=URL,decode=URL,proxy=URL[,reference=URL]",
+	     .help = "start nothing: send the workload through a live deployment's router and "
+	             "judge it from vLLM's own /metrics"},
 	    {.name = "list",
 	     .type = PD_OPT_FLAG,
 	     .dst = &a->list,
@@ -314,25 +348,107 @@ static void install_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* Every scenario in turn, one result line each (--strict turns NOTRUN into FAIL). */
-static void run_scenarios(const struct args *a, struct suite *su, const struct hr_opts *o)
+/* --external prefill=URL,decode=URL,proxy=URL[,reference=URL] into o; 0 or 2 with the reason */
+static int parse_external(const char *spec, struct hr_opts *o, char *buf, size_t sz)
+{
+	const char *keys[] = {"prefill", "decode", "proxy", "reference"};
+	const char **dst[] = {&o->ext_prefill, &o->ext_decode, &o->ext_proxy, &o->ext_reference};
+	char *save = NULL, *tok;
+	snprintf(buf, sz, "%s", spec);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		size_t k = 0, l;
+		if (eq)
+			*eq = '\0';
+		for (; eq && k < PD_ARRAY_SIZE(keys) && strcmp(tok, keys[k]); k++)
+			;
+		if (!eq || k == PD_ARRAY_SIZE(keys) ||
+		    (strncmp(eq + 1, "http://", 7) && strncmp(eq + 1, "https://", 8))) {
+			if (eq)
+				*eq = '='; /* name the whole item */
+			fprintf(stderr,
+			        "pdkv run: --external: \"%s\": expected prefill=URL, decode=URL, "
+			        "proxy=URL or reference=URL with URL http://host:port\n",
+			        tok);
+			return 2;
+		}
+		l = strlen(eq + 1);
+		while (l > 8 && eq[l] == '/') /* http://h:p/ and http://h:p are one base */
+			eq[l--] = '\0';
+		*dst[k] = eq + 1;
+	}
+	for (size_t k = 0; k < 3; k++)
+		if (!*dst[k]) {
+			fprintf(stderr, "pdkv run: --external: %s=URL is missing\n", keys[k]);
+			return 2;
+		}
+	return 0;
+}
+
+static struct hr_result *next_row(struct suite *su)
+{
+	struct hr_result *t = realloc(su->rep.v, (su->rep.n + 1) * sizeof(*t));
+	if (!t)
+		return NULL;
+	su->rep.v = t;
+	memset(&t[su->rep.n], 0, sizeof(*t));
+	return &t[su->rep.n++];
+}
+
+static void one_run(const struct args *a, struct suite *su, const struct hr_opts *o, size_t i)
+{
+	struct hr_result *r = next_row(su);
+	if (!r)
+		return;
+	if (o->ext_proxy)
+		hr_run_external(&su->sc[i], o, r);
+	else
+		hr_run_scenario(&su->sc[i], o, r);
+	if (o->progress_tty)
+		fputs("\r\033[K", stderr);
+	if (r->status == HR_NOTRUN && a->strict) {
+		char why[sizeof(r->reason)];
+		snprintf(why, sizeof(why), "%s", r->reason);
+		r->status = HR_FAIL;
+		snprintf(r->reason, sizeof(r->reason), "NOTRUN under --strict: %.990s", why);
+	}
+	hr_report_line(stdout, r, a->verbose);
+	hr_report_router_table(stdout, r);
+}
+
+/* Every scenario in turn, one result line each (--strict turns NOTRUN into FAIL); with
+ * --proxy-cmd every scenario once per router. */
+static int run_scenarios(const struct args *a, struct suite *su, struct hr_opts *o)
 {
 	for (size_t i = 0; i < su->rep.n; i++) /* the files that did not parse */
 		hr_report_line(stdout, &su->rep.v[i], a->verbose);
-	for (size_t i = 0; i < su->nsc && !g_stop; i++) {
-		struct hr_result *r = &su->rep.v[su->rep.n++];
-		hr_run_scenario(&su->sc[i], o, r);
-		if (o->progress_tty)
-			fputs("\r\033[K", stderr);
-		if (r->status == HR_NOTRUN && a->strict) {
-			char why[sizeof(r->reason)];
-			snprintf(why, sizeof(why), "%s", r->reason);
-			r->status = HR_FAIL;
-			snprintf(r->reason, sizeof(r->reason), "NOTRUN under --strict: %.990s",
-			         why);
-		}
-		hr_report_line(stdout, r, a->verbose);
+	if (!a->nproxy) {
+		for (size_t i = 0; i < su->nsc && !g_stop; i++)
+			one_run(a, su, o, i);
+		return 0;
 	}
+	for (int k = 0; k < a->nproxy && !g_stop; k++) {
+		char err[300], label[16];
+		cJSON *cmd = hr_router_split(a->proxy_cmd[k], err, sizeof(err));
+		if (!cmd) {
+			fprintf(stderr, "pdkv run: --proxy-cmd: %s\n", err);
+			return 2;
+		}
+		for (cJSON *w = cmd->child; w; w = w->next) { /* ./x is relative to here */
+			char real[PATH_MAX];
+			if (!strncmp(w->valuestring, "./", 2) && realpath(w->valuestring, real))
+				cJSON_SetValuestring(w, real);
+		}
+		snprintf(label, sizeof(label), "router%d", k + 1);
+		fprintf(stdout, "# %s: %s\n", label, a->proxy_cmd[k]);
+		o->proxy_cmd = cmd;
+		o->proxy_label = a->nproxy > 1 ? label : NULL;
+		for (size_t i = 0; i < su->nsc && !g_stop; i++)
+			one_run(a, su, o, i);
+		o->proxy_cmd = NULL;
+		cJSON_Delete(cmd);
+	}
+	return 0;
 }
 
 /* --json, --junit, the kept logs line and the summary; the exit status. */
@@ -393,7 +509,7 @@ int main(int argc, char **argv)
 	struct args a;
 	struct suite su = {0};
 	struct hr_opts o = {0};
-	char wbuf[PATH_MAX];
+	char wbuf[PATH_MAX], ext[2048];
 	bool made_workdir = false;
 	double t0 = pd_now_s();
 	int ret;
@@ -431,10 +547,20 @@ int main(int argc, char **argv)
 	o.progress = stderr;
 	o.progress_tty = isatty(2) && !a.verbose;
 	o.stop = &g_stop;
+	o.proxy_ready = a.proxy_ready;
+	if (a.external && (ret = parse_external(a.external, &o, ext, sizeof(ext))))
+		goto out;
+	if (a.external && a.nproxy) {
+		fprintf(stderr, "pdkv run: --external and --proxy-cmd exclude each other (external "
+		                "mode starts no process)\n");
+		ret = 2;
+		goto out;
+	}
 	fprintf(stderr, "# pdkv run: %zu scenario%s, work dir %s\n", su.nsc, su.nsc == 1 ? "" : "s",
 	        wbuf);
-	run_scenarios(&a, &su, &o);
-	ret = finish(&a, &su, wbuf, made_workdir, t0);
+	ret = run_scenarios(&a, &su, &o);
+	if (ret == 0)
+		ret = finish(&a, &su, wbuf, made_workdir, t0);
 	curl_global_cleanup();
 out:
 	suite_free(&su);

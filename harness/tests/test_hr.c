@@ -35,6 +35,28 @@ static void expect_parse_error(const char *json, const char *want)
 	assert_int_equal(strncmp(err, "dir/s.json: ", 12), 0);
 }
 
+/* protocol nvlink_intra implies "needs": ["gpu"] (NOTRUN without CUDA) */
+static void test_parse_needs_gpu(void **state)
+{
+	struct hr_scenario sc;
+	char err[512] = "";
+	(void)state;
+	assert_int_equal(hr_scenario_parse("x/a.json",
+	                                   "{\"name\":\"t\",\"vllm\":\"0.18\",\"protocol\":"
+	                                   "\"nvlink_intra\"}",
+	                                   &sc, err, sizeof(err)),
+	                 0);
+	assert_true(sc.needs_gpu);
+	hr_scenario_free(&sc);
+	assert_int_equal(hr_scenario_parse("x/a.json",
+	                                   "{\"name\":\"t\",\"vllm\":\"0.18\",\"needs\":[\"gpu\"]}",
+	                                   &sc, err, sizeof(err)),
+	                 0);
+	assert_true(sc.needs_gpu);
+	assert_string_equal(sc.protocol, "tcp");
+	hr_scenario_free(&sc);
+}
+
 static void test_parse_defaults(void **state)
 {
 	struct hr_scenario sc;
@@ -44,6 +66,7 @@ static void test_parse_defaults(void **state)
 	assert_string_equal(sc.name, "t");
 	assert_int_equal(sc.meta, HR_META_ETCD);
 	assert_string_equal(sc.protocol, "tcp");
+	assert_false(sc.needs_gpu);
 	assert_string_equal(sc.dir, "x");
 	assert_int_equal(sc.wl.requests, 4);
 	assert_int_equal(sc.wl.concurrency, 1);
@@ -131,7 +154,9 @@ static void test_parse_errors(void **state)
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"zk\"}",
 	                   "metadata: expected etcd, redis, http or p2p, got \"zk\"");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"protocol\":\"udp\"}",
-	                   "protocol: expected \"tcp\" or \"rdma\"");
+	                   "protocol: expected \"tcp\", \"rdma\" or \"nvlink_intra\"");
+	expect_parse_error("{\"name\":\"t\",\"vllm\":\"0.18\",\"needs\":[\"tpu\"]}",
+	                   "needs: element 0: expected \"gpu\"");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"chekcs\":[]}",
 	                   "chekcs: unknown key");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"workload\":{\"requests\":0}}",
@@ -409,7 +434,7 @@ static void test_checks(void **state)
 	char d[1024];
 	(void)state;
 	assert_null(hr_check_find("nope"));
-	assert_int_equal(hr_check_count(), 6);
+	assert_int_equal(hr_check_count(), 11);
 
 	canned(&rd, q, p, 4096, 0, 0);
 	/* recovered: needs process faults, the probe answered in full, a restarted decode reusing
@@ -590,25 +615,28 @@ static void test_capability(void **state)
 	assert_int_equal(pd_mkdir_p(sub), 0);
 	assert_null(hr_capability_missing(&sc, buf, sizeof(buf)));
 	unsetenv("PDKV_SYS_INFINIBAND");
+	/* "needs": ["gpu"] with a CUDA runtime that does not load: NOTRUN naming the field */
+	sc.protocol = "tcp";
+	sc.needs_gpu = true;
+	setenv("PDKV_CUDART", "/nonexistent/libcudart.so", 1);
+	assert_non_null(hr_capability_missing(&sc, buf, sizeof(buf)));
+	assert_non_null(strstr(buf, "needs a CUDA GPU"));
+	assert_non_null(strstr(buf, "no CUDA runtime library"));
+	unsetenv("PDKV_CUDART");
+	sc.needs_gpu = false;
 	pd_rm_rf(dir);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_defaults),
-	    cmocka_unit_test(test_parse_full),
-	    cmocka_unit_test(test_parse_range_deterministic),
-	    cmocka_unit_test(test_parse_errors),
-	    cmocka_unit_test(test_fixture_file),
-	    cmocka_unit_test(test_subst),
-	    cmocka_unit_test(test_port_block),
-	    cmocka_unit_test(test_metrics_parse),
-	    cmocka_unit_test(test_response_parse),
-	    cmocka_unit_test(test_prompt_text),
-	    cmocka_unit_test(test_checks),
-	    cmocka_unit_test(test_report_json),
-	    cmocka_unit_test(test_report_junit_and_text),
+	    cmocka_unit_test(test_parse_defaults), cmocka_unit_test(test_parse_needs_gpu),
+	    cmocka_unit_test(test_parse_full),     cmocka_unit_test(test_parse_range_deterministic),
+	    cmocka_unit_test(test_parse_errors),   cmocka_unit_test(test_fixture_file),
+	    cmocka_unit_test(test_subst),          cmocka_unit_test(test_port_block),
+	    cmocka_unit_test(test_metrics_parse),  cmocka_unit_test(test_response_parse),
+	    cmocka_unit_test(test_prompt_text),    cmocka_unit_test(test_checks),
+	    cmocka_unit_test(test_report_json),    cmocka_unit_test(test_report_junit_and_text),
 	    cmocka_unit_test(test_capability),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

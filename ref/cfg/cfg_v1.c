@@ -36,14 +36,16 @@ static void extra_protocol(struct cfg_report *r, const cJSON *it, bool oot)
 	}
 	if (!cJSON_IsString(it))
 		cfg_diag_add(&r->diags, CFG_ERROR, F_EXTRA,
-		             "mooncake_protocol must be \"rdma\" or \"tcp\" (a string; default "
-		             "\"rdma\"), got a JSON %s",
+		             "mooncake_protocol must be \"rdma\", \"tcp\" or \"nvlink_intra\" (a "
+		             "string; default \"rdma\"), got a JSON %s",
 		             cfg_py_type(it));
-	else if (strcmp(it->valuestring, "rdma") && strcmp(it->valuestring, "tcp"))
-		cfg_diag_add(&r->diags, CFG_ERROR, F_EXTRA,
-		             "mooncake_protocol must be \"rdma\" or \"tcp\" (lower case; default "
-		             "\"rdma\"), got \"%.64s\"",
-		             it->valuestring);
+	else if (strcmp(it->valuestring, "rdma") && strcmp(it->valuestring, "tcp") &&
+	         strcmp(it->valuestring, "nvlink_intra")) /* Mooncake's intra-node CUDA IPC */
+		cfg_diag_add(
+		    &r->diags, CFG_ERROR, F_EXTRA,
+		    "mooncake_protocol must be \"rdma\", \"tcp\" or \"nvlink_intra\" (lower "
+		    "case; default \"rdma\"), got \"%.64s\"",
+		    it->valuestring);
 	if (oot)
 		cfg_diag_add(&r->diags, CFG_WARNING, F_EXTRA,
 		             "the Mooncake out-of-tree connector reads VLLM_MOONCAKE_PROTOCOL, not "

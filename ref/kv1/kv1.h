@@ -29,6 +29,10 @@ struct kv1_opts {
 	int nbufs;                 /* registered KV buffers: 2 per layer, 1 per layer with MLA */
 	size_t block_len;          /* bytes of one block of one buffer */
 	size_t num_blocks;
+	/* Where the KV buffers live: NULL / "cpu:0" = mmap'd host memory; "cuda:N" = cudaMalloc'd
+	 * on device N (te_gpu, loaded at run time) and registered as "cuda:N". kv1_block() then
+	 * returns device pointers: the caller copies with te_gpu. */
+	const char *location;
 	/* P-side transfer observer (metrics): seconds, bytes, descriptors, ok. May be NULL. */
 	void (*on_xfer)(void *ud, double secs, uint64_t bytes, size_t ndesc, bool ok);
 	void *ud;

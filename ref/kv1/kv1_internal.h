@@ -27,6 +27,7 @@ struct kv1_worker {
 	struct te_engine *te;
 	uint8_t *bufs[KV1_MAX_BUFS];
 	size_t buf_bytes;
+	int gpu_dev; /* -1: host buffers (mmap), else cudaMalloc'd on this CUDA device */
 	/* allocator: FIFO ring of free ids */
 	pthread_mutex_t amu;
 	int64_t *freeq;

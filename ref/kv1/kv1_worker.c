@@ -12,6 +12,7 @@
 #include <zmq.h>
 
 #include "kv1_internal.h"
+#include "te/te_gpu.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -64,11 +65,19 @@ int kv1_alloc(struct kv1_worker *w, size_t n, int64_t *ids)
 	return 0;
 }
 
+/* Freed blocks go back to the front of the queue, in their order: the next request gets the same
+ * (already faulted-in, cache-warm) pages and the same contiguous runs, instead of walking the
+ * whole MAP_NORESERVE pool and faulting in fresh pages on every request. */
 void kv1_free(struct kv1_worker *w, const int64_t *ids, size_t n)
 {
+	size_t N = w->o.num_blocks;
+
 	pthread_mutex_lock(&w->amu);
-	for (size_t i = 0; i < n && w->fq_n < w->o.num_blocks; i++) {
-		w->freeq[(w->fq_head + w->fq_n) % w->o.num_blocks] = ids[i];
+	if (n > N - w->fq_n)
+		n = N - w->fq_n;
+	for (size_t i = n; i-- > 0;) {
+		w->fq_head = (w->fq_head + N - 1) % N;
+		w->freeq[w->fq_head] = ids[i];
 		w->fq_n++;
 	}
 	pthread_mutex_unlock(&w->amu);
@@ -308,6 +317,9 @@ out:
 		atomic_fetch_add(&w->xfer_failures, 1);
 	else
 		atomic_fetch_add(&w->bytes_sent, bytes);
+	pd_dbg("kv1: WRITE %llu bytes in %zu requests to %s: %.1f ms (t=%llu)",
+	       (unsigned long long)bytes, n, seg, (double)(pd_now_ns() - t0) / 1e6,
+	       (unsigned long long)t0);
 	if (w->o.on_xfer)
 		w->o.on_xfer(w->o.ud, (double)(pd_now_ns() - t0) / 1e9, ret ? 0 : bytes, n, !ret);
 	free(r);
@@ -455,12 +467,39 @@ static bool rdma_present(void)
 
 static int map_buffers(struct kv1_worker *w, char *err, size_t errsz)
 {
+	const char *loc = w->o.location && *w->o.location ? w->o.location : "cpu:0";
+
 	w->buf_bytes = w->o.block_len * w->o.num_blocks;
+	w->gpu_dev = -1;
+	if (te_gpu_parse_location(loc, &w->gpu_dev) < 0) {
+		kv1_set_err(err, errsz, "KV buffer location \"%s\": expected cpu:0 or cuda:N", loc);
+		return -1;
+	}
 	for (int i = 0; i < w->o.nbufs; i++) {
-		void *p = mmap(NULL, w->buf_bytes, PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		void *p = MAP_FAILED;
 		int ret;
 
+		if (w->gpu_dev >= 0) {
+			/* one allocation per buffer: CUDA IPC exports whole allocations */
+			if (te_gpu_malloc(w->gpu_dev, w->buf_bytes, &p)) {
+				kv1_set_err(err, errsz,
+				            "cudaMalloc of KV buffer %d (%zu bytes) on %s failed",
+				            i, w->buf_bytes, loc);
+				return -1;
+			}
+			w->bufs[i] = p;
+			ret = te_register(w->te, p, w->buf_bytes, loc);
+			if (ret) {
+				kv1_set_err(err, errsz,
+				            "Mooncake batch memory registration failed. (buffer %d "
+				            "on %s: %s)",
+				            i, loc, te_strerror(ret));
+				return -1;
+			}
+			continue;
+		}
+		p = mmap(NULL, w->buf_bytes, PROT_READ | PROT_WRITE,
+		         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED) {
 			kv1_set_err(err, errsz, "mmap of KV buffer %d (%zu bytes): %s", i,
 			            w->buf_bytes, strerror(errno));
@@ -630,7 +669,9 @@ void kv1_worker_destroy(struct kv1_worker *w)
 		kv1_send_remove_locked(w, w->sends);
 	te_engine_destroy(w->te);
 	for (int i = 0; i < w->o.nbufs && i < KV1_MAX_BUFS; i++)
-		if (w->bufs[i])
+		if (w->bufs[i] && w->gpu_dev >= 0)
+			te_gpu_free(w->bufs[i]);
+		else if (w->bufs[i])
 			munmap(w->bufs[i], w->buf_bytes);
 	kv1_boot_table_free(&w->boot);
 	free(w->freeq);

@@ -264,7 +264,19 @@ bool kvc_ready(const struct kvc *c)
 	return c && atomic_load(&c->ready) && te_engine_meta_ok(c->pipe.eng);
 }
 
+static int insert(struct kvc *c, struct kvc_item *it, bool move_kv);
+
 int kvc_insert(struct kvc *c, const struct kvc_item *it)
+{
+	return insert(c, (struct kvc_item *)it, false);
+}
+
+int kvc_insert_move_kv(struct kvc *c, struct kvc_item *it)
+{
+	return insert(c, it, true);
+}
+
+static int insert(struct kvc *c, struct kvc_item *it, bool move_kv)
 {
 	int rc;
 	if (!c || !it)
@@ -277,7 +289,7 @@ int kvc_insert(struct kvc *c, const struct kvc_item *it)
 	}
 	if (atomic_load(&c->closing))
 		return KVC_ERR_CLOSED;
-	rc = kvc_sbuf_insert(&c->sbuf, it, c->insert_timeout_ms);
+	rc = kvc_sbuf_insert_ex(&c->sbuf, it, c->insert_timeout_ms, move_kv);
 	if (rc == KVC_ERR_TIMEOUT) {
 		uint64_t bytes, items;
 		kvc_sbuf_usage(&c->sbuf, &bytes, &items);

@@ -76,6 +76,11 @@ struct kvc_opts {
 	int miss_wait_ms;        /* KVC_MISS_NEW: answer 5 x None after this long (0 = wait for a
 	                            match until destroy, as vLLM) */
 	int transfer_timeout_ms; /* one TE READ (0 = engine default, MC_TRANSFER_TIMEOUT 30 s) */
+	size_t pool_cache_bytes; /* freed dedicated buffers kept registered for reuse (0 = one
+	                            region's worth; env PDKV_KVC_POOL_CACHE_BYTES; at most the
+	                            4 GiB dedicated cap): above one region a long prompt's
+	                            buffers would be mapped, faulted in and registered (a
+	                            segment republish) again on every request */
 	/* issue 11 */
 	int64_t zmq_max_msg_bytes; /* ZMQ_MAXMSGSIZE on every side-channel socket (0 = 4096;
 	                              64 .. 1 GiB): a peer announcing more is dropped */
@@ -91,6 +96,10 @@ bool kvc_ready(const struct kvc *c);
 
 /* Producer: copies the item into the buffer; blocks while over kv_buffer_size (back pressure). */
 int kvc_insert(struct kvc *c, const struct kvc_item *it);
+/* As kvc_insert, but keys, values and hidden (malloc'd data) move into the buffer instead of
+ * being copied (tokens and roi are copied): on 0 they are zeroed in *it, on an error they are
+ * still the caller's. Saves a copy of the whole KV per insert. */
+int kvc_insert_move_kv(struct kvc *c, struct kvc_item *it);
 /* Consumer: asks the producer for tokens; KVC_OK with *out filled on a hit, KVC_MISS on a miss. */
 int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out);
 

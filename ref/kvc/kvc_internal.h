@@ -64,6 +64,8 @@ struct kvc_pool;
 /* region_bytes is rounded up to a power of two >= 8 KiB. reg/unreg may be NULL (unit tests).
  * Requests over min(256 MiB, region), or any request when the region is full, get a dedicated
  * mmap + reg while the dedicated total stays <= dedicated_cap. */
+/* Freed dedicated buffers kept for reuse, at most bytes (capped at the dedicated cap). */
+void kvc_pool_set_cache_cap(struct kvc_pool *p, size_t bytes);
 int kvc_pool_create(size_t region_bytes, size_t dedicated_cap, kvc_reg_fn reg, kvc_unreg_fn unreg,
                     void *ctx, struct kvc_pool **out);
 void *kvc_pool_alloc(struct kvc_pool *p, size_t len); /* NULL -> "Allocation Return Error" */
@@ -94,6 +96,7 @@ void kvc_sbuf_close(struct kvc_sbuf *b);   /* wakes every waiter; later waits re
 /* Clones it in; waits per the overflow rule. timeout_ms <= 0: until room or close.
  * 0, KVC_ERR_TIMEOUT, KVC_ERR_CLOSED, KVC_ERR_ALLOC, KVC_ERR_PROTOCOL (invalid item). */
 int kvc_sbuf_insert(struct kvc_sbuf *b, const struct kvc_item *it, int timeout_ms);
+int kvc_sbuf_insert_ex(struct kvc_sbuf *b, struct kvc_item *it, int timeout_ms, bool move_kv);
 /* SimpleBuffer._matches: roi-masked tokens share an equal prefix over min(len) > 0 tokens.
  * roi NULL = all true. Returns the matched length (0 = no match). */
 size_t kvc_match_len(const int64_t *st, const uint8_t *sroi, size_t sn, const int64_t *rt,

@@ -172,6 +172,7 @@ static void *cleaner_main(void *arg)
 		struct zframes f;
 		struct kvc_ackq *q;
 		int rc;
+		bool acked;
 		pthread_mutex_lock(&p->ack_mu);
 		while (!atomic_load(&p->stop) && p->ack_n == 0)
 			pthread_cond_wait(&p->ack_cv, &p->ack_mu);
@@ -190,19 +191,22 @@ static void *cleaner_main(void *arg)
 			atomic_fetch_add(&p->protocol_errors, 1);
 		}
 		/* like vLLM: the oldest buffer is released in either case (FIFO, no ids) */
+		acked = is_ack(p, &f);
 		pthread_mutex_lock(&p->ack_mu);
 		q = p->ack_head;
 		if (q) {
 			p->ack_head = q->next;
 			if (!p->ack_head)
 				p->ack_tail = NULL;
+			/* counted before the pending count drops: whoever sees no pending ACKs also
+			 * sees the bytes they acknowledged */
+			if (acked)
+				atomic_fetch_add(&p->bytes_sent, q->len);
 			p->ack_n--;
 		}
 		pthread_cond_broadcast(&p->ack_cv);
 		pthread_mutex_unlock(&p->ack_mu);
 		if (q) {
-			if (is_ack(p, &f))
-				atomic_fetch_add(&p->bytes_sent, q->len);
 			kvc_pool_free(p->pool, q->ptr);
 			free(q);
 		}
@@ -364,6 +368,19 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	rc = kvc_pool_create(pool_size(o), KVC_DEDICATED_CAP, reg_cb, unreg_cb, p->eng, &p->pool);
 	if (rc < 0)
 		goto fail;
+	{
+		const char *env = getenv("PDKV_KVC_POOL_CACHE_BYTES");
+		uint64_t v = o->pool_cache_bytes;
+
+		if (!v && env && *env && pd_parse_size(env, &v)) {
+			pd_warn("kvc: PDKV_KVC_POOL_CACHE_BYTES=\"%s\" is not a size; using the "
+			        "default",
+			        env);
+			v = 0;
+		}
+		if (v)
+			kvc_pool_set_cache_cap(p->pool, (size_t)v);
+	}
 	if (pthread_create(&p->cleaner, NULL, cleaner_main, p) != 0) {
 		rc = KVC_ERR_CONFIG;
 		goto fail;

@@ -207,6 +207,13 @@ found:
 	return d->ptr;
 }
 
+void kvc_pool_set_cache_cap(struct kvc_pool *p, size_t bytes)
+{
+	pthread_mutex_lock(&p->mu);
+	p->cache_cap = bytes < p->dedicated_cap ? bytes : p->dedicated_cap;
+	pthread_mutex_unlock(&p->mu);
+}
+
 void *kvc_pool_alloc(struct kvc_pool *p, size_t len)
 {
 	int order = 0, k;

@@ -170,9 +170,81 @@ uint64_t mdl_hash64(const void *data, size_t len, uint64_t seed)
 	return mix64(h);
 }
 
+void mdl_h64_init(struct mdl_h64 *h, uint64_t seed)
+{
+	h->v[0] = seed + P1 + P2;
+	h->v[1] = seed + P2;
+	h->v[2] = seed;
+	h->v[3] = seed - P1;
+	h->seed = seed;
+	h->len = 0;
+	h->nbuf = 0;
+}
+
+static inline void h64_block(uint64_t *v, const uint8_t *p)
+{
+	v[0] = lane(v[0], load64(p));
+	v[1] = lane(v[1], load64(p + 8));
+	v[2] = lane(v[2], load64(p + 16));
+	v[3] = lane(v[3], load64(p + 24));
+}
+
+void mdl_h64_update(struct mdl_h64 *h, const void *data, size_t len)
+{
+	const uint8_t *p = data, *end = p + len;
+	uint64_t v[4] = {h->v[0], h->v[1], h->v[2], h->v[3]};
+
+	h->len += len;
+	if (h->nbuf) {
+		size_t k = 32 - h->nbuf < len ? 32 - h->nbuf : len;
+
+		memcpy(h->buf + h->nbuf, p, k);
+		h->nbuf += (unsigned)k;
+		p += k;
+		if (h->nbuf < 32)
+			return;
+		h64_block(v, h->buf);
+		h->nbuf = 0;
+	}
+	/* whole blocks go through the lanes (as in the one-shot form); < 32 bytes wait */
+	while (end - p >= 32) {
+		h64_block(v, p);
+		p += 32;
+	}
+	memcpy(h->buf, p, (size_t)(end - p));
+	h->nbuf = (unsigned)(end - p);
+	memcpy(h->v, v, sizeof(v));
+}
+
+uint64_t mdl_h64_final(const struct mdl_h64 *st)
+{
+	const uint8_t *p = st->buf, *end = p + st->nbuf;
+	const uint64_t *v = st->v;
+	uint64_t h;
+
+	if (st->len >= 32) {
+		h = rotl64(v[0], 1) + rotl64(v[1], 7) + rotl64(v[2], 12) + rotl64(v[3], 18);
+		for (int i = 0; i < 4; i++)
+			h = (h ^ lane(0, v[i])) * P1 + P3;
+	} else {
+		h = st->seed + P3;
+	}
+	h += st->len;
+	while (end - p >= 8) {
+		h ^= lane(0, load64(p));
+		h = rotl64(h, 27) * P1 + P3;
+		p += 8;
+	}
+	while (p < end) {
+		h ^= (uint64_t)(*p++) * P3;
+		h = rotl64(h, 11) * P1;
+	}
+	return mix64(h);
+}
+
 uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each)
 {
-	uint64_t h = mdl_hash64(keys, kv_bytes_each, 0x4b4b4b4bULL);
+	uint64_t h = mdl_hash64(keys, kv_bytes_each, MDL_KV_CHECKSUM_SEED);
 
 	return mdl_hash64(values, kv_bytes_each, h);
 }
@@ -206,12 +278,36 @@ void mdl_kv_free(struct mdl_kv *kv)
 	memset(kv, 0, sizeof(*kv));
 }
 
+void mdl_kv_prefix(const int64_t *tokens, size_t n, uint64_t *pre)
+{
+	uint64_t prefix = 0x70646b76ULL; /* "pdkv" */
+
+	for (size_t t = 0; t < n; t++) {
+		prefix = mix64(prefix ^ ((uint64_t)tokens[t] * P2 + t));
+		pre[t] = prefix;
+	}
+}
+
+void mdl_kv_row(const struct mdl_geom *g, uint64_t pre_t, int layer, int head, bool value,
+                uint8_t *dst)
+{
+	uint64_t base = pre_t ^ ((uint64_t)layer << 40) ^ ((uint64_t)head << 20);
+
+	fill_stream(dst, (size_t)g->head_dim * (size_t)g->dtype_bytes,
+	            value ? base * 2 + 2 + P3 : base * 2 + 1);
+}
+
+void mdl_hidden_row(const struct mdl_geom *g, uint64_t pre_t, uint8_t *dst)
+{
+	fill_stream(dst, (size_t)g->hidden_size * 2, pre_t ^ 0x68696464656eULL);
+}
+
 int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, int head0, int nheads,
                    int shard, int nshards, struct mdl_kv *out)
 {
 	size_t row = (size_t)g->head_dim * (size_t)g->dtype_bytes; /* one head, one position */
 	size_t hrow = (size_t)g->hidden_size * 2;
-	uint64_t prefix = 0x70646b76ULL, *pre = NULL; /* "pdkv" */
+	uint64_t *pre = NULL;
 	int ret = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
@@ -230,22 +326,18 @@ int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, in
 	pre = malloc(n * sizeof(*pre));
 	if (!pre)
 		goto out;
-	for (size_t t = 0; t < n; t++) {
-		prefix = mix64(prefix ^ ((uint64_t)tokens[t] * P2 + t));
-		pre[t] = prefix;
-		fill_stream(out->hidden + t * hrow, hrow, prefix ^ 0x68696464656eULL);
-	}
+	mdl_kv_prefix(tokens, n, pre);
+	for (size_t t = 0; t < n; t++)
+		mdl_hidden_row(g, pre[t], out->hidden + t * hrow);
 	/* Layer-major like the layout, so both arrays are written front to back. */
 	for (int l = 0; l < g->layers; l++) {
 		for (size_t t = 0; t < n; t++) {
 			for (int h = 0; h < nheads; h++) {
 				size_t off =
 				    (((size_t)l * n + t) * (size_t)nheads + (size_t)h) * row;
-				uint64_t base =
-				    pre[t] ^ ((uint64_t)l << 40) ^ ((uint64_t)(head0 + h) << 20);
 
-				fill_stream(out->keys + off, row, base * 2 + 1);
-				fill_stream(out->values + off, row, base * 2 + 2 + P3);
+				mdl_kv_row(g, pre[t], l, head0 + h, false, out->keys + off);
+				mdl_kv_row(g, pre[t], l, head0 + h, true, out->values + off);
 			}
 		}
 	}

@@ -63,6 +63,19 @@ char *mdl_chat_template(const struct mdl_msg *msgs, size_t n);
 uint64_t mdl_hash64(const void *data, size_t len, uint64_t seed);
 uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each);
 
+/* Streaming form of mdl_hash64: init(seed), update(...) over pieces in order, final() gives the
+ * same value as mdl_hash64 over the concatenation. */
+struct mdl_h64 {
+	uint64_t v[4], seed, len;
+	uint8_t buf[32];
+	unsigned nbuf;
+};
+void mdl_h64_init(struct mdl_h64 *h, uint64_t seed);
+void mdl_h64_update(struct mdl_h64 *h, const void *data, size_t len);
+uint64_t mdl_h64_final(const struct mdl_h64 *h);
+/* mdl_kv_checksum(k, v, n) = mdl_hash64(v, n, mdl_hash64(k, n, MDL_KV_CHECKSUM_SEED)) */
+#define MDL_KV_CHECKSUM_SEED 0x4b4b4b4bULL
+
 /* ---- KV ---- */
 struct mdl_kv {
 	size_t ntokens;
@@ -77,6 +90,13 @@ struct mdl_kv {
 int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, int head0, int nheads,
                    int shard, int nshards, struct mdl_kv *out);
 void mdl_kv_free(struct mdl_kv *kv);
+/* Row by row, without whole-KV buffers (what mdl_kv_compute does, in pieces): pre[t] = the
+ * position seeds of tokens[0..t]; mdl_kv_row writes head_dim x dtype_bytes bytes of (layer,
+ * position, head) of keys (value = false) or values; mdl_hidden_row one hidden row (no footer). */
+void mdl_kv_prefix(const int64_t *tokens, size_t n, uint64_t *pre);
+void mdl_kv_row(const struct mdl_geom *g, uint64_t pre_t, int layer, int head, bool value,
+                uint8_t *dst);
+void mdl_hidden_row(const struct mdl_geom *g, uint64_t pre_t, uint8_t *dst);
 /* Footer: write into / read from hidden. read: 0, or -EBADMSG when the magic is wrong / too short.
  */
 void mdl_footer_write(uint8_t *hidden, uint64_t checksum, uint64_t ntokens, uint32_t shard,

@@ -1,6 +1,8 @@
 /* pdkv-standin: a vLLM stand-in launched like `vllm serve` — OpenAI HTTP API over the fake model
  * (ref/model) with the V0 MooncakeConnector (ref/kvc) when --kv-transfer-config is given. */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <cJSON.h>
 
 #include "sa.h"
+#include "sa_record.h"
 
 static void print_diags(const struct cfg_diags *d)
 {
@@ -131,10 +134,11 @@ static int v1_extra(struct sa *s)
 
 	snprintf(s->protocol, sizeof(s->protocol), "rdma");
 	if (p && !(cJSON_IsString(p) &&
-	           (!strcmp(p->valuestring, "rdma") || !strcmp(p->valuestring, "tcp")))) {
+	           (!strcmp(p->valuestring, "rdma") || !strcmp(p->valuestring, "tcp") ||
+	            !strcmp(p->valuestring, "nvlink_intra")))) {
 		fprintf(stderr, "pdkv-standin: error: --kv-transfer-config: "
-		                "kv_connector_extra_config.mooncake_protocol: expected \"rdma\" or "
-		                "\"tcp\"\n");
+		                "kv_connector_extra_config.mooncake_protocol: expected \"rdma\", "
+		                "\"tcp\" or \"nvlink_intra\"\n");
 		ret = -1;
 	} else if (p) {
 		snprintf(s->protocol, sizeof(s->protocol), "%s", p->valuestring);
@@ -312,6 +316,9 @@ static int start_connector(struct sa *s)
 		ko.zmq_bind_host = s->o.zmq_bind_host;
 		ko.zmq_max_msg_bytes = s->o.kv_zmq_max_msg_bytes;
 		ko.insert_timeout_ms = s->o.kv_insert_timeout_ms;
+		/* reuse a long prompt's registered buffers across requests (kvc's default keeps
+		 * one region's worth, 512 MiB at most: a 16k-token prompt's keys are more) */
+		ko.pool_cache_bytes = (size_t)4 << 30;
 		ret = kvc_create(&ko, &s->kvc[r]);
 		if (ret) {
 			fprintf(stderr, "pdkv-standin: error: connector rank %d: kvc_create: %s\n",
@@ -337,6 +344,12 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	int ret, port = 0;
 	bool ready_logged = false;
+
+	/* A request's KV tensors are hundreds of MB: as fresh mmaps (glibc's default above 32 MiB)
+	 * every request pays a page fault per 4 KiB on each side of the hand-off and a munmap
+	 * after it. From the heap, kept after free, they are reused warm. */
+	mallopt(M_MMAP_MAX, 0);
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
 
 	pd_log_set_name("pdkv-standin");
 	ret = sa_args_parse(argc, argv, &s.o);
@@ -378,6 +391,15 @@ int main(int argc, char **argv)
 	        mdl_kv_bytes_per_token(&s.o.geom, s.o.geom.kv_heads),
 	        (unsigned long long)s.o.ns_per_token, s.o.fault_spec ? ", fault " : "",
 	        s.o.fault_spec ? s.o.fault_spec : "");
+	if (s.o.kv_cache_device && strcmp(s.o.kv_cache_device, "cpu") &&
+	    !(s.kv && cfg_gen_is_v1(s.gen))) {
+		fprintf(stderr,
+		        "pdkv-standin: error: --kv-cache-device %s: GPU KV blocks are a V1 "
+		        "connector feature (needs --kv-transfer-config on vLLM >= 0.12); the V0 "
+		        "pipe keeps its buffer in host memory\n",
+		        s.o.kv_cache_device);
+		return 2;
+	}
 	if (s.o.dry_run)
 		return 0;
 
@@ -391,6 +413,14 @@ int main(int argc, char **argv)
 
 	if (s.kv && s.conn->start(&s)) {
 		s.conn->stop(&s);
+		return 1;
+	}
+	ret = sa_record_open(s.o.record_requests);
+	if (ret) {
+		fprintf(stderr, "pdkv-standin: error: --record-requests %s: %s\n",
+		        s.o.record_requests, strerror(-ret));
+		if (s.kv)
+			s.conn->stop(&s);
 		return 1;
 	}
 	ret = sa_http_start(&s, &h, &port);

@@ -25,7 +25,9 @@ struct sa_fault {
 	bool drop, corrupt, crash;
 	bool eos_first; /* the first generated token is EOS (finish "stop" after 0 tokens) */
 	int delay_ms;
-	int crash_after; /* crash on this request (1 = first) */
+	int crash_after;      /* crash on this request (1 = first) */
+	int fail_after;       /* fail-after=N: completions after the first N answer 500; -1 = off */
+	char fail_marker[64]; /* --fault fail-marker=TEXT: bodies containing TEXT answer 500 */
 };
 
 struct sa_opts {
@@ -64,6 +66,8 @@ struct sa_opts {
 	unsigned max_conns, max_conns_per_client, idle_timeout_s;
 	int64_t kv_zmq_max_msg_bytes;
 	int kv_insert_timeout_ms;
+	const char *kv_cache_device; /* --kv-cache-device cpu|cuda|cuda:N (NULL = cpu) */
+	const char *record_requests; /* --record-requests FILE: JSON lines (sa_record.c) */
 };
 
 /* sa_limits.c. Defaults: a stand-in's usual client is one proxy, so the per-client limit
@@ -142,6 +146,9 @@ struct sa {
 	struct kv1_boot *boot;
 	atomic_uint dp_rr;
 	struct sa_hist ttft, xfer_time, xfer_bytes, xfer_desc;
+	/* latency (vLLM's names and buckets) and pdkv's hand-off histograms, every generation */
+	struct sa_hist itl, tpot, e2e, handoff_s, handoff_bytes;
+	struct sa_gpu *gpu; /* KV blocks in GPU memory (sa_gpu.c), NULL = host */
 };
 
 /* One completion request after parsing. */
@@ -176,7 +183,31 @@ struct sa_req {
 	size_t cached_tokens;
 	bool first_token_seen;
 	char *kvtp_out; /* JSON object text for the response's kv_transfer_params */
+	/* hand-off stages (CLOCK_MONOTONIC ns, 0 = not reached) and a per-stage breakdown for the
+	 * debug log: "prefill has the KV" and "decode has verified it" */
+	uint64_t t_kv_ready, t_kv_verified;
+	uint64_t t_first_tok, t_last_tok; /* CLOCK_MONOTONIC ns of the first / latest token */
+	char stages[256];
 };
+
+/* Where rank k's heads of row (layer l, position t) of keys / values live (kv_heads / nsh x
+ * head_dim x dtype_bytes bytes). */
+struct sa_kvmap {
+	uint8_t *(*seg)(void *ud, bool value, int l, size_t t, int k);
+	void *ud;
+};
+/* Writes the fake model's KV of tokens for nsh ranks where map says (NULL: nowhere, rows are only
+ * hashed), hashing as it goes: *seed = mdl_kv_checksum of the whole KV, sums[k] (if sums) of rank
+ * k's shard. 0 or -errno. */
+int sa_kv_gen(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
+              const struct sa_kvmap *map, uint64_t *seed, uint64_t *sums);
+/* Hashes the KV where map says into *seed and, unless same is NULL, compares it with the fake
+ * model's rows on a second thread (*same). */
+int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
+               const struct sa_kvmap *map, uint64_t *seed, bool *same);
+
+/* Appends " name=ms" (since *t, then *t = now) to r->stages. */
+void sa_stage(struct sa_req *r, const char *name, uint64_t *t);
 
 /* Prefill step: KV from the connector (consumer) or the model (+ insert for a producer).
  * 0, or an HTTP status (>= 400) with *msg set (static or malloc'd in *msg_alloc). */
@@ -188,6 +219,13 @@ void sa_v1_engine_id(struct sa *s, struct sa_req *r);
 /* V0's prefill step (the pipe, or a plain instance). */
 int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
 void sa_metrics_init(struct sa *s);
+/* A token was generated (TTFT on the first, inter-token latency after). */
+void sa_metrics_token(struct sa *s, struct sa_req *r);
+/* The request ended after gen tokens: e2e latency, time per output token. */
+void sa_metrics_done(struct sa *s, const struct sa_req *r, long long gen);
+/* One hand-off seen from this side: secs from "prefill has the KV" (P) / the start of the pull
+ * (D) to "handed over" (P: WRITE done / inserted) / "verified" (D), and the KV bytes. */
+void sa_metrics_handoff(struct sa *s, double secs, uint64_t bytes);
 
 /* Prometheus text; malloc'd. */
 char *sa_metrics_text(struct sa *s);

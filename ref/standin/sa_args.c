@@ -111,6 +111,7 @@ static const char usage_line[] =
     "[--dry-run]\n"
     "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|bn] [--list-versions]\n"
     "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
+    "                    [--kv-cache-device cpu|cuda|cuda:N]\n"
     "                    [--kv-mla] [--enable-prompt-tokens-details] [--version] [-h]\n"
     "                    [--max-connections N] [--max-connections-per-client N]\n"
     "                    [--idle-timeout SEC] [--kv-zmq-max-msg-bytes N]\n"
@@ -143,6 +144,7 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 	int ret = 0;
 
 	memset(f, 0, sizeof(*f));
+	f->fail_after = -1;
 	if (!dup)
 		return -ENOMEM;
 	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -164,11 +166,18 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 		} else if (!strncmp(tok, "delay=", 6) && !pd_parse_i64(tok + 6, &v) && v >= 0 &&
 		           v <= 600000) {
 			f->delay_ms = (int)v;
+		} else if (!strncmp(tok, "fail-marker=", 12) && tok[12] &&
+		           strlen(tok + 12) < sizeof(f->fail_marker)) {
+			snprintf(f->fail_marker, sizeof(f->fail_marker), "%s", tok + 12);
+		} else if (!strncmp(tok, "fail-after=", 11) && !pd_parse_i64(tok + 11, &v) &&
+		           v >= 0 && v <= 1000000) {
+			f->fail_after = (int)v;
 		} else {
 			snprintf(
 			    err, errsz,
 			    "fault '%s': expected drop, corrupt, eos-first, delay=MS (0..600000), "
-			    "crash or crash=N (N >= 1), comma-separated",
+			    "crash, crash=N (N >= 1), fail-after=N or fail-marker=TEXT (1..63 "
+			    "bytes), comma-separated",
 			    tok);
 			ret = -EINVAL;
 			break;
@@ -203,7 +212,9 @@ static void print_help(void)
 	     "knows): <= 0.8 the V0 pipe (needs mooncake.json), 0.12-0.15 V1 gen A, >= 0.16 V1\n"
 	     "gen B (--list-versions prints the table). vLLM flags it does not need\n"
 	     "(--gpu-memory-utilization, --enforce-eager, --quantization, ...) are ignored.\n"
-	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N.\n"
+	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N, "
+	     "fail-after=N, fail-marker=TEXT.\n"
+	     "--record-requests FILE: one JSON line per completion request as it arrived.\n"
 	     "Environment (V1): VLLM_MOONCAKE_BOOTSTRAP_PORT (8998), "
 	     "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480),\n"
 	     "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION, VLLM_HOST_IP.");
@@ -342,6 +353,8 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 				    "-dp",
 				    "--block-size",
 				    "--num-gpu-blocks-override",
+				    "--kv-cache-device",
+				    "--record-requests",
 				};
 				for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
 					if (!strcmp(name, ours[k]) || sa_limits_is_flag(name)) {
@@ -446,10 +459,14 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 			if (parse_int(name, val, 1, 4096, &v))
 				return 2;
 			o->block_size = (int)v;
+		} else if (!strcmp(name, "--kv-cache-device")) {
+			o->kv_cache_device = val; /* checked at startup (sa_gpu.c) */
 		} else if (!strcmp(name, "--num-gpu-blocks-override")) {
 			if (parse_int(name, val, 1, 1 << 24, &v))
 				return 2;
 			o->num_gpu_blocks = v;
+		} else if (!strcmp(name, "--record-requests")) {
+			o->record_requests = val;
 		} else if ((v = sa_limits_flag(name, val, o)) != 1) {
 			if (v)
 				return 2;

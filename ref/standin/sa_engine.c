@@ -44,42 +44,68 @@ static void maybe_crash(struct sa *s, const char *where, const char *id)
 	_exit(1);
 }
 
-/* Computes the request's KV: one shard per connector rank (1 when plain), and the generation
- * seed over the whole KV. */
-static int compute(struct sa *s, const struct sa_req *r, struct mdl_kv *sh, int nsh, uint64_t *seed)
+/* Where rank k's heads of (layer, token) sit in V0 shard tensors [L, T, hs, D] (sa_kvmap). */
+struct shmap {
+	struct mdl_kv *sh;
+	uint8_t **k, **v; /* or raw keys / values arrays per rank */
+	size_t n, seg;
+};
+
+static uint8_t *sh_seg(void *ud, bool value, int l, size_t t, int k)
+{
+	struct shmap *m = ud;
+
+	return (value ? m->v[k] : m->k[k]) + ((size_t)l * m->n + t) * m->seg;
+}
+
+/* Computes the request's KV and the generation seed over the whole KV. A producer gets one
+ * shard per connector rank in sh (keys, values and hidden with its footer), generated straight
+ * into the tensors it inserts; otherwise (nsh 0) the KV is only hashed. */
+static int compute(struct sa *s, struct sa_req *r, struct mdl_kv *sh, int nsh, uint64_t *seed)
 {
 	const struct mdl_geom *g = &s->o.geom;
-	int hs = g->kv_heads / nsh, ret = 0;
-	uint64_t t0 = pd_now_ns();
-	uint8_t *fk = NULL, *fv = NULL;
+	int hs = g->kv_heads / (nsh ? nsh : 1), ret = -ENOMEM;
+	uint64_t t0 = pd_now_ns(), ts = t0, sums[SA_MAX_TP], *pre = NULL;
+	size_t rb = (size_t)g->head_dim * (size_t)g->dtype_bytes, hrow = (size_t)g->hidden_size * 2;
+	uint8_t *kp[SA_MAX_TP], *vp[SA_MAX_TP];
+	struct shmap m = {sh, kp, vp, r->ntok, rb * (size_t)hs};
+	struct sa_kvmap map = {sh_seg, &m};
 
 	for (int i = 0; i < nsh; i++) {
-		ret = mdl_kv_compute(g, r->tokens, r->ntok, i * hs, hs, i, nsh, &sh[i]);
-		if (ret)
-			goto out;
-	}
-	if (nsh == 1) {
-		*seed = mdl_kv_checksum(sh[0].keys, sh[0].values, sh[0].bytes_each);
-	} else {
-		size_t each = sh[0].bytes_each * (size_t)nsh;
+		struct mdl_kv *o = &sh[i];
 
-		fk = malloc(each);
-		fv = malloc(each);
-		ret = -ENOMEM;
-		if (!fk || !fv)
+		o->ntokens = r->ntok;
+		o->head0 = i * hs;
+		o->nheads = hs;
+		o->bytes_each = (size_t)g->layers * r->ntok * (size_t)hs * rb;
+		o->hidden_bytes = r->ntok * hrow;
+		o->keys = kp[i] = malloc(o->bytes_each);
+		o->values = vp[i] = malloc(o->bytes_each);
+		o->hidden = malloc(o->hidden_bytes);
+		if (!o->keys || !o->values || !o->hidden)
 			goto out;
-		for (int i = 0; i < nsh; i++) {
-			mdl_kv_place_shard(g, r->ntok, sh[i].keys, i * hs, hs, fk);
-			mdl_kv_place_shard(g, r->ntok, sh[i].values, i * hs, hs, fv);
-		}
-		*seed = mdl_kv_checksum(fk, fv, each);
-		ret = 0;
 	}
+	if (nsh && !(pre = malloc(r->ntok * sizeof(*pre))))
+		goto out;
+	sa_stage(r, "alloc", &ts);
+	ret = sa_kv_gen(g, r->tokens, r->ntok, nsh ? nsh : 1, nsh ? &map : NULL, seed, sums);
+	if (ret)
+		goto out;
+	sa_stage(r, "gen+seed", &ts);
+	if (nsh)
+		mdl_kv_prefix(r->tokens, r->ntok, pre);
+	for (int i = 0; i < nsh; i++) {
+		for (size_t t = 0; t < r->ntok; t++)
+			mdl_hidden_row(g, pre[t], sh[i].hidden + t * hrow);
+		mdl_footer_write(sh[i].hidden, sums[i], r->ntok, (uint32_t)i, (uint32_t)nsh);
+	}
+	sa_stage(r, "hidden", &ts);
 	mdl_pace(t0, s->o.ns_per_token, r->ntok);
+	sa_stage(r, "pace", &ts);
+	r->t_kv_ready = ts;
 	atomic_fetch_add(&s->n.computed, r->ntok);
 out:
-	free(fk);
-	free(fv);
+	free(pre);
 	if (ret)
 		for (int i = 0; i < nsh; i++)
 			mdl_kv_free(&sh[i]);
@@ -92,6 +118,7 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 	int64_t T = (int64_t)r->ntok, hs = g->kv_heads / s->nkvc;
 	uint8_t *roi = malloc(r->ntok);
 	int ret = 0;
+	uint64_t ts = pd_now_ns();
 
 	if (!roi)
 		return -ENOMEM;
@@ -124,7 +151,9 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 		tset(&it.values, kv_dtype(g->dtype_bytes), 4, kshape, sh[k].values,
 		     sh[k].bytes_each);
 		tset(&it.hidden, KVC_BF16, 2, hshape, sh[k].hidden, sh[k].hidden_bytes);
-		ret = kvc_insert(s->kvc[k], &it);
+		ret = kvc_insert_move_kv(s->kvc[k], &it);
+		if (!ret) /* the buffer owns them now */
+			sh[k].keys = sh[k].values = sh[k].hidden = NULL;
 		if (ret) {
 			atomic_fetch_add(&s->n.insert_failures, 1);
 			atomic_fetch_add(&s->n.transfer_failures, 1);
@@ -133,6 +162,9 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 			goto out;
 		}
 	}
+	sa_stage(r, "insert", &ts);
+	sa_metrics_handoff(s, (double)(ts - (r->t_kv_ready ? r->t_kv_ready : ts)) / 1e9,
+	                   mdl_kv_bytes_per_token(g, g->kv_heads) * r->ntok);
 	atomic_fetch_add(&s->n.inserted, 1);
 	r->kv_note = "computed+inserted";
 	maybe_crash(s, "right after kvc_insert (peer may be mid-transfer)", r->id);
@@ -196,8 +228,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 	uint64_t deadline = pd_now_ns() + (uint64_t)s->o.kv_wait_timeout_ms * 1000000ULL;
 	int hs = g->kv_heads / s->nkvc, got = 0;
 	enum fetch res = F_HIT;
-	uint8_t *fk = NULL, *fv = NULL;
-	size_t each = 0;
+	uint64_t tst = pd_now_ns(), sum0 = 0, t_pull = tst;
 
 	memset(it, 0, sizeof(it));
 	for (int k = 0; k < s->nkvc && res == F_HIT; k++) {
@@ -242,6 +273,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			break;
 		}
 	}
+	sa_stage(r, "drop_select", &tst);
 	if (res == F_HIT)
 		maybe_crash(s, "after kvc_drop_select, before using the KV", r->id);
 	for (int k = 0; k < got && res == F_HIT; k++) {
@@ -253,40 +285,60 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			break;
 		}
 		mdl_footer_read(it[k].hidden.data, it[k].hidden.nbytes, &sum, &nt, &sh, &nsh);
-		if (mdl_kv_checksum(it[k].keys.data, it[k].values.data, it[k].keys.nbytes) != sum) {
+		uint64_t got_sum =
+		    mdl_kv_checksum(it[k].keys.data, it[k].values.data, it[k].keys.nbytes);
+
+		if (k == 0)
+			sum0 = got_sum;
+		if (got_sum != sum) {
 			atomic_fetch_add(&s->n.checksum_failures, 1);
 			snprintf(why, whysz, "KV checksum mismatch on rank %d (footer %016llx)", k,
 			         (unsigned long long)sum);
 			res = F_CSUM;
 		}
 	}
+	sa_stage(r, "verify", &tst);
 	if (res == F_HIT) {
 		if (s->nkvc == 1) {
-			*seed =
-			    mdl_kv_checksum(it[0].keys.data, it[0].values.data, it[0].keys.nbytes);
+			*seed = sum0; /* the checksum just verified is the whole KV's */
 		} else {
-			each = it[0].keys.nbytes * (size_t)s->nkvc;
-			fk = malloc(each);
-			fv = malloc(each);
-			if (!fk || !fv) {
-				snprintf(why, whysz, "out of memory assembling %zu KV bytes", each);
+			uint8_t *kp[SA_MAX_TP], *vp[SA_MAX_TP];
+			struct shmap m = {NULL, kp, vp, r->ntok,
+			                  (size_t)hs * (size_t)g->head_dim *
+			                      (size_t)g->dtype_bytes};
+			struct sa_kvmap map = {sh_seg, &m};
+
+			for (int k = 0; k < s->nkvc; k++) {
+				kp[k] = it[k].keys.data;
+				vp[k] = it[k].values.data;
+			}
+			if (sa_kv_scan(g, r->tokens, r->ntok, s->nkvc, &map, seed, NULL)) {
+				snprintf(why, whysz, "out of memory reading the KV");
 				res = F_BAD;
-			} else {
-				for (int k = 0; k < s->nkvc; k++) {
-					mdl_kv_place_shard(g, r->ntok, it[k].keys.data, k * hs, hs,
-					                   fk);
-					mdl_kv_place_shard(g, r->ntok, it[k].values.data, k * hs,
-					                   hs, fv);
-				}
-				*seed = mdl_kv_checksum(fk, fv, each);
 			}
 		}
 	}
-	free(fk);
-	free(fv);
+	sa_stage(r, "seed", &tst);
+	if (res == F_HIT) {
+		r->t_kv_verified = tst;
+		sa_metrics_handoff(s, (double)(tst - t_pull) / 1e9,
+		                   mdl_kv_bytes_per_token(g, g->kv_heads) * r->ntok);
+	}
 	for (int k = 0; k < got; k++)
 		kvc_item_free(&it[k]);
+	sa_stage(r, "free", &tst);
 	return res;
+}
+
+void sa_stage(struct sa_req *r, const char *name, uint64_t *t)
+{
+	uint64_t now = pd_now_ns();
+	size_t k = strlen(r->stages);
+
+	if (k < sizeof(r->stages) - 1)
+		snprintf(r->stages + k, sizeof(r->stages) - k, " %s=%.1f", name,
+		         (double)(now - *t) / 1e6);
+	*t = now;
 }
 
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
@@ -295,13 +347,17 @@ int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_allo
 	int ret = s->conn->prefill(s, r, msg, msg_alloc);
 
 	r->kv_ms = (double)(pd_now_ns() - t0) / 1e6;
+	if (r->t_kv_ready || r->t_kv_verified)
+		pd_dbg("request %s: handoff kv_ready=%llu kv_verified=%llu tokens=%zu ms:%s", r->id,
+		       (unsigned long long)r->t_kv_ready, (unsigned long long)r->t_kv_verified,
+		       r->ntok, r->stages);
 	return ret;
 }
 
 int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	struct mdl_kv sh[SA_MAX_TP];
-	int nsh = s->kv && s->producer ? s->nkvc : 1, ret;
+	int nsh = s->kv && s->producer ? s->nkvc : 0, ret;
 	char why[256] = "";
 
 	memset(sh, 0, sizeof(sh));
@@ -334,10 +390,9 @@ int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_a
 		}
 		pd_warn("request %s: KV not received (%s); recomputing %zu prompt tokens", r->id,
 		        why, r->ntok);
-		ret = compute(s, r, sh, 1, &r->seed);
+		ret = compute(s, r, sh, 0, &r->seed);
 		if (ret)
 			goto oom;
-		mdl_kv_free(&sh[0]);
 		r->recomputed = r->ntok;
 		atomic_fetch_add(&s->n.recomputed, r->ntok);
 		r->kv_note = f == F_CSUM ? "recomputed(checksum)" : "recomputed(miss)";

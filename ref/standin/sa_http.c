@@ -16,6 +16,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
+#include "sa_record.h"
 #include "sa_req.h"
 
 #define BODY_MAX (64u << 20)
@@ -25,12 +26,16 @@ struct sa_http {
 	struct MHD_Daemon *d;
 	struct pd_connlim *lim; /* --max-connections[-per-client]: bounds the threads too */
 	int lfd;
+	atomic_int completions; /* --fault fail-after=N counts them */
 };
 
 struct conn {
 	char *body;
 	size_t len, cap;
 	bool too_big, counted;
+	double t_arrival; /* --record-requests */
+	cJSON *rec;
+	int status;
 };
 
 /* The size limit is checked on Content-Length before a byte is buffered (413 without reading
@@ -168,6 +173,7 @@ static void add_kvtp(const struct sa *s, cJSON *j, const struct sa_req *r)
 		cJSON_AddItemToObject(j, "kv_transfer_params", p);
 	else
 		cJSON_AddNullToObject(j, "kv_transfer_params");
+	sa_record_kvtp(p); /* what prefill answered: the router must copy it (gen A) */
 }
 
 static cJSON *resp_head(const struct sa_req *r, const char *object, long long created)
@@ -213,6 +219,8 @@ static cJSON *choice(const struct sa_req *r, const char *text, const char *finis
 static void log_request(struct sa *s, const struct sa_req *r, int status, long long gen,
                         const char *finish)
 {
+	if (status == 200)
+		sa_metrics_done(s, r, gen);
 	pd_info("request %s engine_id=%s dp=%d role=%s prompt_tokens=%zu reused=%zu recomputed=%zu "
 	        "kv=%s "
 	        "kv_ms=%.1f gen_tokens=%lld finish=%s status=%d ms=%.1f",
@@ -230,6 +238,7 @@ static int next_tok(struct sa *s, struct sa_req *r, struct mdl_gen *g, uint64_t 
 	(*gen)++;
 	atomic_fetch_add(&s->n.generation_tokens, 1);
 	mdl_pace(t0, s->o.ns_per_token, (size_t)*gen);
+	sa_metrics_token(s, r);
 	if (!r->first_token_seen) {
 		r->first_token_seen = true;
 		sa_hist_observe(&s->ttft, (double)(pd_now_ns() - r->t0_ns) / 1e9);
@@ -416,12 +425,28 @@ static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, s
 	enum MHD_Result ret;
 
 	atomic_fetch_add(&s->n.requests, 1);
+	if (s->o.fault.fail_marker[0] && cn->body &&
+	    memmem(cn->body, cn->len, s->o.fault.fail_marker, strlen(s->o.fault.fail_marker))) {
+		atomic_fetch_add(&s->n.requests_failed, 1);
+		pd_info("request failed on purpose (--fault fail-marker=%s)",
+		        s->o.fault.fail_marker);
+		cn->status = 500;
+		return send_error(c, 500, "injected failure (--fault fail-marker)");
+	}
+	if (s->o.fault.fail_after >= 0 &&
+	    atomic_fetch_add(&h->completions, 1) >= s->o.fault.fail_after) {
+		atomic_fetch_add(&s->n.requests_failed, 1);
+		pd_info("request failed on purpose (--fault fail-after=%d)", s->o.fault.fail_after);
+		cn->status = 500;
+		return send_error(c, 500, "injected failure (--fault fail-after)");
+	}
 	status = sa_req_parse(s, cn->body, cn->len, chat,
 	                      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id"), &r,
 	                      &msg_alloc);
 	if (status) {
 		atomic_fetch_add(&s->n.requests_failed, 1);
 		pd_info("request rejected (%d): %s", status, msg_alloc ? msg_alloc : "?");
+		cn->status = status;
 		ret = send_error(c, status, msg_alloc ? msg_alloc : "bad request");
 		free(msg_alloc);
 		return ret;
@@ -444,11 +469,13 @@ static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, s
 		atomic_fetch_add(&s->n.requests_failed, 1);
 		atomic_fetch_sub(&s->n.running, 1);
 		log_request(s, &r, status, 0, NULL);
+		cn->status = status;
 		ret = send_error(c, status, msg_alloc ? msg_alloc : msg);
 		free(msg_alloc);
 		sa_req_free(&r);
 		return ret;
 	}
+	cn->status = 200;
 	ret = respond(h, c, &r);
 	sa_req_free(&r);
 	return ret;
@@ -480,6 +507,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		*con_cls = cn;
 		cn->counted = true;
+		cn->t_arrival = sa_record_now();
 		atomic_fetch_add(&s->n.inflight, 1);
 		body_reserve(c, cn);
 		return MHD_YES;
@@ -542,7 +570,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return send_error(c, 503, "server is shutting down");
 		if (cn->too_big)
 			return send_error(c, 400, "request body larger than 64 MiB");
-		return completion(h, c, cn, !strcmp(url, "/v1/chat/completions"));
+		enum MHD_Result ret;
+		cn->rec = sa_record_begin(c, url, cn->body, cn->len, cn->t_arrival);
+		ret = completion(h, c, cn, !strcmp(url, "/v1/chat/completions"));
+		sa_record_answered(cn->rec, cn->status);
+		return ret;
 	}
 	return send_detail(c, 404, "Not Found");
 }
@@ -559,6 +591,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	if (cn->counted)
 		atomic_fetch_sub(&h->s->n.inflight, 1);
+	sa_record_end(cn->rec);
 	free(cn->body);
 	free(cn);
 	*con_cls = NULL;

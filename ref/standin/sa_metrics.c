@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_util.h"
 #include "sa.h"
 
 struct buf {
@@ -72,8 +73,54 @@ static const double bytes_le[] = {1024.0,     4096.0,      16384.0,      65536.0
                                   67108864.0, 268435456.0, 1073741824.0, 4294967296.0};
 static const double desc_le[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384};
 
+/* vllm/v1/metrics/loggers.py */
+static const double itl_le[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+static const double e2e_le[] = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+/* pdkv's: a hand-off takes 1 ms (a few blocks) to seconds (a 32k-token prompt over TCP) */
+static const double ho_le[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                               0.25,  0.5,    1.0,   2.5,  5.0,   10.0, 30.0};
+
+#define HSET(h, arr)                                                                               \
+	do {                                                                                       \
+		(h).le = (arr);                                                                    \
+		(h).n = (int)(sizeof(arr) / sizeof((arr)[0]));                                     \
+	} while (0)
+
+void sa_metrics_token(struct sa *s, struct sa_req *r)
+{
+	uint64_t now = pd_now_ns();
+
+	if (r->t_last_tok)
+		sa_hist_observe(&s->itl, (double)(now - r->t_last_tok) / 1e9);
+	else
+		r->t_first_tok = now;
+	r->t_last_tok = now;
+}
+
+void sa_metrics_done(struct sa *s, const struct sa_req *r, long long gen)
+{
+	sa_hist_observe(&s->e2e, (double)(pd_now_ns() - r->t0_ns) / 1e9);
+	if (gen > 1 && r->t_first_tok)
+		sa_hist_observe(&s->tpot,
+		                (double)(r->t_last_tok - r->t_first_tok) / 1e9 / (double)(gen - 1));
+}
+
+void sa_metrics_handoff(struct sa *s, double secs, uint64_t bytes)
+{
+	sa_hist_observe(&s->handoff_s, secs);
+	sa_hist_observe(&s->handoff_bytes, (double)bytes);
+}
+
 void sa_metrics_init(struct sa *s)
 {
+	HSET(s->itl, itl_le);
+	HSET(s->tpot, itl_le);
+	HSET(s->e2e, e2e_le);
+	HSET(s->handoff_s, ho_le);
+	HSET(s->handoff_bytes, bytes_le);
 	s->ttft.le = ttft_le;
 	s->ttft.n = (int)(sizeof(ttft_le) / sizeof(ttft_le[0]));
 	s->xfer_time.le = xfer_le;
@@ -113,6 +160,36 @@ static void hist(struct buf *b, const char *name, const char *help, const char *
 	bput(b, "%s_sum{%s} %.9f\n%s_count{%s} %llu\n", name, labels,
 	     (double)atomic_load(&h->sum_ns) / 1e9, name, labels,
 	     (unsigned long long)atomic_load(&h->total));
+}
+
+/* Latency histograms with vLLM's names (TTFT here only for V0: V1 has it with its labels) and
+ * pdkv's hand-off histograms. */
+static void lat_metrics(struct sa *s, struct buf *b, const char *model)
+{
+	char l[320];
+
+	if (cfg_gen_is_v1(s->gen))
+		snprintf(l, sizeof(l), "model_name=\"%s\",engine=\"0\"", model);
+	else
+		snprintf(l, sizeof(l), "model_name=\"%s\"", model);
+	if (!cfg_gen_is_v1(s->gen))
+		hist(b, "vllm:time_to_first_token_seconds",
+		     "Histogram of time to first token in seconds.", l, &s->ttft);
+	hist(b, "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+	     l, &s->itl);
+	hist(b, "vllm:time_per_output_token_seconds",
+	     "Histogram of time per output token in seconds (per request: (last - first token) / "
+	     "(n - 1)).",
+	     l, &s->tpot);
+	hist(b, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+	     l, &s->e2e);
+	hist(b, "pdkv_kv_handoff_seconds",
+	     "KV hand-off, this side's part: prefill from having the KV to having handed it over "
+	     "(V1: WRITE done; V0: inserted), decode to the verified KV from the blocks' arrival "
+	     "(V1, P pushes) or from the start of its pull (V0, D reads).",
+	     l, &s->handoff_s);
+	hist(b, "pdkv_kv_handoff_bytes", "KV bytes per hand-off (keys + values).", l,
+	     &s->handoff_bytes);
 }
 
 /* vLLM V1's own names (vllm/v1/metrics/loggers.py, mooncake/stats.py), hidden where the chosen
@@ -296,5 +373,6 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_standin_info", "gauge", "Stand-in identity (always 1).", lbl, 1);
 	if (cfg_gen_is_v1(s->gen))
 		v1_metrics(s, &b, model);
+	lat_metrics(s, &b, model);
 	return b.p;
 }

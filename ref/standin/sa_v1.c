@@ -2,6 +2,8 @@
  * the fake model's KV laid out in vLLM's blocks, kv_transfer_params at each step, and the
  * producer / consumer halves of a request with vLLM's log lines and kv_load_failure_policy. */
 #include <errno.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
+#include "sa_gpu.h"
 
 static size_t row_bytes(const struct sa *s)
 {
@@ -25,46 +28,23 @@ static size_t nblocks_for(const struct sa *s, size_t ntok)
 	return (ntok + (size_t)s->o.block_size - 1) / (size_t)s->o.block_size;
 }
 
-/* Copies one rank's shard [L, T, hs, D] (keys, values) into / out of the blocks. Buffer order is
- * vLLM's: [L0.K, L0.V, L1.K, ...], or [L0, L1, ...] with MLA where a token row is K then V. */
-static void shard_blocks(struct sa *s, struct kv1_worker *w, uint8_t *keys, uint8_t *values,
-                         size_t T, const int64_t *blk, bool to_blocks)
+/* Where rank k's heads of (layer, token) sit in the request's blocks (sa_kvmap). */
+struct blkmap {
+	struct sa *s;
+	int dp;
+	int64_t **blk;
+};
+
+static uint8_t *blk_seg(void *ud, bool value, int l, size_t t, int k)
 {
+	struct blkmap *m = ud;
+	struct sa *s = m->s;
 	size_t row = row_bytes(s), bs = (size_t)s->o.block_size;
+	int64_t b = m->blk[k][t / bs];
 
-	for (int l = 0; l < s->o.geom.layers; l++)
-		for (size_t b = 0; b * bs < T; b++) {
-			size_t nt = T - b * bs < bs ? T - b * bs : bs;
-			uint8_t *k = keys + ((size_t)l * T + b * bs) * row;
-			uint8_t *v = values + ((size_t)l * T + b * bs) * row;
-
-			if (s->o.kv_mla) {
-				uint8_t *blkp = kv1_block(w, l, blk[b]);
-
-				for (size_t t = 0; t < nt; t++) {
-					uint8_t *dk = blkp + t * 2 * row, *dv = dk + row;
-
-					if (to_blocks) {
-						memcpy(dk, k + t * row, row);
-						memcpy(dv, v + t * row, row);
-					} else {
-						memcpy(k + t * row, dk, row);
-						memcpy(v + t * row, dv, row);
-					}
-				}
-				continue;
-			}
-			uint8_t *bk = kv1_block(w, 2 * l, blk[b]),
-			        *bv = kv1_block(w, 2 * l + 1, blk[b]);
-
-			if (to_blocks) {
-				memcpy(bk, k, nt * row);
-				memcpy(bv, v, nt * row);
-			} else {
-				memcpy(k, bk, nt * row);
-				memcpy(v, bv, nt * row);
-			}
-		}
+	if (s->o.kv_mla)
+		return kv1_block(s->w[m->dp][k], l, b) + (t % bs) * 2 * row + (value ? row : 0);
+	return kv1_block(s->w[m->dp][k], 2 * l + (value ? 1 : 0), b) + (t % bs) * row;
 }
 
 /* ------------------------------------------------------------------ lifetime */
@@ -77,9 +57,14 @@ static void on_xfer(void *ud, double secs, uint64_t bytes, size_t ndesc, bool ok
 		atomic_fetch_add(&s->n.transfer_failures, 1);
 		return;
 	}
+	sa_metrics_handoff(s, secs, bytes);
 	sa_hist_observe(&s->xfer_time, secs);
 	sa_hist_observe(&s->xfer_bytes, (double)bytes);
 	sa_hist_observe(&s->xfer_desc, (double)ndesc);
+	if (s->gpu) /* the GPU tier reads each hand-off (the first one also opens the handles) */
+		pd_info("KV hand-off from %s: %llu bytes, %zu descriptors in %.3f ms (%.2f GB/s)",
+		        sa_gpu_location(s), (unsigned long long)bytes, ndesc, secs * 1e3,
+		        secs > 0 ? (double)bytes / secs / 1e9 : 0.0);
 }
 
 static int v1_start(struct sa *s)
@@ -90,6 +75,9 @@ static int v1_start(struct sa *s)
 	                                         : 4 * (((size_t)s->o.max_model_len + bs - 1) / bs);
 	char boot_url[64], err[768];
 	int bport = 0;
+
+	if (sa_gpu_setup(s))
+		return -1;
 
 	if (s->producer && cfg_gen_is_b(s->gen)) {
 		int ret = kv1_boot_start(NULL, s->bootstrap_port,
@@ -126,6 +114,7 @@ static int v1_start(struct sa *s)
 			o.nbufs = s->o.kv_mla ? g->layers : 2 * g->layers;
 			o.block_len = bs * row * (s->o.kv_mla ? 2 : 1);
 			o.num_blocks = nblocks;
+			o.location = sa_gpu_location(s);
 			o.on_xfer = on_xfer;
 			o.ud = s;
 			if (kv1_worker_create(&o, &s->w[d][r], err, sizeof(err))) {
@@ -153,6 +142,7 @@ static void v1_stop(struct sa *s)
 		}
 	kv1_boot_stop(s->boot);
 	s->boot = NULL;
+	sa_gpu_teardown(s);
 }
 
 static bool v1_ready(struct sa *s)
@@ -178,9 +168,13 @@ void sa_v1_engine_id(struct sa *s, struct sa_req *r)
 
 /* ------------------------------------------------------------------ producer */
 
-static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
+/* Allocates the request's blocks on every rank and computes the KV straight into them. */
+static int produce(struct sa *s, struct sa_req *r)
 {
-	int d = r->dp;
+	int d = r->dp, ret;
+	uint64_t t0 = pd_now_ns(), ts = t0;
+	struct blkmap m = {s, r->dp, r->blk};
+	struct sa_kvmap map = {blk_seg, &m};
 
 	r->nblk = nblocks_for(s, r->ntok);
 	for (int k = 0; k < s->o.tp; k++) {
@@ -193,10 +187,29 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 			       r->id, d, k, r->nblk);
 			return -ENOSPC;
 		}
-		shard_blocks(s, s->w[d][k], sh[k].keys, sh[k].values, r->ntok, r->blk[k], true);
 	}
+	sa_stage(r, "alloc", &ts);
+	/* host blocks: generated in place; GPU blocks: the seed from a hash-only pass, the rows
+	 * by the GPU kernel straight into the device blocks */
+	ret = sa_kv_gen(&s->o.geom, r->tokens, r->ntok, s->o.tp, s->gpu ? NULL : &map, &r->seed,
+	                NULL);
+	if (ret)
+		return ret;
+	for (int k = 0; s->gpu && k < s->o.tp; k++) {
+		int hs = s->o.geom.kv_heads / s->o.tp;
+
+		if (sa_gpu_fill_blocks(s, s->w[d][k], r->tokens, r->ntok, k * hs, hs, r->blk[k]))
+			return -EIO;
+	}
+	sa_stage(r, "gen+seed", &ts);
+	mdl_pace(t0, s->o.ns_per_token, r->ntok);
+	sa_stage(r, "pace", &ts);
+	atomic_fetch_add(&s->n.computed, r->ntok);
 	if (s->o.fault.corrupt) {
-		kv1_block(s->w[d][0], 0, r->blk[0][0])[7] ^= 0x40;
+		if (s->gpu)
+			sa_gpu_flip(s, kv1_block(s->w[d][0], 0, r->blk[0][0]) + 7, 0x40);
+		else
+			kv1_block(s->w[d][0], 0, r->blk[0][0])[7] ^= 0x40;
 		pd_info("fault corrupt: request %s: flipped bit 6 of a key byte in block %lld",
 		        r->id, (long long)r->blk[0][0]);
 	}
@@ -239,54 +252,18 @@ static void maybe_crash(struct sa *s, const char *where, const char *id)
 	_exit(1);
 }
 
-static int compute_shards(struct sa *s, const struct sa_req *r, struct mdl_kv *sh, int nsh,
-                          uint64_t *seed, bool pace)
-{
-	const struct mdl_geom *g = &s->o.geom;
-	int hs = g->kv_heads / nsh, ret = 0;
-	uint64_t t0 = pd_now_ns();
-	size_t each;
-	uint8_t *fk, *fv;
-
-	for (int i = 0; i < nsh; i++)
-		if ((ret = mdl_kv_compute(g, r->tokens, r->ntok, i * hs, hs, i, nsh, &sh[i])))
-			return ret;
-	each = sh[0].bytes_each * (size_t)nsh;
-	fk = malloc(each);
-	fv = malloc(each);
-	if (!fk || !fv) {
-		free(fk);
-		free(fv);
-		return -ENOMEM;
-	}
-	for (int i = 0; i < nsh; i++) {
-		mdl_kv_place_shard(g, r->ntok, sh[i].keys, i * hs, hs, fk);
-		mdl_kv_place_shard(g, r->ntok, sh[i].values, i * hs, hs, fv);
-	}
-	*seed = mdl_kv_checksum(fk, fv, each);
-	free(fk);
-	free(fv);
-	if (pace) {
-		mdl_pace(t0, s->o.ns_per_token, r->ntok);
-		atomic_fetch_add(&s->n.computed, r->ntok);
-	}
-	return 0;
-}
-
-static void free_shards(struct mdl_kv *sh, int n)
-{
-	for (int i = 0; i < n; i++)
-		mdl_kv_free(&sh[i]);
-}
-
+/* A local prefill: the fake model's KV is only hashed (nothing keeps it), then paced. */
 static int local_compute(struct sa *s, struct sa_req *r, bool recompute)
 {
-	struct mdl_kv sh[SA_MAX_TP];
-	int ret;
+	uint64_t t0 = pd_now_ns(), ts = t0;
+	int ret = sa_kv_gen(&s->o.geom, r->tokens, r->ntok, 1, NULL, &r->seed, NULL);
 
-	memset(sh, 0, sizeof(sh));
-	ret = compute_shards(s, r, sh, 1, &r->seed, true);
-	free_shards(sh, 1);
+	sa_stage(r, "gen+seed", &ts);
+	if (!ret) {
+		mdl_pace(t0, s->o.ns_per_token, r->ntok);
+		sa_stage(r, "pace", &ts);
+		atomic_fetch_add(&s->n.computed, r->ntok);
+	}
 	if (ret)
 		return ret;
 	atomic_fetch_add(&s->n.src_local, r->ntok);
@@ -299,30 +276,29 @@ static int local_compute(struct sa *s, struct sa_req *r, bool recompute)
 
 static int prefill_producer(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
-	struct mdl_kv sh[SA_MAX_TP];
 	int ret;
 
-	memset(sh, 0, sizeof(sh));
 	r->send_tracked = track_send(s, r);
 	if (r->send_tracked && s->gen == CFG_GEN_A)
 		for (int k = 0; k < s->o.tp; k++)
 			kv1_send_expect(s->w[r->dp][k], r->send_key);
-	ret = compute_shards(s, r, sh, s->o.tp, &r->seed, true);
+	if (!r->send_tracked) {
+		ret = local_compute(s, r, false);
+		r->kv_note = "computed";
+		goto out;
+	}
+	ret = produce(s, r);
 	if (ret)
 		goto out;
+	r->t_kv_ready = pd_now_ns();
 	atomic_fetch_add(&s->n.src_local, r->ntok);
-	r->kv_note = "computed";
-	if (r->send_tracked) {
-		if (s->o.fault.delay_ms) {
-			pd_info("fault delay: request %s sleeps %d ms before its blocks are ready",
-			        r->id, s->o.fault.delay_ms);
-			pd_sleep_ms(s->o.fault.delay_ms);
-		}
-		ret = produce(s, r, sh);
-		r->kv_note = "computed+blocks";
+	r->kv_note = "computed+blocks";
+	if (s->o.fault.delay_ms) {
+		pd_info("fault delay: request %s sleeps %d ms before its blocks are ready", r->id,
+		        s->o.fault.delay_ms);
+		pd_sleep_ms(s->o.fault.delay_ms);
 	}
 out:
-	free_shards(sh, s->o.tp);
 	if (ret) {
 		if (r->send_tracked)
 			for (int k = 0; k < s->o.tp; k++)
@@ -411,43 +387,98 @@ static int fetch(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb, char 
 	return 0;
 }
 
-/* Reads the KV actually in the blocks, seeds generation from it and checks it against the
- * fake model off the answer path (a mismatch is counted, the text follows the blocks). */
-static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk)
-{
-	const struct mdl_geom *g = &s->o.geom;
-	int hs = g->kv_heads / s->o.tp;
-	size_t each = row_bytes(s) * r->ntok * (size_t)g->layers, full = each * (size_t)s->o.tp;
-	uint8_t *k = malloc(each), *v = malloc(each), *fk = calloc(1, full), *fv = calloc(1, full);
-	struct mdl_kv sh[SA_MAX_TP];
-	uint64_t want = 0;
-	int ret = -ENOMEM;
+/* The fake model's checksum of the prompt's KV, computed from the tokens alone while the blocks
+ * are in flight, so checking the received KV costs one hash of it after the transfer. */
+struct expect {
+	struct sa *s;
+	const struct sa_req *r;
+	uint64_t sum;
+	int ret;
+	pthread_t th;
+	bool started;
+};
 
-	memset(sh, 0, sizeof(sh));
-	if (!k || !v || !fk || !fv)
-		goto out;
-	for (int i = 0; i < s->o.tp; i++) {
-		shard_blocks(s, s->w[r->dp][i], k, v, r->ntok, blk[i], false);
-		mdl_kv_place_shard(g, r->ntok, k, i * hs, hs, fk);
-		mdl_kv_place_shard(g, r->ntok, v, i * hs, hs, fv);
+static void *expect_main(void *arg)
+{
+	struct expect *e = arg;
+
+	/* below the transfer's threads: it fills idle cycles, it must not slow the transfer */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+	e->ret = sa_kv_gen(&e->s->o.geom, e->r->tokens, e->r->ntok, 1, NULL, &e->sum, NULL);
+	return NULL;
+}
+
+/* Host copies of device blocks, rank k's rows [L][T][hs x D x B] (sa_kvmap). */
+struct hostrows {
+	uint8_t **k, **v;
+	size_t n, row;
+};
+
+static uint8_t *host_seg(void *ud, bool value, int l, size_t t, int k)
+{
+	struct hostrows *h = ud;
+
+	return (value ? h->v[k] : h->k[k]) + ((size_t)l * h->n + t) * h->row;
+}
+
+/* Reads the KV actually in the blocks, seeds generation from it and checks it against the
+ * fake model's checksum (a mismatch is counted, the text follows the blocks). */
+static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, struct expect *e)
+{
+	struct blkmap m = {s, r->dp, blk};
+	struct sa_kvmap map = {blk_seg, &m};
+	struct hostrows hr = {NULL, NULL, r->ntok, row_bytes(s)};
+	uint64_t ts = pd_now_ns();
+	int ret = 0;
+	bool same = true;
+
+	if (s->gpu) { /* device blocks: back to host rows first (cudaMemcpy D2H) */
+		size_t each = row_bytes(s) * r->ntok * (size_t)s->o.geom.layers;
+
+		hr.k = calloc((size_t)s->o.tp, sizeof(*hr.k));
+		hr.v = calloc((size_t)s->o.tp, sizeof(*hr.v));
+		ret = hr.k && hr.v ? 0 : -ENOMEM;
+		for (int i = 0; !ret && i < s->o.tp; i++) {
+			hr.k[i] = malloc(each);
+			hr.v[i] = malloc(each);
+			ret = !hr.k[i] || !hr.v[i] ? -ENOMEM
+			      : sa_gpu_read_blocks(s, s->w[r->dp][i], hr.k[i], hr.v[i], r->ntok,
+			                           row_bytes(s), blk[i])
+			          ? -EIO
+			          : 0;
+		}
+		map = (struct sa_kvmap){host_seg, &hr};
 	}
-	r->seed = mdl_kv_checksum(fk, fv, full);
-	if (compute_shards(s, r, sh, 1, &want, false))
-		goto out;
-	if (want != r->seed) {
+	if (!ret)
+		ret = sa_kv_scan(&s->o.geom, r->tokens, r->ntok, s->o.tp, &map, &r->seed,
+		                 e->started ? NULL : &(bool){true});
+	for (int i = 0; s->gpu && i < s->o.tp; i++) {
+		free(hr.k ? hr.k[i] : NULL);
+		free(hr.v ? hr.v[i] : NULL);
+	}
+	if (s->gpu) {
+		free(hr.k);
+		free(hr.v);
+	}
+
+	sa_stage(r, "hash", &ts);
+	if (ret)
+		return ret;
+	if (e->started) {
+		pthread_join(e->th, NULL);
+		e->started = false;
+		sa_stage(r, "expect_wait", &ts);
+		if (e->ret)
+			return e->ret;
+		same = e->sum == r->seed;
+	}
+	if (!same) {
 		atomic_fetch_add(&s->n.checksum_failures, 1);
 		pd_warn("request %s: the KV in the received blocks is not the prompt's (checksum "
 		        "%016llx, expected %016llx): decoding from it anyway, as vLLM would",
-		        r->id, (unsigned long long)r->seed, (unsigned long long)want);
+		        r->id, (unsigned long long)r->seed, (unsigned long long)e->sum);
 	}
-	ret = 0;
-out:
-	free_shards(sh, 1);
-	free(k);
-	free(v);
-	free(fk);
-	free(fv);
-	return ret;
+	return 0;
 }
 
 static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
@@ -472,13 +503,30 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 		        s->o.fault.delay_ms);
 		pd_sleep_ms(s->o.fault.delay_ms);
 	}
+	uint64_t ts = pd_now_ns();
+	struct expect e = {s, r, 0, 0, 0, false};
+
+	e.started = pthread_create(&e.th, NULL, expect_main, &e) == 0;
 	ret = fetch(s, r, blk, nb, why, sizeof(why));
+	sa_stage(r, "fetch", &ts);
+	/* P pushes: the WRITE is the prefill's part of the hand-off (its histogram); the
+	 * decode's part runs from the blocks' arrival to the verified KV */
+	uint64_t t_arrived = ts;
+
 	if (!ret) {
 		maybe_crash(s, "after the transfer, before using the KV", r->id);
-		ret = use_blocks(s, r, blk);
+		ret = use_blocks(s, r, blk, &e);
+		sa_stage(r, "use_blocks", &ts);
+		r->t_kv_verified = ts;
+		if (!ret)
+			sa_metrics_handoff(s, (double)(ts - t_arrived) / 1e9,
+			                   mdl_kv_bytes_per_token(&s->o.geom, s->o.geom.kv_heads) *
+			                       r->ntok);
 		if (ret)
 			snprintf(why, sizeof(why), "out of memory reading the blocks");
 	}
+	if (e.started)
+		pthread_join(e.th, NULL);
 	for (int k = 0; k < s->o.tp; k++)
 		if (blk[k]) {
 			kv1_free(s->w[r->dp][k], blk[k], nb);

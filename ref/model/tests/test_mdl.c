@@ -227,6 +227,54 @@ static void test_generation_eos_and_pace(void **state)
 	assert_true(pd_now_ns() - t0 >= 20000000ULL);
 }
 
+/* The streaming hash and the row functions give mdl_hash64 / mdl_kv_compute's bytes exactly,
+ * whatever the piece sizes. */
+static void test_streaming_equals_one_shot(void **state)
+{
+	(void)state;
+	size_t n = 4099;
+	uint8_t *buf = malloc(n);
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (uint8_t)(i * 131 + 7);
+	for (size_t len = 0; len < n; len = len * 2 + 13)
+		for (size_t piece = 1; piece <= 97; piece += 24) {
+			struct mdl_h64 h;
+
+			mdl_h64_init(&h, 42);
+			for (size_t off = 0; off < len; off += piece)
+				mdl_h64_update(&h, buf + off,
+				               off + piece > len ? len - off : piece);
+			assert_true(mdl_h64_final(&h) == mdl_hash64(buf, len, 42));
+		}
+	free(buf);
+
+	struct mdl_geom g;
+	struct mdl_kv kv;
+	int64_t tok[37];
+	uint64_t pre[37];
+	uint8_t row[512];
+
+	mdl_geom_default(&g);
+	g.layers = 3;
+	for (int i = 0; i < 37; i++)
+		tok[i] = i * 5 % 256;
+	assert_int_equal(mdl_kv_compute(&g, tok, 37, 1, 2, 0, 1, &kv), 0);
+	mdl_kv_prefix(tok, 37, pre);
+	size_t rb = (size_t)g.head_dim * (size_t)g.dtype_bytes;
+	for (int l = 0; l < 3; l++)
+		for (size_t t = 0; t < 37; t++)
+			for (int h = 0; h < 2; h++) {
+				size_t off = (((size_t)l * 37 + t) * 2 + (size_t)h) * rb;
+
+				mdl_kv_row(&g, pre[t], l, 1 + h, false, row);
+				assert_memory_equal(row, kv.keys + off, rb);
+				mdl_kv_row(&g, pre[t], l, 1 + h, true, row);
+				assert_memory_equal(row, kv.values + off, rb);
+			}
+	mdl_kv_free(&kv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +286,7 @@ int main(void)
 	    cmocka_unit_test(test_causal_prefix),
 	    cmocka_unit_test(test_shards),
 	    cmocka_unit_test(test_generation_eos_and_pace),
+	    cmocka_unit_test(test_streaming_equals_one_shot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

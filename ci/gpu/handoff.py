@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+# handoff.py — the GPU tier's 1P1D hand-off figures from `pdkv run --json` (the prefill's
+# vllm:mooncake_* histogram sums) and the ratio to a `pdkv bench --json` WRITE row.
+# Usage: handoff.py shape RUN.json          -> "DESCRIPTOR_BYTES DESCRIPTORS_PER_HANDOFF"
+#        handoff.py ratio RUN.json BENCH.json [PREFILL.log] -> "# ratio 1P1D hand-off/..." lines
+#        (with the prefill's log: also the hand-offs after the first, which opens the peer's
+#        CUDA IPC handles / TCP connections)
+import json
+import re
+import sys
+
+
+def prefill_metrics(path):
+    run = json.load(open(path))
+    sc = run["scenarios"][0]
+    if sc.get("status") != "PASS":
+        sys.exit(f"{path}: scenario {sc.get('name')} is {sc.get('status')}")
+    return sc["name"], sc["metrics"]["prefill"]
+
+
+def shape(m):
+    n = m["vllm:mooncake_bytes_transferred_count"]
+    nd = m["vllm:mooncake_num_descriptors_sum"]
+    if not n or not nd:
+        sys.exit("no hand-offs in the prefill's metrics")
+    return int(round(m["vllm:mooncake_bytes_transferred_sum"] / nd)), int(round(nd / n))
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "shape":
+        print("%d %d" % shape(prefill_metrics(sys.argv[2])[1]))
+        return
+    if len(sys.argv) not in (4, 5) or sys.argv[1] != "ratio":
+        sys.exit(__doc__ if __doc__ else "usage: handoff.py shape|ratio ...")
+    name, m = prefill_metrics(sys.argv[2])
+    blk, nd = shape(m)
+    secs, nbytes = m["vllm:mooncake_xfer_time_seconds_sum"], m["vllm:mooncake_bytes_transferred_sum"]
+    bench = json.load(open(sys.argv[3]))
+    rows = [r for r in bench["rows"] if r["kind"] == "pdkv" and r["operation"] == "write"]
+    if not rows or secs <= 0:
+        sys.exit("no pdkv write row in the bench, or no hand-off time")
+    ho, bw = nbytes / secs / 1e9, rows[0]["GBps"]
+    print("# 1P1D %s: %d hand-offs, %.0f MB in %.4f s, %d descriptors of %d B each"
+          % (name, m["vllm:mooncake_bytes_transferred_count"], nbytes / 1e6, secs, nd, blk))
+    print("# ratio 1P1D hand-off/(pdkv bench write) %s %d B x %d: %.2f / %.2f GB/s = %.2f"
+          % (bench.get("protocol", "?"), blk, nd, ho, bw, ho / bw if bw else 0))
+    if len(sys.argv) == 5:
+        pat = re.compile(r"KV hand-off from \S+: (\d+) bytes, \d+ descriptors in ([0-9.]+) ms")
+        offs = [(int(m.group(1)), float(m.group(2)) / 1e3)
+                for m in map(pat.search, open(sys.argv[4], errors="replace")) if m]
+        if len(offs) > 1:
+            b, t = sum(o[0] for o in offs[1:]), sum(o[1] for o in offs[1:])
+            print("# 1P1D %s: first hand-off %.3f ms, the other %d: %.3f ms each (median %.3f ms)"
+                  % (name, offs[0][1] * 1e3, len(offs) - 1, t / (len(offs) - 1) * 1e3,
+                     sorted(o[1] for o in offs[1:])[(len(offs) - 1) // 2] * 1e3))
+            print("# ratio 1P1D hand-off after the first/(pdkv bench write) %s %d B x %d: "
+                  "%.2f / %.2f GB/s = %.2f" % (bench.get("protocol", "?"), blk, nd, b / t / 1e9,
+                                               bw, b / t / 1e9 / bw if bw else 0))
+
+
+main()

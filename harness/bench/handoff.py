@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+# handoff.py: measures the KV hand-off path of pdkv's stand-ins (V0 pipe: decode pulls with READ;
+# V1 gen B: prefill pushes with WRITE) against a plain stand-in, one request at a time, and runs
+# `pdkv-bench` with the same protocol in the same run so the hand-off/engine ratio is like for like.
+import argparse, json, os, re, signal, socket, subprocess, sys, tempfile, time, urllib.request, uuid
+
+MODEL = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin", default="build/bin")
+ap.add_argument("--gens", default="v0,bn")
+ap.add_argument("--tokens", default="1000,4000,16000,32000")
+ap.add_argument("--reps", type=int, default=3)
+ap.add_argument("--ns-per-token", type=int, default=20000)
+ap.add_argument("--engine-duration", default="2")
+ap.add_argument("--json")
+a = ap.parse_args()
+TMP = tempfile.mkdtemp(prefix="pdkv-handoff-")
+procs = []
+os.environ.update(MC_TCP_BIND_ADDRESS="127.0.0.1", VLLM_HOST_IP="127.0.0.1", PDKV_LOG="debug")
+MAXLEN = max(int(t) for t in a.tokens.split(",")) + 64
+
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+
+def start(name, args, env=None):
+    log = open(f"{TMP}/{name}.log", "w")
+    e = dict(os.environ, **(env or {}))
+    p = subprocess.Popen([f"{a.bin}/pdkv-standin", "--model", MODEL, "--port", "0", "--host", "127.0.0.1",
+                          "--max-model-len", str(MAXLEN), "--ns-per-token", str(a.ns_per_token)] + args,
+                         stdout=log, stderr=subprocess.STDOUT, env=e)
+    procs.append(p)
+    for _ in range(400):
+        m = re.search(r"listening on http://[^:]*:(\d+)", open(f"{TMP}/{name}.log").read())
+        if m:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{m.group(1)}/health", timeout=2)
+                return int(m.group(1))
+            except Exception:
+                pass
+        if p.poll() is not None:
+            break
+        time.sleep(0.05)
+    sys.exit(f"{name} did not start:\n" + open(f"{TMP}/{name}.log").read())
+
+
+def post(port, body, hdr=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json", **(hdr or {})})
+    t0 = time.perf_counter()
+    r = json.loads(urllib.request.urlopen(req, timeout=120).read())
+    return r, time.perf_counter() - t0
+
+
+def prompt(n, salt):
+    base = f"{salt} the quick brown fox jumps over the lazy dog. "
+    return (base * (n // len(base) + 1))[:n]
+
+
+def stage(name, rid, key):
+    # the stand-in's debug line: "request <id>: handoff <key>=<mono ns> ..."
+    pat = re.compile(r"request cmpl-%s\S*: handoff .*\b%s=(\d+)" % (re.escape(rid), key))
+    for _ in range(100):
+        for line in open(f"{TMP}/{name}.log"):
+            m = pat.search(line)
+            if m:
+                return int(m.group(1))
+        time.sleep(0.02)
+    return None
+
+
+def body(p, mt, kvtp=None):
+    b = {"model": MODEL, "prompt": p, "max_tokens": mt, "temperature": 0}
+    if kvtp is not None:
+        b["kv_transfer_params"] = kvtp
+    return b
+
+
+def run_gen(gen, plain):
+    rows = []
+    if gen == "v0":
+        ms = subprocess.Popen([f"{a.bin}/pdkv-metaserver", "--port", "0", "--host", "127.0.0.1"],
+                              stdout=open(f"{TMP}/ms.log", "w"), stderr=subprocess.STDOUT)
+        procs.append(ms)
+        for _ in range(100):
+            m = re.search(r"127\.0\.0\.1:(\d+)/metadata", open(f"{TMP}/ms.log").read())
+            if m: break
+            time.sleep(0.05)
+        base = 20000 + (os.getpid() % 1000) * 10
+        cfgp = f"{TMP}/mooncake.json"
+        json.dump({"prefill_url": f"127.0.0.1:{base}", "decode_url": f"127.0.0.1:{base}",
+                   "metadata_server": f"http://127.0.0.1:{m.group(1)}/metadata", "protocol": "tcp",
+                   "device_name": ""}, open(cfgp, "w"))
+        env = {"MOONCAKE_CONFIG_PATH": cfgp}
+        kt = '{"kv_connector":"MooncakeConnector","kv_role":"%s","kv_rank":%d,"kv_parallel_size":2,"kv_buffer_size":4e9}'
+        P = start("P0", ["--vllm-version", "0.8", "--kv-transfer-config", kt % ("kv_producer", 0)], env)
+        D = start("D0", ["--vllm-version", "0.8", "--kv-transfer-config", kt % ("kv_consumer", 1)], env)
+        boot = None
+    else:
+        boot = free_port()
+        env = {"VLLM_MOONCAKE_BOOTSTRAP_PORT": str(boot)}
+        kt = '{"kv_connector":"MooncakeConnector","kv_role":"%s","kv_connector_extra_config":{"mooncake_protocol":"tcp"}}'
+        P = start("P" + gen, ["--vllm-version", "0.18", "--kv-transfer-config", kt % "kv_producer"], env)
+        D = start("D" + gen, ["--vllm-version", "0.18", "--kv-transfer-config", kt % "kv_consumer"], env)
+        eng = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{boot}/query").read())["0"]["engine_id"]
+    for n in [int(t) for t in a.tokens.split(",")]:
+        for rep in range(a.reps + 1):  # first = warm-up
+            rid = uuid.uuid4().hex
+            p = prompt(n, rid[:8])
+            hdr = {"X-Request-Id": rid}
+            _, tplain = post(plain, body(p, 1))
+            if gen == "v0":
+                _, tp = post(P, body(p, 1), hdr)
+                r, td = post(D, body(p, 1), hdr)
+            else:
+                # the prefill first, then the decode (as V0's proxy does): the decode request
+                # then times the hand-off and its first token only, not the prefill's compute
+                tid = "xfer-" + rid
+                _, tp = post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": tid}), hdr)
+                r, td = post(D, body(p, 1, {"do_remote_decode": False, "do_remote_prefill": True,
+                                             "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
+                                             "remote_engine_id": eng, "transfer_id": tid}), hdr)
+            t_have = stage(f"P{gen[-1] if gen=='v0' else gen}", rid, "kv_ready")
+            t_ver = stage(f"D{gen[-1] if gen=='v0' else gen}", rid, "kv_verified")
+            kvb = n * 57344
+            gp = kvb / ((t_ver - t_have) / 1e9) / 1e9 if t_have and t_ver and t_ver > t_have else None
+            if rep == 0:
+                continue
+            rows.append(dict(gen=gen, tokens=n, kv_mb=kvb / 1e6, prefill_s=tp, decode_s=td, plain_s=tplain,
+                             handoff_s=(t_ver - t_have) / 1e9 if gp else None, goodput_gbs=gp))
+            print(json.dumps(rows[-1]), flush=True)
+    for pr in procs[1:]:
+        pr.terminate()
+    return rows
+
+
+def engine(op, n):
+    # the hand-off's shape: one request per KV buffer (2 x layers), each one run of n/16 blocks
+    bs = (n + 15) // 16 * 16384
+    out = subprocess.run([f"{a.bin}/pdkv-bench", "--mode=loopback", "--protocol=tcp", "--metadata_server=P2PHANDSHAKE",
+                          f"--operation={op}", f"--block_size={bs}", "--batch_size=56", f"--duration={a.engine_duration}",
+                          f"--json={TMP}/eng-{op}.json"], capture_output=True, text=True)
+    try:
+        j = json.load(open(f"{TMP}/eng-{op}.json"))
+        rows = j.get("rows", j if isinstance(j, list) else [])
+        return max(float(r.get("gbps", r.get("bandwidth", 0))) for r in rows)
+    except Exception:
+        m = re.findall(r"([\d.]+)\s*GB/s", out.stdout)
+        return float(m[-1]) if m else None
+
+
+def on_term(*_):
+    for pr in procs:
+        pr.terminate()
+    sys.exit(1)
+
+
+signal.signal(signal.SIGTERM, on_term)
+
+
+def main():
+    plain = start("plain", [])
+    allrows = []
+    eng = {}
+    try:
+        for gen in a.gens.split(","):
+            op = "read" if gen == "v0" else "write"
+            for n in [int(t) for t in a.tokens.split(",")]:
+                eng[(op, n)] = engine(op, n)
+                print(f"# engine {op} {n} tokens: {eng[(op, n)]} GB/s", flush=True)
+            allrows += run_gen(gen, plain)
+    finally:
+        for pr in procs:
+            pr.terminate()
+    print("\n| gen | prompt tokens | KV MB | prefill request | decode request with KV | goodput | plain (recompute) | engine | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    import statistics as st
+    for gen in a.gens.split(","):
+        for n in [int(t) for t in a.tokens.split(",")]:
+            e = eng[("read" if gen == "v0" else "write", n)]
+            rs = [r for r in allrows if r["gen"] == gen and r["tokens"] == n]
+            if not rs: continue
+            med = lambda k: st.median([r[k] for r in rs if r[k] is not None]) if any(r[k] is not None for r in rs) else float("nan")
+            g = med("goodput_gbs")
+            print(f"| {gen} | {n:,} | {rs[0]['kv_mb']:.0f} | {med('prefill_s')*1e3:.0f} ms | {med('decode_s')*1e3:.0f} ms | "
+                  f"{g:.2f} GB/s | {med('plain_s')*1e3:.0f} ms | {e:.2f} GB/s | {g / e * 100 if e else float('nan'):.0f} % |")
+    if a.json:
+        json.dump({"engine": {f"{k[0]}-{k[1]}": v for k, v in eng.items()}, "rows": allrows}, open(a.json, "w"), indent=1)
+    print(f"# logs in {TMP}")
+
+
+main()

@@ -1,0 +1,29 @@
+/* hr_router: internal to the runner library — a user's router in place of pdkv-proxy, the
+ * stand-ins' request records and the extra phases the router_* checks grade (hr_router.c). */
+#ifndef HR_ROUTER_H
+#define HR_ROUTER_H
+
+/* In the prompts of the prefill-failure phase; prefill runs with --fault fail-marker=<it>. */
+#define HR_ROUTER_FAIL_MARKER "PDKV-INJECT-PREFILL-FAILURE"
+
+#include "hr_deploy.h"
+
+/* Some check of sc is a router_* check: the stand-ins record requests, the phases run. */
+bool hr_router_wanted(const struct hr_scenario *sc);
+/* argv of the scenario's proxy.cmd with {port}, {prefill_url}, ... filled in. */
+cJSON *hr_router_argv(struct hr_deploy *d, char *err, size_t errsz);
+/* proxy.ready (or --proxy-ready) answers 2xx; default: a 2xx on /health, /healthcheck or
+ * /v1/models, or an HTTP server that has none of them. Bounded; 0 or -errno with why. */
+int hr_router_wait_ready(struct hr_deploy *d, double deadline, volatile sig_atomic_t *stop,
+                         char *why, size_t sz);
+/* WORKDIR/prefill.requests.jsonl or decode.requests.jsonl */
+void hr_router_record_path(const struct hr_deploy *d, bool prefill, char *out, size_t sz);
+/* After the workload: a streamed probe, then (router_prefill_failure) requests while prefill
+ * answers 500; then the records. Fills rd's router fields. */
+void hr_router_phases(struct hr_deploy *d, struct hr_run_data *rd, double deadline,
+                      volatile sig_atomic_t *stop);
+void hr_router_data_free(struct hr_run_data *rd);
+/* A body for evidence: the prompt replaced by its length, cut at max bytes (malloc'd). */
+char *hr_router_show(const cJSON *body, size_t max);
+
+#endif
