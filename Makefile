@@ -85,7 +85,7 @@ $(foreach f,$(FUZZ),$(eval $(call bin_rule,$(f),$(BUILD)/fuzz)))
 fuzz-build: $(FUZZFILES)
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) OPT=-O1 \
-	  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+	  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  FUZZ_LINK=-fsanitize=fuzzer fuzz-build
 	@for f in $(FUZZ); do mkdir -p build-fuzz/corpus/$$f build-fuzz/crash/$$f; \
 	  echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \

@@ -16,7 +16,8 @@
 	X(router_decode_request)                                                                   \
 	X(router_ordering)                                                                         \
 	X(router_prefill_failure)                                                                  \
-	X(router_stream)
+	X(router_stream)                                                                           \
+	X(recovered)
 
 #define DECLARE(n) extern const struct hr_check hr_check_##n;
 HR_CHECKS(DECLARE)

@@ -442,9 +442,22 @@ int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *ar
 	if (snprintf(n->proc.log, sizeof(n->proc.log), "%.480s/%.24s.log", d->workdir, name) < 0)
 		n->proc.log[0] = '\0';
 	snprintf(n->name, sizeof(n->name), "%s", name);
+	if (!n->started) { /* kept for a restart fault (it re-runs them, appending to the log) */
+		char **keep = NULL;
+		size_t ne = 0;
+		while (env && env[ne])
+			ne++;
+		if (env && (keep = calloc(ne + 1, sizeof(*keep))))
+			for (size_t k = 0; k < ne; k++)
+				keep[k] = strdup(env[k]);
+		cJSON_Delete(n->spawn_argv);
+		hr_env_free(n->spawn_env);
+		n->spawn_argv = cJSON_Duplicate(argv_json, 1);
+		n->spawn_env = keep;
+	}
 	/* the command line heads the log: a person can re-run it by hand */
 	{
-		FILE *f = fopen(n->proc.log, "w");
+		FILE *f = fopen(n->proc.log, n->started ? "a" : "w");
 		if (f) {
 			fprintf(f, "# %s%s", n->rhost[0] ? "on " : "", n->rhost[0] ? n->rhost : "");
 			fprintf(f, "%s", n->rhost[0] ? ": " : "");
@@ -565,6 +578,12 @@ void hr_deploy_stop(struct hr_deploy *d)
 			continue;
 		order[i]->ops->stop(d, order[i], 3000);
 		order[i]->started = false;
+	}
+	for (size_t i = 0; i < PD_ARRAY_SIZE(order); i++) {
+		cJSON_Delete(order[i]->spawn_argv);
+		hr_env_free(order[i]->spawn_env);
+		order[i]->spawn_argv = NULL;
+		order[i]->spawn_env = NULL;
 	}
 	if (d->meta_up) {
 		char to[700];

@@ -22,10 +22,14 @@ struct hr_node {
 	char base_url[128]; /* http://host:port */
 	char health_url[160];
 	char metrics_url[160];
+	/* what hr_spawn ran, kept for a restart fault (hr_faults.c) */
+	cJSON *spawn_argv;
+	char **spawn_env;
 };
 
 struct hr_net;
 struct hr_remote;
+struct hr_pfaults;
 
 struct hr_deploy {
 	char workdir[512];
@@ -44,7 +48,19 @@ struct hr_deploy {
 	struct hr_net *net;    /* "hosts": the namespaces the nodes run in (hr_hosts.h), or NULL */
 	struct hr_remote *rem; /* --hosts: the machines the nodes run on (hr_launch.h), or NULL */
 	char why[600];         /* what went wrong in a step that has no err argument */
+	struct hr_pfaults *pf; /* process faults during the workload (hr_faults.c), or NULL */
 };
+
+/* ---- process faults (hr_faults.c): "faults" entries with "kill" ---- */
+/* Validates one such entry (field names it in errors). 0 or -1 with err set. */
+int hr_faults_parse_entry(const char *path, const char *field, const cJSON *e, char *err,
+                          size_t errsz);
+bool hr_faults_is_process(const cJSON *e); /* the entry has "kill" */
+/* Starts the fault thread for the scenario's process faults (none: nothing). */
+void hr_faults_start(struct hr_deploy *d);
+/* Waits for the faults still due (each bounded), and a probe request after restarts; what
+ * was done ("decode SIGKILL at +0.5s; ...") into notes, "" when nothing. */
+void hr_faults_stop(struct hr_deploy *d, char *notes, size_t sz);
 
 /* ---- deployment plan: what to start and with which arguments ---- */
 /* Forgets what an earlier attempt picked (ports, variables) so a retry starts fresh. */

@@ -1,6 +1,7 @@
 /* hr_hosts: scenario fields "hosts", "faults", "mtu"; the namespaces a scenario runs in, its
  * roles' addresses there, and the fault thread that cuts and restores links mid-workload. */
 #include "hr_hosts.h"
+#include "hr_deploy.h"
 #include "pd_util.h"
 
 #include <errno.h>
@@ -51,6 +52,15 @@ static int parse_faults(const char *path, const cJSON *f, const cJSON *hosts, ch
 		            "\"action\"}");
 	for (const cJSON *e = f->child; e; e = e->next, i++) {
 		const cJSON *at = cJSON_GetObjectItemCaseSensitive(e, "at");
+		if (hr_faults_is_process(e)) { /* {"kill": ...}: hr_faults.c */
+			char pf[32];
+			snprintf(pf, sizeof(pf), "faults[%d]", i);
+			if (hr_faults_parse_entry(path, pf, e, err, sz))
+				return -1;
+			continue;
+		}
+		if (!hosts)
+			return herr(path, err, sz, "faults", "link faults need \"hosts\"");
 		const cJSON *link = cJSON_GetObjectItemCaseSensitive(e, "link");
 		const cJSON *act = cJSON_GetObjectItemCaseSensitive(e, "action");
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(e, "after_ms");
@@ -98,8 +108,6 @@ int hr_scenario_parse_hosts(const char *path, const cJSON *root, struct hr_scena
 			return herr(path, err, errsz, field,
 			            "expected a host name of 1..20 letters, digits, _ or -");
 	}
-	if (f && !h)
-		return herr(path, err, errsz, "faults", "link faults need \"hosts\"");
 	if (f && parse_faults(path, f, h, err, errsz))
 		return -1;
 	if (m && (!h || !cJSON_IsNumber(m) || m->valuedouble < 576 || m->valuedouble > 9000))
@@ -174,6 +182,8 @@ static void *fault_thread(void *ud)
 {
 	struct hr_net *net = ud;
 	for (const cJSON *e = net->run.faults->child; e && !net->stop; e = e->next) {
+		if (hr_faults_is_process(e))
+			continue; /* hr_faults.c runs those */
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(e, "after_ms");
 		const char *link = cJSON_GetObjectItemCaseSensitive(e, "link")->valuestring;
 		bool up = !strcmp(cJSON_GetObjectItemCaseSensitive(e, "action")->valuestring, "up");

@@ -176,6 +176,8 @@ cJSON *hr_request_summary(const struct hr_req *q, size_t n)
 	if (ok && lat) {
 		qsort(lat, ok, sizeof(double), cmp_double);
 		cJSON_AddNumberToObject(o, "latency_p50_s", lat[ok / 2]);
+		cJSON_AddNumberToObject(o, "latency_p99_s",
+		                        lat[ok * 99 / 100 < ok ? ok * 99 / 100 : ok - 1]);
 		cJSON_AddNumberToObject(o, "latency_max_s", lat[ok - 1]);
 	}
 	free(lat);
@@ -415,10 +417,14 @@ static int phase_workload(struct run *r, struct hr_run_data *rd)
 	tw = pd_now_s();
 	r->last_pct = 0;
 	hr_net_faults_start(d->net); /* "faults": timed from the workload's start */
+	hr_faults_start(d);          /* ... and the process faults ("kill") */
 	hr_workload_run(d->proxy.base_url, sc, rd->reqs, r->deadline, r->o->stop, on_progress, r);
 	hr_net_faults_stop(d->net);
+	hr_faults_stop(d, rd->pf_notes, sizeof(rd->pf_notes));
 	if (d->net && d->net->applied[0])
 		progress(r, "faults: %s", d->net->applied);
+	if (rd->pf_notes[0])
+		progress(r, "process faults: %s", rd->pf_notes);
 	r->res->workload_s = pd_now_s() - tw;
 	return stopped(r, "running the workload") ? -1 : 0;
 }

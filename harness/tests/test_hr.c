@@ -434,9 +434,21 @@ static void test_checks(void **state)
 	char d[1024];
 	(void)state;
 	assert_null(hr_check_find("nope"));
-	assert_int_equal(hr_check_count(), 10);
+	assert_int_equal(hr_check_count(), 11);
 
 	canned(&rd, q, p, 4096, 0, 0);
+	/* recovered: needs process faults, the probe answered in full, a restarted decode reusing
+	 */
+	assert_false(run_check("recovered", &rd, d, sizeof(d)));
+	snprintf(rd.pf_notes, sizeof(rd.pf_notes),
+	         "decode SIGKILL at +0.5s; decode restarted, healthy at +1.6s; probe after the "
+	         "faults: HTTP 200 complete");
+	assert_true(run_check("recovered", &rd, d, sizeof(d)));
+	snprintf(rd.pf_notes, sizeof(rd.pf_notes),
+	         "decode SIGKILL at +0.5s; decode restarted, healthy at +1.6s; probe after the "
+	         "faults: HTTP 502 incomplete");
+	assert_false(run_check("recovered", &rd, d, sizeof(d)));
+	rd.pf_notes[0] = '\0';
 	assert_true(run_check("kv_reused", &rd, d, sizeof(d)));
 	assert_true(run_check("integrity", &rd, d, sizeof(d)));
 	assert_true(run_check("output_equal", &rd, d, sizeof(d)));

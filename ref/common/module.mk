@@ -13,3 +13,6 @@ test_pd_opt_LIBS := pdcommon
 TESTS += test_pd_buf
 test_pd_buf_SRCS := ref/common/tests/test_pd_buf.c
 test_pd_buf_LIBS := pdcommon
+# pdhttplim: connection limits (total, per client address) for the libmicrohttpd servers
+LIBS += pdhttplim
+pdhttplim_SRCS := $(wildcard ref/common/httplim/*.c)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kvc/kvc_internal.h"
+#include "te/te.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -259,7 +260,8 @@ void kvc_destroy(struct kvc *c)
 
 bool kvc_ready(const struct kvc *c)
 {
-	return c && atomic_load(&c->ready);
+	/* the engine's metadata store must answer too: a peer started now could not find us */
+	return c && atomic_load(&c->ready) && te_engine_meta_ok(c->pipe.eng);
 }
 
 static int insert(struct kvc *c, struct kvc_item *it, bool move_kv);

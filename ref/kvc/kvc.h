@@ -90,7 +90,8 @@ struct kvc;
 /* Builds the engine (segment named own_url), the buffer pool, and the four ZMQ sockets. */
 int kvc_create(const struct kvc_opts *o, struct kvc **out);
 void kvc_destroy(struct kvc *c);
-/* True once the segment is published and the side-channel sockets are bound. */
+/* True once the segment is published and the side-channel sockets are bound, and while the
+ * engine's metadata store answers (te_engine_meta_ok). */
 bool kvc_ready(const struct kvc *c);
 
 /* Producer: copies the item into the buffer; blocks while over kv_buffer_size (back pressure). */

@@ -3,13 +3,13 @@ LIBS += px
 px_SRCS := $(filter-out ref/proxy/main.c,$(wildcard ref/proxy/px_*.c))
 BINS += pdkv-proxy
 pdkv-proxy_SRCS := ref/proxy/main.c
-pdkv-proxy_LIBS := px pdcommon
+pdkv-proxy_LIBS := px pdhttplim pdcommon
 TESTS += test_proxy_opts test_proxy test_proxy_contracts
 test_proxy_opts_SRCS := ref/proxy/tests/test_proxy_opts.c
-test_proxy_opts_LIBS := px pdcommon
+test_proxy_opts_LIBS := px pdhttplim pdcommon
 test_proxy_SRCS := ref/proxy/tests/test_proxy.c ref/proxy/tests/fake_backend.c \
 		   ref/proxy/tests/test_client.c
-test_proxy_LIBS := px pdcommon
+test_proxy_LIBS := px pdhttplim pdcommon
 test_proxy_contracts_SRCS := ref/proxy/tests/test_proxy_contracts.c ref/proxy/tests/fake_backend.c \
 			     ref/proxy/tests/test_client.c
-test_proxy_contracts_LIBS := px pdcommon
+test_proxy_contracts_LIBS := px pdhttplim pdcommon

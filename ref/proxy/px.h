@@ -33,6 +33,8 @@ struct px_opts {
 	int contract;          /* enum px_contract_id, never AUTO after px_parse_args */
 	char contract_why[96]; /* how --contract auto decided; "" when named */
 	unsigned faults;       /* --fault: PX_FAULT_* bits (detector self-tests) */
+	/* --max-connections, --max-connections-per-client, --idle-timeout (seconds) */
+	unsigned max_conns, max_conns_per_client, idle_timeout_s;
 };
 
 /* "v0", "toy", "mooncake" or "auto". */

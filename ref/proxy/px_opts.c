@@ -56,6 +56,10 @@ void px_usage(const char *prog)
 	    "  --connect-timeout SEC    TCP connect to a backend (default 10)\n"
 	    "  --max-body SIZE          request body limit, e.g. 64MiB (default); larger -> 413\n"
 	    "  --stream-buffer SIZE     per-request decode->client queue (default 64KiB)\n"
+	    "  --max-connections N      client connections held at once (default 2048); more\n"
+	    "                           are refused at accept, with a WARNING once a second\n"
+	    "  --max-connections-per-client N  the same per client address (default 1024)\n"
+	    "  --idle-timeout SEC       close a client connection idle this long (default 300)\n"
 	    "  --fault F[,F]            behave like a broken router, for detector self-tests:\n"
 	    "                           drop-transfer-id (mooncake: no transfer_id in either\n"
 	    "                           body), no-copy-params (toy: decode gets no params),\n"
@@ -227,6 +231,22 @@ static int parse_secs(const char *flag, const char *v, int zero_ok, long *ms, ch
 	return 0;
 }
 
+/* A whole number 1..hi (connection limits, idle seconds). */
+static int parse_count(const char *flag, const char *v, unsigned hi, unsigned *out, char *err,
+                       size_t errsz)
+{
+	char *end;
+	unsigned long n;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (!*v || *v == '-' || *end || errno || n < 1 || n > hi) {
+		snprintf(err, errsz, "%s: expected a whole number 1..%u, got \"%s\"", flag, hi, v);
+		return -EINVAL;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
 /* Values of one list flag: repeated flags, comma lists and space lists all land here. */
 struct strlist {
 	char *v[PX_MAX_BACKENDS];
@@ -375,6 +395,9 @@ enum {
 	F_QUEUE,
 	F_CONTRACT,
 	F_FAULT,
+	F_MAXC,
+	F_MAXCPC,
+	F_IDLE,
 	F_HELP
 };
 
@@ -401,6 +424,9 @@ static const struct {
     {"--stream-buffer", F_QUEUE},
     {"--contract", F_CONTRACT},
     {"--fault", F_FAULT},
+    {"--max-connections", F_MAXC},
+    {"--max-connections-per-client", F_MAXCPC},
+    {"--idle-timeout", F_IDLE},
     {"--help", F_HELP},
     {"-h", F_HELP},
 };
@@ -508,6 +534,9 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 	o->connect_timeout_ms = 10 * 1000L;
 	o->max_body = 64ull << 20;
 	o->queue_bytes = 64 << 10;
+	o->max_conns = 2048;
+	o->max_conns_per_client = 1024;
+	o->idle_timeout_s = 300;
 	o->contract = PX_CONTRACT_V0;
 	err[0] = '\0';
 
@@ -623,6 +652,17 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 			           : id == F_DTMO ? &o->decode_timeout_ms
 			                          : &o->connect_timeout_ms;
 			if ((ret = parse_secs(name, val, id != F_CTMO, ms, err, errsz)))
+				goto out;
+			break;
+		}
+		case F_MAXC:
+		case F_MAXCPC:
+		case F_IDLE: {
+			unsigned *dst = id == F_MAXC     ? &o->max_conns
+			                : id == F_MAXCPC ? &o->max_conns_per_client
+			                                 : &o->idle_timeout_s;
+			if ((ret = parse_count(name, val, id == F_IDLE ? 86400 : 1000000, dst, err,
+			                       errsz)))
 				goto out;
 			break;
 		}

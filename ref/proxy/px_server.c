@@ -2,6 +2,7 @@
  * limits, request ids and auth per contract, health, error JSON and the access log. */
 #include "px_srv.h"
 #include "px_fault.h"
+#include "httplim/pd_connlim.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -343,6 +344,7 @@ static void server_free(struct px_server *s)
 {
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
+	pd_connlim_free(s->lim);
 	free(s);
 }
 
@@ -374,10 +376,21 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 		*bound_port = ss.ss_family == AF_INET6
 		                  ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 		                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	/* a thread per connection, so the connection limits bound the threads; MHD's own limit
+	 * is a backstop above ours (ours logs which flag was hit) */
+	s->lim = pd_connlim_new("pdkv-proxy", o->max_conns, o->max_conns_per_client);
+	if (!s->lim) {
+		close(fd);
+		server_free(s);
+		return -ENOMEM;
+	}
 	s->d = MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0,
-	    NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-	    completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300, MHD_OPTION_END);
+	    pd_connlim_accept, s->lim, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
+	    MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+	    pd_connlim_notify, s->lim, MHD_OPTION_CONNECTION_LIMIT, o->max_conns + 16,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_conns_per_client + 16,
+	    MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s, MHD_OPTION_END);
 	if (!s->d) {
 		pd_err("cannot start the HTTP server on %s:%d", o->host, *bound_port);
 		close(fd);

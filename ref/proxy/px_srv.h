@@ -12,8 +12,10 @@
 #include <pthread.h>
 #include <stdint.h>
 
+struct pd_connlim;
 struct px_server {
 	struct MHD_Daemon *d;
+	struct pd_connlim *lim; /* --max-connections[-per-client] */
 	struct px_opts o;
 	const struct px_contract *ct;
 	struct px_ready *ready;         /* contracts with readiness; else NULL */

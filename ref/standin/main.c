@@ -314,6 +314,8 @@ static int start_connector(struct sa *s)
 		ko.select_timeout_ms = s->o.miss_policy == SA_MISS_WAIT ? s->o.kv_wait_timeout_ms
 		                                                        : s->o.kv_select_timeout_ms;
 		ko.zmq_bind_host = s->o.zmq_bind_host;
+		ko.zmq_max_msg_bytes = s->o.kv_zmq_max_msg_bytes;
+		ko.insert_timeout_ms = s->o.kv_insert_timeout_ms;
 		/* reuse a long prompt's registered buffers across requests (kvc's default keeps
 		 * one region's worth, 512 MiB at most: a 16k-token prompt's keys are more) */
 		ko.pool_cache_bytes = (size_t)4 << 30;

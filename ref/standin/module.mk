@@ -3,4 +3,4 @@
 # terdma when the RDMA transport is built) are seen.
 BINS += pdkv-standin
 pdkv-standin_SRCS := $(filter-out ref/standin/tests/%,$(wildcard ref/standin/*.c))
-pdkv-standin_LIBS = mdl kvc kv1 cfg $(filter te temeta terdma,$(LIBS)) pdcommon
+pdkv-standin_LIBS = mdl kvc kv1 cfg $(filter te temeta terdma,$(LIBS)) pdhttplim pdcommon

@@ -60,9 +60,25 @@ struct sa_opts {
 	int64_t num_gpu_blocks; /* --num-gpu-blocks-override; 0 = 4 max-model-len requests */
 	bool kv_mla;            /* one KV buffer per layer */
 	bool prompt_tokens_details;
+	/* sa_limits.c (issue 11): --max-connections, --max-connections-per-client,
+	 * --idle-timeout (s), --kv-zmq-max-msg-bytes (0 = kvc's 4096), --kv-insert-timeout-ms
+	 * (0 = kvc's 5 s; -1 = until shutdown) */
+	unsigned max_conns, max_conns_per_client, idle_timeout_s;
+	int64_t kv_zmq_max_msg_bytes;
+	int kv_insert_timeout_ms;
 	const char *kv_cache_device; /* --kv-cache-device cpu|cuda|cuda:N (NULL = cpu) */
 	const char *record_requests; /* --record-requests FILE: JSON lines (sa_record.c) */
 };
+
+/* sa_limits.c. Defaults: a stand-in's usual client is one proxy, so the per-client limit
+ * is the total's. */
+#define SA_DEFAULT_MAX_CONNS            2048u
+#define SA_DEFAULT_MAX_CONNS_PER_CLIENT 2048u
+#define SA_DEFAULT_IDLE_TIMEOUT_S       300u
+void sa_limits_default(struct sa_opts *o);
+bool sa_limits_is_flag(const char *name);
+/* 0 = taken, 1 = not one of these flags, 2 = bad value (message printed). */
+int sa_limits_flag(const char *name, const char *val, struct sa_opts *o);
 
 /* Parses argv like vLLM's argparse. 0 = run, 1 = --help printed (exit 0), 2 = usage error
  * (message printed, exit 2). */

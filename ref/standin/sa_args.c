@@ -112,7 +112,10 @@ static const char usage_line[] =
     "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|bn] [--list-versions]\n"
     "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
     "                    [--kv-cache-device cpu|cuda|cuda:N]\n"
-    "                    [--kv-mla] [--enable-prompt-tokens-details] [--version] [-h]\n";
+    "                    [--kv-mla] [--enable-prompt-tokens-details] [--version] [-h]\n"
+    "                    [--max-connections N] [--max-connections-per-client N]\n"
+    "                    [--idle-timeout SEC] [--kv-zmq-max-msg-bytes N]\n"
+    "                    [--kv-insert-timeout-ms MS]\n";
 
 static void usage_error(const char *fmt, const char *a, const char *b)
 {
@@ -253,6 +256,7 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 	o->kv_select_timeout_ms = 10000;
 	o->dp = 1;
 	o->block_size = 16;
+	sa_limits_default(o);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL, *inl;
 		char name[64];
@@ -353,7 +357,7 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 				    "--record-requests",
 				};
 				for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
-					if (!strcmp(name, ours[k])) {
+					if (!strcmp(name, ours[k]) || sa_limits_is_flag(name)) {
 						usage_error("argument %s: expected one argument%s",
 						            name, "");
 						return 2;
@@ -463,6 +467,9 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 			o->num_gpu_blocks = v;
 		} else if (!strcmp(name, "--record-requests")) {
 			o->record_requests = val;
+		} else if ((v = sa_limits_flag(name, val, o)) != 1) {
+			if (v)
+				return 2;
 		} else {
 			usage_error("unrecognized arguments: %s%s", a, "");
 			return 2;

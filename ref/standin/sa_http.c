@@ -12,6 +12,7 @@
 #include <cJSON.h>
 #include <microhttpd.h>
 
+#include "httplim/pd_connlim.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
@@ -23,6 +24,7 @@
 struct sa_http {
 	struct sa *s;
 	struct MHD_Daemon *d;
+	struct pd_connlim *lim; /* --max-connections[-per-client]: bounds the threads too */
 	int lfd;
 	atomic_int completions; /* --fault fail-after=N counts them */
 };
@@ -35,6 +37,23 @@ struct conn {
 	cJSON *rec;
 	int status;
 };
+
+/* The size limit is checked on Content-Length before a byte is buffered (413 without reading
+ * into memory), and a body that fits is held in one allocation of its announced size. */
+static void body_reserve(struct MHD_Connection *c, struct conn *cn)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	uint64_t n;
+
+	if (!cl || pd_parse_u64(cl, &n))
+		return;
+	if (n > BODY_MAX) {
+		cn->too_big = true;
+		return;
+	}
+	cn->body = malloc((size_t)n + 1);
+	cn->cap = cn->body ? (size_t)n + 1 : 0;
+}
 
 static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *ctype,
                              const char *text, size_t len, const struct sa_req *r)
@@ -490,6 +509,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		cn->counted = true;
 		cn->t_arrival = sa_record_now();
 		atomic_fetch_add(&s->n.inflight, 1);
+		body_reserve(c, cn);
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -597,13 +617,20 @@ int sa_http_start(struct sa *s, struct sa_http **out, int *bound_port)
 		*bound_port = ss.ss_family == AF_INET6
 		                  ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 		                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-	                            MHD_USE_ITC | MHD_USE_ERROR_LOG,
-	                        0, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->lfd,
-	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
-	                        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+	/* our limiter refuses (and logs) first; MHD's limits stay as a backstop above it */
+	h->lim = pd_connlim_new("pdkv-standin", s->o.max_conns, s->o.max_conns_per_client);
+	if (h->lim)
+		h->d = MHD_start_daemon(
+		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+		        MHD_USE_ERROR_LOG,
+		    0, pd_connlim_accept, h->lim, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->lfd,
+		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+		    pd_connlim_notify, h->lim, MHD_OPTION_CONNECTION_LIMIT, s->o.max_conns + 16,
+		    MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->o.max_conns_per_client + 16,
+		    MHD_OPTION_CONNECTION_TIMEOUT, s->o.idle_timeout_s,
+		    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
 	if (!h->d) {
+		pd_connlim_free(h->lim);
 		close(h->lfd);
 		free(h);
 		return -EIO;
@@ -633,5 +660,6 @@ void sa_http_stop(struct sa_http *h)
 	MHD_stop_daemon(h->d);
 	if (h->lfd >= 0)
 		close(h->lfd);
+	pd_connlim_free(h->lim);
 	free(h);
 }

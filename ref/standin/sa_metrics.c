@@ -291,6 +291,9 @@ char *sa_metrics_text(struct sa *s)
 		t.buffer_items += st.buffer_items;
 		t.hits += st.hits;
 		t.misses += st.misses;
+		t.resyncs += st.resyncs;
+		t.insert_timeouts += st.insert_timeouts;
+		t.extra_peers += st.extra_peers;
 	}
 	/* V1: prefill pushes (bytes it wrote into decode's blocks), decode counts what it was
 	 * told was written */
@@ -345,6 +348,15 @@ char *sa_metrics_text(struct sa *s)
 	       t.misses);
 	metric(&b, "pdkv_kvc_buffer_bytes", "gauge", "Producer buffer bytes held now.", "",
 	       t.buffer_bytes);
+	metric(&b, "pdkv_kvc_resyncs_total", "counter",
+	       "Consumer side channels resynchronised after lost answers or garbage.", "",
+	       t.resyncs);
+	metric(&b, "pdkv_kvc_insert_timeouts_total", "counter",
+	       "Producer inserts that gave up on a full buffer (--kv-insert-timeout-ms).", "",
+	       t.insert_timeouts);
+	metric(&b, "pdkv_kvc_side_channel_extra_peers_total", "counter",
+	       "Extra peers seen on a bound side-channel port (a rogue or stale connection).", "",
+	       t.extra_peers);
 	metric(&b, "pdkv_kvc_buffer_items", "gauge", "Producer buffer items held now.", "",
 	       t.buffer_items);
 	label_escape(s->o.served[0], model, sizeof(model));

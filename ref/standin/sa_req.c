@@ -163,6 +163,36 @@ out:
 	return out;
 }
 
+/* The first raw control byte (< 0x20) inside a JSON string, or a raw NUL anywhere: JSON wants
+ * them escaped, and vLLM's parser (Python json, strict) refuses them; cJSON would keep the
+ * string and cut it at the NUL. -1 when there is none. */
+static long raw_control(const char *b, size_t len)
+{
+	bool in_str = false, esc = false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)b[i];
+		if (c == 0 || (in_str && c < 0x20))
+			return (long)i;
+		if (!in_str) {
+			in_str = c == '"';
+		} else if (esc) {
+			esc = false;
+		} else if (c == '\\') {
+			esc = true;
+		} else if (c == '"') {
+			in_str = false;
+		}
+	}
+	return -1;
+}
+
+/* The context-length error, checked on the token count before the prompt is tokenized (the
+ * byte tokenizer gives one token per byte, so the count is known from the length). */
+#define TOO_LONG(n)                                                                                \
+	BAD("This model's maximum context length is %lld tokens. However, your request has "       \
+	    "%zu input tokens. Please reduce the length of the input messages.",                   \
+	    (long long)maxlen, (size_t)(n))
+
 static const char *match_model(struct sa *s, const char *name)
 {
 	for (int i = 0; i < s->o.nserved; i++)
@@ -197,6 +227,15 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 	}
 	if (!body || !len)
 		BAD("request body is empty; expected a JSON object");
+	{
+		long at = raw_control(body, len);
+		if (at >= 0)
+			BAD("JSON decode error: invalid control character 0x%02x at byte %ld of "
+			    "the "
+			    "request body (control characters in strings must be escaped, e.g. "
+			    "\\u0000)",
+			    (unsigned char)body[at], at);
+	}
 	j = cJSON_ParseWithLength(body, len);
 	if (!j)
 		BAD("JSON decode error: invalid JSON near byte %ld of the request body",
@@ -265,6 +304,11 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 			status = 400;
 			goto out;
 		}
+		if ((int64_t)strlen(text) >= maxlen) {
+			size_t n = strlen(text);
+			free(text);
+			TOO_LONG(n);
+		}
 		if (mdl_tokenize(text, strlen(text), &r->tokens, &r->ntok)) {
 			free(text);
 			BAD("out of memory tokenizing");
@@ -282,6 +326,10 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 		         (cJSON_IsString(v->child) || cJSON_IsArray(v->child)))
 			BAD("prompt: pdkv-standin serves one prompt per request, got a batch of %d",
 			    cJSON_GetArraySize(v));
+		if (cJSON_IsString(v) && (int64_t)strlen(v->valuestring) >= maxlen)
+			TOO_LONG(strlen(v->valuestring));
+		if (cJSON_IsArray(v) && (int64_t)cJSON_GetArraySize(v) >= maxlen)
+			TOO_LONG(cJSON_GetArraySize(v));
 		if (cJSON_IsString(v)) {
 			if (mdl_tokenize(v->valuestring, strlen(v->valuestring), &r->tokens,
 			                 &r->ntok))
@@ -302,9 +350,7 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 	if (r->ntok == 0)
 		BAD("The prompt cannot be empty.");
 	if ((int64_t)r->ntok >= maxlen)
-		BAD("This model's maximum context length is %lld tokens. However, your request has "
-		    "%zu input tokens. Please reduce the length of the input messages.",
-		    (long long)maxlen, r->ntok);
+		TOO_LONG(r->ntok);
 	if (mt && !cJSON_IsNull(mt)) {
 		r->max_tokens = (int64_t)mt->valuedouble;
 		if ((int64_t)r->ntok + r->max_tokens > maxlen)

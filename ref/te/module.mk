@@ -18,6 +18,10 @@ TESTS += test_te_engine
 test_te_engine_SRCS := ref/te/tests/test_te_engine.c
 test_te_engine_LIBS := te temeta pdcommon
 TESTS += test_te_tcp
+# hostile peers (issue 11): silent/stalled data connections, trickled handshakes, lost keys
+TESTS += test_te_hostile
+test_te_hostile_SRCS := ref/te/tests/test_te_hostile.c
+test_te_hostile_LIBS := te temeta pdtestsvc pdcommon
 test_te_tcp_SRCS := ref/te/tests/test_te_tcp.c
 test_te_tcp_LIBS := te temeta pdtestsvc pdcommon
 # CUDA memory over TCP (te_gpu.c loads libcudart at run time); skips (77) without a GPU

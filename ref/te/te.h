@@ -5,6 +5,7 @@
 #ifndef TE_H
 #define TE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +81,9 @@ void te_engine_destroy(struct te_engine *eng);
 /* Effective segment name (P2PHANDSHAKE rewrites it to host:rpc_port). */
 const char *te_engine_name(const struct te_engine *eng);
 int te_engine_rpc_port(const struct te_engine *eng);
+/* False while the metadata store does not answer the engine's periodic key check (which puts
+ * lost keys back; PDKV_TE_REPUBLISH_S, default 5 s); true with P2PHANDSHAKE. */
+bool te_engine_meta_ok(const struct te_engine *eng);
 const char *te_engine_protocol(const struct te_engine *eng); /* "tcp" | "rdma" */
 
 /* location: "cpu:0", "cuda:0", "*". Overlap -> TE_ERR_ADDRESS_OVERLAPPED. Republishes. */

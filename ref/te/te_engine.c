@@ -415,6 +415,7 @@ int te_engine_create(const struct te_engine_opts *o, struct te_engine **out)
 		goto fail;
 	if (eng->meta && ((ret = publish_rpc_meta(eng)) || (ret = publish_segment(eng))))
 		goto fail;
+	te_keeper_start(eng);
 	cleanup_track(eng, true);
 	pd_dbg("te: engine %s up (%s, rpc %s:%d, metadata %s)", eng->name, eng->ops->name,
 	       eng->local_ip, eng->rpc_port, eng->conn);
@@ -430,6 +431,7 @@ void te_engine_destroy(struct te_engine *eng)
 	if (!eng)
 		return;
 	cleanup_track(eng, false);
+	te_keeper_stop(eng);
 	te_engine_remove_keys(eng);
 	te_hs_server_stop(eng->hs);
 	if (eng->tp)

@@ -3,6 +3,7 @@
 #ifndef TE_ENGINE_PRIV_H
 #define TE_ENGINE_PRIV_H
 
+#include <stdatomic.h>
 #include "te_internal.h"
 
 struct te_local_buf {
@@ -48,7 +49,20 @@ struct te_engine {
 	size_t nsegs, segcap;
 	struct te_segment_desc **descs; /* every descriptor ever handed out; freed at destroy */
 	size_t ndescs, desccap;
+
+	struct { /* te_republish.c: puts lost metadata keys back */
+		pthread_t thr;
+		pthread_mutex_t mu;
+		pthread_cond_t cv;
+		int period_s;
+		bool running, stop, unreachable;
+		atomic_bool meta_ok; /* the last check reached the store */
+	} keeper;
 };
+
+/* te_republish.c: start after the keys are published, stop before they are removed. */
+void te_keeper_start(struct te_engine *eng);
+void te_keeper_stop(struct te_engine *eng);
 
 /* te_segment.c. Keeps d alive until destroy; caller holds seg_lock. 0 or TE_ERR_MEMORY. */
 int te_engine_keep_desc(struct te_engine *eng, struct te_segment_desc *d);

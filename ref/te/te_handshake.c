@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "pd_log.h"
@@ -53,26 +54,95 @@ int te_hs_send_frame(int fd, int type, const char *json, size_t len)
 	return 0;
 }
 
+/* The server's whole-frame deadline: PDKV_HS_FRAME_TIMEOUT_MS, default 5000 (Mooncake's receive
+ * timeout, which it applies per read call; here it bounds the frame, so a byte every few
+ * seconds cannot hold a slot). */
+static int hs_frame_timeout_ms(void)
+{
+	const char *e = getenv("PDKV_HS_FRAME_TIMEOUT_MS");
+	int64_t v;
+	if (e && !pd_parse_i64(e, &v) && v >= 1 && v <= 3600000)
+		return (int)v;
+	return HS_SERVER_RCV_TIMEOUT_MS;
+}
+
+/* The frame's deadline: the socket's receive timeout, counted once for the whole frame. */
+static uint64_t frame_deadline_ns(int fd)
+{
+	struct timeval tv = {0, 0};
+	socklen_t sl = sizeof(tv);
+	uint64_t ms;
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &sl) ||
+	    (tv.tv_sec == 0 && tv.tv_usec == 0))
+		return 0;
+	ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+	return pd_now_ns() + ms * 1000000ull;
+}
+
+/* Reads n bytes before end_ns (0 = no deadline); 0, -ETIMEDOUT, or another -errno. */
+static int read_by(int fd, void *buf, size_t n, uint64_t end_ns)
+{
+	char *p = buf;
+	if (!end_ns)
+		return pd_read_full(fd, buf, n);
+	while (n) {
+		uint64_t now = pd_now_ns();
+		struct pollfd pf = {fd, POLLIN, 0};
+		ssize_t r;
+		int pr;
+		if (now >= end_ns)
+			return -ETIMEDOUT;
+		pr = poll(&pf, 1, (int)((end_ns - now + 999999) / 1000000));
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0)
+			return -errno;
+		if (pr == 0)
+			return -ETIMEDOUT;
+		r = recv(fd, p, n, MSG_DONTWAIT);
+		if (r == 0)
+			return -ECONNRESET;
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+				continue;
+			return -errno;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int frame_read_err(int r, uint64_t end_ns, uint64_t start_ns)
+{
+	if (r == -ETIMEDOUT)
+		pd_warn("handshake: frame not complete within %llu ms (a deadline per frame), "
+		        "dropping the connection",
+		        (unsigned long long)((end_ns - start_ns) / 1000000));
+	return TE_ERR_SOCKET;
+}
+
 int te_hs_recv_frame(int fd, int *type, char **json, size_t *len, size_t max_len)
 {
-	uint64_t flen;
+	uint64_t flen, start = pd_now_ns(), end = frame_deadline_ns(fd);
 	unsigned char first;
 	char *buf;
 	size_t n, off = 0;
+	int r;
 
 	*json = NULL;
 	*len = 0;
 	max_len = hs_max_len(max_len);
-	if (pd_read_full(fd, &flen, 8))
-		return TE_ERR_SOCKET;
+	if ((r = read_by(fd, &flen, 8, end)))
+		return frame_read_err(r, end, start);
 	flen = le64toh(flen);
 	if (flen == 0 || flen > max_len) {
 		pd_warn("handshake: frame length %llu outside 1..%zu, dropping connection",
 		        (unsigned long long)flen, max_len);
 		return TE_ERR_MALFORMED_JSON;
 	}
-	if (pd_read_full(fd, &first, 1))
-		return TE_ERR_SOCKET;
+	if ((r = read_by(fd, &first, 1, end)))
+		return frame_read_err(r, end, start);
 	/* Types are 0..3; anything larger is the first JSON byte of a pre-0.3.0 frame. */
 	if (first > 3) {
 		*type = TE_HS_LEGACY;
@@ -86,9 +156,9 @@ int te_hs_recv_frame(int fd, int *type, char **json, size_t *len, size_t max_len
 		return TE_ERR_MEMORY;
 	if (*type == TE_HS_LEGACY)
 		buf[off++] = (char)first;
-	if (n > off && pd_read_full(fd, buf + off, n - off)) {
+	if (n > off && (r = read_by(fd, buf + off, n - off, end))) {
 		free(buf);
-		return TE_ERR_SOCKET;
+		return frame_read_err(r, end, start);
 	}
 	buf[n] = '\0';
 	*json = buf;
@@ -131,7 +201,7 @@ static void hs_serve(void *ctx, int fd)
 	size_t len;
 	int type, ret;
 
-	te_net_set_timeouts_ms(fd, HS_SERVER_RCV_TIMEOUT_MS);
+	te_net_set_timeouts_ms(fd, hs_frame_timeout_ms());
 	ret = te_hs_recv_frame(fd, &type, &json, &len, 0);
 	if (ret) {
 		pd_warn("handshake server: bad or incomplete frame from peer: %s",

@@ -15,8 +15,13 @@
 #define TCP_MAX_LANES        16
 #define TCP_MAX_SERVER_CONNS 256
 #define TCP_IO_TIMEOUT_S     30
-#define TCP_IOV_MAX          64
-#define TCP_GROUP_BYTES      (4u << 20)
+/* data server deadlines (env PDKV_TCP_HEADER_TIMEOUT_MS, PDKV_TCP_IDLE_TIMEOUT_S; 0 = no idle
+ * limit): a new connection's first header and every started header must arrive within the
+ * first; a persistent connection may sit idle between requests for the second */
+#define TCP_HEADER_TIMEOUT_MS 10000
+#define TCP_IDLE_TIMEOUT_S    900
+#define TCP_IOV_MAX           64
+#define TCP_GROUP_BYTES       (4u << 20)
 
 struct tcp_slice {
 	struct te_task *t;
@@ -85,7 +90,8 @@ struct te_transport {
 	/* server */
 	int lfd; /* bound to rpc_port+1 by the engine; closed at destroy */
 	struct te_net_server *srv;
-	bool stopping;
+	int hdr_timeout_ms, idle_timeout_ms;
+	atomic_bool stopping; /* read by every server thread */
 };
 
 /* CUDA memory (te_tcp_gpu.c): body bytes between a socket and device memory of dev through

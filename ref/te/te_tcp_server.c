@@ -5,6 +5,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,20 +59,71 @@ static int queue_status(int fd, struct srv_out *o, uint32_t code)
 struct srv_in {
 	unsigned char b[SRV_INBUF];
 	size_t pos, len;
+	uint64_t nreq; /* requests served on this connection */
 };
 
-/* Reads a header; 1 = clean EOF between requests, 0 = got one, <0 = error/truncated. Pending
- * statuses are flushed before the call could block. */
+/* How long the server waits before giving up on a header: a connection's first header and
+ * any started header get hdr_ms (a silent connection cannot hold a slot forever); between
+ * requests, a persistent connection may stay idle for idle_ms (0 = forever). */
+static int srv_wait_ms(struct te_transport *tp, struct srv_in *in, size_t have, uint64_t t0,
+                       bool *idle)
+{
+	uint64_t spent_ms = (pd_now_ns() - t0) / 1000000, lim_ms, left;
+	*idle = have == 0 && in->nreq > 0;
+	if (*idle && tp->idle_timeout_ms == 0)
+		return 1000;
+	lim_ms = (uint64_t)(*idle ? tp->idle_timeout_ms : tp->hdr_timeout_ms);
+	if (spent_ms >= lim_ms)
+		return 0;
+	left = lim_ms - spent_ms;
+	return left < 1000 ? (int)left : 1000; /* wake each second to see a stop */
+}
+
+static int srv_header_timeout(struct te_transport *tp, struct srv_in *in, size_t have, bool idle)
+{
+	if (idle)
+		pd_info("tcp server: data connection idle for %d s after %llu requests "
+		        "(PDKV_TCP_IDLE_TIMEOUT_S); closing it",
+		        tp->idle_timeout_ms / 1000, (unsigned long long)in->nreq);
+	else
+		pd_warn("tcp server: %s within %d ms (PDKV_TCP_HEADER_TIMEOUT_MS; %zu of %d header "
+		        "bytes after %llu requests); closing the connection",
+		        in->nreq ? "request header not complete" : "no request on a new connection",
+		        tp->hdr_timeout_ms, have, TCP_HDR_LEN, (unsigned long long)in->nreq);
+	return -ETIMEDOUT;
+}
+
+/* Reads a header; 1 = clean EOF between requests, 0 = got one, <0 = error/truncated/deadline.
+ * Pending statuses are flushed before the call could block. */
 static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, struct srv_in *in,
                            struct srv_out *o)
 {
+	uint64_t t0 = pd_now_ns(); /* the wait (idle or for the header) started here */
+	size_t started = in->len - in->pos;
+
 	while (in->len - in->pos < TCP_HDR_LEN) {
 		size_t have = in->len - in->pos;
 		ssize_t r;
 		memmove(in->b, in->b + in->pos, have);
 		in->pos = 0;
 		in->len = have;
-		r = recv(fd, in->b + have, SRV_INBUF - have, o->n ? MSG_DONTWAIT : 0);
+		if (have && !started) { /* a header began after an idle wait: its own deadline */
+			started = have;
+			t0 = pd_now_ns();
+		}
+		if (!o->n) {
+			struct pollfd p = {fd, POLLIN, 0};
+			bool idle;
+			int ms = srv_wait_ms(tp, in, have, t0, &idle), pr;
+			if (ms == 0)
+				return srv_header_timeout(tp, in, have, idle);
+			pr = poll(&p, 1, ms);
+			if (pr == 0 && atomic_load(&tp->stopping))
+				return have ? -EPROTO : 1;
+			if (pr == 0 || (pr < 0 && errno == EINTR))
+				continue;
+		}
+		r = recv(fd, in->b + have, SRV_INBUF - have, MSG_DONTWAIT);
 		if (r > 0) {
 			in->len += (size_t)r;
 			continue;
@@ -85,8 +137,8 @@ static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, st
 				return -EPIPE;
 			continue;
 		}
-		if ((errno == EAGAIN || errno == EWOULDBLOCK) && have == 0 && !tp->stopping)
-			continue; /* idle persistent connection */
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && !atomic_load(&tp->stopping))
+			continue;
 		return have ? -EPROTO : -errno;
 	}
 	memcpy(h, in->b + in->pos, TCP_HDR_LEN);
@@ -175,12 +227,13 @@ static void srv_serve(void *ctx, int fd)
 	struct srv_out out = {.n = 0, .gpu_pending = false, .stage = &stage};
 	struct srv_prefetch pf = {.valid = false};
 	struct srv_in *in = malloc(sizeof(*in));
-	uint64_t nreq = 0;
 
 	te_net_tune_socket(fd);
 	te_net_set_timeouts_ms(fd, TCP_IO_TIMEOUT_S * 1000);
-	if (in)
+	if (in) {
 		in->pos = in->len = 0;
+		in->nreq = 0;
+	}
 	for (; in;) {
 		unsigned char h[TCP_HDR_LEN] = {0};
 		uint64_t size, addr;
@@ -194,7 +247,7 @@ static void srv_serve(void *ctx, int fd)
 			if (r == -EPROTO)
 				pd_warn("tcp server: truncated request header after %llu requests, "
 				        "closing the connection",
-				        (unsigned long long)nreq);
+				        (unsigned long long)in->nreq);
 			break;
 		}
 		memcpy(&size, h, 8);
@@ -259,15 +312,34 @@ static void srv_serve(void *ctx, int fd)
 			        (unsigned long long)size, strerror(-r));
 			break;
 		}
-		nreq++;
+		in->nreq++;
 	}
 	flush_status(fd, &out);
 	free(in);
 	te_gpu_stage_free(stage);
 }
 
+/* Environment integer in [lo, hi], else def (with a warning naming the variable). */
+static int env_int(const char *name, int def, int lo, int hi)
+{
+	const char *e = getenv(name);
+	int64_t v;
+	if (!e)
+		return def;
+	if (pd_parse_i64(e, &v) || v < lo || v > hi) {
+		pd_warn("tcp server: ignoring %s=%s (expected %d..%d); using %d", name, e, lo, hi,
+		        def);
+		return def;
+	}
+	return (int)v;
+}
+
 int te_tcp_server_start(struct te_transport *tp)
 {
+	tp->hdr_timeout_ms =
+	    env_int("PDKV_TCP_HEADER_TIMEOUT_MS", TCP_HEADER_TIMEOUT_MS, 1, 3600000);
+	tp->idle_timeout_ms =
+	    env_int("PDKV_TCP_IDLE_TIMEOUT_S", TCP_IDLE_TIMEOUT_S, 0, 86400) * 1000;
 	if (listen(tp->lfd, 128)) {
 		pd_err("tcp: listen on data port %d failed: %s", te_engine_rpc_port(tp->eng) + 1,
 		       strerror(errno));
@@ -280,7 +352,7 @@ int te_tcp_server_start(struct te_transport *tp)
 void te_tcp_server_stop(struct te_transport *tp)
 {
 	/* idle connections see it at their next receive timeout; the rest are shut down */
-	tp->stopping = true;
+	atomic_store(&tp->stopping, true);
 	te_net_server_stop(tp->srv);
 	tp->srv = NULL;
 }

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
 #include <pthread.h>
@@ -167,13 +168,19 @@ static int two_ports(const char *host, int *a, int *b)
 	return -EADDRNOTAVAIL;
 }
 
-static int spawn_once(struct pd_svc *s, const char *exe)
+/* keep_port: restart on s->port (a new peer port for etcd) instead of picking both */
+static int spawn_once(struct pd_svc *s, const char *exe, bool keep_port)
 {
 	char a[8][320], etcd_data[600];
 	char *argv[24];
 	int n = 0, peer = 0, ret;
 
-	ret = two_ports(s->host, &s->port, &peer);
+	if (keep_port) {
+		peer = pd_free_port(s->host);
+		ret = peer < 0 ? peer : peer == s->port ? -EADDRINUSE : 0;
+	} else {
+		ret = two_ports(s->host, &s->port, &peer);
+	}
 	if (ret)
 		return ret;
 	switch (s->kind) {
@@ -382,7 +389,7 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 			if (snprintf(data, sizeof(data), "%s/data", out->datadir) > 0)
 				pd_rm_rf(data);
 		}
-		ret = spawn_once(out, exe);
+		ret = spawn_once(out, exe, false);
 		if (ret == 0)
 			break;
 		pd_warn("pd_svc: %s on %s:%d did not come up (%s), attempt %d/%d", progs[kind],
@@ -410,6 +417,53 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 	live_add(out->proc.pid, out->datadir);
 	pd_dbg("pd_svc: %s up at %s (pid %d, dir %s)", progs[kind], out->conn, (int)out->proc.pid,
 	       out->datadir);
+	return 0;
+}
+
+int pd_svc_kill(struct pd_svc *s, int sig)
+{
+	if (!s || s->proc.pid <= 0)
+		return -ESRCH;
+	live_del(s->proc.pid);
+	if (sig == SIGKILL) {
+		kill(-s->proc.pid, SIGKILL);
+		pd_proc_wait(&s->proc, 5000);
+	} else {
+		kill(-s->proc.pid, sig);
+		if (pd_proc_wait(&s->proc, 5000))
+			pd_proc_stop(&s->proc, 0);
+	}
+	pd_proc_stop(&s->proc, 0); /* reaps; idempotent */
+	return 0;
+}
+
+int pd_svc_restart(struct pd_svc *s)
+{
+	static const char *progs[] = {"etcd", "redis-server", "pdkv-metaserver"};
+	char exe[PATH_MAX], data[600];
+	int ret = -EINVAL;
+
+	if (!s || (unsigned)s->kind > PD_SVC_METASERVER)
+		return -EINVAL;
+	if (s->proc.pid > 0)
+		pd_svc_kill(s, SIGKILL);
+	ret = s->kind == PD_SVC_METASERVER ? find_metaserver(exe, sizeof(exe))
+	                                   : find_in_path(progs[s->kind], exe, sizeof(exe));
+	if (ret)
+		return -ENOENT;
+	for (int i = 0; i < SVC_START_TRIES; i++) {
+		/* empty: a restarted store has lost every key */
+		if (s->kind == PD_SVC_ETCD &&
+		    snprintf(data, sizeof(data), "%s/data", s->datadir) > 0)
+			pd_rm_rf(data);
+		ret = spawn_once(s, exe, true);
+		if (ret == 0)
+			break;
+		pd_sleep_ms(200); /* the old socket may linger a moment */
+	}
+	if (ret)
+		return ret;
+	live_add(s->proc.pid, s->datadir);
 	return 0;
 }
 

@@ -23,6 +23,11 @@ struct pd_svc {
  * Returns 0, or 77-style -ENOENT when the server binary is not installed (caller may SKIP). */
 int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, struct pd_svc *out);
 void pd_svc_stop(struct pd_svc *s);
+/* Fault injection: sends sig to the service (and reaps it; its directory stays), and starts
+ * it again, empty (etcd's data removed; redis and the metaserver keep nothing), on the same
+ * client port. 0 or -errno. */
+int pd_svc_kill(struct pd_svc *s, int sig);
+int pd_svc_restart(struct pd_svc *s);
 const char *pd_svc_kind_name(enum pd_svc_kind kind); /* "etcd" | "redis" | "http" */
 /* One GET (body discarded, proxies bypassed); the HTTP status, 0 when nothing answered in time. */
 long pd_http_status(const char *url, int timeout_ms);

@@ -1,0 +1,253 @@
+/* hr_faults: process faults of a scenario's "faults" list — {"at": "during_workload",
+ * "after_ms": N, "kill": "decode"|"prefill"|"metadata", "signal": "TERM"|"KILL", "restart":
+ * true, "restart_after_ms": M} — run on one thread while the workload runs, each noted. */
+#include "hr_deploy.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_util.h"
+
+#define RESTART_HEALTH_S 60 /* a restarted node must be healthy within this */
+
+struct hr_pfaults {
+	struct hr_deploy *d;
+	pthread_t thr;
+	volatile sig_atomic_t stop;
+	double t0;
+	char notes[1024];
+};
+
+bool hr_faults_is_process(const cJSON *e)
+{
+	return cJSON_IsObject(e) && cJSON_GetObjectItemCaseSensitive(e, "kill");
+}
+
+static int ferr(const char *path, const char *field, char *err, size_t sz, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int ferr(const char *path, const char *field, char *err, size_t sz, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(err, sz, "%s: %s: ", path, field);
+	if (n >= 0 && (size_t)n < sz) {
+		va_start(ap, fmt);
+		vsnprintf(err + n, sz - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+static bool one_of(const cJSON *v, const char *a, const char *b, const char *c)
+{
+	return cJSON_IsString(v) && (!strcmp(v->valuestring, a) || !strcmp(v->valuestring, b) ||
+	                             (c && !strcmp(v->valuestring, c)));
+}
+
+static bool ms_ok(const cJSON *v)
+{
+	return !v || (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 600000);
+}
+
+int hr_faults_parse_entry(const char *path, const char *field, const cJSON *e, char *err,
+                          size_t errsz)
+{
+	static const char *const keys[] = {"at",     "after_ms", "kill",
+	                                   "signal", "restart",  "restart_after_ms"};
+	const cJSON *rs = cJSON_GetObjectItemCaseSensitive(e, "restart");
+	for (const cJSON *k = e->child; k; k = k->next) {
+		bool known = false;
+		for (size_t i = 0; i < PD_ARRAY_SIZE(keys); i++)
+			known |= !strcmp(k->string, keys[i]);
+		if (!known)
+			return ferr(path, field, err, errsz,
+			            "unknown key \"%s\" (a process fault has at, after_ms, kill, "
+			            "signal, restart, restart_after_ms)",
+			            k->string);
+	}
+	if (!one_of(cJSON_GetObjectItemCaseSensitive(e, "at"), "during_workload", "during_transfer",
+	            NULL))
+		return ferr(path, field, err, errsz, "expected \"at\": \"during_workload\"");
+	if (!one_of(cJSON_GetObjectItemCaseSensitive(e, "kill"), "decode", "prefill", "metadata"))
+		return ferr(path, field, err, errsz,
+		            "\"kill\": expected \"decode\", \"prefill\" or \"metadata\"");
+	if (cJSON_GetObjectItemCaseSensitive(e, "signal") &&
+	    !one_of(cJSON_GetObjectItemCaseSensitive(e, "signal"), "TERM", "KILL", NULL))
+		return ferr(path, field, err, errsz, "\"signal\": expected \"TERM\" or \"KILL\"");
+	if (rs && !cJSON_IsBool(rs))
+		return ferr(path, field, err, errsz, "\"restart\": expected true or false");
+	if (!ms_ok(cJSON_GetObjectItemCaseSensitive(e, "after_ms")) ||
+	    !ms_ok(cJSON_GetObjectItemCaseSensitive(e, "restart_after_ms")))
+		return ferr(path, field, err, errsz,
+		            "\"after_ms\" / \"restart_after_ms\": expected 0..600000");
+	return 0;
+}
+
+static void note(struct hr_pfaults *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct hr_pfaults *f, const char *fmt, ...)
+{
+	size_t n = strlen(f->notes);
+	va_list ap;
+	if (n + 3 >= sizeof(f->notes))
+		return;
+	if (n)
+		f->notes[n++] = ';', f->notes[n++] = ' ', f->notes[n] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(f->notes + n, sizeof(f->notes) - n, fmt, ap);
+	va_end(ap);
+}
+
+static bool wait_until(struct hr_pfaults *f, double at)
+{
+	while (!f->stop && pd_now_s() < at)
+		pd_sleep_ms(20);
+	return !f->stop;
+}
+
+/* A stand-in: signal its group, reap it; restart with what hr_spawn ran, and wait for health. */
+static void node_fault(struct hr_pfaults *f, struct hr_node *n, int sig, bool restart,
+                       double restart_at)
+{
+	char why[800];
+	cJSON *argv;
+	if (n->proc.pid <= 0) {
+		note(f, "%s not running at +%.1fs", n->name, pd_now_s() - f->t0);
+		return;
+	}
+	kill(-n->proc.pid, sig);
+	if (pd_proc_wait(&n->proc, 10000)) {
+		note(f, "%s ignored SIG%s for 10 s; killed", n->name,
+		     sig == SIGTERM ? "TERM" : "KILL");
+		pd_proc_stop(&n->proc, 0);
+	}
+	note(f, "%s SIG%s at +%.1fs", n->name, sig == SIGTERM ? "TERM" : "KILL",
+	     pd_now_s() - f->t0);
+	if (!restart || !wait_until(f, restart_at))
+		return;
+	char name[sizeof(n->name)];
+	snprintf(name, sizeof(name), "%s", n->name); /* hr_spawn rewrites n->name */
+	argv = cJSON_Duplicate(n->spawn_argv, 1);
+	if (!argv || hr_spawn(f->d, n, name, argv, n->spawn_env)) {
+		note(f, "%s restart failed", n->name);
+		cJSON_Delete(argv);
+		return;
+	}
+	cJSON_Delete(argv);
+	if (hr_wait_healthy(f->d, &n, 1, pd_now_s() + RESTART_HEALTH_S, &f->stop, why, sizeof(why)))
+		note(f, "%s restarted but not healthy: %.200s", n->name, why);
+	else
+		note(f, "%s restarted, healthy at +%.1fs", n->name, pd_now_s() - f->t0);
+}
+
+static void meta_fault(struct hr_pfaults *f, int sig, bool restart, double restart_at)
+{
+	struct hr_deploy *d = f->d;
+	if (!d->meta_up) {
+		note(f, "no metadata service to kill (P2PHANDSHAKE)");
+		return;
+	}
+	pd_svc_kill(&d->meta, sig);
+	note(f, "metadata (%s) SIG%s at +%.1fs", pd_svc_kind_name(d->meta.kind),
+	     sig == SIGTERM ? "TERM" : "KILL", pd_now_s() - f->t0);
+	if (!restart || !wait_until(f, restart_at))
+		return;
+	if (pd_svc_restart(&d->meta))
+		note(f, "metadata restart failed");
+	else
+		note(f, "metadata restarted empty at +%.1fs", pd_now_s() - f->t0);
+}
+
+/* One request through the proxy after the faults: did the system come back? */
+static void probe(struct hr_pfaults *f)
+{
+	struct hr_scenario one = *f->d->sc;
+	struct hr_req q;
+	volatile sig_atomic_t never = 0;
+	bool full;
+
+	memset(&q, 0, sizeof(q));
+	one.wl.requests = one.wl.concurrency = 1;
+	q.idx = 9999;
+	q.planned_tokens = one.wl.prompt_tokens ? one.wl.prompt_tokens[0] : 300;
+	q.usage_prompt = q.usage_completion = -1;
+	q.prompt =
+	    one.wl.prompts ? strdup(one.wl.prompts[0]) : hr_prompt_text(q.idx, q.planned_tokens, 7);
+	if (!q.prompt)
+		return;
+	hr_workload_run(f->d->proxy.base_url, &one, &q, pd_now_s() + 60, &never, NULL, NULL);
+	full = q.status == 200 && !q.invalid && (!one.wl.stream || q.done_marker);
+	note(f, "probe after the faults: HTTP %ld %s", q.status, full ? "complete" : "incomplete");
+	free(q.prompt);
+	free(q.body);
+	free(q.text);
+	free(q.invalid);
+}
+
+static void *fault_main(void *ud)
+{
+	struct hr_pfaults *f = ud;
+	bool restarted = false;
+	for (const cJSON *e = f->d->sc->faults->child; e && !f->stop; e = e->next) {
+		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(e, "after_ms");
+		const cJSON *rms = cJSON_GetObjectItemCaseSensitive(e, "restart_after_ms");
+		const cJSON *sg = cJSON_GetObjectItemCaseSensitive(e, "signal");
+		const char *who;
+		double at;
+		int sig;
+		bool restart;
+		if (!hr_faults_is_process(e))
+			continue;
+		who = cJSON_GetObjectItemCaseSensitive(e, "kill")->valuestring;
+		at = f->t0 + (ms ? ms->valuedouble : 200) / 1000.0;
+		sig = sg && !strcmp(sg->valuestring, "TERM") ? SIGTERM : SIGKILL;
+		restart = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "restart"));
+		if (!wait_until(f, at))
+			break;
+		restarted |= restart;
+		if (!strcmp(who, "metadata"))
+			meta_fault(f, sig, restart,
+			           pd_now_s() + (rms ? rms->valuedouble : 500) / 1e3);
+		else
+			node_fault(f, !strcmp(who, "decode") ? &f->d->decode : &f->d->prefill, sig,
+			           restart, pd_now_s() + (rms ? rms->valuedouble : 500) / 1e3);
+	}
+	if (restarted && !f->stop)
+		probe(f);
+	return NULL;
+}
+
+void hr_faults_start(struct hr_deploy *d)
+{
+	bool any = false;
+	for (const cJSON *e = d->sc->faults ? d->sc->faults->child : NULL; e; e = e->next)
+		any |= hr_faults_is_process(e);
+	if (!any || d->pf)
+		return;
+	d->pf = calloc(1, sizeof(*d->pf));
+	if (!d->pf)
+		return;
+	d->pf->d = d;
+	d->pf->t0 = pd_now_s();
+	if (pthread_create(&d->pf->thr, NULL, fault_main, d->pf)) {
+		free(d->pf);
+		d->pf = NULL;
+	}
+}
+
+void hr_faults_stop(struct hr_deploy *d, char *notes, size_t sz)
+{
+	if (sz)
+		notes[0] = '\0';
+	if (!d->pf)
+		return;
+	/* the workload is over: the faults still due run to the end (each bounded), so the
+	 * restarts and the probe finish before the runner reads /metrics */
+	pthread_join(d->pf->thr, NULL);
+	snprintf(notes, sz, "%s", d->pf->notes);
+	free(d->pf);
+	d->pf = NULL;
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# pdkv-standin against hostile clients (issue 11): a slow-connection flood from one address while
+# another address is served (D6), the total limit, a huge prompt refused before it is tokenized
+# (D7: peak memory stays near the body size), raw control bytes in JSON strings refused like
+# vLLM (D11), the new limit flags and the kvc counters on /metrics. Loopback, bounded.
+set -u
+BIN=${PDKV_BIN:-build/bin}/pdkv-standin
+[ -x "$BIN" ] || { echo "SKIP: $BIN not built"; exit 77; }
+TMP=$(mktemp -d)
+PID=
+cleanup() { [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+trap "" PIPE # writes to connections the server refused must not kill the script
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+"$BIN" --kv-zmq-max-msg-bytes 10 --dry-run >"$TMP/o" 2>&1; rc=$?
+check "--kv-zmq-max-msg-bytes 10 exits 2 (got $rc)" [ $rc -eq 2 ]
+check "the message names the range" grep -q "expected a whole number 64" "$TMP/o"
+"$BIN" --max-connections 0 --dry-run >"$TMP/o" 2>&1; rc=$?
+check "--max-connections 0 exits 2 (got $rc)" [ $rc -eq 2 ]
+"$BIN" --max-connections 10 --max-connections-per-client 5 --idle-timeout 30 \
+	--kv-zmq-max-msg-bytes 65536 --kv-insert-timeout-ms 2000 --dry-run >"$TMP/o" 2>&1; rc=$?
+check "limit flags accepted (exit $rc)" [ $rc -eq 0 ]
+
+start() {
+	"$BIN" --model m --port 0 --host 127.0.0.1 --max-model-len 1000 --ns-per-token 1000 "$@" \
+		>"$TMP/log" 2>&1 &
+	PID=$!
+	PORT=
+	for _ in $(seq 200); do
+		PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$TMP/log")
+		[ -n "$PORT" ] && break
+		sleep 0.05
+	done
+	[ -n "$PORT" ] || { cat "$TMP/log"; echo "FAIL standin did not start"; exit 1; }
+	U=http://127.0.0.1:$PORT
+}
+stop() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=; }
+
+# opens $1 connections from 127.0.0.1, each sending half a request line; fds in FLOOD[]
+FLOOD=()
+flood() {
+	local fd
+	for _ in $(seq "$1"); do
+		exec {fd}<>"/dev/tcp/127.0.0.1/$PORT" || break
+		printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le' >&$fd 2>/dev/null
+		FLOOD+=("$fd")
+	done
+}
+# how many flood connections the server closed (EOF within 0.2 s)
+closed_count() {
+	local n=0 fd line
+	for fd in "${FLOOD[@]}"; do
+		read -r -t 0.2 -u "$fd" line 2>/dev/null
+		[ $? -eq 1 ] && n=$((n + 1))
+	done
+	echo $n
+}
+unflood() { local fd; for fd in "${FLOOD[@]}"; do exec {fd}>&-; done; FLOOD=(); }
+served() { # a legitimate completion from source address $1
+	curl -sS -m 20 --interface "$1" -o "$TMP/body" -w '%{http_code}' "$U/v1/completions" \
+		-H 'Content-Type: application/json' -d '{"model":"m","prompt":"hello","max_tokens":3}'
+}
+
+# ---- D6: per-client limit; another address still served ----
+start --max-connections 200 --max-connections-per-client 40
+flood 120
+sleep 0.5
+n=$(closed_count)
+check "flood past the per-client limit refused at accept ($n of 120 closed, >= 70)" [ "$n" -ge 70 ]
+c=$(served 127.0.0.2)
+check "a client from another address served during the flood (HTTP $c)" [ "$c" = 200 ]
+check "per-client refusal logged with its flag" grep -q "limit --max-connections-per-client 40" "$TMP/log"
+unflood
+stop
+
+# ---- D6: total limit ----
+start --max-connections 30 --max-connections-per-client 1000
+flood 60
+sleep 0.5
+n=$(closed_count)
+check "flood past the total limit refused ($n of 60 closed, >= 25)" [ "$n" -ge 25 ]
+check "total refusal logged with its flag" grep -q "limit --max-connections 30" "$TMP/log"
+unflood
+sleep 0.5
+c=$(served 127.0.0.2)
+check "served again once the flood is gone (HTTP $c)" [ "$c" = 200 ]
+stop
+
+# ---- D7: a 48 MB prompt against --max-model-len 1000 ----
+start
+hwm() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$PID/status"; }
+before=$(hwm)
+{ printf '{"model":"m","max_tokens":1,"prompt":"'; head -c 48000000 /dev/zero | tr '\0' a; printf '"}'; } >"$TMP/big.json"
+c=$(curl -sS -m 60 -o "$TMP/body" -w '%{http_code}' "$U/v1/completions" \
+	-H 'Content-Type: application/json' --data-binary @"$TMP/big.json")
+after=$(hwm)
+check "48 MB prompt refused with 400 (HTTP $c)" [ "$c" = 400 ]
+check "the context-length message names the token count" grep -q "48000000 input tokens" "$TMP/body"
+grow=$(( (after - before) / 1024 ))
+# tokenizing would add 8 bytes per prompt byte (384 MB); body + parse stay near 2x48 MB
+check "peak memory grew ${grow} MiB (< 200: not tokenized)" [ "$grow" -lt 200 ]
+rm -f "$TMP/big.json"
+
+# ---- D11: raw NUL / control bytes in a JSON string ----
+printf '{"model":"m","max_tokens":2,"prompt":"ab\0cd"}' >"$TMP/nul.json"
+c=$(curl -sS -m 10 -o "$TMP/body" -w '%{http_code}' "$U/v1/completions" \
+	-H 'Content-Type: application/json' --data-binary @"$TMP/nul.json")
+check "raw NUL in a string -> 400 (HTTP $c)" [ "$c" = 400 ]
+check "the message names the control character" grep -q "control character 0x00" "$TMP/body"
+printf '{"model":"m","max_tokens":2,"prompt":"ab\tcd"}' >"$TMP/tab.json"
+c=$(curl -sS -m 10 -o "$TMP/body" -w '%{http_code}' "$U/v1/completions" \
+	-H 'Content-Type: application/json' --data-binary @"$TMP/tab.json")
+check "raw TAB in a string -> 400 (HTTP $c)" [ "$c" = 400 ]
+printf '{"model":"m","max_tokens":2,"prompt":"ab\\u0009cd"}' >"$TMP/esc.json"
+c=$(curl -sS -m 10 -o "$TMP/body" -w '%{http_code}' "$U/v1/completions" \
+	-H 'Content-Type: application/json' --data-binary @"$TMP/esc.json")
+check "escaped control character accepted (HTTP $c)" [ "$c" = 200 ]
+
+# ---- kvc counters on /metrics ----
+curl -sS -m 10 "$U/metrics" >"$TMP/m"
+for m in pdkv_kvc_resyncs_total pdkv_kvc_insert_timeouts_total \
+	pdkv_kvc_side_channel_extra_peers_total; do
+	check "/metrics has $m" grep -q "^$m 0" "$TMP/m"
+done
+stop
+
+[ $fails -eq 0 ] && echo "PASS test_standin_hostile" || echo "FAIL test_standin_hostile ($fails)"
+[ $fails -eq 0 ]
