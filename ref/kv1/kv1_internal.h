@@ -9,7 +9,8 @@
 #include "kv1.h"
 #include "te/te.h"
 
-#define KV1_MAX_HANDLERS 64 /* concurrent handshakes a producer serves */
+#define KV1_MAX_HANDLERS 64   /* concurrent handshakes a producer serves */
+#define KV1_MAX_PENDING  4096 /* handshakes queued behind them (then refused) */
 
 struct kv1_send {
 	struct kv1_send *next;
@@ -22,6 +23,8 @@ struct kv1_send {
 
 struct kv1_worker {
 	struct kv1_opts o;
+	struct kv1_job *pend_head, *pend_tail; /* router thread only */
+	int npend;
 	char ip[128], seg[128], side_addr[160], boot_url[256], engine_id[128];
 	int side_port;
 	struct te_engine *te;
@@ -55,6 +58,7 @@ struct kv1_worker {
 /* A handshake handed to a thread: identity and payload copied out of the ROUTER frames. */
 struct kv1_job {
 	struct kv1_worker *w;
+	struct kv1_job *next; /* the router thread's queue of jobs waiting for a handler */
 	void *ident;
 	size_t ident_len;
 	void *payload;

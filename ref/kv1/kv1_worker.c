@@ -373,22 +373,56 @@ static int recv_frames(void *s, zmq_msg_t *m, int max, int *n)
 	return 0;
 }
 
+static void job_free(struct kv1_job *j)
+{
+	free(j->ident);
+	free(j->payload);
+	free(j);
+}
+
+/* Hands queued handshakes to handler threads while fewer than KV1_MAX_HANDLERS run. */
+static void start_pending(struct kv1_worker *w)
+{
+	bool a = w->o.gen == CFG_GEN_A;
+
+	while (w->pend_head && atomic_load(&w->handlers) < KV1_MAX_HANDLERS) {
+		struct kv1_job *j = w->pend_head;
+		pthread_attr_t at;
+		pthread_t t;
+
+		w->pend_head = j->next;
+		if (!w->pend_head)
+			w->pend_tail = NULL;
+		w->npend--;
+		j->next = NULL;
+		atomic_fetch_add(&w->handlers, 1);
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &at, a ? kv1_gena_handle : kv1_genb_handle, j)) {
+			atomic_fetch_sub(&w->handlers, 1);
+			pd_warn("kv1: %s: cannot start a handshake thread; dropping it",
+			        w->side_addr);
+			job_free(j);
+		}
+		pthread_attr_destroy(&at);
+	}
+}
+
 static void dispatch(struct kv1_worker *w, zmq_msg_t *m, int n)
 {
 	bool a = w->o.gen == CFG_GEN_A;
 	int want = a ? 3 : 2;
 	struct kv1_job *j;
-	pthread_t t;
-	pthread_attr_t at;
 
 	if (n != want || (a && zmq_msg_size(&m[1]) != 0)) {
 		pd_warn("kv1: side channel %s: dropped a message of %d frames (expected %s)",
 		        w->side_addr, n, a ? "identity, empty, payload" : "identity, payload");
 		return;
 	}
-	if (atomic_load(&w->handlers) >= KV1_MAX_HANDLERS) {
-		pd_warn("kv1: %d handshakes in progress on %s; dropping one", KV1_MAX_HANDLERS,
-		        w->side_addr);
+	if (w->npend >= KV1_MAX_PENDING) {
+		pd_warn("kv1: %d handshakes in progress and %d queued on %s; refusing one (the "
+		        "decode will time out and apply its kv_load_failure_policy)",
+		        KV1_MAX_HANDLERS, w->npend, w->side_addr);
 		return;
 	}
 	j = calloc(1, sizeof(*j));
@@ -403,21 +437,19 @@ static void dispatch(struct kv1_worker *w, zmq_msg_t *m, int n)
 		goto fail;
 	memcpy(j->ident, zmq_msg_data(&m[0]), j->ident_len);
 	memcpy(j->payload, zmq_msg_data(&m[n - 1]), j->len);
-	atomic_fetch_add(&w->handlers, 1);
 	atomic_fetch_add(&w->handshakes, 1);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &at, a ? kv1_gena_handle : kv1_genb_handle, j)) {
-		atomic_fetch_sub(&w->handlers, 1);
-		pthread_attr_destroy(&at);
-		goto fail;
-	}
-	pthread_attr_destroy(&at);
+	/* beyond KV1_MAX_HANDLERS a handshake waits its turn instead of being lost: a decode
+	 * whose request got no answer would only learn of it after its receive timeout */
+	if (w->pend_tail)
+		w->pend_tail->next = j;
+	else
+		w->pend_head = j;
+	w->pend_tail = j;
+	w->npend++;
+	start_pending(w);
 	return;
 fail:
-	free(j->ident);
-	free(j->payload);
-	free(j);
+	job_free(j);
 }
 
 static void *router_main(void *arg)
@@ -447,8 +479,16 @@ static void *router_main(void *arg)
 				zmq_msg_close(&m[i]);
 			}
 		}
+		start_pending(w);
 		reap_expired(w);
 	}
+	while (w->pend_head) {
+		struct kv1_job *j = w->pend_head;
+		w->pend_head = j->next;
+		job_free(j);
+	}
+	w->pend_tail = NULL;
+	w->npend = 0;
 	zmq_close(pull);
 	return NULL;
 }
