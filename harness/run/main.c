@@ -448,7 +448,7 @@ static int run_scenarios(const struct args *a, struct suite *su, struct hr_opts 
 		return 0;
 	}
 	for (int k = 0; k < a->nproxy && !g_stop; k++) {
-		char err[300], label[16];
+		char err[300], label[32];
 		cJSON *cmd = hr_router_split(a->proxy_cmd[k], err, sizeof(err));
 		if (!cmd) {
 			fprintf(stderr, "pdkv run: --proxy-cmd: %s\n", err);
