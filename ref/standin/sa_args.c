@@ -236,15 +236,8 @@ static void split_flag(const char *arg, char *name, size_t namesz, const char **
 	*inl = eq ? eq + 1 : NULL;
 }
 
-int sa_args_parse(int argc, char **argv, struct sa_opts *o)
+static void set_defaults(struct sa_opts *o)
 {
-	static const char *const policies[] = {"recompute", "fail", "wait"};
-	static const char *const frames[] = {"pickle", "u64be"};
-	static const char *const modes[] = {"old", "new"};
-	const char *positional = NULL, *fault_env = getenv("PDKV_FAULT");
-	char err[256];
-	int64_t v;
-
 	memset(o, 0, sizeof(*o));
 	o->model = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4";
 	o->port = 8000;
@@ -257,10 +250,211 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 	o->dp = 1;
 	o->block_size = 16;
 	sa_limits_default(o);
+}
+
+/* A flag at the end of the line (or before another flag) that needs a value: argparse's
+ * "expected one argument" for ours, "unrecognized arguments" for anything else. Returns 2. */
+static int missing_value(const char *name, const char *a)
+{
+	static const char *const ours[] = {
+	    "--model",
+	    "--host",
+	    "--port",
+	    "--max-model-len",
+	    "--tensor-parallel-size",
+	    "-tp",
+	    "--served-model-name",
+	    "--kv-transfer-config",
+	    "--api-key",
+	    "--kv-layers",
+	    "--kv-heads",
+	    "--head-dim",
+	    "--dtype-bytes",
+	    "--hidden-size",
+	    "--ns-per-token",
+	    "--kv-miss-policy",
+	    "--kv-wait-timeout",
+	    "--kv-select-timeout",
+	    "--kv-frame-format",
+	    "--kv-miss-mode",
+	    "--kv-zmq-bind-host",
+	    "--fault",
+	    "--vllm-version",
+	    "--v1-shape",
+	    "--data-parallel-size",
+	    "-dp",
+	    "--block-size",
+	    "--num-gpu-blocks-override",
+	    "--kv-cache-device",
+	    "--record-requests",
+	};
+	for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
+		if (!strcmp(name, ours[k]) || sa_limits_is_flag(name)) {
+			usage_error("argument %s: expected one argument%s", name, "");
+			return 2;
+		}
+	usage_error("unrecognized arguments: %s%s", a, "");
+	return 2;
+}
+
+/* One value-taking flag of ours: 0 done, 2 usage error (printed), 1 not ours. */
+static int value_flag(const char *name, const char *val, const char *inl, int argc, char **argv,
+                      int *i, struct sa_opts *o)
+{
+	static const char *const policies[] = {"recompute", "fail", "wait"};
+	static const char *const frames[] = {"pickle", "u64be"};
+	static const char *const modes[] = {"old", "new"};
+	int64_t v;
+
+	if (!strcmp(name, "--model")) {
+		o->model = val;
+	} else if (!strcmp(name, "--host")) {
+		o->host = val;
+	} else if (!strcmp(name, "--port")) {
+		if (parse_int(name, val, 0, 65535, &v))
+			return 2;
+		o->port = (int)v;
+	} else if (!strcmp(name, "--max-model-len")) {
+		if (parse_int(name, val, 1, 1 << 24, &v))
+			return 2;
+		o->max_model_len = v;
+	} else if (!strcmp(name, "--tensor-parallel-size") || !strcmp(name, "-tp")) {
+		if (parse_int(name, val, 1, SA_MAX_TP, &v))
+			return 2;
+		o->tp = (int)v;
+	} else if (!strcmp(name, "--served-model-name")) {
+		/* argparse nargs='+': take following non-flag words too */
+		o->served[o->nserved++] = val;
+		while (!inl && *i + 1 < argc && argv[*i + 1][0] != '-' && o->nserved < SA_MAX_NAMES)
+			o->served[o->nserved++] = argv[++*i];
+	} else if (!strcmp(name, "--kv-transfer-config")) {
+		o->kv_transfer_config = val;
+	} else if (!strcmp(name, "--api-key")) {
+		o->api_key = val;
+	} else if (!strcmp(name, "--kv-layers")) {
+		if (parse_int(name, val, 1, 1024, &v))
+			return 2;
+		o->geom.layers = (int)v;
+	} else if (!strcmp(name, "--kv-heads")) {
+		if (parse_int(name, val, 1, 1024, &v))
+			return 2;
+		o->geom.kv_heads = (int)v;
+	} else if (!strcmp(name, "--head-dim")) {
+		if (parse_int(name, val, 1, 65536, &v))
+			return 2;
+		o->geom.head_dim = (int)v;
+	} else if (!strcmp(name, "--dtype-bytes")) {
+		if (parse_int(name, val, 1, 4, &v) || v == 3) {
+			if (v == 3)
+				usage_error("argument %s: expected 1, 2 or 4, got '%s'", name, val);
+			return 2;
+		}
+		o->geom.dtype_bytes = (int)v;
+	} else if (!strcmp(name, "--hidden-size")) {
+		if (parse_int(name, val, MDL_FOOTER_BYTES / 2, 1 << 20, &v))
+			return 2;
+		o->geom.hidden_size = (int)v;
+	} else if (!strcmp(name, "--ns-per-token")) {
+		if (parse_int(name, val, 0, 1000000000, &v))
+			return 2;
+		o->ns_per_token = (uint64_t)v;
+	} else if (!strcmp(name, "--kv-miss-policy")) {
+		if (choice(name, val, policies, 3, &o->miss_policy))
+			return 2;
+	} else if (!strcmp(name, "--kv-wait-timeout")) {
+		if (parse_int(name, val, 1, 3600000, &v))
+			return 2;
+		o->kv_wait_timeout_ms = (int)v;
+	} else if (!strcmp(name, "--kv-select-timeout")) {
+		if (parse_int(name, val, 0, 3600000, &v))
+			return 2;
+		o->kv_select_timeout_ms = (int)v;
+	} else if (!strcmp(name, "--kv-frame-format")) {
+		if (choice(name, val, frames, 2, &o->frame_format))
+			return 2;
+	} else if (!strcmp(name, "--kv-miss-mode")) {
+		if (choice(name, val, modes, 2, &o->miss_mode))
+			return 2;
+	} else if (!strcmp(name, "--kv-zmq-bind-host")) {
+		o->zmq_bind_host = val;
+	} else if (!strcmp(name, "--fault")) {
+		o->fault_spec = val;
+	} else if (!strcmp(name, "--vllm-version")) {
+		o->vllm_version = val;
+	} else if (!strcmp(name, "--v1-shape")) {
+		static const char *const shapes[] = {"b0", "bn"};
+		int k;
+
+		if (choice(name, val, shapes, 2, &k))
+			return 2;
+		o->v1_shape = shapes[k];
+	} else if (!strcmp(name, "--data-parallel-size") || !strcmp(name, "-dp")) {
+		if (parse_int(name, val, 1, SA_MAX_DP, &v))
+			return 2;
+		o->dp = (int)v;
+	} else if (!strcmp(name, "--block-size")) {
+		if (parse_int(name, val, 1, 4096, &v))
+			return 2;
+		o->block_size = (int)v;
+	} else if (!strcmp(name, "--kv-cache-device")) {
+		o->kv_cache_device = val; /* checked at startup (sa_gpu.c) */
+	} else if (!strcmp(name, "--num-gpu-blocks-override")) {
+		if (parse_int(name, val, 1, 1 << 24, &v))
+			return 2;
+		o->num_gpu_blocks = v;
+	} else if (!strcmp(name, "--record-requests")) {
+		o->record_requests = val;
+	} else if ((v = sa_limits_flag(name, val, o)) != 1) {
+		if (v)
+			return 2;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+/* After the loop: the positional model, the fault spec, and the checks across flags. */
+static int finish(struct sa_opts *o, const char *positional)
+{
+	const char *fault_env = getenv("PDKV_FAULT");
+	char err[256];
+
+	if (positional)
+		o->model = positional;
+	if (!o->fault_spec && fault_env && *fault_env)
+		o->fault_spec = fault_env;
+	if (sa_fault_parse(o->fault_spec, &o->fault, err, sizeof(err))) {
+		usage_error("argument --fault / PDKV_FAULT: %s%s", err, "");
+		return 2;
+	}
+	if (mdl_geom_check(&o->geom, err, sizeof(err))) {
+		usage_error("%s%s", err, "");
+		return 2;
+	}
+	if (o->geom.kv_heads % o->tp) {
+		fputs(usage_line, stderr);
+		fprintf(
+		    stderr,
+		    "pdkv-standin: error: argument --tensor-parallel-size: %d does not divide the "
+		    "%d KV heads (--kv-heads)\n",
+		    o->tp, o->geom.kv_heads);
+		return 2;
+	}
+	if (!o->nserved)
+		o->served[o->nserved++] = o->model;
+	return 0;
+}
+
+int sa_args_parse(int argc, char **argv, struct sa_opts *o)
+{
+	const char *positional = NULL;
+
+	set_defaults(o);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = NULL, *inl;
 		char name[64];
 		bool known = false;
+		int rc;
 
 		if (a[0] != '-' || !a[1]) {
 			if (!positional && !strcmp(a, "serve") && i == 1)
@@ -323,180 +517,15 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 		/* Everything else we know takes one value. */
 		val = inl;
 		if (!val) {
-			if (i + 1 >= argc || (argv[i + 1][0] == '-' && argv[i + 1][1] == '-')) {
-				static const char *const ours[] = {
-				    "--model",
-				    "--host",
-				    "--port",
-				    "--max-model-len",
-				    "--tensor-parallel-size",
-				    "-tp",
-				    "--served-model-name",
-				    "--kv-transfer-config",
-				    "--api-key",
-				    "--kv-layers",
-				    "--kv-heads",
-				    "--head-dim",
-				    "--dtype-bytes",
-				    "--hidden-size",
-				    "--ns-per-token",
-				    "--kv-miss-policy",
-				    "--kv-wait-timeout",
-				    "--kv-select-timeout",
-				    "--kv-frame-format",
-				    "--kv-miss-mode",
-				    "--kv-zmq-bind-host",
-				    "--fault",
-				    "--vllm-version",
-				    "--v1-shape",
-				    "--data-parallel-size",
-				    "-dp",
-				    "--block-size",
-				    "--num-gpu-blocks-override",
-				    "--kv-cache-device",
-				    "--record-requests",
-				};
-				for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
-					if (!strcmp(name, ours[k]) || sa_limits_is_flag(name)) {
-						usage_error("argument %s: expected one argument%s",
-						            name, "");
-						return 2;
-					}
-				usage_error("unrecognized arguments: %s%s", a, "");
-				return 2;
-			}
+			if (i + 1 >= argc || (argv[i + 1][0] == '-' && argv[i + 1][1] == '-'))
+				return missing_value(name, a);
 			val = argv[++i];
 		}
-		if (!strcmp(name, "--model")) {
-			o->model = val;
-		} else if (!strcmp(name, "--host")) {
-			o->host = val;
-		} else if (!strcmp(name, "--port")) {
-			if (parse_int(name, val, 0, 65535, &v))
-				return 2;
-			o->port = (int)v;
-		} else if (!strcmp(name, "--max-model-len")) {
-			if (parse_int(name, val, 1, 1 << 24, &v))
-				return 2;
-			o->max_model_len = v;
-		} else if (!strcmp(name, "--tensor-parallel-size") || !strcmp(name, "-tp")) {
-			if (parse_int(name, val, 1, SA_MAX_TP, &v))
-				return 2;
-			o->tp = (int)v;
-		} else if (!strcmp(name, "--served-model-name")) {
-			/* argparse nargs='+': take following non-flag words too */
-			o->served[o->nserved++] = val;
-			while (!inl && i + 1 < argc && argv[i + 1][0] != '-' &&
-			       o->nserved < SA_MAX_NAMES)
-				o->served[o->nserved++] = argv[++i];
-		} else if (!strcmp(name, "--kv-transfer-config")) {
-			o->kv_transfer_config = val;
-		} else if (!strcmp(name, "--api-key")) {
-			o->api_key = val;
-		} else if (!strcmp(name, "--kv-layers")) {
-			if (parse_int(name, val, 1, 1024, &v))
-				return 2;
-			o->geom.layers = (int)v;
-		} else if (!strcmp(name, "--kv-heads")) {
-			if (parse_int(name, val, 1, 1024, &v))
-				return 2;
-			o->geom.kv_heads = (int)v;
-		} else if (!strcmp(name, "--head-dim")) {
-			if (parse_int(name, val, 1, 65536, &v))
-				return 2;
-			o->geom.head_dim = (int)v;
-		} else if (!strcmp(name, "--dtype-bytes")) {
-			if (parse_int(name, val, 1, 4, &v) || v == 3) {
-				if (v == 3)
-					usage_error("argument %s: expected 1, 2 or 4, got '%s'",
-					            name, val);
-				return 2;
-			}
-			o->geom.dtype_bytes = (int)v;
-		} else if (!strcmp(name, "--hidden-size")) {
-			if (parse_int(name, val, MDL_FOOTER_BYTES / 2, 1 << 20, &v))
-				return 2;
-			o->geom.hidden_size = (int)v;
-		} else if (!strcmp(name, "--ns-per-token")) {
-			if (parse_int(name, val, 0, 1000000000, &v))
-				return 2;
-			o->ns_per_token = (uint64_t)v;
-		} else if (!strcmp(name, "--kv-miss-policy")) {
-			if (choice(name, val, policies, 3, &o->miss_policy))
-				return 2;
-		} else if (!strcmp(name, "--kv-wait-timeout")) {
-			if (parse_int(name, val, 1, 3600000, &v))
-				return 2;
-			o->kv_wait_timeout_ms = (int)v;
-		} else if (!strcmp(name, "--kv-select-timeout")) {
-			if (parse_int(name, val, 0, 3600000, &v))
-				return 2;
-			o->kv_select_timeout_ms = (int)v;
-		} else if (!strcmp(name, "--kv-frame-format")) {
-			if (choice(name, val, frames, 2, &o->frame_format))
-				return 2;
-		} else if (!strcmp(name, "--kv-miss-mode")) {
-			if (choice(name, val, modes, 2, &o->miss_mode))
-				return 2;
-		} else if (!strcmp(name, "--kv-zmq-bind-host")) {
-			o->zmq_bind_host = val;
-		} else if (!strcmp(name, "--fault")) {
-			o->fault_spec = val;
-		} else if (!strcmp(name, "--vllm-version")) {
-			o->vllm_version = val;
-		} else if (!strcmp(name, "--v1-shape")) {
-			static const char *const shapes[] = {"b0", "bn"};
-			int k;
-
-			if (choice(name, val, shapes, 2, &k))
-				return 2;
-			o->v1_shape = shapes[k];
-		} else if (!strcmp(name, "--data-parallel-size") || !strcmp(name, "-dp")) {
-			if (parse_int(name, val, 1, SA_MAX_DP, &v))
-				return 2;
-			o->dp = (int)v;
-		} else if (!strcmp(name, "--block-size")) {
-			if (parse_int(name, val, 1, 4096, &v))
-				return 2;
-			o->block_size = (int)v;
-		} else if (!strcmp(name, "--kv-cache-device")) {
-			o->kv_cache_device = val; /* checked at startup (sa_gpu.c) */
-		} else if (!strcmp(name, "--num-gpu-blocks-override")) {
-			if (parse_int(name, val, 1, 1 << 24, &v))
-				return 2;
-			o->num_gpu_blocks = v;
-		} else if (!strcmp(name, "--record-requests")) {
-			o->record_requests = val;
-		} else if ((v = sa_limits_flag(name, val, o)) != 1) {
-			if (v)
-				return 2;
-		} else {
+		rc = value_flag(name, val, inl, argc, argv, &i, o);
+		if (rc == 1)
 			usage_error("unrecognized arguments: %s%s", a, "");
+		if (rc)
 			return 2;
-		}
 	}
-	if (positional)
-		o->model = positional;
-	if (!o->fault_spec && fault_env && *fault_env)
-		o->fault_spec = fault_env;
-	if (sa_fault_parse(o->fault_spec, &o->fault, err, sizeof(err))) {
-		usage_error("argument --fault / PDKV_FAULT: %s%s", err, "");
-		return 2;
-	}
-	if (mdl_geom_check(&o->geom, err, sizeof(err))) {
-		usage_error("%s%s", err, "");
-		return 2;
-	}
-	if (o->geom.kv_heads % o->tp) {
-		fputs(usage_line, stderr);
-		fprintf(
-		    stderr,
-		    "pdkv-standin: error: argument --tensor-parallel-size: %d does not divide the "
-		    "%d KV heads (--kv-heads)\n",
-		    o->tp, o->geom.kv_heads);
-		return 2;
-	}
-	if (!o->nserved)
-		o->served[o->nserved++] = o->model;
-	return 0;
+	return finish(o, positional);
 }
