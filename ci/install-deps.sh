@@ -11,7 +11,7 @@ PKGS=(
   etcd-server etcd-client redis-server redis-tools
   gnuplot-nox iperf3 curl procps psmisc
   qemu-system-x86 busybox-static
-  clang-format clang-tidy
+  clang-format clang-tidy clang libclang-rt-dev
   help2man man-db dpkg-dev openssh-server openssh-client nftables iputils-ping
   python3
 )
