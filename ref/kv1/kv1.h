@@ -49,12 +49,18 @@ const char *kv1_worker_segment(const struct kv1_worker *w); /* "ip:rpc_port" */
 const char *kv1_worker_ip(const struct kv1_worker *w);
 const char *kv1_worker_side_addr(const struct kv1_worker *w); /* "tcp://ip:port" (producer) */
 int kv1_worker_side_port(const struct kv1_worker *w);
+size_t kv1_worker_num_blocks(const struct kv1_worker *w);
 
 /* ---- memory: block b of buffer i lives at base_i + b * block_len ---- */
 uint8_t *kv1_block(struct kv1_worker *w, int buf, int64_t block);
 /* n free block ids into ids (oldest freed first). 0 or -ENOSPC. */
 int kv1_alloc(struct kv1_worker *w, size_t n, int64_t *ids);
 void kv1_free(struct kv1_worker *w, const int64_t *ids, size_t n);
+/* Like kv1_alloc, but waits (FIFO among waiters) for blocks to be freed until deadline_ns
+ * (pd_now_ns clock). 0; -E2BIG when n exceeds the whole pool (at once); -ETIMEDOUT; -ECANCELED
+ * (worker stopping). *waited (may be NULL): whether it had to wait (counted in alloc_waits). */
+int kv1_alloc_wait(struct kv1_worker *w, size_t n, int64_t *ids, uint64_t deadline_ns,
+                   bool *waited);
 
 /* ---- producer: the send table (vLLM's reqs_need_send), keyed by the engine request id (gen A)
  * or the transfer_id (gen B) ---- */
@@ -90,6 +96,7 @@ int kv1_plan(const int64_t *local, size_t nl, const int64_t *remote, size_t nr,
 struct kv1_stats {
 	uint64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;
 	uint64_t bytes_received_blocks; /* consumer: bytes of blocks reported written */
+	uint64_t alloc_waits;           /* kv1_alloc_wait calls that had to wait */
 };
 void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st);
 

@@ -21,6 +21,10 @@ struct kv1_send {
 	uint64_t expire_ns; /* ready entries: freed after this if never sent */
 };
 
+struct kv1_awaiter { /* on the waiting thread's stack */
+	struct kv1_awaiter *next;
+};
+
 struct kv1_worker {
 	struct kv1_opts o;
 	struct kv1_job *pend_head, *pend_tail; /* router thread only */
@@ -35,6 +39,8 @@ struct kv1_worker {
 	pthread_mutex_t amu;
 	int64_t *freeq;
 	size_t fq_head, fq_n;
+	pthread_cond_t acv;                    /* signalled by kv1_free */
+	struct kv1_awaiter *aq_head, *aq_tail; /* kv1_alloc_wait's waiters, oldest first */
 	/* send table */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -52,7 +58,7 @@ struct kv1_worker {
 	struct kv1_boot_table boot;
 	/* stats */
 	atomic_uint_fast64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;
-	atomic_uint_fast64_t bytes_recv;
+	atomic_uint_fast64_t bytes_recv, alloc_waits;
 };
 
 /* A handshake handed to a thread: identity and payload copied out of the ROUTER frames. */

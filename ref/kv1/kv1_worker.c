@@ -49,40 +49,6 @@ uint8_t *kv1_block(struct kv1_worker *w, int buf, int64_t block)
 	return w->bufs[buf] + (size_t)block * w->o.block_len;
 }
 
-int kv1_alloc(struct kv1_worker *w, size_t n, int64_t *ids)
-{
-	pthread_mutex_lock(&w->amu);
-	if (n > w->fq_n) {
-		pthread_mutex_unlock(&w->amu);
-		return -ENOSPC;
-	}
-	for (size_t i = 0; i < n; i++) {
-		ids[i] = w->freeq[w->fq_head];
-		w->fq_head = (w->fq_head + 1) % w->o.num_blocks;
-		w->fq_n--;
-	}
-	pthread_mutex_unlock(&w->amu);
-	return 0;
-}
-
-/* Freed blocks go back to the front of the queue, in their order: the next request gets the same
- * (already faulted-in, cache-warm) pages and the same contiguous runs, instead of walking the
- * whole MAP_NORESERVE pool and faulting in fresh pages on every request. */
-void kv1_free(struct kv1_worker *w, const int64_t *ids, size_t n)
-{
-	size_t N = w->o.num_blocks;
-
-	pthread_mutex_lock(&w->amu);
-	if (n > N - w->fq_n)
-		n = N - w->fq_n;
-	for (size_t i = n; i-- > 0;) {
-		w->fq_head = (w->fq_head + N - 1) % N;
-		w->freeq[w->fq_head] = ids[i];
-		w->fq_n++;
-	}
-	pthread_mutex_unlock(&w->amu);
-}
-
 int kv1_plan(const int64_t *local, size_t nl, const int64_t *remote, size_t nr,
              struct kv1_run **runs, size_t *nruns)
 {
@@ -620,6 +586,7 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_mutex_init(&w->bmu, NULL);
 	pthread_cond_init(&w->cv, NULL);
+	pthread_cond_init(&w->acv, NULL);
 	if (o->nbufs < 1 || o->nbufs > KV1_MAX_BUFS || !o->block_len || !o->num_blocks) {
 		kv1_set_err(err, errsz,
 		            "kv1: bad KV layout (%d buffers, block_len %zu, %zu blocks)", o->nbufs,
@@ -690,6 +657,9 @@ void kv1_worker_destroy(struct kv1_worker *w)
 	pthread_mutex_lock(&w->mu);
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
+	pthread_mutex_lock(&w->amu);
+	pthread_cond_broadcast(&w->acv);
+	pthread_mutex_unlock(&w->amu);
 	for (int i = 0; i < 300 && atomic_load(&w->handlers) > 0; i++)
 		pd_sleep_ms(10);
 	if (w->thr_started)
@@ -719,6 +689,7 @@ void kv1_worker_destroy(struct kv1_worker *w)
 	pthread_mutex_destroy(&w->mu);
 	pthread_mutex_destroy(&w->bmu);
 	pthread_cond_destroy(&w->cv);
+	pthread_cond_destroy(&w->acv);
 	free(w);
 }
 
@@ -742,6 +713,11 @@ int kv1_worker_side_port(const struct kv1_worker *w)
 	return w->side_port;
 }
 
+size_t kv1_worker_num_blocks(const struct kv1_worker *w)
+{
+	return w->o.num_blocks;
+}
+
 void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st)
 {
 	st->bytes_sent = atomic_load(&w->bytes_sent);
@@ -750,5 +726,6 @@ void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st)
 	st->handshakes = atomic_load(&w->handshakes);
 	st->unknown_ids = atomic_load(&w->unknown_ids);
 	st->expired = atomic_load(&w->expired);
+	st->alloc_waits = atomic_load(&w->alloc_waits);
 	st->bytes_received_blocks = atomic_load(&w->bytes_recv);
 }

@@ -1,0 +1,104 @@
+/* kv1_alloc: a worker's KV block allocator — a FIFO ring of free block ids, and the bounded wait
+ * for blocks (vLLM's scheduler holds a request while the KV cache is full). */
+#include <errno.h>
+#include <time.h>
+
+#include "kv1_internal.h"
+#include "pd_util.h"
+
+static void take_locked(struct kv1_worker *w, size_t n, int64_t *ids)
+{
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = w->freeq[w->fq_head];
+		w->fq_head = (w->fq_head + 1) % w->o.num_blocks;
+		w->fq_n--;
+	}
+}
+
+int kv1_alloc(struct kv1_worker *w, size_t n, int64_t *ids)
+{
+	pthread_mutex_lock(&w->amu);
+	if (n > w->fq_n) {
+		pthread_mutex_unlock(&w->amu);
+		return -ENOSPC;
+	}
+	take_locked(w, n, ids);
+	pthread_mutex_unlock(&w->amu);
+	return 0;
+}
+
+/* vLLM's scheduler keeps a request waiting while the KV cache is full rather than failing it:
+ * wait on acv (kv1_free signals it) until n blocks are free, the deadline passes or the worker
+ * stops. Waiters queue in arrival order (the head goes first), so a large request is not starved
+ * by a stream of small ones. */
+int kv1_alloc_wait(struct kv1_worker *w, size_t n, int64_t *ids, uint64_t deadline_ns, bool *waited)
+{
+	struct kv1_awaiter me = {NULL};
+	int ret = 0;
+
+	if (waited)
+		*waited = false;
+	if (n > w->o.num_blocks)
+		return -E2BIG;
+	pthread_mutex_lock(&w->amu);
+	*(w->aq_tail ? &w->aq_tail->next : &w->aq_head) = &me;
+	w->aq_tail = &me;
+	while (w->aq_head != &me || n > w->fq_n) {
+		struct timespec ts;
+		uint64_t now = pd_now_ns(), step = 100000000ull;
+
+		if (atomic_load(&w->stop)) {
+			ret = -ECANCELED;
+			break;
+		}
+		if (now >= deadline_ns) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (waited && !*waited) {
+			*waited = true;
+			atomic_fetch_add(&w->alloc_waits, 1);
+		}
+		if (deadline_ns - now < step)
+			step = deadline_ns - now;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)step;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&w->acv, &w->amu, &ts);
+	}
+	if (!ret)
+		take_locked(w, n, ids);
+	/* leave the queue (served or given up): the next waiter may now be the head */
+	struct kv1_awaiter *prev = NULL;
+
+	for (struct kv1_awaiter *q = w->aq_head; q; prev = q, q = q->next)
+		if (q == &me) {
+			*(prev ? &prev->next : &w->aq_head) = me.next;
+			if (w->aq_tail == &me)
+				w->aq_tail = prev;
+			break;
+		}
+	pthread_cond_broadcast(&w->acv);
+	pthread_mutex_unlock(&w->amu);
+	return ret;
+}
+
+/* Freed blocks go back to the front of the queue, in their order: the next request gets the same
+ * (already faulted-in, cache-warm) pages and the same contiguous runs, instead of walking the
+ * whole MAP_NORESERVE pool and faulting in fresh pages on every request. */
+void kv1_free(struct kv1_worker *w, const int64_t *ids, size_t n)
+{
+	size_t N = w->o.num_blocks;
+
+	pthread_mutex_lock(&w->amu);
+	if (n > N - w->fq_n)
+		n = N - w->fq_n;
+	for (size_t i = n; i-- > 0;) {
+		w->fq_head = (w->fq_head + N - 1) % N;
+		w->freeq[w->fq_head] = ids[i];
+		w->fq_n++;
+	}
+	pthread_cond_broadcast(&w->acv);
+	pthread_mutex_unlock(&w->amu);
+}
