@@ -66,6 +66,8 @@ struct sa_opts {
 	unsigned max_conns, max_conns_per_client, idle_timeout_s;
 	int64_t kv_zmq_max_msg_bytes;
 	int kv_insert_timeout_ms;
+	/* V1: --kv-block-wait-timeout-ms, how long a request waits for free KV blocks (0 = not) */
+	int kv_block_wait_ms;
 	const char *kv_cache_device; /* --kv-cache-device cpu|cuda|cuda:N (NULL = cpu) */
 	const char *record_requests; /* --record-requests FILE: JSON lines (sa_record.c) */
 };
@@ -75,6 +77,7 @@ struct sa_opts {
 #define SA_DEFAULT_MAX_CONNS            2048u
 #define SA_DEFAULT_MAX_CONNS_PER_CLIENT 2048u
 #define SA_DEFAULT_IDLE_TIMEOUT_S       300u
+#define SA_DEFAULT_KV_BLOCK_WAIT_MS     120000
 void sa_limits_default(struct sa_opts *o);
 bool sa_limits_is_flag(const char *name);
 /* 0 = taken, 1 = not one of these flags, 2 = bad value (message printed). */

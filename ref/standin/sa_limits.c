@@ -13,7 +13,7 @@ static const struct {
 } flags[] = {
     {"--max-connections", 1, 1000000},      {"--max-connections-per-client", 1, 1000000},
     {"--idle-timeout", 1, 86400},           {"--kv-zmq-max-msg-bytes", 64, 1ll << 30},
-    {"--kv-insert-timeout-ms", 0, 3600000},
+    {"--kv-insert-timeout-ms", 0, 3600000}, {"--kv-block-wait-timeout-ms", 0, 3600000},
 };
 
 void sa_limits_default(struct sa_opts *o)
@@ -23,6 +23,7 @@ void sa_limits_default(struct sa_opts *o)
 	o->idle_timeout_s = SA_DEFAULT_IDLE_TIMEOUT_S;
 	o->kv_zmq_max_msg_bytes = 0; /* kvc's default */
 	o->kv_insert_timeout_ms = 0;
+	o->kv_block_wait_ms = SA_DEFAULT_KV_BLOCK_WAIT_MS;
 }
 
 bool sa_limits_is_flag(const char *name)
@@ -59,6 +60,9 @@ int sa_limits_flag(const char *name, const char *val, struct sa_opts *o)
 			break;
 		case 3:
 			o->kv_zmq_max_msg_bytes = v;
+			break;
+		case 5:
+			o->kv_block_wait_ms = (int)v; /* 0 = fail at once when the pool is short */
 			break;
 		default:
 			/* 0 = wait until shutdown, as vLLM (kvc: < 0); kvc's 0 is its 5 s default

@@ -279,6 +279,7 @@ char *sa_metrics_text(struct sa *s)
 	struct kvc_stats t, st;
 	char lbl[300];
 	struct sa_counters *n = &s->n;
+	uint64_t block_waits = 0;
 
 	memset(&t, 0, sizeof(t));
 	for (int k = 0; k < s->nkvc; k++) {
@@ -305,6 +306,7 @@ char *sa_metrics_text(struct sa *s)
 				kv1_worker_stats(s->w[d][r], &k);
 				t.bytes_sent += k.bytes_sent;
 				t.bytes_received += k.bytes_received_blocks;
+				block_waits += k.alloc_waits;
 			}
 	metric(&b, "pdkv_kv_reused_tokens_total", "counter",
 	       "Prompt tokens whose KV came from the connector (model skipped).", "",
@@ -354,6 +356,10 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_kvc_insert_timeouts_total", "counter",
 	       "Producer inserts that gave up on a full buffer (--kv-insert-timeout-ms).", "",
 	       t.insert_timeouts);
+	metric(&b, "pdkv_kv_block_waits_total", "counter",
+	       "V1 block allocations (per rank) that waited for free KV blocks "
+	       "(--kv-block-wait-timeout-ms).",
+	       "", block_waits);
 	metric(&b, "pdkv_kvc_side_channel_extra_peers_total", "counter",
 	       "Extra peers seen on a bound side-channel port (a rogue or stale connection).", "",
 	       t.extra_peers);

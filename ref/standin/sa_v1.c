@@ -168,6 +168,55 @@ void sa_v1_engine_id(struct sa *s, struct sa_req *r)
 
 /* ------------------------------------------------------------------ producer */
 
+/* Blocks for one rank, waiting while the pool is short as vLLM's scheduler would (up to
+ * --kv-block-wait-timeout-ms); the wait is logged at most once a second per process. 0, or
+ * -E2BIG (more than the whole pool), -ETIMEDOUT, -ECANCELED, -ENOMEM, with why set. */
+static int alloc_blocks(struct sa *s, struct sa_req *r, int k, size_t nb, int64_t **out, char *why,
+                        size_t wsz)
+{
+	static _Atomic uint64_t last_log_ns;
+	struct kv1_worker *w = s->w[r->dp][k];
+	uint64_t t0 = pd_now_ns(), last;
+	bool waited = false;
+	int ret;
+
+	*out = malloc((nb ? nb : 1) * sizeof(int64_t));
+	if (!*out) {
+		snprintf(why, wsz, "out of memory for %zu block ids", nb);
+		return -ENOMEM;
+	}
+	ret = kv1_alloc(w, nb, *out);
+	if (ret && s->o.kv_block_wait_ms > 0) {
+		last = atomic_load(&last_log_ns);
+		if (t0 - last >= 1000000000ull &&
+		    atomic_compare_exchange_strong(&last_log_ns, &last, t0))
+			pd_info(
+			    "request %s: waiting for %zu free KV blocks on dp %d rank %d (pool of "
+			    "%zu is busy; up to %d ms)",
+			    r->id, nb, r->dp, k, kv1_worker_num_blocks(w), s->o.kv_block_wait_ms);
+		ret = kv1_alloc_wait(w, nb, *out, t0 + (uint64_t)s->o.kv_block_wait_ms * 1000000ull,
+		                     &waited);
+	}
+	if (!ret)
+		return 0;
+	free(*out);
+	*out = NULL;
+	if (ret == -ETIMEDOUT)
+		snprintf(why, wsz,
+		         "no free KV blocks on dp %d rank %d within %d ms (%zu needed; raise "
+		         "--num-gpu-blocks-override or --kv-block-wait-timeout-ms)",
+		         r->dp, k, s->o.kv_block_wait_ms, nb);
+	else if (ret == -ECANCELED)
+		snprintf(why, wsz, "shutting down while waiting for KV blocks on dp %d rank %d",
+		         r->dp, k);
+	else
+		snprintf(why, wsz,
+		         "no free KV blocks on dp %d rank %d (%zu needed; raise "
+		         "--num-gpu-blocks-override)",
+		         r->dp, k, nb);
+	return ret == -E2BIG ? -ENOSPC : ret;
+}
+
 /* Allocates the request's blocks on every rank and computes the KV straight into them. */
 static int produce(struct sa *s, struct sa_req *r)
 {
@@ -178,14 +227,12 @@ static int produce(struct sa *s, struct sa_req *r)
 
 	r->nblk = nblocks_for(s, r->ntok);
 	for (int k = 0; k < s->o.tp; k++) {
-		r->blk[k] = malloc(r->nblk * sizeof(int64_t));
-		if (!r->blk[k] || kv1_alloc(s->w[d][k], r->nblk, r->blk[k])) {
-			free(r->blk[k]);
-			r->blk[k] = NULL;
-			pd_err("request %s: no free KV blocks on dp %d rank %d (%zu needed; raise "
-			       "--num-gpu-blocks-override)",
-			       r->id, d, k, r->nblk);
-			return -ENOSPC;
+		char why[256];
+
+		ret = alloc_blocks(s, r, k, r->nblk, &r->blk[k], why, sizeof(why));
+		if (ret) {
+			pd_err("request %s: %s", r->id, why);
+			return ret;
 		}
 	}
 	sa_stage(r, "alloc", &ts);
@@ -368,13 +415,9 @@ static int fetch(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb, char 
 		struct kv1_worker *w = s->w[r->dp][k];
 		int ret;
 
-		blk[k] = malloc(nb * sizeof(int64_t));
-		if (!blk[k] || kv1_alloc(w, nb, blk[k])) {
-			free(blk[k]);
-			blk[k] = NULL;
-			snprintf(why, wsz, "no free KV blocks on rank %d", k);
-			return -ENOSPC;
-		}
+		ret = alloc_blocks(s, r, k, nb, &blk[k], why, wsz);
+		if (ret)
+			return ret;
 		if (s->gen == CFG_GEN_A)
 			ret = kv1_recv_a(w, r->kvp.remote_host, (int)r->kvp.remote_port,
 			                 r->engine_id, blk[k], nb, why, wsz);
