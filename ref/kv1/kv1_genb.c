@@ -72,7 +72,7 @@ static bool lens_match(const struct kv1_worker *w, const struct kv1_xfer_meta *m
 struct pend {
 	const struct kv1_req_blocks *rb;
 	struct kv1_send *s;
-	int state; /* 0 pending, 1 taken, 2 done */
+	int state; /* 0 pending, 1 taken, 2 done, 3 dropped by P (answered with an error) */
 };
 
 /* Writes every taken request; fills ok / err lists (pointers into m). */
@@ -86,6 +86,13 @@ static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, str
 		size_t nr = 0;
 		int ret;
 
+		if (p[i].state == 3) {
+			p[i].state = 2;
+			r->err[r->nerr++] = p[i].rb->req_id;
+			*emsg = "P side finished the request without sending its KV (its prefill "
+			        "failed or ended by a stop token)";
+			continue;
+		}
 		if (p[i].state != 1)
 			continue;
 		p[i].state = 2;
@@ -136,7 +143,10 @@ static size_t take_ready(struct kv1_worker *w, struct pend *p, size_t n, uint64_
 		s = kv1_send_find_locked(w, p[i].rb->transfer_id);
 		if (!s)
 			s = kv1_send_add_locked(w, p[i].rb->transfer_id);
-		if (s && s->ready && !s->busy) {
+		if (s && s->dropped) {
+			p[i].state = 3;
+			(*taken)++;
+		} else if (s && s->ready && !s->busy) {
 			s->busy = true;
 			p[i].s = s;
 			p[i].state = 1;

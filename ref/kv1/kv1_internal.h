@@ -18,7 +18,8 @@ struct kv1_send {
 	int64_t *ids;
 	size_t n;
 	bool ready, busy;
-	uint64_t expire_ns; /* ready entries: freed after this if never sent */
+	bool dropped;       /* gen B: P will not send it (discarded); a handshake fails at once */
+	uint64_t expire_ns; /* ready / dropped entries: freed after this if never sent / asked */
 };
 
 struct kv1_awaiter { /* on the waiting thread's stack */

@@ -176,6 +176,7 @@ int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, si
 	s->ids = cp;
 	s->n = n;
 	s->ready = true;
+	s->dropped = false;
 	s->expire_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
@@ -188,8 +189,22 @@ void kv1_send_discard(struct kv1_worker *w, const char *key)
 
 	pthread_mutex_lock(&w->mu);
 	s = kv1_send_find_locked(w, key);
-	if (s && !s->busy)
+	if (!s && cfg_gen_is_b(w->o.gen))
+		s = kv1_send_add_locked(w, key);
+	if (s && !s->busy && cfg_gen_is_b(w->o.gen)) {
+		/* gen B: D's handshake for this transfer id (already waiting, or still to come)
+		 * would otherwise wait abort_timeout_s for a push that never comes, holding D's
+		 * blocks and its client: keep a marker that answers it with an error at once */
+		free(s->ids);
+		s->ids = NULL;
+		s->n = 0;
+		s->ready = false;
+		s->dropped = true;
+		s->expire_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
+		pthread_cond_broadcast(&w->cv);
+	} else if (s && !s->busy) {
 		kv1_send_remove_locked(w, s);
+	}
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -200,6 +215,10 @@ static void reap_expired(struct kv1_worker *w)
 	pthread_mutex_lock(&w->mu);
 	for (struct kv1_send *s = w->sends, *nx; s; s = nx) {
 		nx = s->next;
+		if (s->dropped && !s->busy && now >= s->expire_ns) {
+			kv1_send_remove_locked(w, s);
+			continue;
+		}
 		if (!s->ready || s->busy || now < s->expire_ns)
 			continue;
 		pd_warn("Request %s timed out after %d seconds without being sent. Freeing its "

@@ -389,8 +389,9 @@ static void v1_finished(struct sa *s, struct sa_req *r, const char *finish)
 		                "\"remote_host\":\"%s\",\"remote_port\":%d}",
 		                kv1_worker_ip(s->w[d][0]), s->bootstrap_port + d * s->o.tp);
 	if (!length)
-		pd_info("request %s finished by %s on the prefill: no KV offered (decode will "
-		        "recompute)",
+		pd_info("request %s finished by %s on the prefill: no KV offered (gen B: decode's "
+		        "pull is refused at once; decode recomputes or fails by its "
+		        "kv_load_failure_policy)",
 		        r->id, finish ? finish : "?");
 	if (length)
 		maybe_crash(s, "right after offering the blocks (decode may be mid-transfer)",
