@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# V1 gen B with a KV pool too small for the requests in flight: requests wait for free blocks
+# (as vLLM's scheduler keeps them waiting) and all complete with their KV reused; a request larger
+# than the whole pool fails at once; a prefill that offers no KV gets decode's pull refused at once.
+. "$(dirname "$0")/v1lib.inc"
+# 6 blocks of 16 tokens each per request, a pool of 8: one request at a time holds blocks
+PROMPT="Pool exhaustion: this prompt needs six blocks of sixteen tokens when one token is a byte!!"
+N=$(python3 -c 'import sys; print(len(sys.argv[1].encode()))' "$PROMPT")
+BOOT=$(free_port)
+KVP="{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_producer\",$TCP}"
+KVC="{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_consumer\",$TCP}"
+# 2 ms a token: a prefill takes ~0.2 s, so the requests overlap and the pool runs short
+VLLM_MOONCAKE_BOOTSTRAP_PORT=$BOOT start P --vllm-version 0.18 --num-gpu-blocks-override 8 --ns-per-token 2000000 \
+	--kv-transfer-config "$KVP"
+start D --vllm-version 0.18 --num-gpu-blocks-override 8 --kv-transfer-config "$KVC"
+ENG=$(curl -s "http://127.0.0.1:$BOOT/query" | jget '["0"]["engine_id"]')
+
+one() { # one K PROMPT: a gen B request routed by hand, D's status and body in $TMP/K.*
+	local id tid pb db
+	id=$(uuid); tid="xfer-$id"
+	pb=$(body "$2" 1 "{\"do_remote_decode\":true,\"do_remote_prefill\":false,\"transfer_id\":\"$tid\"}")
+	db=$(body "$2" 8 "{\"do_remote_decode\":false,\"do_remote_prefill\":true,\"remote_bootstrap_addr\":\"http://127.0.0.1:$BOOT\",\"remote_engine_id\":\"$ENG\",\"transfer_id\":\"$tid\"}")
+	curl -s -m 120 -o "$TMP/$1.p" -w '%{http_code}' -H "X-Request-Id: $id" -H 'Content-Type: application/json' \
+		-d "$pb" "http://127.0.0.1:$PORT_P/v1/completions" >"$TMP/$1.pst" &
+	curl -s -m 120 -o "$TMP/$1.d" -w '%{http_code}' -H "X-Request-Id: $id" -H 'Content-Type: application/json' \
+		-d "$db" "http://127.0.0.1:$PORT_D/v1/completions" >"$TMP/$1.dst"
+	wait $!
+}
+
+JOBS=()
+for k in 1 2 3 4 5 6; do one $k "$PROMPT" & JOBS+=($!); done
+wait "${JOBS[@]}" # not a bare wait: the stand-ins are children too
+all200=1
+for k in 1 2 3 4 5 6; do
+	[ "$(cat "$TMP/$k.pst")" = 200 ] && [ "$(cat "$TMP/$k.dst")" = 200 ] || {
+		all200=0; echo "request $k: prefill $(cat "$TMP/$k.pst") decode $(cat "$TMP/$k.dst"): $(cat "$TMP/$k.p" "$TMP/$k.d")"; }
+done
+check "6 concurrent requests on a pool of 8 blocks: all answered 200" [ $all200 = 1 ]
+check "decode reused every prompt token (6 x $N)" [ "$(metric $PORT_D pdkv_kv_reused_tokens_total)" = $((6 * N)) ]
+check "nothing recomputed" [ "$(metric $PORT_D pdkv_kv_recomputed_tokens_total)" = 0 ]
+W=$(($(metric $PORT_P pdkv_kv_block_waits_total) + $(metric $PORT_D pdkv_kv_block_waits_total)))
+check "requests waited for blocks (pdkv_kv_block_waits_total = $W > 0)" [ "$W" -gt 0 ]
+check "the wait is logged" grep -q "waiting for 6 free KV blocks" "$TMP/P.log" "$TMP/D.log"
+
+# larger than the whole pool (9 blocks > 8): fails at once, with the flag to raise
+BIG=$(python3 -c 'print("x" * 140)')
+one big "$BIG"
+check "a prompt larger than the pool: prefill answers 500" [ "$(cat "$TMP/big.pst")" = 500 ]
+check "... and logs the flag to raise" grep -q "no free KV blocks on dp 0 rank 0 (9 needed; raise --num-gpu-blocks-override)" "$TMP/P.log"
+check "... decode answers too (its pull is refused, not left waiting)" [ "$(cat "$TMP/big.dst")" != 000 ]
+one again "$PROMPT"
+check "the pool is whole afterwards: another request gets 200" [ "$(cat "$TMP/again.dst")" = 200 ]
+[ $fails = 0 ] && echo "all ok" || echo "$fails failed"
+[ $fails = 0 ]
