@@ -124,6 +124,7 @@ check-format:
 # .clang-tidy's function-size limit over every C file; fails when any function is over it.
 CLANG_TIDY ?= clang-tidy-14
 tidy:
+	@command -v $(CLANG_TIDY) >/dev/null || { echo "tidy: $(CLANG_TIDY) not found (ci/install-deps.sh installs it)"; exit 1; }
 	@out=$$($(CLANG_TIDY) --quiet $$(git ls-files '*.c') -- $(CFLAGS) 2>/dev/null | \
 	  grep -A1 'readability-function-size' | grep 'warning:' || true); \
 	if [ -n "$$out" ]; then echo "$$out"; exit 1; else echo "tidy: every function within the limit"; fi

@@ -460,57 +460,57 @@ static int pos_int(const char *s, const char *flag, int *out)
 	return 0;
 }
 
-static int parse(int argc, char **argv, struct serve_opts *o, char *urlbuf, size_t ubsz)
-{
-	enum {
-		BASE = 1000,
-		HOST,
-		PORT,
-		PM,
-		DM,
-		RATE,
-		CONC,
-		NP,
-		IN,
-		OUT,
-		SEED,
-		MODEL,
-		EP,
-		CMP,
-		SA,
-		JSON,
-		CSV,
-		PLOT,
-		TMO,
-		HELP
-	};
-	static const struct option lo[] = {{"base-url", 1, 0, BASE},
-	                                   {"host", 1, 0, HOST},
-	                                   {"port", 1, 0, PORT},
-	                                   {"prefill-metrics", 1, 0, PM},
-	                                   {"decode-metrics", 1, 0, DM},
-	                                   {"request-rate", 1, 0, RATE},
-	                                   {"max-concurrency", 1, 0, CONC},
-	                                   {"num-prompts", 1, 0, NP},
-	                                   {"random-input-len", 1, 0, IN},
-	                                   {"input-len", 1, 0, IN},
-	                                   {"random-output-len", 1, 0, OUT},
-	                                   {"output-len", 1, 0, OUT},
-	                                   {"seed", 1, 0, SEED},
-	                                   {"model", 1, 0, MODEL},
-	                                   {"endpoint", 1, 0, EP},
-	                                   {"compare-single", 2, 0, CMP},
-	                                   {"single-args", 1, 0, SA},
-	                                   {"json", 1, 0, JSON},
-	                                   {"csv", 1, 0, CSV},
-	                                   {"plot", 1, 0, PLOT},
-	                                   {"timeout", 1, 0, TMO},
-	                                   {"help", 0, 0, HELP},
-	                                   {0, 0, 0, 0}};
-	const char *host = NULL;
-	int port = 0, c, tmp;
-	double cv[SERVE_MAX_POINTS];
+/* getopt_long ids of the long flags (all above any short option's char). */
+enum {
+	O_BASE = 1000,
+	O_HOST,
+	O_PORT,
+	O_PM,
+	O_DM,
+	O_RATE,
+	O_CONC,
+	O_NP,
+	O_IN,
+	O_OUT,
+	O_SEED,
+	O_MODEL,
+	O_EP,
+	O_CMP,
+	O_SA,
+	O_JSON,
+	O_CSV,
+	O_PLOT,
+	O_TMO,
+	O_HELP
+};
 
+static const struct option serve_lo[] = {{"base-url", 1, 0, O_BASE},
+                                         {"host", 1, 0, O_HOST},
+                                         {"port", 1, 0, O_PORT},
+                                         {"prefill-metrics", 1, 0, O_PM},
+                                         {"decode-metrics", 1, 0, O_DM},
+                                         {"request-rate", 1, 0, O_RATE},
+                                         {"max-concurrency", 1, 0, O_CONC},
+                                         {"num-prompts", 1, 0, O_NP},
+                                         {"random-input-len", 1, 0, O_IN},
+                                         {"input-len", 1, 0, O_IN},
+                                         {"random-output-len", 1, 0, O_OUT},
+                                         {"output-len", 1, 0, O_OUT},
+                                         {"seed", 1, 0, O_SEED},
+                                         {"model", 1, 0, O_MODEL},
+                                         {"endpoint", 1, 0, O_EP},
+                                         {"compare-single", 2, 0, O_CMP},
+                                         {"single-args", 1, 0, O_SA},
+                                         {"json", 1, 0, O_JSON},
+                                         {"csv", 1, 0, O_CSV},
+                                         {"plot", 1, 0, O_PLOT},
+                                         {"timeout", 1, 0, O_TMO},
+                                         {"help", 0, 0, O_HELP},
+                                         {0, 0, 0, 0}};
+
+/* vllm bench serve's defaults (and the model the scenarios serve). */
+static void serve_defaults(struct serve_opts *o)
+{
 	memset(o, 0, sizeof(*o));
 	o->model = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4";
 	o->endpoint = "/v1/completions";
@@ -524,92 +524,117 @@ static int parse(int argc, char **argv, struct serve_opts *o, char *urlbuf, size
 	o->nin = 1;
 	o->output_len = 128;
 	o->timeout_s = 600;
+}
+
+/* The load flags: rates, caps, prompt counts and lengths, seed, timeout. 0 or 2 (usage). */
+static int parse_load(int c, const char *arg, struct serve_opts *o)
+{
+	double cv[SERVE_MAX_POINTS];
+	int tmp;
+
+	switch (c) {
+	case O_RATE:
+		return parse_list(arg, o->rates, &o->nrates, false, "--request-rate") ? 2 : 0;
+	case O_CONC:
+		if (parse_list(arg, cv, &o->nconc, true, "--max-concurrency"))
+			return 2;
+		for (int i = 0; i < o->nconc; i++)
+			o->conc[i] = (int)cv[i];
+		return 0;
+	case O_NP:
+		return pos_int(arg, "--num-prompts", &o->num_prompts) ? 2 : 0;
+	case O_IN:
+		if (parse_list(arg, cv, &o->nin, true, "--random-input-len"))
+			return 2;
+		for (int i = 0; i < o->nin; i++)
+			o->in_lens[i] = (int)cv[i];
+		o->input_len = o->in_lens[0];
+		return 0;
+	case O_OUT:
+		return pos_int(arg, "--random-output-len", &o->output_len) ? 2 : 0;
+	case O_SEED:
+		if (pos_int(arg, "--seed", &tmp) && strcmp(arg, "0"))
+			return 2;
+		o->seed = strcmp(arg, "0") ? tmp : 0;
+		return 0;
+	case O_TMO:
+		if (pos_int(arg, "--timeout", &tmp))
+			return 2;
+		o->timeout_s = tmp;
+		return 0;
+	}
+	return 0;
+}
+
+/* One getopt_long result. 0 go on, 1 help printed, 2 usage error. */
+static int parse_opt(int c, const char *arg, struct serve_opts *o, const char **host, int *port)
+{
+	switch (c) {
+	case O_BASE:
+		o->base_url = arg;
+		return 0;
+	case O_HOST:
+		*host = arg;
+		return 0;
+	case O_PORT:
+		return pos_int(arg, "--port", port) || *port > 65535 ? 2 : 0;
+	case O_PM:
+		o->prefill_metrics = arg;
+		return 0;
+	case O_DM:
+		o->decode_metrics = arg;
+		return 0;
+	case O_MODEL:
+		o->model = arg;
+		return 0;
+	case O_EP:
+		o->endpoint = arg;
+		return 0;
+	case O_CMP:
+		o->compare_single = true;
+		o->single_url = arg ? arg : "";
+		return 0;
+	case O_SA:
+		o->single_args = arg;
+		return 0;
+	case O_JSON:
+		o->json = arg;
+		return 0;
+	case O_CSV:
+		o->csv = arg;
+		return 0;
+	case O_PLOT:
+		o->plot = arg;
+		return 0;
+	case O_RATE:
+	case O_CONC:
+	case O_NP:
+	case O_IN:
+	case O_OUT:
+	case O_SEED:
+	case O_TMO:
+		return parse_load(c, arg, o);
+	case O_HELP:
+	case 'h':
+		usage(stdout);
+		return 1;
+	default:
+		usage(stderr);
+		return 2;
+	}
+}
+
+static int parse(int argc, char **argv, struct serve_opts *o, char *urlbuf, size_t ubsz)
+{
+	const char *host = NULL;
+	int port = 0, c, rc;
+
+	serve_defaults(o);
 	optind = 1;
 	opterr = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (c) {
-		case BASE:
-			o->base_url = optarg;
-			break;
-		case HOST:
-			host = optarg;
-			break;
-		case PORT:
-			if (pos_int(optarg, "--port", &port) || port > 65535)
-				return 2;
-			break;
-		case PM:
-			o->prefill_metrics = optarg;
-			break;
-		case DM:
-			o->decode_metrics = optarg;
-			break;
-		case RATE:
-			if (parse_list(optarg, o->rates, &o->nrates, false, "--request-rate"))
-				return 2;
-			break;
-		case CONC:
-			if (parse_list(optarg, cv, &o->nconc, true, "--max-concurrency"))
-				return 2;
-			for (int i = 0; i < o->nconc; i++)
-				o->conc[i] = (int)cv[i];
-			break;
-		case NP:
-			if (pos_int(optarg, "--num-prompts", &o->num_prompts))
-				return 2;
-			break;
-		case IN:
-			if (parse_list(optarg, cv, &o->nin, true, "--random-input-len"))
-				return 2;
-			for (int i = 0; i < o->nin; i++)
-				o->in_lens[i] = (int)cv[i];
-			o->input_len = o->in_lens[0];
-			break;
-		case OUT:
-			if (pos_int(optarg, "--random-output-len", &o->output_len))
-				return 2;
-			break;
-		case SEED:
-			if (pos_int(optarg, "--seed", &tmp) && strcmp(optarg, "0"))
-				return 2;
-			o->seed = strcmp(optarg, "0") ? tmp : 0;
-			break;
-		case MODEL:
-			o->model = optarg;
-			break;
-		case EP:
-			o->endpoint = optarg;
-			break;
-		case CMP:
-			o->compare_single = true;
-			o->single_url = optarg ? optarg : "";
-			break;
-		case SA:
-			o->single_args = optarg;
-			break;
-		case JSON:
-			o->json = optarg;
-			break;
-		case CSV:
-			o->csv = optarg;
-			break;
-		case PLOT:
-			o->plot = optarg;
-			break;
-		case TMO:
-			if (pos_int(optarg, "--timeout", &tmp))
-				return 2;
-			o->timeout_s = tmp;
-			break;
-		case HELP:
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "h", serve_lo, NULL)) != -1)
+		if ((rc = parse_opt(c, optarg, o, &host, &port)))
+			return rc;
 	if (optind < argc)
 		o->scenario = argv[optind++];
 	if (optind < argc) {

@@ -112,8 +112,9 @@ static bool wait_until(struct hr_pfaults *f, double at)
 static void node_fault(struct hr_pfaults *f, struct hr_node *n, int sig, bool restart,
                        double restart_at)
 {
-	char why[800];
+	char why[800] = "";
 	cJSON *argv;
+	int hret;
 	if (n->proc.pid <= 0) {
 		note(f, "%s not running at +%.1fs", n->name, pd_now_s() - f->t0);
 		return;
@@ -137,7 +138,23 @@ static void node_fault(struct hr_pfaults *f, struct hr_node *n, int sig, bool re
 		return;
 	}
 	cJSON_Delete(argv);
-	if (hr_wait_healthy(f->d, &n, 1, pd_now_s() + RESTART_HEALTH_S, &f->stop, why, sizeof(why)))
+	hret =
+	    hr_wait_healthy(f->d, &n, 1, pd_now_s() + RESTART_HEALTH_S, &f->stop, why, sizeof(why));
+	if (hret && !f->stop && !hr_node_alive(f->d, n)) {
+		/* as with Mooncake, an engine that finds its own stale rpc_meta key (re-published
+		 * by its killed predecessor's keeper) removes it and fails; the next start works */
+		note(f, "%s exited while restarting (%.120s); started once more", name, why);
+		argv = cJSON_Duplicate(n->spawn_argv, 1);
+		if (!argv || hr_spawn(f->d, n, name, argv, n->spawn_env)) {
+			note(f, "%s restart failed", name);
+			cJSON_Delete(argv);
+			return;
+		}
+		cJSON_Delete(argv);
+		hret = hr_wait_healthy(f->d, &n, 1, pd_now_s() + RESTART_HEALTH_S, &f->stop, why,
+		                       sizeof(why));
+	}
+	if (hret)
 		note(f, "%s restarted but not healthy: %.200s", n->name, why);
 	else
 		note(f, "%s restarted, healthy at +%.1fs", n->name, pd_now_s() - f->t0);

@@ -433,7 +433,13 @@ static int phase_workload(struct run *r, struct hr_run_data *rd)
 static int phase_collect(struct run *r, struct hr_run_data *rd)
 {
 	struct hr_deploy *d = &r->d;
-	if (hr_metrics_scrape(d->decode.metrics_url, 3000, &rd->d_after)) {
+	double until = pd_now_s() + 15;
+	int sret;
+	/* a decode restarted by a fault (or slowed by a sanitizer) may still be coming up */
+	while ((sret = hr_metrics_scrape(d->decode.metrics_url, 3000, &rd->d_after)) &&
+	       hr_node_alive(d, &d->decode) && pd_now_s() < until && !(r->o->stop && *r->o->stop))
+		pd_sleep_ms(250);
+	if (sret) {
 		fail(r, "cannot read /metrics of decode after the workload%s",
 		     hr_node_alive(d, &d->decode) ? "" : " (decode exited)");
 		return -1;

@@ -2,6 +2,7 @@
  * <any path>?key=K, 404 "metadata not found", /health), usable instead of Mooncake's Python/Go one.
  */
 #include "metaserver/ms_conn.h"
+#include "httplim/pd_connlim.h"
 #include "metaserver/ms_store.h"
 #include "pd_buf.h"
 #include "pd_log.h"
@@ -424,6 +425,7 @@ int main(int argc, char **argv)
 	const char *host;
 	int port, fd, ret;
 	struct MHD_Daemon *d = NULL;
+	struct pd_connlim *connlim;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	sigset_t sigs;
@@ -438,7 +440,9 @@ int main(int argc, char **argv)
 
 	lim.max_value = opt.max_body;
 	ms_store_limits(&lim);
-	ms_conn_limits(conn.max_total, conn.max_per);
+	connlim = pd_connlim_new("pdkv-metaserver", conn.max_total, conn.max_per);
+	if (!connlim)
+		return 1;
 	/* block the signals before MHD starts its threads, so only sigwait sees them */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -449,6 +453,7 @@ int main(int argc, char **argv)
 	fd = pd_tcp_listen(host, port, 128);
 	if (fd < 0) {
 		pd_err("cannot listen on %s:%d: %s", host, port, strerror(-fd));
+		pd_connlim_free(connlim);
 		return 1;
 	}
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
@@ -457,13 +462,14 @@ int main(int argc, char **argv)
 	/* MHD's own limit (split between the 2 pool threads) sits above ours, so every refusal is
 	 * ours and logged */
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0,
-	                     ms_conn_accept, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
-	                     MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_TIMEOUT,
+	                     pd_connlim_accept, connlim, on_request, NULL, MHD_OPTION_LISTEN_SOCKET,
+	                     fd, MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_TIMEOUT,
 	                     conn.idle_s, MHD_OPTION_CONNECTION_LIMIT, 2 * conn.max_total + 16,
-	                     MHD_OPTION_NOTIFY_CONNECTION, ms_conn_notify, NULL,
+	                     MHD_OPTION_NOTIFY_CONNECTION, pd_connlim_notify, connlim,
 	                     MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL, MHD_OPTION_END);
 	if (!d) {
 		pd_err("cannot start the HTTP daemon on %s:%d", host, port);
+		pd_connlim_free(connlim);
 		close(fd);
 		return 1;
 	}
@@ -479,6 +485,7 @@ int main(int argc, char **argv)
 		}
 	}
 	MHD_stop_daemon(d);
+	pd_connlim_free(connlim);
 	close(fd);
 	ms_store_clear();
 	ret = 0;

@@ -520,12 +520,9 @@ static int finish(struct args *a, struct px_opts *o, char *err, size_t errsz)
 	return 0;
 }
 
-int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz)
+/* The defaults px_parse_args starts from (the upstream proxies' own). */
+static void set_defaults(struct px_opts *o)
 {
-	struct args A = {0}, *ca = &A;
-	struct strlist *lst;
-	int ret = 0;
-
 	memset(o, 0, sizeof(*o));
 	snprintf(o->host, sizeof(o->host), "0.0.0.0");
 	o->port = 8000;
@@ -538,33 +535,167 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 	o->max_conns_per_client = 1024;
 	o->idle_timeout_s = 300;
 	o->contract = PX_CONTRACT_V0;
+}
+
+/* The F_* id of "--name" or "--name=value" (name copied into name[64]), -1 if unknown. */
+static int flag_id(const char *a, const char **eq, char name[64])
+{
+	size_t nl;
+	int id = -1;
+	*eq = a[1] == '-' ? strchr(a, '=') : NULL;
+	nl = *eq ? (size_t)(*eq - a) : strlen(a);
+	snprintf(name, 64, "%.*s", (int)(nl < 63 ? nl : 63), a);
+	for (size_t k = 0; k < PD_ARRAY_SIZE(flags); k++)
+		if (!strcmp(name, flags[k].name))
+			id = flags[k].id;
+	return id;
+}
+
+/* --prefill / --decode URL; a --prefill given as a separate word may be followed by its
+ * bootstrap port (consumed by advancing *i). */
+static int add_backend(struct args *ca, int id, const char *name, const char *val, int eq, int argc,
+                       char **argv, int *i, char *err, size_t errsz)
+{
+	char **dst = id == F_PREFILL ? ca->urls_p : ca->urls_d;
+	int *n = id == F_PREFILL ? &ca->np : &ca->nd;
+	if (*n >= PX_MAX_BACKENDS) {
+		snprintf(err, errsz, "%s: more than %d backends", name, PX_MAX_BACKENDS);
+		return -EINVAL;
+	}
+	if (id == F_PREFILL)
+		ca->bp_p[*n] = 0;
+	dst[(*n)++] = (char *)val;
+	/* "--prefill URL [BOOTSTRAP_PORT|none]" (mooncake_connector_proxy.py); the
+	 * V0 pipe and gen A have no bootstrap server, so only mooncake uses it */
+	if (id == F_PREFILL && !eq && *i + 1 < argc && is_port_or_none(argv[*i + 1])) {
+		int64_t v = 0;
+		(*i)++;
+		if (strcasecmp(argv[*i], "none"))
+			pd_parse_i64(argv[*i], &v);
+		ca->bp_p[*n - 1] = (int)v;
+		ca->bp_given = 1;
+	}
+	return 0;
+}
+
+/* The toy proxy's --prefiller-host/-port, --decoder-host/-port (nargs="+"). */
+static int add_toy_words(struct args *ca, int id, const char *name, const char *val, int eq,
+                         int argc, char **argv, int *i, char *err, size_t errsz)
+{
+	struct strlist *lst = id == F_PH   ? &ca->ph
+	                      : id == F_PP ? &ca->pp
+	                      : id == F_DH ? &ca->dh
+	                                   : &ca->dp;
+	int ret;
+	ca->toy_spelled = 1;
+	if ((ret = list_add(lst, name, val, err, errsz)))
+		return ret;
+	/* argparse nargs="+": "--prefiller-port 8100 8101" */
+	while (!eq && *i + 1 < argc && argv[*i + 1][0] != '-')
+		if ((ret = list_add(lst, name, argv[++*i], err, errsz)))
+			return ret;
+	return 0;
+}
+
+/* --host and --port. */
+static int parse_listen(int id, const char *val, struct px_opts *o, char *err, size_t errsz)
+{
+	int64_t v;
+	if (id == F_HOST) {
+		if (!*val || strlen(val) >= sizeof(o->host)) {
+			snprintf(err, errsz, "--host: expected an address, got \"%s\"", val);
+			return -EINVAL;
+		}
+		snprintf(o->host, sizeof(o->host), "%s", val);
+		return 0;
+	}
+	if (pd_parse_i64(val, &v) || v < 0 || v > 65535) {
+		snprintf(err, errsz, "--port: expected 0..65535, got \"%s\"", val);
+		return -EINVAL;
+	}
+	o->port = (int)v;
+	return 0;
+}
+
+/* Timeouts, connection counts and buffer sizes. */
+static int parse_limit(int id, const char *name, const char *val, struct px_opts *o, char *err,
+                       size_t errsz)
+{
+	switch (id) {
+	case F_PTMO:
+	case F_DTMO:
+	case F_CTMO: {
+		long *ms = id == F_PTMO   ? &o->prefill_timeout_ms
+		           : id == F_DTMO ? &o->decode_timeout_ms
+		                          : &o->connect_timeout_ms;
+		return parse_secs(name, val, id != F_CTMO, ms, err, errsz);
+	}
+	case F_MAXC:
+	case F_MAXCPC:
+	case F_IDLE: {
+		unsigned *dst = id == F_MAXC     ? &o->max_conns
+		                : id == F_MAXCPC ? &o->max_conns_per_client
+		                                 : &o->idle_timeout_s;
+		return parse_count(name, val, id == F_IDLE ? 86400 : 1000000, dst, err, errsz);
+	}
+	case F_BODY:
+	case F_QUEUE:
+		return parse_size_flag(name, id == F_BODY, val, o, err, errsz);
+	}
+	return 0;
+}
+
+/* One flag with its value; *i moves past any extra words the flag takes. */
+static int apply_flag(struct args *ca, struct px_opts *o, int id, const char *name, const char *val,
+                      int eq, int argc, char **argv, int *i, char *err, size_t errsz)
+{
+	switch (id) {
+	case F_HOST:
+	case F_PORT:
+		return parse_listen(id, val, o, err, errsz);
+	case F_PREFILL:
+	case F_DECODE:
+		return add_backend(ca, id, name, val, eq, argc, argv, i, err, errsz);
+	case F_PH:
+	case F_PP:
+	case F_DH:
+	case F_DP:
+		return add_toy_words(ca, id, name, val, eq, argc, argv, i, err, errsz);
+	case F_CONTRACT:
+		return parse_contract(val, o, err, errsz);
+	case F_FAULT:
+		return px_fault_parse(val, &o->faults, err, errsz);
+	}
+	return parse_limit(id, name, val, o, err, errsz);
+}
+
+int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz)
+{
+	struct args A = {0}, *ca = &A;
+	int ret = 0;
+
+	set_defaults(o);
 	err[0] = '\0';
 
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc && !ret; i++) {
 		const char *a = argv[i], *val = NULL, *eq = NULL;
 		char name[64];
-		int id = -1;
-		size_t nl;
+		int id;
 		if (a[0] != '-') {
 			snprintf(err, errsz, "unexpected argument \"%s\"", a);
 			ret = -EINVAL;
-			goto out;
+			break;
 		}
-		eq = a[1] == '-' ? strchr(a, '=') : NULL;
-		nl = eq ? (size_t)(eq - a) : strlen(a);
-		snprintf(name, sizeof(name), "%.*s", (int)(nl < 63 ? nl : 63), a);
-		for (size_t k = 0; k < PD_ARRAY_SIZE(flags); k++)
-			if (!strcmp(name, flags[k].name))
-				id = flags[k].id;
+		id = flag_id(a, &eq, name);
 		if (id < 0) {
 			snprintf(err, errsz, "unknown flag \"%s\"", name);
 			ret = -EINVAL;
-			goto out;
+			break;
 		}
 		if (id == F_HELP) {
 			px_usage(strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
 			ret = 1;
-			goto out;
+			break;
 		}
 		if (eq) {
 			val = eq + 1;
@@ -573,108 +704,12 @@ int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t er
 		} else {
 			snprintf(err, errsz, "%s: missing value", name);
 			ret = -EINVAL;
-			goto out;
-		}
-		switch (id) {
-		case F_HOST:
-			if (!*val || strlen(val) >= sizeof(o->host)) {
-				snprintf(err, errsz, "--host: expected an address, got \"%s\"",
-				         val);
-				ret = -EINVAL;
-				goto out;
-			}
-			snprintf(o->host, sizeof(o->host), "%s", val);
-			break;
-		case F_PORT: {
-			int64_t v;
-			if (pd_parse_i64(val, &v) || v < 0 || v > 65535) {
-				snprintf(err, errsz, "--port: expected 0..65535, got \"%s\"", val);
-				ret = -EINVAL;
-				goto out;
-			}
-			o->port = (int)v;
 			break;
 		}
-		case F_PREFILL:
-		case F_DECODE: {
-			char **dst = id == F_PREFILL ? ca->urls_p : ca->urls_d;
-			int *n = id == F_PREFILL ? &ca->np : &ca->nd;
-			if (*n >= PX_MAX_BACKENDS) {
-				snprintf(err, errsz, "%s: more than %d backends", name,
-				         PX_MAX_BACKENDS);
-				ret = -EINVAL;
-				goto out;
-			}
-			if (id == F_PREFILL)
-				ca->bp_p[*n] = 0;
-			dst[(*n)++] = (char *)val;
-			/* "--prefill URL [BOOTSTRAP_PORT|none]" (mooncake_connector_proxy.py); the
-			 * V0 pipe and gen A have no bootstrap server, so only mooncake uses it */
-			if (id == F_PREFILL && !eq && i + 1 < argc &&
-			    is_port_or_none(argv[i + 1])) {
-				int64_t v = 0;
-				i++;
-				if (strcasecmp(argv[i], "none"))
-					pd_parse_i64(argv[i], &v);
-				ca->bp_p[*n - 1] = (int)v;
-				ca->bp_given = 1;
-			}
-			break;
-		}
-		case F_PH:
-		case F_PP:
-		case F_DH:
-		case F_DP:
-			lst = id == F_PH   ? &ca->ph
-			      : id == F_PP ? &ca->pp
-			      : id == F_DH ? &ca->dh
-			                   : &ca->dp;
-			ca->toy_spelled = 1;
-			if ((ret = list_add(lst, name, val, err, errsz)))
-				goto out;
-			/* argparse nargs="+": "--prefiller-port 8100 8101" */
-			while (!eq && i + 1 < argc && argv[i + 1][0] != '-')
-				if ((ret = list_add(lst, name, argv[++i], err, errsz)))
-					goto out;
-			break;
-		case F_CONTRACT:
-			if ((ret = parse_contract(val, o, err, errsz)))
-				goto out;
-			break;
-		case F_FAULT:
-			if ((ret = px_fault_parse(val, &o->faults, err, errsz)))
-				goto out;
-			break;
-		case F_PTMO:
-		case F_DTMO:
-		case F_CTMO: {
-			long *ms = id == F_PTMO   ? &o->prefill_timeout_ms
-			           : id == F_DTMO ? &o->decode_timeout_ms
-			                          : &o->connect_timeout_ms;
-			if ((ret = parse_secs(name, val, id != F_CTMO, ms, err, errsz)))
-				goto out;
-			break;
-		}
-		case F_MAXC:
-		case F_MAXCPC:
-		case F_IDLE: {
-			unsigned *dst = id == F_MAXC     ? &o->max_conns
-			                : id == F_MAXCPC ? &o->max_conns_per_client
-			                                 : &o->idle_timeout_s;
-			if ((ret = parse_count(name, val, id == F_IDLE ? 86400 : 1000000, dst, err,
-			                       errsz)))
-				goto out;
-			break;
-		}
-		case F_BODY:
-		case F_QUEUE:
-			if ((ret = parse_size_flag(name, id == F_BODY, val, o, err, errsz)))
-				goto out;
-			break;
-		}
+		ret = apply_flag(ca, o, id, name, val, eq != NULL, argc, argv, &i, err, errsz);
 	}
-	ret = finish(ca, o, err, errsz);
-out:
+	if (!ret)
+		ret = finish(ca, o, err, errsz);
 	list_free(&ca->ph);
 	list_free(&ca->pp);
 	list_free(&ca->dh);

@@ -87,6 +87,9 @@ int sa_limits_flag(const char *name, const char *val, struct sa_opts *o);
  * (message printed, exit 2). */
 int sa_args_parse(int argc, char **argv, struct sa_opts *o);
 int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz);
+/* --fault crash[=N]: exits at the Nth request that reaches a transfer step (sa_engine.c). */
+struct sa;
+void sa_maybe_crash(struct sa *s, const char *where, const char *id);
 
 struct sa_counters {
 	atomic_uint_fast64_t reused, recomputed, computed, checksum_failures, transfer_failures;

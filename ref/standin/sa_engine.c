@@ -30,7 +30,8 @@ static void tset(struct kvc_tensor *t, int dtype, int ndim, const int64_t *shape
 	t->nbytes = nbytes;
 }
 
-static void maybe_crash(struct sa *s, const char *where, const char *id)
+/* --fault crash[=N]: _exit(1) at the Nth request that reaches a transfer step (any connector). */
+void sa_maybe_crash(struct sa *s, const char *where, const char *id)
 {
 	uint64_t seq;
 
@@ -167,7 +168,7 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 	                   mdl_kv_bytes_per_token(g, g->kv_heads) * r->ntok);
 	atomic_fetch_add(&s->n.inserted, 1);
 	r->kv_note = "computed+inserted";
-	maybe_crash(s, "right after kvc_insert (peer may be mid-transfer)", r->id);
+	sa_maybe_crash(s, "right after kvc_insert (peer may be mid-transfer)", r->id);
 out:
 	free(roi);
 	return ret;
@@ -275,7 +276,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 	}
 	sa_stage(r, "drop_select", &tst);
 	if (res == F_HIT)
-		maybe_crash(s, "after kvc_drop_select, before using the KV", r->id);
+		sa_maybe_crash(s, "after kvc_drop_select, before using the KV", r->id);
 	for (int k = 0; k < got && res == F_HIT; k++) {
 		uint64_t sum, nt;
 		uint32_t sh, nsh;
@@ -405,7 +406,7 @@ int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_a
 	if (s->kv && s->producer)
 		ret = produce(s, r, sh);
 	else
-		maybe_crash(s, "after computing the KV", r->id);
+		sa_maybe_crash(s, "after computing the KV", r->id);
 	for (int i = 0; i < nsh; i++)
 		mdl_kv_free(&sh[i]);
 	if (ret) {

@@ -69,11 +69,11 @@ static int parse_kvtp(const cJSON *v, struct sa_req *r, char **msg)
 	return 0;
 }
 
+/* A 400 with its message, from the request parsers below (they take char **msg). */
 #define BAD(...)                                                                                   \
 	do {                                                                                       \
 		*msg = pd_asprintf(__VA_ARGS__);                                                   \
-		status = 400;                                                                      \
-		goto out;                                                                          \
+		return 400;                                                                        \
 	} while (0)
 
 static int ids_from_array(const cJSON *a, int64_t **ids, size_t *n)
@@ -201,20 +201,11 @@ static const char *match_model(struct sa *s, const char *name)
 	return !strcmp(name, s->o.model) ? s->o.served[0] : NULL;
 }
 
-int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const char *x_request_id,
-                 struct sa_req *r, char **msg)
+/* "cmpl-<X-Request-Id>" / "chatcmpl-..." (non-printables made '_'), else a random one. */
+static void set_id(struct sa_req *r, bool chat, const char *x_request_id)
 {
-	cJSON *j = NULL;
-	const cJSON *v, *mt;
-	int status = 0;
-	int64_t maxlen = s->o.max_model_len;
 	char rnd[40];
 
-	memset(r, 0, sizeof(*r));
-	*msg = NULL;
-	r->chat = chat;
-	r->t0_ns = pd_now_ns();
-	r->model_name = s->o.served[0];
 	if (x_request_id && *x_request_id && strlen(x_request_id) < 64) {
 		snprintf(r->id, sizeof(r->id), "%s-%s", chat ? "chatcmpl" : "cmpl", x_request_id);
 		for (char *p = r->id; *p; p++)
@@ -225,38 +216,54 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 		         (unsigned)random());
 		snprintf(r->id, sizeof(r->id), "%s-%s", chat ? "chatcmpl" : "cmpl", rnd);
 	}
+}
+
+/* The body as a JSON object in *j (set even when it is not an object, for the caller to
+ * delete). 0 or 400. */
+static int parse_body(const char *body, size_t len, cJSON **j, char **msg)
+{
+	long at;
+
 	if (!body || !len)
 		BAD("request body is empty; expected a JSON object");
-	{
-		long at = raw_control(body, len);
-		if (at >= 0)
-			BAD("JSON decode error: invalid control character 0x%02x at byte %ld of "
-			    "the "
-			    "request body (control characters in strings must be escaped, e.g. "
-			    "\\u0000)",
-			    (unsigned char)body[at], at);
-	}
-	j = cJSON_ParseWithLength(body, len);
-	if (!j)
+	at = raw_control(body, len);
+	if (at >= 0)
+		BAD("JSON decode error: invalid control character 0x%02x at byte %ld of "
+		    "the "
+		    "request body (control characters in strings must be escaped, e.g. "
+		    "\\u0000)",
+		    (unsigned char)body[at], at);
+	*j = cJSON_ParseWithLength(body, len);
+	if (!*j)
 		BAD("JSON decode error: invalid JSON near byte %ld of the request body",
 		    cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - body) : 0L);
-	if (!cJSON_IsObject(j))
+	if (!cJSON_IsObject(*j))
 		BAD("request body: expected a JSON object");
-	v = cJSON_GetObjectItemCaseSensitive(j, "model");
+	return 0;
+}
+
+/* "model": one of the served names or the model path; 404 for any other. */
+static int parse_model(struct sa *s, const cJSON *j, struct sa_req *r, char **msg)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "model");
+
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsString(v))
 			BAD("model: expected a string");
 		r->model_name = match_model(s, v->valuestring);
 		if (!r->model_name) {
 			*msg = pd_asprintf("The model `%s` does not exist.", v->valuestring);
-			status = 404;
-			goto out;
+			return 404;
 		}
 	}
-	status = parse_kvtp(cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params"), r, msg);
-	if (status)
-		goto out;
-	v = cJSON_GetObjectItemCaseSensitive(j, "stream");
+	return 0;
+}
+
+/* stream, stream_options, n, temperature, ignore_eos. */
+static int parse_sampling(const cJSON *j, struct sa_req *r, char **msg)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "stream");
+
 	if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
 		BAD("stream: expected a boolean");
 	r->stream = cJSON_IsTrue(v);
@@ -280,78 +287,101 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 	if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
 		BAD("ignore_eos: expected a boolean");
 	r->ignore_eos = cJSON_IsTrue(v);
-	mt = chat ? cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens") : NULL;
-	if (!mt || cJSON_IsNull(mt))
-		mt = cJSON_GetObjectItemCaseSensitive(j, "max_tokens");
-	if (mt && !cJSON_IsNull(mt)) {
-		if (!is_int(mt))
+	return 0;
+}
+
+/* max_completion_tokens (chat) or max_tokens into *mt (NULL when absent), checked >= 1. */
+static int parse_max_tokens(const cJSON *j, bool chat, const cJSON **mt, char **msg)
+{
+	*mt = chat ? cJSON_GetObjectItemCaseSensitive(j, "max_completion_tokens") : NULL;
+	if (!*mt || cJSON_IsNull(*mt))
+		*mt = cJSON_GetObjectItemCaseSensitive(j, "max_tokens");
+	if (*mt && cJSON_IsNull(*mt))
+		*mt = NULL;
+	if (*mt) {
+		if (!is_int(*mt))
 			BAD("max_tokens: expected an integer");
-		if (mt->valuedouble < 1)
-			BAD("max_tokens must be at least 1, got %lld.", (long long)mt->valuedouble);
+		if ((*mt)->valuedouble < 1)
+			BAD("max_tokens must be at least 1, got %lld.",
+			    (long long)(*mt)->valuedouble);
 	}
-	if (chat) {
-		char *text;
+	return 0;
+}
 
-		v = cJSON_GetObjectItemCaseSensitive(j, "messages");
-		if (!v)
-			BAD("messages: Field required");
-		if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1)
-			BAD("messages: expected a non-empty list of messages");
-		text = render_chat(v, msg);
-		if (!text) {
-			if (!*msg)
-				*msg = pd_asprintf("out of memory rendering the chat template");
-			status = 400;
-			goto out;
-		}
-		if ((int64_t)strlen(text) >= maxlen) {
-			size_t n = strlen(text);
-			free(text);
-			TOO_LONG(n);
-		}
-		if (mdl_tokenize(text, strlen(text), &r->tokens, &r->ntok)) {
-			free(text);
-			BAD("out of memory tokenizing");
-		}
+/* Chat: "messages" rendered with the template, then tokenized into r->tokens. */
+static int parse_messages(const cJSON *j, int64_t maxlen, struct sa_req *r, char **msg)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "messages");
+	char *text;
+
+	if (!v)
+		BAD("messages: Field required");
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1)
+		BAD("messages: expected a non-empty list of messages");
+	text = render_chat(v, msg);
+	if (!text) {
+		if (!*msg)
+			*msg = pd_asprintf("out of memory rendering the chat template");
+		return 400;
+	}
+	if ((int64_t)strlen(text) >= maxlen) {
+		size_t n = strlen(text);
 		free(text);
-	} else {
-		v = cJSON_GetObjectItemCaseSensitive(j, "prompt");
-		if (!v)
-			BAD("prompt: Field required");
-		/* A one-element batch is the same as its element. */
-		if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 &&
-		    (cJSON_IsString(v->child) || cJSON_IsArray(v->child)))
-			v = v->child;
-		else if (cJSON_IsArray(v) && cJSON_GetArraySize(v) > 1 &&
-		         (cJSON_IsString(v->child) || cJSON_IsArray(v->child)))
-			BAD("prompt: pdkv-standin serves one prompt per request, got a batch of %d",
-			    cJSON_GetArraySize(v));
-		if (cJSON_IsString(v) && (int64_t)strlen(v->valuestring) >= maxlen)
-			TOO_LONG(strlen(v->valuestring));
-		if (cJSON_IsArray(v) && (int64_t)cJSON_GetArraySize(v) >= maxlen)
-			TOO_LONG(cJSON_GetArraySize(v));
-		if (cJSON_IsString(v)) {
-			if (mdl_tokenize(v->valuestring, strlen(v->valuestring), &r->tokens,
-			                 &r->ntok))
-				BAD("out of memory tokenizing");
-		} else if (cJSON_IsArray(v)) {
-			int ret = ids_from_array(v, &r->tokens, &r->ntok);
-
-			if (ret == -EINVAL)
-				BAD("prompt: token ids must be integers in 0..%d (byte tokenizer, "
-				    "%d = EOS)",
-				    MDL_VOCAB - 1, MDL_EOS);
-			if (ret)
-				BAD("out of memory");
-		} else {
-			BAD("prompt: expected a string or a list of token ids");
-		}
+		TOO_LONG(n);
 	}
+	if (mdl_tokenize(text, strlen(text), &r->tokens, &r->ntok)) {
+		free(text);
+		BAD("out of memory tokenizing");
+	}
+	free(text);
+	return 0;
+}
+
+/* Completion: "prompt" as a string or token ids (or a batch of one) into r->tokens. */
+static int parse_prompt(const cJSON *j, int64_t maxlen, struct sa_req *r, char **msg)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+
+	if (!v)
+		BAD("prompt: Field required");
+	/* A one-element batch is the same as its element. */
+	if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 1 &&
+	    (cJSON_IsString(v->child) || cJSON_IsArray(v->child)))
+		v = v->child;
+	else if (cJSON_IsArray(v) && cJSON_GetArraySize(v) > 1 &&
+	         (cJSON_IsString(v->child) || cJSON_IsArray(v->child)))
+		BAD("prompt: pdkv-standin serves one prompt per request, got a batch of %d",
+		    cJSON_GetArraySize(v));
+	if (cJSON_IsString(v) && (int64_t)strlen(v->valuestring) >= maxlen)
+		TOO_LONG(strlen(v->valuestring));
+	if (cJSON_IsArray(v) && (int64_t)cJSON_GetArraySize(v) >= maxlen)
+		TOO_LONG(cJSON_GetArraySize(v));
+	if (cJSON_IsString(v)) {
+		if (mdl_tokenize(v->valuestring, strlen(v->valuestring), &r->tokens, &r->ntok))
+			BAD("out of memory tokenizing");
+	} else if (cJSON_IsArray(v)) {
+		int ret = ids_from_array(v, &r->tokens, &r->ntok);
+
+		if (ret == -EINVAL)
+			BAD("prompt: token ids must be integers in 0..%d (byte tokenizer, "
+			    "%d = EOS)",
+			    MDL_VOCAB - 1, MDL_EOS);
+		if (ret)
+			BAD("out of memory");
+	} else {
+		BAD("prompt: expected a string or a list of token ids");
+	}
+	return 0;
+}
+
+/* The token count against max_model_len, and r->max_tokens (vLLM's defaults when unset). */
+static int check_length(const cJSON *mt, int64_t maxlen, bool chat, struct sa_req *r, char **msg)
+{
 	if (r->ntok == 0)
 		BAD("The prompt cannot be empty.");
 	if ((int64_t)r->ntok >= maxlen)
 		TOO_LONG(r->ntok);
-	if (mt && !cJSON_IsNull(mt)) {
+	if (mt) {
 		r->max_tokens = (int64_t)mt->valuedouble;
 		if ((int64_t)r->ntok + r->max_tokens > maxlen)
 			BAD("This model's maximum context length is %lld tokens. However, you "
@@ -364,7 +394,42 @@ int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const ch
 		if (!chat && r->max_tokens > 16)
 			r->max_tokens = 16; /* vLLM's CompletionRequest default */
 	}
-out:
+	return 0;
+}
+
+/* Every field of a parsed body object, in vLLM's order of complaints. */
+static int parse_fields(struct sa *s, const cJSON *j, bool chat, struct sa_req *r, char **msg)
+{
+	int64_t maxlen = s->o.max_model_len;
+	const cJSON *mt = NULL;
+	int status;
+
+	if ((status = parse_model(s, j, r, msg)) ||
+	    (status =
+	         parse_kvtp(cJSON_GetObjectItemCaseSensitive(j, "kv_transfer_params"), r, msg)) ||
+	    (status = parse_sampling(j, r, msg)) || (status = parse_max_tokens(j, chat, &mt, msg)))
+		return status;
+	status = chat ? parse_messages(j, maxlen, r, msg) : parse_prompt(j, maxlen, r, msg);
+	if (status)
+		return status;
+	return check_length(mt, maxlen, chat, r, msg);
+}
+
+int sa_req_parse(struct sa *s, const char *body, size_t len, bool chat, const char *x_request_id,
+                 struct sa_req *r, char **msg)
+{
+	cJSON *j = NULL;
+	int status;
+
+	memset(r, 0, sizeof(*r));
+	*msg = NULL;
+	r->chat = chat;
+	r->t0_ns = pd_now_ns();
+	r->model_name = s->o.served[0];
+	set_id(r, chat, x_request_id);
+	status = parse_body(body, len, &j, msg);
+	if (!status)
+		status = parse_fields(s, j, chat, r, msg);
 	cJSON_Delete(j);
 	if (status)
 		sa_req_free(r);

@@ -285,20 +285,6 @@ static bool track_send(struct sa *s, struct sa_req *r)
 	return true;
 }
 
-static void maybe_crash(struct sa *s, const char *where, const char *id)
-{
-	uint64_t seq;
-
-	if (!s->o.fault.crash)
-		return;
-	seq = atomic_fetch_add(&s->n.fault_seq, 1) + 1;
-	if (seq < (uint64_t)s->o.fault.crash_after)
-		return;
-	pd_err("fault crash: request %s is number %llu, exiting %s", id, (unsigned long long)seq,
-	       where);
-	_exit(1);
-}
-
 /* A local prefill: the fake model's KV is only hashed (nothing keeps it), then paced. */
 static int local_compute(struct sa *s, struct sa_req *r, bool recompute)
 {
@@ -394,8 +380,8 @@ static void v1_finished(struct sa *s, struct sa_req *r, const char *finish)
 		        "kv_load_failure_policy)",
 		        r->id, finish ? finish : "?");
 	if (length)
-		maybe_crash(s, "right after offering the blocks (decode may be mid-transfer)",
-		            r->id);
+		sa_maybe_crash(s, "right after offering the blocks (decode may be mid-transfer)",
+		               r->id);
 }
 
 /* ------------------------------------------------------------------ consumer */
@@ -558,7 +544,7 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 	uint64_t t_arrived = ts;
 
 	if (!ret) {
-		maybe_crash(s, "after the transfer, before using the KV", r->id);
+		sa_maybe_crash(s, "after the transfer, before using the KV", r->id);
 		ret = use_blocks(s, r, blk, &e);
 		sa_stage(r, "use_blocks", &ts);
 		r->t_kv_verified = ts;
