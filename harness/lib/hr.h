@@ -20,6 +20,7 @@ struct hr_workload {
 	int concurrency;
 	int max_tokens;
 	bool stream;
+	bool ignore_eos;    /* workload.ignore_eos: sent as vLLM's ignore_eos */
 	bool chat;          /* endpoint "chat" = /v1/chat/completions, else /v1/completions */
 	int *prompt_tokens; /* one planned prompt length per request (deterministic) */
 	char **prompts;     /* literal prompts, cycled (NULL = generated ones of prompt_tokens) */

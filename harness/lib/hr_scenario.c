@@ -337,9 +337,9 @@ static unsigned lcg(unsigned *s)
 
 static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
 {
-	static const char *const ok[] = {"requests",   "concurrency", "prompt_tokens",
-	                                 "prompts",    "stream",      "endpoint",
-	                                 "max_tokens", "seed",        NULL};
+	static const char *const ok[] = {"requests",   "concurrency", "prompt_tokens", "prompts",
+	                                 "stream",     "endpoint",    "max_tokens",    "seed",
+	                                 "ignore_eos", NULL};
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "workload");
 	cJSON *empty = NULL;
 	struct hr_workload *wl = &sc->wl;
@@ -356,6 +356,7 @@ static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario 
 	    get_int(c, w, "max_tokens", "workload.max_tokens", 16, 1, 100000, &wl->max_tokens) ||
 	    get_int(c, w, "seed", "workload.seed", 1, 0, 1 << 30, &seed) ||
 	    get_bool(c, w, "stream", "workload.stream", false, &wl->stream) ||
+	    get_bool(c, w, "ignore_eos", "workload.ignore_eos", false, &wl->ignore_eos) ||
 	    get_str(c, w, "endpoint", "workload.endpoint", "completions", &endpoint))
 		goto fail;
 	if (strcmp(endpoint, "completions") && strcmp(endpoint, "chat")) {

@@ -246,6 +246,8 @@ char *hr_request_body(const struct hr_scenario *sc, const char *prompt)
 		cJSON_AddStringToObject(o, "prompt", prompt);
 	}
 	cJSON_AddNumberToObject(o, "max_tokens", sc->wl.max_tokens);
+	if (sc->wl.ignore_eos) /* vLLM's sampling param: no stop at EOS, prefill's token included */
+		cJSON_AddBoolToObject(o, "ignore_eos", true);
 	cJSON_AddNumberToObject(o, "temperature", 0);
 	cJSON_AddBoolToObject(o, "stream", sc->wl.stream);
 	if (sc->wl.stream) {
