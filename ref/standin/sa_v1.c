@@ -186,7 +186,7 @@ static int alloc_blocks(struct sa *s, struct sa_req *r, int k, size_t nb, int64_
 		return -ENOMEM;
 	}
 	ret = kv1_alloc(w, nb, *out);
-	if (ret && s->o.kv_block_wait_ms > 0) {
+	if (ret && s->o.kv_block_wait_ms > 0 && nb <= kv1_worker_num_blocks(w)) {
 		last = atomic_load(&last_log_ns);
 		if (t0 - last >= 1000000000ull &&
 		    atomic_compare_exchange_strong(&last_log_ns, &last, t0))

@@ -6,14 +6,22 @@
 # 6 blocks of 16 tokens each per request, a pool of 8: one request at a time holds blocks
 PROMPT="Pool exhaustion: this prompt needs six blocks of sixteen tokens when one token is a byte!!"
 N=$(python3 -c 'import sys; print(len(sys.argv[1].encode()))' "$PROMPT")
-BOOT=$(free_port)
 KVP="{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_producer\",$TCP}"
 KVC="{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_consumer\",$TCP}"
-# 2 ms a token: a prefill takes ~0.2 s, so the requests overlap and the pool runs short
-VLLM_MOONCAKE_BOOTSTRAP_PORT=$BOOT start P --vllm-version 0.18 --num-gpu-blocks-override 8 --ns-per-token 2000000 \
-	--kv-transfer-config "$KVP"
-start D --vllm-version 0.18 --num-gpu-blocks-override 8 --kv-transfer-config "$KVC"
-ENG=$(curl -s "http://127.0.0.1:$BOOT/query" | jget '["0"]["engine_id"]')
+# One side short at a time: with both pools short, P's finished requests (holding P blocks
+# until D pulls) and D's waiting ones (holding D blocks until P computes) can block each other
+# until --kv-block-wait-timeout-ms, as vLLM's two schedulers could.
+pair() { # pair TAG [P args] -- [D args]
+	local tag=$1 pa=() da=() side=p; shift
+	for a in "$@"; do [ "$a" = -- ] && { side=d; continue; }; [ $side = p ] && pa+=("$a") || da+=("$a"); done
+	BOOT=$(free_port)
+	# 2 ms a token: a prefill takes ~0.2 s, so the requests overlap and the pool runs short
+	VLLM_MOONCAKE_BOOTSTRAP_PORT=$BOOT start P$tag --vllm-version 0.18 --ns-per-token 2000000 \
+		--kv-transfer-config "$KVP" "${pa[@]}"
+	start D$tag --vllm-version 0.18 --kv-transfer-config "$KVC" "${da[@]}"
+	ENG=$(curl -s "http://127.0.0.1:$BOOT/query" | jget '["0"]["engine_id"]')
+	eval "PORT_P=\$PORT_P$tag PORT_D=\$PORT_D$tag"
+}
 
 one() { # one K PROMPT: a gen B request routed by hand, D's status and body in $TMP/K.*
 	local id tid pb db
@@ -27,27 +35,32 @@ one() { # one K PROMPT: a gen B request routed by hand, D's status and body in $
 	wait $!
 }
 
+burst() { # burst TAG SHORT-SIDE(P|D)
 JOBS=()
-for k in 1 2 3 4 5 6; do one $k "$PROMPT" & JOBS+=($!); done
+for k in 1 2 3 4 5 6; do one $1$k "$PROMPT" & JOBS+=($!); done
 wait "${JOBS[@]}" # not a bare wait: the stand-ins are children too
 all200=1
 for k in 1 2 3 4 5 6; do
-	[ "$(cat "$TMP/$k.pst")" = 200 ] && [ "$(cat "$TMP/$k.dst")" = 200 ] || {
-		all200=0; echo "request $k: prefill $(cat "$TMP/$k.pst") decode $(cat "$TMP/$k.dst"): $(cat "$TMP/$k.p" "$TMP/$k.d")"; }
+	[ "$(cat "$TMP/$1$k.pst")" = 200 ] && [ "$(cat "$TMP/$1$k.dst")" = 200 ] || {
+		all200=0; echo "request $k: prefill $(cat "$TMP/$1$k.pst") decode $(cat "$TMP/$1$k.dst"): $(cat "$TMP/$1$k.p" "$TMP/$1$k.d")"; }
 done
-check "6 concurrent requests on a pool of 8 blocks: all answered 200" [ $all200 = 1 ]
-check "decode reused every prompt token (6 x $N)" [ "$(metric $PORT_D pdkv_kv_reused_tokens_total)" = $((6 * N)) ]
-check "nothing recomputed" [ "$(metric $PORT_D pdkv_kv_recomputed_tokens_total)" = 0 ]
-W=$(($(metric $PORT_P pdkv_kv_block_waits_total) + $(metric $PORT_D pdkv_kv_block_waits_total)))
-check "requests waited for blocks (pdkv_kv_block_waits_total = $W > 0)" [ "$W" -gt 0 ]
-check "the wait is logged" grep -q "waiting for 6 free KV blocks" "$TMP/P.log" "$TMP/D.log"
+check "$1: 6 concurrent requests, $2 has 8 blocks: all answered 200" [ $all200 = 1 ]
+check "$1: decode reused every prompt token (6 x $N)" [ "$(metric $PORT_D pdkv_kv_reused_tokens_total)" = $((6 * N)) ]
+check "$1: nothing recomputed" [ "$(metric $PORT_D pdkv_kv_recomputed_tokens_total)" = 0 ]
+W=$(metric $(eval echo \$PORT_$2) pdkv_kv_block_waits_total)
+check "$1: $2 requests waited for blocks (pdkv_kv_block_waits_total = $W > 0)" [ "$W" -gt 0 ]
+check "$1: the wait is logged" grep -q "waiting for 6 free KV blocks" "$TMP/$2$1.log"
 
+}
+pair p --num-gpu-blocks-override 8
+burst p P
+pair d -- --num-gpu-blocks-override 8
+burst d D
 # larger than the whole pool (9 blocks > 8): fails at once, with the flag to raise
 BIG=$(python3 -c 'print("x" * 140)')
 one big "$BIG"
-check "a prompt larger than the pool: prefill answers 500" [ "$(cat "$TMP/big.pst")" = 500 ]
-check "... and logs the flag to raise" grep -q "no free KV blocks on dp 0 rank 0 (9 needed; raise --num-gpu-blocks-override)" "$TMP/P.log"
-check "... decode answers too (its pull is refused, not left waiting)" [ "$(cat "$TMP/big.dst")" != 000 ]
+check "a prompt larger than the decode pool: decode answers 500" [ "$(cat "$TMP/big.dst")" = 500 ]
+check "... and names the flag to raise" grep -q "no free KV blocks on dp 0 rank 0 (9 needed; raise --num-gpu-blocks-override)" "$TMP/Dd.log"
 one again "$PROMPT"
 check "the pool is whole afterwards: another request gets 200" [ "$(cat "$TMP/again.dst")" = 200 ]
 [ $fails = 0 ] && echo "all ok" || echo "$fails failed"
