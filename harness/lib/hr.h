@@ -217,6 +217,9 @@ struct hr_result {
 void hr_report_router_table(FILE *f, const struct hr_result *r);
 const char *hr_status_name(enum hr_status s);
 void hr_result_free(struct hr_result *r);
+/* Appends "; <text>" (or "<text>" when buf is empty) to a fixed buffer of notes; a note that
+ * does not fit is dropped. */
+void hr_note_add(char *buf, size_t sz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 struct hr_report {
 	struct hr_result *v;

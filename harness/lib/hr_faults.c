@@ -87,19 +87,7 @@ int hr_faults_parse_entry(const char *path, const char *field, const cJSON *e, c
 	return 0;
 }
 
-static void note(struct hr_pfaults *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct hr_pfaults *f, const char *fmt, ...)
-{
-	size_t n = strlen(f->notes);
-	va_list ap;
-	if (n + 3 >= sizeof(f->notes))
-		return;
-	if (n)
-		f->notes[n++] = ';', f->notes[n++] = ' ', f->notes[n] = '\0';
-	va_start(ap, fmt);
-	vsnprintf(f->notes + n, sizeof(f->notes) - n, fmt, ap);
-	va_end(ap);
-}
+#define note(f, ...) hr_note_add((f)->notes, sizeof((f)->notes), __VA_ARGS__)
 
 static bool wait_until(struct hr_pfaults *f, double at)
 {

@@ -163,19 +163,7 @@ const char *hr_net_ns_of(const struct hr_net *net, const char *addr)
 	return NULL;
 }
 
-static void note(struct hr_net *net, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct hr_net *net, const char *fmt, ...)
-{
-	size_t n = strlen(net->applied);
-	va_list ap;
-	if (n + 2 >= sizeof(net->applied))
-		return;
-	if (n)
-		net->applied[n++] = ';', net->applied[n++] = ' ', net->applied[n] = '\0';
-	va_start(ap, fmt);
-	vsnprintf(net->applied + n, sizeof(net->applied) - n, fmt, ap);
-	va_end(ap);
-}
+#define note(net, ...) hr_note_add((net)->applied, sizeof((net)->applied), __VA_ARGS__)
 
 /* Applies the faults in order, each after_ms (default 200) after the workload's start. */
 static void *fault_thread(void *ud)

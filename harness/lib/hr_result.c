@@ -1,6 +1,8 @@
 /* hr_result: what one scenario run produced (status, checks, metrics) and its lifetime. */
 #include "hr.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,4 +30,17 @@ void hr_result_free(struct hr_result *r)
 	cJSON_Delete(r->requests);
 	cJSON_Delete(r->logs);
 	memset(r, 0, sizeof(*r));
+}
+
+void hr_note_add(char *buf, size_t sz, const char *fmt, ...)
+{
+	size_t n = strlen(buf);
+	va_list ap;
+	if (n + 3 >= sz)
+		return;
+	if (n)
+		buf[n++] = ';', buf[n++] = ' ', buf[n] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sz - n, fmt, ap);
+	va_end(ap);
 }
