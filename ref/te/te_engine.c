@@ -689,14 +689,25 @@ int te_engine_install_signal_cleanup(struct te_engine *eng)
 			ret = TE_ERR_SOCKET;
 			goto out;
 		}
+		sigset_t block, old_mask;
+		int cr;
 		pthread_attr_init(&at);
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &at, cleanup_thread, NULL)) {
-			pthread_attr_destroy(&at);
+		/* The thread inherits SIGINT/SIGTERM blocked: the handler must run on a thread that
+		 * is not this one, blocked in read() waiting for it (under ThreadSanitizer a
+		 * handler is deferred until its thread leaves the read, which never happened: a
+		 * hang). */
+		sigemptyset(&block);
+		for (size_t i = 0; i < PD_ARRAY_SIZE(sigs); i++)
+			sigaddset(&block, sigs[i]);
+		pthread_sigmask(SIG_BLOCK, &block, &old_mask);
+		cr = pthread_create(&t, &at, cleanup_thread, NULL);
+		pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+		pthread_attr_destroy(&at);
+		if (cr) {
 			ret = TE_ERR_MEMORY;
 			goto out;
 		}
-		pthread_attr_destroy(&at);
 		for (size_t i = 0; i < PD_ARRAY_SIZE(sigs); i++) {
 			struct sigaction sa = {0}, old;
 			sigaction(sigs[i], NULL, &old);

@@ -71,8 +71,15 @@ static int start_target(const char *conn, const char *name, bool sig_cleanup, st
 		}
 		dprintf(up[1], "%s %llu %d\n", te_engine_name(e),
 		        (unsigned long long)(uintptr_t)buf, te_engine_rpc_port(e));
-		while (read(down[0], &b, 1) > 0)
-			;
+		/* poll, not a bare read: ThreadSanitizer runs a signal handler only when its thread
+		 * leaves a non-blocking interceptor, and read() is not one it treats as blocking */
+		for (;;) {
+			struct pollfd p = {down[0], POLLIN, 0};
+			if (poll(&p, 1, -1) < 0 && errno == EINTR)
+				continue;
+			if (read(down[0], &b, 1) <= 0)
+				break;
+		}
 		te_engine_destroy(e);
 		free(buf);
 		_exit(0);
