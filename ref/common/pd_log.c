@@ -17,24 +17,32 @@ void pd_log_set_name(const char *name)
 	snprintf(g_name, sizeof(g_name), "%s", name);
 }
 
+/* g_level is read by every logging thread while main may set it (or the first caller derives
+ * it from PDKV_LOG): relaxed atomics, since it is a lone value that guards no other data. */
 void pd_log_set_level(enum pd_log_level lvl)
 {
-	g_level = (int)lvl;
+	__atomic_store_n(&g_level, (int)lvl, __ATOMIC_RELAXED);
 }
 
 enum pd_log_level pd_log_get_level(void)
 {
-	if (g_level < 0) {
+	int lvl = __atomic_load_n(&g_level, __ATOMIC_RELAXED);
+	if (lvl < 0) {
 		const char *e = getenv("PDKV_LOG");
-		g_level = PD_LOG_INFO;
+		int want = PD_LOG_INFO, unset = -1;
 		if (e && !strcmp(e, "error"))
-			g_level = PD_LOG_ERROR;
+			want = PD_LOG_ERROR;
 		else if (e && !strcmp(e, "warn"))
-			g_level = PD_LOG_WARN;
+			want = PD_LOG_WARN;
 		else if (e && !strcmp(e, "debug"))
-			g_level = PD_LOG_DEBUG;
+			want = PD_LOG_DEBUG;
+		/* first one wins: a pd_log_set_level that got in between is kept */
+		if (!__atomic_compare_exchange_n(&g_level, &unset, want, 0, __ATOMIC_RELAXED,
+		                                 __ATOMIC_RELAXED))
+			want = unset;
+		lvl = want;
 	}
-	return (enum pd_log_level)g_level;
+	return (enum pd_log_level)lvl;
 }
 
 void pd_log_msg(enum pd_log_level lvl, const char *fmt, ...)

@@ -52,7 +52,9 @@ static int progress_cb(void *p, curl_off_t dt, curl_off_t dn, curl_off_t ut, cur
 {
 	const volatile int *cancel = p;
 	(void)dt, (void)dn, (void)ut, (void)un;
-	return px_stopping || (cancel && *cancel);
+	/* curl's thread reads the flags that other threads set: atomics (the flags guard no data)
+	 */
+	return px_is_stopping() || (cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED));
 }
 
 /* The options every backend call shares. env proxies are ignored: a backend is always direct. */
@@ -84,7 +86,7 @@ static CURL *easy_for(const struct px_call *c, struct curl_slist *hdrs, char *er
 
 static void curl_reason(int res, const char *errbuf, char *out, size_t sz)
 {
-	if (res == CURLE_ABORTED_BY_CALLBACK && px_stopping)
+	if (res == CURLE_ABORTED_BY_CALLBACK && px_is_stopping())
 		snprintf(out, sz, "proxy shutting down");
 	else
 		snprintf(out, sz, "%s", errbuf[0] ? errbuf : curl_easy_strerror(res));
@@ -150,7 +152,7 @@ int px_fetch(const struct px_call *c, size_t keep, struct px_answer *a, char *re
 	a->complete = res == CURLE_OK;
 	if (res != CURLE_OK) {
 		curl_reason(res, errbuf, reason, reason_sz);
-		if (res == CURLE_ABORTED_BY_CALLBACK && !px_stopping)
+		if (res == CURLE_ABORTED_BY_CALLBACK && !px_is_stopping())
 			snprintf(reason, reason_sz, "call aborted");
 	} else if (code < 200 || code > 299) {
 		/* a backend's error text is untrusted: keep it printable and short */
@@ -254,7 +256,7 @@ static size_t body_cb(char *p, size_t sz, size_t n, void *u)
 		s->t_first_ns = pd_now_ns();
 	while (off < len) {
 		size_t room, tail, k;
-		while (s->len == s->cap && !s->cancel && !px_stopping) {
+		while (s->len == s->cap && !s->cancel && !px_is_stopping()) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += 200 * 1000000L;
@@ -264,7 +266,7 @@ static size_t body_cb(char *p, size_t sz, size_t n, void *u)
 			}
 			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 		}
-		if (s->cancel || px_stopping)
+		if (s->cancel || px_is_stopping())
 			break;
 		room = s->cap - s->len;
 		tail = (s->head + s->len) % s->cap;
@@ -424,7 +426,7 @@ void px_stream_cancel(struct px_stream *s)
 		return;
 	pthread_mutex_lock(&s->mu);
 	if (!s->done)
-		s->cancel = 1;
+		__atomic_store_n(&s->cancel, 1, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 }
@@ -434,7 +436,7 @@ void px_stream_finish(struct px_stream *s)
 	if (s->started) {
 		pthread_mutex_lock(&s->mu);
 		if (!s->done)
-			s->cancel = 1;
+			__atomic_store_n(&s->cancel, 1, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&s->cv);
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);

@@ -8,7 +8,11 @@
 #include <stdint.h>
 
 /* Set once on shutdown: every backend call in flight aborts (checked by curl's progress hook). */
-extern volatile int px_stopping;
+extern volatile int px_stopping; /* set once by px_server_stop; read with px_is_stopping */
+static inline int px_is_stopping(void)
+{
+	return __atomic_load_n(&px_stopping, __ATOMIC_RELAXED);
+}
 
 /* What every backend call carries. */
 struct px_call {

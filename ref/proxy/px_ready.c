@@ -135,7 +135,7 @@ static int wait_prefill(struct px_ready *r, int i)
 	struct px_prefill_dp *pf = &r->pf[i];
 	char url[PX_URL_MAX + 16], why[400], last[400] = "";
 	int tries = 0;
-	while (!r->stop) {
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
 		struct px_answer a;
 		int n;
 		snprintf(url, sizeof(url), "%s/health", r->o->prefill[i]);
@@ -229,7 +229,7 @@ void px_ready_stop(struct px_ready *r)
 	if (!r)
 		return;
 	pthread_mutex_lock(&r->mu);
-	r->stop = 1;
+	__atomic_store_n(&r->stop, 1, __ATOMIC_RELAXED); /* read unlocked by the probe loop */
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	pthread_join(r->thread, NULL);

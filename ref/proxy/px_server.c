@@ -384,6 +384,14 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 		server_free(s);
 		return -ENOMEM;
 	}
+	/* readiness polls with s->o, which lives as long as s; started before the daemon so that
+	 * handlers never read s->ready while it is being set */
+	if (s->ct->readiness && px_ready_start(&s->o, &s->ready)) {
+		pd_err("cannot start the readiness poller");
+		close(fd);
+		server_free(s);
+		return -EIO;
+	}
 	s->d = MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0,
 	    pd_connlim_accept, s->lim, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
@@ -394,13 +402,7 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 	if (!s->d) {
 		pd_err("cannot start the HTTP server on %s:%d", o->host, *bound_port);
 		close(fd);
-		server_free(s);
-		return -EIO;
-	}
-	/* readiness polls with s->o, which lives as long as s */
-	if (s->ct->readiness && px_ready_start(&s->o, &s->ready)) {
-		pd_err("cannot start the readiness poller");
-		MHD_stop_daemon(s->d);
+		px_ready_stop(s->ready);
 		server_free(s);
 		return -EIO;
 	}
@@ -412,13 +414,16 @@ void px_server_stop(struct px_server *s)
 {
 	if (!s)
 		return;
-	px_stopping = 1; /* in-flight backend calls abort; their clients get 502 / a cut stream */
-	px_ready_stop(s->ready);
+	/* in-flight backend calls abort; their clients get 502 / a cut stream */
+	__atomic_store_n(&px_stopping, 1, __ATOMIC_RELAXED);
 	MHD_stop_daemon(s->d);
 	/* concurrent prefill calls hold requests (and so s); they abort on px_stopping */
 	pthread_mutex_lock(&s->mu);
 	while (s->bg)
 		pthread_cond_wait(&s->cv, &s->mu);
 	pthread_mutex_unlock(&s->mu);
+	/* last: handlers and prefill calls pick pairs from it until here (TSan saw it freed first)
+	 */
+	px_ready_stop(s->ready);
 	server_free(s);
 }
