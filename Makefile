@@ -71,9 +71,15 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
-# ThreadSanitizer build of everything (build-tsan); T= narrows the tests as for asan.
+# ThreadSanitizer build of everything (build-tsan); T= narrows the tests as for asan. Reports go
+# to the test logs and to build-tsan/tsan-logs/; ci/tsan.supp silences third-party frames only
+# (docs/sanitizers.md). PDKV_TIME_SCALE stretches the tests' own deadlines.
+TSAN_OPTIONS ?= halt_on_error=0 second_deadlock_stack=1 suppressions=$(CURDIR)/ci/tsan.supp \
+  log_path=$(CURDIR)/build-tsan/tsan-logs/tsan
 tsan:
-	@$(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 \
+	@mkdir -p build-tsan/tsan-logs
+	@TSAN_OPTIONS="$(TSAN_OPTIONS)" PDKV_TIME_SCALE=$${PDKV_TIME_SCALE:-4} \
+	  $(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 \
 	  SAN="-fsanitize=thread -fno-omit-frame-pointer" test
 
 # libFuzzer targets (FUZZ in */fuzz/fuzz.mk) through clang, each run FUZZ_SECONDS on its corpus

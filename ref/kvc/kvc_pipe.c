@@ -11,6 +11,7 @@
 
 #include "kvc/kvc_internal.h"
 #include "pd_log.h"
+#include "pd_tsan.h"
 #include "pd_util.h"
 #include "te/te.h"
 
@@ -75,6 +76,7 @@ static int zsend(struct kvc_pipe *p, void *sock, const uint8_t *const *parts, co
 	int rc = zwait(p, sock, ZMQ_POLLOUT, deadline, abort);
 	if (rc)
 		return rc;
+	PD_TSAN_WIRE_SEND(); /* a (ptr, len) or ACK hands buffers over: see pd_tsan.h */
 	for (int i = 0; i < n; i++) {
 		int fl = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
 		if (zmq_send(sock, parts[i], lens[i], fl) < 0) {
@@ -121,6 +123,7 @@ static int zrecv(struct kvc_pipe *p, void *sock, struct zframes *f, uint64_t dea
 		if (!more) /* drain every part: a message is delivered whole */
 			break;
 	}
+	PD_TSAN_WIRE_RECV();
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "pd_log.h"
+#include "pd_tsan.h"
 #include "pd_util.h"
 #include "te_gpu.h"
 
@@ -179,6 +180,7 @@ static void *lane_rcv_main(void *arg)
 			       l->iq.v[l->iq.head + nwrites].op == TE_WRITE)
 				nwrites++;
 		pthread_mutex_unlock(&l->mu);
+		PD_TSAN_WIRE_RECV(); /* the server's last use of our buffer came before this recv */
 		gpu_small = !nwrites && s.gpu && s.len <= te_gpu_chunk();
 		if (l->rpend.t && !(gpu_small && l->rpend.gpu == s.gpu))
 			rpend_end(l);

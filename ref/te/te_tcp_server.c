@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "pd_log.h"
+#include "pd_tsan.h"
 #include "pd_util.h"
 #include "te_gpu.h"
 
@@ -241,6 +242,7 @@ static void srv_serve(void *ctx, int fd)
 		bool v2;
 		int gpu = 0, r = srv_read_header(tp, fd, h, in, &out);
 
+		PD_TSAN_WIRE_RECV(); /* the owner's writes to the buffer came before this request */
 		if (r == 1)
 			break;
 		if (r < 0) {
@@ -313,6 +315,8 @@ static void srv_serve(void *ctx, int fd)
 			break;
 		}
 		in->nreq++;
+		PD_TSAN_WIRE_SEND(); /* this request's buffer accesses come before what the peer
+		                        does next */
 	}
 	flush_status(fd, &out);
 	free(in);
