@@ -257,7 +257,7 @@ struct srv {
 };
 static struct srv g_srv[PT_MAX_DEV];
 static int g_nsrv;
-static volatile int g_stop;
+static volatile int g_stop; /* __atomic: stop writes it while the servers poll it */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *srv_main(void *arg)
@@ -265,7 +265,7 @@ static void *srv_main(void *arg)
 	struct srv *s = arg;
 	size_t k = 0;
 
-	while (!g_stop) {
+	while (!__atomic_load_n(&g_stop, __ATOMIC_RELAXED)) {
 		struct pt_args a;
 		uint64_t t0 = pd_now_ns();
 		size_t from = file_size(s->log);
@@ -274,15 +274,17 @@ static void *srv_main(void *arg)
 
 		build_args(&a, s->o, s->dev, s->idx, s->sizes[k], NULL);
 		pthread_mutex_lock(&g_lock);
-		pid = g_stop ? -1 : spawn(a.v, s->log);
+		pid = __atomic_load_n(&g_stop, __ATOMIC_RELAXED) ? -1 : spawn(a.v, s->log);
 		s->pid = pid;
 		pthread_mutex_unlock(&g_lock);
 		if (pid < 0)
 			break;
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
+		pthread_mutex_lock(&g_lock); /* stop kills s->pid under it */
 		s->pid = 0;
-		if (g_stop)
+		pthread_mutex_unlock(&g_lock);
+		if (__atomic_load_n(&g_stop, __ATOMIC_RELAXED))
 			break;
 		if (exchanged(s->log, from)) {
 			/* a client ran this size (ib_write_bw's server may exit 1 after -D even
@@ -312,7 +314,7 @@ int bench_perftest_serve_start(const struct bench_opts *o, const uint64_t *sizes
 		                "--device_name=DEV[,DEV...] (ib_write_bw runs per device)\n");
 		return -1;
 	}
-	g_stop = 0;
+	__atomic_store_n(&g_stop, 0, __ATOMIC_RELAXED);
 	for (int i = 0; i < nd; i++) {
 		struct srv *s = &g_srv[i];
 		memset(s, 0, sizeof(*s));
@@ -341,7 +343,7 @@ int bench_perftest_serve_start(const struct bench_opts *o, const uint64_t *sizes
 
 void bench_perftest_serve_stop(void)
 {
-	g_stop = 1;
+	__atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < g_nsrv; i++) {
 		pthread_mutex_lock(&g_lock);
 		if (g_srv[i].pid > 0) {

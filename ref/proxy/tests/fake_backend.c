@@ -1,6 +1,7 @@
 /* fake_backend: the proxy tests' stand-in for vLLM prefill/decode instances — records requests,
  * answers /v1/completions, /v1/chat/completions (JSON or SSE), /v1/models, /health. */
 #include "fake_backend.h"
+#include "pd_tsan.h"
 #include "pd_util.h"
 
 #include <cJSON.h>
@@ -13,10 +14,14 @@ struct fb_conn {
 	size_t len, cap;
 };
 
+/* the fb settings a stream needs are copied when it starts: fb_reset for the next test may run
+ * while MHD still reads the last stream of this one */
 struct fb_sse {
 	struct fb *f;
 	int i;
 	int cut; /* FB_CUT: drop after this many chunks, -1 = never */
+	int chunks, gate_ms;
+	volatile int *gate;
 };
 
 struct fb_half {
@@ -28,10 +33,12 @@ struct fb_half {
  * pointing at it. 1 when it became set. */
 static int wait_flag(volatile int *const *field, int ms)
 {
-	volatile int *p = *field;
-	for (int waited = 0; p && *field == p && !*p && waited < ms; waited += 2)
+	volatile int *p = __atomic_load_n(field, __ATOMIC_RELAXED);
+	for (int waited = 0; p && __atomic_load_n(field, __ATOMIC_RELAXED) == p &&
+	                     !__atomic_load_n(p, __ATOMIC_RELAXED) && waited < ms;
+	     waited += 2)
 		pd_sleep_ms(2);
-	return !p || *p;
+	return !p || __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
 static char *chunk(int i, int n)
@@ -71,17 +78,17 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 	char *c;
 	size_t n;
 	(void)pos;
-	if (s->i > s->f->sse_chunks)
+	if (s->i > s->chunks)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	if (s->cut >= 0 && s->i >= s->cut)
 		return MHD_CONTENT_READER_END_WITH_ERROR; /* killed mid-stream: no [DONE] */
-	if (s->i == 1 && s->f->gate) {
-		if (!wait_flag(&s->f->gate, s->f->gate_ms ? s->f->gate_ms : 3000))
+	if (s->i == 1 && s->gate) {
+		if (!wait_flag(&s->f->gate, s->gate_ms ? s->gate_ms : 3000))
 			__atomic_add_fetch(&s->f->gate_missed, 1, __ATOMIC_RELAXED);
 	} else if (s->i > 0) {
 		pd_sleep_ms(2);
 	}
-	c = chunk(s->i, s->f->sse_chunks);
+	c = chunk(s->i, s->chunks);
 	if (!c)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	n = strlen(c);
@@ -96,7 +103,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void sse_free(void *cls)
 {
 	struct fb_sse *s = cls;
-	s->f->sse_ended_at = s->i;
+	__atomic_store_n(&s->f->sse_ended_at, s->i, __ATOMIC_RELAXED); /* the test polls it */
 	free(s);
 }
 
@@ -140,7 +147,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	struct fb_conn *k = *con_cls;
 	char body[1024];
 	const char *v;
-	int stream = 0, slot = -1;
+	int stream = 0, slot = -1, mode, slow_ms, cut_after, chunks, gate_ms;
+	const char *kvp_json, *query_json;
+	volatile int *gate, *hold, *on_request;
 	(void)version;
 	if (!k) {
 		*con_cls = calloc(1, sizeof(struct fb_conn));
@@ -159,7 +168,21 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	/* the test set f up before it sent this request: an order through sockets (pd_tsan.h) */
+	PD_TSAN_WIRE_RECV();
 	pthread_mutex_lock(&f->mu);
+	/* one consistent view of the settings: fb_reset for the next test may run while this
+	 * answer is still being written */
+	mode = __atomic_load_n(&f->mode, __ATOMIC_RELAXED); /* the test ends a stall by it */
+	slow_ms = f->slow_ms;
+	cut_after = f->cut_after;
+	chunks = f->sse_chunks;
+	gate_ms = f->gate_ms;
+	kvp_json = f->kvp_json;
+	query_json = f->query_json;
+	gate = f->gate;
+	hold = __atomic_load_n(&f->hold, __ATOMIC_RELAXED);
+	on_request = f->on_request;
 	if (f->n < FB_MAX_REQS) {
 		struct fb_req *r = &f->reqs[f->n++];
 		memset(r, 0, sizeof(*r));
@@ -180,21 +203,24 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	}
 	pthread_mutex_unlock(&f->mu);
 
-	if (!strcmp(url, "/health"))
-		return answer(c, f->health_status ? f->health_status : 200, "text/plain", "");
+	if (!strcmp(url, "/health")) {
+		/* the proxy's readiness poller asks while the test flips it */
+		int hs = __atomic_load_n(&f->health_status, __ATOMIC_RELAXED);
+		return answer(c, hs ? hs : 200, "text/plain", "");
+	}
 	if (!strcmp(url, "/query")) {
-		if (!f->query_json)
+		if (!query_json)
 			return answer(c, 404, "application/json", "{\"detail\":\"Not Found\"}");
-		return answer(c, 200, "application/json", f->query_json);
+		return answer(c, 200, "application/json", query_json);
 	}
 	if (!strcmp(url, "/v1/models")) {
 		snprintf(body, sizeof(body),
 		         "{\"object\":\"list\",\"data\":[{\"id\":\"fake-%s\"}]}", f->name);
 		return answer(c, 200, "application/json", body);
 	}
-	if (f->on_request)
-		*f->on_request = 1;
-	if (f->hold && !wait_flag(&f->hold, 5000))
+	if (on_request)
+		__atomic_store_n(on_request, 1, __ATOMIC_RELAXED);
+	if (hold && !wait_flag(&f->hold, 5000))
 		__atomic_add_fetch(&f->hold_missed, 1, __ATOMIC_RELAXED);
 	if (slot >= 0) {
 		pthread_mutex_lock(&f->mu);
@@ -202,13 +228,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			f->reqs[slot].t_out_ns = pd_now_ns();
 		pthread_mutex_unlock(&f->mu);
 	}
-	if (f->mode == FB_DROP)
+	if (mode == FB_DROP)
 		return MHD_NO;
-	if (f->mode == FB_FAIL500)
+	if (mode == FB_FAIL500)
 		return answer(c, 500, "application/json", "{\"error\":\"injected failure\"}");
-	if (f->mode == FB_FAIL400)
+	if (mode == FB_FAIL400)
 		return answer(c, 400, "application/json", FB_FAIL400_BODY);
-	if (f->mode == FB_BIG) {
+	if (mode == FB_BIG) {
 		static const char head[] =
 		    "{\"object\":\"text_completion\",\"choices\":[{\"text\":\"";
 		char *big = malloc(FB_BIG_BYTES + 1);
@@ -228,7 +254,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return ret;
 	}
 	/* interruptible, so fb_reset ends a stall at once */
-	for (int t = 0; f->mode == FB_SLOW && t < f->slow_ms; t += 5)
+	for (int t = 0; mode == FB_SLOW && t < slow_ms &&
+	                __atomic_load_n(&f->mode, __ATOMIC_RELAXED) == FB_SLOW;
+	     t += 5)
 		pd_sleep_ms(5);
 	if (k->body) {
 		cJSON *j = cJSON_Parse(k->body);
@@ -242,7 +270,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (!s)
 			return MHD_NO;
 		s->f = f;
-		s->cut = f->mode == FB_CUT ? f->cut_after : -1;
+		s->cut = mode == FB_CUT ? cut_after : -1;
+		s->chunks = chunks;
+		s->gate = gate;
+		s->gate_ms = gate_ms;
 		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, s,
 		                                      sse_free);
 		MHD_add_response_header(r, "Content-Type", "text/event-stream");
@@ -255,9 +286,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	         "\"%s\","
 	         "\"choices\":[{\"index\":0,\"text\":\" Paris\",\"finish_reason\":\"length\"}],"
 	         "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}%s%s}",
-	         f->name, f->kvp_json ? ",\"kv_transfer_params\":" : "",
-	         f->kvp_json ? f->kvp_json : "");
-	if (f->mode == FB_CUT) {
+	         f->name, kvp_json ? ",\"kv_transfer_params\":" : "", kvp_json ? kvp_json : "");
+	if (mode == FB_CUT) {
 		struct fb_half *h = calloc(1, sizeof(*h));
 		struct MHD_Response *r;
 		enum MHD_Result ret;
@@ -311,17 +341,18 @@ void fb_reset(struct fb *f)
 	for (int i = 0; i < f->n; i++)
 		free(f->reqs[i].body);
 	f->n = 0;
-	f->mode = FB_OK;
-	f->gate = NULL;
-	f->gate_missed = 0;
+	/* atomics for what a handler or stream of the last test may still read unlocked */
+	__atomic_store_n(&f->mode, FB_OK, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->gate, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->gate_missed, 0, __ATOMIC_RELAXED);
 	f->gate_ms = 0;
-	f->sse_ended_at = -1;
+	__atomic_store_n(&f->sse_ended_at, -1, __ATOMIC_RELAXED);
 	f->sse_chunks = 8;
-	f->hold = NULL;
-	f->hold_missed = 0;
+	__atomic_store_n(&f->hold, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->hold_missed, 0, __ATOMIC_RELAXED);
 	f->on_request = NULL;
 	f->cut_after = 0;
-	f->health_status = 0;
+	__atomic_store_n(&f->health_status, 0, __ATOMIC_RELAXED);
 	f->kvp_json = NULL;
 	pthread_mutex_unlock(&f->mu);
 }

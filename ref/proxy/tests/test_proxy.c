@@ -267,7 +267,9 @@ static void test_client_hangup(void **state)
 	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY_STREAM, NULL, &r),
 	                 CURLE_WRITE_ERROR);
 	for (int i = 0; i < 300 && ended < 0; i++) {
-		ended = D[0].sse_ended_at >= 0 ? D[0].sse_ended_at : D[1].sse_ended_at;
+		ended = __atomic_load_n(&D[0].sse_ended_at, __ATOMIC_RELAXED);
+		if (ended < 0)
+			ended = __atomic_load_n(&D[1].sse_ended_at, __ATOMIC_RELAXED);
 		pd_sleep_ms(10);
 	}
 	if (ended < 0 || ended >= 400)
@@ -518,7 +520,7 @@ static void test_backend_down_and_timeout(void **state)
 	                 tc_fmt("prefill http://127.0.0.1:%d/v1/completions: ", P[0].port));
 	assert_has(r.body, "timed out");
 	assert_true(pd_now_s() - t < 2.0);
-	P[0].mode = FB_OK;
+	__atomic_store_n(&P[0].mode, FB_OK, __ATOMIC_RELAXED); /* ends the stall */
 	assert_int_equal(total(D), 0);
 	/* 3: prefill down again (round robin), 4: prefill fine, decode down -> 502 naming decode */
 	assert_int_equal(tc_http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);

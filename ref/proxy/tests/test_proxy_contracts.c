@@ -367,7 +367,7 @@ static void test_mooncake_readiness(void **state)
 	struct tc_resp r = {0};
 	(void)state;
 	reset_all();
-	P[0].health_status = 503;
+	__atomic_store_n(&P[0].health_status, 503, __ATOMIC_RELAXED);
 	P[0].query_json = QUERY_P0;
 	P[1].query_json = "{}"; /* bootstrap up, nothing registered yet */
 	/* the fakes serve /query on their own ports, so those are the bootstrap ports */
@@ -397,7 +397,7 @@ static void test_mooncake_readiness(void **state)
 	assert_has(r.body, "\"status\":\"starting\"");
 
 	/* P0 healthy; P1's bootstrap table is {} so still not ready */
-	P[0].health_status = 0;
+	__atomic_store_n(&P[0].health_status, 0, __ATOMIC_RELAXED);
 	wait_log("moon", tc_fmt("Inited prefiller http://127.0.0.1:%d with dp_size=2", P[0].port));
 	wait_log("moon", "no dp rank registered yet");
 	assert_int_equal(
@@ -476,7 +476,9 @@ static void test_mooncake_concurrent(void **state)
 	(void)state;
 	reset_all();
 	d_arrived = 0;
-	P[0].hold = P[1].hold = &d_arrived;
+	/* atomic: the last test's handler may still wait on the old hold */
+	__atomic_store_n(&P[0].hold, &d_arrived, __ATOMIC_RELAXED);
+	__atomic_store_n(&P[1].hold, &d_arrived, __ATOMIC_RELAXED);
 	D[0].on_request = D[1].on_request = &d_arrived;
 	assert_int_equal(
 	    tc_http(moon_port, "POST", "/v1/completions", "{\"prompt\":\"x\"}", NULL, &r),
@@ -499,7 +501,9 @@ static void test_mooncake_prefill_fails_first(void **state)
 	 */
 	reset_all();
 	P[0].mode = P[1].mode = FB_FAIL500;
-	D[0].hold = D[1].hold = &never;
+	/* atomic: the last test's handler may still wait on the old hold */
+	__atomic_store_n(&D[0].hold, &never, __ATOMIC_RELAXED);
+	__atomic_store_n(&D[1].hold, &never, __ATOMIC_RELAXED);
 	assert_int_equal(
 	    tc_http(moon_port, "POST", "/v1/completions", "{\"prompt\":\"x\"}", NULL, &r),
 	    CURLE_OK);
@@ -510,7 +514,9 @@ static void test_mooncake_prefill_fails_first(void **state)
 	/* prefill 4xx: passed through as is */
 	reset_all();
 	P[0].mode = P[1].mode = FB_FAIL400;
-	D[0].hold = D[1].hold = &never;
+	/* atomic: the last test's handler may still wait on the old hold */
+	__atomic_store_n(&D[0].hold, &never, __ATOMIC_RELAXED);
+	__atomic_store_n(&D[1].hold, &never, __ATOMIC_RELAXED);
 	assert_int_equal(
 	    tc_http(moon_port, "POST", "/v1/completions", "{\"prompt\":\"x\"}", NULL, &r),
 	    CURLE_OK);
@@ -530,8 +536,11 @@ static void test_mooncake_prefill_fails_mid_stream(void **state)
 	gate = 0;
 	D[0].gate_ms = D[1].gate_ms = 10000; /* longer than any abort takes */
 	P[0].mode = P[1].mode = FB_FAIL500;
-	P[0].hold = P[1].hold = &gate;  /* fail only once the client has decode's first chunk */
-	D[0].gate = D[1].gate = &never; /* decode stalls after its first chunk */
+	/* atomic: the last test's handler may still wait on the old hold */
+	__atomic_store_n(&P[0].hold, &gate, __ATOMIC_RELAXED);
+	__atomic_store_n(&P[1].hold, &gate,
+	                 __ATOMIC_RELAXED); /* fail only once the client has decode's first chunk */
+	D[0].gate = D[1].gate = &never;     /* decode stalls after its first chunk */
 	r.gate = &gate;
 	res = tc_http(moon_port, "POST", "/v1/completions",
 	              "{\"prompt\":\"x\",\"stream\":true,\"max_tokens\":8}", NULL, &r);
@@ -555,7 +564,9 @@ static void test_mooncake_prefill_fails_late(void **state)
 	reset_all();
 	gate = 0;
 	P[0].mode = P[1].mode = FB_FAIL500;
-	P[0].hold = P[1].hold = &gate;
+	/* atomic: the last test's handler may still wait on the old hold */
+	__atomic_store_n(&P[0].hold, &gate, __ATOMIC_RELAXED);
+	__atomic_store_n(&P[1].hold, &gate, __ATOMIC_RELAXED);
 	r.gate = &gate;
 	assert_int_equal(
 	    tc_http(moon_port, "POST", "/v1/completions", "{\"prompt\":\"x\"}", NULL, &r),
