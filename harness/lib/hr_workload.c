@@ -228,7 +228,8 @@ static int on_xfer(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_
 	(void)b;
 	(void)c;
 	(void)d;
-	return (w->stop && *w->stop) ? 1 : 0;
+	/* set by a signal handler on another thread: an atomic read, not just volatile */
+	return (w->stop && __atomic_load_n(w->stop, __ATOMIC_RELAXED)) ? 1 : 0;
 }
 
 char *hr_request_body(const struct hr_scenario *sc, const char *prompt)
@@ -315,7 +316,9 @@ static void *worker(void *arg)
 		return NULL;
 	for (;;) {
 		int i = atomic_fetch_add(&w->next, 1);
-		if (i >= w->sc->wl.requests || (w->stop && *w->stop) || pd_now_s() > w->deadline)
+		if (i >= w->sc->wl.requests ||
+		    (w->stop && __atomic_load_n(w->stop, __ATOMIC_RELAXED)) ||
+		    pd_now_s() > w->deadline)
 			break;
 		one_request(w, c, &w->reqs[i]);
 		pthread_mutex_lock(&w->mu);

@@ -23,8 +23,11 @@ static volatile sig_atomic_t g_stop;
 
 static void on_signal(int sig)
 {
+	int saved = errno;
 	(void)sig;
-	g_stop = 1;
+	/* the handler may run on any thread while workload threads poll it: atomic */
+	__atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
+	errno = saved;
 }
 
 struct args {

@@ -27,4 +27,11 @@ void __tsan_release(void *addr);
 #define PD_TSAN_WIRE_RECV() ((void)0)
 #endif
 
+/* rc = pd_tsan_recv_rc(zmq_msg_recv(...)): the acquire after a receive, as an expression */
+static inline int pd_tsan_recv_rc(int rc)
+{
+	PD_TSAN_WIRE_RECV();
+	return rc;
+}
+
 #endif

@@ -9,6 +9,7 @@
 
 #include "kv1_internal.h"
 #include "pd_log.h"
+#include "pd_tsan.h"
 #include "pd_util.h"
 
 /* Returns true when every known request was written. Unknown ids are skipped as vLLM does. */
@@ -153,13 +154,14 @@ int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req
 	pd_dbg("Size of encoded MooncakeAgentMetadata: %zu bytes", len);
 	snprintf(ep, sizeof(ep), "tcp://%s:%d", host, port + w->o.tp_rank);
 	s = kv1_zsock(w, ZMQ_REQ, w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms : 60000);
+	PD_TSAN_WIRE_SEND(); /* pd_tsan.h: the peer acts on our buffers after this */
 	if (!s || zmq_connect(s, ep) || zmq_send(s, buf, len, 0) < 0) {
 		kv1_set_err(err, errsz, "MooncakeAgentMetadata transfer failed for %s: %s: %s",
 		            req_id, ep, zmq_strerror(zmq_errno()));
 		ret = -EIO;
 		goto out;
 	}
-	got = zmq_recv(s, reply, sizeof(reply), 0);
+	got = pd_tsan_recv_rc(zmq_recv(s, reply, sizeof(reply), 0));
 	if (got < 0) {
 		int e = zmq_errno();
 

@@ -10,6 +10,7 @@
 
 #include "kv1_internal.h"
 #include "pd_log.h"
+#include "pd_tsan.h"
 #include "pd_util.h"
 
 static enum kv1_shape shape_of(const struct kv1_worker *w)
@@ -305,7 +306,8 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 		int st;
 
 		zmq_msg_init(&msg);
-		if (zmq_msg_recv(&msg, s, 0) < 0) {
+		/* pd_tsan.h: the peer's WRITEs into our blocks came before this reply */
+		if (pd_tsan_recv_rc(zmq_msg_recv(&msg, s, 0)) < 0) {
 			int e = zmq_errno();
 
 			zmq_msg_close(&msg);
@@ -393,6 +395,7 @@ int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *eng
 	}
 	pd_dbg("Size of encoded MooncakeXferMetadata: %zu bytes", len);
 	s = kv1_zsock(w, ZMQ_DEALER, w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms : 60000);
+	PD_TSAN_WIRE_SEND();
 	if (!s || zmq_connect(s, addr) || zmq_send(s, buf, len, 0) < 0) {
 		kv1_set_err(err, errsz, "MooncakeXferMetadata transfer failed for %s: %s: %s",
 		            req_id, addr, zmq_strerror(zmq_errno()));

@@ -14,6 +14,7 @@
 #include "kv1_internal.h"
 #include "te/te_gpu.h"
 #include "pd_log.h"
+#include "pd_tsan.h"
 #include "pd_util.h"
 
 void kv1_set_err(char *err, size_t errsz, const char *fmt, ...)
@@ -328,6 +329,7 @@ int kv1_job_reply(struct kv1_job *j, void *push, const void *body, size_t len, b
 {
 	if (!push)
 		return -EIO;
+	PD_TSAN_WIRE_SEND(); /* pd_tsan.h: the requester uses the blocks after this reply */
 	if (zmq_send(push, j->ident, j->ident_len, ZMQ_SNDMORE) < 0 ||
 	    (delim && zmq_send(push, "", 0, ZMQ_SNDMORE) < 0) || zmq_send(push, body, len, 0) < 0)
 		return -EIO;
@@ -345,7 +347,7 @@ static int recv_frames(void *s, zmq_msg_t *m, int max, int *n)
 		zmq_msg_t t;
 
 		zmq_msg_init(&t);
-		if (zmq_msg_recv(&t, s, ZMQ_DONTWAIT) < 0) {
+		if (pd_tsan_recv_rc(zmq_msg_recv(&t, s, ZMQ_DONTWAIT)) < 0) {
 			zmq_msg_close(&t);
 			return -1;
 		}
@@ -459,6 +461,7 @@ static void *router_main(void *arg)
 				zmq_msg_close(&m[i]);
 		}
 		if (it[1].revents & ZMQ_POLLIN && !recv_frames(pull, m, 4, &n)) {
+			PD_TSAN_WIRE_SEND();
 			for (int i = 0; i < n; i++) {
 				zmq_msg_send(&m[i], w->router, i + 1 < n ? ZMQ_SNDMORE : 0);
 				zmq_msg_close(&m[i]);

@@ -38,12 +38,13 @@ static void on_signal(int sig)
 {
 	static const char msg[] = "pdkv-standin: signal during startup; exiting\n";
 
-	if (in_startup) {
+	/* the handler runs on whichever thread got the signal (an MHD thread, say): atomics */
+	if (__atomic_load_n(&in_startup, __ATOMIC_RELAXED)) {
 		ssize_t w = write(2, msg, sizeof(msg) - 1);
 		(void)w;
 		_exit(1);
 	}
-	got_signal = sig;
+	__atomic_store_n(&got_signal, sig, __ATOMIC_RELAXED);
 }
 
 static bool v0_ready(struct sa *s)
@@ -431,11 +432,11 @@ int main(int argc, char **argv)
 			s.conn->stop(&s);
 		return 1;
 	}
-	in_startup = 0;
+	__atomic_store_n(&in_startup, 0, __ATOMIC_RELAXED);
 	pd_info("listening on http://%s:%d (OpenAI API: /v1/completions /v1/chat/completions "
 	        "/v1/models /health /metrics)",
 	        s.o.host ? s.o.host : "0.0.0.0", port);
-	while (!got_signal) {
+	while (!__atomic_load_n(&got_signal, __ATOMIC_RELAXED)) {
 		if (!ready_logged && sa_ready(&s)) {
 			pd_info("ready: /health answers 200%s",
 			        s.kv ? " (connector segment "
@@ -445,7 +446,7 @@ int main(int argc, char **argv)
 		}
 		pd_sleep_ms(50);
 	}
-	pd_info("signal %d: shutting down", (int)got_signal);
+	pd_info("signal %d: shutting down", (int)__atomic_load_n(&got_signal, __ATOMIC_RELAXED));
 	atomic_store(&s.stopping, true);
 	ret = sa_http_quiesce(h, 1500);
 	if (ret > 0) {

@@ -42,6 +42,7 @@ static int flush_status(int fd, struct srv_out *o)
 {
 	struct iovec iov = {o->st, (size_t)o->n * 8};
 	int r = drain_gpu(o);
+	PD_TSAN_WIRE_SEND(); /* the WRITEs these statuses confirm are in the buffer (pd_tsan.h) */
 	if (!r && o->n)
 		r = pd_writev_full(fd, &iov, 1);
 	o->n = 0;
@@ -304,6 +305,7 @@ static void srv_serve(void *ctx, int fd)
 			} else {
 				iov[k].iov_base = (void *)(uintptr_t)addr;
 				iov[k++].iov_len = size;
+				PD_TSAN_WIRE_SEND(); /* for the statuses of earlier WRITEs */
 				r = pd_writev_full(fd, iov, k);
 			}
 		}
