@@ -71,16 +71,19 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
-# ThreadSanitizer build of everything (build-tsan); T= narrows the tests as for asan. Reports go
-# to the test logs and to build-tsan/tsan-logs/; ci/tsan.supp silences third-party frames only
-# (docs/sanitizers.md). PDKV_TIME_SCALE stretches the tests' own deadlines.
+# ThreadSanitizer build of everything (build-tsan); T= narrows the tests as for asan. Every
+# process's reports go to build-tsan/tsan-logs/tsan.PID (a test with one exits 66); ci/tsan.supp
+# silences third-party frames only (docs/sanitizers.md). PDKV_MEM_SCALE: TSan's shadow memory
+# multiplies the memory that tests measure.
 TSAN_OPTIONS ?= halt_on_error=0 second_deadlock_stack=1 suppressions=$(CURDIR)/ci/tsan.supp \
   log_path=$(CURDIR)/build-tsan/tsan-logs/tsan
 tsan:
-	@mkdir -p build-tsan/tsan-logs
-	@TSAN_OPTIONS="$(TSAN_OPTIONS)" PDKV_TIME_SCALE=$${PDKV_TIME_SCALE:-4} \
+	@rm -rf build-tsan/tsan-logs; mkdir -p build-tsan/tsan-logs
+	@TSAN_OPTIONS="$(TSAN_OPTIONS)" PDKV_MEM_SCALE=$${PDKV_MEM_SCALE:-5} \
 	  $(MAKE) --no-print-directory BUILD=build-tsan OPT=-O1 \
-	  SAN="-fsanitize=thread -fno-omit-frame-pointer" test
+	  SAN="-fsanitize=thread -fno-omit-frame-pointer" test; rc=$$?; \
+	n=$$(cat build-tsan/tsan-logs/* 2>/dev/null | grep -c '^WARNING: ThreadSanitizer'); \
+	echo "tsan: $$n reports in build-tsan/tsan-logs/"; [ $$rc -eq 0 ] && [ $$n -eq 0 ]
 
 # libFuzzer targets (FUZZ in */fuzz/fuzz.mk) through clang, each run FUZZ_SECONDS on its corpus
 # fixtures/fuzz/<target>/seeds (+ regress); new inputs go to build-fuzz/corpus/<target>.

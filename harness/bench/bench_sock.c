@@ -64,7 +64,7 @@ static void *sconn_main(void *arg)
 void *bench_sock_server(void *arg)
 {
 	struct bench_sock_srv *s = arg;
-	while (!s->stop) {
+	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) { /* main sets it on SIGTERM */
 		struct pollfd p = {s->lfd, POLLIN, 0};
 		struct sconn *c;
 		pthread_t t;

@@ -132,7 +132,7 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 	fflush(stdout);
 	ret = 0;
 	if (st_started) {
-		srv.stop = 1;
+		__atomic_store_n(&srv.stop, 1, __ATOMIC_RELAXED);
 		shutdown(sock_lfd, SHUT_RDWR);
 		pthread_join(st, NULL);
 	}
