@@ -56,7 +56,9 @@ if ! ls /sys/class/infiniband/* >/dev/null 2>&1; then
     grep -q "no RDMA device" "$T/out" || fail "rdma without a device ($mode): no clear message"
   done
   # the target side with --compare-perftest: ib_write_bw servers stopped, nothing left behind
-  TMPDIR=$T timeout 30 "$B" --mode=target --protocol=rdma --device_name=none0 --compare-perftest >"$T/out" 2>&1
+  # (a small buffer: filling the default 1 GiB alone takes over 30 s under make tsan)
+  TMPDIR=$T timeout 30 "$B" --mode=target --protocol=rdma --device_name=none0 --compare-perftest \
+    --buffer_size=8M >"$T/out" 2>&1
   rc=$?
   [ $rc -eq 1 ] || fail "rdma target without a device: want exit 1, got $rc"
   pgrep -f "ib_write_bw -d none0" >/dev/null && fail "an ib_write_bw server outlived the target"
