@@ -585,10 +585,10 @@ static int check_scheme(struct bench_opts *o, const struct parsed *p)
 		hi = i > t ? i : t;
 		lo = i > t ? t : i;
 		if (hi % lo)
-			return scheme_err(
-			    "--scheme=tp: %d and %d ranks: the larger must be a multiple "
-			    "of the smaller (vLLM's rule)",
-			    i, t);
+			return scheme_err("--scheme=tp: %s %d and %s %d: the larger must be a "
+			                  "multiple of the smaller (vLLM's rule)",
+			                  p->dev_seen ? "--num_initiator_dev" : "--tp-prefill", i,
+			                  p->dev_seen ? "--num_target_dev" : "--tp-decode", t);
 		if (o->kv_geom[0] && o->kv_geom[1] % hi)
 			return scheme_err(
 			    "--scheme=tp: --kv-geometry's %d kv heads do not split over %d "
