@@ -1,5 +1,5 @@
-/* bench: pdkv-bench internals — options (transfer_engine_bench spellings), the two back-ends
- * (pdkv's transfer engine, a plain C socket), the data pattern used by --check, and reports. */
+/* bench: pdkv-bench internals — options (transfer_engine_bench and nixlbench spellings), the two
+ * back-ends (pdkv's engine, a plain C socket), --scheme's pairs, the --check pattern, reports. */
 #ifndef PDKV_BENCH_H
 #define PDKV_BENCH_H
 
