@@ -458,9 +458,6 @@ int kvc_pipe_send(struct kvc_pipe *p, const struct kvc_tensor *t, int timeout_ms
 		kvc_pool_free(p->pool, buf);
 		return KVC_ERR_ALLOC;
 	}
-	/* the slot's last reader was a decode's READ served by our TCP server thread; its
-	 * release may come after the cleaner's acquire for that ACK (pd_tsan.h) */
-	PD_TSAN_WIRE_RECV();
 	rc = kvc_blob_encode(t, buf, len);
 	if (rc)
 		goto fail;
