@@ -354,3 +354,21 @@ char *hr_router_show(const cJSON *body, size_t max)
 	}
 	return s;
 }
+
+const struct hr_req *hr_router_sent(const struct hr_run_data *rd, size_t i)
+{
+	const struct hr_req *q = i < rd->nreqs ? &rd->reqs[i] : i == rd->nreqs ? rd->probe : NULL;
+	return q && (q->status || q->curl_err[0]) ? q : NULL;
+}
+
+void hr_router_evidence(char *out, size_t sz, const struct hr_run_data *rd, size_t i,
+                        const char *what, const char *side, const cJSON *rec)
+{
+	const struct hr_req *q = i < rd->nreqs ? &rd->reqs[i] : rd->probe;
+	char *body =
+	    rec ? hr_router_show(cJSON_GetObjectItemCaseSensitive(rec, "body"), 400) : NULL;
+	snprintf(out, sz, "%s request %d: %s%s%s%s%s", i < rd->nreqs ? "workload" : "streamed",
+	         q->idx, what, body ? "; " : "", body ? side : "", body ? " got " : "",
+	         body ? body : "");
+	free(body);
+}
