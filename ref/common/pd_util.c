@@ -492,3 +492,31 @@ char *pd_asprintf(const char *fmt, ...)
 	va_end(ap);
 	return s;
 }
+
+void pd_seterr(char *err, size_t sz, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || !sz)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, sz, fmt, ap);
+	va_end(ap);
+}
+
+int pd_field_verr(const char *path, char *err, size_t sz, const char *field, const char *fmt,
+                  va_list ap)
+{
+	int n = snprintf(err, sz, "%s: %s: ", path, field);
+	if (n >= 0 && (size_t)n < sz)
+		vsnprintf(err + n, sz - (size_t)n, fmt, ap);
+	return -1;
+}
+
+int pd_field_err(const char *path, char *err, size_t sz, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pd_field_verr(path, err, sz, field, fmt, ap);
+	va_end(ap);
+	return -1;
+}
