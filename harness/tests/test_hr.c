@@ -427,6 +427,19 @@ static bool run_check(const char *name, const struct hr_run_data *rd, char *d, s
 	return c->fn(rd, d, sz);
 }
 
+/* A canned run with these counters fails check, its detail saying why. */
+static void canned_fails(struct hr_req *reqs, struct hr_req *plain, double reused,
+                         double recomputed, double cks, const char *check, const char *why)
+{
+	struct hr_run_data rd;
+	char d[1024];
+	canned(&rd, reqs, plain, reused, recomputed, cks);
+	assert_false(run_check(check, &rd, d, sizeof(d)));
+	if (!strstr(d, why))
+		fail_msg("%s detail \"%s\" lacks \"%s\"", check, d, why);
+	canned_free(&rd);
+}
+
 static void test_checks(void **state)
 {
 	struct hr_run_data rd;
@@ -457,19 +470,10 @@ static void test_checks(void **state)
 	canned_free(&rd);
 
 	/* silent recompute: the numbers that broke it */
-	canned(&rd, q, p, 0, 4096, 0);
-	assert_false(run_check("kv_reused", &rd, d, sizeof(d)));
-	assert_non_null(strstr(d, "decode reused 0 of 4096 prompt tokens, recomputed 4096"));
-	canned_free(&rd);
-	canned(&rd, q, p, 4000, 96, 0);
-	assert_false(run_check("kv_reused", &rd, d, sizeof(d)));
-	assert_non_null(strstr(d, "reused 4000 of 4096"));
-	canned_free(&rd);
-
-	canned(&rd, q, p, 4096, 0, 2);
-	assert_false(run_check("integrity", &rd, d, sizeof(d)));
-	assert_non_null(strstr(d, "checksum failures: decode 2"));
-	canned_free(&rd);
+	canned_fails(q, p, 0, 4096, 0, "kv_reused",
+	             "decode reused 0 of 4096 prompt tokens, recomputed 4096");
+	canned_fails(q, p, 4000, 96, 0, "kv_reused", "reused 4000 of 4096");
+	canned_fails(q, p, 4096, 0, 2, "integrity", "checksum failures: decode 2");
 
 	canned(&rd, q, p, 4096, 0, 0);
 	free(q[1].text);
