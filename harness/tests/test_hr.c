@@ -522,22 +522,30 @@ static void fill_report(struct hr_report *rep, struct hr_result *v, struct hr_ch
 	rep->wall_s = 1.5;
 }
 
+/* Writes rep with fn to a new file named from the mkstemp template path; its text (malloc'd). */
+static char *write_report(int (*fn)(const char *, const struct hr_report *),
+                          const struct hr_report *rep, char *path)
+{
+	char *txt = NULL;
+	size_t len;
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fn(path, rep), 0);
+	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
+	return txt;
+}
+
 static void test_report_json(void **state)
 {
 	struct hr_report rep;
 	struct hr_result v[3];
 	struct hr_check_result cr[2];
-	char path[] = "/tmp/test_hr_json.XXXXXX", *txt = NULL;
-	size_t len;
+	char path[] = "/tmp/test_hr_json.XXXXXX", *txt;
 	cJSON *o, *sc;
-	int fd;
 	(void)state;
 	fill_report(&rep, v, cr);
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(hr_report_json(path, &rep), 0);
-	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
+	txt = write_report(hr_report_json, &rep, path);
 	o = cJSON_Parse(txt);
 	assert_non_null(o);
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "summary"), "failed")->valueint,
@@ -560,17 +568,12 @@ static void test_report_junit_and_text(void **state)
 	struct hr_report rep;
 	struct hr_result v[3];
 	struct hr_check_result cr[2];
-	char path[] = "/tmp/test_hr_junit.XXXXXX", *txt = NULL, *buf = NULL, cmd[256];
-	size_t len, blen;
+	char path[] = "/tmp/test_hr_junit.XXXXXX", *txt, *buf = NULL, cmd[256];
+	size_t blen;
 	FILE *f;
-	int fd;
 	(void)state;
 	fill_report(&rep, v, cr);
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(hr_report_junit(path, &rep), 0);
-	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
+	txt = write_report(hr_report_junit, &rep, path);
 	assert_non_null(
 	    strstr(txt, "<testsuites name=\"pdkv run\" tests=\"3\" failures=\"1\" skipped=\"1\""));
 	assert_non_null(strstr(txt, "name=\"b&amp;c\""));
