@@ -28,6 +28,18 @@ tl_log_port() {
 	echo "$port"
 }
 
+# tl_start WHAT CMD...: starts the one server (CMD, logging to $TMP/log) and sets PID and PORT;
+# exits the test when it does not come up. tl_stop: kills it.
+tl_start() {
+	local what=$1
+	shift
+	"$@" >"$TMP/log" 2>&1 &
+	PID=$!
+	PORT=$(tl_log_port "$TMP/log")
+	[ -n "$PORT" ] || { cat "$TMP/log"; echo "FAIL $what did not start"; exit 1; }
+}
+tl_stop() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=; }
+
 # tl_free_base: a base port B whose V0 pipe ports (B, B+9, B+10 and the +100 decode side) are all
 # free now, below Linux's ephemeral range (32768+) so client sockets never take them meanwhile.
 tl_free_base() {

@@ -16,13 +16,9 @@ check "the message names the flag" grep -q -- "--max-connections: expected a who
 check "--help documents --max-connections-per-client" grep -q -- "--max-connections-per-client N" "$TMP/o"
 
 start() {
-	"$BIN" --host 127.0.0.1 --port 0 --prefill http://127.0.0.1:9 --decode http://127.0.0.1:9 \
-		"$@" >"$TMP/log" 2>&1 &
-	PID=$!
-	PORT=$(tl_log_port "$TMP/log")
-	[ -n "$PORT" ] || { cat "$TMP/log"; echo "FAIL proxy did not start"; exit 1; }
+	tl_start proxy "$BIN" --host 127.0.0.1 --port 0 --prefill http://127.0.0.1:9 \
+		--decode http://127.0.0.1:9 "$@"
 }
-stop() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=; }
 health() { curl -sS -m 20 --interface "$1" -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health"; }
 
 start --max-connections 200 --max-connections-per-client 40
@@ -34,7 +30,7 @@ c=$(health 127.0.0.2)
 check "another address served during the flood (HTTP $c)" [ "$c" = 200 ]
 check "refusal logged with its flag" grep -q "limit --max-connections-per-client 40" "$TMP/log"
 tl_unflood
-stop
+tl_stop
 
 start --max-connections 30
 tl_flood 60 "$PORT"
@@ -46,7 +42,7 @@ tl_unflood
 sleep 0.5
 c=$(health 127.0.0.2)
 check "served again after the flood (HTTP $c)" [ "$c" = 200 ]
-stop
+tl_stop
 
 [ $fails -eq 0 ] && echo "PASS test_proxy_limits" || echo "FAIL test_proxy_limits ($fails)"
 [ $fails -eq 0 ]

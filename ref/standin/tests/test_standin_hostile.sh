@@ -20,14 +20,10 @@ check "--max-connections 0 exits 2 (got $rc)" [ $rc -eq 2 ]
 check "limit flags accepted (exit $rc)" [ $rc -eq 0 ]
 
 start() {
-	"$BIN" --model m --port 0 --host 127.0.0.1 --max-model-len 1000 --ns-per-token 1000 "$@" \
-		>"$TMP/log" 2>&1 &
-	PID=$!
-	PORT=$(tl_log_port "$TMP/log")
-	[ -n "$PORT" ] || { cat "$TMP/log"; echo "FAIL standin did not start"; exit 1; }
+	tl_start standin "$BIN" --model m --port 0 --host 127.0.0.1 --max-model-len 1000 \
+		--ns-per-token 1000 "$@"
 	U=http://127.0.0.1:$PORT
 }
-stop() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=; }
 
 served() { # a legitimate completion from source address $1
 	curl -sS -m 20 --interface "$1" -o "$TMP/body" -w '%{http_code}' "$U/v1/completions" \
@@ -44,7 +40,7 @@ c=$(served 127.0.0.2)
 check "a client from another address served during the flood (HTTP $c)" [ "$c" = 200 ]
 check "per-client refusal logged with its flag" grep -q "limit --max-connections-per-client 40" "$TMP/log"
 tl_unflood
-stop
+tl_stop
 
 # ---- D6: total limit ----
 start --max-connections 30 --max-connections-per-client 1000
@@ -57,7 +53,7 @@ tl_unflood
 sleep 0.5
 c=$(served 127.0.0.2)
 check "served again once the flood is gone (HTTP $c)" [ "$c" = 200 ]
-stop
+tl_stop
 
 # ---- D7: a 48 MB prompt against --max-model-len 1000 ----
 start
@@ -95,7 +91,7 @@ for m in pdkv_kvc_resyncs_total pdkv_kvc_insert_timeouts_total \
 	pdkv_kvc_side_channel_extra_peers_total; do
 	check "/metrics has $m" grep -q "^$m 0" "$TMP/m"
 done
-stop
+tl_stop
 
 [ $fails -eq 0 ] && echo "PASS test_standin_hostile" || echo "FAIL test_standin_hostile ($fails)"
 [ $fails -eq 0 ]

@@ -40,11 +40,8 @@ check "missing mooncake.json exits 1 (got $rc)" [ $rc -eq 1 ]
 check "mooncake.json diagnostic names the file" grep -q "none.json" "$TMP/o"
 
 # ---- a plain instance ----
-"$BIN" --model Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4 --served-model-name qwen --port 0 --host 127.0.0.1 \
-	--max-model-len 200 --ns-per-token 1000 --enforce-eager >"$TMP/log" 2>&1 &
-PID=$!
-PORT=$(tl_log_port "$TMP/log" 100)
-[ -n "$PORT" ] || { cat "$TMP/log"; echo "FAIL standin did not start"; exit 1; }
+tl_start standin "$BIN" --model Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4 --served-model-name qwen \
+	--port 0 --host 127.0.0.1 --max-model-len 200 --ns-per-token 1000 --enforce-eager
 U=http://127.0.0.1:$PORT
 code() { curl -sS -o "$TMP/body" -w '%{http_code}' "$@"; }
 
