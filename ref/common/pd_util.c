@@ -482,13 +482,20 @@ int pd_writev_full(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
+char *pd_vasprintf(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	return s;
+}
+
 char *pd_asprintf(const char *fmt, ...)
 {
 	va_list ap;
-	char *s = NULL;
+	char *s;
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	s = pd_vasprintf(fmt, ap);
 	va_end(ap);
 	return s;
 }

@@ -48,6 +48,7 @@ int pd_writev_full(int fd, struct iovec *iov, int n);
 
 /* printf into a malloc'd string (abort-free: NULL on failure). */
 char *pd_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *pd_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* printf into a caller's error buffer; nothing when err is NULL or sz 0. */
 void pd_seterr(char *err, size_t sz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* "<path>: <field>: <message>" into err (the form of every config-file error); returns -1. */
