@@ -527,3 +527,16 @@ int pd_field_err(const char *path, char *err, size_t sz, const char *field, cons
 	va_end(ap);
 	return -1;
 }
+
+int pd_dir_count(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}

@@ -48,6 +48,8 @@ int pd_writev_full(int fd, struct iovec *iov, int n);
 
 /* printf into a malloc'd string (abort-free: NULL on failure). */
 char *pd_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Entries of directory dir not starting with '.'; -1 when it cannot be opened. */
+int pd_dir_count(const char *dir);
 char *pd_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* printf into a caller's error buffer; nothing when err is NULL or sz 0. */
 void pd_seterr(char *err, size_t sz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
