@@ -6,7 +6,6 @@
 #include "pd_buf.h"
 #include "pd_util.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -262,21 +261,11 @@ static void read_query(struct hr_deploy *d, struct hr_run_data *rd)
 {
 	char url[220];
 	struct pd_buf b = {.max = 1 << 20};
-	CURL *c = curl_easy_init();
 	snprintf(rd->p_bootstrap, sizeof(rd->p_bootstrap), "http://%s:%d", d->prefill.host,
 	         d->bootstrap_port[0]);
 	snprintf(url, sizeof(url), "%s/query", rd->p_bootstrap);
-	if (!c)
-		return;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pd_buf_curl_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 3000L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	if (curl_easy_perform(c) == CURLE_OK && b.p)
+	if (hr_http_get(url, 3000, &b) > 0 && b.p)
 		rd->p_query = cJSON_ParseWithLength(b.p, b.len);
-	curl_easy_cleanup(c);
 	free(b.p);
 }
 
