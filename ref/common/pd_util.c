@@ -540,3 +540,14 @@ int pd_dir_count(const char *dir)
 	closedir(d);
 	return n;
 }
+
+void pd_deadline_in(struct timespec *ts, clockid_t clock, int ms)
+{
+	clock_gettime(clock, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
