@@ -62,6 +62,19 @@ void hr_faults_start(struct hr_deploy *d);
  * was done ("decode SIGKILL at +0.5s; ...") into notes, "" when nothing. */
 void hr_faults_stop(struct hr_deploy *d, char *notes, size_t sz);
 
+/* ---- hostile peers (hr_fault_hostile.c): "faults" entries with "rogue" or "flood" ---- */
+bool hr_fault_is_hostile(const cJSON *e);
+int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, char *err,
+                           size_t errsz);
+/* A rogue peer on prefill's side channel (V0 pipe ports, V1 ROUTER): what it sent, what
+ * happened, and the warnings prefill logged meanwhile, into notes. */
+void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
+                        char *notes, size_t nsz);
+/* Idle or byte-at-a-time connections against the named servers for duration_ms; what was
+ * opened and closed by each server, into notes. */
+void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
+                        char *notes, size_t nsz);
+
 /* ---- deployment plan: what to start and with which arguments ---- */
 /* Forgets what an earlier attempt picked (ports, variables) so a retry starts fresh. */
 void hr_deploy_reset(struct hr_deploy *d);

@@ -1,6 +1,7 @@
 /* hr_faults: process faults of a scenario's "faults" list — {"at": "during_workload",
  * "after_ms": N, "kill": "decode"|"prefill"|"metadata", "signal": "TERM"|"KILL", "restart":
- * true, "restart_after_ms": M} — run on one thread while the workload runs, each noted. */
+ * true, "restart_after_ms": M}, and the hostile peers of hr_fault_hostile.c ("rogue", "flood")
+ * — run on one thread while the workload runs, each noted. */
 #include "hr_deploy.h"
 
 #include <errno.h>
@@ -20,12 +21,13 @@ struct hr_pfaults {
 	pthread_t thr;
 	volatile sig_atomic_t stop;
 	double t0;
-	char notes[1024];
+	char notes[2048];
 };
 
 bool hr_faults_is_process(const cJSON *e)
 {
-	return cJSON_IsObject(e) && cJSON_GetObjectItemCaseSensitive(e, "kill");
+	return cJSON_IsObject(e) &&
+	       (cJSON_GetObjectItemCaseSensitive(e, "kill") || hr_fault_is_hostile(e));
 }
 
 static int ferr(const char *path, const char *field, char *err, size_t sz, const char *fmt, ...)
@@ -59,6 +61,8 @@ int hr_faults_parse_entry(const char *path, const char *field, const cJSON *e, c
 	static const char *const keys[] = {"at",     "after_ms", "kill",
 	                                   "signal", "restart",  "restart_after_ms"};
 	const cJSON *rs = cJSON_GetObjectItemCaseSensitive(e, "restart");
+	if (hr_fault_is_hostile(e))
+		return hr_fault_hostile_parse(path, field, e, err, errsz);
 	for (const cJSON *k = e->child; k; k = k->next) {
 		bool known = false;
 		for (size_t i = 0; i < PD_ARRAY_SIZE(keys); i++)
@@ -185,7 +189,9 @@ static void probe(struct hr_pfaults *f)
 		return;
 	hr_workload_run(f->d->proxy.base_url, &one, &q, pd_now_s() + 60, &never, NULL, NULL);
 	full = q.status == 200 && !q.invalid && (!one.wl.stream || q.done_marker);
-	note(f, "probe after the faults: HTTP %ld %s", q.status, full ? "complete" : "incomplete");
+	/* kv_reused counts the probe's prompt tokens too: they reached decode's counters */
+	note(f, "probe after the faults: HTTP %ld %s, %ld prompt tokens", q.status,
+	     full ? "complete" : "incomplete", full && q.usage_prompt > 0 ? q.usage_prompt : 0);
 	free(q.prompt);
 	free(q.body);
 	free(q.text);
@@ -195,7 +201,7 @@ static void probe(struct hr_pfaults *f)
 static void *fault_main(void *ud)
 {
 	struct hr_pfaults *f = ud;
-	bool restarted = false;
+	bool restarted = false, hostile = false;
 	for (const cJSON *e = f->d->sc->faults->child; e && !f->stop; e = e->next) {
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(e, "after_ms");
 		const cJSON *rms = cJSON_GetObjectItemCaseSensitive(e, "restart_after_ms");
@@ -206,8 +212,18 @@ static void *fault_main(void *ud)
 		bool restart;
 		if (!hr_faults_is_process(e))
 			continue;
-		who = cJSON_GetObjectItemCaseSensitive(e, "kill")->valuestring;
 		at = f->t0 + (ms ? ms->valuedouble : 200) / 1000.0;
+		if (hr_fault_is_hostile(e)) {
+			if (!wait_until(f, at))
+				break;
+			hostile = true;
+			if (cJSON_GetObjectItemCaseSensitive(e, "rogue"))
+				hr_fault_rogue_run(f->d, e, &f->stop, f->notes, sizeof(f->notes));
+			else
+				hr_fault_flood_run(f->d, e, &f->stop, f->notes, sizeof(f->notes));
+			continue;
+		}
+		who = cJSON_GetObjectItemCaseSensitive(e, "kill")->valuestring;
 		sig = sg && !strcmp(sg->valuestring, "TERM") ? SIGTERM : SIGKILL;
 		restart = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "restart"));
 		if (!wait_until(f, at))
@@ -220,7 +236,7 @@ static void *fault_main(void *ud)
 			node_fault(f, !strcmp(who, "decode") ? &f->d->decode : &f->d->prefill, sig,
 			           restart, pd_now_s() + (rms ? rms->valuedouble : 500) / 1e3);
 	}
-	if (restarted && !f->stop)
+	if ((restarted || hostile) && !f->stop)
 		probe(f);
 	return NULL;
 }
