@@ -3,8 +3,6 @@
 #include "hr.h"
 
 #include <math.h>
-#include <stdio.h>
-#include <string.h>
 
 static bool kv_reused(const struct hr_run_data *rd, char *detail, size_t sz)
 {
@@ -23,13 +21,6 @@ static bool kv_reused(const struct hr_run_data *rd, char *detail, size_t sz)
 			no_usage++;
 		else
 			prompt += (double)r->usage_prompt;
-	}
-	{ /* the faults' probe request went through decode after the workload (hr_faults.c) */
-		const char *pr =
-		    strstr(rd->pf_notes, "probe after the faults: HTTP 200 complete, ");
-		long n = 0;
-		if (pr && sscanf(pr, "probe after the faults: HTTP 200 complete, %ld", &n) == 1)
-			prompt += (double)n;
 	}
 	if (no_usage) /* fall back to the decode side's own prompt counter */
 		prompt = hr_metric_delta(&rd->d_before, &rd->d_after, "vllm:prompt_tokens_total");

@@ -62,6 +62,10 @@ void hr_faults_start(struct hr_deploy *d);
  * was done ("decode SIGKILL at +0.5s; ...") into notes, "" when nothing. */
 void hr_faults_stop(struct hr_deploy *d, char *notes, size_t sz);
 
+/* With hostile faults (and no restart): the probe request after the faults, sent once the
+ * runner has read /metrics so the counters the checks compare hold the workload alone. */
+void hr_faults_probe_hostile(struct hr_deploy *d, char *notes, size_t nsz);
+
 /* ---- hostile peers (hr_fault_hostile.c): "faults" entries with "rogue" or "flood" ---- */
 bool hr_fault_is_hostile(const cJSON *e);
 int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, char *err,

@@ -171,9 +171,9 @@ static void meta_fault(struct hr_pfaults *f, int sig, bool restart, double resta
 }
 
 /* One request through the proxy after the faults: did the system come back? */
-static void probe(struct hr_pfaults *f)
+static void probe_into(struct hr_deploy *d, char *notes, size_t nsz)
 {
-	struct hr_scenario one = *f->d->sc;
+	struct hr_scenario one = *d->sc;
 	struct hr_req q;
 	volatile sig_atomic_t never = 0;
 	bool full;
@@ -187,21 +187,36 @@ static void probe(struct hr_pfaults *f)
 	    one.wl.prompts ? strdup(one.wl.prompts[0]) : hr_prompt_text(q.idx, q.planned_tokens, 7);
 	if (!q.prompt)
 		return;
-	hr_workload_run(f->d->proxy.base_url, &one, &q, pd_now_s() + 60, &never, NULL, NULL);
+	hr_workload_run(d->proxy.base_url, &one, &q, pd_now_s() + 60, &never, NULL, NULL);
 	full = q.status == 200 && !q.invalid && (!one.wl.stream || q.done_marker);
-	/* kv_reused counts the probe's prompt tokens too: they reached decode's counters */
-	note(f, "probe after the faults: HTTP %ld %s, %ld prompt tokens", q.status,
-	     full ? "complete" : "incomplete", full && q.usage_prompt > 0 ? q.usage_prompt : 0);
+	hr_note_add(notes, nsz, "probe after the faults: HTTP %ld %s", q.status,
+	            full ? "complete" : "incomplete");
 	free(q.prompt);
 	free(q.body);
 	free(q.text);
 	free(q.invalid);
 }
 
+static void probe(struct hr_pfaults *f)
+{
+	probe_into(f->d, f->notes, sizeof(f->notes));
+}
+
+void hr_faults_probe_hostile(struct hr_deploy *d, char *notes, size_t nsz)
+{
+	bool hostile = false, restart = false;
+	for (const cJSON *e = d->sc->faults ? d->sc->faults->child : NULL; e; e = e->next) {
+		hostile |= hr_fault_is_hostile(e);
+		restart |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "restart"));
+	}
+	if (hostile && !restart) /* a restart's probe ran already, before /metrics */
+		probe_into(d, notes, nsz);
+}
+
 static void *fault_main(void *ud)
 {
 	struct hr_pfaults *f = ud;
-	bool restarted = false, hostile = false;
+	bool restarted = false;
 	for (const cJSON *e = f->d->sc->faults->child; e && !f->stop; e = e->next) {
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(e, "after_ms");
 		const cJSON *rms = cJSON_GetObjectItemCaseSensitive(e, "restart_after_ms");
@@ -216,7 +231,6 @@ static void *fault_main(void *ud)
 		if (hr_fault_is_hostile(e)) {
 			if (!wait_until(f, at))
 				break;
-			hostile = true;
 			if (cJSON_GetObjectItemCaseSensitive(e, "rogue"))
 				hr_fault_rogue_run(f->d, e, &f->stop, f->notes, sizeof(f->notes));
 			else
@@ -236,7 +250,7 @@ static void *fault_main(void *ud)
 			node_fault(f, !strcmp(who, "decode") ? &f->d->decode : &f->d->prefill, sig,
 			           restart, pd_now_s() + (rms ? rms->valuedouble : 500) / 1e3);
 	}
-	if ((restarted || hostile) && !f->stop)
+	if (restarted && !f->stop)
 		probe(f);
 	return NULL;
 }
