@@ -187,6 +187,23 @@ static size_t listen_ports(int pid, struct addr *out, size_t max)
 	return n;
 }
 
+/* V1: prefill's KV regions from its log ("N KV buffers x B blocks x L bytes"): N and L. */
+static bool kv_regions(struct hr_deploy *d, int *nbufs, long *block_len)
+{
+	const char *log = hr_node_log(d, &d->prefill);
+	char line[2048];
+	bool got = false;
+	FILE *f = log ? fopen(log, "r") : NULL;
+	while (f && !got && fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "segment ");
+		got = p && (p = strchr(p, ',')) &&
+		      sscanf(p, ", %d KV buffers x %*d blocks x %ld bytes", nbufs, block_len) == 2;
+	}
+	if (f)
+		fclose(f);
+	return got && *nbufs > 0 && *nbufs <= 64;
+}
+
 /* Prefill's side channel from its log: V0 "zmq bind H:D/A", V1 "side channel tcp://H:P". */
 static bool side_channel(struct hr_deploy *d, struct addr *a, int *ack_port)
 {
@@ -549,9 +566,9 @@ static void pk_str(msgpack_packer *pk, const char *s)
 }
 
 /* A well-formed handshake for request / transfer ids prefill never saw (gen A: the
- * MooncakeAgentMetadata, gen B: MooncakeXferMetadata with a wrong transfer id), naming a
- * peer port nothing listens on. */
-static void unknown_ids_msg(int gen, msgpack_sbuffer *sb)
+ * MooncakeAgentMetadata, gen B: MooncakeXferMetadata with a wrong transfer id and prefill's own
+ * region lengths, so only the id is wrong), naming a peer port nothing listens on. */
+static void unknown_ids_msg(int gen, int nbufs, long block_len, msgpack_sbuffer *sb)
 {
 	msgpack_packer pk;
 	bool bn = gen == CFG_GEN_BN;
@@ -591,12 +608,12 @@ static void unknown_ids_msg(int gen, msgpack_sbuffer *sb)
 		msgpack_pack_int64(&pk, 1);
 		msgpack_pack_int64(&pk, 2);
 	} else if (bn) {
-		pk_str(&pk, "block_lens");
-		msgpack_pack_array(&pk, 1);
-		msgpack_pack_int64(&pk, 3); /* no real region is 3 bytes long */
-		pk_str(&pk, "kv_block_lens");
-		msgpack_pack_array(&pk, 1);
-		msgpack_pack_int64(&pk, 3);
+		for (int k = 0; k < 2; k++) {
+			pk_str(&pk, k ? "kv_block_lens" : "block_lens");
+			msgpack_pack_array(&pk, (size_t)nbufs);
+			for (int i = 0; i < nbufs; i++)
+				msgpack_pack_int64(&pk, block_len);
+		}
 	}
 }
 
@@ -627,8 +644,11 @@ static const char *dealer_send(void *ctx, const char *ep, bool gen_a, const void
 
 /* V1: DEALERs on prefill's ROUTER send bytes that are not msgpack, msgpack of the wrong type,
  * too many frames, unknown ids, and a ZMTP peer announces a 2^62-byte frame. */
-static void rogue_v1(int gen, const struct addr *a, const cJSON *send, char *out, size_t osz)
+static void rogue_v1(struct hr_deploy *d, const struct addr *a, const cJSON *send, char *out,
+                     size_t osz)
 {
+	int gen = d->sc->gen, nbufs = 1;
+	long block_len = 3; /* no real region is 3 bytes long: refused for its lengths */
 	void *ctx = zmq_ctx_new();
 	char ep[128];
 	size_t l;
@@ -657,7 +677,8 @@ static void rogue_v1(int gen, const struct addr *a, const cJSON *send, char *out
 	if (wants(send, "unknown-id")) {
 		msgpack_sbuffer sb;
 		msgpack_sbuffer_init(&sb);
-		unknown_ids_msg(gen, &sb);
+		kv_regions(d, &nbufs, &block_len);
+		unknown_ids_msg(gen, nbufs, block_len, &sb);
 		const void *f[] = {sb.data};
 		size_t fl[] = {sb.size};
 		l = strlen(out);
@@ -723,7 +744,7 @@ void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic
 	if (d->sc->gen == CFG_GEN_V0)
 		rogue_v0(&a, ack, send, dv ? dv->valueint : 1000, stop, what, sizeof(what));
 	else
-		rogue_v1(d->sc->gen, &a, send, what, sizeof(what));
+		rogue_v1(d, &a, send, what, sizeof(what));
 	pd_sleep_ms(300); /* prefill's log lines about it */
 	nw = log_warnings(log, off, first, sizeof(first));
 	hr_note_add(notes, nsz,
