@@ -70,6 +70,19 @@ void hr_faults_probe_hostile(struct hr_deploy *d, char *notes, size_t nsz);
 bool hr_fault_is_hostile(const cJSON *e);
 int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, char *err,
                            size_t errsz);
+/* where prefill's ports are, for the faults (hr_fault_hostile.c) */
+struct hr_addr {
+	char host[64];
+	int port;
+};
+/* Prefill's side channel from its log: V0 the data PUSH (ack: the ACK PUSH port), V1 the ROUTER. */
+bool hr_hostile_side_channel(struct hr_deploy *d, struct hr_addr *a, int *ack_port);
+/* V1: prefill's KV region count and block length from its log. */
+bool hr_hostile_kv_regions(struct hr_deploy *d, int *nbufs, long *block_len);
+/* A TCP connection from src (NULL: any) within 2 s, or -1. */
+int hr_hostile_connect(const char *src, const struct hr_addr *a);
+/* Did the peer close fd within ms? (what it sends is read and dropped) */
+bool hr_hostile_closed_within(int fd, int ms);
 /* A rogue peer on prefill's side channel (V0 pipe ports, V1 ROUTER): what it sent, what
  * happened, and the warnings prefill logged meanwhile, into notes. */
 void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,

@@ -1,6 +1,6 @@
-/* hr_fault_hostile: the hostile-peer faults of a scenario's "faults" list, run on the fault
- * thread while the workload runs — a rogue peer on prefill's side channel ("rogue") and idle or
- * byte-at-a-time connection floods against named servers ("flood") — each noted. */
+/* hr_fault_hostile: the hostile-peer faults of a scenario's "faults" list — their schema, where
+ * prefill's ports are, and the idle or byte-at-a-time connection floods against named servers
+ * ("flood"); the rogue side-channel peer ("rogue") is hr_fault_rogue.c. */
 #include "hr_deploy.h"
 
 #include <arpa/inet.h>
@@ -137,13 +137,8 @@ int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, 
 
 /* ------------------------------------------------------------------ where things listen */
 
-struct addr {
-	char host[64];
-	int port;
-};
-
 /* The listening TCP sockets of pid (its own network namespace's table). */
-static size_t listen_ports(int pid, struct addr *out, size_t max)
+static size_t listen_ports(int pid, struct hr_addr *out, size_t max)
 {
 	unsigned long inodes[512];
 	size_t ni = 0, n = 0;
@@ -188,7 +183,7 @@ static size_t listen_ports(int pid, struct addr *out, size_t max)
 }
 
 /* V1: prefill's KV regions from its log ("N KV buffers x B blocks x L bytes"): N and L. */
-static bool kv_regions(struct hr_deploy *d, int *nbufs, long *block_len)
+bool hr_hostile_kv_regions(struct hr_deploy *d, int *nbufs, long *block_len)
 {
 	const char *log = hr_node_log(d, &d->prefill);
 	char line[2048];
@@ -205,7 +200,7 @@ static bool kv_regions(struct hr_deploy *d, int *nbufs, long *block_len)
 }
 
 /* Prefill's side channel from its log: V0 "zmq bind H:D/A", V1 "side channel tcp://H:P". */
-static bool side_channel(struct hr_deploy *d, struct addr *a, int *ack_port)
+bool hr_hostile_side_channel(struct hr_deploy *d, struct hr_addr *a, int *ack_port)
 {
 	const char *log = hr_node_log(d, &d->prefill);
 	char line[2048];
@@ -231,13 +226,13 @@ static bool side_channel(struct hr_deploy *d, struct addr *a, int *ack_port)
 
 /* Prefill's TE ports: the pair p, p+1 among its listening sockets that are not its HTTP,
  * side-channel or bootstrap port (the handshake server on the rpc port, TCP data on +1). */
-static bool te_ports(struct hr_deploy *d, struct addr *hs, struct addr *data)
+static bool te_ports(struct hr_deploy *d, struct hr_addr *hs, struct hr_addr *data)
 {
-	struct addr l[64], side = {.port = -1};
+	struct hr_addr l[64], side = {.port = -1};
 	int ack = -1;
 	size_t n = d->prefill.proc.pid > 0 ? listen_ports(d->prefill.proc.pid, l, 64) : 0;
 
-	side_channel(d, &side, &ack);
+	hr_hostile_side_channel(d, &side, &ack);
 	for (size_t i = 0; i < n; i++) {
 		int p = l[i].port;
 		if (p == d->prefill.port || p == side.port || p == ack || p == d->bootstrap_port[0])
@@ -255,9 +250,9 @@ static bool te_ports(struct hr_deploy *d, struct addr *hs, struct addr *data)
 	return false;
 }
 
-static bool flood_target(struct hr_deploy *d, const char *t, struct addr *a)
+static bool flood_target(struct hr_deploy *d, const char *t, struct hr_addr *a)
 {
-	struct addr other;
+	struct hr_addr other;
 	const struct hr_node *n = !strcmp(t, "prefill")  ? &d->prefill
 	                          : !strcmp(t, "decode") ? &d->decode
 	                          : !strcmp(t, "proxy")  ? &d->proxy
@@ -283,7 +278,7 @@ static bool flood_target(struct hr_deploy *d, const char *t, struct addr *a)
 /* ------------------------------------------------------------------ sockets */
 
 /* A TCP connection to a from src (NULL: any); -1 when it could not be made within 2 s. */
-static int connect_from(const char *src, const struct addr *a)
+int hr_hostile_connect(const char *src, const struct hr_addr *a)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)a->port)};
 	struct sockaddr_in me = {.sin_family = AF_INET};
@@ -314,7 +309,7 @@ static int connect_from(const char *src, const struct addr *a)
 }
 
 /* Did the peer close fd within ms? (reads and drops what it sends) */
-static bool closed_within(int fd, int ms)
+bool hr_hostile_closed_within(int fd, int ms)
 {
 	double end = pd_now_s() + ms / 1000.0;
 	char b[4096];
@@ -349,7 +344,7 @@ static char slow_byte(int tgt, size_t i)
 
 struct flood_tally {
 	int opened, refused, closed;
-	struct addr a;
+	struct hr_addr a;
 	bool found;
 };
 
@@ -427,7 +422,7 @@ void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic
 			continue;
 		}
 		for (int i = 0; i < per && !*stop; i++) {
-			int fd = connect_from(from, &t[k].a);
+			int fd = hr_hostile_connect(from, &t[k].a);
 			if (fd < 0) {
 				t[k].refused++;
 				continue;
@@ -452,302 +447,4 @@ void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic
 	}
 	hr_note_add(notes, nsz, "flood (%s, %d per target from %s, %.1f s): %s",
 	            slow ? "a byte per interval" : "idle", per, from, pd_now_s() - t0, line);
-}
-
-/* ------------------------------------------------------------------ rogue side-channel peer */
-
-static bool wants(const cJSON *send, const char *kind)
-{
-	if (!send)
-		return true; /* all of them */
-	if (cJSON_IsString(send))
-		return !strcmp(send->valuestring, kind);
-	for (const cJSON *x = send->child; x; x = x->next)
-		if (!strcmp(x->valuestring, kind))
-			return true;
-	return false;
-}
-
-/* ZMTP/2.0 greeting of socket type `type` and a long frame header announcing `size` bytes. */
-static size_t zmtp2_oversize(uint8_t *b, uint8_t type, uint64_t size)
-{
-	size_t n = 0;
-	b[n++] = 0xff;
-	memset(b + n, 0, 7);
-	n += 7;
-	b[n++] = 0x01;
-	b[n++] = 0x7f;
-	b[n++] = 0x01; /* revision: ZMTP 2.0 */
-	b[n++] = type;
-	b[n++] = 0x00; /* identity: flags, length 0 */
-	b[n++] = 0x00;
-	b[n++] = 0x02; /* long frame */
-	for (int i = 7; i >= 0; i--)
-		b[n++] = (uint8_t)(size >> (8 * i));
-	return n;
-}
-
-/* A raw TCP peer sends bytes; was it dropped within 3 s? */
-static const char *raw_send(const struct addr *a, const void *b, size_t n)
-{
-	int fd = connect_from(NULL, a);
-	bool closed;
-	if (fd < 0)
-		return "refused";
-	closed = send(fd, b, n, MSG_NOSIGNAL) == (ssize_t)n && closed_within(fd, 2000);
-	close(fd);
-	return closed ? "dropped by prefill" : "still open after 2 s";
-}
-
-/* V0: a PULL that takes answers off prefill's data PUSH port for ms; raw garbage and a 2^62
- * frame header on both PUSH ports. */
-static void rogue_v0(const struct addr *a, int ack, const cJSON *send, int ms,
-                     volatile sig_atomic_t *stop, char *out, size_t osz)
-{
-	struct addr ports[2] = {*a, *a};
-	uint8_t b[64];
-	size_t l;
-
-	ports[1].port = ack;
-	snprintf(out, osz, "data tcp://%s:%d, ack %d:", a->host, a->port, ack);
-	if (wants(send, "take")) {
-		void *ctx = zmq_ctx_new(), *s = ctx ? zmq_socket(ctx, ZMQ_PULL) : NULL;
-		char ep[128];
-		int zero = 0, took = 0;
-		double end = pd_now_s() + ms / 1000.0;
-		snprintf(ep, sizeof(ep), "tcp://%s:%d", a->host, a->port);
-		if (s) {
-			zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-			zmq_connect(s, ep);
-		}
-		while (s && !*stop && pd_now_s() < end) {
-			zmq_pollitem_t pi = {.socket = s, .events = ZMQ_POLLIN};
-			char fb[4096];
-			if (zmq_poll(&pi, 1, 50) > 0 &&
-			    zmq_recv(s, fb, sizeof(fb), ZMQ_DONTWAIT) >= 0)
-				took++;
-		}
-		if (s)
-			zmq_close(s);
-		if (ctx)
-			zmq_ctx_term(ctx);
-		l = strlen(out);
-		snprintf(out + l, osz - l, " a PULL took %d frame(s) in %.1f s;", took,
-		         ms / 1000.0);
-	}
-	if (wants(send, "garbage")) {
-		/* a ZMTP 3.0 greeting with a mechanism nobody speaks, then junk */
-		memset(b, 0, sizeof(b));
-		b[0] = 0xff;
-		b[9] = 0x7f;
-		b[10] = 3;
-		memcpy(b + 12, "GARBAGE", 7);
-		for (size_t i = 32; i < sizeof(b); i++)
-			b[i] = (uint8_t)(0x5a ^ (i * 37));
-		for (int k = 0; k < 2; k++) {
-			l = strlen(out);
-			snprintf(out + l, osz - l, " garbage on %d %s;", ports[k].port,
-			         raw_send(&ports[k], b, sizeof(b)));
-		}
-	}
-	if (wants(send, "oversized"))
-		for (int k = 0; k < 2; k++) {
-			size_t n = zmtp2_oversize(b, 0x07 /* PULL */, 1ull << 62);
-			l = strlen(out);
-			snprintf(out + l, osz - l, " 2^62-byte frame on %d %s;", ports[k].port,
-			         raw_send(&ports[k], b, n));
-		}
-}
-
-static void pk_str(msgpack_packer *pk, const char *s)
-{
-	msgpack_pack_str(pk, strlen(s));
-	msgpack_pack_str_body(pk, s, strlen(s));
-}
-
-/* A well-formed handshake for request / transfer ids prefill never saw (gen A: the
- * MooncakeAgentMetadata, gen B: MooncakeXferMetadata with a wrong transfer id and prefill's own
- * region lengths, so only the id is wrong), naming a peer port nothing listens on. */
-static void unknown_ids_msg(int gen, int nbufs, long block_len, msgpack_sbuffer *sb)
-{
-	msgpack_packer pk;
-	bool bn = gen == CFG_GEN_BN;
-	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, gen == CFG_GEN_A ? 5 : bn ? 8 : 6);
-	pk_str(&pk, "remote_hostname");
-	pk_str(&pk, "127.0.0.1");
-	pk_str(&pk, "remote_port");
-	msgpack_pack_int64(&pk, 1);
-	if (gen == CFG_GEN_A) {
-		pk_str(&pk, "request_ids");
-		msgpack_pack_array(&pk, 1);
-		pk_str(&pk, "rogue-request-1");
-	} else {
-		pk_str(&pk, "remote_tp_size");
-		msgpack_pack_int64(&pk, 1);
-		pk_str(&pk, "remote_tp_rank");
-		msgpack_pack_int64(&pk, 0);
-		pk_str(&pk, "req_blocks");
-		msgpack_pack_map(&pk, 1);
-		pk_str(&pk, "rogue-request-1");
-		msgpack_pack_array(&pk, 2);
-		pk_str(&pk, "rogue-transfer-1");
-		if (bn)
-			msgpack_pack_array(&pk, 1);
-		msgpack_pack_array(&pk, 2);
-		msgpack_pack_int64(&pk, 1);
-		msgpack_pack_int64(&pk, 2);
-	}
-	pk_str(&pk, "kv_caches_base_addr");
-	msgpack_pack_array(&pk, 1);
-	msgpack_pack_uint64(&pk, 4096);
-	if (gen == CFG_GEN_A) {
-		pk_str(&pk, "block_ids");
-		msgpack_pack_array(&pk, 1);
-		msgpack_pack_array(&pk, 2);
-		msgpack_pack_int64(&pk, 1);
-		msgpack_pack_int64(&pk, 2);
-	} else if (bn) {
-		for (int k = 0; k < 2; k++) {
-			pk_str(&pk, k ? "kv_block_lens" : "block_lens");
-			msgpack_pack_array(&pk, (size_t)nbufs);
-			for (int i = 0; i < nbufs; i++)
-				msgpack_pack_int64(&pk, block_len);
-		}
-	}
-}
-
-/* Sends one message (parts frames) through a fresh DEALER; "answered" or "no answer". */
-static const char *dealer_send(void *ctx, const char *ep, bool gen_a, const void *const *f,
-                               const size_t *fl, int parts)
-{
-	void *s = zmq_socket(ctx, ZMQ_DEALER);
-	int zero = 0, ok = 0;
-	zmq_pollitem_t pi;
-	if (!s)
-		return "no socket";
-	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
-	if (zmq_connect(s, ep)) {
-		zmq_close(s);
-		return "no connect";
-	}
-	if (gen_a) /* a REQ's empty delimiter */
-		zmq_send(s, "", 0, ZMQ_SNDMORE);
-	for (int i = 0; i < parts; i++)
-		zmq_send(s, f[i], fl[i], i + 1 < parts ? ZMQ_SNDMORE : 0);
-	pi = (zmq_pollitem_t){.socket = s, .events = ZMQ_POLLIN};
-	if (zmq_poll(&pi, 1, 1500) > 0)
-		ok = 1;
-	zmq_close(s);
-	return ok ? "answered" : "no answer";
-}
-
-/* V1: DEALERs on prefill's ROUTER send bytes that are not msgpack, msgpack of the wrong type,
- * too many frames, unknown ids, and a ZMTP peer announces a 2^62-byte frame. */
-static void rogue_v1(struct hr_deploy *d, const struct addr *a, const cJSON *send, char *out,
-                     size_t osz)
-{
-	int gen = d->sc->gen, nbufs = 1;
-	long block_len = 3; /* no real region is 3 bytes long: refused for its lengths */
-	void *ctx = zmq_ctx_new();
-	char ep[128];
-	size_t l;
-	bool ga = gen == CFG_GEN_A;
-
-	snprintf(ep, sizeof(ep), "tcp://%s:%d", a->host, a->port);
-	snprintf(out, osz, "ROUTER %s:", ep);
-	if (!ctx)
-		return;
-	if (wants(send, "garbage")) {
-		static const uint8_t notmp[] = {0xc1, 0xc1, 0xff, 0x00, 0x13, 0x37};
-		static const uint8_t wrongtype[] = {0x81, 0xa1, 'x', 0x07}; /* {"x": 7} */
-		const void *f1[] = {notmp}, *f2[] = {wrongtype};
-		size_t l1[] = {sizeof(notmp)}, l2[] = {sizeof(wrongtype)};
-		const char *r1 = dealer_send(ctx, ep, ga, f1, l1, 1);
-		const char *r2 = dealer_send(ctx, ep, ga, f2, l2, 1);
-		l = strlen(out);
-		snprintf(out + l, osz - l, " not msgpack %s; {\"x\": 7} %s;", r1, r2);
-	}
-	if (wants(send, "wrong-frames")) {
-		const void *f[] = {"a", "b", "c", "d"};
-		size_t fl[] = {1, 1, 1, 1};
-		l = strlen(out);
-		snprintf(out + l, osz - l, " 4 frames %s;", dealer_send(ctx, ep, ga, f, fl, 4));
-	}
-	if (wants(send, "unknown-id")) {
-		msgpack_sbuffer sb;
-		msgpack_sbuffer_init(&sb);
-		kv_regions(d, &nbufs, &block_len);
-		unknown_ids_msg(gen, nbufs, block_len, &sb);
-		const void *f[] = {sb.data};
-		size_t fl[] = {sb.size};
-		l = strlen(out);
-		snprintf(out + l, osz - l, " unknown %s %s;", ga ? "request id" : "transfer id",
-		         dealer_send(ctx, ep, ga, f, fl, 1));
-		msgpack_sbuffer_destroy(&sb);
-	}
-	if (wants(send, "oversized")) {
-		uint8_t b[64];
-		size_t n = zmtp2_oversize(b, 0x05 /* DEALER */, 1ull << 62);
-		l = strlen(out);
-		snprintf(out + l, osz - l, " 2^62-byte frame %s;", raw_send(a, b, n));
-	}
-	zmq_ctx_term(ctx);
-}
-
-/* The WARN / ERROR lines prefill logged from offset on: how many, and the first. */
-static int log_warnings(const char *log, long off, char *first, size_t fsz)
-{
-	FILE *f = log ? fopen(log, "r") : NULL;
-	char line[1024];
-	int n = 0;
-	if (!f)
-		return 0;
-	fseek(f, off, SEEK_SET);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, " WARN ") || strstr(line, " ERROR ")) {
-			if (!n++) {
-				line[strcspn(line, "\n")] = '\0';
-				snprintf(first, fsz, "%.160s", line);
-			}
-		}
-	fclose(f);
-	return n;
-}
-
-static long log_size(const char *log)
-{
-	FILE *f = log ? fopen(log, "r") : NULL;
-	long n = 0;
-	if (f && !fseek(f, 0, SEEK_END))
-		n = ftell(f);
-	if (f)
-		fclose(f);
-	return n;
-}
-
-void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
-                        char *notes, size_t nsz)
-{
-	const cJSON *send = cJSON_GetObjectItemCaseSensitive(e, "send");
-	const cJSON *dv = cJSON_GetObjectItemCaseSensitive(e, "duration_ms");
-	const char *log = hr_node_log(d, &d->prefill);
-	long off = log_size(log);
-	struct addr a;
-	int ack = -1, nw;
-	char what[600] = "", first[200] = "";
-
-	if (!side_channel(d, &a, &ack)) {
-		hr_note_add(notes, nsz, "rogue: could not find prefill's side channel in its log");
-		return;
-	}
-	if (d->sc->gen == CFG_GEN_V0)
-		rogue_v0(&a, ack, send, dv ? dv->valueint : 1000, stop, what, sizeof(what));
-	else
-		rogue_v1(d, &a, send, what, sizeof(what));
-	pd_sleep_ms(300); /* prefill's log lines about it */
-	nw = log_warnings(log, off, first, sizeof(first));
-	hr_note_add(notes, nsz,
-	            "rogue on prefill's side channel %s prefill logged %d warning(s)%s%s", what, nw,
-	            nw ? ", first: " : "", first);
 }
