@@ -79,7 +79,8 @@ static bool num_in(const cJSON *v, double lo, double hi)
 int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, char *err,
                            size_t sz)
 {
-	static const char *const rkeys[] = {"at", "after_ms", "rogue", "send", "duration_ms"};
+	static const char *const rkeys[] = {"at",   "after_ms",    "rogue",
+	                                    "send", "duration_ms", "repeat"};
 	static const char *const fkeys[] = {"at",   "after_ms",    "flood",       "connections",
 	                                    "mode", "duration_ms", "interval_ms", "from"};
 	bool rogue = cJSON_GetObjectItemCaseSensitive(e, "rogue") != NULL;
@@ -92,7 +93,7 @@ int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, 
 		          : !in_list(k->string, fkeys, PD_ARRAY_SIZE(fkeys)))
 			return herr(path, field, err, sz,
 			            rogue ? "unknown key \"%s\" (a rogue fault has at, after_ms, "
-			                    "rogue, send, duration_ms)"
+			                    "rogue, send, duration_ms, repeat)"
 			                  : "unknown key \"%s\" (a flood fault has at, after_ms, "
 			                    "flood, connections, mode, duration_ms, interval_ms, "
 			                    "from)",
@@ -107,6 +108,8 @@ int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, 
 		v = cJSON_GetObjectItemCaseSensitive(e, "rogue");
 		if (!cJSON_IsString(v) || strcmp(v->valuestring, "side-channel"))
 			return herr(path, field, err, sz, "\"rogue\": expected \"side-channel\"");
+		if (!num_in(cJSON_GetObjectItemCaseSensitive(e, "repeat"), 1, 256))
+			return herr(path, field, err, sz, "\"repeat\": expected 1..256");
 		v = cJSON_GetObjectItemCaseSensitive(e, "send");
 		if (v && !names_ok(v, rogue_kinds, PD_ARRAY_SIZE(rogue_kinds)))
 			return herr(path, field, err, sz,

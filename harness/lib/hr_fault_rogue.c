@@ -177,8 +177,8 @@ static void unknown_ids_msg(int gen, int nbufs, long block_len, msgpack_sbuffer 
 }
 
 /* Sends one message (parts frames) through a fresh DEALER; "answered" or "no answer". */
-static const char *dealer_send(void *ctx, const char *ep, bool gen_a, const void *const *f,
-                               const size_t *fl, int parts)
+static const char *dealer_send_n(void *ctx, const char *ep, bool gen_a, const void *const *f,
+                                 const size_t *fl, int parts, int times)
 {
 	void *s = zmq_socket(ctx, ZMQ_DEALER);
 	int zero = 0, ok = 0;
@@ -190,10 +190,12 @@ static const char *dealer_send(void *ctx, const char *ep, bool gen_a, const void
 		zmq_close(s);
 		return "no connect";
 	}
-	if (gen_a) /* a REQ's empty delimiter */
-		zmq_send(s, "", 0, ZMQ_SNDMORE);
-	for (int i = 0; i < parts; i++)
-		zmq_send(s, f[i], fl[i], i + 1 < parts ? ZMQ_SNDMORE : 0);
+	for (int t = 0; t < times; t++) {
+		if (gen_a) /* a REQ's empty delimiter */
+			zmq_send(s, "", 0, ZMQ_SNDMORE);
+		for (int i = 0; i < parts; i++)
+			zmq_send(s, f[i], fl[i], i + 1 < parts ? ZMQ_SNDMORE : 0);
+	}
 	pi = (zmq_pollitem_t){.socket = s, .events = ZMQ_POLLIN};
 	if (zmq_poll(&pi, 1, 1500) > 0)
 		ok = 1;
@@ -201,10 +203,16 @@ static const char *dealer_send(void *ctx, const char *ep, bool gen_a, const void
 	return ok ? "answered" : "no answer";
 }
 
+static const char *dealer_send(void *ctx, const char *ep, bool gen_a, const void *const *f,
+                               const size_t *fl, int parts)
+{
+	return dealer_send_n(ctx, ep, gen_a, f, fl, parts, 1);
+}
+
 /* V1: DEALERs on prefill's ROUTER send bytes that are not msgpack, msgpack of the wrong type,
  * too many frames, unknown ids, and a ZMTP peer announces a 2^62-byte frame. */
-static void rogue_v1(struct hr_deploy *d, const struct hr_addr *a, const cJSON *send, char *out,
-                     size_t osz)
+static void rogue_v1(struct hr_deploy *d, const struct hr_addr *a, const cJSON *send, int rep,
+                     char *out, size_t osz)
 {
 	int gen = d->sc->gen, nbufs = 1;
 	long block_len = 3; /* no real region is 3 bytes long: refused for its lengths */
@@ -241,8 +249,8 @@ static void rogue_v1(struct hr_deploy *d, const struct hr_addr *a, const cJSON *
 		const void *f[] = {sb.data};
 		size_t fl[] = {sb.size};
 		l = strlen(out);
-		snprintf(out + l, osz - l, " unknown %s %s;", ga ? "request id" : "transfer id",
-		         dealer_send(ctx, ep, ga, f, fl, 1));
+		snprintf(out + l, osz - l, " unknown %s x%d %s;", ga ? "request id" : "transfer id",
+		         rep, dealer_send_n(ctx, ep, ga, f, fl, 1, rep));
 		msgpack_sbuffer_destroy(&sb);
 	}
 	if (wants(send, "oversized")) {
@@ -290,6 +298,7 @@ void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic
 {
 	const cJSON *send = cJSON_GetObjectItemCaseSensitive(e, "send");
 	const cJSON *dv = cJSON_GetObjectItemCaseSensitive(e, "duration_ms");
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(e, "repeat");
 	const char *log = hr_node_log(d, &d->prefill);
 	long off = log_size(log);
 	struct hr_addr a;
@@ -303,7 +312,7 @@ void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic
 	if (d->sc->gen == CFG_GEN_V0)
 		rogue_v0(&a, ack, send, dv ? dv->valueint : 1000, stop, what, sizeof(what));
 	else
-		rogue_v1(d, &a, send, what, sizeof(what));
+		rogue_v1(d, &a, send, rv ? rv->valueint : 1, what, sizeof(what));
 	pd_sleep_ms(300); /* prefill's log lines about it */
 	nw = log_warnings(log, off, first, sizeof(first));
 	hr_note_add(notes, nsz,

@@ -208,6 +208,9 @@ static void test_parse_errors(void **state)
 	                         "\"send\":[\"take\",\"steal\"]}"),
 	                   "faults[0]: \"send\": expected a list of take, garbage");
 	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"side-channel\","
+	                         "\"repeat\":0}"),
+	                   "faults[0]: \"repeat\": expected 1..256");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"side-channel\","
 	                         "\"connections\":3}"),
 	                   "faults[0]: unknown key \"connections\" (a rogue fault has");
 	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"flood\":[\"prefill\",\"etcd\"]}"),
