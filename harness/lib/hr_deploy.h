@@ -87,10 +87,10 @@ bool hr_hostile_closed_within(int fd, int ms);
  * happened, and the warnings prefill logged meanwhile, into notes. */
 void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
                         char *notes, size_t nsz);
-/* Idle or byte-at-a-time connections against the named servers for duration_ms; what was
- * opened and closed by each server, into notes. */
+/* Idle or byte-at-a-time connections against the named servers for duration_ms (*opened set
+ * once they are open); what was opened and closed by each server, into notes. */
 void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
-                        char *notes, size_t nsz);
+                        volatile sig_atomic_t *opened, char *notes, size_t nsz);
 
 /* ---- deployment plan: what to start and with which arguments ---- */
 /* Forgets what an earlier attempt picked (ports, variables) so a retry starts fresh. */

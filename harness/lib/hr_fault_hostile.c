@@ -393,7 +393,7 @@ static void flood_loop(struct fconn *c, size_t nc, struct flood_tally *t, bool s
 }
 
 void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
-                        char *notes, size_t nsz)
+                        volatile sig_atomic_t *opened, char *notes, size_t nsz)
 {
 	const cJSON *fl = cJSON_GetObjectItemCaseSensitive(e, "flood");
 	const cJSON *nv = cJSON_GetObjectItemCaseSensitive(e, "connections");
@@ -434,6 +434,7 @@ void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic
 			t[k].opened++;
 		}
 	}
+	*opened = 1;
 	flood_loop(c, nc, t, slow, iv ? iv->valueint : 500, t0 + dur / 1000.0, stop);
 	for (size_t i = 0; i < nc; i++)
 		if (c[i].fd >= 0)

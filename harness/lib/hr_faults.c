@@ -20,6 +20,7 @@ struct hr_pfaults {
 	struct hr_deploy *d;
 	pthread_t thr;
 	volatile sig_atomic_t stop;
+	volatile sig_atomic_t opened; /* a flood's connections are open (hr_fault_flood_run) */
 	double t0;
 	char notes[2048];
 };
@@ -234,7 +235,8 @@ static void *fault_main(void *ud)
 			if (cJSON_GetObjectItemCaseSensitive(e, "rogue"))
 				hr_fault_rogue_run(f->d, e, &f->stop, f->notes, sizeof(f->notes));
 			else
-				hr_fault_flood_run(f->d, e, &f->stop, f->notes, sizeof(f->notes));
+				hr_fault_flood_run(f->d, e, &f->stop, &f->opened, f->notes,
+				                   sizeof(f->notes));
 			continue;
 		}
 		who = cJSON_GetObjectItemCaseSensitive(e, "kill")->valuestring;
@@ -270,7 +272,15 @@ void hr_faults_start(struct hr_deploy *d)
 	if (pthread_create(&d->pf->thr, NULL, fault_main, d->pf)) {
 		free(d->pf);
 		d->pf = NULL;
+		return;
 	}
+	/* a flood first and at after_ms 0 is in place before the first request (at most 3 s):
+	 * the legitimate client then meets the servers already flooded */
+	const cJSON *e0 = d->sc->faults->child;
+	const cJSON *ms0 = e0 ? cJSON_GetObjectItemCaseSensitive(e0, "after_ms") : NULL;
+	if (e0 && cJSON_GetObjectItemCaseSensitive(e0, "flood") && ms0 && ms0->valuedouble == 0)
+		for (int i = 0; i < 300 && !d->pf->opened; i++)
+			pd_sleep_ms(10);
 }
 
 void hr_faults_stop(struct hr_deploy *d, char *notes, size_t sz)
