@@ -55,7 +55,7 @@ struct hr_deploy {
 /* Validates one such entry (field names it in errors). 0 or -1 with err set. */
 int hr_faults_parse_entry(const char *path, const char *field, const cJSON *e, char *err,
                           size_t errsz);
-bool hr_faults_is_process(const cJSON *e); /* the entry has "kill" */
+bool hr_faults_is_process(const cJSON *e); /* the entry has "kill", "rogue" or "flood" */
 /* Starts the fault thread for the scenario's process faults (none: nothing). */
 void hr_faults_start(struct hr_deploy *d);
 /* Waits for the faults still due (each bounded), and a probe request after restarts; what
