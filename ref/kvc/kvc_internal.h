@@ -176,6 +176,9 @@ int kvc_pipe_send_move(struct kvc_pipe *p, struct kvc_tensor *t, int timeout_ms,
  * tensor stays in the receive buffer (out->pool set). */
 int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
                   const atomic_bool *abort);
+/* kvc_read.c: TE READ of len bytes at the peer's ptr into dst (registered); one request, or
+ * chunks of PDKV_KVC_READ_CHUNK in one batch. te_transfer_sync's codes. */
+int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len);
 /* Waits (bounded) until every sent buffer was ACKed and freed. */
 int kvc_pipe_flush(struct kvc_pipe *p, int timeout_ms);
 /* The consumer left (end signal): waits up to quiet_ms for its last ACKs, then frees the

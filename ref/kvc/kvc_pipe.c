@@ -587,16 +587,14 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 		goto ack;
 	}
 	t_read = pd_now_ns();
-	rc = te_transfer_sync(p->eng, TE_READ, p->v0.remote_url, dst, ptr, len,
-	                      p->transfer_timeout_ms);
+	rc = kvc_read(p, dst, ptr, len);
 	if (rc < 0 && rc != TE_ERR_TIMEOUT && !atomic_load(&p->stop)) {
 		/* the peer may have registered a dedicated buffer after we cached its segment,
 		 * or restarted: refresh its descriptor and try once more */
 		pd_dbg("kvc: READ from %s failed (%s); re-syncing its segment", p->v0.remote_url,
 		       te_strerror(rc));
 		te_sync_segment(p->eng, p->v0.remote_url);
-		rc = te_transfer_sync(p->eng, TE_READ, p->v0.remote_url, dst, ptr, len,
-		                      p->transfer_timeout_ms);
+		rc = kvc_read(p, dst, ptr, len);
 	}
 	if (rc < 0) {
 		atomic_fetch_add(&p->transfer_failures, 1);
