@@ -113,6 +113,10 @@ double hr_metrics_get(const struct hr_metrics *m, const char *name);
 void hr_metrics_free(struct hr_metrics *m);
 /* GET url (the /metrics endpoint) and parse; 0 or negative. */
 int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m);
+/* GET url (no proxy, bounded) into b, body NUL-terminated (the caller frees b->p); the HTTP
+ * status, 0 when there was no answer, -ENOMEM. */
+struct pd_buf;
+long hr_http_get(const char *url, int timeout_ms, struct pd_buf *b);
 
 /* ---- the OpenAI workload (hr_workload.c) --------------------------------------------------- */
 struct hr_req {
@@ -156,7 +160,7 @@ struct hr_run_data {
 	struct hr_metrics p_before, p_after, d_before, d_after;
 	bool have_metrics;
 	const char *startup_error; /* why the deployment did not come up; NULL when it did */
-	char pf_notes[1024];       /* process faults done (hr_faults.c), "" when none */
+	char pf_notes[2048];       /* process faults done (hr_faults.c), "" when none */
 	/* router conformance (hr_router.c): what reached the stand-ins, the extra phases */
 	const char *contract;  /* the router contract graded against: v0 | toy | mooncake */
 	bool router_phase;     /* the records and extra phases below were collected */

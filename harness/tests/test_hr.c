@@ -200,6 +200,33 @@ static void test_parse_errors(void **state)
 	                   "timeout_s: expected seconds > 0");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"expect_exit\":[\"prefil\"]}",
 	                   "expect_exit: element 0: expected prefill, decode, plain or proxy");
+	/* hostile-peer faults (hr_fault_hostile.c): each field named with what it expects */
+#define FAULT(x) "{\"name\":\"t\",\"metadata\":\"etcd\",\"faults\":[" x "]}"
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"data-port\"}"),
+	                   "faults[0]: \"rogue\": expected \"side-channel\"");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"side-channel\","
+	                         "\"send\":[\"take\",\"steal\"]}"),
+	                   "faults[0]: \"send\": expected a list of take, garbage");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"side-channel\","
+	                         "\"repeat\":0}"),
+	                   "faults[0]: \"repeat\": expected 1..256");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"side-channel\","
+	                         "\"connections\":3}"),
+	                   "faults[0]: unknown key \"connections\" (a rogue fault has");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"flood\":[\"prefill\",\"etcd\"]}"),
+	                   "faults[0]: \"flood\": expected one or a list of prefill, decode");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"flood\":\"proxy\","
+	                         "\"connections\":5000}"),
+	                   "faults[0]: \"connections\": expected 1..1024");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"flood\":\"proxy\","
+	                         "\"mode\":\"fast\"}"),
+	                   "faults[0]: \"mode\": expected \"idle\" or \"slow\"");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"flood\":\"proxy\","
+	                         "\"from\":\"localhost\"}"),
+	                   "faults[0]: \"from\": expected an IPv4 address");
+	expect_parse_error(FAULT("{\"at\":\"during_transfer\",\"flood\":\"proxy\"}"),
+	                   "faults[0]: expected \"at\": \"during_workload\"");
+#undef FAULT
 }
 
 static void test_fixture_file(void **state)
@@ -427,6 +454,19 @@ static bool run_check(const char *name, const struct hr_run_data *rd, char *d, s
 	return c->fn(rd, d, sz);
 }
 
+/* A canned run with these counters fails check, its detail saying why. */
+static void canned_fails(struct hr_req *reqs, struct hr_req *plain, double reused,
+                         double recomputed, double cks, const char *check, const char *why)
+{
+	struct hr_run_data rd;
+	char d[1024];
+	canned(&rd, reqs, plain, reused, recomputed, cks);
+	assert_false(run_check(check, &rd, d, sizeof(d)));
+	if (!strstr(d, why))
+		fail_msg("%s detail \"%s\" lacks \"%s\"", check, d, why);
+	canned_free(&rd);
+}
+
 static void test_checks(void **state)
 {
 	struct hr_run_data rd;
@@ -434,7 +474,7 @@ static void test_checks(void **state)
 	char d[1024];
 	(void)state;
 	assert_null(hr_check_find("nope"));
-	assert_int_equal(hr_check_count(), 11);
+	assert_int_equal(hr_check_count(), 12);
 
 	canned(&rd, q, p, 4096, 0, 0);
 	/* recovered: needs process faults, the probe answered in full, a restarted decode reusing
@@ -448,6 +488,23 @@ static void test_checks(void **state)
 	         "decode SIGKILL at +0.5s; decode restarted, healthy at +1.6s; probe after the "
 	         "faults: HTTP 502 incomplete");
 	assert_false(run_check("recovered", &rd, d, sizeof(d)));
+	/* hostile_ok: a hostile fault ran, every request ended clearly, the probe was answered,
+	 * and prefill counted a rogue peer */
+	assert_false(run_check("hostile_ok", &rd, d, sizeof(d)));
+	assert_non_null(strstr(d, "no rogue or flood fault"));
+	snprintf(rd.pf_notes, sizeof(rd.pf_notes),
+	         "flood (idle, 16 per target from 127.0.0.9, 3.0 s): proxy 127.0.0.1:1 16/16 "
+	         "opened, 0 closed by it; probe after the faults: HTTP 200 complete");
+	assert_true(run_check("hostile_ok", &rd, d, sizeof(d)));
+	q[1].status = 0; /* hung or cut: no answer at all */
+	assert_false(run_check("hostile_ok", &rd, d, sizeof(d)));
+	assert_non_null(strstr(d, "request #1 ended without a full answer or an error"));
+	q[1].status = 200;
+	snprintf(rd.pf_notes, sizeof(rd.pf_notes),
+	         "rogue on prefill's side channel ROUTER tcp://h:1: not msgpack answered; prefill "
+	         "logged 2 warning(s), first: x; probe after the faults: HTTP 200 complete");
+	assert_false(run_check("hostile_ok", &rd, d, sizeof(d))); /* counted nowhere */
+	assert_non_null(strstr(d, "prefill did not say so"));
 	rd.pf_notes[0] = '\0';
 	assert_true(run_check("kv_reused", &rd, d, sizeof(d)));
 	assert_true(run_check("integrity", &rd, d, sizeof(d)));
@@ -457,19 +514,10 @@ static void test_checks(void **state)
 	canned_free(&rd);
 
 	/* silent recompute: the numbers that broke it */
-	canned(&rd, q, p, 0, 4096, 0);
-	assert_false(run_check("kv_reused", &rd, d, sizeof(d)));
-	assert_non_null(strstr(d, "decode reused 0 of 4096 prompt tokens, recomputed 4096"));
-	canned_free(&rd);
-	canned(&rd, q, p, 4000, 96, 0);
-	assert_false(run_check("kv_reused", &rd, d, sizeof(d)));
-	assert_non_null(strstr(d, "reused 4000 of 4096"));
-	canned_free(&rd);
-
-	canned(&rd, q, p, 4096, 0, 2);
-	assert_false(run_check("integrity", &rd, d, sizeof(d)));
-	assert_non_null(strstr(d, "checksum failures: decode 2"));
-	canned_free(&rd);
+	canned_fails(q, p, 0, 4096, 0, "kv_reused",
+	             "decode reused 0 of 4096 prompt tokens, recomputed 4096");
+	canned_fails(q, p, 4000, 96, 0, "kv_reused", "reused 4000 of 4096");
+	canned_fails(q, p, 4096, 0, 2, "integrity", "checksum failures: decode 2");
 
 	canned(&rd, q, p, 4096, 0, 0);
 	free(q[1].text);
@@ -518,22 +566,30 @@ static void fill_report(struct hr_report *rep, struct hr_result *v, struct hr_ch
 	rep->wall_s = 1.5;
 }
 
+/* Writes rep with fn to a new file named from the mkstemp template path; its text (malloc'd). */
+static char *write_report(int (*fn)(const char *, const struct hr_report *),
+                          const struct hr_report *rep, char *path)
+{
+	char *txt = NULL;
+	size_t len;
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fn(path, rep), 0);
+	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
+	return txt;
+}
+
 static void test_report_json(void **state)
 {
 	struct hr_report rep;
 	struct hr_result v[3];
 	struct hr_check_result cr[2];
-	char path[] = "/tmp/test_hr_json.XXXXXX", *txt = NULL;
-	size_t len;
+	char path[] = "/tmp/test_hr_json.XXXXXX", *txt;
 	cJSON *o, *sc;
-	int fd;
 	(void)state;
 	fill_report(&rep, v, cr);
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(hr_report_json(path, &rep), 0);
-	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
+	txt = write_report(hr_report_json, &rep, path);
 	o = cJSON_Parse(txt);
 	assert_non_null(o);
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "summary"), "failed")->valueint,
@@ -556,17 +612,12 @@ static void test_report_junit_and_text(void **state)
 	struct hr_report rep;
 	struct hr_result v[3];
 	struct hr_check_result cr[2];
-	char path[] = "/tmp/test_hr_junit.XXXXXX", *txt = NULL, *buf = NULL, cmd[256];
-	size_t len, blen;
+	char path[] = "/tmp/test_hr_junit.XXXXXX", *txt, *buf = NULL, cmd[256];
+	size_t blen;
 	FILE *f;
-	int fd;
 	(void)state;
 	fill_report(&rep, v, cr);
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(hr_report_junit(path, &rep), 0);
-	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
+	txt = write_report(hr_report_junit, &rep, path);
 	assert_non_null(
 	    strstr(txt, "<testsuites name=\"pdkv run\" tests=\"3\" failures=\"1\" skipped=\"1\""));
 	assert_non_null(strstr(txt, "name=\"b&amp;c\""));
