@@ -16,6 +16,7 @@
 
 #include "kvc/kvc_internal.h"
 #include "pd_log.h"
+#include "pd_tsan.h"
 
 struct dedicated {
 	void *ptr;
@@ -272,6 +273,10 @@ dedicated:
 	r = alloc_dedicated(p, len, false);
 out:
 	pthread_mutex_unlock(&p->mu);
+	/* the block's last reader may be our TCP server thread serving a peer's READ, whose
+	 * release (after its sendmsg returns) can come after the ACK's acquire: acquiring again
+	 * here, as the block changes hands, narrows that window (pd_tsan.h) */
+	PD_TSAN_WIRE_RECV();
 	return r;
 }
 
