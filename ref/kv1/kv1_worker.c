@@ -159,6 +159,7 @@ int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, si
 {
 	struct kv1_send *s;
 	int64_t *cp = malloc((n ? n : 1) * sizeof(*cp));
+	size_t woken;
 
 	if (!cp)
 		return -ENOMEM;
@@ -179,13 +180,17 @@ int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, si
 	s->dropped = false;
 	s->expire_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 	pthread_cond_broadcast(&w->cv);
+	woken = kv1_park_wake_locked(w, key);
 	pthread_mutex_unlock(&w->mu);
+	if (woken)
+		kv1_park_kick(w);
 	return 0;
 }
 
 void kv1_send_discard(struct kv1_worker *w, const char *key)
 {
 	struct kv1_send *s;
+	size_t woken = 0;
 
 	pthread_mutex_lock(&w->mu);
 	s = kv1_send_find_locked(w, key);
@@ -202,10 +207,13 @@ void kv1_send_discard(struct kv1_worker *w, const char *key)
 		s->dropped = true;
 		s->expire_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 		pthread_cond_broadcast(&w->cv);
+		woken = kv1_park_wake_locked(w, key);
 	} else if (s && !s->busy) {
 		kv1_send_remove_locked(w, s);
 	}
 	pthread_mutex_unlock(&w->mu);
+	if (woken)
+		kv1_park_kick(w);
 }
 
 static void reap_expired(struct kv1_worker *w)
@@ -358,38 +366,51 @@ static int recv_frames(void *s, zmq_msg_t *m, int max, int *n)
 	return 0;
 }
 
-static void job_free(struct kv1_job *j)
+void kv1_job_free(struct kv1_job *j)
 {
+	kv1_genb_state_free(j->gb);
 	free(j->ident);
 	free(j->payload);
 	free(j);
 }
 
-/* Hands queued handshakes to handler threads while fewer than KV1_MAX_HANDLERS run. */
+bool kv1_handler_reserve(struct kv1_worker *w)
+{
+	if (atomic_fetch_add(&w->handlers, 1) < KV1_MAX_HANDLERS)
+		return true;
+	atomic_fetch_sub(&w->handlers, 1);
+	return false;
+}
+
+void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j)
+{
+	pthread_attr_t at;
+	pthread_t t;
+
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, w->o.gen == CFG_GEN_A ? kv1_gena_handle : kv1_genb_handle, j)) {
+		atomic_fetch_sub(&w->handlers, 1);
+		pd_warn("kv1: %s: cannot start a handshake thread; dropping it", w->side_addr);
+		kv1_job_free(j);
+	}
+	pthread_attr_destroy(&at);
+}
+
+/* Hands woken (parked, now ready) handshakes, then queued ones, to handler threads while fewer
+ * than KV1_MAX_HANDLERS run. */
 static void start_pending(struct kv1_worker *w)
 {
-	bool a = w->o.gen == CFG_GEN_A;
-
-	while (w->pend_head && atomic_load(&w->handlers) < KV1_MAX_HANDLERS) {
+	kv1_park_kick(w);
+	while (w->pend_head && kv1_handler_reserve(w)) {
 		struct kv1_job *j = w->pend_head;
-		pthread_attr_t at;
-		pthread_t t;
 
 		w->pend_head = j->next;
 		if (!w->pend_head)
 			w->pend_tail = NULL;
 		w->npend--;
 		j->next = NULL;
-		atomic_fetch_add(&w->handlers, 1);
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &at, a ? kv1_gena_handle : kv1_genb_handle, j)) {
-			atomic_fetch_sub(&w->handlers, 1);
-			pd_warn("kv1: %s: cannot start a handshake thread; dropping it",
-			        w->side_addr);
-			job_free(j);
-		}
-		pthread_attr_destroy(&at);
+		kv1_handler_spawn(w, j);
 	}
 }
 
@@ -423,6 +444,11 @@ static void dispatch(struct kv1_worker *w, zmq_msg_t *m, int n)
 		goto fail;
 	memcpy(j->ident, zmq_msg_data(&m[0]), j->ident_len);
 	memcpy(j->payload, zmq_msg_data(&m[n - 1]), j->len);
+	{
+		const char *pa = zmq_msg_gets(&m[n - 1], "Peer-Address");
+
+		snprintf(j->peer, sizeof(j->peer), "%s", pa ? pa : "?");
+	}
 	atomic_fetch_add(&w->handshakes, 1);
 	/* beyond KV1_MAX_HANDLERS a handshake waits its turn instead of being lost: a decode
 	 * whose request got no answer would only learn of it after its receive timeout */
@@ -435,7 +461,29 @@ static void dispatch(struct kv1_worker *w, zmq_msg_t *m, int n)
 	start_pending(w);
 	return;
 fail:
-	job_free(j);
+	kv1_job_free(j);
+}
+
+/* Forwards handlers' replies to the ROUTER; takes the handshakes they park. */
+static void pump_pull(struct kv1_worker *w, void *pull)
+{
+	zmq_msg_t m[4];
+	struct kv1_job *pj;
+	int n;
+
+	if (recv_frames(pull, m, 4, &n))
+		return;
+	if (n == 1 && zmq_msg_size(&m[0]) == sizeof(pj)) {
+		/* a gen B handler parks its handshake (kv1_park_request) */
+		memcpy(&pj, zmq_msg_data(&m[0]), sizeof(pj));
+		zmq_msg_close(&m[0]);
+		kv1_park_admit(w, pj);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		zmq_msg_send(&m[i], w->router, i + 1 < n ? ZMQ_SNDMORE : 0);
+		zmq_msg_close(&m[i]);
+	}
 }
 
 static void *router_main(void *arg)
@@ -459,19 +507,28 @@ static void *router_main(void *arg)
 			for (int i = 0; i < n; i++)
 				zmq_msg_close(&m[i]);
 		}
-		if (it[1].revents & ZMQ_POLLIN && !recv_frames(pull, m, 4, &n)) {
-			for (int i = 0; i < n; i++) {
-				zmq_msg_send(&m[i], w->router, i + 1 < n ? ZMQ_SNDMORE : 0);
-				zmq_msg_close(&m[i]);
-			}
-		}
+		if (it[1].revents & ZMQ_POLLIN)
+			pump_pull(w, pull);
 		start_pending(w);
+		kv1_park_sweep(w, false);
 		reap_expired(w);
 	}
+	/* stopping: the last replies and park requests of running handlers (which no longer
+	 * park), then every parked handshake gets its timeout answer */
+	for (uint64_t end = pd_now_ns() + 3000000000ull;
+	     atomic_load(&w->handlers) > 0 && pd_now_ns() < end;) {
+		zmq_pollitem_t it = {pull, 0, ZMQ_POLLIN, 0};
+
+		if (zmq_poll(&it, 1, 10) > 0)
+			pump_pull(w, pull);
+	}
+	for (zmq_pollitem_t it = {pull, 0, ZMQ_POLLIN, 0}; zmq_poll(&it, 1, 0) > 0;)
+		pump_pull(w, pull);
+	kv1_park_sweep(w, true);
 	while (w->pend_head) {
 		struct kv1_job *j = w->pend_head;
 		w->pend_head = j->next;
-		job_free(j);
+		kv1_job_free(j);
 	}
 	w->pend_tail = NULL;
 	w->npend = 0;
@@ -655,6 +712,8 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 		kv1_set_err(err, errsz, "zmq_ctx_new failed");
 		goto fail;
 	}
+	if (kv1_park_init(w, err, errsz))
+		goto fail;
 	if (o->producer && bind_side(w, err, errsz))
 		goto fail;
 	if (o->producer && cfg_gen_is_b(o->gen) && o->bootstrap_url &&
@@ -695,6 +754,7 @@ void kv1_worker_destroy(struct kv1_worker *w)
 		zmq_close(w->router);
 	if (w->zctx)
 		zmq_ctx_term(w->zctx);
+	kv1_park_free_all(w);
 	while (w->sends)
 		kv1_send_remove_locked(w, w->sends);
 	te_engine_destroy(w->te);
