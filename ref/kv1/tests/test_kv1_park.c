@@ -285,8 +285,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_flood_then_legit),
-	    //cmocka_unit_test(test_caps),
-	    //cmocka_unit_test(test_timeout_and_bad_cap),
+	    cmocka_unit_test(test_caps),
+	    cmocka_unit_test(test_timeout_and_bad_cap),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
