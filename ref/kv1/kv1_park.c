@@ -1,5 +1,6 @@
-/* kv1_park: gen B handshakes parked while their transfer ids are not ready — held on no thread,
- * bounded in total and per peer, woken by the send table, expired by the ROUTER thread. */
+/* kv1_park: handshake handler slots, and gen B handshakes parked while their transfer ids are not
+ * ready — on no thread, bounded in total and per peer, woken by the send table, expired by the
+ * ROUTER thread. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,6 +12,41 @@
 #include "kv1_internal.h"
 #include "pd_log.h"
 #include "pd_util.h"
+
+/* ------------------------------------------------------------------ handler slots */
+
+void kv1_job_free(struct kv1_job *j)
+{
+	kv1_genb_state_free(j->gb);
+	free(j->ident);
+	free(j->payload);
+	free(j);
+}
+
+bool kv1_handler_reserve(struct kv1_worker *w)
+{
+	if (atomic_fetch_add(&w->handlers, 1) < KV1_MAX_HANDLERS)
+		return true;
+	atomic_fetch_sub(&w->handlers, 1);
+	return false;
+}
+
+void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j)
+{
+	pthread_attr_t at;
+	pthread_t t;
+
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, w->o.gen == CFG_GEN_A ? kv1_gena_handle : kv1_genb_handle, j)) {
+		atomic_fetch_sub(&w->handlers, 1);
+		pd_warn("kv1: %s: cannot start a handshake thread; dropping it", w->side_addr);
+		kv1_job_free(j);
+	}
+	pthread_attr_destroy(&at);
+}
+
+/* ------------------------------------------------------------------ parking */
 
 static int env_cap(const char *name, int def, int *out, char *err, size_t errsz)
 {

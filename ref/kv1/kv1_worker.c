@@ -366,37 +366,6 @@ static int recv_frames(void *s, zmq_msg_t *m, int max, int *n)
 	return 0;
 }
 
-void kv1_job_free(struct kv1_job *j)
-{
-	kv1_genb_state_free(j->gb);
-	free(j->ident);
-	free(j->payload);
-	free(j);
-}
-
-bool kv1_handler_reserve(struct kv1_worker *w)
-{
-	if (atomic_fetch_add(&w->handlers, 1) < KV1_MAX_HANDLERS)
-		return true;
-	atomic_fetch_sub(&w->handlers, 1);
-	return false;
-}
-
-void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j)
-{
-	pthread_attr_t at;
-	pthread_t t;
-
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &at, w->o.gen == CFG_GEN_A ? kv1_gena_handle : kv1_genb_handle, j)) {
-		atomic_fetch_sub(&w->handlers, 1);
-		pd_warn("kv1: %s: cannot start a handshake thread; dropping it", w->side_addr);
-		kv1_job_free(j);
-	}
-	pthread_attr_destroy(&at);
-}
-
 /* Hands woken (parked, now ready) handshakes, then queued ones, to handler threads while fewer
  * than KV1_MAX_HANDLERS run. */
 static void start_pending(struct kv1_worker *w)
