@@ -338,13 +338,17 @@ void *kv1_genb_handle(void *arg)
 	struct kv1_worker *w = j->w;
 	void *push = kv1_job_push_open(w);
 
-	/* a parked job comes back here with its state when one of its ids is ready */
-	if ((j->gb || admit(j, push)) && serve(j, push))
-		j = NULL; /* parked: the ROUTER thread owns it now */
+	while (j) {
+		/* a parked job comes back here with its state when one of its ids is ready */
+		if ((j->gb || admit(j, push)) && serve(j, push))
+			j = NULL; /* parked: the ROUTER thread owns it now */
+		if (j)
+			kv1_job_free(j);
+		/* this thread's slot goes to the next woken handshake, if any */
+		j = kv1_park_pop(w);
+	}
 	if (push)
 		zmq_close(push);
-	if (j)
-		kv1_job_free(j);
 	atomic_fetch_sub(&w->handlers, 1);
 	return NULL;
 }

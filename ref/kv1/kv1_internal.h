@@ -109,6 +109,7 @@ bool kv1_park_warn_due(struct kv1_worker *w, uint64_t *quiet);
 int kv1_park_request(struct kv1_job *j, void *push); /* handler: j goes to the ROUTER thread */
 void kv1_park_admit(struct kv1_worker *w, struct kv1_job *j);       /* ROUTER thread */
 size_t kv1_park_wake_locked(struct kv1_worker *w, const char *key); /* w->mu held */
+struct kv1_job *kv1_park_pop(struct kv1_worker *w); /* a woken job, or NULL (also stopping) */
 void kv1_park_kick(struct kv1_worker *w); /* hands woken jobs to handlers, slots permitting */
 void kv1_park_sweep(struct kv1_worker *w, bool all); /* ROUTER thread: expired ones */
 void kv1_park_free_all(struct kv1_worker *w);

@@ -183,6 +183,24 @@ size_t kv1_park_wake_locked(struct kv1_worker *w, const char *key)
 	return n;
 }
 
+struct kv1_job *kv1_park_pop(struct kv1_worker *w)
+{
+	struct kv1_job *j;
+
+	if (atomic_load(&w->stop))
+		return NULL;
+	pthread_mutex_lock(&w->mu);
+	j = w->wake_head;
+	if (j) {
+		w->wake_head = j->next;
+		if (!w->wake_head)
+			w->wake_tail = NULL;
+		j->next = NULL;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return j;
+}
+
 void kv1_park_kick(struct kv1_worker *w)
 {
 	while (!atomic_load(&w->stop)) {
@@ -190,15 +208,7 @@ void kv1_park_kick(struct kv1_worker *w)
 
 		if (!kv1_handler_reserve(w))
 			return;
-		pthread_mutex_lock(&w->mu);
-		j = w->wake_head;
-		if (j) {
-			w->wake_head = j->next;
-			if (!w->wake_head)
-				w->wake_tail = NULL;
-			j->next = NULL;
-		}
-		pthread_mutex_unlock(&w->mu);
+		j = kv1_park_pop(w);
 		if (!j) {
 			atomic_fetch_sub(&w->handlers, 1);
 			return;
