@@ -70,10 +70,12 @@ static bool is_1d(const struct kvc_tensor *t, int dtype)
 	return !kvc_tensor_is_none(t) && t->dtype == dtype && t->ndim == 1;
 }
 
-static void send_item(struct kvc *c, const struct kvc_item *it)
+/* Sends the 5 answer tensors; keys, values and hidden move out of *it (no copy when they sit
+ * in registered memory, kvc_tensor_alloc_buf); the caller frees what is left. */
+static void send_item(struct kvc *c, struct kvc_item *it)
 {
 	struct kvc_tensor roi_f = {0};
-	const struct kvc_tensor *v[5] = {NULL, NULL, NULL, NULL, NULL};
+	struct kvc_tensor *v[5] = {NULL, NULL, NULL, NULL, NULL};
 	if (it) {
 		if (bool_to_float(&it->roi, &roi_f)) {
 			pd_err("kvc: drop_select_handler: cannot convert roi; answering a miss");
@@ -87,7 +89,8 @@ static void send_item(struct kvc *c, const struct kvc_item *it)
 		}
 	}
 	for (int i = 0; i < 5; i++) {
-		int rc = kvc_pipe_send(&c->pipe, v[i], 0, &c->closing);
+		int rc = i >= 2 && v[i] ? kvc_pipe_send_move(&c->pipe, v[i], 0, &c->closing)
+		                        : kvc_pipe_send(&c->pipe, v[i], 0, &c->closing);
 		if (rc) {
 			if (rc != KVC_ERR_CLOSED)
 				pd_err("kvc: drop_select_handler: sending tensor %d of 5: %s",
@@ -314,6 +317,20 @@ static int insert(struct kvc *c, struct kvc_item *it, bool move_kv)
 	return c->handler_started ? 0 : KVC_ERR_CONFIG;
 }
 
+int kvc_tensor_alloc_buf(struct kvc *c, struct kvc_tensor *t, int dtype, int ndim,
+                         const int64_t *shape)
+{
+	int rc;
+	if (!c || !t)
+		return KVC_ERR_CONFIG;
+	rc = kvc_tensor_alloc_in(c->pipe.pool, t, dtype, ndim, shape);
+	if (rc != KVC_ERR_ALLOC)
+		return rc;
+	pd_dbg("kvc: registered memory for items is used up (parked_bytes); this tensor is "
+	       "malloc'd and will be copied when sent");
+	return kvc_tensor_alloc(t, dtype, ndim, shape);
+}
+
 /* ms to pass to the pipe: 0 = no deadline; -1 = already past */
 static int ms_left(uint64_t dl)
 {
@@ -421,7 +438,8 @@ static bool answer_fits(const struct kvc_tensor *r, const int64_t *q, size_t n)
 	       memcmp(r[2].shape, r[3].shape, sizeof(r[2].shape)) == 0;
 }
 
-static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct kvc_item *out)
+static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct kvc_item *out,
+                         kvc_arrive_fn fn, void *ud)
 {
 	uint64_t dl = c->select_timeout_ms > 0
 	                  ? pd_now_ns() + (uint64_t)c->select_timeout_ms * 1000000ull
@@ -435,6 +453,7 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 	                         .data = (void *)tokens,
 	                         .nbytes = n * 8};
 	struct kvc_tensor roi = {0}, r[5] = {0};
+	bool arrived = false;
 	int rc;
 
 	if (c->desync) {
@@ -464,6 +483,10 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 		if (rc) {
 			c->stale += 5 - i - (rc == KVC_ERR_TIMEOUT || rc == KVC_ERR_CLOSED ? 0 : 1);
 			goto out;
+		}
+		if (fn) { /* the caller may start checking it while the next one is read */
+			fn(ud, i, &r[i]);
+			arrived = true;
 		}
 	}
 	if (!answer_fits(r, tokens, n)) {
@@ -507,6 +530,8 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 	atomic_fetch_add(&c->hits, 1);
 	rc = KVC_OK;
 out:
+	if (arrived)
+		fn(ud, -1, NULL); /* before any tensor it saw is freed */
 	for (int i = 0; i < 5; i++)
 		kvc_tensor_free(&r[i]);
 	kvc_tensor_free(&roi);
@@ -514,6 +539,12 @@ out:
 }
 
 int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out)
+{
+	return kvc_drop_select_cb(c, tokens, ntokens, out, NULL, NULL);
+}
+
+int kvc_drop_select_cb(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out,
+                       kvc_arrive_fn fn, void *ud)
 {
 	int rc;
 	if (out)
@@ -528,7 +559,8 @@ int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct
 		return KVC_ERR_CONFIG;
 	}
 	pthread_mutex_lock(&c->select_mu);
-	rc = atomic_load(&c->closing) ? KVC_ERR_CLOSED : select_locked(c, tokens, ntokens, out);
+	rc = atomic_load(&c->closing) ? KVC_ERR_CLOSED
+	                              : select_locked(c, tokens, ntokens, out, fn, ud);
 	pthread_mutex_unlock(&c->select_mu);
 	if (rc < 0)
 		kvc_item_free(out);

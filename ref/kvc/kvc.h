@@ -40,6 +40,7 @@ enum kvc_overflow {
 
 enum kvc_dtype { KVC_BOOL = 0, KVC_I64 = 1, KVC_F32 = 2, KVC_BF16 = 3, KVC_F16 = 4, KVC_U8 = 5 };
 
+struct kvc_pool;
 /* A tensor as it crosses the pipe (documented pdkv tensor blob format in kvc_tensor.c). */
 struct kvc_tensor {
 	int dtype; /* enum kvc_dtype */
@@ -47,6 +48,10 @@ struct kvc_tensor {
 	int64_t shape[4];
 	void *data;
 	size_t nbytes;
+	/* NULL: data is malloc'd. Else data sits in a connector's registered buffer, right behind
+	 * room for the blob header (kvc_tensor_alloc_buf, or received in place); the pipe sends
+	 * it without a copy and kvc_tensor_free gives the buffer back. Never set it by hand. */
+	struct kvc_pool *pool;
 };
 
 /* One SimpleBuffer item: tokens [T] i64, roi [T] bool, keys/values [L,T,H,D], hidden [T,h]. */
@@ -84,6 +89,10 @@ struct kvc_opts {
 	/* issue 11 */
 	int64_t zmq_max_msg_bytes; /* ZMQ_MAXMSGSIZE on every side-channel socket (0 = 4096;
 	                              64 .. 1 GiB): a peer announcing more is dropped */
+	/* issue 10 */
+	size_t parked_bytes; /* most registered memory kvc_tensor_alloc_buf hands out at once,
+	                        apart from the pipe's own buffers (0 = the larger of
+	                        kv_buffer_size and 4 GiB) */
 };
 
 struct kvc;
@@ -100,8 +109,24 @@ int kvc_insert(struct kvc *c, const struct kvc_item *it);
  * being copied (tokens and roi are copied): on 0 they are zeroed in *it, on an error they are
  * still the caller's. Saves a copy of the whole KV per insert. */
 int kvc_insert_move_kv(struct kvc *c, struct kvc_item *it);
-/* Consumer: asks the producer for tokens; KVC_OK with *out filled on a hit, KVC_MISS on a miss. */
+/* Allocates t (data uninitialised) in c's registered buffer memory, so an item inserted with
+ * kvc_insert_move_kv goes on the wire without a copy; falls back to malloc'd data when that
+ * memory is used up (kvc_opts.parked_bytes). Free with kvc_tensor_free, before or after
+ * kvc_destroy. 0, KVC_ERR_PROTOCOL (bad shape) or KVC_ERR_ALLOC. */
+int kvc_tensor_alloc_buf(struct kvc *c, struct kvc_tensor *t, int dtype, int ndim,
+                         const int64_t *shape);
+/* Consumer: asks the producer for tokens; KVC_OK with *out filled on a hit, KVC_MISS on a miss.
+ * The tensors of *out sit in the pipe's registered buffers where they were read (no copy):
+ * kvc_item_free them soon, they hold receive memory (the dedicated-buffer cap). */
 int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out);
+
+/* Called on the drop_select's thread as each answer tensor arrives (i = 0 tokens, 1 roi as
+ * float, 2 keys, 3 values, 4 hidden; not validated yet), before the next one is read, so a
+ * check can overlap the transfer; then once with i = -1 and t = NULL before the select returns
+ * (and before any tensor it was shown is freed): work on them must be finished by then. */
+typedef void (*kvc_arrive_fn)(void *ud, int i, const struct kvc_tensor *t);
+int kvc_drop_select_cb(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out,
+                       kvc_arrive_fn fn, void *ud);
 
 struct kvc_stats {
 	uint64_t bytes_sent, bytes_received; /* payload bytes pulled by the peer / by us */

@@ -47,6 +47,14 @@ size_t kvc_blob_size(const struct kvc_tensor *t); /* None -> size of the sentine
 int kvc_blob_encode(const struct kvc_tensor *t, void *dst, size_t cap);
 /* Validates and copies out a blob; the sentinel decodes to None (ndim 0, data NULL). */
 int kvc_blob_decode(const void *blob, size_t n, struct kvc_tensor *out);
+/* The header of t (not None) into dst's first KVC_BLOB_HDR bytes. 0 or KVC_ERR_PROTOCOL. */
+int kvc_blob_encode_header(const struct kvc_tensor *t, void *dst);
+/* As kvc_blob_decode, but out->data points into blob (no copy, out->pool not set). Returns 1
+ * for None (out zeroed), 0 for a tensor, KVC_ERR_PROTOCOL. */
+int kvc_blob_decode_inplace(void *blob, size_t n, struct kvc_tensor *out);
+/* t's data in a parked buffer of pool (header room in front); KVC_ERR_ALLOC when full. */
+int kvc_tensor_alloc_in(struct kvc_pool *pool, struct kvc_tensor *t, int dtype, int ndim,
+                        const int64_t *shape);
 int kvc_tensor_clone(struct kvc_tensor *dst, const struct kvc_tensor *src);
 int kvc_tensor_alloc(struct kvc_tensor *t, int dtype, int ndim, const int64_t *shape);
 uint64_t kvc_item_nbytes(const struct kvc_item *it);
@@ -71,7 +79,15 @@ int kvc_pool_create(size_t region_bytes, size_t dedicated_cap, kvc_reg_fn reg, k
 void *kvc_pool_alloc(struct kvc_pool *p, size_t len); /* NULL -> "Allocation Return Error" */
 void kvc_pool_free(struct kvc_pool *p, void *ptr);
 void kvc_pool_detach(struct kvc_pool *p); /* engine gone: destroy must not call unreg */
+/* Drops the creator's reference; the memory goes when the last tensor holding a buffer of it
+ * is freed too. */
 void kvc_pool_destroy(struct kvc_pool *p);
+void kvc_pool_ref(struct kvc_pool *p);
+void kvc_pool_unref(struct kvc_pool *p);
+/* A dedicated buffer for a tensor kept in registered memory (zero-copy send), counted against
+ * the parked cap (default: the dedicated cap), reused from the cache. NULL when over the cap. */
+void *kvc_pool_alloc_parked(struct kvc_pool *p, size_t len);
+void kvc_pool_set_parked_cap(struct kvc_pool *p, size_t bytes);
 size_t kvc_pool_region_bytes(const struct kvc_pool *p);
 size_t kvc_pool_in_use(const struct kvc_pool *p); /* region + dedicated bytes handed out */
 size_t kvc_pool_default_bytes(double kv_buffer_size);
@@ -152,9 +168,17 @@ void kvc_pipe_close(struct kvc_pipe *p);
  * wait. timeout_ms <= 0: no deadline. abort (may be NULL) ends a wait with KVC_ERR_CLOSED. */
 int kvc_pipe_send(struct kvc_pipe *p, const struct kvc_tensor *t, int timeout_ms,
                   const atomic_bool *abort);
-/* Receives one tensor: PULL (ptr,len), TE READ, decode, ACK. None -> out->ndim == 0. */
+/* As kvc_pipe_send, but *t is consumed on 0 (zeroed): a tensor in this pipe's registered
+ * memory (kvc_tensor_alloc_in) goes without a copy, its buffer released on the ACK. */
+int kvc_pipe_send_move(struct kvc_pipe *p, struct kvc_tensor *t, int timeout_ms,
+                       const atomic_bool *abort);
+/* Receives one tensor: PULL (ptr,len), TE READ, decode, ACK. None -> out->ndim == 0. The
+ * tensor stays in the receive buffer (out->pool set). */
 int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
                   const atomic_bool *abort);
+/* kvc_read.c: TE READ of len bytes at the peer's ptr into dst (registered); one request, or
+ * chunks of PDKV_KVC_READ_CHUNK in one batch. te_transfer_sync's codes. */
+int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len);
 /* Waits (bounded) until every sent buffer was ACKed and freed. */
 int kvc_pipe_flush(struct kvc_pipe *p, int timeout_ms);
 /* The consumer left (end signal): waits up to quiet_ms for its last ACKs, then frees the

@@ -381,6 +381,14 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 		if (v)
 			kvc_pool_set_cache_cap(p->pool, (size_t)v);
 	}
+	{
+		double kb = o->kt ? o->kt->kv_buffer_size : 0;
+		size_t pk = o->parked_bytes;
+
+		if (!pk)
+			pk = kb > (double)KVC_DEDICATED_CAP ? (size_t)kb : KVC_DEDICATED_CAP;
+		kvc_pool_set_parked_cap(p->pool, pk);
+	}
 	if (pthread_create(&p->cleaner, NULL, cleaner_main, p) != 0) {
 		rc = KVC_ERR_CONFIG;
 		goto fail;
@@ -433,13 +441,44 @@ void kvc_pipe_close(struct kvc_pipe *p)
 	p->pool = NULL;
 }
 
+/* Pushes (buf, len) and queues buf for release on its ACK; q is consumed on 0. */
+static int push(struct kvc_pipe *p, void *buf, size_t len, struct kvc_ackq *q, int timeout_ms,
+                const atomic_bool *abort)
+{
+	uint8_t f0[KVC_FRAME_MAX], f1[8];
+	const uint8_t *parts[2] = {f0, f1};
+	size_t lens[2];
+	int rc;
+
+	if (p->fmt == KVC_FRAME_PICKLE) {
+		lens[0] = kvc_pickle_tuple2((uint64_t)(uintptr_t)buf, len, f0);
+		rc = zsend(p, p->data_out, parts, lens, 1, deadline_of(timeout_ms), abort);
+	} else {
+		kvc_u64be_put(f0, (uint64_t)(uintptr_t)buf);
+		kvc_u64be_put(f1, len);
+		lens[0] = lens[1] = 8;
+		rc = zsend(p, p->data_out, parts, lens, 2, deadline_of(timeout_ms), abort);
+	}
+	if (rc)
+		return rc;
+	q->ptr = buf;
+	q->len = len;
+	pthread_mutex_lock(&p->ack_mu);
+	if (p->ack_tail)
+		p->ack_tail->next = q;
+	else
+		p->ack_head = q;
+	p->ack_tail = q;
+	p->ack_n++;
+	pthread_cond_broadcast(&p->ack_cv);
+	pthread_mutex_unlock(&p->ack_mu);
+	return 0;
+}
+
 int kvc_pipe_send(struct kvc_pipe *p, const struct kvc_tensor *t, int timeout_ms,
                   const atomic_bool *abort)
 {
 	size_t len = kvc_blob_size(t);
-	uint8_t f0[KVC_FRAME_MAX], f1[8];
-	const uint8_t *parts[2] = {f0, f1};
-	size_t lens[2];
 	struct kvc_ackq *q;
 	void *buf;
 	int rc;
@@ -456,35 +495,43 @@ int kvc_pipe_send(struct kvc_pipe *p, const struct kvc_tensor *t, int timeout_ms
 		return KVC_ERR_ALLOC;
 	}
 	rc = kvc_blob_encode(t, buf, len);
-	if (rc)
-		goto fail;
-	if (p->fmt == KVC_FRAME_PICKLE) {
-		lens[0] = kvc_pickle_tuple2((uint64_t)(uintptr_t)buf, len, f0);
-		rc = zsend(p, p->data_out, parts, lens, 1, deadline_of(timeout_ms), abort);
-	} else {
-		kvc_u64be_put(f0, (uint64_t)(uintptr_t)buf);
-		kvc_u64be_put(f1, len);
-		lens[0] = lens[1] = 8;
-		rc = zsend(p, p->data_out, parts, lens, 2, deadline_of(timeout_ms), abort);
+	if (!rc)
+		rc = push(p, buf, len, q, timeout_ms, abort);
+	if (rc) {
+		free(q);
+		kvc_pool_free(p->pool, buf);
 	}
-	if (rc)
-		goto fail;
-	q->ptr = buf;
-	q->len = len;
-	pthread_mutex_lock(&p->ack_mu);
-	if (p->ack_tail)
-		p->ack_tail->next = q;
-	else
-		p->ack_head = q;
-	p->ack_tail = q;
-	p->ack_n++;
-	pthread_cond_broadcast(&p->ack_cv);
-	pthread_mutex_unlock(&p->ack_mu);
-	return 0;
-fail:
-	free(q);
-	kvc_pool_free(p->pool, buf);
 	return rc;
+}
+
+int kvc_pipe_send_move(struct kvc_pipe *p, struct kvc_tensor *t, int timeout_ms,
+                       const atomic_bool *abort)
+{
+	uint8_t *buf;
+	struct kvc_ackq *q;
+	int rc;
+
+	if (kvc_tensor_is_none(t) || t->pool != p->pool) {
+		rc = kvc_pipe_send(p, t, timeout_ms, abort);
+		if (!rc)
+			kvc_tensor_free(t);
+		return rc;
+	}
+	/* the tensor already sits in a registered buffer behind room for its header */
+	buf = (uint8_t *)t->data - KVC_BLOB_HDR;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return KVC_ERR_ALLOC;
+	rc = kvc_blob_encode_header(t, buf);
+	if (!rc)
+		rc = push(p, buf, KVC_BLOB_HDR + t->nbytes, q, timeout_ms, abort);
+	if (rc) {
+		free(q);
+		return rc;
+	}
+	kvc_pool_unref(p->pool); /* the buffer is the ACK queue's now (the pipe's reference) */
+	memset(t, 0, sizeof(*t));
+	return 0;
 }
 
 static void send_ack(struct kvc_pipe *p)
@@ -540,16 +587,14 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 		goto ack;
 	}
 	t_read = pd_now_ns();
-	rc = te_transfer_sync(p->eng, TE_READ, p->v0.remote_url, dst, ptr, len,
-	                      p->transfer_timeout_ms);
+	rc = kvc_read(p, dst, ptr, len);
 	if (rc < 0 && rc != TE_ERR_TIMEOUT && !atomic_load(&p->stop)) {
 		/* the peer may have registered a dedicated buffer after we cached its segment,
 		 * or restarted: refresh its descriptor and try once more */
 		pd_dbg("kvc: READ from %s failed (%s); re-syncing its segment", p->v0.remote_url,
 		       te_strerror(rc));
 		te_sync_segment(p->eng, p->v0.remote_url);
-		rc = te_transfer_sync(p->eng, TE_READ, p->v0.remote_url, dst, ptr, len,
-		                      p->transfer_timeout_ms);
+		rc = kvc_read(p, dst, ptr, len);
 	}
 	if (rc < 0) {
 		atomic_fetch_add(&p->transfer_failures, 1);
@@ -563,9 +608,17 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 	atomic_fetch_add(&p->bytes_received, len);
 	pd_dbg("kvc: READ %llu bytes from %s in %.2f ms", (unsigned long long)len, p->v0.remote_url,
 	       (double)(pd_now_ns() - t_read) / 1e6);
-	rc = kvc_blob_decode(dst, len, out);
-	if (rc == KVC_ERR_PROTOCOL)
+	/* the tensor stays where it was read: its buffer goes with it (kvc_tensor_free) */
+	rc = kvc_blob_decode_inplace(dst, len, out);
+	if (rc == 0) {
+		out->pool = p->pool;
+		kvc_pool_ref(p->pool);
+		dst = NULL;
+	} else if (rc == 1) {
+		rc = 0; /* None */
+	} else {
 		atomic_fetch_add(&p->protocol_errors, 1);
+	}
 ack:
 	send_ack(p);
 	kvc_pool_free(p->pool, dst);

@@ -5,7 +5,11 @@
  * Size: the adaptor registers 2 GiB; pdkv defaults to kv_buffer_size rounded up to a power of
  * two, clamped to 64..512 MiB (kvc_opts.pool_bytes / PDKV_KVC_POOL_BYTES override). In flight on
  * the pipe is about one item (5 tensors until their ACKs), and the region is mmap'd so pages
- * are only backed once used — but RDMA registration pins all of it, hence the clamp. */
+ * are only backed once used — but RDMA registration pins all of it, hence the clamp.
+ * Parked buffers (kvc_pool_alloc_parked) hold tensors that live in registered memory so the pipe
+ * sends them without a copy; they have their own cap and always come dedicated (and cached).
+ * Tensors may outlive the connector: each one holds a reference and the last one frees. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +20,7 @@
 struct dedicated {
 	void *ptr;
 	size_t len;
+	bool parked;
 	struct dedicated *next;
 };
 
@@ -34,6 +39,8 @@ struct kvc_pool {
 	struct dedicated *ded;                         /* dedicated buffers handed out */
 	struct dedicated *cache; /* freed ones kept registered for reuse, newest first */
 	size_t cached_bytes, cache_cap;
+	size_t parked_bytes, parked_cap; /* parked buffers handed out (not in dedicated_bytes) */
+	atomic_int refs;
 	kvc_reg_fn reg;
 	kvc_unreg_fn unreg;
 	void *ctx;
@@ -98,6 +105,8 @@ int kvc_pool_create(size_t region_bytes, size_t dedicated_cap, kvc_reg_fn reg, k
 	p->nblocks = r / KVC_POOL_MIN_BLOCK;
 	p->dedicated_cap = dedicated_cap;
 	p->cache_cap = r; /* keep at most one region's worth of freed dedicated buffers */
+	p->parked_cap = dedicated_cap;
+	atomic_init(&p->refs, 1);
 	p->reg = reg;
 	p->unreg = unreg;
 	p->ctx = ctx;
@@ -156,24 +165,38 @@ static void evict_cache(struct kvc_pool *p, size_t want)
 	}
 }
 
+static bool parked_full(const struct kvc_pool *p, size_t len)
+{
+	return len > p->parked_cap || p->parked_bytes > p->parked_cap - len;
+}
+
 /* Registration republishes the segment (a metadata write), so freed dedicated buffers are kept
- * registered and reused for a request of len .. 2 x len bytes. */
-static void *alloc_dedicated(struct kvc_pool *p, size_t len)
+ * registered (and their pages backed) and reused for a request of len .. 2 x len bytes.
+ * parked: counted against parked_cap instead of the pipe's dedicated cap; NULL when full. */
+static void *alloc_dedicated(struct kvc_pool *p, size_t len, bool parked)
 {
 	struct dedicated *d, **best = NULL;
 	void *m;
 	int rc;
 	len = (len + 4095) & ~(size_t)4095;
+	if (parked && parked_full(p, len))
+		return NULL; /* the caller falls back to malloc'd memory */
 	for (struct dedicated **pp = &p->cache; *pp; pp = &(*pp)->next)
 		if ((*pp)->len >= len && (*pp)->len / 2 <= len &&
 		    (!best || (*pp)->len < (*best)->len))
 			best = pp;
-	if (best) {
+	if (best && (!parked || !parked_full(p, (*best)->len))) {
 		d = *best;
 		*best = d->next;
 		p->cached_bytes -= d->len;
+		if (parked) {
+			p->dedicated_bytes -= d->len;
+			p->parked_bytes += d->len;
+		}
 		goto found;
 	}
+	if (parked)
+		goto map;
 	evict_cache(p, len);
 	if (len > p->dedicated_cap || p->dedicated_bytes > p->dedicated_cap - len) {
 		pd_err(
@@ -182,6 +205,7 @@ static void *alloc_dedicated(struct kvc_pool *p, size_t len)
 		    len, p->dedicated_bytes, p->dedicated_cap);
 		return NULL;
 	}
+map:
 	d = calloc(1, sizeof(*d));
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (!d || m == MAP_FAILED) {
@@ -199,8 +223,12 @@ static void *alloc_dedicated(struct kvc_pool *p, size_t len)
 	}
 	d->ptr = m;
 	d->len = len;
-	p->dedicated_bytes += len;
+	if (parked)
+		p->parked_bytes += len;
+	else
+		p->dedicated_bytes += len;
 found:
+	d->parked = parked;
 	d->next = p->ded;
 	p->ded = d;
 	p->in_use += d->len;
@@ -241,7 +269,7 @@ void *kvc_pool_alloc(struct kvc_pool *p, size_t len)
 	r = p->base + (size_t)i * KVC_POOL_MIN_BLOCK;
 	goto out;
 dedicated:
-	r = alloc_dedicated(p, len);
+	r = alloc_dedicated(p, len, false);
 out:
 	pthread_mutex_unlock(&p->mu);
 	return r;
@@ -282,6 +310,11 @@ void kvc_pool_free(struct kvc_pool *p, void *ptr)
 			continue;
 		*pp = d->next;
 		p->in_use -= d->len;
+		if (d->parked) { /* once cached it counts as the pipe's, like any cached buffer */
+			p->parked_bytes -= d->len;
+			p->dedicated_bytes += d->len;
+			d->parked = false;
+		}
 		if (d->len > p->cache_cap || !p->reg) {
 			drop_dedicated(p, d);
 			goto out;
@@ -297,6 +330,7 @@ void kvc_pool_free(struct kvc_pool *p, void *ptr)
 			drop_dedicated(p, *last);
 			*last = NULL;
 		}
+		evict_cache(p, 0); /* a parked buffer just joined the cache: stay under the cap */
 		goto out;
 	}
 	pd_err("kvc: pool: free of unknown buffer %p", ptr);
@@ -314,10 +348,31 @@ void kvc_pool_detach(struct kvc_pool *p)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void kvc_pool_destroy(struct kvc_pool *p)
+void *kvc_pool_alloc_parked(struct kvc_pool *p, size_t len)
 {
-	if (!p)
-		return;
+	void *r;
+	if (!p || len == 0)
+		return NULL;
+	pthread_mutex_lock(&p->mu);
+	r = alloc_dedicated(p, len, true);
+	pthread_mutex_unlock(&p->mu);
+	return r;
+}
+
+void kvc_pool_set_parked_cap(struct kvc_pool *p, size_t bytes)
+{
+	pthread_mutex_lock(&p->mu);
+	p->parked_cap = bytes;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void kvc_pool_ref(struct kvc_pool *p)
+{
+	atomic_fetch_add(&p->refs, 1);
+}
+
+static void pool_final(struct kvc_pool *p)
+{
 	for (int l = 0; l < 2; l++) {
 		struct dedicated **list = l ? &p->cache : &p->ded;
 		while (*list) {
@@ -337,6 +392,17 @@ void kvc_pool_destroy(struct kvc_pool *p)
 	free(p->alloc_order);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
+}
+
+void kvc_pool_unref(struct kvc_pool *p)
+{
+	if (p && atomic_fetch_sub(&p->refs, 1) == 1)
+		pool_final(p);
+}
+
+void kvc_pool_destroy(struct kvc_pool *p)
+{
+	kvc_pool_unref(p); /* tensors still holding buffers keep it until they are freed */
 }
 
 size_t kvc_pool_region_bytes(const struct kvc_pool *p)

@@ -94,6 +94,26 @@ static uint64_t get_le(const uint8_t *p, int n)
 	return v;
 }
 
+static void put_header(const struct kvc_tensor *t, uint8_t *b)
+{
+	memset(b, 0, KVC_BLOB_HDR);
+	memcpy(b, KVC_BLOB_MAGIC, 4);
+	put_le(b + 4, KVC_BLOB_VERSION, 2);
+	b[6] = (uint8_t)t->dtype;
+	b[7] = (uint8_t)t->ndim;
+	for (int i = 0; i < t->ndim; i++)
+		put_le(b + 8 + 8 * i, (uint64_t)t->shape[i], 8);
+	put_le(b + 40, t->nbytes, 8);
+}
+
+int kvc_blob_encode_header(const struct kvc_tensor *t, void *dst)
+{
+	if (kvc_tensor_is_none(t) || kvc_tensor_check(t) < 0)
+		return KVC_ERR_PROTOCOL;
+	put_header(t, dst);
+	return 0;
+}
+
 int kvc_blob_encode(const struct kvc_tensor *t, void *dst, size_t cap)
 {
 	uint8_t *b = dst;
@@ -104,26 +124,26 @@ int kvc_blob_encode(const struct kvc_tensor *t, void *dst, size_t cap)
 		t = &none;
 	if (kvc_tensor_check(t) < 0 || cap < KVC_BLOB_HDR + t->nbytes)
 		return KVC_ERR_PROTOCOL;
-	memset(b, 0, KVC_BLOB_HDR);
-	memcpy(b, KVC_BLOB_MAGIC, 4);
-	put_le(b + 4, KVC_BLOB_VERSION, 2);
-	b[6] = (uint8_t)t->dtype;
-	b[7] = (uint8_t)t->ndim;
-	for (int i = 0; i < t->ndim; i++)
-		put_le(b + 8 + 8 * i, (uint64_t)t->shape[i], 8);
-	put_le(b + 40, t->nbytes, 8);
+	put_header(t, b);
 	if (t->nbytes)
 		memcpy(b + KVC_BLOB_HDR, t->data, t->nbytes);
 	return 0;
 }
 
-int kvc_blob_decode(const void *blob, size_t n, struct kvc_tensor *out)
+/* Validates a blob's header into *t (data NULL, nbytes set); 1 = None, 0 = a tensor. The
+ * header is copied first and read once: the blob may sit in memory a peer can write. */
+static int parse_header(const void *blob, size_t n, struct kvc_tensor *t)
 {
-	const uint8_t *b = blob;
-	struct kvc_tensor t = {0};
+	uint8_t b[KVC_BLOB_HDR + 8];
 	uint64_t want, nb;
-	memset(out, 0, sizeof(*out));
-	if (n < KVC_BLOB_HDR || memcmp(b, KVC_BLOB_MAGIC, 4) != 0) {
+	memset(t, 0, sizeof(*t));
+	if (n < KVC_BLOB_HDR) {
+		pd_err("kvc: tensor blob: bad magic or short blob (%zu bytes); expected \"PDKT\"",
+		       n);
+		return KVC_ERR_PROTOCOL;
+	}
+	memcpy(b, blob, n >= sizeof(b) ? sizeof(b) : KVC_BLOB_HDR);
+	if (memcmp(b, KVC_BLOB_MAGIC, 4) != 0) {
 		pd_err("kvc: tensor blob: bad magic or short blob (%zu bytes); expected \"PDKT\"",
 		       n);
 		return KVC_ERR_PROTOCOL;
@@ -133,29 +153,56 @@ int kvc_blob_decode(const void *blob, size_t n, struct kvc_tensor *out)
 		       KVC_BLOB_VERSION);
 		return KVC_ERR_PROTOCOL;
 	}
-	t.dtype = b[6];
-	t.ndim = b[7];
+	t->dtype = b[6];
+	t->ndim = b[7];
 	for (int i = 0; i < KVC_MAX_NDIM; i++) {
 		int64_t d = (int64_t)get_le(b + 8 + 8 * i, 8);
-		if (i < t.ndim)
-			t.shape[i] = d;
+		if (i < t->ndim)
+			t->shape[i] = d;
 		else if (d != 0) {
 			pd_err("kvc: tensor blob: dim %d = %lld past ndim %d", i, (long long)d,
-			       t.ndim);
+			       t->ndim);
 			return KVC_ERR_PROTOCOL;
 		}
 	}
 	nb = get_le(b + 40, 8);
-	if (shape_bytes(t.dtype, t.ndim, t.shape, &want) < 0 || want != nb ||
+	if (shape_bytes(t->dtype, t->ndim, t->shape, &want) < 0 || want != nb ||
 	    n - KVC_BLOB_HDR != nb) {
 		pd_err("kvc: tensor blob: dtype %d ndim %d nbytes %llu inconsistent with shape or "
 		       "blob length %zu",
-		       t.dtype, t.ndim, (unsigned long long)nb, n);
+		       t->dtype, t->ndim, (unsigned long long)nb, n);
 		return KVC_ERR_PROTOCOL;
 	}
-	if (t.dtype == KVC_I64 && nb == 8 && (int64_t)get_le(b + KVC_BLOB_HDR, 8) == KVC_NONE_INT)
-		return 0; /* None */
-	t.nbytes = nb;
+	if (t->dtype == KVC_I64 && nb == 8 &&
+	    (int64_t)get_le(b + KVC_BLOB_HDR, 8) == KVC_NONE_INT) {
+		memset(t, 0, sizeof(*t));
+		return 1; /* None */
+	}
+	t->nbytes = nb;
+	return 0;
+}
+
+int kvc_blob_decode_inplace(void *blob, size_t n, struct kvc_tensor *out)
+{
+	int rc = parse_header(blob, n, out);
+	if (rc == 0)
+		out->data = (uint8_t *)blob + KVC_BLOB_HDR;
+	else
+		memset(out, 0, sizeof(*out));
+	return rc;
+}
+
+int kvc_blob_decode(const void *blob, size_t n, struct kvc_tensor *out)
+{
+	const uint8_t *b = blob;
+	struct kvc_tensor t;
+	size_t nb;
+	int rc;
+	memset(out, 0, sizeof(*out));
+	rc = parse_header(blob, n, &t);
+	if (rc)
+		return rc < 0 ? rc : 0; /* 1: None */
+	nb = t.nbytes;
 	t.data = malloc(nb ? nb : 1);
 	if (!t.data)
 		return KVC_ERR_ALLOC;
@@ -195,11 +242,37 @@ int kvc_tensor_clone(struct kvc_tensor *dst, const struct kvc_tensor *src)
 	return rc;
 }
 
+int kvc_tensor_alloc_in(struct kvc_pool *pool, struct kvc_tensor *t, int dtype, int ndim,
+                        const int64_t *shape)
+{
+	uint64_t n;
+	uint8_t *b;
+	memset(t, 0, sizeof(*t));
+	if (shape_bytes(dtype, ndim, shape, &n) < 0)
+		return KVC_ERR_PROTOCOL;
+	b = kvc_pool_alloc_parked(pool, KVC_BLOB_HDR + n);
+	if (!b)
+		return KVC_ERR_ALLOC;
+	kvc_pool_ref(pool);
+	t->dtype = dtype;
+	t->ndim = ndim;
+	memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+	t->nbytes = n;
+	t->data = b + KVC_BLOB_HDR;
+	t->pool = pool;
+	return 0;
+}
+
 void kvc_tensor_free(struct kvc_tensor *t)
 {
 	if (!t)
 		return;
-	free(t->data);
+	if (t->pool) {
+		kvc_pool_free(t->pool, (uint8_t *)t->data - KVC_BLOB_HDR);
+		kvc_pool_unref(t->pool);
+	} else {
+		free(t->data);
+	}
 	memset(t, 0, sizeof(*t));
 }
 

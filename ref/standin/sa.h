@@ -3,6 +3,7 @@
 #ifndef SA_H
 #define SA_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -211,6 +212,23 @@ int sa_kv_gen(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh
  * model's rows on a second thread (*same). */
 int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
                const struct sa_kvmap *map, uint64_t *seed, bool *same);
+
+/* sa_v0hash.c: hashes a V0 answer's keys then values (mdl_kv_checksum) on a second thread
+ * while the pipe reads what comes after them; pass sa_v0hash_arrive and h to
+ * kvc_drop_select_cb, then sa_v0hash_get gives the checksum if it covers exactly (k, v, n). */
+struct sa_v0hash {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+	bool running, end, ok;
+	const void *k, *v;
+	size_t n;
+	uint64_t sum;
+};
+void sa_v0hash_init(struct sa_v0hash *h);
+void sa_v0hash_arrive(void *ud, int i, const struct kvc_tensor *t);
+bool sa_v0hash_get(struct sa_v0hash *h, const void *k, const void *v, size_t n, uint64_t *sum);
+void sa_v0hash_destroy(struct sa_v0hash *h);
 
 /* Appends " name=ms" (since *t, then *t = now) to r->stages. */
 void sa_stage(struct sa_req *r, const char *name, uint64_t *t);

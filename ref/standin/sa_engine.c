@@ -59,10 +59,40 @@ static uint8_t *sh_seg(void *ud, bool value, int l, size_t t, int k)
 	return (value ? m->v[k] : m->k[k]) + ((size_t)l * m->n + t) * m->seg;
 }
 
+/* A producer's shard tensors (keys, values, hidden) in the connector's registered memory, so
+ * the pipe sends them as they were generated (kvc_tensor_alloc_buf); sh[i] points into them. */
+static int alloc_shard(struct sa *s, struct sa_req *r, int i, int hs, struct kvc_tensor *kt,
+                       struct mdl_kv *o)
+{
+	const struct mdl_geom *g = &s->o.geom;
+	int64_t T = (int64_t)r->ntok, kshape[4] = {g->layers, T, hs, g->head_dim},
+	        hshape[2] = {T, g->hidden_size};
+
+	if (kvc_tensor_alloc_buf(s->kvc[i], &kt[0], kv_dtype(g->dtype_bytes), 4, kshape) ||
+	    kvc_tensor_alloc_buf(s->kvc[i], &kt[1], kv_dtype(g->dtype_bytes), 4, kshape) ||
+	    kvc_tensor_alloc_buf(s->kvc[i], &kt[2], KVC_BF16, 2, hshape) ||
+	    kt[0].nbytes != o->bytes_each || kt[2].nbytes != o->hidden_bytes)
+		return -ENOMEM;
+	o->keys = kt[0].data;
+	o->values = kt[1].data;
+	o->hidden = kt[2].data;
+	return 0;
+}
+
+static void free_shards(struct mdl_kv *sh, struct kvc_tensor (*kt)[3], int nsh)
+{
+	for (int i = 0; i < nsh; i++) {
+		for (int j = 0; j < 3; j++)
+			kvc_tensor_free(&kt[i][j]);
+		memset(&sh[i], 0, sizeof(sh[i])); /* its pointers were into kt */
+	}
+}
+
 /* Computes the request's KV and the generation seed over the whole KV. A producer gets one
- * shard per connector rank in sh (keys, values and hidden with its footer), generated straight
- * into the tensors it inserts; otherwise (nsh 0) the KV is only hashed. */
-static int compute(struct sa *s, struct sa_req *r, struct mdl_kv *sh, int nsh, uint64_t *seed)
+ * shard per connector rank in sh (keys, values and hidden with its footer, in kt), generated
+ * straight into the tensors it inserts; otherwise (nsh 0) the KV is only hashed. */
+static int compute(struct sa *s, struct sa_req *r, struct mdl_kv *sh, struct kvc_tensor (*kt)[3],
+                   int nsh, uint64_t *seed)
 {
 	const struct mdl_geom *g = &s->o.geom;
 	int hs = g->kv_heads / (nsh ? nsh : 1), ret = -ENOMEM;
@@ -80,11 +110,10 @@ static int compute(struct sa *s, struct sa_req *r, struct mdl_kv *sh, int nsh, u
 		o->nheads = hs;
 		o->bytes_each = (size_t)g->layers * r->ntok * (size_t)hs * rb;
 		o->hidden_bytes = r->ntok * hrow;
-		o->keys = kp[i] = malloc(o->bytes_each);
-		o->values = vp[i] = malloc(o->bytes_each);
-		o->hidden = malloc(o->hidden_bytes);
-		if (!o->keys || !o->values || !o->hidden)
+		if (alloc_shard(s, r, i, hs, kt[i], o))
 			goto out;
+		kp[i] = o->keys;
+		vp[i] = o->values;
 	}
 	if (nsh && !(pre = malloc(r->ntok * sizeof(*pre))))
 		goto out;
@@ -108,15 +137,14 @@ static int compute(struct sa *s, struct sa_req *r, struct mdl_kv *sh, int nsh, u
 out:
 	free(pre);
 	if (ret)
-		for (int i = 0; i < nsh; i++)
-			mdl_kv_free(&sh[i]);
+		free_shards(sh, kt, nsh);
 	return ret;
 }
 
-static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
+static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh, struct kvc_tensor (*kt)[3])
 {
 	const struct mdl_geom *g = &s->o.geom;
-	int64_t T = (int64_t)r->ntok, hs = g->kv_heads / s->nkvc;
+	int64_t T = (int64_t)r->ntok;
 	uint8_t *roi = malloc(r->ntok);
 	int ret = 0;
 	uint64_t ts = pd_now_ns();
@@ -143,18 +171,18 @@ static int produce(struct sa *s, struct sa_req *r, struct mdl_kv *sh)
 	}
 	for (int k = 0; k < s->nkvc; k++) {
 		struct kvc_item it;
-		int64_t shp[4] = {T}, kshape[4] = {g->layers, T, hs, g->head_dim},
-		        hshape[2] = {T, g->hidden_size};
+		int64_t shp[4] = {T};
 
 		tset(&it.tokens, KVC_I64, 1, shp, r->tokens, r->ntok * sizeof(int64_t));
 		tset(&it.roi, KVC_BOOL, 1, shp, roi, r->ntok);
-		tset(&it.keys, kv_dtype(g->dtype_bytes), 4, kshape, sh[k].keys, sh[k].bytes_each);
-		tset(&it.values, kv_dtype(g->dtype_bytes), 4, kshape, sh[k].values,
-		     sh[k].bytes_each);
-		tset(&it.hidden, KVC_BF16, 2, hshape, sh[k].hidden, sh[k].hidden_bytes);
+		it.keys = kt[k][0];
+		it.values = kt[k][1];
+		it.hidden = kt[k][2];
 		ret = kvc_insert_move_kv(s->kvc[k], &it);
-		if (!ret) /* the buffer owns them now */
-			sh[k].keys = sh[k].values = sh[k].hidden = NULL;
+		if (!ret) { /* the buffer owns them now */
+			memset(kt[k], 0, sizeof(kt[k]));
+			memset(&sh[k], 0, sizeof(sh[k]));
+		}
 		if (ret) {
 			atomic_fetch_add(&s->n.insert_failures, 1);
 			atomic_fetch_add(&s->n.transfer_failures, 1);
@@ -226,16 +254,21 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 {
 	const struct mdl_geom *g = &s->o.geom;
 	struct kvc_item it[SA_MAX_TP];
+	struct sa_v0hash vh[SA_MAX_TP];
 	uint64_t deadline = pd_now_ns() + (uint64_t)s->o.kv_wait_timeout_ms * 1000000ULL;
 	int hs = g->kv_heads / s->nkvc, got = 0;
 	enum fetch res = F_HIT;
 	uint64_t tst = pd_now_ns(), sum0 = 0, t_pull = tst;
 
 	memset(it, 0, sizeof(it));
+	for (int k = 0; k < s->nkvc; k++)
+		sa_v0hash_init(&vh[k]);
 	for (int k = 0; k < s->nkvc && res == F_HIT; k++) {
 		for (;;) {
 			uint64_t ts = pd_now_ns();
-			int ret = kvc_drop_select(s->kvc[k], r->tokens, r->ntok, &it[k]);
+			/* the checksum of keys and values runs while the rest is still read */
+			int ret = kvc_drop_select_cb(s->kvc[k], r->tokens, r->ntok, &it[k],
+			                             sa_v0hash_arrive, &vh[k]);
 
 			pd_dbg("request %s: kvc_drop_select rank %d -> %d in %.1f ms", r->id, k,
 			       ret, (double)(pd_now_ns() - ts) / 1e6);
@@ -286,8 +319,12 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			break;
 		}
 		mdl_footer_read(it[k].hidden.data, it[k].hidden.nbytes, &sum, &nt, &sh, &nsh);
-		uint64_t got_sum =
-		    mdl_kv_checksum(it[k].keys.data, it[k].values.data, it[k].keys.nbytes);
+		uint64_t got_sum;
+
+		if (!sa_v0hash_get(&vh[k], it[k].keys.data, it[k].values.data, it[k].keys.nbytes,
+		                   &got_sum))
+			got_sum =
+			    mdl_kv_checksum(it[k].keys.data, it[k].values.data, it[k].keys.nbytes);
 
 		if (k == 0)
 			sum0 = got_sum;
@@ -327,6 +364,8 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 	}
 	for (int k = 0; k < got; k++)
 		kvc_item_free(&it[k]);
+	for (int k = 0; k < s->nkvc; k++)
+		sa_v0hash_destroy(&vh[k]);
 	sa_stage(r, "free", &tst);
 	return res;
 }
@@ -358,10 +397,12 @@ int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_allo
 int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	struct mdl_kv sh[SA_MAX_TP];
+	struct kvc_tensor kt[SA_MAX_TP][3];
 	int nsh = s->kv && s->producer ? s->nkvc : 0, ret;
 	char why[256] = "";
 
 	memset(sh, 0, sizeof(sh));
+	memset(kt, 0, sizeof(kt));
 	*msg = NULL;
 	*msg_alloc = NULL;
 	if (s->kv && s->consumer) {
@@ -391,7 +432,7 @@ int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_a
 		}
 		pd_warn("request %s: KV not received (%s); recomputing %zu prompt tokens", r->id,
 		        why, r->ntok);
-		ret = compute(s, r, sh, 0, &r->seed);
+		ret = compute(s, r, sh, kt, 0, &r->seed);
 		if (ret)
 			goto oom;
 		r->recomputed = r->ntok;
@@ -399,16 +440,15 @@ int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_a
 		r->kv_note = f == F_CSUM ? "recomputed(checksum)" : "recomputed(miss)";
 		return 0;
 	}
-	ret = compute(s, r, sh, nsh, &r->seed);
+	ret = compute(s, r, sh, kt, nsh, &r->seed);
 	if (ret)
 		goto oom;
 	r->kv_note = "computed";
 	if (s->kv && s->producer)
-		ret = produce(s, r, sh);
+		ret = produce(s, r, sh, kt);
 	else
 		sa_maybe_crash(s, "after computing the KV", r->id);
-	for (int i = 0; i < nsh; i++)
-		mdl_kv_free(&sh[i]);
+	free_shards(sh, kt, nsh);
 	if (ret) {
 		*msg_alloc =
 		    pd_asprintf("KV insert for request %s failed: %s", r->id, kvc_strerror(ret));

@@ -494,6 +494,80 @@ static void test_pool(void **state)
 	kvc_pool_destroy(p);
 }
 
+/* Parked buffers (tensors kept in registered memory): their own cap, next to the pipe's; a freed
+ * one is cached and handed out again (warm); the pool outlives its creator while a tensor holds
+ * one of its buffers. */
+static void test_pool_parked(void **state)
+{
+	struct kvc_pool *p;
+	struct kvc_tensor t;
+	int64_t shape[2] = {1024, 256};
+	(void)state;
+	assert_int_equal(kvc_pool_create(1 << 20, 4 << 20, fake_reg, fake_unreg, NULL, &p), 0);
+	kvc_pool_set_cache_cap(p, 4 << 20);
+	kvc_pool_set_parked_cap(p, 3 << 20);
+	void *a = kvc_pool_alloc_parked(p, 2 << 20);
+	assert_non_null(a);
+	assert_null(kvc_pool_alloc_parked(p, 2 << 20)); /* over the parked cap: caller mallocs */
+	assert_int_equal(kvc_pool_in_use(p), 2 << 20);
+	void *w = kvc_pool_alloc(p, 3 << 20); /* the pipe's own cap is untouched */
+	assert_non_null(w);
+	kvc_pool_free(p, w);
+	kvc_pool_free(p, a);
+	int reg = n_reg;
+	void *b = kvc_pool_alloc_parked(p, (2 << 20) - 100);
+	assert_ptr_equal(b, a); /* from the cache: registered and backed already */
+	assert_int_equal(n_reg, reg);
+	kvc_pool_free(p, b);
+	assert_int_equal(kvc_pool_in_use(p), 0);
+
+	assert_int_equal(kvc_tensor_alloc_in(p, &t, KVC_BF16, 2, shape), 0);
+	assert_ptr_equal(t.pool, p);
+	assert_int_equal(t.nbytes, 1024 * 256 * 2);
+	struct kvc_tensor bad;
+	assert_int_equal(kvc_tensor_alloc_in(p, &bad, KVC_BF16, 2, (int64_t[]){-1, 2}),
+	                 KVC_ERR_PROTOCOL);
+	assert_int_equal(kvc_tensor_alloc_in(p, &bad, KVC_BF16, 2, (int64_t[]){4096, 512}),
+	                 KVC_ERR_ALLOC);
+	assert_null(bad.data);
+	kvc_pool_destroy(p); /* t still holds a buffer: the memory stays */
+	memset(t.data, 0x5a, t.nbytes);
+	kvc_tensor_free(&t); /* the last reference: the pool goes now (ASan: no leak) */
+	assert_null(t.data);
+	assert_null(t.pool);
+}
+
+/* In place: the header written by kvc_blob_encode_header is kvc_blob_encode's, byte for byte,
+ * and kvc_blob_decode_inplace points into the blob after the same checks. */
+static void test_blob_inplace(void **state)
+{
+	float v[3] = {1.0f, 2.0f, -3.5f};
+	struct kvc_tensor t = {
+	    .dtype = KVC_F32, .ndim = 2, .shape = {3, 1}, .data = v, .nbytes = 12};
+	struct kvc_tensor d;
+	uint8_t a[KVC_BLOB_HDR + 12], b[KVC_BLOB_HDR + 12];
+	(void)state;
+	assert_int_equal(kvc_blob_encode(&t, a, sizeof(a)), 0);
+	memcpy(b + KVC_BLOB_HDR, v, sizeof(v));
+	assert_int_equal(kvc_blob_encode_header(&t, b), 0);
+	assert_memory_equal(a, b, sizeof(a));
+	assert_int_equal(kvc_blob_encode_header(NULL, b), KVC_ERR_PROTOCOL); /* None: copied */
+	assert_int_equal(kvc_blob_decode_inplace(b, sizeof(b), &d), 0);
+	assert_ptr_equal(d.data, b + KVC_BLOB_HDR);
+	assert_null(d.pool);
+	assert_int_equal(d.dtype, KVC_F32);
+	assert_int_equal(d.ndim, 2);
+	assert_int_equal(d.shape[0], 3);
+	assert_int_equal(d.nbytes, 12);
+	assert_int_equal(kvc_blob_decode_inplace(b, sizeof(b) - 1, &d), KVC_ERR_PROTOCOL);
+	assert_null(d.data);
+	b[7] = 5; /* ndim */
+	assert_int_equal(kvc_blob_decode_inplace(b, sizeof(b), &d), KVC_ERR_PROTOCOL);
+	assert_int_equal(kvc_blob_encode(NULL, a, sizeof(a)), 0);
+	assert_int_equal(kvc_blob_decode_inplace(a, KVC_BLOB_HDR + 8, &d), 1); /* None */
+	assert_int_equal(d.ndim, 0);
+}
+
 static void test_strerror(void **state)
 {
 	(void)state;
@@ -516,6 +590,8 @@ int main(void)
 	    cmocka_unit_test(test_sbuf_new_waits_for_insert),
 	    cmocka_unit_test(test_backpressure),
 	    cmocka_unit_test(test_pool),
+	    cmocka_unit_test(test_pool_parked),
+	    cmocka_unit_test(test_blob_inplace),
 	    cmocka_unit_test(test_strerror),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
