@@ -316,6 +316,9 @@ static bool admit(struct kv1_job *j, void *push)
 		return false;
 	}
 	j->gb = g;
+	free(j->payload); /* decoded: a parked handshake keeps only its decoded form */
+	j->payload = NULL;
+	j->len = 0;
 	if (!targeted(w, &g->m, msg, sizeof(msg)) || !lens_match(w, &g->m, msg, sizeof(msg))) {
 		atomic_fetch_add(&w->rejected, 1);
 		send_error(j, push, msg);

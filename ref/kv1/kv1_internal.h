@@ -14,6 +14,7 @@
 /* gen B handshakes waiting for P side ready, on no thread (PDKV_KV1_MAX_PARKED[_PER_PEER]) */
 #define KV1_MAX_PARKED          1024
 #define KV1_MAX_PARKED_PER_PEER 256
+#define KV1_MAX_PARKED_MIB      64 /* their msgpack bytes (PDKV_KV1_MAX_PARKED_MIB) */
 
 struct kv1_send {
 	struct kv1_send *next;
@@ -59,6 +60,7 @@ struct kv1_worker {
 	/* gen B parked handshakes (w->mu): waiting for an id (parked) or runnable again (wake) */
 	struct kv1_job *parked, *wake_head, *wake_tail;
 	int nparked, max_parked, max_parked_peer;
+	uint64_t parked_bytes, max_parked_bytes;
 	uint64_t warn_ns, warn_quiet; /* w->mu: side-channel WARNINGs, at most one a second */
 	/* consumer: bootstrap /query cache (gen B) */
 	pthread_mutex_t bmu;
@@ -76,8 +78,9 @@ struct kv1_job {
 	struct kv1_job *next; /* the router thread's queue of jobs waiting for a handler */
 	void *ident;
 	size_t ident_len;
-	void *payload;
+	void *payload; /* gen B: freed once decoded */
 	size_t len;
+	size_t cost;          /* the payload's size, counted against PDKV_KV1_MAX_PARKED_MIB */
 	char peer[64];        /* the sender's Peer-Address ("?" when ZMQ does not say) */
 	void *gb;             /* gen B: the decoded handshake and its progress (kv1_genb.c) */
 	uint64_t deadline_ns; /* gen B: answered "Timeout waiting for P side ready." after it */

@@ -70,10 +70,14 @@ static int env_cap(const char *name, int def, int *out, char *err, size_t errsz)
 
 int kv1_park_init(struct kv1_worker *w, char *err, size_t errsz)
 {
+	int mib;
+
 	if (env_cap("PDKV_KV1_MAX_PARKED", KV1_MAX_PARKED, &w->max_parked, err, errsz) ||
 	    env_cap("PDKV_KV1_MAX_PARKED_PER_PEER", KV1_MAX_PARKED_PER_PEER, &w->max_parked_peer,
-	            err, errsz))
+	            err, errsz) ||
+	    env_cap("PDKV_KV1_MAX_PARKED_MIB", KV1_MAX_PARKED_MIB, &mib, err, errsz))
 		return -1;
+	w->max_parked_bytes = (uint64_t)mib << 20;
 	return 0;
 }
 
@@ -112,6 +116,12 @@ static void wake_append_locked(struct kv1_worker *w, struct kv1_job *j)
 	w->wake_tail = j;
 }
 
+static void unpark_locked(struct kv1_worker *w, struct kv1_job *j)
+{
+	w->nparked--;
+	w->parked_bytes -= j->cost;
+}
+
 static int peer_count_locked(const struct kv1_worker *w, const char *peer)
 {
 	int n = 0;
@@ -142,6 +152,12 @@ void kv1_park_admit(struct kv1_worker *w, struct kv1_job *j)
 		         "P side refused to wait: %d handshakes already waiting for P side ready "
 		         "(PDKV_KV1_MAX_PARKED=%d)",
 		         w->nparked, cap);
+	} else if (w->parked_bytes + j->cost > w->max_parked_bytes) {
+		cap = (int)(w->max_parked_bytes >> 20);
+		snprintf(msg, sizeof(msg),
+		         "P side refused to wait: %llu bytes of handshakes already waiting for P "
+		         "side ready (PDKV_KV1_MAX_PARKED_MIB=%d)",
+		         (unsigned long long)w->parked_bytes, cap);
 	} else if ((n = peer_count_locked(w, j->peer)) >= w->max_parked_peer) {
 		cap = w->max_parked_peer;
 		snprintf(msg, sizeof(msg),
@@ -152,6 +168,7 @@ void kv1_park_admit(struct kv1_worker *w, struct kv1_job *j)
 		j->next = w->parked;
 		w->parked = j;
 		w->nparked++;
+		w->parked_bytes += j->cost;
 		pthread_mutex_unlock(&w->mu);
 		return;
 	}
@@ -176,7 +193,7 @@ size_t kv1_park_wake_locked(struct kv1_worker *w, const char *key)
 			continue;
 		}
 		*pp = j->next;
-		w->nparked--;
+		unpark_locked(w, j);
 		wake_append_locked(w, j);
 		n++;
 	}
@@ -233,7 +250,7 @@ void kv1_park_sweep(struct kv1_worker *w, bool all)
 			continue;
 		}
 		*pp = j->next;
-		w->nparked--;
+		unpark_locked(w, j);
 		j->next = done;
 		done = j;
 	}
@@ -265,4 +282,5 @@ void kv1_park_free_all(struct kv1_worker *w)
 		}
 	w->parked = w->wake_head = w->wake_tail = NULL;
 	w->nparked = 0;
+	w->parked_bytes = 0;
 }

@@ -407,7 +407,7 @@ static void dispatch(struct kv1_worker *w, zmq_msg_t *m, int n)
 	j->w = w;
 	j->ident_len = zmq_msg_size(&m[0]);
 	j->ident = malloc(j->ident_len + 1);
-	j->len = zmq_msg_size(&m[n - 1]);
+	j->len = j->cost = zmq_msg_size(&m[n - 1]);
 	j->payload = malloc(j->len + 1);
 	if (!j->ident || !j->payload)
 		goto fail;

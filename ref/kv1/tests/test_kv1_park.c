@@ -1,6 +1,6 @@
 /* gen B producer under a flood of handshakes for transfer ids it never saw (issue 11): they wait
  * parked on no thread, so a legitimate transfer still completes; the parking caps (total, per
- * peer) refuse the excess at once, counted; unknown ids time out with vLLM's answer. */
+ * peer, bytes) refuse the excess at once, counted; unknown ids time out with vLLM's answer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -60,12 +60,17 @@ static void *rogue_open(void *ctx, struct kv1_worker *p, const char *src)
 	return s;
 }
 
-/* n well-formed MooncakeXferMetadata for transfer ids nobody will make ready. */
-static void rogue_send(void *s, const char *tag, int n)
+/* n well-formed MooncakeXferMetadata for transfer ids nobody will make ready, nids block ids
+ * each (5 msgpack bytes an id). */
+static void rogue_send_ids(void *s, const char *tag, int n, size_t nids)
 {
 	uint64_t bases[NBUFS] = {0x1000, 0x2000};
-	int64_t lens[NBUFS] = {BLEN, BLEN}, blk[1] = {0};
-	struct kv1_ids g = {blk, 1};
+	int64_t lens[NBUFS] = {BLEN, BLEN}, *blk = calloc(nids, sizeof(*blk));
+	struct kv1_ids g = {blk, nids};
+
+	assert_non_null(blk);
+	for (size_t i = 0; i < nids; i++)
+		blk[i] = 100000 + (int64_t)i;
 
 	for (int i = 0; i < n; i++) {
 		char rid[64], xid[64], *buf;
@@ -80,6 +85,12 @@ static void rogue_send(void *s, const char *tag, int n)
 		assert_int_equal(zmq_send(s, buf, len, 0), (int)len);
 		free(buf);
 	}
+	free(blk);
+}
+
+static void rogue_send(void *s, const char *tag, int n)
+{
+	rogue_send_ids(s, tag, n, 1);
 }
 
 /* Receives n answers; each must be FINISH with its request in err_reqs and err_msg containing
@@ -243,6 +254,34 @@ static void test_caps(void **state)
 	kv1_boot_stop(b);
 }
 
+/* The bytes cap: 1 MiB holds three handshakes of 64 Ki ids (~320 KiB each); the rest are
+ * refused at once. */
+static void test_bytes_cap(void **state)
+{
+	struct kv1_boot *b;
+	struct kv1_worker *p;
+	void *ctx = zmq_ctx_new(), *r;
+	struct kv1_stats st;
+	char boot[64];
+	int bport;
+	(void)state;
+
+	setenv("PDKV_KV1_MAX_PARKED_MIB", "1", 1);
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_BN, &b, &bport), 0);
+	snprintf(boot, sizeof(boot), "http://127.0.0.1:%d", bport);
+	p = mk(true, boot, 60);
+	unsetenv("PDKV_KV1_MAX_PARKED_MIB");
+	r = rogue_open(ctx, p, "127.0.0.9");
+	rogue_send_ids(r, "a", 5, 65536);
+	rogue_expect(r, 2, "(PDKV_KV1_MAX_PARKED_MIB=1)");
+	kv1_worker_stats(p, &st);
+	assert_int_equal(st.rejected, 2);
+	kv1_worker_destroy(p);
+	zmq_close(r);
+	zmq_ctx_term(ctx);
+	kv1_boot_stop(b);
+}
+
 /* Unknown ids end with vLLM's timeout answer after abort_timeout_s, counted as unknown ids; a
  * bad cap in the environment is refused at create. */
 static void test_timeout_and_bad_cap(void **state)
@@ -286,6 +325,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_flood_then_legit),
 	    cmocka_unit_test(test_caps),
+	    cmocka_unit_test(test_bytes_cap),
 	    cmocka_unit_test(test_timeout_and_bad_cap),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
