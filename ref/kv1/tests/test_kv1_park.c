@@ -254,6 +254,90 @@ static void test_caps(void **state)
 	kv1_boot_stop(b);
 }
 
+static struct kv1_xfer_resp recv_resp(void *s)
+{
+	zmq_msg_t msg;
+	struct kv1_xfer_resp r;
+	char err[256];
+
+	zmq_msg_init(&msg);
+	assert_true(zmq_msg_recv(&msg, s, 0) >= 0);
+	assert_int_equal(
+	    kv1_xfer_resp_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &r, err, sizeof(err)), 0);
+	zmq_msg_close(&msg);
+	return r;
+}
+
+/* One handshake for two requests, one ready: CONTINUE with it, then the handshake parks for the
+ * other and, once P makes that one ready, FINISH with it — in that order, both written. */
+static void test_continue_then_park(void **state)
+{
+	struct kv1_boot *b;
+	struct kv1_worker *p, *d;
+	void *ctx = zmq_ctx_new(), *s;
+	char boot[64], host[128], *buf;
+	int bport, dport = 0;
+	size_t len;
+	int64_t pa[2], pb[2], da[2], db[2];
+	uint64_t bases[NBUFS];
+	int64_t lens[NBUFS] = {BLEN, BLEN};
+	struct kv1_xfer_resp r;
+	(void)state;
+
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_BN, &b, &bport), 0);
+	snprintf(boot, sizeof(boot), "http://127.0.0.1:%d", bport);
+	p = mk(true, boot, 60);
+	d = mk(false, NULL, 60);
+	assert_int_equal(kv1_alloc(p, 2, pa), 0);
+	assert_int_equal(kv1_alloc(p, 2, pb), 0);
+	assert_int_equal(kv1_alloc(d, 2, da), 0);
+	assert_int_equal(kv1_alloc(d, 2, db), 0);
+	for (int k = 0; k < NBUFS; k++) {
+		bases[k] = (uint64_t)(uintptr_t)kv1_block(d, k, 0);
+		for (int i = 0; i < 2; i++) {
+			memset(kv1_block(p, k, pa[i]), 0x11 + k, BLEN);
+			memset(kv1_block(p, k, pb[i]), 0x22 + k, BLEN);
+		}
+	}
+	pd_split_hostport(kv1_worker_segment(d), host, sizeof(host), &dport);
+	{
+		struct kv1_ids ga = {da, 2}, gb = {db, 2};
+		struct kv1_req_blocks rb[2] = {{"req-a", "xfer-a", &ga, 1},
+		                               {"req-b", "xfer-b", &gb, 1}};
+		struct kv1_xfer_meta m = {"127.0.0.1", dport, 1,     0,    rb,    2, bases,
+		                          NBUFS,       lens,  NBUFS, lens, NBUFS, 1};
+
+		assert_int_equal(kv1_xfer_meta_encode(&m, KV1_SHAPE_BN, &buf, &len), 0);
+	}
+	assert_int_equal(kv1_send_ready(p, "xfer-a", pa, 2), 0);
+	s = rogue_open(ctx, p, "127.0.0.1");
+	assert_int_equal(zmq_send(s, buf, len, 0), (int)len);
+	free(buf);
+	r = recv_resp(s);
+	assert_int_equal(r.status, KV1_CONTINUE);
+	assert_int_equal(r.nok, 1);
+	assert_string_equal(r.ok[0], "req-a");
+	kv1_xfer_resp_free(&r);
+	wait_handshakes(p, 1); /* and the 200 ms for it to park */
+	assert_int_equal(kv1_send_ready(p, "xfer-b", pb, 2), 0);
+	r = recv_resp(s);
+	assert_int_equal(r.status, KV1_FINISH);
+	assert_int_equal(r.nok, 1);
+	assert_string_equal(r.ok[0], "req-b");
+	assert_int_equal(r.nerr, 0);
+	kv1_xfer_resp_free(&r);
+	for (int k = 0; k < NBUFS; k++)
+		for (int i = 0; i < 2; i++) {
+			assert_int_equal(kv1_block(d, k, da[i])[0], 0x11 + k);
+			assert_int_equal(kv1_block(d, k, db[i])[BLEN - 1], 0x22 + k);
+		}
+	kv1_worker_destroy(d);
+	kv1_worker_destroy(p);
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	kv1_boot_stop(b);
+}
+
 /* The bytes cap: 1 MiB holds three handshakes of 64 Ki ids (~320 KiB each); the rest are
  * refused at once. */
 static void test_bytes_cap(void **state)
@@ -324,6 +408,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_flood_then_legit),
+	    cmocka_unit_test(test_continue_then_park),
 	    cmocka_unit_test(test_caps),
 	    cmocka_unit_test(test_bytes_cap),
 	    cmocka_unit_test(test_timeout_and_bad_cap),
