@@ -53,6 +53,28 @@ def post(port, body, hdr=None):
     return r, time.perf_counter() - t0
 
 
+def post_stream(port, body, hdr=None):
+    # streamed: seconds to the first chunk with text (TTFT, as `vllm bench serve` times it),
+    # seconds to the end, and whether the stream ended with data: [DONE]
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    t0 = time.perf_counter()
+    c.request("POST", "/v1/completions", json.dumps(dict(body, stream=True)).encode(),
+              {"Content-Type": "application/json", **(hdr or {})})
+    resp, ttft, done, buf = c.getresponse(), None, False, b""
+    while True:
+        line = resp.readline()
+        if not line:
+            break
+        if line.startswith(b"data: "):
+            d = line[6:].strip()
+            if d == b"[DONE]":
+                done = True
+            elif ttft is None and json.loads(d).get("choices", [{}])[0].get("text"):
+                ttft = time.perf_counter() - t0
+    return ttft, time.perf_counter() - t0, done
+
+
 def prompt(n, salt):
     base = f"{salt} the quick brown fox jumps over the lazy dog. "
     return (base * (n // len(base) + 1))[:n]
@@ -110,6 +132,7 @@ def run_gen(gen, plain):
             p = prompt(n, rid[:8])
             hdr = {"X-Request-Id": rid}
             _, tplain = post(plain, body(p, 1))
+            splain, _, _ = post_stream(plain, body(p, 1))
             if gen == "v0":
                 _, tp = post(P, body(p, 1), hdr)
                 r, td = post(D, body(p, 1), hdr)
@@ -121,6 +144,17 @@ def run_gen(gen, plain):
                 r, td = post(D, body(p, 1, {"do_remote_decode": False, "do_remote_prefill": True,
                                              "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
                                              "remote_engine_id": eng, "transfer_id": tid}), hdr)
+                # the same hand-off once more, decode streamed: its TTFT
+                rid2 = uuid.uuid4().hex
+                tid2 = "xfer-" + rid2
+                post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": tid2}),
+                     {"X-Request-Id": rid2})
+                sdec, _, sdone = post_stream(D, body(p, 1, {"do_remote_decode": False, "do_remote_prefill": True,
+                                                            "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
+                                                            "remote_engine_id": eng, "transfer_id": tid2}),
+                                             {"X-Request-Id": rid2})
+                if not sdone:
+                    sys.exit(f"streamed decode of {n} tokens did not end with [DONE]")
             t_have = stage(f"P{gen[-1] if gen=='v0' else gen}", rid, "kv_ready")
             t_ver = stage(f"D{gen[-1] if gen=='v0' else gen}", rid, "kv_verified")
             kvb = n * 57344
@@ -128,6 +162,7 @@ def run_gen(gen, plain):
             if rep == 0:
                 continue
             rows.append(dict(gen=gen, tokens=n, kv_mb=kvb / 1e6, prefill_s=tp, decode_s=td, plain_s=tplain,
+                             plain_ttft_s=splain, decode_ttft_s=sdec if gen != "v0" else None,
                              handoff_s=(t_ver - t_have) / 1e9 if gp else None, goodput_gbs=gp))
             print(json.dumps(rows[-1]), flush=True)
     for pr in procs[1:]:
@@ -173,8 +208,9 @@ def main():
     finally:
         for pr in procs:
             pr.terminate()
-    print("\n| gen | prompt tokens | KV MB | prefill request | decode request with KV | goodput | plain (recompute) | engine | ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| gen | prompt tokens | KV MB | prefill request | decode request with KV | goodput | plain (recompute) "
+          "| engine | ratio | decode TTFT (stream) | plain TTFT (stream) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     import statistics as st
     for gen in a.gens.split(","):
         for n in [int(t) for t in a.tokens.split(",")]:
@@ -184,7 +220,8 @@ def main():
             med = lambda k: st.median([r[k] for r in rs if r[k] is not None]) if any(r[k] is not None for r in rs) else float("nan")
             g = med("goodput_gbs")
             print(f"| {gen} | {n:,} | {rs[0]['kv_mb']:.0f} | {med('prefill_s')*1e3:.0f} ms | {med('decode_s')*1e3:.0f} ms | "
-                  f"{g:.2f} GB/s | {med('plain_s')*1e3:.0f} ms | {e:.2f} GB/s | {g / e * 100 if e else float('nan'):.0f} % |")
+                  f"{g:.2f} GB/s | {med('plain_s')*1e3:.0f} ms | {e:.2f} GB/s | {g / e * 100 if e else float('nan'):.0f} % | "
+                  f"{med('decode_ttft_s')*1e3:.0f} ms | {med('plain_ttft_s')*1e3:.0f} ms |")
     if a.json:
         json.dump({"engine": {f"{k[0]}-{k[1]}": v for k, v in eng.items()}, "rows": allrows}, open(a.json, "w"), indent=1)
     print(f"# logs in {TMP}")

@@ -278,8 +278,8 @@ int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const
 	ret = te_open_segment(w->te, seg, &segid);
 	if (ret)
 		goto out;
-	for (size_t b = 0; b < nb; b++)
-		for (size_t i = 0; i < nruns; i++) {
+	for (size_t o = 0, b; o < (size_t)w->o.nbufs; o++)
+		for (size_t i = 0; (b = (size_t)w->order[o]) < nb && i < nruns; i++) {
 			size_t len = w->o.block_len * (size_t)runs[i].n;
 
 			r[k++] = (struct te_request){
@@ -647,8 +647,31 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 	}
 	if (o->engine_id)
 		snprintf(w->engine_id, sizeof(w->engine_id), "%s", o->engine_id);
+	for (int i = 0; i < KV1_MAX_BUFS; i++)
+		w->order[i] = i;
+	if (o->write_order) {
+		bool seen[KV1_MAX_BUFS] = {false};
+
+		for (int i = 0; i < o->nbufs && i < KV1_MAX_BUFS; i++) {
+			int b = o->write_order[i];
+
+			if (b < 0 || b >= o->nbufs || seen[b]) {
+				kv1_set_err(err, errsz,
+				            "write_order: entry %d (%d) is not a new buffer index "
+				            "below %d",
+				            i, b, o->nbufs);
+				goto fail;
+			}
+			seen[b] = true;
+			w->order[i] = b;
+		}
+	}
 	if (map_buffers(w, err, errsz))
 		goto fail;
+	if (kv1_landed_init(w)) {
+		kv1_set_err(err, errsz, "out of memory for the landed-block table");
+		goto fail;
+	}
 	w->zctx = zmq_ctx_new();
 	if (!w->zctx) {
 		kv1_set_err(err, errsz, "zmq_ctx_new failed");
@@ -697,6 +720,7 @@ void kv1_worker_destroy(struct kv1_worker *w)
 	while (w->sends)
 		kv1_send_remove_locked(w, w->sends);
 	te_engine_destroy(w->te);
+	kv1_landed_fini(w);
 	for (int i = 0; i < w->o.nbufs && i < KV1_MAX_BUFS; i++)
 		if (w->bufs[i] && w->gpu_dev >= 0)
 			te_gpu_free(w->bufs[i]);
