@@ -1,5 +1,5 @@
-/* bench: pdkv-bench internals — options (transfer_engine_bench spellings), the two back-ends
- * (pdkv's transfer engine, a plain C socket), the data pattern used by --check, and reports. */
+/* bench: pdkv-bench internals — options (transfer_engine_bench and nixlbench spellings), the two
+ * back-ends (pdkv's engine, a plain C socket), --scheme's pairs, the --check pattern, reports. */
 #ifndef PDKV_BENCH_H
 #define PDKV_BENCH_H
 
@@ -8,10 +8,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pd_proc.h"
+
 #define BENCH_MAX_THREADS 64
+#define BENCH_MAX_PAIRS   16 /* engines on one side of a scheme; pairs x threads <= 256 */
+#define BENCH_MAX_POINTS  8  /* --num-pairs sweep points */
 
 enum bench_mode { BENCH_TARGET, BENCH_INITIATOR, BENCH_LOOPBACK };
 enum bench_baseline { BENCH_BASELINE_NONE, BENCH_BASELINE_SOCKET, BENCH_BASELINE_SOCKET_ONLY };
+enum bench_scheme_id {
+	BENCH_SCHEME_PAIRWISE,
+	BENCH_SCHEME_MANYTOONE,
+	BENCH_SCHEME_ONETOMANY,
+	BENCH_SCHEME_TP
+};
 
 struct bench_opts {
 	enum bench_mode mode_id;
@@ -60,6 +70,16 @@ struct bench_opts {
 	 * per buffer) -> one batch = one prompt's block list: 2 x L buffers x runs */
 	int kv_geom[4]; /* 0 = not given */
 	int kv_block_tokens, kv_prompt_tokens, kv_run_blocks;
+	/* nixlbench's communication schemes (bench_scheme.c): scheme_on when any of these flags
+	 * was given (else today's single pair). pairs[]: --num-pairs, one sweep point each; tp:
+	 * --tp-prefill/--tp-decode (initiator/target follow the operation) or nixlbench's
+	 * --num_initiator_dev/--num_target_dev (fixed roles); 0 = not given. */
+	bool scheme_on;
+	int scheme_id; /* enum bench_scheme_id */
+	const char *scheme;
+	int pairs[BENCH_MAX_POINTS], npoints;
+	int tp_prefill, tp_decode;
+	int num_init_dev, num_target_dev;
 };
 
 /* The operations to run, in order (--operation=write,read), and whether --buffer_size was given. */
@@ -86,6 +106,22 @@ struct bench_row {
 	double cpu_init_s, cpu_target_s; /* CPU used during the row (target: loopback only) */
 	double pct_line_rate;            /* % of o->line_rate_gbps; < 0 = unknown */
 	double perftest_bw; /* ib_write_bw at this block size, report units; 0 = none */
+	struct bench_scheme_row *scheme; /* --scheme: the pairs behind this aggregate; else NULL */
+};
+
+/* One pair of a --scheme row: initiator engine -> target segment, and its own row. */
+struct bench_pair_row {
+	int initiator, target;
+	struct bench_row row;
+};
+struct bench_scheme_row {
+	const char *scheme;
+	int initiators, targets, npairs;
+	int tp_prefill, tp_decode; /* tp only, else 0 */
+	struct bench_pair_row *pairs;
+	double bw_min, bw_max, min_max, jain; /* over the pairs' bandwidths */
+	double scaling;                       /* aggregate / the first sweep point's; 0 = none */
+	int scaling_base;                     /* that point's pairs */
 };
 
 /* per-thread latency samples (µs) */
@@ -138,6 +174,16 @@ struct bench_backend {
 /* One row: o->threads threads of be over ctx, reduced into *row. The first thread error, or 0. */
 int bench_run_row(const struct bench_backend *be, void *ctx, const struct bench_opts *o,
                   uint64_t block, struct bench_row *row);
+/* Several rows at once (--scheme: one lane per pair): every lane's o->threads threads start
+ * after one barrier and run the same duration; lane i is reduced into lanes[i].row. */
+struct bench_lane {
+	const struct bench_backend *be;
+	void *ctx;
+	const struct bench_opts *o; /* the lane's shape: batch, threads, op, duration, check */
+	uint64_t block;
+	struct bench_row row;
+};
+int bench_run_lanes(struct bench_lane *lanes, size_t n);
 
 /* Pattern: word i (8 bytes at remote offset 8i) of iteration `seed`. seed 0 = the target's
  * fixed READ pattern. Offsets are relative to the remote buffer's start. */
@@ -153,6 +199,40 @@ int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
 void bench_te_fini(struct bench_te *b);
 const char *bench_te_local_name(struct bench_te *b);
 uint64_t bench_te_remote_size(struct bench_te *b);
+/* --scheme: an initiator engine with local and scratch regions of `region` bytes (no segment
+ * opened); a lane of it: the window [roff, roff + len) of segment's first buffer, local
+ * offset loff, sharing the endpoint's engine (bench_te_fini on a lane frees only the lane). */
+int bench_te_endpoint(const struct bench_opts *o, uint64_t region, int idx, struct bench_te **out);
+int bench_te_lane(struct bench_te *ep, const char *segment, uint64_t roff, uint64_t loff,
+                  uint64_t len, struct bench_te **out);
+extern const struct bench_backend bench_te_backend;
+
+/* --mode=loopback's spawned targets (bench_loop.c): start one (idx names its ready file and,
+ * with a metadata store, its segment), wait for its ready file (segment, socket address), stop
+ * it (a target that did not exit cleanly makes rc 1; its log goes unless rc). 0, or 1 with the
+ * reason and its log printed. */
+struct bench_loop_target {
+	struct pd_proc proc;
+	char ready[256], seg[256], sockaddr[160];
+	char *log;
+	bool reported; /* it did not come up: its log was printed */
+};
+int bench_loop_spawn(const struct bench_opts *o, uint64_t buffer_size, int idx,
+                     struct bench_loop_target *lt);
+int bench_loop_wait(struct bench_loop_target *lt);
+int bench_loop_stop(struct bench_loop_target *lt, int rc);
+double bench_cpu_self(void);    /* this process's CPU seconds */
+double bench_cpu_of(pid_t pid); /* another's (utime + stime); -1 if unknown */
+
+/* --scheme (bench_scheme.c): every sweep point and row of the scheme, as initiator (o->segment
+ * a comma list of targets) or loopback (spawns the targets). Exit status. */
+int bench_scheme_main(struct bench_opts *o, const struct bench_run_ops *ro, const uint64_t *sizes,
+                      size_t ns);
+/* its report (bench_report.c): the banner's scheme lines (engines up to ni and nt, their
+ * regions); a row: the aggregate, one row per pair, the fairness line */
+void bench_scheme_banner(const struct bench_opts *o, int ni, int nt, uint64_t lregion,
+                         uint64_t rregion);
+void bench_scheme_pairs_print(const struct bench_opts *o, struct bench_row *agg);
 
 /* CUDA (bench_gpu.c): --use_vram needs a device (else 77 with "no CUDA device"); buffers and
  * copies between host and the buffers of either kind; the cudaMemcpy reference rows. */

@@ -1,5 +1,6 @@
 /* bench_fanout: the one initiator loop every back-end runs on (the engine, the plain socket) —
- * o->threads threads, warm-up, barrier, timed batches with --check, and the one reduce. */
+ * o->threads threads, warm-up, barrier, timed batches with --check, and the one reduce; several
+ * such rows at once behind one barrier for --scheme's pairs. */
 #include "bench.h"
 
 #include <pthread.h>
@@ -145,36 +146,71 @@ static int reduce(const struct bench_opts *o, struct bench_thread *th, struct be
 	return err;
 }
 
+static void row_init(struct bench_row *row, const struct bench_lane *l)
+{
+	memset(row, 0, sizeof(*row));
+	row->kind = l->be->kind;
+	row->op = l->o->op;
+	row->block = l->block;
+	row->batch = l->o->batch;
+	row->threads = l->o->threads;
+}
+
+int bench_run_lanes(struct bench_lane *lanes, size_t n)
+{
+	struct bench_thread *th;
+	pthread_t *tid;
+	pthread_barrier_t bar;
+	size_t total = 0, k = 0;
+	uint64_t t0;
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += lanes[i].o->threads;
+	th = calloc(total, sizeof(*th));
+	tid = calloc(total, sizeof(*tid));
+	if (!th || !tid) {
+		fprintf(stderr, "pdkv-bench: out of memory for %zu threads\n", total);
+		exit(1);
+	}
+	pthread_barrier_init(&bar, NULL, (unsigned)total);
+	t0 = pd_now_ns();
+	for (size_t i = 0; i < n; i++) {
+		struct bench_lane *l = &lanes[i];
+		row_init(&l->row, l);
+		for (uint64_t t = 0; t < l->o->threads; t++, k++) {
+			th[k] = (struct bench_thread){.be = l->be,
+			                              .ctx = l->ctx,
+			                              .o = l->o,
+			                              .bar = &bar,
+			                              .t = (int)t,
+			                              .block = l->block};
+			if (pthread_create(&tid[k], NULL, thread_main, &th[k])) {
+				fprintf(stderr, "pdkv-bench: cannot start thread %zu\n", k);
+				exit(1);
+			}
+		}
+	}
+	for (k = 0; k < total; k++)
+		pthread_join(tid[k], NULL);
+	pthread_barrier_destroy(&bar);
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		int e = reduce(lanes[i].o, &th[k], &lanes[i].row, t0);
+		if (e && !err)
+			err = e;
+		k += lanes[i].o->threads;
+	}
+	free(th);
+	free(tid);
+	return err;
+}
+
 int bench_run_row(const struct bench_backend *be, void *ctx, const struct bench_opts *o,
                   uint64_t block, struct bench_row *row)
 {
-	struct bench_thread th[BENCH_MAX_THREADS];
-	pthread_t tid[BENCH_MAX_THREADS];
-	pthread_barrier_t bar;
-	uint64_t t0;
-	int err;
-
-	memset(th, 0, sizeof(th));
-	memset(row, 0, sizeof(*row));
-	row->kind = be->kind;
-	row->op = o->op;
-	row->block = block;
-	row->batch = o->batch;
-	row->threads = o->threads;
-	pthread_barrier_init(&bar, NULL, (unsigned)o->threads);
-	t0 = pd_now_ns();
-	for (uint64_t t = 0; t < o->threads; t++) {
-		th[t] = (struct bench_thread){
-		    .be = be, .ctx = ctx, .o = o, .bar = &bar, .t = (int)t, .block = block};
-		if (pthread_create(&tid[t], NULL, thread_main, &th[t])) {
-			fprintf(stderr, "pdkv-bench: cannot start thread %llu\n",
-			        (unsigned long long)t);
-			exit(1);
-		}
-	}
-	for (uint64_t t = 0; t < o->threads; t++)
-		pthread_join(tid[t], NULL);
-	pthread_barrier_destroy(&bar);
-	err = reduce(o, th, row, t0);
+	struct bench_lane lane = {.be = be, .ctx = ctx, .o = o, .block = block};
+	int err = bench_run_lanes(&lane, 1);
+	*row = lane.row;
 	return err;
 }

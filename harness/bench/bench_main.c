@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -13,12 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pd_log.h"
-#include "pd_proc.h"
 #include "pd_util.h"
 #include "te/te.h"
 #include "te/te_inspect.h"
@@ -65,33 +62,6 @@ static int sock_listen(char *addr, size_t len)
 	return fd;
 }
 
-static double cpu_self(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* utime+stime of another process (the spawned target), from /proc/PID/stat; -1 if unknown */
-static double cpu_of(pid_t pid)
-{
-	char path[64], *txt = NULL, *p;
-	unsigned long long ut, st;
-	double v = -1;
-
-	if (pid <= 0)
-		return -1;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (pd_read_file(path, 4096, &txt, NULL))
-		return -1;
-	p = strrchr(txt, ')'); /* comm may hold spaces */
-	if (p &&
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
-		v = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-	free(txt);
-	return v;
-}
-
 struct runner {
 	pid_t target_pid;
 	struct bench_opts *o;
@@ -104,8 +74,8 @@ struct runner {
 
 static void add_row(struct runner *r, struct bench_row *row, double c0, double t0)
 {
-	double t1 = cpu_of(r->target_pid);
-	row->cpu_init_s = cpu_self() - c0;
+	double t1 = bench_cpu_of(r->target_pid);
+	row->cpu_init_s = bench_cpu_self() - c0;
 	row->cpu_target_s = t0 >= 0 && t1 >= 0 ? t1 - t0 : 0;
 	row->pct_line_rate =
 	    r->o->line_rate_gbps > 0 && row->seconds > 0
@@ -147,8 +117,8 @@ static void run_all(struct runner *r, const struct bench_run_ops *ro)
 				struct bench_row srow, prow;
 				double c0, t0;
 				if (o->baseline_id != BENCH_BASELINE_NONE) {
-					c0 = cpu_self();
-					t0 = cpu_of(r->target_pid);
+					c0 = bench_cpu_self();
+					t0 = bench_cpu_of(r->target_pid);
 					if (bench_sock_row(o, r->sock_server, sizes[i], &srow))
 						r->rc = 1;
 					add_row(r, &srow, c0, t0);
@@ -157,8 +127,8 @@ static void run_all(struct runner *r, const struct bench_run_ops *ro)
 				}
 				if (o->baseline_id == BENCH_BASELINE_SOCKET_ONLY)
 					continue;
-				c0 = cpu_self();
-				t0 = cpu_of(r->target_pid);
+				c0 = bench_cpu_self();
+				t0 = bench_cpu_of(r->target_pid);
 				if (bench_te_row(r->te, o, sizes[i], &prow))
 					r->rc = 1;
 				add_row(r, &prow, c0, t0);
@@ -169,7 +139,7 @@ static void run_all(struct runner *r, const struct bench_run_ops *ro)
 					if (bench_mooncake_row(o, sizes[i], &mrow))
 						r->rc = 1;
 					else
-						add_row(r, &mrow, cpu_self(), -1);
+						add_row(r, &mrow, bench_cpu_self(), -1);
 					if (mrow.bw > best_m)
 						best_m = mrow.bw;
 				}
@@ -220,133 +190,6 @@ static int mode_target(struct bench_opts *o, const uint64_t *sizes, size_t ns)
 		bench_perftest_serve_stop();
 	if (lfd >= 0)
 		close(lfd);
-	return rc;
-}
-
-/* The spawned target of --mode=loopback. */
-struct loop_target {
-	struct pd_proc proc;
-	char ready[256], seg[256], sockaddr[160];
-};
-
-/* argv of the spawned target: the loopback's own flags that concern the target side */
-static void target_argv(const struct bench_opts *o, const char *exe, const char *ready,
-                        char **targv)
-{
-	static char a_meta[1100], a_proto[64], a_dev[600], a_ready[300], a_name[300], a_gpu[64],
-	    bufarg[64];
-	int ta = 0;
-
-	snprintf(bufarg, sizeof(bufarg), "--buffer_size=%llu", (unsigned long long)o->buffer_size);
-	targv[ta++] = (char *)exe;
-	targv[ta++] = "--mode=target";
-	snprintf(a_meta, sizeof(a_meta), "--metadata_server=%s", o->metadata);
-	targv[ta++] = a_meta;
-	if (o->protocol) {
-		snprintf(a_proto, sizeof(a_proto), "--protocol=%s", o->protocol);
-		targv[ta++] = a_proto;
-	} else {
-		targv[ta++] = "--auto_discovery";
-	}
-	if (o->target_device || o->device) {
-		snprintf(a_dev, sizeof(a_dev), "--device_name=%s",
-		         o->target_device ? o->target_device : o->device);
-		targv[ta++] = a_dev;
-	}
-	targv[ta++] = bufarg;
-	snprintf(a_ready, sizeof(a_ready), "--ready_file=%s", ready);
-	targv[ta++] = a_ready;
-	if (strcmp(o->metadata, "P2PHANDSHAKE")) {
-		char host[128] = "localhost";
-		gethostname(host, sizeof(host) - 1);
-		snprintf(a_name, sizeof(a_name), "--local_server_name=%s:bench-target-%d", host,
-		         (int)getpid());
-		targv[ta++] = a_name;
-	}
-	if (o->baseline_id != BENCH_BASELINE_NONE)
-		targv[ta++] = "--baseline=socket";
-	if (o->use_vram) {
-		snprintf(a_gpu, sizeof(a_gpu), "--gpu_id=%d", bench_target_gpu(o));
-		targv[ta++] = "--use_vram";
-		targv[ta++] = a_gpu;
-	}
-	targv[ta] = NULL;
-}
-
-/* --mode=loopback, first half: spawns the target and waits for its ready file (segment name,
- * socket baseline address). 0, or 1 with its log printed. */
-static int spawn_target(struct bench_opts *o, const struct bench_run_ops *ro, uint64_t region,
-                        struct loop_target *lt)
-{
-	char *targv[24], *log, exe[PATH_MAX + 16];
-	uint64_t end;
-
-	snprintf(exe, sizeof(exe), "%s/pdkv-bench", pd_self_dir());
-	snprintf(lt->ready, sizeof(lt->ready), "%s/pdkv-bench-ready.%d",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-	unlink(lt->ready);
-	if (!ro->buffer_given)
-		o->buffer_size = region;
-	target_argv(o, exe, lt->ready, targv);
-	log = pd_asprintf("%s.log", lt->ready);
-	if (pd_proc_spawn(&lt->proc, "bench-target", targv, NULL, log)) {
-		fprintf(stderr, "pdkv-bench: cannot start %s\n", exe);
-		free(log);
-		return 1;
-	}
-	end = pd_now_ns() + 20000000000ull;
-	for (;;) {
-		char *txt = NULL;
-		if (!pd_read_file(lt->ready, 4096, &txt, NULL)) {
-			char *nl = strchr(txt, '\n');
-			if (nl) {
-				*nl = '\0';
-				snprintf(lt->seg, sizeof(lt->seg), "%s", txt);
-				snprintf(lt->sockaddr, sizeof(lt->sockaddr), "%s", nl + 1);
-				lt->sockaddr[strcspn(lt->sockaddr, "\n")] = '\0';
-			}
-			free(txt);
-			break;
-		}
-		if (!pd_proc_alive(&lt->proc) || pd_now_ns() > end) {
-			char *tl = NULL;
-			fprintf(stderr,
-			        "pdkv-bench: the spawned target did not come up; its "
-			        "log (%s):\n",
-			        log);
-			if (!pd_read_file(log, 1 << 16, &tl, NULL))
-				fputs(tl, stderr);
-			free(tl);
-			free(log);
-			pd_proc_stop(&lt->proc, 2000);
-			return 1;
-		}
-		pd_sleep_ms(20);
-	}
-	o->segment = lt->seg;
-	if (o->baseline_id != BENCH_BASELINE_NONE)
-		o->baseline_server = lt->sockaddr;
-	free(log);
-	return 0;
-}
-
-/* --mode=loopback, second half: the target must exit cleanly; its files go unless rc. */
-static int stop_target(struct loop_target *lt, int rc)
-{
-	char *log;
-	pd_proc_stop(&lt->proc, 5000);
-	if (!WIFEXITED(lt->proc.exit_status) || WEXITSTATUS(lt->proc.exit_status)) {
-		fprintf(stderr,
-		        "pdkv-bench: the spawned target did not exit cleanly "
-		        "(status 0x%x)\n",
-		        lt->proc.exit_status);
-		rc = rc ? rc : 1;
-	}
-	unlink(lt->ready);
-	log = pd_asprintf("%s.log", lt->ready);
-	if (log && !rc)
-		unlink(log);
-	free(log);
 	return rc;
 }
 
@@ -402,7 +245,7 @@ int main(int argc, char **argv)
 {
 	struct bench_opts o;
 	struct bench_run_ops ro;
-	struct loop_target lt = {0};
+	struct bench_loop_target lt = {0};
 	uint64_t sizes[64], max_block = 0, region;
 	size_t ns;
 	bool done;
@@ -429,16 +272,26 @@ int main(int argc, char **argv)
 	if (o.buffer_size < region)
 		o.buffer_size = region;
 
+	if (o.scheme_on) {
+		char namebuf[256];
+		default_name(&o, "initiator", namebuf, sizeof(namebuf));
+		return bench_scheme_main(&o, &ro, sizes, ns);
+	}
 	switch (o.mode_id) {
 	case BENCH_TARGET:
 		return mode_target(&o, sizes, ns);
 	case BENCH_INITIATOR:
 		return mode_initiator(&o, &ro, region, sizes, ns, 0);
 	case BENCH_LOOPBACK:
-		if (spawn_target(&o, &ro, region, &lt))
-			return 1;
+		if (!ro.buffer_given)
+			o.buffer_size = region;
+		if (bench_loop_spawn(&o, o.buffer_size, 0, &lt) || bench_loop_wait(&lt))
+			return bench_loop_stop(&lt, 1);
+		o.segment = lt.seg;
+		if (o.baseline_id != BENCH_BASELINE_NONE)
+			o.baseline_server = lt.sockaddr;
 		rc = mode_initiator(&o, &ro, region, sizes, ns, lt.proc.pid);
-		return stop_target(&lt, rc);
+		return bench_loop_stop(&lt, rc);
 	}
 	return 2;
 }

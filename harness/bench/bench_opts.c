@@ -3,6 +3,7 @@
 #include "bench.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +35,13 @@ struct parsed {
 	struct bench_opts *o;
 	struct bench_run_ops *ro;
 	int mode, baseline; /* indexes into bench_mode_names / bench_baseline_names */
+	int scheme;         /* index into bench_scheme_names */
+	bool scheme_seen, pairs_seen, tp_seen, dev_seen;
 };
 
 static const char *const bench_mode_names[] = {"target", "initiator", "loopback"};
 static const char *const bench_baseline_names[] = {"none", "socket", "socket-only"};
+static const char *const bench_scheme_names[] = {"pairwise", "manytoone", "onetomany", "tp"};
 
 static int opt_protocol(const char *v, void *dst, void *ud)
 {
@@ -86,6 +90,24 @@ static int opt_kv_geometry(const char *v, void *dst, void *ud)
 		g[n++] = (int)x;
 	}
 	return n == 4 && (g[3] == 1 || g[3] == 2 || g[3] == 4) ? 0 : -1;
+}
+
+/* --num-pairs N[,N..]: one sweep point per entry, each 1..BENCH_MAX_PAIRS */
+static int opt_pairs(const char *v, void *dst, void *ud)
+{
+	struct bench_opts *o = dst;
+	char tmp[128], *tok, *save = NULL;
+	(void)ud;
+	snprintf(tmp, sizeof(tmp), "%s", v);
+	o->npoints = 0;
+	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int64_t x;
+		if (o->npoints == BENCH_MAX_POINTS || pd_parse_i64(tok, &x) || x < 1 ||
+		    x > BENCH_MAX_PAIRS)
+			return -1;
+		o->pairs[o->npoints++] = (int)x;
+	}
+	return o->npoints ? 0 : -1;
 }
 
 static int opt_unit(const char *v, void *dst, void *ud)
@@ -174,6 +196,14 @@ static const struct pd_opt bench_optv[] = {
      .dst = &g_o.threads,
      .arg = "=N",
      .help = "initiator threads (1)",
+     .want = "1..64",
+     .min = 1,
+     .max = BENCH_MAX_THREADS},
+    {.name = "num_threads",
+     .type = PD_OPT_U64,
+     .dst = &g_o.threads,
+     .arg = "=N",
+     .help = HIDDEN,
      .want = "1..64",
      .min = 1,
      .max = BENCH_MAX_THREADS},
@@ -367,6 +397,69 @@ static const struct pd_opt bench_optv[] = {
      .want = "blocks 0..10000000",
      .min = 0,
      .max = 10000000},
+    {.name = "scheme",
+     .type = PD_OPT_CHOICE,
+     .dst = &g_p.scheme,
+     .arg = "=pairwise|manytoone|onetomany|tp",
+     .help = "nixlbench's schemes, every engine its own: N pairs\n(default), N initiators -> 1 "
+             "target, 1 initiator -> N\ntargets, P-TP -> D-TP ranks; prints per-pair rows,\n"
+             "fairness (min/max, Jain) and scaling over --num-pairs",
+     .choices = "pairwise|manytoone|onetomany|tp",
+     .seen = &g_p.scheme_seen},
+    {.name = "num-pairs",
+     .type = PD_OPT_FN,
+     .dst = &g_o,
+     .arg = "=N[,N..]",
+     .help = "--scheme: pairs (manytoone: initiators, onetomany:\ntargets), 1..16; a list "
+             "sweeps and prints\nscaling = aggregate(N) / aggregate(first N)",
+     .want = "a list of pair counts 1..16 like 1,2,4",
+     .fn = opt_pairs,
+     .seen = &g_p.pairs_seen},
+    {.name = "num_pairs",
+     .type = PD_OPT_FN,
+     .dst = &g_o,
+     .arg = "=N[,N..]",
+     .help = HIDDEN,
+     .want = "a list of pair counts 1..16 like 1,2,4",
+     .fn = opt_pairs,
+     .seen = &g_p.pairs_seen},
+    {.name = "tp-prefill",
+     .type = PD_OPT_INT,
+     .dst = &g_o.tp_prefill,
+     .arg = "=P",
+     .help = "--scheme=tp: prefill ranks; read: decode ranks pull\n(initiators), write: "
+             "prefill ranks push",
+     .want = "ranks 1..16",
+     .min = 1,
+     .max = BENCH_MAX_PAIRS,
+     .seen = &g_p.tp_seen},
+    {.name = "tp-decode",
+     .type = PD_OPT_INT,
+     .dst = &g_o.tp_decode,
+     .arg = "=D",
+     .help = "--scheme=tp: decode ranks (each moves the heads it owns)",
+     .want = "ranks 1..16",
+     .min = 1,
+     .max = BENCH_MAX_PAIRS,
+     .seen = &g_p.tp_seen},
+    {.name = "num_initiator_dev",
+     .type = PD_OPT_INT,
+     .dst = &g_o.num_init_dev,
+     .arg = "=N",
+     .help = "nixlbench: initiator engines (tp: initiator ranks,\nwhatever the operation)",
+     .want = "engines 1..16",
+     .min = 1,
+     .max = BENCH_MAX_PAIRS,
+     .seen = &g_p.dev_seen},
+    {.name = "num_target_dev",
+     .type = PD_OPT_INT,
+     .dst = &g_o.num_target_dev,
+     .arg = "=N",
+     .help = "nixlbench: target engines (segments)",
+     .want = "engines 1..16",
+     .min = 1,
+     .max = BENCH_MAX_PAIRS,
+     .seen = &g_p.dev_seen},
     {.name = "target_device_name",
      .type = PD_OPT_STR,
      .dst = &g_o.target_device,
@@ -431,6 +524,106 @@ static void set_defaults(struct bench_opts *o, struct bench_run_ops *ro)
 	ro->buffer_given = false;
 	g_p.mode = BENCH_LOOPBACK;
 	g_p.baseline = BENCH_BASELINE_NONE;
+	g_p.scheme = BENCH_SCHEME_PAIRWISE;
+	g_p.scheme_seen = g_p.pairs_seen = g_p.tp_seen = g_p.dev_seen = false;
+}
+
+__attribute__((format(printf, 1, 2))) static int scheme_err(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "pdkv-bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 2;
+}
+
+/* --scheme and its counts: one rule per scheme for which side --num-pairs sets, nixlbench's
+ * --num_initiator_dev/--num_target_dev as the other spelling, and what the engine path cannot
+ * do with several pairs (the socket baseline, Mooncake's and ib_write_bw's single pair). */
+static int check_scheme(struct bench_opts *o, const struct parsed *p)
+{
+	int n = 0, i = o->num_init_dev, t = o->num_target_dev, hi, lo;
+	o->scheme_on = p->scheme_seen || p->pairs_seen || p->tp_seen || p->dev_seen;
+	o->scheme_id = p->scheme;
+	o->scheme = bench_scheme_names[p->scheme];
+	if (!o->scheme_on)
+		return 0;
+	if (o->mode_id == BENCH_TARGET) {
+		fprintf(stderr, "pdkv-bench: --scheme and its counts are for the initiator or "
+		                "loopback; a target serves one segment (start one per target)\n");
+		return 2;
+	}
+	if (o->baseline_id != BENCH_BASELINE_NONE || o->compare_mooncake || o->compare_perftest ||
+	    o->use_vram) {
+		fprintf(stderr, "pdkv-bench: --scheme runs pdkv's engine over host memory only: no "
+		                "--baseline, --compare-mooncake, --compare-perftest or --use_vram "
+		                "with it\n");
+		return 2;
+	}
+	if (p->tp_seen && o->scheme_id != BENCH_SCHEME_TP)
+		return scheme_err("--tp-prefill/--tp-decode are for --scheme=tp");
+	if (o->scheme_id == BENCH_SCHEME_TP) {
+		if (p->pairs_seen)
+			return scheme_err(
+			    "--num-pairs does not apply to --scheme=tp: its pairs follow "
+			    "--tp-prefill/--tp-decode");
+		if (p->tp_seen && p->dev_seen)
+			return scheme_err(
+			    "--scheme=tp: give --tp-prefill/--tp-decode or nixlbench's "
+			    "--num_initiator_dev/--num_target_dev, not both");
+		if (!p->dev_seen) {
+			o->tp_prefill = o->tp_prefill ? o->tp_prefill : 1;
+			o->tp_decode = o->tp_decode ? o->tp_decode : 1;
+			i = o->tp_prefill;
+			t = o->tp_decode;
+		} else {
+			o->num_init_dev = i = i ? i : 1;
+			o->num_target_dev = t = t ? t : 1;
+		}
+		hi = i > t ? i : t;
+		lo = i > t ? t : i;
+		if (hi % lo)
+			return scheme_err("--scheme=tp: %s %d and %s %d: the larger must be a "
+			                  "multiple of the smaller (vLLM's rule)",
+			                  p->dev_seen ? "--num_initiator_dev" : "--tp-prefill", i,
+			                  p->dev_seen ? "--num_target_dev" : "--tp-decode", t);
+		if (o->kv_geom[0] && o->kv_geom[1] % hi)
+			return scheme_err(
+			    "--scheme=tp: --kv-geometry's %d kv heads do not split over %d "
+			    "ranks (vLLM would replicate heads; not modelled)",
+			    o->kv_geom[1], hi);
+		o->pairs[0] = hi;
+		o->npoints = 1;
+	} else {
+		bool pw = o->scheme_id == BENCH_SCHEME_PAIRWISE;
+		bool m2o = o->scheme_id == BENCH_SCHEME_MANYTOONE;
+		if (pw && i && t && i != t)
+			return scheme_err("--scheme=pairwise: --num_initiator_dev %d and "
+			                  "--num_target_dev %d must be equal",
+			                  i, t);
+		if ((m2o && t > 1) || (!pw && !m2o && i > 1))
+			return scheme_err(m2o ? "--scheme=manytoone has one target (got "
+			                        "--num_target_dev %d)"
+			                      : "--scheme=onetomany has one initiator (got "
+			                        "--num_initiator_dev %d)",
+			                  m2o ? t : i);
+		n = pw ? (i ? i : t) : m2o ? i : t;
+		if (p->pairs_seen && n > 1)
+			return scheme_err("give --num-pairs or nixlbench's --num_initiator_dev/"
+			                  "--num_target_dev (%d), not both",
+			                  n);
+		if (!p->pairs_seen) {
+			o->pairs[0] = n ? n : 1;
+			o->npoints = 1;
+		}
+	}
+	for (int k = 0; k < o->npoints; k++)
+		if ((uint64_t)o->pairs[k] * o->threads > 256)
+			return scheme_err("--scheme: %d pairs x %d threads is over 256 threads",
+			                  o->pairs[k], (int)o->threads);
+	return 0;
 }
 
 /* Combinations the table cannot see: sweep bounds, and flags that only make sense together. */
@@ -534,6 +727,8 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, struct bench_run_op
 		fprintf(stderr, "pdkv-bench: note: --nic_priority_matrix is ignored (pdkv "
 		                "discovers the topology)\n");
 	rc = check_combinations(&g_o);
+	if (!rc)
+		rc = check_scheme(&g_o, &g_p);
 	*o = g_o;
 	*ro = g_ro;
 	return rc;

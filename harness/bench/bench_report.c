@@ -181,6 +181,80 @@ void bench_table_row(const struct bench_opts *o, struct bench_row *r)
 	fflush(stdout);
 }
 
+/* --scheme: what pairs with what, and the engines behind them */
+void bench_scheme_banner(const struct bench_opts *o, int ni, int nt, uint64_t lregion,
+                         uint64_t rregion)
+{
+	printf(" scheme         : %s, ", o->scheme);
+	if (o->scheme_id == BENCH_SCHEME_TP && o->tp_prefill)
+		printf("prefill TP %d, decode TP %d: %d pairs, each 1/%d of the KV heads (read: "
+		       "decode ranks pull from prefill ranks; write: prefill ranks push)\n",
+		       o->tp_prefill, o->tp_decode, o->pairs[0], o->pairs[0]);
+	else if (o->scheme_id == BENCH_SCHEME_TP)
+		printf("%d initiator ranks, %d target ranks: %d pairs, each 1/%d of the KV heads\n",
+		       o->num_init_dev, o->num_target_dev, o->pairs[0], o->pairs[0]);
+	else {
+		printf("pairs");
+		for (int k = 0; k < o->npoints; k++)
+			printf("%s%d", k ? "," : " ", o->pairs[k]);
+		printf(" (%s)\n",
+		       o->scheme_id == BENCH_SCHEME_MANYTOONE   ? "N initiators -> 1 target"
+		       : o->scheme_id == BENCH_SCHEME_ONETOMANY ? "1 initiator -> N targets"
+		                                                : "N initiator/target pairs");
+	}
+	printf(" engines        : up to %d initiator engine%s in this process (2 x %llu bytes "
+	       "each), %d "
+	       "target%s (%s, %llu bytes used at most); all pairs start at one barrier\n",
+	       ni, ni > 1 ? "s" : "", (unsigned long long)lregion, nt, nt > 1 ? "s" : "",
+	       o->mode_id == BENCH_LOOPBACK ? "spawned" : "--segment_id",
+	       (unsigned long long)rregion);
+	printf(" rows           : the aggregate (bytes of all pairs / the slowest pair's time; "
+	       "latency: the worst pair's), then one row per pair\n");
+	fflush(stdout);
+}
+
+/* "i0->t1"; tp with prefill/decode ranks: "D0<-P1" (decode 0 pulls from prefill 1, read) or
+ * "P1->D0" (write) */
+static void pair_label(const struct bench_opts *o, const struct bench_pair_row *p, char *buf,
+                       size_t len)
+{
+	if (o->scheme_id == BENCH_SCHEME_TP && o->tp_prefill)
+		snprintf(buf, len, o->op == BENCH_READ ? "D%d<-P%d" : "P%d->D%d", p->initiator,
+		         p->target);
+	else
+		snprintf(buf, len, "i%d->t%d", p->initiator, p->target);
+}
+
+void bench_scheme_pairs_print(const struct bench_opts *o, struct bench_row *agg)
+{
+	const struct bench_scheme_row *sr = agg->scheme;
+	bench_table_row(o, agg);
+	if (agg->bytes)
+		printf("# cpu: initiators %.2f s, targets %.2f s = %.2f s per GB moved\n",
+		       agg->cpu_init_s, agg->cpu_target_s,
+		       (agg->cpu_init_s + agg->cpu_target_s) / ((double)agg->bytes / 1e9));
+	for (int k = 0; k < sr->npairs; k++) {
+		const struct bench_row *r = &sr->pairs[k].row;
+		char kind[16], label[32];
+		snprintf(kind, sizeof(kind), "pair%d", k);
+		pair_label(o, &sr->pairs[k], label, sizeof(label));
+		printf(
+		    "  %-6s %-5s %12llu %6llu %4llu %10.*f %12.0f %12.1f %12.1f %10llu %8llu  %s\n",
+		    kind, r->op ? "write" : "read", (unsigned long long)r->block,
+		    (unsigned long long)r->batch, (unsigned long long)r->threads, o->precision,
+		    r->bw, r->seconds > 0 ? (double)r->transfers / r->seconds : 0, r->lat_p50_us,
+		    r->lat_p99_us, (unsigned long long)r->wrong, (unsigned long long)r->failed,
+		    label);
+	}
+	printf("# fairness %s %s %llu B: %d pair%s (%d initiator%s, %d target%s): per pair min "
+	       "%.*f max %.*f %s/s, min/max %.3f, Jain's index %.3f\n",
+	       sr->scheme, agg->op ? "write" : "read", (unsigned long long)agg->block, sr->npairs,
+	       sr->npairs > 1 ? "s" : "", sr->initiators, sr->initiators > 1 ? "s" : "",
+	       sr->targets, sr->targets > 1 ? "s" : "", o->precision, sr->bw_min, o->precision,
+	       sr->bw_max, o->unit, sr->min_max, sr->jain);
+	fflush(stdout);
+}
+
 /* What `pdkv report` needs to say whether two runs are comparable: build, host, settings, and
  * the engine's MC_* environment (MC_TCP_LANES_PER_PEER and friends change the numbers). */
 static void json_meta(cJSON *root, const struct bench_opts *o)
@@ -219,6 +293,8 @@ static void json_meta(cJSON *root, const struct bench_opts *o)
 	cJSON_AddNumberToObject(m, "repeat", o->repeat);
 	cJSON_AddStringToObject(m, "baseline", o->baseline);
 	cJSON_AddBoolToObject(m, "check", o->check);
+	if (o->scheme_on)
+		cJSON_AddStringToObject(m, "scheme", o->scheme);
 	/* loopback: the target is this binary; a separate target's version is not exchanged */
 	if (!strcmp(o->mode, "loopback"))
 		cJSON_AddStringToObject(m, "peer_version", BENCH_PDKV_VERSION " " PDKV_GIT_COMMIT);
@@ -237,7 +313,8 @@ static void json_meta(cJSON *root, const struct bench_opts *o)
 static bool same_series(const struct bench_row *a, const struct bench_row *b)
 {
 	return !strcmp(a->kind, b->kind) && a->op == b->op && a->block == b->block &&
-	       a->batch == b->batch && a->threads == b->threads;
+	       a->batch == b->batch && a->threads == b->threads &&
+	       (a->scheme ? a->scheme->npairs : 0) == (b->scheme ? b->scheme->npairs : 0);
 }
 
 /* Every repetition of row i's series (--repeat), in run order: what `pdkv report compare`
@@ -273,6 +350,48 @@ static void json_samples(cJSON *x, const struct bench_opts *o, struct bench_row 
 	cJSON_AddNumberToObject(x, "repetition", rep);
 }
 
+/* --scheme: the pairs behind an aggregate row, their fairness and the sweep's scaling */
+static void json_scheme(cJSON *x, const struct bench_scheme_row *sr)
+{
+	cJSON *arr;
+	cJSON_AddStringToObject(x, "scheme", sr->scheme);
+	cJSON_AddNumberToObject(x, "pairs", sr->npairs);
+	cJSON_AddNumberToObject(x, "initiators", sr->initiators);
+	cJSON_AddNumberToObject(x, "targets", sr->targets);
+	if (sr->tp_prefill) {
+		cJSON_AddNumberToObject(x, "tp_prefill", sr->tp_prefill);
+		cJSON_AddNumberToObject(x, "tp_decode", sr->tp_decode);
+	}
+	cJSON_AddNumberToObject(x, "pair_bandwidth_min", sr->bw_min);
+	cJSON_AddNumberToObject(x, "pair_bandwidth_max", sr->bw_max);
+	cJSON_AddNumberToObject(x, "fairness_min_max", sr->min_max);
+	cJSON_AddNumberToObject(x, "fairness_jain", sr->jain);
+	cJSON_AddNumberToObject(x, "scaling", sr->scaling);
+	cJSON_AddNumberToObject(x, "scaling_base_pairs", sr->scaling_base);
+	arr = cJSON_AddArrayToObject(x, "per_pair");
+	for (int k = 0; k < sr->npairs; k++) {
+		const struct bench_row *r = &sr->pairs[k].row;
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddNumberToObject(p, "pair", k);
+		cJSON_AddNumberToObject(p, "initiator", sr->pairs[k].initiator);
+		cJSON_AddNumberToObject(p, "target", sr->pairs[k].target);
+		cJSON_AddNumberToObject(p, "block_size", (double)r->block);
+		cJSON_AddNumberToObject(p, "batch_size", (double)r->batch);
+		cJSON_AddNumberToObject(p, "duration_s", r->seconds);
+		cJSON_AddNumberToObject(p, "batches", (double)r->batches);
+		cJSON_AddNumberToObject(p, "transfers", (double)r->transfers);
+		cJSON_AddNumberToObject(p, "bytes", (double)r->bytes);
+		cJSON_AddNumberToObject(p, "bandwidth", r->bw);
+		cJSON_AddNumberToObject(p, "GBps",
+		                        r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0);
+		cJSON_AddNumberToObject(p, "lat_p50_us", r->lat_p50_us);
+		cJSON_AddNumberToObject(p, "lat_p99_us", r->lat_p99_us);
+		cJSON_AddNumberToObject(p, "wrong", (double)r->wrong);
+		cJSON_AddNumberToObject(p, "failed", (double)r->failed);
+		cJSON_AddItemToArray(arr, p);
+	}
+}
+
 int bench_write_json(const struct bench_opts *o, const char *path, struct bench_row *rows, size_t n,
                      const char *local, const char *remote)
 {
@@ -289,6 +408,8 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 	cJSON_AddBoolToObject(root, "check", o->check);
 	cJSON_AddNumberToObject(root, "batch_size", (double)o->batch);
 	cJSON_AddNumberToObject(root, "threads", (double)o->threads);
+	if (o->scheme_on)
+		cJSON_AddStringToObject(root, "scheme", o->scheme);
 	if (o->line_rate_gbps > 0) {
 		cJSON_AddNumberToObject(root, "line_rate_gbps", o->line_rate_gbps);
 		cJSON_AddNumberToObject(root, "line_rate_GBps", o->line_rate_gbps / 8);
@@ -327,6 +448,8 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 			cJSON_AddNumberToObject(x, "ratio_vs_ib_write_bw", r->bw / r->perftest_bw);
 		}
 		cJSON_AddStringToObject(x, "memory", bench_mem_location(o));
+		if (r->scheme)
+			json_scheme(x, r->scheme);
 		json_samples(x, o, rows, n, i);
 		cJSON_AddItemToArray(arr, x);
 	}
@@ -370,6 +493,21 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 	return ret;
 }
 
+/* the scheme's columns (empty without --scheme); pair_bw: the pairs' bandwidths, ';'-joined */
+static void csv_scheme(FILE *f, const struct bench_opts *o, const struct bench_scheme_row *sr)
+{
+	if (!sr) {
+		fprintf(f, ",,,,,,,,,\n");
+		return;
+	}
+	fprintf(f, "%s,%d,%d,%d,%.*f,%.*f,%.4f,%.4f,%.4f,", sr->scheme, sr->npairs, sr->initiators,
+	        sr->targets, o->precision + 2, sr->bw_min, o->precision + 2, sr->bw_max,
+	        sr->min_max, sr->jain, sr->scaling);
+	for (int k = 0; k < sr->npairs; k++)
+		fprintf(f, "%s%.*f", k ? ";" : "", o->precision + 2, sr->pairs[k].row.bw);
+	fprintf(f, "\n");
+}
+
 int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_row *rows, size_t n)
 {
 	FILE *f = fopen(path, "w");
@@ -379,7 +517,9 @@ int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_r
 	    f,
 	    "kind,operation,block_size,batch_size,threads,duration_s,batches,transfers,bytes,"
 	    "bandwidth_%s_per_s,transfers_per_s,lat_p50_us,lat_p99_us,wrong,failed,cpu_initiator_s,"
-	    "cpu_target_s,line_rate_gbps,pct_line_rate,ib_write_bw_%s_per_s,ratio_vs_ib_write_bw\n",
+	    "cpu_target_s,line_rate_gbps,pct_line_rate,ib_write_bw_%s_per_s,ratio_vs_ib_write_bw,"
+	    "scheme,pairs,initiators,targets,pair_bw_min,pair_bw_max,fairness_min_max,"
+	    "fairness_jain,scaling,pair_bw\n",
 	    o->unit, o->unit);
 	for (size_t i = 0; i < n; i++) {
 		struct bench_row *r = &rows[i];
@@ -399,10 +539,11 @@ int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_r
 		else
 			fprintf(f, ",,");
 		if (r->perftest_bw > 0)
-			fprintf(f, "%.*f,%.4f\n", o->precision + 2, r->perftest_bw,
+			fprintf(f, "%.*f,%.4f,", o->precision + 2, r->perftest_bw,
 			        r->bw / r->perftest_bw);
 		else
-			fprintf(f, ",\n");
+			fprintf(f, ",,");
+		csv_scheme(f, o, r->scheme);
 	}
 	return fclose(f) ? -1 : 0;
 }

@@ -25,12 +25,21 @@ struct bench_te {
 	char *local, *scratch; /* host memory, or GPU memory with --use_vram */
 	uint64_t region;
 	const struct bench_opts *o; /* set once local/scratch are allocated */
+	bool lane;                  /* a window of an endpoint's engine and regions: owns neither */
 };
 
-static int make_engine(const struct bench_opts *o, struct te_engine **eng)
+/* idx > 0 (a scheme's further engines) with a metadata store: the name gets "-idx", so each
+ * engine has its own keys; P2PHANDSHAKE names are ip:port already. */
+static int make_engine(const struct bench_opts *o, int idx, struct te_engine **eng)
 {
+	char name[300];
 	struct te_engine_opts eo = {o->metadata, o->local_name, o->protocol, o->device};
-	int ret = te_engine_create(&eo, eng);
+	int ret;
+	if (idx > 0 && o->local_name && strcmp(o->metadata, "P2PHANDSHAKE")) {
+		snprintf(name, sizeof(name), "%s-%d", o->local_name, idx);
+		eo.local_server_name = name;
+	}
+	ret = te_engine_create(&eo, eng);
 	if (ret)
 		fprintf(stderr,
 		        "pdkv-bench: cannot start the transfer engine (metadata %s, "
@@ -91,7 +100,7 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 			goto out;
 		}
 	}
-	if (make_engine(o, &eng))
+	if (make_engine(o, 0, &eng))
 		goto out;
 	ret = te_register(eng, buf, o->buffer_size, bench_mem_location(o));
 	if (ret) {
@@ -148,54 +157,30 @@ out:
 
 /* Registers the local buffers before opening the target (as Mooncake's bench): over
  * P2PHANDSHAKE the open sends our descriptor, which then lists them. */
-int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_te **out)
+int bench_te_endpoint(const struct bench_opts *o, uint64_t region, int idx, struct bench_te **out)
 {
 	struct bench_te *b = calloc(1, sizeof(*b));
-	struct te_segment_view v;
-	struct te_buffer_view buf;
 	int ret;
 
 	*out = NULL;
 	if (!b)
 		return 1;
-	if (make_engine(o, &b->eng))
+	if (make_engine(o, idx, &b->eng))
 		goto fail;
-	b->region = max_region;
+	b->region = region;
 	b->o = o;
-	b->local = bench_mem_alloc(o, max_region);
-	b->scratch = bench_mem_alloc(o, max_region);
-	if (!b->local || !b->scratch || bench_mem_zero(o, b->local, max_region) ||
-	    bench_mem_zero(o, b->scratch, max_region)) {
+	b->local = bench_mem_alloc(o, region);
+	b->scratch = bench_mem_alloc(o, region);
+	if (!b->local || !b->scratch || bench_mem_zero(o, b->local, region) ||
+	    bench_mem_zero(o, b->scratch, region)) {
 		fprintf(stderr, "pdkv-bench: cannot allocate 2 x %llu bytes (%s)\n",
-		        (unsigned long long)max_region, bench_mem_location(o));
+		        (unsigned long long)region, bench_mem_location(o));
 		goto fail;
 	}
-	if ((ret = te_register(b->eng, b->local, max_region, bench_mem_location(o))) ||
-	    (ret = te_register(b->eng, b->scratch, max_region, bench_mem_location(o)))) {
+	if ((ret = te_register(b->eng, b->local, region, bench_mem_location(o))) ||
+	    (ret = te_register(b->eng, b->scratch, region, bench_mem_location(o)))) {
 		fprintf(stderr, "pdkv-bench: registering local buffers failed: %s\n",
 		        te_strerror(ret));
-		goto fail;
-	}
-	ret = te_open_segment(b->eng, o->segment, &b->seg);
-	if (!ret)
-		ret = te_inspect_segment(b->eng, o->segment, &v);
-	if (ret) {
-		fprintf(stderr, "pdkv-bench: cannot open segment \"%s\" via %s: %s\n", o->segment,
-		        o->metadata, te_strerror(ret));
-		goto fail;
-	}
-	if (v.nbuffers < 1 || te_inspect_buffer(b->eng, o->segment, 0, &buf)) {
-		fprintf(stderr, "pdkv-bench: segment %s has no registered buffer\n", o->segment);
-		goto fail;
-	}
-	b->rbase = buf.addr;
-	b->rsize = buf.length;
-	if (max_region > b->rsize) {
-		fprintf(stderr,
-		        "pdkv-bench: block x batch x threads = %llu bytes does not fit the "
-		        "target's buffer (%llu bytes); start the target with a larger "
-		        "--buffer_size\n",
-		        (unsigned long long)max_region, (unsigned long long)b->rsize);
 		goto fail;
 	}
 	*out = b;
@@ -205,10 +190,81 @@ fail:
 	return 1;
 }
 
+/* Opens segment on b's engine: its first buffer, which must hold `need` bytes. */
+static int open_target(struct bench_te *b, const char *segment, uint64_t need)
+{
+	struct te_segment_view v;
+	struct te_buffer_view buf;
+	int ret = te_open_segment(b->eng, segment, &b->seg);
+	if (!ret)
+		ret = te_inspect_segment(b->eng, segment, &v);
+	if (ret) {
+		fprintf(stderr, "pdkv-bench: cannot open segment \"%s\" via %s: %s\n", segment,
+		        b->o ? b->o->metadata : "-", te_strerror(ret));
+		return 1;
+	}
+	if (v.nbuffers < 1 || te_inspect_buffer(b->eng, segment, 0, &buf)) {
+		fprintf(stderr, "pdkv-bench: segment %s has no registered buffer\n", segment);
+		return 1;
+	}
+	b->rbase = buf.addr;
+	b->rsize = buf.length;
+	if (need > b->rsize) {
+		fprintf(stderr,
+		        "pdkv-bench: block x batch x threads = %llu bytes does not fit the "
+		        "buffer of %s (%llu bytes); start the target with a larger "
+		        "--buffer_size\n",
+		        (unsigned long long)need, segment, (unsigned long long)b->rsize);
+		return 1;
+	}
+	return 0;
+}
+
+int bench_te_init(const struct bench_opts *o, uint64_t max_region, struct bench_te **out)
+{
+	if (bench_te_endpoint(o, max_region, 0, out))
+		return 1;
+	if (open_target(*out, o->segment, max_region)) {
+		bench_te_fini(*out);
+		*out = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+int bench_te_lane(struct bench_te *ep, const char *segment, uint64_t roff, uint64_t loff,
+                  uint64_t len, struct bench_te **out)
+{
+	struct bench_te *l = calloc(1, sizeof(*l));
+	*out = NULL;
+	if (!l)
+		return 1;
+	l->lane = true;
+	l->eng = ep->eng;
+	l->o = ep->o;
+	if (loff + len > ep->region || open_target(l, segment, roff + len)) {
+		if (loff + len > ep->region)
+			fprintf(stderr, "pdkv-bench: internal: lane past its engine's region\n");
+		free(l);
+		return 1;
+	}
+	l->rbase += roff;
+	l->rsize = len;
+	l->local = ep->local + loff;
+	l->scratch = ep->scratch + loff;
+	l->region = len;
+	*out = l;
+	return 0;
+}
+
 void bench_te_fini(struct bench_te *b)
 {
 	if (!b)
 		return;
+	if (b->lane) {
+		free(b);
+		return;
+	}
 	te_engine_destroy(b->eng);
 	if (b->o) {
 		bench_mem_free(b->o, b->local, b->region);
@@ -322,7 +378,7 @@ out:
 	return ret;
 }
 
-static const struct bench_backend te_backend = {
+const struct bench_backend bench_te_backend = {
     .kind = "pdkv",
     .err_memory = TE_ERR_MEMORY,
     .thread_init = te_thread_init,
@@ -333,7 +389,7 @@ static const struct bench_backend te_backend = {
 int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
                  struct bench_row *row)
 {
-	int err = bench_run_row(&te_backend, b, o, block, row);
+	int err = bench_run_row(&bench_te_backend, b, o, block, row);
 	if (err)
 		fprintf(stderr, "pdkv-bench: transfer error: %s\n", te_strerror(err));
 	return err ? 1 : 0;

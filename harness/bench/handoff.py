@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-# handoff.py: measures the KV hand-off path of pdkv's stand-ins (V0 pipe: decode pulls with READ;
-# V1 gen B: prefill pushes with WRITE) against a plain stand-in, one request at a time, and runs
-# `pdkv-bench` with the same protocol in the same run so the hand-off/engine ratio is like for like.
+# handoff.py: measures the KV hand-off path of pdkv's stand-ins (V0 pipe: decode pulls with
+# READ; V1 gen A and gen B: prefill pushes with WRITE) against a plain stand-in, one request at a
+# time, and runs `pdkv-bench` with the same protocol in the same run so the hand-off/engine ratio is like for like.
 import argparse, json, os, re, signal, socket, subprocess, sys, tempfile, time, urllib.request, uuid
 
 MODEL = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", default="build/bin")
-ap.add_argument("--gens", default="v0,bn")
+ap.add_argument("--gens", default="v0,bn", help="v0, a (V1 gen A), bn (V1 gen B)")
 ap.add_argument("--tokens", default="1000,4000,16000,32000")
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--ns-per-token", type=int, default=20000)
@@ -123,9 +123,11 @@ def run_gen(gen, plain):
         boot = free_port()
         env = {"VLLM_MOONCAKE_BOOTSTRAP_PORT": str(boot)}
         kt = '{"kv_connector":"MooncakeConnector","kv_role":"%s","kv_connector_extra_config":{"mooncake_protocol":"tcp"}}'
-        P = start("P" + gen, ["--vllm-version", "0.18", "--kv-transfer-config", kt % "kv_producer"], env)
-        D = start("D" + gen, ["--vllm-version", "0.18", "--kv-transfer-config", kt % "kv_consumer"], env)
-        eng = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{boot}/query").read())["0"]["engine_id"]
+        ver = "0.12" if gen == "a" else "0.18"  # gen A: ZMQ side channel; bn: bootstrap server
+        P = start("P" + gen, ["--vllm-version", ver, "--kv-transfer-config", kt % "kv_producer"], env)
+        D = start("D" + gen, ["--vllm-version", ver, "--kv-transfer-config", kt % "kv_consumer"], env)
+        if gen != "a":
+            eng = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{boot}/query").read())["0"]["engine_id"]
     for n in [int(t) for t in a.tokens.split(",")]:
         for rep in range(a.reps + 1):  # first = warm-up
             rid = uuid.uuid4().hex
@@ -136,6 +138,10 @@ def run_gen(gen, plain):
             if gen == "v0":
                 _, tp = post(P, body(p, 1), hdr)
                 r, td = post(D, body(p, 1), hdr)
+            elif gen == "a":
+                # gen A: the prefill answers with its side channel, which the decode is given
+                rp, tp = post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False}), hdr)
+                r, td = post(D, body(p, 1, rp["kv_transfer_params"]), hdr)
             else:
                 # the prefill first, then the decode (as V0's proxy does): the decode request
                 # then times the hand-off and its first token only, not the prefill's compute

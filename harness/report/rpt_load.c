@@ -181,7 +181,7 @@ static int bench_row(struct rpt_doc *d, const cJSON *x, size_t i, const cJSON *r
 	const char *proto = str_or(root, "protocol", "auto"), *kind, *op, *mem;
 	const cJSON *samples = cJSON_GetObjectItemCaseSensitive(x, "samples");
 	double block, batch, threads;
-	char key[256], label[256], loose[160], group[200], sb[32];
+	char key[256], label[256], loose[160], group[200], sb[32], sch[48] = "";
 
 	kind = str_or(x, "kind", NULL);
 	op = str_or(x, "operation", NULL);
@@ -198,11 +198,15 @@ static int bench_row(struct rpt_doc *d, const cJSON *x, size_t i, const cJSON *r
 	batch = num_or(x, "batch_size", num_or(root, "batch_size", 0));
 	threads = num_or(x, "threads", num_or(root, "threads", 0));
 	mem = str_or(x, "memory", rpt_meta_get(d, "memory") ? rpt_meta_get(d, "memory") : "cpu");
-	snprintf(group, sizeof(group), "%s|%.0f|%.0f|%.0f|%s|%s", op, block, batch, threads, proto,
-	         mem);
+	/* pdkv bench --scheme: each pair count of a sweep is its own series */
+	if (str_or(x, "scheme", NULL))
+		snprintf(sch, sizeof(sch), " %s x%.0f", str_or(x, "scheme", ""),
+		         num_or(x, "pairs", 0));
+	snprintf(group, sizeof(group), "%s|%.0f|%.0f|%.0f|%s|%s%s", op, block, batch, threads,
+	         proto, mem, sch);
 	snprintf(key, sizeof(key), "%s|%s", kind, group);
-	snprintf(loose, sizeof(loose), "%s|%s|%.0f", kind, op, block);
-	snprintf(label, sizeof(label), "%s %s %s b%.0f t%.0f %s%s%s", kind, op,
+	snprintf(loose, sizeof(loose), "%s|%s|%.0f%s", kind, op, block, sch);
+	snprintf(label, sizeof(label), "%s%s %s %s b%.0f t%.0f %s%s%s", kind, sch, op,
 	         size_str(block, sb, sizeof(sb)), batch, threads, proto,
 	         strncmp(mem, "cpu", 3) ? " " : "", strncmp(mem, "cpu", 3) ? mem : "");
 	for (size_t k = 0; k < PD_ARRAY_SIZE(bench_metrics); k++) {

@@ -117,6 +117,21 @@ static void md_cell(FILE *f, const char *s)
 	fputc(' ', f);
 }
 
+/* One row's formatted cells, shared by the terminal and Markdown tables. */
+struct cells {
+	const char *metric;
+	char so[48], sn[48], ch[32], ev[48];
+};
+
+static void row_cells(struct cells *x, const struct rpt_row *r)
+{
+	x->metric = (r->o ? r->o : r->n)->metric;
+	fmt_side(x->so, sizeof(x->so), r->o);
+	fmt_side(x->sn, sizeof(x->sn), r->n);
+	fmt_change(x->ch, sizeof(x->ch), r);
+	fmt_evidence(x->ev, sizeof(x->ev), r);
+}
+
 void rpt_print_text(FILE *f, const struct rpt_cmp *c)
 {
 	int w = 24, mw = 6;
@@ -150,15 +165,12 @@ void rpt_print_text(FILE *f, const struct rpt_cmp *c)
 	        "change", "evidence", "verdict");
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct rpt_row *r = &c->rows[i];
-		char so[48], sn[48], ch[32], ev[48];
+		struct cells x;
 		if (!shown(c, r))
 			continue;
-		fmt_side(so, sizeof(so), r->o);
-		fmt_side(sn, sizeof(sn), r->n);
-		fmt_change(ch, sizeof(ch), r);
-		fmt_evidence(ev, sizeof(ev), r);
+		row_cells(&x, r);
 		fprintf(f, "%-*.*s %-*s %14s %14s %8s %17s  %s%s%s%s\n", w, w, label_of(r), mw,
-		        (r->o ? r->o : r->n)->metric, so, sn, ch, ev, rpt_outcome_name(r->out),
+		        x.metric, x.so, x.sn, x.ch, x.ev, rpt_outcome_name(r->out),
 		        r->note[0] ? "  (paired: " : "", r->note, r->note[0] ? ")" : "");
 	}
 	footer(f, c, "");
@@ -189,15 +201,12 @@ void rpt_print_markdown(FILE *f, const struct rpt_cmp *c)
 	           "|---|---|--:|--:|--:|---|---|\n");
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct rpt_row *r = &c->rows[i];
-		char so[48], sn[48], ch[32], ev[48];
+		struct cells x;
 		if (!shown(c, r))
 			continue;
-		fmt_side(so, sizeof(so), r->o);
-		fmt_side(sn, sizeof(sn), r->n);
-		fmt_change(ch, sizeof(ch), r);
-		fmt_evidence(ev, sizeof(ev), r);
-		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s%s%s%s |\n", label_of(r),
-		        (r->o ? r->o : r->n)->metric, so, sn, ch, ev,
+		row_cells(&x, r);
+		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s%s%s%s |\n", label_of(r), x.metric,
+		        x.so, x.sn, x.ch, x.ev,
 		        r->out == RPT_REGRESSION ? "**REGRESSION**" : rpt_outcome_name(r->out),
 		        r->note[0] ? " (paired: " : "", r->note, r->note[0] ? ")" : "");
 	}

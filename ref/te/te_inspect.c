@@ -36,17 +36,25 @@ void te_inspect_local_ip(char *out, size_t len)
 	te_net_local_ip(out, len);
 }
 
-int te_inspect_segment(struct te_engine *eng, const char *name, struct te_segment_view *v)
+/* The named peer's descriptor, fetched through the engine's cache; TE_ERR_NOT_FOUND if none. */
+static int peer_desc(struct te_engine *eng, const char *name, const struct te_segment_desc **d)
 {
-	const struct te_segment_desc *d = NULL;
 	int ret;
-	if (!eng || !name || !v)
+	*d = NULL;
+	if (!eng || !name)
 		return TE_ERR_INVALID_ARGUMENT;
-	ret = te_engine_peer_desc(eng, name, &d);
+	ret = te_engine_peer_desc(eng, name, d);
 	if (ret)
 		return ret;
-	if (!d)
-		return TE_ERR_NOT_FOUND;
+	return *d ? 0 : TE_ERR_NOT_FOUND;
+}
+
+int te_inspect_segment(struct te_engine *eng, const char *name, struct te_segment_view *v)
+{
+	const struct te_segment_desc *d;
+	int ret = v ? peer_desc(eng, name, &d) : TE_ERR_INVALID_ARGUMENT;
+	if (ret)
+		return ret;
 	memset(v, 0, sizeof(*v));
 	snprintf(v->name, sizeof(v->name), "%s", d->name);
 	snprintf(v->protocol, sizeof(v->protocol), "%s", d->protocol);
@@ -59,15 +67,10 @@ int te_inspect_segment(struct te_engine *eng, const char *name, struct te_segmen
 
 int te_inspect_buffer(struct te_engine *eng, const char *name, int i, struct te_buffer_view *b)
 {
-	const struct te_segment_desc *d = NULL;
-	int ret;
-	if (!eng || !name || !b)
-		return TE_ERR_INVALID_ARGUMENT;
-	ret = te_engine_peer_desc(eng, name, &d);
+	const struct te_segment_desc *d;
+	int ret = b ? peer_desc(eng, name, &d) : TE_ERR_INVALID_ARGUMENT;
 	if (ret)
 		return ret;
-	if (!d)
-		return TE_ERR_NOT_FOUND;
 	if (i < 0 || i >= d->nbuffers)
 		return TE_ERR_OUT_OF_RANGE;
 	snprintf(b->name, sizeof(b->name), "%s", d->buffers[i].name);
