@@ -135,6 +135,7 @@ def run_gen(gen, plain):
             hdr = {"X-Request-Id": rid}
             _, tplain = post(plain, body(p, 1))
             splain, _, _ = post_stream(plain, body(p, 1))
+            sdec, sdone, hdr2 = None, True, {"X-Request-Id": uuid.uuid4().hex}
             if gen == "v0":
                 _, tp = post(P, body(p, 1), hdr)
                 r, td = post(D, body(p, 1), hdr)
@@ -142,6 +143,9 @@ def run_gen(gen, plain):
                 # gen A: the prefill answers with its side channel, which the decode is given
                 rp, tp = post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False}), hdr)
                 r, td = post(D, body(p, 1, rp["kv_transfer_params"]), hdr)
+                # the same hand-off once more, decode streamed: its TTFT
+                rp, _ = post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False}), hdr2)
+                sdec, _, sdone = post_stream(D, body(p, 1, rp["kv_transfer_params"]), hdr2)
             else:
                 # the prefill first, then the decode (as V0's proxy does): the decode request
                 # then times the hand-off and its first token only, not the prefill's compute
@@ -151,16 +155,13 @@ def run_gen(gen, plain):
                                              "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
                                              "remote_engine_id": eng, "transfer_id": tid}), hdr)
                 # the same hand-off once more, decode streamed: its TTFT
-                rid2 = uuid.uuid4().hex
-                tid2 = "xfer-" + rid2
-                post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": tid2}),
-                     {"X-Request-Id": rid2})
+                tid2 = "xfer-" + hdr2["X-Request-Id"]
+                post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": tid2}), hdr2)
                 sdec, _, sdone = post_stream(D, body(p, 1, {"do_remote_decode": False, "do_remote_prefill": True,
                                                             "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
-                                                            "remote_engine_id": eng, "transfer_id": tid2}),
-                                             {"X-Request-Id": rid2})
-                if not sdone:
-                    sys.exit(f"streamed decode of {n} tokens did not end with [DONE]")
+                                                            "remote_engine_id": eng, "transfer_id": tid2}), hdr2)
+            if not sdone:
+                sys.exit(f"streamed decode of {n} tokens did not end with [DONE]")
             t_have = stage(f"P{gen[-1] if gen=='v0' else gen}", rid, "kv_ready")
             t_ver = stage(f"D{gen[-1] if gen=='v0' else gen}", rid, "kv_verified")
             kvb = n * 57344
@@ -168,7 +169,7 @@ def run_gen(gen, plain):
             if rep == 0:
                 continue
             rows.append(dict(gen=gen, tokens=n, kv_mb=kvb / 1e6, prefill_s=tp, decode_s=td, plain_s=tplain,
-                             plain_ttft_s=splain, decode_ttft_s=sdec if gen != "v0" else None,
+                             plain_ttft_s=splain, decode_ttft_s=sdec,
                              handoff_s=(t_ver - t_have) / 1e9 if gp else None, goodput_gbs=gp))
             print(json.dumps(rows[-1]), flush=True)
     for pr in procs[1:]:
