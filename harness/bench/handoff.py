@@ -190,6 +190,13 @@ def run_gen(gen, plain):
                              plain_ttft_s=splain, decode_ttft_s=sdec,
                              handoff_s=(t_ver - t_have) / 1e9 if gp else None, goodput_gbs=gp))
             print(json.dumps(rows[-1]), flush=True)
+    # CPU the two stand-ins spent (user + system), per GB of KV handed over: less noisy than
+    # wall time on a shared host
+    tot = sum(r["kv_mb"] for r in rows) / 1e3 * (2 if gen != "v0" else 1) * (a.reps + 1) / a.reps
+    for name, pr in (("prefill", procs[-2]), ("decode", procs[-1])):
+        f = open(f"/proc/{pr.pid}/stat").read().rsplit(")", 1)[1].split()
+        cpu = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        print(f"# cpu {gen} {name}: {cpu:.2f} s for ~{tot:.1f} GB of KV = {cpu / tot:.3f} s/GB", flush=True)
     for pr in procs[1:]:
         pr.terminate()
     return rows
