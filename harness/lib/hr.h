@@ -156,7 +156,7 @@ struct hr_run_data {
 	struct hr_metrics p_before, p_after, d_before, d_after;
 	bool have_metrics;
 	const char *startup_error; /* why the deployment did not come up; NULL when it did */
-	char pf_notes[1024];       /* process faults done (hr_faults.c), "" when none */
+	char pf_notes[2048];       /* process faults done (hr_faults.c), "" when none */
 	/* router conformance (hr_router.c): what reached the stand-ins, the extra phases */
 	const char *contract;  /* the router contract graded against: v0 | toy | mooncake */
 	bool router_phase;     /* the records and extra phases below were collected */

@@ -17,7 +17,8 @@
 	X(router_ordering)                                                                         \
 	X(router_prefill_failure)                                                                  \
 	X(router_stream)                                                                           \
-	X(recovered)
+	X(recovered)                                                                               \
+	X(hostile_ok)
 
 #define DECLARE(n) extern const struct hr_check hr_check_##n;
 HR_CHECKS(DECLARE)

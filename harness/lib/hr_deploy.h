@@ -55,12 +55,42 @@ struct hr_deploy {
 /* Validates one such entry (field names it in errors). 0 or -1 with err set. */
 int hr_faults_parse_entry(const char *path, const char *field, const cJSON *e, char *err,
                           size_t errsz);
-bool hr_faults_is_process(const cJSON *e); /* the entry has "kill" */
+bool hr_faults_is_process(const cJSON *e); /* the entry has "kill", "rogue" or "flood" */
 /* Starts the fault thread for the scenario's process faults (none: nothing). */
 void hr_faults_start(struct hr_deploy *d);
 /* Waits for the faults still due (each bounded), and a probe request after restarts; what
  * was done ("decode SIGKILL at +0.5s; ...") into notes, "" when nothing. */
 void hr_faults_stop(struct hr_deploy *d, char *notes, size_t sz);
+
+/* With hostile faults (and no restart): the probe request after the faults, sent once the
+ * runner has read /metrics so the counters the checks compare hold the workload alone. */
+void hr_faults_probe_hostile(struct hr_deploy *d, char *notes, size_t nsz);
+
+/* ---- hostile peers (hr_fault_hostile.c): "faults" entries with "rogue" or "flood" ---- */
+bool hr_fault_is_hostile(const cJSON *e);
+int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, char *err,
+                           size_t errsz);
+/* where prefill's ports are, for the faults (hr_fault_hostile.c) */
+struct hr_addr {
+	char host[64];
+	int port;
+};
+/* Prefill's side channel from its log: V0 the data PUSH (ack: the ACK PUSH port), V1 the ROUTER. */
+bool hr_hostile_side_channel(struct hr_deploy *d, struct hr_addr *a, int *ack_port);
+/* V1: prefill's KV region count and block length from its log. */
+bool hr_hostile_kv_regions(struct hr_deploy *d, int *nbufs, long *block_len);
+/* A TCP connection from src (NULL: any) within 2 s, or -1. */
+int hr_hostile_connect(const char *src, const struct hr_addr *a);
+/* Did the peer close fd within ms? (what it sends is read and dropped) */
+bool hr_hostile_closed_within(int fd, int ms);
+/* A rogue peer on prefill's side channel (V0 pipe ports, V1 ROUTER): what it sent, what
+ * happened, and the warnings prefill logged meanwhile, into notes. */
+void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
+                        char *notes, size_t nsz);
+/* Idle or byte-at-a-time connections against the named servers for duration_ms (*opened set
+ * once they are open); what was opened and closed by each server, into notes. */
+void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
+                        volatile sig_atomic_t *opened, char *notes, size_t nsz);
 
 /* ---- deployment plan: what to start and with which arguments ---- */
 /* Forgets what an earlier attempt picked (ports, variables) so a retry starts fresh. */

@@ -1,6 +1,7 @@
 /* hr_faults: process faults of a scenario's "faults" list — {"at": "during_workload",
  * "after_ms": N, "kill": "decode"|"prefill"|"metadata", "signal": "TERM"|"KILL", "restart":
- * true, "restart_after_ms": M} — run on one thread while the workload runs, each noted. */
+ * true, "restart_after_ms": M}, and the hostile peers of hr_fault_hostile.c ("rogue", "flood")
+ * — run on one thread while the workload runs, each noted. */
 #include "hr_deploy.h"
 
 #include <errno.h>
@@ -19,13 +20,15 @@ struct hr_pfaults {
 	struct hr_deploy *d;
 	pthread_t thr;
 	volatile sig_atomic_t stop;
+	volatile sig_atomic_t opened; /* a flood's connections are open (hr_fault_flood_run) */
 	double t0;
-	char notes[1024];
+	char notes[2048];
 };
 
 bool hr_faults_is_process(const cJSON *e)
 {
-	return cJSON_IsObject(e) && cJSON_GetObjectItemCaseSensitive(e, "kill");
+	return cJSON_IsObject(e) &&
+	       (cJSON_GetObjectItemCaseSensitive(e, "kill") || hr_fault_is_hostile(e));
 }
 
 static int ferr(const char *path, const char *field, char *err, size_t sz, const char *fmt, ...)
@@ -59,6 +62,8 @@ int hr_faults_parse_entry(const char *path, const char *field, const cJSON *e, c
 	static const char *const keys[] = {"at",     "after_ms", "kill",
 	                                   "signal", "restart",  "restart_after_ms"};
 	const cJSON *rs = cJSON_GetObjectItemCaseSensitive(e, "restart");
+	if (hr_fault_is_hostile(e))
+		return hr_fault_hostile_parse(path, field, e, err, errsz);
 	for (const cJSON *k = e->child; k; k = k->next) {
 		bool known = false;
 		for (size_t i = 0; i < PD_ARRAY_SIZE(keys); i++)
@@ -167,9 +172,9 @@ static void meta_fault(struct hr_pfaults *f, int sig, bool restart, double resta
 }
 
 /* One request through the proxy after the faults: did the system come back? */
-static void probe(struct hr_pfaults *f)
+static void probe_into(struct hr_deploy *d, char *notes, size_t nsz)
 {
-	struct hr_scenario one = *f->d->sc;
+	struct hr_scenario one = *d->sc;
 	struct hr_req q;
 	volatile sig_atomic_t never = 0;
 	bool full;
@@ -183,13 +188,30 @@ static void probe(struct hr_pfaults *f)
 	    one.wl.prompts ? strdup(one.wl.prompts[0]) : hr_prompt_text(q.idx, q.planned_tokens, 7);
 	if (!q.prompt)
 		return;
-	hr_workload_run(f->d->proxy.base_url, &one, &q, pd_now_s() + 60, &never, NULL, NULL);
+	hr_workload_run(d->proxy.base_url, &one, &q, pd_now_s() + 60, &never, NULL, NULL);
 	full = q.status == 200 && !q.invalid && (!one.wl.stream || q.done_marker);
-	note(f, "probe after the faults: HTTP %ld %s", q.status, full ? "complete" : "incomplete");
+	hr_note_add(notes, nsz, "probe after the faults: HTTP %ld %s", q.status,
+	            full ? "complete" : "incomplete");
 	free(q.prompt);
 	free(q.body);
 	free(q.text);
 	free(q.invalid);
+}
+
+static void probe(struct hr_pfaults *f)
+{
+	probe_into(f->d, f->notes, sizeof(f->notes));
+}
+
+void hr_faults_probe_hostile(struct hr_deploy *d, char *notes, size_t nsz)
+{
+	bool hostile = false, restart = false;
+	for (const cJSON *e = d->sc->faults ? d->sc->faults->child : NULL; e; e = e->next) {
+		hostile |= hr_fault_is_hostile(e);
+		restart |= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "restart"));
+	}
+	if (hostile && !restart) /* a restart's probe ran already, before /metrics */
+		probe_into(d, notes, nsz);
 }
 
 static void *fault_main(void *ud)
@@ -206,8 +228,18 @@ static void *fault_main(void *ud)
 		bool restart;
 		if (!hr_faults_is_process(e))
 			continue;
-		who = cJSON_GetObjectItemCaseSensitive(e, "kill")->valuestring;
 		at = f->t0 + (ms ? ms->valuedouble : 200) / 1000.0;
+		if (hr_fault_is_hostile(e)) {
+			if (!wait_until(f, at))
+				break;
+			if (cJSON_GetObjectItemCaseSensitive(e, "rogue"))
+				hr_fault_rogue_run(f->d, e, &f->stop, f->notes, sizeof(f->notes));
+			else
+				hr_fault_flood_run(f->d, e, &f->stop, &f->opened, f->notes,
+				                   sizeof(f->notes));
+			continue;
+		}
+		who = cJSON_GetObjectItemCaseSensitive(e, "kill")->valuestring;
 		sig = sg && !strcmp(sg->valuestring, "TERM") ? SIGTERM : SIGKILL;
 		restart = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "restart"));
 		if (!wait_until(f, at))
@@ -240,7 +272,15 @@ void hr_faults_start(struct hr_deploy *d)
 	if (pthread_create(&d->pf->thr, NULL, fault_main, d->pf)) {
 		free(d->pf);
 		d->pf = NULL;
+		return;
 	}
+	/* a flood first and at after_ms 0 is in place before the first request (at most 3 s):
+	 * the legitimate client then meets the servers already flooded */
+	const cJSON *e0 = d->sc->faults->child;
+	const cJSON *ms0 = e0 ? cJSON_GetObjectItemCaseSensitive(e0, "after_ms") : NULL;
+	if (e0 && cJSON_GetObjectItemCaseSensitive(e0, "flood") && ms0 && ms0->valuedouble == 0)
+		for (int i = 0; i < 300 && !d->pf->opened; i++)
+			pd_sleep_ms(10);
 }
 
 void hr_faults_stop(struct hr_deploy *d, char *notes, size_t sz)

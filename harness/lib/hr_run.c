@@ -451,6 +451,7 @@ static int phase_collect(struct run *r, struct hr_run_data *rd)
 		metrics_copy(&rd->p_after, &rd->p_before);
 	}
 	rd->have_metrics = true;
+	hr_faults_probe_hostile(d, rd->pf_notes, sizeof(rd->pf_notes)); /* after the scrapes */
 	check_alive(r);
 	if (d->plain_on) {
 		progress(r, "same requests on the plain stand-in");

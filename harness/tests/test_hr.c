@@ -200,6 +200,33 @@ static void test_parse_errors(void **state)
 	                   "timeout_s: expected seconds > 0");
 	expect_parse_error("{\"name\":\"t\",\"metadata\":\"etcd\",\"expect_exit\":[\"prefil\"]}",
 	                   "expect_exit: element 0: expected prefill, decode, plain or proxy");
+	/* hostile-peer faults (hr_fault_hostile.c): each field named with what it expects */
+#define FAULT(x) "{\"name\":\"t\",\"metadata\":\"etcd\",\"faults\":[" x "]}"
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"data-port\"}"),
+	                   "faults[0]: \"rogue\": expected \"side-channel\"");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"side-channel\","
+	                         "\"send\":[\"take\",\"steal\"]}"),
+	                   "faults[0]: \"send\": expected a list of take, garbage");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"side-channel\","
+	                         "\"repeat\":0}"),
+	                   "faults[0]: \"repeat\": expected 1..256");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"rogue\":\"side-channel\","
+	                         "\"connections\":3}"),
+	                   "faults[0]: unknown key \"connections\" (a rogue fault has");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"flood\":[\"prefill\",\"etcd\"]}"),
+	                   "faults[0]: \"flood\": expected one or a list of prefill, decode");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"flood\":\"proxy\","
+	                         "\"connections\":5000}"),
+	                   "faults[0]: \"connections\": expected 1..1024");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"flood\":\"proxy\","
+	                         "\"mode\":\"fast\"}"),
+	                   "faults[0]: \"mode\": expected \"idle\" or \"slow\"");
+	expect_parse_error(FAULT("{\"at\":\"during_workload\",\"flood\":\"proxy\","
+	                         "\"from\":\"localhost\"}"),
+	                   "faults[0]: \"from\": expected an IPv4 address");
+	expect_parse_error(FAULT("{\"at\":\"during_transfer\",\"flood\":\"proxy\"}"),
+	                   "faults[0]: expected \"at\": \"during_workload\"");
+#undef FAULT
 }
 
 static void test_fixture_file(void **state)
@@ -434,7 +461,7 @@ static void test_checks(void **state)
 	char d[1024];
 	(void)state;
 	assert_null(hr_check_find("nope"));
-	assert_int_equal(hr_check_count(), 11);
+	assert_int_equal(hr_check_count(), 12);
 
 	canned(&rd, q, p, 4096, 0, 0);
 	/* recovered: needs process faults, the probe answered in full, a restarted decode reusing
@@ -448,6 +475,23 @@ static void test_checks(void **state)
 	         "decode SIGKILL at +0.5s; decode restarted, healthy at +1.6s; probe after the "
 	         "faults: HTTP 502 incomplete");
 	assert_false(run_check("recovered", &rd, d, sizeof(d)));
+	/* hostile_ok: a hostile fault ran, every request ended clearly, the probe was answered,
+	 * and prefill counted a rogue peer */
+	assert_false(run_check("hostile_ok", &rd, d, sizeof(d)));
+	assert_non_null(strstr(d, "no rogue or flood fault"));
+	snprintf(rd.pf_notes, sizeof(rd.pf_notes),
+	         "flood (idle, 16 per target from 127.0.0.9, 3.0 s): proxy 127.0.0.1:1 16/16 "
+	         "opened, 0 closed by it; probe after the faults: HTTP 200 complete");
+	assert_true(run_check("hostile_ok", &rd, d, sizeof(d)));
+	q[1].status = 0; /* hung or cut: no answer at all */
+	assert_false(run_check("hostile_ok", &rd, d, sizeof(d)));
+	assert_non_null(strstr(d, "request #1 ended without a full answer or an error"));
+	q[1].status = 200;
+	snprintf(rd.pf_notes, sizeof(rd.pf_notes),
+	         "rogue on prefill's side channel ROUTER tcp://h:1: not msgpack answered; prefill "
+	         "logged 2 warning(s), first: x; probe after the faults: HTTP 200 complete");
+	assert_false(run_check("hostile_ok", &rd, d, sizeof(d))); /* counted nowhere */
+	assert_non_null(strstr(d, "prefill did not say so"));
 	rd.pf_notes[0] = '\0';
 	assert_true(run_check("kv_reused", &rd, d, sizeof(d)));
 	assert_true(run_check("integrity", &rd, d, sizeof(d)));

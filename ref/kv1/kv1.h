@@ -112,6 +112,7 @@ int kv1_plan(const int64_t *local, size_t nl, const int64_t *remote, size_t nr,
 
 struct kv1_stats {
 	uint64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;
+	uint64_t rejected; /* side-channel messages refused: frames, msgpack, rank or lengths */
 	uint64_t bytes_received_blocks; /* consumer: bytes of blocks reported written */
 	uint64_t alloc_waits;           /* kv1_alloc_wait calls that had to wait */
 };

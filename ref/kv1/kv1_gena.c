@@ -106,8 +106,10 @@ void *kv1_gena_handle(void *arg)
 	bool ok = false;
 
 	if (kv1_agent_meta_decode(j->payload, j->len, &m, err, sizeof(err))) {
+		atomic_fetch_add(&w->rejected, 1);
 		pd_err("Error processing Mooncake handshake: %s", err);
 	} else if (m.nblock_ids != m.nreq) {
+		atomic_fetch_add(&w->rejected, 1);
 		pd_err("Error processing Mooncake handshake: %zu request ids but %zu block lists",
 		       m.nreq, m.nblock_ids);
 		kv1_agent_meta_free(&m);

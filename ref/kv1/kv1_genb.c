@@ -227,13 +227,15 @@ void *kv1_genb_handle(void *arg)
 	void *push = kv1_job_push_open(w);
 
 	if (kv1_xfer_meta_decode(j->payload, j->len, shape_of(w), &m, err, sizeof(err))) {
+		atomic_fetch_add(&w->rejected, 1);
 		pd_err("%s", err);
 		kv1_wire_err_to_msgspec(err, msg, sizeof(msg));
 		send_error(j, push, msg);
 	} else {
-		if (!targeted(w, &m, msg, sizeof(msg)) || !lens_match(w, &m, msg, sizeof(msg)))
+		if (!targeted(w, &m, msg, sizeof(msg)) || !lens_match(w, &m, msg, sizeof(msg))) {
+			atomic_fetch_add(&w->rejected, 1);
 			send_error(j, push, msg);
-		else
+		} else
 			serve(j, push, &m);
 		kv1_xfer_meta_free(&m);
 	}

@@ -60,6 +60,7 @@ struct kv1_worker {
 	struct kv1_boot_table boot;
 	/* stats */
 	atomic_uint_fast64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;
+	atomic_uint_fast64_t rejected; /* side-channel messages refused (frames, msgpack, target) */
 	atomic_uint_fast64_t bytes_recv, alloc_waits;
 	/* consumer, host buffers: bytes landed per (buffer, block), nbufs x num_blocks
 	 * (kv1_landed.c); lcv is broadcast on every landed WRITE while lwaiters > 0 */

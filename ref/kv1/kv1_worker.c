@@ -408,6 +408,7 @@ static void dispatch(struct kv1_worker *w, zmq_msg_t *m, int n)
 	struct kv1_job *j;
 
 	if (n != want || (a && zmq_msg_size(&m[1]) != 0)) {
+		atomic_fetch_add(&w->rejected, 1);
 		pd_warn("kv1: side channel %s: dropped a message of %d frames (expected %s)",
 		        w->side_addr, n, a ? "identity, empty, payload" : "identity, payload");
 		return;
@@ -777,6 +778,7 @@ void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st)
 	st->handshakes = atomic_load(&w->handshakes);
 	st->unknown_ids = atomic_load(&w->unknown_ids);
 	st->expired = atomic_load(&w->expired);
+	st->rejected = atomic_load(&w->rejected);
 	st->alloc_waits = atomic_load(&w->alloc_waits);
 	st->bytes_received_blocks = atomic_load(&w->bytes_recv);
 }

@@ -279,7 +279,7 @@ char *sa_metrics_text(struct sa *s)
 	struct kvc_stats t, st;
 	char lbl[300];
 	struct sa_counters *n = &s->n;
-	uint64_t block_waits = 0;
+	uint64_t block_waits = 0, rejected = 0;
 
 	memset(&t, 0, sizeof(t));
 	for (int k = 0; k < s->nkvc; k++) {
@@ -307,6 +307,7 @@ char *sa_metrics_text(struct sa *s)
 				t.bytes_sent += k.bytes_sent;
 				t.bytes_received += k.bytes_received_blocks;
 				block_waits += k.alloc_waits;
+				rejected += k.rejected + k.unknown_ids;
 			}
 	metric(&b, "pdkv_kv_reused_tokens_total", "counter",
 	       "Prompt tokens whose KV came from the connector (model skipped).", "",
@@ -363,6 +364,10 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_kvc_side_channel_extra_peers_total", "counter",
 	       "Extra peers seen on a bound side-channel port (a rogue or stale connection).", "",
 	       t.extra_peers);
+	metric(&b, "pdkv_kv_side_channel_rejected_total", "counter",
+	       "V1 side-channel messages refused: wrong frames, bad msgpack, unknown request ids, "
+	       "wrong rank or region lengths (a rogue or broken peer).",
+	       "", rejected);
 	metric(&b, "pdkv_kvc_buffer_items", "gauge", "Producer buffer items held now.", "",
 	       t.buffer_items);
 	label_escape(s->o.served[0], model, sizeof(model));
