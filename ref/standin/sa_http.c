@@ -382,6 +382,7 @@ static void stream_free(void *cls)
 
 	if (st->r.send_tracked)
 		finished(s, &st->r, "abort"); /* client went away before the end */
+	sa_verify_wait(&st->r); /* a stream that ended early: its check still holds blocks */
 	log_request(s, &st->r,
 	            st->phase == 4   ? 200
 	            : st->phase == 5 ? 500
@@ -517,6 +518,7 @@ static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, s
 	}
 	cn->status = 200;
 	ret = respond(h, c, &r);
+	sa_verify_wait(&r); /* a stream that could not be set up still had a check running */
 	sa_req_free(&r);
 	return ret;
 }

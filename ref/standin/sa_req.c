@@ -14,8 +14,6 @@
 
 void sa_req_free(struct sa_req *r)
 {
-	if (r->verify)
-		sa_verify_wait(r); /* a stream that ended early: the check still owns blocks */
 	free(r->tokens);
 	r->tokens = NULL;
 	free(r->kvp.text);
