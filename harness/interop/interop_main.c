@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,37 +91,58 @@ static char *tail(const char *log)
 	return buf;
 }
 
-static void mb_args(char **av, int *n, char bufs[][PATH_MAX + 64], int *nb)
+/* A command line being built: v NULL-terminated, formatted words stored in s. */
+struct args {
+	char *v[24];
+	char s[16][PATH_MAX + 64];
+	int n, ns;
+};
+
+static void arg(struct args *a, const char *w)
 {
-	snprintf(bufs[(*nb)], sizeof(bufs[0]), "--protocol=%s", g.protocol);
-	av[(*n)++] = bufs[(*nb)++];
-	if (g.device) {
-		snprintf(bufs[(*nb)], sizeof(bufs[0]), "--device_name=%s", g.device);
-		av[(*n)++] = bufs[(*nb)++];
-	}
+	if (a->n + 1 < (int)(sizeof(a->v) / sizeof(a->v[0])))
+		a->v[a->n++] = (char *)w;
+	a->v[a->n] = NULL;
+}
+
+static void argf(struct args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void argf(struct args *a, const char *fmt, ...)
+{
+	va_list ap;
+	if (a->ns == (int)(sizeof(a->s) / sizeof(a->s[0])))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(a->s[a->ns], sizeof(a->s[0]), fmt, ap);
+	va_end(ap);
+	arg(a, a->s[a->ns++]);
+}
+
+/* --protocol and --device_name, as every bench command of a run takes them */
+static void mb_args(struct args *a)
+{
+	argf(a, "--protocol=%s", g.protocol);
+	if (g.device)
+		argf(a, "--device_name=%s", g.device);
 }
 
 /* Mooncake target, pdkv initiator (read, write, --check). */
 static void run_mc_target(const char *conn, struct cell *c)
 {
-	char log[PATH_MAX + 32], name[128], seg[160] = "", bufs[12][PATH_MAX + 64], host[64];
+	char log[PATH_MAX + 32], name[128], seg[160] = "", host[64];
 	char pl[PATH_MAX + 32], exe[PATH_MAX + 16], err[256];
 	struct pd_proc mt = {0}, pi = {0};
-	char *av[24];
-	int n = 0, nb = 0, port;
+	struct args a = {.n = 0};
+	int port;
 
 	snprintf(log, sizeof(log), "%s/mc-target-%d.log", g.dir, ++g.seq);
 	snprintf(name, sizeof(name), "127.0.0.1:%d", 21000 + g.seq);
-	av[n++] = (char *)g.mb;
-	av[n++] = "--mode=target";
-	snprintf(bufs[nb], sizeof(bufs[0]), "--metadata_server=%s", conn);
-	av[n++] = bufs[nb++];
-	snprintf(bufs[nb], sizeof(bufs[0]), "--local_server_name=%s", name);
-	av[n++] = bufs[nb++];
-	av[n++] = "--buffer_size=67108864";
-	mb_args(av, &n, bufs, &nb);
-	av[n] = NULL;
-	if (pd_proc_spawn(&mt, "mooncake-target", av, NULL, log)) {
+	arg(&a, g.mb);
+	arg(&a, "--mode=target");
+	argf(&a, "--metadata_server=%s", conn);
+	argf(&a, "--local_server_name=%s", name);
+	arg(&a, "--buffer_size=67108864");
+	mb_args(&a);
+	if (pd_proc_spawn(&mt, "mooncake-target", a.v, NULL, log)) {
 		set(c, "FAIL", "cannot start %s", g.mb);
 		return;
 	}
@@ -147,29 +169,19 @@ static void run_mc_target(const char *conn, struct cell *c)
 	pd_sleep_ms(500); /* the segment key follows rpc_meta */
 	snprintf(pl, sizeof(pl), "%s/pdkv-init-%d.log", g.dir, g.seq);
 	snprintf(exe, sizeof(exe), "%s/pdkv-bench", pd_self_dir());
-	n = 0;
-	av[n++] = exe;
-	av[n++] = "--mode=initiator";
-	snprintf(bufs[nb], sizeof(bufs[0]), "--metadata_server=%s", conn);
-	av[n++] = bufs[nb++];
-	snprintf(bufs[nb], sizeof(bufs[0]), "--segment_id=%s", seg);
-	av[n++] = bufs[nb++];
-	snprintf(bufs[nb], sizeof(bufs[0]), "--protocol=%s", g.protocol);
-	av[n++] = bufs[nb++];
-	if (g.device) {
-		snprintf(bufs[nb], sizeof(bufs[0]), "--device_name=%s", g.device);
-		av[n++] = bufs[nb++];
-	}
-	snprintf(bufs[nb], sizeof(bufs[0]), "--block_size=%s", g.block);
-	av[n++] = bufs[nb++];
-	snprintf(bufs[nb], sizeof(bufs[0]), "--duration=%s", g.duration);
-	av[n++] = bufs[nb++];
-	av[n++] = "--batch_size=16";
-	av[n++] = "--threads=2";
-	av[n++] = "--operation=read,write";
-	av[n++] = "--check";
-	av[n] = NULL;
-	if (pd_proc_spawn(&pi, "pdkv-initiator", av, NULL, pl) || pd_proc_wait(&pi, 120000))
+	a.n = 0;
+	arg(&a, exe);
+	arg(&a, "--mode=initiator");
+	argf(&a, "--metadata_server=%s", conn);
+	argf(&a, "--segment_id=%s", seg);
+	mb_args(&a);
+	argf(&a, "--block_size=%s", g.block);
+	argf(&a, "--duration=%s", g.duration);
+	arg(&a, "--batch_size=16");
+	arg(&a, "--threads=2");
+	arg(&a, "--operation=read,write");
+	arg(&a, "--check");
+	if (pd_proc_spawn(&pi, "pdkv-initiator", a.v, NULL, pl) || pd_proc_wait(&pi, 120000))
 		set(c, "FAIL", "pdkv initiator did not finish: %s", tail(pl));
 	else if (!WIFEXITED(pi.exit_status) || WEXITSTATUS(pi.exit_status))
 		set(c, "FAIL", "pdkv initiator: %s", tail(pl));
@@ -182,34 +194,26 @@ static void run_mc_target(const char *conn, struct cell *c)
 /* pdkv target (patterned, --verify_written), Mooncake initiator writing (and reading). */
 static void run_pdkv_target(const char *conn, struct cell *w, struct cell *r)
 {
-	char log[PATH_MAX + 32], ready[PATH_MAX + 32], exe[PATH_MAX + 16], bufs[16][PATH_MAX + 64];
+	char log[PATH_MAX + 32], ready[PATH_MAX + 32], exe[PATH_MAX + 16];
 	struct pd_proc pt = {0};
-	char *txt = NULL, *av[24], seg[160] = "";
+	char *txt = NULL, seg[160] = "";
+	struct args a = {.n = 0};
 	unsigned long long region = strtoull(g.block, NULL, 10) * 16 * 2;
-	int n = 0, nb = 0;
+	int ns0;
 
 	snprintf(log, sizeof(log), "%s/pdkv-target-%d.log", g.dir, ++g.seq);
 	snprintf(ready, sizeof(ready), "%s/ready-%d", g.dir, g.seq);
 	snprintf(exe, sizeof(exe), "%s/pdkv-bench", pd_self_dir());
-	av[n++] = exe;
-	av[n++] = "--mode=target";
-	snprintf(bufs[nb], sizeof(bufs[0]), "--metadata_server=%s", conn);
-	av[n++] = bufs[nb++];
-	snprintf(bufs[nb], sizeof(bufs[0]), "--local_server_name=127.0.0.1:%d", 22000 + g.seq);
-	av[n++] = bufs[nb++];
-	snprintf(bufs[nb], sizeof(bufs[0]), "--protocol=%s", g.protocol);
-	av[n++] = bufs[nb++];
-	if (g.device) {
-		snprintf(bufs[nb], sizeof(bufs[0]), "--device_name=%s", g.device);
-		av[n++] = bufs[nb++];
-	}
-	av[n++] = "--buffer_size=64MiB";
-	snprintf(bufs[nb], sizeof(bufs[0]), "--verify_written=%llu", region);
-	av[n++] = bufs[nb++];
-	snprintf(bufs[nb], sizeof(bufs[0]), "--ready_file=%s", ready);
-	av[n++] = bufs[nb++];
-	av[n] = NULL;
-	if (pd_proc_spawn(&pt, "pdkv-target", av, NULL, log)) {
+	arg(&a, exe);
+	arg(&a, "--mode=target");
+	argf(&a, "--metadata_server=%s", conn);
+	argf(&a, "--local_server_name=127.0.0.1:%d", 22000 + g.seq);
+	mb_args(&a);
+	arg(&a, "--buffer_size=64MiB");
+	argf(&a, "--verify_written=%llu", region);
+	argf(&a, "--ready_file=%s", ready);
+	ns0 = a.ns; /* the initiators below reuse the slots after these */
+	if (pd_proc_spawn(&pt, "pdkv-target", a.v, NULL, log)) {
 		set(w, "FAIL", "cannot start pdkv-bench%s", NULL);
 		set(r, "FAIL", "cannot start pdkv-bench%s", NULL);
 		return;
@@ -229,29 +233,21 @@ static void run_pdkv_target(const char *conn, struct cell *w, struct cell *r)
 		}
 		snprintf(ml, sizeof(ml), "%s/mc-init-%d-%s.log", g.dir, g.seq,
 		         op ? "read" : "write");
-		n = 0;
-		av[n++] = (char *)g.mb;
-		av[n++] = "--mode=initiator";
-		av[n++] = op ? "--operation=read" : "--operation=write";
-		snprintf(bufs[nb], sizeof(bufs[0]), "--metadata_server=%s", conn);
-		av[n++] = bufs[nb++];
-		snprintf(bufs[nb], sizeof(bufs[0]), "--segment_id=%s", seg);
-		av[n++] = bufs[nb++];
-		snprintf(bufs[nb], sizeof(bufs[0]), "--local_server_name=127.0.0.1:%d",
-		         23000 + 2 * g.seq + op);
-		av[n++] = bufs[nb++];
-		snprintf(bufs[nb], sizeof(bufs[0]), "--block_size=%s", g.block);
-		av[n++] = bufs[nb++];
-		snprintf(bufs[nb], sizeof(bufs[0]), "--duration=%d",
-		         atoi(g.duration) > 0 ? atoi(g.duration) : 1);
-		av[n++] = bufs[nb++];
-		av[n++] = "--batch_size=16";
-		av[n++] = "--threads=2";
-		av[n++] = "--buffer_size=67108864";
-		mb_args(av, &n, bufs, &nb);
-		av[n] = NULL;
-		nb -= 6 + (g.device != NULL); /* reuse the slots for the second run */
-		if (pd_proc_spawn(&mi, "mooncake-initiator", av, NULL, ml) ||
+		a.n = 0;
+		a.ns = ns0;
+		arg(&a, g.mb);
+		arg(&a, "--mode=initiator");
+		arg(&a, op ? "--operation=read" : "--operation=write");
+		argf(&a, "--metadata_server=%s", conn);
+		argf(&a, "--segment_id=%s", seg);
+		argf(&a, "--local_server_name=127.0.0.1:%d", 23000 + 2 * g.seq + op);
+		argf(&a, "--block_size=%s", g.block);
+		argf(&a, "--duration=%d", atoi(g.duration) > 0 ? atoi(g.duration) : 1);
+		arg(&a, "--batch_size=16");
+		arg(&a, "--threads=2");
+		arg(&a, "--buffer_size=67108864");
+		mb_args(&a);
+		if (pd_proc_spawn(&mi, "mooncake-initiator", a.v, NULL, ml) ||
 		    pd_proc_wait(&mi, 120000))
 			set(c, "FAIL", "Mooncake initiator did not finish: %s", tail(ml));
 		else if (log_has(ml, "Unable to find metadata storage plugin", NULL, 0))

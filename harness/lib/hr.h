@@ -113,6 +113,10 @@ double hr_metrics_get(const struct hr_metrics *m, const char *name);
 void hr_metrics_free(struct hr_metrics *m);
 /* GET url (the /metrics endpoint) and parse; 0 or negative. */
 int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m);
+/* GET url (no proxy, bounded) into b, body NUL-terminated (the caller frees b->p); the HTTP
+ * status, 0 when there was no answer, -ENOMEM. */
+struct pd_buf;
+long hr_http_get(const char *url, int timeout_ms, struct pd_buf *b);
 
 /* ---- the OpenAI workload (hr_workload.c) --------------------------------------------------- */
 struct hr_req {

@@ -125,27 +125,18 @@ static bool decode_request(const struct hr_run_data *rd, char *detail, size_t sz
 		return false;
 	}
 	for (size_t i = 0; i <= rd->nreqs; i++) {
-		const struct hr_req *q = i < rd->nreqs ? &rd->reqs[i] : rd->probe;
+		const struct hr_req *q = hr_router_sent(rd, i);
 		const cJSON *p, *d;
 		const char *w;
-		if (!q || (!q->status && !q->curl_err[0]))
+		if (!q)
 			continue;
 		n++;
 		p = hr_router_find(rd->rec_p, q->prompt);
 		d = hr_router_find(rd->rec_d, q->prompt);
 		w = d ? judge(rd, q, i == rd->nreqs, p, d, why, sizeof(why))
 		      : "it never reached decode";
-		if (!w || bad++)
-			continue;
-		{
-			char *body =
-			    d ? hr_router_show(cJSON_GetObjectItemCaseSensitive(d, "body"), 400)
-			      : NULL;
-			snprintf(first, sizeof(first), "%s request %d: %s%s%s",
-			         i < rd->nreqs ? "workload" : "streamed", q->idx, w,
-			         body ? "; decode got " : "", body ? body : "");
-			free(body);
-		}
+		if (w && !bad++)
+			hr_router_evidence(first, sizeof(first), rd, i, w, "decode", d);
 	}
 	if (bad)
 		snprintf(detail, sz,

@@ -68,27 +68,18 @@ static bool prefill_request(const struct hr_run_data *rd, char *detail, size_t s
 		return false;
 	}
 	for (size_t i = 0; i <= rd->nreqs; i++) {
-		const struct hr_req *q = i < rd->nreqs ? &rd->reqs[i] : rd->probe;
+		const struct hr_req *q = hr_router_sent(rd, i);
 		const cJSON *rec;
 		const char *w;
-		if (!q || (!q->status && !q->curl_err[0]))
+		if (!q)
 			continue; /* never sent */
 		n++;
 		rec = hr_router_find(rd->rec_p, q->prompt);
 		w = rec ? judge(cJSON_GetObjectItemCaseSensitive(rec, "body"), rd->contract, why,
 		                sizeof(why))
 		        : "it never reached prefill";
-		if (!w || bad++)
-			continue;
-		{
-			char *body =
-			    rec ? hr_router_show(cJSON_GetObjectItemCaseSensitive(rec, "body"), 400)
-			        : NULL;
-			snprintf(first, sizeof(first), "%s request %d: %s%s%s",
-			         i < rd->nreqs ? "workload" : "streamed", q->idx, w,
-			         body ? "; prefill got " : "", body ? body : "");
-			free(body);
-		}
+		if (w && !bad++)
+			hr_router_evidence(first, sizeof(first), rd, i, w, "prefill", rec);
 	}
 	if (bad)
 		snprintf(detail, sz, "%zu of %zu requests wrong for the %s contract; first: %s",

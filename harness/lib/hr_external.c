@@ -4,7 +4,6 @@
 #include "pd_buf.h"
 #include "pd_util.h"
 
-#include <curl/curl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,23 +15,11 @@ static char *get_text(const char *base, const char *path)
 {
 	char url[600];
 	struct pd_buf b = {.max = 64 << 20};
-	CURL *c = curl_easy_init();
-	long st = 0;
-	if (!c)
-		return NULL;
 	snprintf(url, sizeof(url), "%s%s", base, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pd_buf_curl_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	if (curl_easy_perform(c) != CURLE_OK ||
-	    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st) != CURLE_OK || st != 200) {
+	if (hr_http_get(url, 5000, &b) != 200) {
 		free(b.p);
 		b.p = NULL;
 	}
-	curl_easy_cleanup(c);
 	return b.p; /* NUL-terminated */
 }
 

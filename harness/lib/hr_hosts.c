@@ -13,20 +13,6 @@
 static const char *const roles[] = {"prefill", "decode", "proxy", "metadata", "reference"};
 #define NROLES (sizeof(roles) / sizeof(roles[0]))
 
-static int herr(const char *path, char *err, size_t sz, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int herr(const char *path, char *err, size_t sz, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-	int n = snprintf(err, sz, "%s: %s: ", path, field);
-	if (n >= 0 && (size_t)n < sz) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, sz - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
 static bool is_role(const char *k)
 {
 	for (size_t i = 0; i < NROLES; i++)
@@ -47,9 +33,9 @@ static int parse_faults(const char *path, const cJSON *f, const cJSON *hosts, ch
 {
 	int i = 0;
 	if (!cJSON_IsArray(f))
-		return herr(path, err, sz, "faults",
-		            "expected an array of {\"at\", \"link\", "
-		            "\"action\"}");
+		return pd_field_err(path, err, sz, "faults",
+		                    "expected an array of {\"at\", \"link\", "
+		                    "\"action\"}");
 	for (const cJSON *e = f->child; e; e = e->next, i++) {
 		const cJSON *at = cJSON_GetObjectItemCaseSensitive(e, "at");
 		if (hr_faults_is_process(e)) { /* {"kill": ...}: hr_faults.c */
@@ -60,7 +46,7 @@ static int parse_faults(const char *path, const cJSON *f, const cJSON *hosts, ch
 			continue;
 		}
 		if (!hosts)
-			return herr(path, err, sz, "faults", "link faults need \"hosts\"");
+			return pd_field_err(path, err, sz, "faults", "link faults need \"hosts\"");
 		const cJSON *link = cJSON_GetObjectItemCaseSensitive(e, "link");
 		const cJSON *act = cJSON_GetObjectItemCaseSensitive(e, "action");
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(e, "after_ms");
@@ -69,22 +55,24 @@ static int parse_faults(const char *path, const cJSON *f, const cJSON *hosts, ch
 		for (const cJSON *k = cJSON_IsObject(e) ? e->child : NULL; k; k = k->next)
 			if (strcmp(k->string, "at") && strcmp(k->string, "link") &&
 			    strcmp(k->string, "action") && strcmp(k->string, "after_ms"))
-				return herr(
+				return pd_field_err(
 				    path, err, sz, field,
 				    "unknown key \"%s\" (expected at, link, action, after_ms)",
 				    k->string);
 		if (!cJSON_IsObject(e) || !cJSON_IsString(at) ||
 		    strcmp(at->valuestring, "during_transfer"))
-			return herr(path, err, sz, field, "expected \"at\": \"during_transfer\"");
+			return pd_field_err(path, err, sz, field,
+			                    "expected \"at\": \"during_transfer\"");
 		if (!cJSON_IsString(link) || !names_host(hosts, link->valuestring))
-			return herr(path, err, sz, field,
-			            "\"link\": expected a host named in \"hosts\"");
+			return pd_field_err(path, err, sz, field,
+			                    "\"link\": expected a host named in \"hosts\"");
 		if (!cJSON_IsString(act) ||
 		    (strcmp(act->valuestring, "down") && strcmp(act->valuestring, "up")))
-			return herr(path, err, sz, field,
-			            "\"action\": expected \"down\" or \"up\"");
+			return pd_field_err(path, err, sz, field,
+			                    "\"action\": expected \"down\" or \"up\"");
 		if (ms && (!cJSON_IsNumber(ms) || ms->valuedouble < 0 || ms->valuedouble > 600000))
-			return herr(path, err, sz, field, "\"after_ms\": expected 0..600000");
+			return pd_field_err(path, err, sz, field,
+			                    "\"after_ms\": expected 0..600000");
 	}
 	return 0;
 }
@@ -96,22 +84,25 @@ int hr_scenario_parse_hosts(const char *path, const cJSON *root, struct hr_scena
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "faults");
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "mtu");
 	if (h && !cJSON_IsObject(h))
-		return herr(path, err, errsz, "hosts", "expected an object of role -> host name");
+		return pd_field_err(path, err, errsz, "hosts",
+		                    "expected an object of role -> host name");
 	for (const cJSON *e = h ? h->child : NULL; e; e = e->next) {
 		char field[64];
 		snprintf(field, sizeof(field), "hosts.%s", e->string);
 		if (!is_role(e->string))
-			return herr(path, err, errsz, field,
-			            "unknown role (expected prefill, decode, proxy, metadata, "
-			            "reference)");
+			return pd_field_err(
+			    path, err, errsz, field,
+			    "unknown role (expected prefill, decode, proxy, metadata, "
+			    "reference)");
 		if (!cJSON_IsString(e) || !hr_netns_name_ok(e->valuestring))
-			return herr(path, err, errsz, field,
-			            "expected a host name of 1..20 letters, digits, _ or -");
+			return pd_field_err(
+			    path, err, errsz, field,
+			    "expected a host name of 1..20 letters, digits, _ or -");
 	}
 	if (f && parse_faults(path, f, h, err, errsz))
 		return -1;
 	if (m && (!h || !cJSON_IsNumber(m) || m->valuedouble < 576 || m->valuedouble > 9000))
-		return herr(path, err, errsz, "mtu", "expected 576..9000, with \"hosts\"");
+		return pd_field_err(path, err, errsz, "mtu", "expected 576..9000, with \"hosts\"");
 	sc->hosts = h ? cJSON_Duplicate(h, 1) : NULL;
 	sc->faults = f ? cJSON_Duplicate(f, 1) : NULL;
 	sc->mtu = m ? m->valueint : 0;

@@ -1,5 +1,5 @@
 /* hr_metrics: reads a stand-in's /metrics (Prometheus text format 0.0.4) into name -> value,
- * summing the samples of one metric over its labels. */
+ * summing the samples of one metric over its labels; the runner's one plain HTTP GET. */
 #include "hr.h"
 #include "pd_buf.h"
 
@@ -107,26 +107,35 @@ void hr_metrics_free(struct hr_metrics *m)
 	memset(m, 0, sizeof(*m));
 }
 
-int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m)
+long hr_http_get(const char *url, int timeout_ms, struct pd_buf *b)
 {
 	CURL *c = curl_easy_init();
-	struct pd_buf b = {.max = 16u << 20};
 	long code = 0;
-	int ret = -EIO;
-	memset(m, 0, sizeof(*m));
 	if (!c)
 		return -ENOMEM;
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pd_buf_curl_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	if (curl_easy_perform(c) == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	return code;
+}
+
+int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m)
+{
+	struct pd_buf b = {.max = 16u << 20};
+	long code;
+	int ret = -EIO;
+	memset(m, 0, sizeof(*m));
+	code = hr_http_get(url, timeout_ms, &b);
+	if (code == -ENOMEM)
+		return -ENOMEM;
 	if (code == 200 && b.p)
 		ret = hr_metrics_parse(b.p, m);
-	curl_easy_cleanup(c);
 	free(b.p);
 	return ret;
 }

@@ -1,6 +1,7 @@
 /* hr_netns: namespaces, veths, bridge, 198.18.0.0/15 addresses, link faults and nftables drops
  * for scenarios across separate network stacks; everything made is removed again (hr_netns.h). */
 #include "hr_netns.h"
+#include "pd_util.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -24,18 +25,6 @@
 
 #define NETNS_DIR    "/run/netns"
 #define CMD_LIMIT_MS 10000 /* one `ip` / `nft` call; a hung one is killed */
-
-static void seterr(char *err, size_t sz, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t sz, const char *fmt, ...)
-{
-	va_list ap;
-	if (!err || !sz)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, sz, fmt, ap);
-	va_end(ap);
-}
 
 static double now_ms(void)
 {
@@ -139,11 +128,11 @@ static int cmd(char *err, size_t errsz, const char *arg0, ...)
 		strncat(line, argv[i], sizeof(line) - strlen(line) - 1);
 	}
 	out[strcspn(out, "\n")] = '\0';
-	seterr(err, errsz, "`%s` failed: %s", line,
-	       ret == -ENOENT      ? "command not found"
-	       : ret == -ETIMEDOUT ? "timed out"
-	       : out[0]            ? out
-	                           : "non-zero exit");
+	pd_seterr(err, errsz, "`%s` failed: %s", line,
+	          ret == -ENOENT      ? "command not found"
+	          : ret == -ETIMEDOUT ? "timed out"
+	          : out[0]            ? out
+	                              : "non-zero exit");
 	return ret < 0 ? ret : -EIO;
 }
 
@@ -163,12 +152,12 @@ int hr_netns_probe(char *why, size_t sz)
 	snprintf(name, sizeof(name), HR_NETNS_PREFIX "%d.probe", (int)getpid());
 	ret = cmd(err, sizeof(err), "ip", "netns", "add", name, NULL);
 	if (ret == -ENOENT) {
-		seterr(why, sz, "network namespaces need `ip` (iproute2), not found in PATH");
+		pd_seterr(why, sz, "network namespaces need `ip` (iproute2), not found in PATH");
 		return -ENOENT;
 	}
 	if (ret) {
-		seterr(why, sz, "network namespaces need root or CAP_NET_ADMIN (uid %d): %s",
-		       (int)getuid(), err);
+		pd_seterr(why, sz, "network namespaces need root or CAP_NET_ADMIN (uid %d): %s",
+		          (int)getuid(), err);
 		return -EPERM;
 	}
 	cmd(NULL, 0, "ip", "netns", "del", name, NULL);
@@ -262,7 +251,7 @@ int hr_netns_create(struct hr_netns *nn, const char *const *hosts, size_t n, int
 	memset(nn, 0, sizeof(*nn));
 	nn->mtu = mtu > 0 ? mtu : 1500;
 	if (nn->mtu < 576 || nn->mtu > 9000) {
-		seterr(err, errsz, "mtu %d: expected 576..9000", mtu);
+		pd_seterr(err, errsz, "mtu %d: expected 576..9000", mtu);
 		return -EINVAL;
 	}
 	snprintf(nn->prefix, sizeof(nn->prefix), HR_NETNS_PREFIX "%d", pid);
@@ -270,14 +259,14 @@ int hr_netns_create(struct hr_netns *nn, const char *const *hosts, size_t n, int
 	snprintf(nn->root_if, sizeof(nn->root_if), "pdkv%dr", pid);
 	for (size_t i = 0; i < n; i++) {
 		if (!hr_netns_name_ok(hosts[i])) {
-			seterr(err, errsz, "host name \"%s\": expected 1..20 of A-Z a-z 0-9 _ -",
-			       hosts[i] ? hosts[i] : "");
+			pd_seterr(err, errsz, "host name \"%s\": expected 1..20 of A-Z a-z 0-9 _ -",
+			          hosts[i] ? hosts[i] : "");
 			return -EINVAL;
 		}
 		if (hr_netns_find(nn, hosts[i]))
 			continue; /* roles naming the same host share it */
 		if (nn->n == HR_NETNS_MAX) {
-			seterr(err, errsz, "more than %d hosts", HR_NETNS_MAX);
+			pd_seterr(err, errsz, "more than %d hosts", HR_NETNS_MAX);
 			return -E2BIG;
 		}
 		struct hr_nshost *h = &nn->h[nn->n++];
@@ -286,7 +275,7 @@ int hr_netns_create(struct hr_netns *nn, const char *const *hosts, size_t n, int
 		snprintf(h->port, sizeof(h->port), "p%zu", nn->n - 1);
 	}
 	if (pick_subnet(nn)) {
-		seterr(err, errsz, "no free /24 left in 198.18.0.0/15 on this host");
+		pd_seterr(err, errsz, "no free /24 left in 198.18.0.0/15 on this host");
 		return -EADDRNOTAVAIL;
 	}
 	if (make_bridge(nn, err, errsz))
@@ -341,7 +330,7 @@ int hr_netns_link(struct hr_netns *nn, const char *host, bool up, char *err, siz
 {
 	const struct hr_nshost *h = hr_netns_find(nn, host);
 	if (!h) {
-		seterr(err, errsz, "link \"%s\": not a host of this run", host ? host : "");
+		pd_seterr(err, errsz, "link \"%s\": not a host of this run", host ? host : "");
 		return -ENOENT;
 	}
 	/* the bridge end: the host keeps its address and route and sees NO-CARRIER, like a
@@ -356,11 +345,11 @@ int hr_netns_drop(struct hr_netns *nn, const char *host, int percent, char *err,
 	char rule[64], why[400] = "";
 	int ret;
 	if (!h) {
-		seterr(err, errsz, "drop \"%s\": not a host of this run", host ? host : "");
+		pd_seterr(err, errsz, "drop \"%s\": not a host of this run", host ? host : "");
 		return -ENOENT;
 	}
 	if (percent < 0 || percent > 100) {
-		seterr(err, errsz, "drop: %d%%, expected 0..100", percent);
+		pd_seterr(err, errsz, "drop: %d%%, expected 0..100", percent);
 		return -EINVAL;
 	}
 	if (h->drops) {
@@ -386,7 +375,7 @@ int hr_netns_drop(struct hr_netns *nn, const char *host, int percent, char *err,
 		          "inet", "pdkv", "in", rule, NULL);
 	if (ret == 0)
 		return 0;
-	seterr(err, errsz, "packet drops need nftables: %s", why);
+	pd_seterr(err, errsz, "packet drops need nftables: %s", why);
 	if (strstr(why, "not found") || strstr(why, "not supported") || strstr(why, "No such file"))
 		return -ENOTSUP;
 	return ret;

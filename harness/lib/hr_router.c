@@ -6,7 +6,6 @@
 #include "pd_buf.h"
 #include "pd_util.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -262,21 +261,11 @@ static void read_query(struct hr_deploy *d, struct hr_run_data *rd)
 {
 	char url[220];
 	struct pd_buf b = {.max = 1 << 20};
-	CURL *c = curl_easy_init();
 	snprintf(rd->p_bootstrap, sizeof(rd->p_bootstrap), "http://%s:%d", d->prefill.host,
 	         d->bootstrap_port[0]);
 	snprintf(url, sizeof(url), "%s/query", rd->p_bootstrap);
-	if (!c)
-		return;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pd_buf_curl_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 3000L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	if (curl_easy_perform(c) == CURLE_OK && b.p)
+	if (hr_http_get(url, 3000, &b) > 0 && b.p)
 		rd->p_query = cJSON_ParseWithLength(b.p, b.len);
-	curl_easy_cleanup(c);
 	free(b.p);
 }
 
@@ -353,4 +342,22 @@ char *hr_router_show(const cJSON *body, size_t max)
 		s[max] = '\0';
 	}
 	return s;
+}
+
+const struct hr_req *hr_router_sent(const struct hr_run_data *rd, size_t i)
+{
+	const struct hr_req *q = i < rd->nreqs ? &rd->reqs[i] : i == rd->nreqs ? rd->probe : NULL;
+	return q && (q->status || q->curl_err[0]) ? q : NULL;
+}
+
+void hr_router_evidence(char *out, size_t sz, const struct hr_run_data *rd, size_t i,
+                        const char *what, const char *side, const cJSON *rec)
+{
+	const struct hr_req *q = i < rd->nreqs ? &rd->reqs[i] : rd->probe;
+	char *body =
+	    rec ? hr_router_show(cJSON_GetObjectItemCaseSensitive(rec, "body"), 400) : NULL;
+	snprintf(out, sz, "%s request %d: %s%s%s%s%s", i < rd->nreqs ? "workload" : "streamed",
+	         q->idx, what, body ? "; " : "", body ? side : "", body ? " got " : "",
+	         body ? body : "");
+	free(body);
 }

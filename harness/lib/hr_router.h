@@ -25,5 +25,12 @@ void hr_router_phases(struct hr_deploy *d, struct hr_run_data *rd, double deadli
 void hr_router_data_free(struct hr_run_data *rd);
 /* A body for evidence: the prompt replaced by its length, cut at max bytes (malloc'd). */
 char *hr_router_show(const cJSON *body, size_t max);
+/* Request i of the router phases (0..nreqs-1 the workload, nreqs the streamed probe); NULL when
+ * there is none or it was never sent. */
+const struct hr_req *hr_router_sent(const struct hr_run_data *rd, size_t i);
+/* The evidence of a wrong request i: "workload|streamed request N: <what>[; <side> got <body>]",
+ * the body that of the record rec (may be NULL). */
+void hr_router_evidence(char *out, size_t sz, const struct hr_run_data *rd, size_t i,
+                        const char *what, const char *side, const cJSON *rec);
 
 #endif

@@ -26,15 +26,11 @@ static int perr(struct pctx *c, const char *field, const char *fmt, ...)
 static int perr(struct pctx *c, const char *field, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 	if (c->failed)
 		return -1;
 	c->failed = 1;
-	n = snprintf(c->err, c->errsz, "%s: %s: ", c->path, field);
-	if (n < 0 || (size_t)n >= c->errsz)
-		return -1;
 	va_start(ap, fmt);
-	vsnprintf(c->err + n, c->errsz - (size_t)n, fmt, ap);
+	pd_field_verr(c->path, c->err, c->errsz, field, fmt, ap);
 	va_end(ap);
 	return -1;
 }

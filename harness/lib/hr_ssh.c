@@ -10,18 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void seterr(char *err, size_t sz, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t sz, const char *fmt, ...)
-{
-	va_list ap;
-	if (!err || !sz)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, sz, fmt, ap);
-	va_end(ap);
-}
-
 /* ---- hosts.txt ---- */
 
 static bool word_ok(const char *s, const char *extra)
@@ -37,21 +25,21 @@ static int parse_opt(struct hr_sshhost *h, const char *tok, char *why, size_t sz
 	const char *eq = strchr(tok, '=');
 	size_t klen = eq ? (size_t)(eq - tok) : 0;
 	if (!eq || klen == 0) {
-		seterr(why, sz, "\"%s\": expected KEY=VALUE (port=N, pdkv=PATH or environment)",
-		       tok);
+		pd_seterr(why, sz, "\"%s\": expected KEY=VALUE (port=N, pdkv=PATH or environment)",
+		          tok);
 		return -1;
 	}
 	if (klen == 4 && !strncmp(tok, "port", 4)) {
 		char *end;
 		long p = strtol(eq + 1, &end, 10);
 		if (*end || end == eq + 1 || p < 1 || p > 65535) {
-			seterr(why, sz, "port \"%s\": expected 1..65535", eq + 1);
+			pd_seterr(why, sz, "port \"%s\": expected 1..65535", eq + 1);
 			return -1;
 		}
 		h->port = (int)p;
 	} else if (klen == 4 && !strncmp(tok, "pdkv", 4)) {
 		if (!eq[1] || strlen(eq + 1) >= sizeof(h->pdkv)) {
-			seterr(why, sz, "pdkv=: expected the path of pdkv on that host");
+			pd_seterr(why, sz, "pdkv=: expected the path of pdkv on that host");
 			return -1;
 		}
 		snprintf(h->pdkv, sizeof(h->pdkv), "%s", eq + 1);
@@ -59,13 +47,13 @@ static int parse_opt(struct hr_sshhost *h, const char *tok, char *why, size_t sz
 		char key[64];
 		snprintf(key, sizeof(key), "%.*s", (int)klen, tok);
 		if (klen >= sizeof(key) || isdigit((unsigned char)key[0]) || !word_ok(key, "_")) {
-			seterr(why, sz, "environment name \"%s\": expected [A-Za-z_][A-Za-z0-9_]*",
-			       key);
+			pd_seterr(why, sz,
+			          "environment name \"%s\": expected [A-Za-z_][A-Za-z0-9_]*", key);
 			return -1;
 		}
 		if (h->nenv == HR_HOST_ENV_MAX || strlen(tok) >= sizeof(h->env[0])) {
-			seterr(why, sz, "\"%s\": at most %d variables of < 256 bytes", tok,
-			       HR_HOST_ENV_MAX);
+			pd_seterr(why, sz, "\"%s\": at most %d variables of < 256 bytes", tok,
+			          HR_HOST_ENV_MAX);
 			return -1;
 		}
 		snprintf(h->env[h->nenv++], sizeof(h->env[0]), "%s", tok);
@@ -80,18 +68,18 @@ static int parse_dest(struct hr_sshhost *h, const char *tok, char *why, size_t s
 	if (at) {
 		size_t ul = (size_t)(at - tok);
 		if (ul == 0 || ul >= sizeof(h->user)) {
-			seterr(why, sz, "\"%s\": expected [USER@]ADDRESS", tok);
+			pd_seterr(why, sz, "\"%s\": expected [USER@]ADDRESS", tok);
 			return -1;
 		}
 		snprintf(h->user, sizeof(h->user), "%.*s", (int)ul, tok);
 		if (!word_ok(h->user, "._-")) {
-			seterr(why, sz, "user \"%s\": expected letters, digits . _ -", h->user);
+			pd_seterr(why, sz, "user \"%s\": expected letters, digits . _ -", h->user);
 			return -1;
 		}
 	}
 	/* a host name, IPv4 or IPv6 address; never an ssh option ("-oProxyCommand=...") */
 	if (!*addr || addr[0] == '-' || strlen(addr) >= sizeof(h->addr) || !word_ok(addr, ".-:")) {
-		seterr(why, sz, "address \"%s\": expected a host name or IP address", addr);
+		pd_seterr(why, sz, "address \"%s\": expected a host name or IP address", addr);
 		return -1;
 	}
 	snprintf(h->addr, sizeof(h->addr), "%s", addr);
@@ -108,7 +96,7 @@ static int parse_line(struct hr_hosts *hs, char *line, int lineno, char *why, si
 	if (!tok)
 		return 0;
 	if (hs->n == HR_HOSTS_MAX) {
-		seterr(why, sz, "more than %d hosts", HR_HOSTS_MAX);
+		pd_seterr(why, sz, "more than %d hosts", HR_HOSTS_MAX);
 		return -1;
 	}
 	h = &hs->h[hs->n];
@@ -119,12 +107,12 @@ static int parse_line(struct hr_hosts *hs, char *line, int lineno, char *why, si
 		int r = 0;
 		if (i == 0) {
 			if (strlen(tok) >= sizeof(h->name) || !word_ok(tok, "_-")) {
-				seterr(why, sz, "host name \"%s\": expected letters, digits _ -",
-				       tok);
+				pd_seterr(why, sz, "host name \"%s\": expected letters, digits _ -",
+				          tok);
 				return -1;
 			}
 			if (hr_hosts_find(hs, tok)) {
-				seterr(why, sz, "host \"%s\" listed twice", tok);
+				pd_seterr(why, sz, "host \"%s\" listed twice", tok);
 				return -1;
 			}
 			snprintf(h->name, sizeof(h->name), "%s", tok);
@@ -137,8 +125,8 @@ static int parse_line(struct hr_hosts *hs, char *line, int lineno, char *why, si
 			return -1;
 	}
 	if (i < 2) {
-		seterr(why, sz, "host \"%s\" has no address: expected NAME [USER@]ADDRESS ...",
-		       h->name);
+		pd_seterr(why, sz, "host \"%s\" has no address: expected NAME [USER@]ADDRESS ...",
+		          h->name);
 		return -1;
 	}
 	hs->n++;
@@ -160,13 +148,13 @@ int hr_hosts_parse(const char *path, const char *text, struct hr_hosts *hs, char
 			*save++ = '\0';
 		lineno++;
 		if (parse_line(hs, line, lineno, why, sizeof(why))) {
-			seterr(err, sz, "%s:%d: %s", path, lineno, why);
+			pd_seterr(err, sz, "%s:%d: %s", path, lineno, why);
 			ret = -1;
 		}
 	}
 	free(copy);
 	if (ret == 0 && hs->n == 0) {
-		seterr(err, sz, "%s: no hosts (expected lines NAME [USER@]ADDRESS ...)", path);
+		pd_seterr(err, sz, "%s: no hosts (expected lines NAME [USER@]ADDRESS ...)", path);
 		ret = -1;
 	}
 	return ret;
@@ -178,7 +166,7 @@ int hr_hosts_load(const char *path, struct hr_hosts *hs, char *err, size_t sz)
 	size_t len = 0;
 	int ret = pd_read_file(path, 1 << 20, &buf, &len);
 	if (ret) {
-		seterr(err, sz, "%s: cannot read: %s", path, strerror(-ret));
+		pd_seterr(err, sz, "%s: cannot read: %s", path, strerror(-ret));
 		free(buf);
 		return -1;
 	}

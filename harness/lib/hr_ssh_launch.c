@@ -129,20 +129,33 @@ static int ssh_error(const struct hr_sshhost *h, int ret, const char *out, char 
 	return -EHOSTUNREACH;
 }
 
+/* a = prog [flag] and the options every call to host takes; NULL (with err) when host is not in
+ * hosts.txt. */
+static const struct hr_sshhost *begin_argv(struct hr_ssh *s, const char *host, struct argv_buf *a,
+                                           const char *prog, const char *flag, char *err,
+                                           size_t errsz)
+{
+	int idx = host_index(s, host);
+	if (idx < 0) {
+		snprintf(err, errsz, "host \"%s\" is not in %s", host, s->hosts->path);
+		return NULL;
+	}
+	push(a, prog);
+	if (flag)
+		push(a, flag);
+	common_opts(s, a, idx);
+	return &s->hosts->h[idx];
+}
+
 int hr_ssh_run(struct hr_ssh *s, const char *host, const char *cmdline, char *out, size_t outsz,
                int timeout_ms, char *err, size_t errsz)
 {
 	struct argv_buf a = {.n = 0};
 	char dest[200], local[4096];
-	int idx = host_index(s, host), ret;
-	const struct hr_sshhost *h;
-	if (idx < 0) {
-		snprintf(err, errsz, "host \"%s\" is not in %s", host, s->hosts->path);
+	int ret;
+	const struct hr_sshhost *h = begin_argv(s, host, &a, "ssh", NULL, err, errsz);
+	if (!h)
 		return -ENOENT;
-	}
-	h = &s->hosts->h[idx];
-	push(&a, "ssh");
-	common_opts(s, &a, idx);
 	snprintf(dest, sizeof(dest), "%s%s%s", h->user, h->user[0] ? "@" : "", h->addr);
 	push(&a, "--");
 	push(&a, dest);
@@ -294,16 +307,10 @@ static int scp(struct hr_ssh *s, const char *host, const char *from, const char 
 {
 	struct argv_buf a = {.n = 0};
 	char remote[800], out[1024], tail[300];
-	int idx = host_index(s, host), ret;
-	const struct hr_sshhost *h;
-	if (idx < 0) {
-		snprintf(err, errsz, "host \"%s\" is not in %s", host, s->hosts->path);
+	int ret;
+	const struct hr_sshhost *h = begin_argv(s, host, &a, "scp", "-q", err, errsz);
+	if (!h)
 		return -ENOENT;
-	}
-	h = &s->hosts->h[idx];
-	push(&a, "scp");
-	push(&a, "-q");
-	common_opts(s, &a, idx);
 	snprintf(remote, sizeof(remote), "%s%s%s%s%s:%s", h->user, h->user[0] ? "@" : "",
 	         strchr(h->addr, ':') ? "[" : "", h->addr, strchr(h->addr, ':') ? "]" : "",
 	         put ? to : from);

@@ -20,14 +20,13 @@ static int push_str(char ***v, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int push_str(char ***v, size_t *n, const char *fmt, ...)
 {
-	char **p = realloc(*v, (*n + 1) * sizeof(*p)), *s = NULL;
+	char **p = realloc(*v, (*n + 1) * sizeof(*p)), *s;
 	va_list ap;
 	if (!p)
 		return -1;
 	*v = p;
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	s = pd_vasprintf(fmt, ap);
 	va_end(ap);
 	if (!s)
 		return -1;

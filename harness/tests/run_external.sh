@@ -24,6 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$T/out" ] && { echo "--- output:"; tail -n 30 "$T/out"; }; exit 1; }
+. ci/testlib.sh # tl_free_base, tl_log_port
 export MC_TCP_BIND_ADDRESS=127.0.0.1 VLLM_HOST_IP=127.0.0.1
 MODEL=Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4
 GEOM=(--kv-layers 2 --kv-heads 2 --head-dim 32 --hidden-size 64 --ns-per-token 1000)
@@ -32,26 +33,13 @@ SC=scenarios/external/live-1p1d.json
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
-# free_block: a base B with B..B+15 and B+100..B+115 free, below the ephemeral range
-free_block() {
-	local b
-	for _ in $(seq 50); do
-		b=$((20000 + (RANDOM % 1100) * 10))
-		ss -Htln 2>/dev/null | awk '{print $4}' | grep -qE ":($b|$((b + 9))|$((b + 10))|$((b + 100))|$((b + 109))|$((b + 110)))\$" || { echo $b; return; }
-	done
-	echo 23003
-}
 # standin NAME ARGS...: sets URL_NAME once /health answers
 standin() {
 	local name=$1 port=; shift
 	"$BIN/pdkv-standin" --model $MODEL --port 0 --host 127.0.0.1 --max-model-len 4096 \
 		"${GEOM[@]}" "$@" >"$T/$name.log" 2>&1 &
 	PIDS+=($!)
-	for _ in $(seq 200); do
-		port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$T/$name.log")
-		[ -n "$port" ] && curl -sf -o /dev/null "http://127.0.0.1:$port/health" && break
-		sleep 0.05
-	done
+	port=$(tl_log_port "$T/$name.log" 200 health)
 	[ -n "$port" ] || { cat "$T/$name.log"; fail "stand-in $name did not start"; }
 	eval "URL_$name=http://127.0.0.1:$port"
 }
@@ -71,7 +59,7 @@ run() { "$BIN/pdkv-run" -v --json "$T/r.json" "$@" "$SC" >"$T/out" 2>&1; echo $?
 has() { grep -qF -- "$1" "$T/out" || fail "output lacks: $1"; }
 
 # ---- V1 gen A (vLLM 0.12): vllm:prompt_tokens_cached_total; a plain stand-in as reference
-BA=$(free_block)
+BA=$(tl_free_base)
 VLLM_MOONCAKE_BOOTSTRAP_PORT=$BA standin pa --vllm-version 0.12 \
 	--kv-transfer-config "{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_producer\",$TCP}"
 VLLM_MOONCAKE_BOOTSTRAP_PORT=$((BA + 40)) standin da --vllm-version 0.12 --enable-prompt-tokens-details \
@@ -126,7 +114,7 @@ has "output_equal: NOTRUN: no reference=URL"
 has "other traffic on this decode makes the deltas unreliable"
 
 # ---- V1 gen B (vLLM 0.18): vllm:prompt_tokens_by_source_total
-BB=$(free_block)
+BB=$(tl_free_base)
 VLLM_MOONCAKE_BOOTSTRAP_PORT=$BB VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT=5 standin pb --vllm-version 0.18 \
 	--kv-transfer-config "{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_producer\",$TCP}"
 VLLM_MOONCAKE_BOOTSTRAP_PORT=$((BB + 40)) standin db --vllm-version 0.18 \
@@ -148,7 +136,7 @@ for _ in $(seq 100); do
 	MS=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\)\/metadata.*/\1/p' "$T/ms.log"); [ -n "$MS" ] && break; sleep 0.05
 done
 [ -n "$MS" ] || fail "metaserver did not start"
-B0=$(free_block)
+B0=$(tl_free_base)
 printf '{"prefill_url":"127.0.0.1:%s","decode_url":"127.0.0.1:%s","metadata_server":"http://127.0.0.1:%s/metadata","protocol":"tcp","device_name":""}\n' \
 	"$B0" "$B0" "$MS" >"$T/mooncake.json"
 KV='"kv_connector":"MooncakeConnector","kv_parallel_size":2,"kv_buffer_size":2e9'

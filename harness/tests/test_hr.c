@@ -454,6 +454,19 @@ static bool run_check(const char *name, const struct hr_run_data *rd, char *d, s
 	return c->fn(rd, d, sz);
 }
 
+/* A canned run with these counters fails check, its detail saying why. */
+static void canned_fails(struct hr_req *reqs, struct hr_req *plain, double reused,
+                         double recomputed, double cks, const char *check, const char *why)
+{
+	struct hr_run_data rd;
+	char d[1024];
+	canned(&rd, reqs, plain, reused, recomputed, cks);
+	assert_false(run_check(check, &rd, d, sizeof(d)));
+	if (!strstr(d, why))
+		fail_msg("%s detail \"%s\" lacks \"%s\"", check, d, why);
+	canned_free(&rd);
+}
+
 static void test_checks(void **state)
 {
 	struct hr_run_data rd;
@@ -501,19 +514,10 @@ static void test_checks(void **state)
 	canned_free(&rd);
 
 	/* silent recompute: the numbers that broke it */
-	canned(&rd, q, p, 0, 4096, 0);
-	assert_false(run_check("kv_reused", &rd, d, sizeof(d)));
-	assert_non_null(strstr(d, "decode reused 0 of 4096 prompt tokens, recomputed 4096"));
-	canned_free(&rd);
-	canned(&rd, q, p, 4000, 96, 0);
-	assert_false(run_check("kv_reused", &rd, d, sizeof(d)));
-	assert_non_null(strstr(d, "reused 4000 of 4096"));
-	canned_free(&rd);
-
-	canned(&rd, q, p, 4096, 0, 2);
-	assert_false(run_check("integrity", &rd, d, sizeof(d)));
-	assert_non_null(strstr(d, "checksum failures: decode 2"));
-	canned_free(&rd);
+	canned_fails(q, p, 0, 4096, 0, "kv_reused",
+	             "decode reused 0 of 4096 prompt tokens, recomputed 4096");
+	canned_fails(q, p, 4000, 96, 0, "kv_reused", "reused 4000 of 4096");
+	canned_fails(q, p, 4096, 0, 2, "integrity", "checksum failures: decode 2");
 
 	canned(&rd, q, p, 4096, 0, 0);
 	free(q[1].text);
@@ -562,22 +566,30 @@ static void fill_report(struct hr_report *rep, struct hr_result *v, struct hr_ch
 	rep->wall_s = 1.5;
 }
 
+/* Writes rep with fn to a new file named from the mkstemp template path; its text (malloc'd). */
+static char *write_report(int (*fn)(const char *, const struct hr_report *),
+                          const struct hr_report *rep, char *path)
+{
+	char *txt = NULL;
+	size_t len;
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fn(path, rep), 0);
+	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
+	return txt;
+}
+
 static void test_report_json(void **state)
 {
 	struct hr_report rep;
 	struct hr_result v[3];
 	struct hr_check_result cr[2];
-	char path[] = "/tmp/test_hr_json.XXXXXX", *txt = NULL;
-	size_t len;
+	char path[] = "/tmp/test_hr_json.XXXXXX", *txt;
 	cJSON *o, *sc;
-	int fd;
 	(void)state;
 	fill_report(&rep, v, cr);
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(hr_report_json(path, &rep), 0);
-	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
+	txt = write_report(hr_report_json, &rep, path);
 	o = cJSON_Parse(txt);
 	assert_non_null(o);
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "summary"), "failed")->valueint,
@@ -600,17 +612,12 @@ static void test_report_junit_and_text(void **state)
 	struct hr_report rep;
 	struct hr_result v[3];
 	struct hr_check_result cr[2];
-	char path[] = "/tmp/test_hr_junit.XXXXXX", *txt = NULL, *buf = NULL, cmd[256];
-	size_t len, blen;
+	char path[] = "/tmp/test_hr_junit.XXXXXX", *txt, *buf = NULL, cmd[256];
+	size_t blen;
 	FILE *f;
-	int fd;
 	(void)state;
 	fill_report(&rep, v, cr);
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-	assert_int_equal(hr_report_junit(path, &rep), 0);
-	assert_int_equal(pd_read_file(path, 1 << 20, &txt, &len), 0);
+	txt = write_report(hr_report_junit, &rep, path);
 	assert_non_null(
 	    strstr(txt, "<testsuites name=\"pdkv run\" tests=\"3\" failures=\"1\" skipped=\"1\""));
 	assert_non_null(strstr(txt, "name=\"b&amp;c\""));

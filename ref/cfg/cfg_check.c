@@ -2,6 +2,7 @@
  * vLLM's own order: argparse, connector factory, mooncake.json, pipe, ZMQ), pdkv's own
  * diagnostics, the port plan and its collisions (the "≥ 50 apart" folklore vs the real rule). */
 #include "cfg_internal.h"
+#include "pd_util.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -24,11 +25,10 @@ static void first_err(struct cfg_report *r, char **e)
 void cfg_report_errf(struct cfg_report *r, const char *fmt, ...)
 {
 	va_list ap;
-	char *s = NULL;
+	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	s = pd_vasprintf(fmt, ap);
 	va_end(ap);
 	first_err(r, &s);
 }

@@ -1,6 +1,7 @@
 /* cfg_kvt: --kv-transfer-config as vLLM parses it — V0: pydantic KVTransferConfig.from_cli (lax
  * coercion, unknown keys ignored, argparse's "invalid from_cli value"); V1: the dataclass. */
 #include "cfg_internal.h"
+#include "pd_util.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -21,11 +22,10 @@ static void perr_add(struct perr *p, const char *fmt, ...) __attribute__((format
 static void perr_add(struct perr *p, const char *fmt, ...)
 {
 	va_list ap;
-	char *line = NULL, *nt = NULL;
+	char *line, *nt = NULL;
 
 	va_start(ap, fmt);
-	if (vasprintf(&line, fmt, ap) < 0)
-		line = NULL;
+	line = pd_vasprintf(fmt, ap);
 	va_end(ap);
 	if (!line)
 		return;

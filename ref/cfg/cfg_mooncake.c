@@ -20,15 +20,12 @@ static void set_err(char **vllm_error, const char *fmt, ...) __attribute__((form
 static void set_err(char **vllm_error, const char *fmt, ...)
 {
 	va_list ap;
-	char *s = NULL;
 
 	if (!vllm_error || *vllm_error)
 		return;
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	*vllm_error = pd_vasprintf(fmt, ap);
 	va_end(ap);
-	*vllm_error = s;
 }
 
 static const char *errno_class(int e)

@@ -2,9 +2,9 @@
  * VLLM_MOONCAKE_* environment, and what changes per release (engine_id, kv_load_failure_policy,
  * the gen A request-id hazard, RDMA on this host). Release data comes from cfg_vllm's table. */
 #include "cfg_internal.h"
+#include "pd_util.h"
 
 #include <cJSON.h>
-#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,21 +256,6 @@ static void warn_reqid(struct cfg_report *r, const struct cfg_check_opts *o, boo
 	             v ? "is \"" : "is not set", v ? v : "", v ? "\"" : "", r->release.version);
 }
 
-/* RDMA devices this host lists (what ibv_devices shows); -1 when the directory is missing. */
-static int rdma_devices(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
 static void advise_rdma(struct cfg_report *r, const struct cfg_check_opts *o)
 {
 	const char *dir = o->env.ib_sysfs ? o->env.ib_sysfs : "/sys/class/infiniband";
@@ -278,7 +263,8 @@ static void advise_rdma(struct cfg_report *r, const struct cfg_check_opts *o)
 	bool dflt =
 	    cfg_v1_is_oot(&r->kt) ? !o->env.protocol : !x || !strstr(x, "\"mooncake_protocol\"");
 
-	if (!r->v1_protocol || strcmp(r->v1_protocol, "rdma") || rdma_devices(dir) > 0)
+	/* pd_dir_count(dir): the RDMA devices this host lists (what ibv_devices shows) */
+	if (!r->v1_protocol || strcmp(r->v1_protocol, "rdma") || pd_dir_count(dir) > 0)
 		return;
 	cfg_diag_add(&r->diags, CFG_WARNING, F_EXTRA,
 	             "mooncake_protocol is \"rdma\"%s but this host lists no RDMA device in %s. "

@@ -482,13 +482,72 @@ int pd_writev_full(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
+char *pd_vasprintf(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	return s;
+}
+
 char *pd_asprintf(const char *fmt, ...)
 {
 	va_list ap;
-	char *s = NULL;
+	char *s;
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	s = pd_vasprintf(fmt, ap);
 	va_end(ap);
 	return s;
+}
+
+void pd_seterr(char *err, size_t sz, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || !sz)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, sz, fmt, ap);
+	va_end(ap);
+}
+
+int pd_field_verr(const char *path, char *err, size_t sz, const char *field, const char *fmt,
+                  va_list ap)
+{
+	int n = snprintf(err, sz, "%s: %s: ", path, field);
+	if (n >= 0 && (size_t)n < sz)
+		vsnprintf(err + n, sz - (size_t)n, fmt, ap);
+	return -1;
+}
+
+int pd_field_err(const char *path, char *err, size_t sz, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pd_field_verr(path, err, sz, field, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int pd_dir_count(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+void pd_deadline_in(struct timespec *ts, clockid_t clock, int ms)
+{
+	clock_gettime(clock, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
 }

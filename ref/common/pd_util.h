@@ -3,8 +3,10 @@
 #ifndef PD_UTIL_H
 #define PD_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define PD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -47,5 +49,18 @@ int pd_writev_full(int fd, struct iovec *iov, int n);
 
 /* printf into a malloc'd string (abort-free: NULL on failure). */
 char *pd_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* ts = clock's now + ms: the absolute deadline pthread_cond_timedwait wants (CLOCK_REALTIME
+ * unless the condition variable was set to another clock). */
+void pd_deadline_in(struct timespec *ts, clockid_t clock, int ms);
+/* Entries of directory dir not starting with '.'; -1 when it cannot be opened. */
+int pd_dir_count(const char *dir);
+char *pd_vasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+/* printf into a caller's error buffer; nothing when err is NULL or sz 0. */
+void pd_seterr(char *err, size_t sz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "<path>: <field>: <message>" into err (the form of every config-file error); returns -1. */
+int pd_field_err(const char *path, char *err, size_t sz, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int pd_field_verr(const char *path, char *err, size_t sz, const char *field, const char *fmt,
+                  va_list ap) __attribute__((format(printf, 5, 0)));
 
 #endif

@@ -132,6 +132,31 @@ static inline uint64_t lane(uint64_t v, uint64_t w)
 	return rotl64(v + w * P2, 31) * P1;
 }
 
+/* The four lanes folded into one word (inputs of 32 bytes or more). */
+static inline uint64_t h64_merge(const uint64_t v[4])
+{
+	uint64_t h = rotl64(v[0], 1) + rotl64(v[1], 7) + rotl64(v[2], 12) + rotl64(v[3], 18);
+
+	for (int i = 0; i < 4; i++)
+		h = (h ^ lane(0, v[i])) * P1 + P3;
+	return h;
+}
+
+/* The last < 32 bytes: words, then bytes, then the avalanche. */
+static inline uint64_t h64_tail(uint64_t h, const uint8_t *p, const uint8_t *end)
+{
+	while (end - p >= 8) {
+		h ^= lane(0, load64(p));
+		h = rotl64(h, 27) * P1 + P3;
+		p += 8;
+	}
+	while (p < end) {
+		h ^= (uint64_t)(*p++) * P3;
+		h = rotl64(h, 11) * P1;
+	}
+	return mix64(h);
+}
+
 /* Four independent lanes over 32-byte blocks, then words, then bytes, then an avalanche:
  * one flipped input bit changes about half the output bits. */
 uint64_t mdl_hash64(const void *data, size_t len, uint64_t seed)
@@ -149,25 +174,12 @@ uint64_t mdl_hash64(const void *data, size_t len, uint64_t seed)
 			v4 = lane(v4, load64(p + 24));
 			p += 32;
 		} while (end - p >= 32);
-		h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
-		h = (h ^ lane(0, v1)) * P1 + P3;
-		h = (h ^ lane(0, v2)) * P1 + P3;
-		h = (h ^ lane(0, v3)) * P1 + P3;
-		h = (h ^ lane(0, v4)) * P1 + P3;
+		h = h64_merge((const uint64_t[4]){v1, v2, v3, v4});
 	} else {
 		h = seed + P3;
 	}
 	h += (uint64_t)len;
-	while (end - p >= 8) {
-		h ^= lane(0, load64(p));
-		h = rotl64(h, 27) * P1 + P3;
-		p += 8;
-	}
-	while (p < end) {
-		h ^= (uint64_t)(*p++) * P3;
-		h = rotl64(h, 11) * P1;
-	}
-	return mix64(h);
+	return h64_tail(h, p, end);
 }
 
 void mdl_h64_init(struct mdl_h64 *h, uint64_t seed)
@@ -223,23 +235,12 @@ uint64_t mdl_h64_final(const struct mdl_h64 *st)
 	uint64_t h;
 
 	if (st->len >= 32) {
-		h = rotl64(v[0], 1) + rotl64(v[1], 7) + rotl64(v[2], 12) + rotl64(v[3], 18);
-		for (int i = 0; i < 4; i++)
-			h = (h ^ lane(0, v[i])) * P1 + P3;
+		h = h64_merge(v);
 	} else {
 		h = st->seed + P3;
 	}
 	h += st->len;
-	while (end - p >= 8) {
-		h ^= lane(0, load64(p));
-		h = rotl64(h, 27) * P1 + P3;
-		p += 8;
-	}
-	while (p < end) {
-		h ^= (uint64_t)(*p++) * P3;
-		h = rotl64(h, 11) * P1;
-	}
-	return mix64(h);
+	return h64_tail(h, p, end);
 }
 
 uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each)

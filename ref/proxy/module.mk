@@ -8,8 +8,8 @@ TESTS += test_proxy_opts test_proxy test_proxy_contracts
 test_proxy_opts_SRCS := ref/proxy/tests/test_proxy_opts.c
 test_proxy_opts_LIBS := px pdhttplim pdcommon
 test_proxy_SRCS := ref/proxy/tests/test_proxy.c ref/proxy/tests/fake_backend.c \
-		   ref/proxy/tests/test_client.c
+		   ref/proxy/tests/test_client.c ref/proxy/tests/proxy_testenv.c
 test_proxy_LIBS := px pdhttplim pdcommon
 test_proxy_contracts_SRCS := ref/proxy/tests/test_proxy_contracts.c ref/proxy/tests/fake_backend.c \
-			     ref/proxy/tests/test_client.c
+			     ref/proxy/tests/test_client.c ref/proxy/tests/proxy_testenv.c
 test_proxy_contracts_LIBS := px pdhttplim pdcommon

@@ -256,12 +256,7 @@ static size_t body_cb(char *p, size_t sz, size_t n, void *u)
 		size_t room, tail, k;
 		while (s->len == s->cap && !s->cancel && !px_stopping) {
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			pd_deadline_in(&ts, CLOCK_REALTIME, 200);
 			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 		}
 		if (s->cancel || px_stopping)

@@ -94,13 +94,7 @@ out:
 static void nap(struct px_ready *r, int ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	pd_deadline_in(&ts, CLOCK_REALTIME, ms);
 	pthread_mutex_lock(&r->mu);
 	if (!r->stop)
 		pthread_cond_timedwait(&r->cv, &r->mu, &ts);

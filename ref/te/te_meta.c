@@ -40,30 +40,25 @@ static char *key_prefix(void)
 	return pd_asprintf("mooncake/%s%s", id, id[n - 1] == '/' ? "" : "/");
 }
 
-char *te_meta_segment_key(const char *name)
+/* <prefix><dir><name> */
+static char *prefixed_key(const char *dir, const char *name)
 {
-	char *p, *k;
-	if (!name)
-		return NULL;
-	p = key_prefix();
+	char *p = key_prefix(), *k;
 	if (!p)
 		return NULL;
-	k = strchr(name, '/') ? pd_asprintf("%s%s", p, name) : pd_asprintf("%sram/%s", p, name);
+	k = pd_asprintf("%s%s%s", p, dir, name);
 	free(p);
 	return k;
 }
 
+char *te_meta_segment_key(const char *name)
+{
+	return name ? prefixed_key(strchr(name, '/') ? "" : "ram/", name) : NULL;
+}
+
 char *te_meta_rpc_key(const char *name)
 {
-	char *p, *k;
-	if (!name)
-		return NULL;
-	p = key_prefix();
-	if (!p)
-		return NULL;
-	k = pd_asprintf("%srpc_meta/%s", p, name);
-	free(p);
-	return k;
+	return name ? prefixed_key("rpc_meta/", name) : NULL;
 }
 
 /* ------------------------------------------------------------------ libcurl */

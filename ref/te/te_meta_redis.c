@@ -87,8 +87,8 @@ fail:
 }
 
 /* Runs one command (argv form, binary-safe), reconnecting once after an I/O error. */
-static redisReply *rd_cmd(struct redis *r, int argc, const char **argv, const size_t *lens,
-                          const char *key, int *ret)
+static redisReply *rd_cmd_locked(struct redis *r, int argc, const char **argv, const size_t *lens,
+                                 const char *key, int *ret)
 {
 	char err[512] = "";
 	redisReply *rep = NULL;
@@ -114,6 +114,17 @@ static redisReply *rd_cmd(struct redis *r, int argc, const char **argv, const si
 		return NULL;
 	}
 	*ret = 0;
+	return rep;
+}
+
+/* rd_cmd_locked under r->lock: the one connection is shared by the engine's threads. */
+static redisReply *rd_cmd(struct redis *r, int argc, const char **argv, const size_t *lens,
+                          const char *key, int *ret)
+{
+	redisReply *rep;
+	pthread_mutex_lock(&r->lock);
+	rep = rd_cmd_locked(r, argc, argv, lens, key, ret);
+	pthread_mutex_unlock(&r->lock);
 	return rep;
 }
 
@@ -165,9 +176,7 @@ static int redis_put(void *state, const char *key, const char *val, size_t len)
 	const char *argv[] = {"SET", key, val};
 	size_t lens[] = {3, strlen(key), len};
 	int ret;
-	pthread_mutex_lock(&r->lock);
 	redisReply *rep = rd_cmd(r, 3, argv, lens, key, &ret);
-	pthread_mutex_unlock(&r->lock);
 	if (rep)
 		freeReplyObject(rep);
 	return ret;
@@ -179,9 +188,7 @@ static int redis_get(void *state, const char *key, char **val, size_t *len)
 	const char *argv[] = {"GET", key};
 	size_t lens[] = {3, strlen(key)};
 	int ret;
-	pthread_mutex_lock(&r->lock);
 	redisReply *rep = rd_cmd(r, 2, argv, lens, key, &ret);
-	pthread_mutex_unlock(&r->lock);
 	if (!rep)
 		return ret;
 	if (rep->type == REDIS_REPLY_NIL) {
@@ -206,9 +213,7 @@ static int redis_del(void *state, const char *key)
 	const char *argv[] = {"DEL", key};
 	size_t lens[] = {3, strlen(key)};
 	int ret;
-	pthread_mutex_lock(&r->lock);
 	redisReply *rep = rd_cmd(r, 2, argv, lens, key, &ret);
-	pthread_mutex_unlock(&r->lock);
 	if (!rep)
 		return ret;
 	if (rep->type == REDIS_REPLY_INTEGER && rep->integer == 0)

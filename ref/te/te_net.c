@@ -195,6 +195,19 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
+/* What start made: the wake pipe (when wake[0] >= 0), the lock, the slots. */
+static void server_free(struct te_net_server *s)
+{
+	if (s->wake[0] >= 0) {
+		close(s->wake[0]);
+		close(s->wake[1]);
+	}
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s->conn_fds);
+	free(s);
+}
+
 int te_net_server_start(int lfd, const char *name, int max_conns, te_net_serve_fn serve, void *ctx,
                         struct te_net_server **out)
 {
@@ -223,14 +236,7 @@ int te_net_server_start(int lfd, const char *name, int max_conns, te_net_serve_f
 	*out = s;
 	return 0;
 fail:
-	if (s->wake[0] >= 0) {
-		close(s->wake[0]);
-		close(s->wake[1]);
-	}
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
-	free(s->conn_fds);
-	free(s);
+	server_free(s);
 	return TE_ERR_SOCKET;
 }
 
@@ -251,10 +257,5 @@ void te_net_server_stop(struct te_net_server *s)
 	while (s->nconns > 0)
 		pthread_cond_wait(&s->cv, &s->mu);
 	pthread_mutex_unlock(&s->mu);
-	close(s->wake[0]);
-	close(s->wake[1]);
-	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
-	free(s->conn_fds);
-	free(s);
+	server_free(s);
 }

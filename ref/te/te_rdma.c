@@ -380,12 +380,7 @@ static void *worker_main(void *arg)
 		if (!c->stop && !pending && !c->q_head && c->outstanding == 0) {
 			struct timespec ts;
 
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 100 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			pd_deadline_in(&ts, CLOCK_REALTIME, 100);
 			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
 		}
 		if (c->stop) {

@@ -111,12 +111,44 @@ static void test_proc(void **state)
 	assert_int_equal(pd_proc_spawn(&p, "bad", argv_bad, NULL, NULL), -ENOENT);
 }
 
+/* The small formatting, directory and deadline helpers the modules share. */
+static void test_helpers(void **state)
+{
+	char err[32], dir[] = "/tmp/pdkv-test-common-XXXXXX", path[64], *s;
+	struct timespec a, b;
+	(void)state;
+	pd_seterr(NULL, 0, "ignored %d", 1);
+	pd_seterr(err, sizeof(err), "x=%d", 7);
+	assert_string_equal(err, "x=7");
+	assert_int_equal(pd_field_err("f.json", err, sizeof(err), "hosts", "bad %s", "name"), -1);
+	assert_string_equal(err, "f.json: hosts: bad name");
+	pd_field_err("a-rather-long-path/that-fills.json", err, 12, "f", "m");
+	assert_string_equal(err, "a-rather-lo"); /* cut, still terminated */
+	s = pd_asprintf("%s-%d", "v", 3);
+	assert_string_equal(s, "v-3");
+	free(s);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(pd_dir_count(dir), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%c%d", dir, i ? 'f' : '.', i);
+		assert_int_equal(pd_write_file(path, "", 0), 0);
+	}
+	assert_int_equal(pd_dir_count(dir), 2); /* the dot file does not count */
+	pd_rm_rf(dir);
+	assert_int_equal(pd_dir_count(dir), -1);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	pd_deadline_in(&b, CLOCK_MONOTONIC, 1999);
+	assert_true(b.tv_nsec >= 0 && b.tv_nsec < 1000000000L);
+	double d = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	assert_true(d >= 1.999 && d < 1.999 + 60); /* later by at least ms, whatever the load */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_hostport),
 	    cmocka_unit_test(test_sockets),       cmocka_unit_test(test_files),
-	    cmocka_unit_test(test_proc),
+	    cmocka_unit_test(test_proc),          cmocka_unit_test(test_helpers),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

@@ -154,7 +154,7 @@ void wait_acks(struct kvc *c)
 	fail_msg("sends still not ACKed after 2 s");
 }
 
-int env_start_etcd(void)
+static int env_start_etcd(void)
 {
 	/* keep the engines' RPC endpoints on loopback, whatever the first interface is */
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
@@ -168,4 +168,14 @@ int env_start_etcd(void)
 		return 1;
 	}
 	return 0;
+}
+
+int env_run_group(const char *name, const struct CMUnitTest *tests, size_t n)
+{
+	int rc = env_start_etcd();
+	if (rc)
+		return rc;
+	rc = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+	pd_svc_stop(&g_etcd);
+	return rc;
 }

@@ -37,7 +37,10 @@ void make_item(struct kvc_item *it, int64_t seed, int ntok);
 void assert_tensor_eq(const struct kvc_tensor *a, const struct kvc_tensor *b);
 void assert_item_eq(const struct kvc_item *a, const struct kvc_item *b);
 void wait_acks(struct kvc *c);
-/* Starts etcd for main(); 0, 77 (skip: no etcd) or 1. */
-int env_start_etcd(void);
+/* main(): starts etcd, runs the n tests as one cmocka group, stops etcd; the group's result,
+ * 77 (skip: no etcd) or 1. env_run_tests(array) passes the array's size. */
+struct CMUnitTest;
+int env_run_group(const char *name, const struct CMUnitTest *tests, size_t n);
+#define env_run_tests(tests) env_run_group(#tests, tests, sizeof(tests) / sizeof((tests)[0]))
 
 #endif

@@ -490,10 +490,5 @@ int main(void)
 	    cmocka_unit_test(test_port_clash_and_bad_config),
 	    cmocka_unit_test(test_rogue_peer),
 	};
-	int rc = env_start_etcd();
-	if (rc)
-		return rc;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	pd_svc_stop(&g_etcd);
-	return rc;
+	return env_run_tests(tests);
 }

@@ -255,10 +255,5 @@ int main(void)
 	    cmocka_unit_test(test_graceful_decode_restart),
 	    cmocka_unit_test(test_full_buffer_without_consumer),
 	};
-	int rc = env_start_etcd();
-	if (rc)
-		return rc;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	pd_svc_stop(&g_etcd);
-	return rc;
+	return env_run_tests(tests);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "fake_backend.h"
+#include "proxy_testenv.h"
 #include "test_client.h"
 #include "pd_proc.h"
 #include "pd_util.h"
@@ -32,12 +33,6 @@ static int port_a, port_b, dead_port;
 
 /* ---- helpers ---- */
 
-#define assert_has(hay, needle)                                                                    \
-	do {                                                                                       \
-		if (!strstr((hay), (needle)))                                                      \
-			fail_msg("expected \"%s\" in: %s", (needle), (hay));                       \
-	} while (0)
-
 static cJSON *req_json(struct fb *f, int i)
 {
 	cJSON *j;
@@ -48,14 +43,6 @@ static cJSON *req_json(struct fb *f, int i)
 	if (!j)
 		fail_msg("%s request %d body is not JSON", f->name, i);
 	return j;
-}
-
-static void reset_all(void)
-{
-	for (int i = 0; i < 2; i++) {
-		fb_reset(&P[i]);
-		fb_reset(&D[i]);
-	}
 }
 
 static int total(struct fb *f)
@@ -83,46 +70,10 @@ static void check_error_json(struct tc_resp *r, long status, const char *type, c
 	cJSON_Delete(j);
 }
 
-static int wait_health(struct pd_proc *p, int port)
-{
-	struct tc_resp r = {0};
-	for (int i = 0; i < 250; i++) {
-		if (!pd_proc_alive(p))
-			return -ECHILD;
-		if (tc_http(port, "GET", "/health", NULL, NULL, &r) == CURLE_OK &&
-		    r.status == 200) {
-			tc_hfree(&r);
-			return 0;
-		}
-		pd_sleep_ms(20);
-	}
-	tc_hfree(&r);
-	return -ETIMEDOUT;
-}
-
 /* Starts pdkv-proxy on a free port with the given flags (NULL-terminated). */
 static int start_proxy(struct pd_proc *p, int *port, const char *name, const char *const *flags)
 {
-	char *argv[48], pbuf[16], logp[PATH_MAX];
-	int argc = 0, ret;
-	*port = pd_free_port("127.0.0.1");
-	snprintf(pbuf, sizeof(pbuf), "%d", *port);
-	argv[argc++] = bin;
-	argv[argc++] = "--host";
-	argv[argc++] = "127.0.0.1";
-	argv[argc++] = "--port";
-	argv[argc++] = pbuf;
-	for (int i = 0; flags[i] && argc < 46; i++)
-		argv[argc++] = (char *)flags[i];
-	argv[argc] = NULL;
-	snprintf(logp, sizeof(logp), "%s/%s.log", tmpdir, name);
-	ret = pd_proc_spawn(p, name, argv, NULL, logp);
-	if (ret)
-		return ret;
-	ret = wait_health(p, *port);
-	if (ret)
-		fprintf(stderr, "proxy %s did not come up (%d); log %s\n", name, ret, logp);
-	return ret;
+	return pt_start_proxy(bin, tmpdir, p, port, name, flags, NULL, 200, 250);
 }
 
 /* ---- tests on proxy A: 2 prefill + 2 decode, all URL spellings ---- */
@@ -173,7 +124,7 @@ static void test_completion_json(void **state)
 	struct fb *p, *d;
 	cJSON *j;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, hdrs, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
 	assert_int_equal(total(P), 1);
@@ -206,7 +157,7 @@ static void test_completion_json(void **state)
 	assert_string_equal(d->reqs[0].auth, "Bearer sk-test");
 
 	/* without an id the proxy makes one (uuid4) and sends the same one to both */
-	reset_all();
+	pt_reset_all(P, D);
 	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
 	p = which(P);
@@ -226,7 +177,7 @@ static void test_stream_sse(void **state)
 	struct fb *p, *d;
 	cJSON *j;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	D[0].gate = D[1].gate = &gate;
 	r.gate = &gate;
 	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY_STREAM, NULL, &r),
@@ -261,7 +212,7 @@ static void test_client_hangup(void **state)
 	size_t len;
 	int ended = -1;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	D[0].sse_chunks = D[1].sse_chunks = 400; /* 2 ms apart: ~0.8 s if nobody stops it */
 	r.hang_up = 1;
 	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY_STREAM, NULL, &r),
@@ -298,7 +249,7 @@ static void test_big_answer(void **state)
 {
 	struct tc_resp r = {0};
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	D[0].mode = D[1].mode = FB_BIG;
 	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
@@ -319,7 +270,7 @@ static void test_round_robin_chat(void **state)
 	const char *chat = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
 	                   "\"max_completion_tokens\":50}";
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(tc_http(port_a, "POST", "/v1/chat/completions", chat, NULL, &r),
 		                 CURLE_OK);
@@ -340,7 +291,7 @@ static void test_round_robin_chat(void **state)
 	}
 
 	/* duplicate keys: Python keeps the last one, so none may survive in the prefill copy */
-	reset_all();
+	pt_reset_all(P, D);
 	assert_int_equal(
 	    tc_http(port_a, "POST", "/v1/completions",
 	            "{\"prompt\":\"x\",\"max_tokens\":500,\"stream\":true,\"max_tokens\":700,"
@@ -361,7 +312,7 @@ static void test_prefill_500(void **state)
 {
 	struct tc_resp r = {0};
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	P[0].mode = P[1].mode = FB_FAIL500;
 	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	check_error_json(&r, 502, "BadGateway", "prefill http://127.0.0.1:");
@@ -376,7 +327,7 @@ static void test_decode_4xx_passthrough(void **state)
 {
 	struct tc_resp r = {0};
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	D[0].mode = D[1].mode = FB_FAIL400;
 	assert_int_equal(tc_http(port_a, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 400);
@@ -392,7 +343,7 @@ static void test_bad_requests(void **state)
 	struct tc_resp r = {0};
 	char *big;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	assert_int_equal(
 	    tc_http(port_a, "POST", "/v1/completions", "{\"prompt\": \"x\",", NULL, &r), CURLE_OK);
 	check_error_json(&r, 400, "BadRequestError", "invalid JSON");
@@ -432,7 +383,7 @@ static void test_models(void **state)
 {
 	struct tc_resp r = {0};
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	assert_int_equal(tc_http(port_a, "GET", "/v1/models", NULL, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
 	assert_has(r.body, "fake-D0");
@@ -452,7 +403,7 @@ static void test_concurrent(void **state)
 	int running = 1;
 	double t0 = pd_now_s();
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	memset(r, 0, sizeof(r));
 	for (int i = 0; i < N; i++) {
 		const char *b = i % 2 ? BODY : BODY_STREAM;
@@ -504,7 +455,7 @@ static void test_backend_down_and_timeout(void **state)
 	struct tc_resp r = {0};
 	double t;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	/* 1: prefill down -> 502, decode not tried */
 	assert_int_equal(tc_http(port_b, "POST", "/v1/completions", BODY, NULL, &r), CURLE_OK);
 	check_error_json(&r, 502, "BadGateway",
@@ -565,7 +516,7 @@ static void test_toy_flags_and_shutdown(void **state)
 	                       NULL};
 	cJSON *j;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	assert_int_equal(start_proxy(&c, &port, "proxy-c", flags), 0);
 	assert_int_equal(tc_http(port, "GET", "/healthcheck", NULL, NULL, &r), CURLE_OK);
 	j = cJSON_Parse(r.body);
@@ -598,7 +549,7 @@ static void test_toy_flags_and_shutdown(void **state)
 	assert_int_equal(pd_proc_wait(&c, 4000), 0);
 	t = pd_now_s() - t;
 	pthread_join(b.t, NULL);
-	reset_all();
+	pt_reset_all(P, D);
 	if (!WIFEXITED(c.exit_status) || WEXITSTATUS(c.exit_status) != 0)
 		fail_msg("proxy-c did not exit 0 on SIGTERM (wait status 0x%x)", c.exit_status);
 	if (t > 3.0)
@@ -668,18 +619,8 @@ static void test_binary_flags(void **state)
 
 static int setup(void **state)
 {
-	const char *env = getenv("PDKV_BIN");
 	(void)state;
-	snprintf(bin, sizeof(bin), "%s/pdkv-proxy", env ? env : tc_fmt("%s/../bin", pd_self_dir()));
-	if (access(bin, X_OK)) {
-		fprintf(stderr, "pdkv-proxy not found at %s (build it first)\n", bin);
-		return -1;
-	}
-	if (!mkdtemp(tmpdir))
-		return -1;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (fb_start(&P[0], "P0") || fb_start(&P[1], "P1") || fb_start(&D[0], "D0") ||
-	    fb_start(&D[1], "D1"))
+	if (pt_setup(bin, sizeof(bin), tmpdir, P, D))
 		return -1;
 	dead_port = pd_free_port("127.0.0.1");
 	const char *fa[] = {"--prefill",
@@ -715,34 +656,13 @@ static int setup(void **state)
 	return 0;
 }
 
-static int stop_checked(struct pd_proc *p)
-{
-	if (!p->pid)
-		return 0;
-	pd_proc_stop(p, 3000);
-	if (!WIFEXITED(p->exit_status) || WEXITSTATUS(p->exit_status)) {
-		fprintf(stderr, "%s: unclean exit (wait status 0x%x)\n", p->name, p->exit_status);
-		return -1;
-	}
-	return 0;
-}
-
 static int teardown(void **state)
 {
 	int ret = 0;
 	(void)state;
-	ret |= stop_checked(&proxy_a);
-	ret |= stop_checked(&proxy_b);
-	for (int i = 0; i < 2; i++) {
-		fb_stop(&P[i]);
-		fb_stop(&D[i]);
-	}
-	curl_global_cleanup();
-	if (ret == 0 && !getenv("PDKV_KEEP"))
-		pd_rm_rf(tmpdir);
-	else
-		fprintf(stderr, "proxy logs kept in %s\n", tmpdir);
-	return ret;
+	ret |= pt_stop_checked(&proxy_a);
+	ret |= pt_stop_checked(&proxy_b);
+	return pt_teardown(tmpdir, P, D, ret);
 }
 
 int main(void)

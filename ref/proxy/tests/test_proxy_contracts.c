@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fake_backend.h"
+#include "proxy_testenv.h"
 #include "test_client.h"
 #include "pd_proc.h"
 #include "pd_util.h"
@@ -36,25 +37,6 @@ static const char *QUERY_P0 =
     "\"1\":{\"engine_id\":\"eng-p0-dp1\",\"worker_addr\":{\"0\":{\"0\":\"tcp://127.0.0.1:2\"}}}}";
 static const char *QUERY_P1 =
     "{\"0\":{\"engine_id\":\"eng-p1-dp0\",\"worker_addr\":{\"0\":{\"0\":\"tcp://127.0.0.1:3\"}}}}";
-
-#define assert_has(hay, needle)                                                                    \
-	do {                                                                                       \
-		if (!strstr((hay), (needle)))                                                      \
-			fail_msg("expected \"%s\" in: %s", (needle), (hay));                       \
-	} while (0)
-#define assert_lacks(hay, needle)                                                                  \
-	do {                                                                                       \
-		if (strstr((hay), (needle)))                                                       \
-			fail_msg("did not expect \"%s\" in: %s", (needle), (hay));                 \
-	} while (0)
-
-static void reset_all(void)
-{
-	for (int i = 0; i < 2; i++) {
-		fb_reset(&P[i]);
-		fb_reset(&D[i]);
-	}
-}
 
 static int completions(struct fb *f)
 {
@@ -119,45 +101,10 @@ static void wait_log(const char *name, const char *needle)
 	free(log);
 }
 
-/* GET /health until it answers with want (0 = any HTTP status); bounded. */
-static int wait_health(struct pd_proc *p, int port, long want, int tries)
-{
-	struct tc_resp r = {0};
-	for (int i = 0; i < tries; i++) {
-		if (!pd_proc_alive(p))
-			break;
-		if (tc_http(port, "GET", "/health", NULL, NULL, &r) == CURLE_OK && r.status &&
-		    (!want || r.status == want)) {
-			tc_hfree(&r);
-			return 0;
-		}
-		pd_sleep_ms(20);
-	}
-	tc_hfree(&r);
-	return -ETIMEDOUT;
-}
-
 static int start_proxy(struct pd_proc *p, int *port, const char *name, const char *const *flags,
                        char *const *env, long want)
 {
-	char *argv[48], pbuf[16], logp[PATH_MAX];
-	int argc = 0, ret;
-	*port = pd_free_port("127.0.0.1");
-	snprintf(pbuf, sizeof(pbuf), "%d", *port);
-	argv[argc++] = bin;
-	argv[argc++] = "--host";
-	argv[argc++] = "127.0.0.1";
-	argv[argc++] = "--port";
-	argv[argc++] = pbuf;
-	for (int i = 0; flags[i] && argc < 46; i++)
-		argv[argc++] = (char *)flags[i];
-	argv[argc] = NULL;
-	snprintf(logp, sizeof(logp), "%s/%s.log", tmpdir, name);
-	if ((ret = pd_proc_spawn(p, name, argv, env, logp)))
-		return ret;
-	if ((ret = wait_health(p, *port, want, 500)))
-		fprintf(stderr, "proxy %s did not come up (%d); log %s\n", name, ret, logp);
-	return ret;
+	return pt_start_proxy(bin, tmpdir, p, port, name, flags, env, want, 500);
 }
 
 /* ---- v0 (the default contract): issue 11 D11 and D12 ---- */
@@ -172,7 +119,7 @@ static void test_prefill_4xx_passthrough(void **state)
 {
 	struct tc_resp r = {0};
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	P[0].mode = P[1].mode = FB_FAIL400;
 	assert_int_equal(tc_http(v0_port, "POST", "/v1/completions", V0_BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 400);
@@ -193,7 +140,7 @@ static void test_decode_cut(void **state)
 	size_t len;
 	int res;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	D[0].mode = D[1].mode = FB_CUT;
 	D[0].cut_after = D[1].cut_after = 3;
 	res = tc_http(v0_port, "POST", "/v1/completions", V0_STREAM, NULL, &r);
@@ -226,14 +173,14 @@ static void test_decode_cut(void **state)
 	free(log);
 
 	/* non-stream: decode dies half way through its JSON -> 502, nothing half-sent */
-	reset_all();
+	pt_reset_all(P, D);
 	D[0].mode = D[1].mode = FB_CUT;
 	assert_int_equal(tc_http(v0_port, "POST", "/v1/completions", V0_BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 502);
 	assert_has(r.body, "\"type\":\"BadGateway\"");
 	assert_has(r.body, "answer cut short");
 	/* decode closes without answering -> 502 */
-	reset_all();
+	pt_reset_all(P, D);
 	D[0].mode = D[1].mode = FB_DROP;
 	assert_int_equal(tc_http(v0_port, "POST", "/v1/completions", V0_BODY, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 502);
@@ -260,7 +207,7 @@ static void test_toy_bodies(void **state)
 	struct fb_req p, d;
 	char *want;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	P[0].kvp_json = TOY_KVP;
 	assert_int_equal(tc_http(toy_port, "POST", "/v1/completions", body, hdrs, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
@@ -292,7 +239,7 @@ static void test_toy_bodies(void **state)
 
 	/* prefill returns null / no params: decode gets the client's bytes unchanged */
 	for (int k = 0; k < 2; k++) {
-		reset_all();
+		pt_reset_all(P, D);
 		P[0].kvp_json = k ? "null" : NULL;
 		assert_int_equal(tc_http(toy_port, "POST", "/v1/completions", body, NULL, &r),
 		                 CURLE_OK);
@@ -303,7 +250,7 @@ static void test_toy_bodies(void **state)
 	}
 
 	/* chat: max_completion_tokens=1 on prefill, min_completion_tokens only on decode */
-	reset_all();
+	pt_reset_all(P, D);
 	P[0].kvp_json = TOY_KVP;
 	body = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":9,"
 	       "\"min_completion_tokens\":3}";
@@ -330,7 +277,7 @@ static void test_toy_healthcheck_and_failures(void **state)
 	const char *body = "{\"prompt\":\"x\",\"max_tokens\":5}";
 	struct tc_resp r = {0};
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	assert_int_equal(tc_http(toy_port, "GET", "/healthcheck", NULL, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.body, "{\"status\":\"ok\",\"prefill_instances\":1,"
@@ -366,7 +313,7 @@ static void test_mooncake_readiness(void **state)
 {
 	struct tc_resp r = {0};
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	P[0].health_status = 503;
 	P[0].query_json = QUERY_P0;
 	P[1].query_json = "{}"; /* bootstrap up, nothing registered yet */
@@ -409,7 +356,7 @@ static void test_mooncake_readiness(void **state)
 
 	/* P1 registers: ready */
 	P[1].query_json = QUERY_P1;
-	assert_int_equal(wait_health(&moon, moon_port, 200, 1000), 0);
+	assert_int_equal(pt_wait_health(&moon, moon_port, 200, 1000), 0);
 	wait_log("moon", "All prefiller instances are ready.");
 	assert_int_equal(tc_http(moon_port, "GET", "/health", NULL, NULL, &r), CURLE_OK);
 	assert_has(r.body, "\"contract\":\"mooncake\"");
@@ -426,7 +373,7 @@ static void test_mooncake_bodies_round_robin(void **state)
 	            {0, 0, "eng-p0-dp0"}, {0, 1, "eng-p0-dp1"}, {1, 0, "eng-p1-dp0"}};
 	struct tc_resp r = {0};
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	for (int i = 0; i < 6; i++) {
 		struct fb_req p, d;
 		int pw = -1, dw = -1;
@@ -474,7 +421,7 @@ static void test_mooncake_concurrent(void **state)
 {
 	struct tc_resp r = {0};
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	d_arrived = 0;
 	P[0].hold = P[1].hold = &d_arrived;
 	D[0].on_request = D[1].on_request = &d_arrived;
@@ -487,7 +434,7 @@ static void test_mooncake_concurrent(void **state)
 	/* the prefill answer is in (or timed out): wait for its access line */
 	wait_log("moon", tc_fmt("rid=%s ", r.rid));
 	assert_int_equal(P[0].hold_missed + P[1].hold_missed, 0);
-	reset_all();
+	pt_reset_all(P, D);
 	tc_hfree(&r);
 }
 
@@ -497,7 +444,7 @@ static void test_mooncake_prefill_fails_first(void **state)
 	(void)state;
 	/* prefill 5xx while decode waits (as a real decode waits for the KV): 502, decode aborted
 	 */
-	reset_all();
+	pt_reset_all(P, D);
 	P[0].mode = P[1].mode = FB_FAIL500;
 	D[0].hold = D[1].hold = &never;
 	assert_int_equal(
@@ -508,7 +455,7 @@ static void test_mooncake_prefill_fails_first(void **state)
 	assert_has(r.body, "prefill http://127.0.0.1:");
 	assert_has(r.body, "HTTP 500");
 	/* prefill 4xx: passed through as is */
-	reset_all();
+	pt_reset_all(P, D);
 	P[0].mode = P[1].mode = FB_FAIL400;
 	D[0].hold = D[1].hold = &never;
 	assert_int_equal(
@@ -516,7 +463,7 @@ static void test_mooncake_prefill_fails_first(void **state)
 	    CURLE_OK);
 	assert_int_equal(r.status, 400);
 	assert_string_equal(r.body, FB_FAIL400_BODY);
-	reset_all();
+	pt_reset_all(P, D);
 	tc_hfree(&r);
 }
 
@@ -526,7 +473,7 @@ static void test_mooncake_prefill_fails_mid_stream(void **state)
 	struct tc_resp r = {0};
 	int res;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	gate = 0;
 	D[0].gate_ms = D[1].gate_ms = 10000; /* longer than any abort takes */
 	P[0].mode = P[1].mode = FB_FAIL500;
@@ -542,7 +489,7 @@ static void test_mooncake_prefill_fails_mid_stream(void **state)
 	assert_lacks(r.body, "[DONE]");
 	wait_log("moon", "decode stream cut");
 	wait_log("moon", "failed while decode was answering");
-	reset_all();
+	pt_reset_all(P, D);
 	tc_hfree(&r);
 }
 
@@ -552,7 +499,7 @@ static void test_mooncake_prefill_fails_late(void **state)
 	struct tc_resp r = {0};
 	int seen = 0;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	gate = 0;
 	P[0].mode = P[1].mode = FB_FAIL500;
 	P[0].hold = P[1].hold = &gate;
@@ -573,7 +520,7 @@ static void test_mooncake_prefill_fails_late(void **state)
 			pd_sleep_ms(10);
 	}
 	assert_true(seen);
-	reset_all();
+	pt_reset_all(P, D);
 	tc_hfree(&r);
 }
 
@@ -581,20 +528,10 @@ static void test_mooncake_prefill_fails_late(void **state)
 
 static int setup(void **state)
 {
-	const char *env = getenv("PDKV_BIN");
 	char *toy_env[] = {"OPENAI_API_KEY=sk-toy", NULL};
 	(void)state;
 	unsetenv("OPENAI_API_KEY"); /* the mooncake proxy must send "Bearer None" */
-	snprintf(bin, sizeof(bin), "%s/pdkv-proxy", env ? env : tc_fmt("%s/../bin", pd_self_dir()));
-	if (access(bin, X_OK)) {
-		fprintf(stderr, "pdkv-proxy not found at %s (build it first)\n", bin);
-		return -1;
-	}
-	if (!mkdtemp(tmpdir))
-		return -1;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (fb_start(&P[0], "P0") || fb_start(&P[1], "P1") || fb_start(&D[0], "D0") ||
-	    fb_start(&D[1], "D1"))
+	if (pt_setup(bin, sizeof(bin), tmpdir, P, D))
 		return -1;
 	const char *ft[] = {"--contract",
 	                    "toy",
@@ -618,29 +555,11 @@ static int teardown(void **state)
 {
 	int ret = 0;
 	(void)state;
-	reset_all();
+	pt_reset_all(P, D);
 	struct pd_proc *procs[] = {&v0, &toy, &moon};
-	for (int i = 0; i < 3; i++) {
-		struct pd_proc *p = procs[i];
-		if (!p->pid)
-			continue;
-		pd_proc_stop(p, 3000);
-		if (!WIFEXITED(p->exit_status) || WEXITSTATUS(p->exit_status)) {
-			fprintf(stderr, "%s: unclean exit (wait status 0x%x)\n", p->name,
-			        p->exit_status);
-			ret = -1;
-		}
-	}
-	for (int i = 0; i < 2; i++) {
-		fb_stop(&P[i]);
-		fb_stop(&D[i]);
-	}
-	curl_global_cleanup();
-	if (ret == 0 && !getenv("PDKV_KEEP"))
-		pd_rm_rf(tmpdir);
-	else
-		fprintf(stderr, "proxy logs kept in %s\n", tmpdir);
-	return ret;
+	for (int i = 0; i < 3; i++)
+		ret |= pt_stop_checked(procs[i]);
+	return pt_teardown(tmpdir, P, D, ret);
 }
 
 int main(void)

@@ -23,12 +23,10 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-fails=0
+. "$(dirname "$0")/../../../ci/testlib.sh"
 T0=$(date +%s%N)
 el() { echo $((($(date +%s%N) - T0) / 1000000)); }
 ok() { echo "ok   [$(el) ms] $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
 MODEL=Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4
 
 "$BIN/pdkv-metaserver" --port 0 --host 127.0.0.1 >"$TMP/ms.log" 2>&1 &
@@ -38,17 +36,6 @@ for _ in $(seq 100); do
 done
 [ -n "$MS" ] || { cat "$TMP/ms.log"; echo "FAIL metaserver did not start"; exit 1; }
 
-# A base port B whose pipe ports (B, B+9, B+10 and the +100 decode side) are all free now.
-free_base() {
-	local b
-	for _ in $(seq 50); do
-		# below Linux's ephemeral range (32768+), so client sockets never take them meanwhile
-		b=$((20000 + (RANDOM % 1200) * 10))
-		ss -Htln 2>/dev/null | awk '{print $4}' | grep -qE ":($b|$((b + 9))|$((b + 10))|$((b + 100))|$((b + 109))|$((b + 110)))\$" || { echo $b; return; }
-	done
-	echo 23003
-}
-
 # start NAME ARGS... : starts a stand-in on a free HTTP port; sets PORT_<NAME>
 start() {
 	local name=$1 port=; shift
@@ -56,11 +43,7 @@ start() {
 		--ns-per-token 2000 --enforce-eager "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS+=($!)
 	eval "PID_$name=$!"
-	for _ in $(seq 200); do
-		port=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$TMP/$name.log")
-		[ -n "$port" ] && curl -sf -o /dev/null "http://127.0.0.1:$port/health" && break
-		sleep 0.05
-	done
+	port=$(tl_log_port "$TMP/$name.log" 200 health)
 	eval "PORT_$name=$port"
 	[ -n "$port" ] || { echo "--- $name log"; cat "$TMP/$name.log"; }
 }
@@ -73,7 +56,7 @@ stop() {
 }
 pair() { # pair TAG [prefill args] -- [decode args]
 	local tag=$1 base; shift
-	base=$(free_base)
+	base=$(tl_free_base)
 	printf '{"prefill_url":"127.0.0.1:%s","decode_url":"127.0.0.1:%s","metadata_server":"http://127.0.0.1:%s/metadata","protocol":"tcp","device_name":""}\n' \
 		$base $base $MS >"$TMP/mooncake-$tag.json"
 	local pa=() da=() side=p
@@ -82,7 +65,7 @@ pair() { # pair TAG [prefill args] -- [decode args]
 		--kv-transfer-config '{"kv_connector":"MooncakeConnector","kv_role":"kv_producer","kv_rank":0,"kv_parallel_size":2,"kv_buffer_size":2e9}' "${pa[@]}"
 	MOONCAKE_CONFIG_PATH=$TMP/mooncake-$tag.json start D$tag \
 		--kv-transfer-config '{"kv_connector":"MooncakeConnector","kv_role":"kv_consumer","kv_rank":1,"kv_parallel_size":2,"kv_buffer_size":2e9}' "${da[@]}"
-	# Another process on this host may take a pipe port between free_base and the bind: try
+	# Another process on this host may take a pipe port between tl_free_base and the bind: try
 	# fresh ports (at most 3 times) rather than report someone else's port as our failure.
 	local pp dp
 	eval "pp=\$PORT_P$tag dp=\$PORT_D$tag"

@@ -5,14 +5,8 @@
 set -u
 BIN=${PDKV_BIN:-build/bin}/pdkv-standin
 [ -x "$BIN" ] || { echo "SKIP: $BIN not built"; exit 77; }
-TMP=$(mktemp -d)
-PID=
-cleanup() { [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null; rm -rf "$TMP"; }
-trap cleanup EXIT
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+. "$(dirname "$0")/../../../ci/testlib.sh"
+tl_one_server
 
 # ---- flags ----
 "$BIN" --model m --bogus-flag 1 >"$TMP/o" 2>&1; rc=$?
@@ -46,16 +40,8 @@ check "missing mooncake.json exits 1 (got $rc)" [ $rc -eq 1 ]
 check "mooncake.json diagnostic names the file" grep -q "none.json" "$TMP/o"
 
 # ---- a plain instance ----
-"$BIN" --model Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4 --served-model-name qwen --port 0 --host 127.0.0.1 \
-	--max-model-len 200 --ns-per-token 1000 --enforce-eager >"$TMP/log" 2>&1 &
-PID=$!
-PORT=
-for _ in $(seq 100); do
-	PORT=$(sed -n 's/.*listening on http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$TMP/log")
-	[ -n "$PORT" ] && break
-	sleep 0.05
-done
-[ -n "$PORT" ] || { cat "$TMP/log"; echo "FAIL standin did not start"; exit 1; }
+tl_start standin "$BIN" --model Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4 --served-model-name qwen \
+	--port 0 --host 127.0.0.1 --max-model-len 200 --ns-per-token 1000 --enforce-eager
 U=http://127.0.0.1:$PORT
 code() { curl -sS -o "$TMP/body" -w '%{http_code}' "$@"; }
 

@@ -176,21 +176,26 @@ static void test_register_misuse(void **state)
 	free(buf);
 }
 
+/* Task i of batch b ends (bounded: 10 s) with status want. */
+static void wait_task(struct te_engine *e, uint64_t b, size_t i, int want)
+{
+	struct te_task_status st;
+	uint64_t end = pd_now_ns() + 10000000000ull;
+	do {
+		assert_int_equal(te_batch_status(e, b, i, &st), 0);
+		if (st.status == TE_COMPLETED || st.status == TE_FAILED)
+			break;
+		pd_sleep_ms(1);
+	} while (pd_now_ns() < end);
+	if (st.status != want)
+		fail_msg("task %zu: status %s, expected %s", i, te_status_name(st.status),
+		         te_status_name(want));
+}
+
 static void wait_done(struct te_engine *e, uint64_t b, size_t n, int want)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct te_task_status st;
-		uint64_t end = pd_now_ns() + 10000000000ull;
-		do {
-			assert_int_equal(te_batch_status(e, b, i, &st), 0);
-			if (st.status == TE_COMPLETED || st.status == TE_FAILED)
-				break;
-			pd_sleep_ms(1);
-		} while (pd_now_ns() < end);
-		if (st.status != want)
-			fail_msg("task %zu: status %s, expected %s", i, te_status_name(st.status),
-			         te_status_name(want));
-	}
+	for (size_t i = 0; i < n; i++)
+		wait_task(e, b, i, want);
 }
 
 static void test_batch_misuse(void **state)
@@ -347,21 +352,6 @@ static void test_transfer_p2p(void **state)
 	unsetenv("MC_TCP_PROTO");
 	free(la);
 	free(lb);
-}
-
-static void wait_task(struct te_engine *e, uint64_t b, size_t i, int want)
-{
-	struct te_task_status st;
-	uint64_t end = pd_now_ns() + 10000000000ull;
-	do {
-		assert_int_equal(te_batch_status(e, b, i, &st), 0);
-		if (st.status == TE_COMPLETED || st.status == TE_FAILED)
-			break;
-		pd_sleep_ms(1);
-	} while (pd_now_ns() < end);
-	if (st.status != want)
-		fail_msg("task %zu: status %s, expected %s", i, te_status_name(st.status),
-		         te_status_name(want));
 }
 
 /* The remote unregisters its buffer after we cached its descriptor: the submit re-fetches,

@@ -17,6 +17,7 @@
 #include "pd_util.h"
 #include "te/te.h"
 #include "te/te_gpu.h"
+#include "te_testpat.h"
 
 #define BIG    (64u << 20)
 #define BUFLEN (BIG + (1u << 20))
@@ -38,17 +39,6 @@ static void put(char *mem, const char *src, size_t len)
 static void get(char *dst, const char *mem, size_t len)
 {
 	assert_int_equal(te_gpu_copy(0, dst, mem, len), 0);
-}
-
-static void fill(char *p, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-	for (size_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (char)x;
-	}
 }
 
 static struct te_engine *mk(void)
@@ -103,7 +93,7 @@ static void one(int op, char *l, size_t lo, char *r, size_t ro, size_t len, uint
 	char guard[2], after[2];
 	size_t bad = 0;
 
-	fill(want, len, seed);
+	te_testpat_fill(want, len, seed);
 	put(src, want, len);
 	get(&guard[0], dst - 1, 1);
 	get(&guard[1], dst + len, 1);
@@ -160,7 +150,7 @@ static void batch_small(void)
 	struct te_request rq[N];
 	uint64_t b;
 
-	fill(want, N * blk, 77);
+	te_testpat_fill(want, N * blk, 77);
 	put(I.gpu + 3, want, N * blk);
 	for (int i = 0; i < N; i++)
 		rq[i] = (struct te_request){TE_WRITE, I.gpu + 3 + i * blk, seg,

@@ -20,6 +20,7 @@
 #include "te/te.h"
 #include "te/te_gpu.h"
 #include "te/te_inspect.h"
+#include "te_testpat.h"
 
 #define BUFLEN (80u << 20)
 
@@ -36,17 +37,6 @@ static struct peer same, other;
 static struct te_engine *E;
 static char *lgpu, *lcpu, *lgpu2; /* local: cuda:0 x2, host */
 static char *want, *got;
-
-static void fill(char *p, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-	for (size_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (char)x;
-	}
-}
 
 static struct te_engine *mk(void)
 {
@@ -73,7 +63,7 @@ static void child(int out, int done, const char *host_id)
 	e = mk();
 	if (!e || !c || !h || te_gpu_malloc(0, BUFLEN, (void **)&g))
 		_exit(1);
-	fill(h, BUFLEN, 1000);
+	te_testpat_fill(h, BUFLEN, 1000);
 	memcpy(c, h, BUFLEN);
 	if (te_gpu_copy(0, g, h, BUFLEN) || te_register(e, g, BUFLEN, "cuda:0") ||
 	    te_register(e, c, BUFLEN, "cpu:0"))
@@ -126,7 +116,7 @@ static int spawn(struct peer *p, const char *host_id)
 	p->scpu = malloc(BUFLEN);
 	if (!p->sgpu || !p->scpu)
 		return -1;
-	fill(p->sgpu, BUFLEN, 1000);
+	te_testpat_fill(p->sgpu, BUFLEN, 1000);
 	memcpy(p->scpu, p->sgpu, BUFLEN);
 	return 0;
 }
@@ -184,7 +174,7 @@ static void roundtrip(const struct peer *p, char *l, bool lvram, uint64_t r, siz
 {
 	char *sh = shadow(p, r);
 
-	fill(want, len, seed);
+	te_testpat_fill(want, len, seed);
 	if (lvram)
 		put(l + lo, want, len);
 	else
@@ -224,7 +214,7 @@ static void test_paths(void **state)
 static void test_target_pattern(void **state)
 {
 	(void)state;
-	fill(want, BUFLEN, 1000);
+	te_testpat_fill(want, BUFLEN, 1000);
 	xfer(&same, TE_READ, lgpu, same.gpu, BUFLEN);
 	get(got, lgpu, BUFLEN);
 	check("READ of the target's cuda:0 pattern over CUDA IPC", BUFLEN);
@@ -268,7 +258,7 @@ static void test_batch(void **state)
 	uint64_t b;
 	(void)state;
 
-	fill(want, N * blk, 77);
+	te_testpat_fill(want, N * blk, 77);
 	put(lgpu + 3, want, N * blk);
 	for (int i = 0; i < N; i++) {
 		const struct peer *p = i % 3 ? &same : &other;

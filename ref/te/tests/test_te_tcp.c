@@ -2,7 +2,6 @@
  * over TCP with P2PHANDSHAKE and with real etcd / redis / pdkv-metaserver stores (keys checked
  * while up and gone after shutdown or SIGTERM); hostile raw peers against the data and
  * handshake ports (target survives and keeps serving); metadata store down -> clean error. */
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -247,18 +246,8 @@ static void send_hdr(int fd, uint64_t size, uint64_t addr, uint8_t op)
 static int proc_count(pid_t pid, const char *what)
 {
 	char path[64];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
-	d = opendir(path);
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
+	return pd_dir_count(path);
 }
 
 /* A peer that opens one TCP connection per request (Mooncake without

@@ -1,0 +1,73 @@
+# ci/testlib.sh: what pdkv's bash tests share (sourced, never run): ok/bad/check counting into
+# $fails, a temp dir with one background server, reading a server's port from its log, free port
+# blocks, and the slow-connection flood of the hostile-client tests.
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+# tl_one_server: TMP (removed on exit) and PID (the one server, killed on exit)
+tl_one_server() {
+	TMP=$(mktemp -d)
+	PID=
+	trap '[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null; rm -rf "$TMP"' EXIT
+}
+
+# tl_log_port LOG [TRIES] [health]: the port of the "listening on [http://]HOST:PORT" line in LOG,
+# polled every 50 ms; with "health", also until GET /health answers. Empty if it never came.
+tl_log_port() {
+	local log=$1 tries=${2:-200} health=${3:-} port=
+	for _ in $(seq "$tries"); do
+		port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$log" | head -1)
+		if [ -n "$port" ]; then
+			[ -z "$health" ] && break
+			curl -sf -o /dev/null "http://127.0.0.1:$port/health" && break
+		fi
+		sleep 0.05
+	done
+	echo "$port"
+}
+
+# tl_start WHAT CMD...: starts the one server (CMD, logging to $TMP/log) and sets PID and PORT;
+# exits the test when it does not come up. tl_stop: kills it.
+tl_start() {
+	local what=$1
+	shift
+	"$@" >"$TMP/log" 2>&1 &
+	PID=$!
+	PORT=$(tl_log_port "$TMP/log")
+	[ -n "$PORT" ] || { cat "$TMP/log"; echo "FAIL $what did not start"; exit 1; }
+}
+tl_stop() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=; }
+
+# tl_free_base: a base port B whose V0 pipe ports (B, B+9, B+10 and the +100 decode side) are all
+# free now, below Linux's ephemeral range (32768+) so client sockets never take them meanwhile.
+tl_free_base() {
+	local b
+	for _ in $(seq 50); do
+		b=$((20000 + (RANDOM % 1100) * 10))
+		ss -Htln 2>/dev/null | awk '{print $4}' | grep -qE ":($b|$((b + 9))|$((b + 10))|$((b + 100))|$((b + 109))|$((b + 110)))\$" || { echo $b; return; }
+	done
+	echo 23003
+}
+
+# tl_flood N PORT: opens N connections from 127.0.0.1, each sending half a request line; fds in
+# FLOOD[]. tl_closed_count: how many of them the server closed (EOF within 0.2 s).
+FLOOD=()
+tl_flood() {
+	local fd
+	for _ in $(seq "$1"); do
+		exec {fd}<>"/dev/tcp/127.0.0.1/$2" || break
+		printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le' >&$fd 2>/dev/null
+		FLOOD+=("$fd")
+	done
+}
+tl_closed_count() {
+	local n=0 fd line
+	for fd in "${FLOOD[@]}"; do
+		read -r -t 0.2 -u "$fd" line 2>/dev/null
+		[ $? -eq 1 ] && n=$((n + 1))
+	done
+	echo $n
+}
+tl_unflood() { local fd; for fd in "${FLOOD[@]}"; do exec {fd}>&-; done; FLOOD=(); }
