@@ -38,6 +38,7 @@ struct kv1_worker {
 	int side_port;
 	struct te_engine *te;
 	uint8_t *bufs[KV1_MAX_BUFS];
+	int order[KV1_MAX_BUFS]; /* o.write_order, or 0..nbufs-1 */
 	size_t buf_bytes;
 	int gpu_dev; /* -1: host buffers (mmap), else cudaMalloc'd on this CUDA device */
 	/* allocator: FIFO ring of free ids */
@@ -70,7 +71,16 @@ struct kv1_worker {
 	atomic_uint_fast64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;
 	atomic_uint_fast64_t rejected; /* side-channel messages refused (frames, msgpack, target) */
 	atomic_uint_fast64_t bytes_recv, alloc_waits;
+	/* consumer, host buffers: bytes landed per (buffer, block), nbufs x num_blocks
+	 * (kv1_landed.c); lcv is broadcast on every landed WRITE while lwaiters > 0 */
+	_Atomic uint32_t *landed;
+	pthread_mutex_t lmu;
+	pthread_cond_t lcv;
+	atomic_uint lwaiters;
 };
+
+int kv1_landed_init(struct kv1_worker *w);
+void kv1_landed_fini(struct kv1_worker *w);
 
 /* A handshake handed to a thread: identity and payload copied out of the ROUTER frames. */
 struct kv1_job {

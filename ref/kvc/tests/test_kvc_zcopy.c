@@ -168,10 +168,5 @@ int main(void)
 	    cmocka_unit_test(test_zero_copy_hit),
 	    cmocka_unit_test(test_parked_full_and_miss),
 	};
-	int rc = env_start_etcd();
-	if (rc)
-		return rc;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	pd_svc_stop(&g_etcd);
-	return rc;
+	return env_run_tests(tests);
 }
