@@ -40,42 +40,6 @@ void *kv1_zsock(struct kv1_worker *w, int type, int rcvtimeo_ms)
 	return s;
 }
 
-/* ------------------------------------------------------------------ memory */
-
-uint8_t *kv1_block(struct kv1_worker *w, int buf, int64_t block)
-{
-	if (buf < 0 || buf >= w->o.nbufs || block < 0 || (size_t)block >= w->o.num_blocks)
-		return NULL;
-	return w->bufs[buf] + (size_t)block * w->o.block_len;
-}
-
-int kv1_plan(const int64_t *local, size_t nl, const int64_t *remote, size_t nr,
-             struct kv1_run **runs, size_t *nruns)
-{
-	struct kv1_run *v;
-	size_t k = 0;
-
-	*runs = NULL;
-	*nruns = 0;
-	if (nl < nr)
-		return -ERANGE;
-	local += nl - nr; /* P computed more than D asked for: D wants the tail */
-	v = calloc(nr ? nr : 1, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < nr; i++) {
-		if (k && v[k - 1].local + v[k - 1].n == local[i] &&
-		    v[k - 1].remote + v[k - 1].n == remote[i]) {
-			v[k - 1].n++;
-			continue;
-		}
-		v[k++] = (struct kv1_run){local[i], remote[i], 1};
-	}
-	*runs = v;
-	*nruns = k;
-	return 0;
-}
-
 /* ------------------------------------------------------------------ send table */
 
 struct kv1_send *kv1_send_find_locked(struct kv1_worker *w, const char *key)
