@@ -4,6 +4,7 @@
 #ifndef KV1_H
 #define KV1_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,10 @@ struct kv1_opts {
 	 * on device N (te_gpu, loaded at run time) and registered as "cuda:N". kv1_block() then
 	 * returns device pointers: the caller copies with te_gpu. */
 	const char *location;
+	/* Producer: the order in which the buffers' WRITEs are submitted (a permutation of
+	 * 0..nbufs-1, copied; NULL = 0, 1, ...). Bytes land in about that order, so a consumer
+	 * that works on them as they land (kv1_landed_wait) can ask for the order it reads in. */
+	const int *write_order;
 	/* P-side transfer observer (metrics): seconds, bytes, descriptors, ok. May be NULL. */
 	void (*on_xfer)(void *ud, double secs, uint64_t bytes, size_t ndesc, bool ok);
 	void *ud;
@@ -83,6 +88,18 @@ int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req
 int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
                const char *transfer_id, const char *req_id, const int64_t *ids, size_t n, char *err,
                size_t errsz);
+
+/* ---- consumer: blocks landed so far (kv1_landed.c) ----
+ * Lets a consumer work on a request's KV while the producer is still writing it: reset the
+ * request's blocks before the handshake; kv1_landed_wait(buf) returns 0 once every block of ids
+ * in KV buffer buf has been written in full by a peer (TCP, host memory: the engine's landed
+ * hook), or once *done is > 0 (kv1_landed_done after a successful receive: RDMA and CUDA
+ * memory are only seen that way); -ECANCELED when *done < 0 (the receive failed) or the
+ * worker stops. */
+void kv1_landed_reset(struct kv1_worker *w, const int64_t *ids, size_t n);
+int kv1_landed_wait(struct kv1_worker *w, int buf, const int64_t *ids, size_t n,
+                    const atomic_int *done);
+void kv1_landed_done(struct kv1_worker *w, atomic_int *done, bool ok);
 
 /* ---- copy plan (exposed for tests) ---- */
 struct kv1_run {

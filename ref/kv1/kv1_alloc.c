@@ -1,10 +1,50 @@
-/* kv1_alloc: a worker's KV block allocator — a FIFO ring of free block ids, and the bounded wait
- * for blocks (vLLM's scheduler holds a request while the KV cache is full). */
+/* kv1_alloc: a worker's KV blocks — their addresses, the copy plan between block lists, the FIFO
+ * ring of free block ids and the bounded wait for blocks (vLLM's scheduler holds a request while
+ * the KV cache is full). */
 #include <errno.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "kv1_internal.h"
 #include "pd_util.h"
+
+/* ------------------------------------------------------------------ blocks and the copy plan */
+
+uint8_t *kv1_block(struct kv1_worker *w, int buf, int64_t block)
+{
+	if (buf < 0 || buf >= w->o.nbufs || block < 0 || (size_t)block >= w->o.num_blocks)
+		return NULL;
+	return w->bufs[buf] + (size_t)block * w->o.block_len;
+}
+
+int kv1_plan(const int64_t *local, size_t nl, const int64_t *remote, size_t nr,
+             struct kv1_run **runs, size_t *nruns)
+{
+	struct kv1_run *v;
+	size_t k = 0;
+
+	*runs = NULL;
+	*nruns = 0;
+	if (nl < nr)
+		return -ERANGE;
+	local += nl - nr; /* P computed more than D asked for: D wants the tail */
+	v = calloc(nr ? nr : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++) {
+		if (k && v[k - 1].local + v[k - 1].n == local[i] &&
+		    v[k - 1].remote + v[k - 1].n == remote[i]) {
+			v[k - 1].n++;
+			continue;
+		}
+		v[k++] = (struct kv1_run){local[i], remote[i], 1};
+	}
+	*runs = v;
+	*nruns = k;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ allocator */
 
 static void take_locked(struct kv1_worker *w, size_t n, int64_t *ids)
 {

@@ -126,16 +126,14 @@ static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, str
 	}
 }
 
-/* Takes ready entries; returns how many are still pending. Entries D asks for before P's
- * scheduler saw them are created here, as vLLM does. Entries are looked up by transfer id on
- * every pass: the lock is released in between. */
-static size_t take_ready(struct kv1_worker *w, struct pend *p, size_t n, uint64_t deadline,
-                         size_t *taken)
+/* Takes ready entries (w->mu held); returns how many are still pending. Entries D asks for
+ * before P's scheduler saw them are created here, as vLLM does. Entries are looked up by
+ * transfer id on every pass: the lock is released in between. */
+static size_t take_ready_locked(struct kv1_worker *w, struct pend *p, size_t n, size_t *taken)
 {
 	size_t left = 0;
 
 	*taken = 0;
-	pthread_mutex_lock(&w->mu);
 	for (size_t i = 0; i < n; i++) {
 		struct kv1_send *s;
 
@@ -156,95 +154,205 @@ static size_t take_ready(struct kv1_worker *w, struct pend *p, size_t n, uint64_
 			left++;
 		}
 	}
-	if (left && !*taken)
-		kv1_cv_wait_locked(w, deadline);
-	pthread_mutex_unlock(&w->mu);
 	return left;
 }
 
-static void serve(struct kv1_job *j, void *push, const struct kv1_xfer_meta *m)
+/* A decoded handshake and its progress: kept in the job while it is parked. */
+struct gb_state {
+	struct kv1_xfer_meta m;
+	struct pend *p;
+	struct kv1_xfer_resp r;
+};
+
+void kv1_genb_state_free(void *gb)
+{
+	struct gb_state *g = gb;
+
+	if (!g)
+		return;
+	kv1_xfer_meta_free(&g->m);
+	free(g->p);
+	free(g->r.ok);
+	free(g->r.err);
+	free(g);
+}
+
+bool kv1_genb_waits_on(const struct kv1_job *j, const char *key)
+{
+	const struct gb_state *g = j->gb;
+
+	for (size_t i = 0; g && i < g->m.nreqs; i++)
+		if (!g->p[i].state && !strcmp(g->p[i].rb->transfer_id, key))
+			return true;
+	return false;
+}
+
+bool kv1_genb_runnable_locked(struct kv1_worker *w, const struct kv1_job *j)
+{
+	const struct gb_state *g = j->gb;
+
+	for (size_t i = 0; g && i < g->m.nreqs; i++) {
+		const struct kv1_send *s;
+
+		if (g->p[i].state)
+			continue;
+		s = kv1_send_find_locked(w, g->p[i].rb->transfer_id);
+		if (s && (s->dropped || (s->ready && !s->busy)))
+			return true;
+	}
+	return false;
+}
+
+/* FINISH with every request still pending in err_reqs and msg; entries nobody made ready were
+ * only created for this wait and are removed. */
+static void finish_pending(struct kv1_job *j, void *sock, const char *msg, bool timeout)
 {
 	struct kv1_worker *w = j->w;
-	struct pend *p = calloc(m->nreqs ? m->nreqs : 1, sizeof(*p));
-	struct kv1_xfer_resp r;
-	uint64_t deadline = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
-	const char *emsg = NULL;
-	size_t left = m->nreqs, taken;
+	struct gb_state *g = j->gb;
+	struct kv1_xfer_resp *r = &g->r;
+	const char *first = NULL;
+	size_t unknown = 0;
+	uint64_t quiet;
 
-	memset(&r, 0, sizeof(r));
-	r.ok = calloc(m->nreqs + 1, sizeof(char *));
-	r.err = calloc(m->nreqs + 1, sizeof(char *));
-	if (!p || !r.ok || !r.err)
-		goto out;
-	for (size_t i = 0; i < m->nreqs; i++)
-		p[i].rb = &m->reqs[i];
-	while (left) {
-		left = take_ready(w, p, m->nreqs, deadline, &taken);
-		if (taken) {
-			r.nok = r.nerr = 0;
-			emsg = NULL;
-			write_taken(w, m, p, m->nreqs, &r, &emsg);
-			r.status = left ? KV1_CONTINUE : KV1_FINISH;
-			r.has_ok = r.nok > 0;
-			r.has_err = r.nerr > 0;
-			r.err_msg = (char *)emsg;
-			send_resp(j, push, &r);
+	r->nok = r->nerr = 0;
+	pthread_mutex_lock(&w->mu);
+	for (size_t i = 0; i < g->m.nreqs; i++) {
+		if (g->p[i].state)
 			continue;
-		}
-		if (left && (pd_now_ns() >= deadline || atomic_load(&w->stop))) {
-			r.nok = r.nerr = 0;
-			pthread_mutex_lock(&w->mu);
-			for (size_t i = 0; i < m->nreqs; i++) {
-				if (p[i].state)
-					continue;
-				struct kv1_send *s = kv1_send_find_locked(w, p[i].rb->transfer_id);
+		struct kv1_send *s = kv1_send_find_locked(w, g->p[i].rb->transfer_id);
 
-				r.err[r.nerr++] = p[i].rb->req_id;
-				/* an entry nobody made ready was only created for this wait */
-				if (s && !s->ready)
-					kv1_send_remove_locked(w, s);
-			}
-			pthread_mutex_unlock(&w->mu);
-			r.status = KV1_FINISH;
-			r.has_ok = false;
-			r.has_err = true;
-			r.err_msg = "Timeout waiting for P side ready.";
-			send_resp(j, push, &r);
-			break;
+		r->err[r->nerr++] = g->p[i].rb->req_id;
+		if (s && !s->ready && !s->dropped && !s->busy) {
+			kv1_send_remove_locked(w, s);
+			first = first ? first : g->p[i].rb->transfer_id;
+			unknown++;
 		}
 	}
-out:
-	free(r.ok);
-	free(r.err);
-	free(p);
+	pthread_mutex_unlock(&w->mu);
+	if (timeout && unknown) {
+		/* ids this prefill never made ready: a decode that asked the wrong prefill, a
+		 * request that never reached it, or a rogue peer */
+		atomic_fetch_add(&w->unknown_ids, unknown);
+		if (kv1_park_warn_due(w, &quiet))
+			pd_warn(
+			    "kv1: side channel %s: handshake from %s for %zu transfer id(s) this "
+			    "prefill never made ready (first: %s) timed out after %d s; "
+			    "answered \"Timeout waiting for P side ready.\" (%llu side-channel "
+			    "warnings suppressed in the last second)",
+			    w->side_addr, j->peer, unknown, first, w->o.abort_timeout_s,
+			    (unsigned long long)quiet);
+	}
+	r->status = KV1_FINISH;
+	r->has_ok = false;
+	r->has_err = true;
+	r->err_msg = (char *)msg;
+	send_resp(j, sock, r);
+}
+
+void kv1_genb_expire(struct kv1_job *j, void *sock)
+{
+	/* the worker stopping is no timeout: answered the same, not counted or logged */
+	finish_pending(j, sock, "Timeout waiting for P side ready.", !atomic_load(&j->w->stop));
+	kv1_job_free(j);
+}
+
+void kv1_genb_refuse(struct kv1_job *j, void *sock, const char *msg)
+{
+	finish_pending(j, sock, msg, false);
+	kv1_job_free(j);
+}
+
+/* Serves what is ready, answering CONTINUE / FINISH per batch. true: the job was handed to the
+ * ROUTER thread to be parked (no longer ours); false: it is finished. */
+static bool serve(struct kv1_job *j, void *push)
+{
+	struct kv1_worker *w = j->w;
+	struct gb_state *g = j->gb;
+	struct kv1_xfer_resp *r = &g->r;
+	const char *emsg;
+	size_t left, taken;
+
+	for (;;) {
+		pthread_mutex_lock(&w->mu);
+		left = take_ready_locked(w, g->p, g->m.nreqs, &taken);
+		pthread_mutex_unlock(&w->mu);
+		if (!taken && left) {
+			/* nothing ready: wait parked, on no thread, until kv1_send_ready /
+			 * kv1_send_discard marks one of our ids or the deadline passes */
+			if (pd_now_ns() >= j->deadline_ns || atomic_load(&w->stop)) {
+				finish_pending(j, push, "Timeout waiting for P side ready.",
+				               !atomic_load(&w->stop));
+				return false;
+			}
+			return !kv1_park_request(j, push);
+		}
+		r->nok = r->nerr = 0;
+		emsg = NULL;
+		write_taken(w, &g->m, g->p, g->m.nreqs, r, &emsg);
+		r->status = left ? KV1_CONTINUE : KV1_FINISH;
+		r->has_ok = r->nok > 0;
+		r->has_err = r->nerr > 0;
+		r->err_msg = (char *)emsg;
+		send_resp(j, push, r);
+		if (!left)
+			return false;
+	}
+}
+
+/* Decodes and checks the handshake into j->gb. false: answered with ERROR. */
+static bool admit(struct kv1_job *j, void *push)
+{
+	struct kv1_worker *w = j->w;
+	struct gb_state *g = calloc(1, sizeof(*g));
+	char err[512], msg[600];
+
+	if (!g)
+		return false;
+	if (kv1_xfer_meta_decode(j->payload, j->len, shape_of(w), &g->m, err, sizeof(err))) {
+		free(g);
+		atomic_fetch_add(&w->rejected, 1);
+		pd_err("%s", err);
+		kv1_wire_err_to_msgspec(err, msg, sizeof(msg));
+		send_error(j, push, msg);
+		return false;
+	}
+	j->gb = g;
+	free(j->payload); /* decoded: a parked handshake keeps only its decoded form */
+	j->payload = NULL;
+	j->len = 0;
+	if (!targeted(w, &g->m, msg, sizeof(msg)) || !lens_match(w, &g->m, msg, sizeof(msg))) {
+		atomic_fetch_add(&w->rejected, 1);
+		send_error(j, push, msg);
+		return false;
+	}
+	g->p = calloc(g->m.nreqs ? g->m.nreqs : 1, sizeof(*g->p));
+	g->r.ok = calloc(g->m.nreqs + 1, sizeof(char *));
+	g->r.err = calloc(g->m.nreqs + 1, sizeof(char *));
+	if (!g->p || !g->r.ok || !g->r.err)
+		return false;
+	for (size_t i = 0; i < g->m.nreqs; i++)
+		g->p[i].rb = &g->m.reqs[i];
+	j->deadline_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
+	return true;
 }
 
 void *kv1_genb_handle(void *arg)
 {
 	struct kv1_job *j = arg;
 	struct kv1_worker *w = j->w;
-	struct kv1_xfer_meta m;
-	char err[512], msg[600];
 	void *push = kv1_job_push_open(w);
 
-	if (kv1_xfer_meta_decode(j->payload, j->len, shape_of(w), &m, err, sizeof(err))) {
-		atomic_fetch_add(&w->rejected, 1);
-		pd_err("%s", err);
-		kv1_wire_err_to_msgspec(err, msg, sizeof(msg));
-		send_error(j, push, msg);
-	} else {
-		if (!targeted(w, &m, msg, sizeof(msg)) || !lens_match(w, &m, msg, sizeof(msg))) {
-			atomic_fetch_add(&w->rejected, 1);
-			send_error(j, push, msg);
-		} else
-			serve(j, push, &m);
-		kv1_xfer_meta_free(&m);
+	while (j) {
+		/* a parked job comes back here with its state when one of its ids is ready */
+		if ((j->gb || admit(j, push)) && serve(j, push))
+			j = NULL; /* parked: the ROUTER thread owns it now */
+		if (j)
+			kv1_job_free(j);
+		/* this thread's slot goes to the next woken handshake, if any */
+		j = kv1_park_pop(w);
 	}
 	if (push)
 		zmq_close(push);
-	free(j->ident);
-	free(j->payload);
-	free(j);
 	atomic_fetch_sub(&w->handlers, 1);
 	return NULL;
 }

@@ -11,6 +11,10 @@
 
 #define KV1_MAX_HANDLERS 64   /* concurrent handshakes a producer serves */
 #define KV1_MAX_PENDING  4096 /* handshakes queued behind them (then refused) */
+/* gen B handshakes waiting for P side ready, on no thread (PDKV_KV1_MAX_PARKED[_PER_PEER]) */
+#define KV1_MAX_PARKED          1024
+#define KV1_MAX_PARKED_PER_PEER 256
+#define KV1_MAX_PARKED_MIB      64 /* their msgpack bytes (PDKV_KV1_MAX_PARKED_MIB) */
 
 struct kv1_send {
 	struct kv1_send *next;
@@ -34,6 +38,7 @@ struct kv1_worker {
 	int side_port;
 	struct te_engine *te;
 	uint8_t *bufs[KV1_MAX_BUFS];
+	int order[KV1_MAX_BUFS]; /* o.write_order, or 0..nbufs-1 */
 	size_t buf_bytes;
 	int gpu_dev; /* -1: host buffers (mmap), else cudaMalloc'd on this CUDA device */
 	/* allocator: FIFO ring of free ids */
@@ -53,6 +58,11 @@ struct kv1_worker {
 	bool thr_started;
 	atomic_bool stop;
 	atomic_int handlers;
+	/* gen B parked handshakes (w->mu): waiting for an id (parked) or runnable again (wake) */
+	struct kv1_job *parked, *wake_head, *wake_tail;
+	int nparked, max_parked, max_parked_peer;
+	uint64_t parked_bytes, max_parked_bytes;
+	uint64_t warn_ns, warn_quiet; /* w->mu: side-channel WARNINGs, at most one a second */
 	/* consumer: bootstrap /query cache (gen B) */
 	pthread_mutex_t bmu;
 	char boot_cached[256];
@@ -61,7 +71,16 @@ struct kv1_worker {
 	atomic_uint_fast64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;
 	atomic_uint_fast64_t rejected; /* side-channel messages refused (frames, msgpack, target) */
 	atomic_uint_fast64_t bytes_recv, alloc_waits;
+	/* consumer, host buffers: bytes landed per (buffer, block), nbufs x num_blocks
+	 * (kv1_landed.c); lcv is broadcast on every landed WRITE while lwaiters > 0 */
+	_Atomic uint32_t *landed;
+	pthread_mutex_t lmu;
+	pthread_cond_t lcv;
+	atomic_uint lwaiters;
 };
+
+int kv1_landed_init(struct kv1_worker *w);
+void kv1_landed_fini(struct kv1_worker *w);
 
 /* A handshake handed to a thread: identity and payload copied out of the ROUTER frames. */
 struct kv1_job {
@@ -69,8 +88,12 @@ struct kv1_job {
 	struct kv1_job *next; /* the router thread's queue of jobs waiting for a handler */
 	void *ident;
 	size_t ident_len;
-	void *payload;
+	void *payload; /* gen B: freed once decoded */
 	size_t len;
+	size_t cost;          /* the payload's size, counted against PDKV_KV1_MAX_PARKED_MIB */
+	char peer[64];        /* the sender's Peer-Address ("?" when ZMQ does not say) */
+	void *gb;             /* gen B: the decoded handshake and its progress (kv1_genb.c) */
+	uint64_t deadline_ns; /* gen B: answered "Timeout waiting for P side ready." after it */
 };
 
 /* Sends a reply multipart [ident, (empty,) body] back through the ROUTER thread. */
@@ -78,7 +101,31 @@ int kv1_job_reply(struct kv1_job *j, void *push, const void *body, size_t len, b
 void *kv1_job_push_open(struct kv1_worker *w);
 
 void *kv1_gena_handle(void *job); /* thread entry; frees the job */
-void *kv1_genb_handle(void *job);
+void *kv1_genb_handle(void *job); /* thread entry; frees the job or hands it on to be parked */
+void kv1_job_free(struct kv1_job *j);
+/* A handler slot (false: KV1_MAX_HANDLERS run); spawn starts a thread in a reserved slot. */
+bool kv1_handler_reserve(struct kv1_worker *w);
+void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j);
+
+/* gen B handshake state (kv1_genb.c) as the parking needs it. */
+void kv1_genb_state_free(void *gb);
+bool kv1_genb_waits_on(const struct kv1_job *j, const char *key); /* key among pending ids */
+bool kv1_genb_runnable_locked(struct kv1_worker *w, const struct kv1_job *j);
+void kv1_genb_expire(struct kv1_job *j, void *sock);                  /* timeout FINISH; frees j */
+void kv1_genb_refuse(struct kv1_job *j, void *sock, const char *msg); /* FINISH; frees j */
+
+/* Parking (kv1_park.c): a gen B handshake whose ids are not ready waits on no thread. */
+int kv1_park_init(struct kv1_worker *w, char *err, size_t errsz); /* caps from the env */
+/* Rate limit of the side channel's WARNINGs: true when one may be logged now; *quiet: how many
+ * were suppressed since the last one. */
+bool kv1_park_warn_due(struct kv1_worker *w, uint64_t *quiet);
+int kv1_park_request(struct kv1_job *j, void *push); /* handler: j goes to the ROUTER thread */
+void kv1_park_admit(struct kv1_worker *w, struct kv1_job *j);       /* ROUTER thread */
+size_t kv1_park_wake_locked(struct kv1_worker *w, const char *key); /* w->mu held */
+struct kv1_job *kv1_park_pop(struct kv1_worker *w); /* a woken job, or NULL (also stopping) */
+void kv1_park_kick(struct kv1_worker *w); /* hands woken jobs to handlers, slots permitting */
+void kv1_park_sweep(struct kv1_worker *w, bool all); /* ROUTER thread: expired ones */
+void kv1_park_free_all(struct kv1_worker *w);
 
 /* Send table (w->mu held by the callers of the _locked forms). */
 struct kv1_send *kv1_send_find_locked(struct kv1_worker *w, const char *key);

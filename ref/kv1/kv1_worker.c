@@ -41,42 +41,6 @@ void *kv1_zsock(struct kv1_worker *w, int type, int rcvtimeo_ms)
 	return s;
 }
 
-/* ------------------------------------------------------------------ memory */
-
-uint8_t *kv1_block(struct kv1_worker *w, int buf, int64_t block)
-{
-	if (buf < 0 || buf >= w->o.nbufs || block < 0 || (size_t)block >= w->o.num_blocks)
-		return NULL;
-	return w->bufs[buf] + (size_t)block * w->o.block_len;
-}
-
-int kv1_plan(const int64_t *local, size_t nl, const int64_t *remote, size_t nr,
-             struct kv1_run **runs, size_t *nruns)
-{
-	struct kv1_run *v;
-	size_t k = 0;
-
-	*runs = NULL;
-	*nruns = 0;
-	if (nl < nr)
-		return -ERANGE;
-	local += nl - nr; /* P computed more than D asked for: D wants the tail */
-	v = calloc(nr ? nr : 1, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < nr; i++) {
-		if (k && v[k - 1].local + v[k - 1].n == local[i] &&
-		    v[k - 1].remote + v[k - 1].n == remote[i]) {
-			v[k - 1].n++;
-			continue;
-		}
-		v[k++] = (struct kv1_run){local[i], remote[i], 1};
-	}
-	*runs = v;
-	*nruns = k;
-	return 0;
-}
-
 /* ------------------------------------------------------------------ send table */
 
 struct kv1_send *kv1_send_find_locked(struct kv1_worker *w, const char *key)
@@ -160,6 +124,7 @@ int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, si
 {
 	struct kv1_send *s;
 	int64_t *cp = malloc((n ? n : 1) * sizeof(*cp));
+	size_t woken;
 
 	if (!cp)
 		return -ENOMEM;
@@ -180,13 +145,17 @@ int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, si
 	s->dropped = false;
 	s->expire_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 	pthread_cond_broadcast(&w->cv);
+	woken = kv1_park_wake_locked(w, key);
 	pthread_mutex_unlock(&w->mu);
+	if (woken)
+		kv1_park_kick(w);
 	return 0;
 }
 
 void kv1_send_discard(struct kv1_worker *w, const char *key)
 {
 	struct kv1_send *s;
+	size_t woken = 0;
 
 	pthread_mutex_lock(&w->mu);
 	s = kv1_send_find_locked(w, key);
@@ -203,10 +172,13 @@ void kv1_send_discard(struct kv1_worker *w, const char *key)
 		s->dropped = true;
 		s->expire_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 		pthread_cond_broadcast(&w->cv);
+		woken = kv1_park_wake_locked(w, key);
 	} else if (s && !s->busy) {
 		kv1_send_remove_locked(w, s);
 	}
 	pthread_mutex_unlock(&w->mu);
+	if (woken)
+		kv1_park_kick(w);
 }
 
 static void reap_expired(struct kv1_worker *w)
@@ -233,28 +205,36 @@ static void reap_expired(struct kv1_worker *w)
 
 /* ------------------------------------------------------------------ engine writes */
 
-static int wait_batch(struct kv1_worker *w, uint64_t batch, size_t n)
+/* Polls the batch to its end. Naps scale with the bytes still owed (as if they moved at 16 GB/s,
+ * faster than any loopback or NIC here), so a long WRITE costs tens of wake-ups, not one every
+ * 50 us: on a small host those wake-ups take CPU from the transfer itself. */
+static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_request *r, size_t n)
 {
 	uint64_t end = pd_now_ns() + 30000000000ull;
 	int ret = 0;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n;) {
 		struct te_task_status st;
+		uint64_t left = 0;
+		int e = te_batch_status(w->te, batch, i, &st);
 
-		for (;;) {
-			int r = te_batch_status(w->te, batch, i, &st);
-
-			if (r)
-				return r;
-			if (st.status == TE_COMPLETED || st.status == TE_FAILED)
-				break;
-			if (pd_now_ns() > end)
-				return TE_ERR_TIMEOUT; /* the batch stays busy; freed at destroy */
-			struct timespec ts = {0, 50000};
-			nanosleep(&ts, NULL);
+		if (e)
+			return e;
+		if (st.status == TE_COMPLETED || st.status == TE_FAILED) {
+			if (st.status == TE_FAILED)
+				ret = TE_ERR_ENDPOINT;
+			i++;
+			continue;
 		}
-		if (st.status == TE_FAILED)
-			ret = TE_ERR_ENDPOINT;
+		if (pd_now_ns() > end)
+			return TE_ERR_TIMEOUT; /* the batch stays busy; freed at destroy */
+		for (size_t k = i; k < n; k++)
+			left += r[k].length;
+		left /= 16; /* ns at 16 bytes/ns */
+		struct timespec ts = {0, (long)(left < 20000     ? 20000
+		                                : left > 2000000 ? 2000000
+		                                                 : left)};
+		nanosleep(&ts, NULL);
 	}
 	int fr = te_batch_free(w->te, batch);
 	return ret ? ret : fr;
@@ -279,8 +259,8 @@ int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const
 	ret = te_open_segment(w->te, seg, &segid);
 	if (ret)
 		goto out;
-	for (size_t b = 0; b < nb; b++)
-		for (size_t i = 0; i < nruns; i++) {
+	for (size_t o = 0, b; o < (size_t)w->o.nbufs; o++)
+		for (size_t i = 0; (b = (size_t)w->order[o]) < nb && i < nruns; i++) {
 			size_t len = w->o.block_len * (size_t)runs[i].n;
 
 			r[k++] = (struct te_request){
@@ -296,7 +276,7 @@ int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const
 		te_batch_free(w->te, batch);
 		goto out;
 	}
-	ret = wait_batch(w, batch, n);
+	ret = wait_batch(w, batch, r, n);
 out:
 	atomic_fetch_add(&w->xfers, 1);
 	if (ret)
@@ -360,38 +340,20 @@ static int recv_frames(void *s, zmq_msg_t *m, int max, int *n)
 	return 0;
 }
 
-static void job_free(struct kv1_job *j)
-{
-	free(j->ident);
-	free(j->payload);
-	free(j);
-}
-
-/* Hands queued handshakes to handler threads while fewer than KV1_MAX_HANDLERS run. */
+/* Hands woken (parked, now ready) handshakes, then queued ones, to handler threads while fewer
+ * than KV1_MAX_HANDLERS run. */
 static void start_pending(struct kv1_worker *w)
 {
-	bool a = w->o.gen == CFG_GEN_A;
-
-	while (w->pend_head && atomic_load(&w->handlers) < KV1_MAX_HANDLERS) {
+	kv1_park_kick(w);
+	while (w->pend_head && kv1_handler_reserve(w)) {
 		struct kv1_job *j = w->pend_head;
-		pthread_attr_t at;
-		pthread_t t;
 
 		w->pend_head = j->next;
 		if (!w->pend_head)
 			w->pend_tail = NULL;
 		w->npend--;
 		j->next = NULL;
-		atomic_fetch_add(&w->handlers, 1);
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &at, a ? kv1_gena_handle : kv1_genb_handle, j)) {
-			atomic_fetch_sub(&w->handlers, 1);
-			pd_warn("kv1: %s: cannot start a handshake thread; dropping it",
-			        w->side_addr);
-			job_free(j);
-		}
-		pthread_attr_destroy(&at);
+		kv1_handler_spawn(w, j);
 	}
 }
 
@@ -419,12 +381,17 @@ static void dispatch(struct kv1_worker *w, zmq_msg_t *m, int n)
 	j->w = w;
 	j->ident_len = zmq_msg_size(&m[0]);
 	j->ident = malloc(j->ident_len + 1);
-	j->len = zmq_msg_size(&m[n - 1]);
+	j->len = j->cost = zmq_msg_size(&m[n - 1]);
 	j->payload = malloc(j->len + 1);
 	if (!j->ident || !j->payload)
 		goto fail;
 	memcpy(j->ident, zmq_msg_data(&m[0]), j->ident_len);
 	memcpy(j->payload, zmq_msg_data(&m[n - 1]), j->len);
+	{
+		const char *pa = zmq_msg_gets(&m[n - 1], "Peer-Address");
+
+		snprintf(j->peer, sizeof(j->peer), "%s", pa ? pa : "?");
+	}
 	atomic_fetch_add(&w->handshakes, 1);
 	/* beyond KV1_MAX_HANDLERS a handshake waits its turn instead of being lost: a decode
 	 * whose request got no answer would only learn of it after its receive timeout */
@@ -437,7 +404,30 @@ static void dispatch(struct kv1_worker *w, zmq_msg_t *m, int n)
 	start_pending(w);
 	return;
 fail:
-	job_free(j);
+	kv1_job_free(j);
+}
+
+/* Forwards handlers' replies to the ROUTER; takes the handshakes they park. */
+static void pump_pull(struct kv1_worker *w, void *pull)
+{
+	zmq_msg_t m[4];
+	struct kv1_job *pj;
+	int n;
+
+	if (recv_frames(pull, m, 4, &n))
+		return;
+	if (n == 1 && zmq_msg_size(&m[0]) == sizeof(pj)) {
+		/* a gen B handler parks its handshake (kv1_park_request) */
+		memcpy(&pj, zmq_msg_data(&m[0]), sizeof(pj));
+		zmq_msg_close(&m[0]);
+		kv1_park_admit(w, pj);
+		return;
+	}
+	PD_TSAN_WIRE_SEND();
+	for (int i = 0; i < n; i++) {
+		zmq_msg_send(&m[i], w->router, i + 1 < n ? ZMQ_SNDMORE : 0);
+		zmq_msg_close(&m[i]);
+	}
 }
 
 static void *router_main(void *arg)
@@ -461,20 +451,28 @@ static void *router_main(void *arg)
 			for (int i = 0; i < n; i++)
 				zmq_msg_close(&m[i]);
 		}
-		if (it[1].revents & ZMQ_POLLIN && !recv_frames(pull, m, 4, &n)) {
-			PD_TSAN_WIRE_SEND();
-			for (int i = 0; i < n; i++) {
-				zmq_msg_send(&m[i], w->router, i + 1 < n ? ZMQ_SNDMORE : 0);
-				zmq_msg_close(&m[i]);
-			}
-		}
+		if (it[1].revents & ZMQ_POLLIN)
+			pump_pull(w, pull);
 		start_pending(w);
+		kv1_park_sweep(w, false);
 		reap_expired(w);
 	}
+	/* stopping: the last replies and park requests of running handlers (which no longer
+	 * park), then every parked handshake gets its timeout answer */
+	for (uint64_t end = pd_now_ns() + 3000000000ull;
+	     atomic_load(&w->handlers) > 0 && pd_now_ns() < end;) {
+		zmq_pollitem_t it = {pull, 0, ZMQ_POLLIN, 0};
+
+		if (zmq_poll(&it, 1, 10) > 0)
+			pump_pull(w, pull);
+	}
+	for (zmq_pollitem_t it = {pull, 0, ZMQ_POLLIN, 0}; zmq_poll(&it, 1, 0) > 0;)
+		pump_pull(w, pull);
+	kv1_park_sweep(w, true);
 	while (w->pend_head) {
 		struct kv1_job *j = w->pend_head;
 		w->pend_head = j->next;
-		job_free(j);
+		kv1_job_free(j);
 	}
 	w->pend_tail = NULL;
 	w->npend = 0;
@@ -651,13 +649,38 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 	}
 	if (o->engine_id)
 		snprintf(w->engine_id, sizeof(w->engine_id), "%s", o->engine_id);
+	for (int i = 0; i < KV1_MAX_BUFS; i++)
+		w->order[i] = i;
+	if (o->write_order) {
+		bool seen[KV1_MAX_BUFS] = {false};
+
+		for (int i = 0; i < o->nbufs && i < KV1_MAX_BUFS; i++) {
+			int b = o->write_order[i];
+
+			if (b < 0 || b >= o->nbufs || seen[b]) {
+				kv1_set_err(err, errsz,
+				            "write_order: entry %d (%d) is not a new buffer index "
+				            "below %d",
+				            i, b, o->nbufs);
+				goto fail;
+			}
+			seen[b] = true;
+			w->order[i] = b;
+		}
+	}
 	if (map_buffers(w, err, errsz))
 		goto fail;
+	if (kv1_landed_init(w)) {
+		kv1_set_err(err, errsz, "out of memory for the landed-block table");
+		goto fail;
+	}
 	w->zctx = zmq_ctx_new();
 	if (!w->zctx) {
 		kv1_set_err(err, errsz, "zmq_ctx_new failed");
 		goto fail;
 	}
+	if (kv1_park_init(w, err, errsz))
+		goto fail;
 	if (o->producer && bind_side(w, err, errsz))
 		goto fail;
 	if (o->producer && cfg_gen_is_b(o->gen) && o->bootstrap_url &&
@@ -698,9 +721,11 @@ void kv1_worker_destroy(struct kv1_worker *w)
 		zmq_close(w->router);
 	if (w->zctx)
 		zmq_ctx_term(w->zctx);
+	kv1_park_free_all(w);
 	while (w->sends)
 		kv1_send_remove_locked(w, w->sends);
 	te_engine_destroy(w->te);
+	kv1_landed_fini(w);
 	for (int i = 0; i < w->o.nbufs && i < KV1_MAX_BUFS; i++)
 		if (w->bufs[i] && w->gpu_dev >= 0)
 			te_gpu_free(w->bufs[i]);

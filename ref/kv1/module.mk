@@ -11,3 +11,6 @@ test_kv1_boot_LIBS := kv1 pdcommon
 TESTS += test_kv1_xfer
 test_kv1_xfer_SRCS := ref/kv1/tests/test_kv1_xfer.c
 test_kv1_xfer_LIBS = kv1 te temeta pdcommon
+TESTS += test_kv1_park
+test_kv1_park_SRCS := ref/kv1/tests/test_kv1_park.c
+test_kv1_park_LIBS = kv1 te temeta pdcommon

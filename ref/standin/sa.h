@@ -195,6 +195,9 @@ struct sa_req {
 	uint64_t t_kv_ready, t_kv_verified;
 	uint64_t t_first_tok, t_last_tok; /* CLOCK_MONOTONIC ns of the first / latest token */
 	char stages[256];
+	/* V1 consumer, streamed: the received blocks still being checked (sa_v1.c); the stream
+	 * sends its first token, then waits for the result before anything else */
+	struct sa_verify *verify;
 };
 
 /* Where rank k's heads of row (layer l, position t) of keys / values live (kv_heads / nsh x
@@ -236,6 +239,23 @@ void sa_stage(struct sa_req *r, const char *name, uint64_t *t);
 /* Prefill step: KV from the connector (consumer) or the model (+ insert for a producer).
  * 0, or an HTTP status (>= 400) with *msg set (static or malloc'd in *msg_alloc). */
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
+
+/* V1 consumer block layout (sa_v1.c): the KV buffer of (layer, keys/values) and where rank k's
+ * row of position t sits in the request's blocks blk[k]. */
+int sa_v1_buf(const struct sa *s, bool value, int l);
+uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k);
+/* The check of a request's received blocks (sa_v1_check.c): start before the handshake (its
+ * thread hashes layers as they land); transfer_done after the receive; join gives the hash of
+ * the blocks; free ends it. Streamed requests hand it over to r instead (r->seed = expect) and
+ * sa_verify_wait ends it: 0 = the KV was the prompt's (or nothing was pending), -EBADMSG = it
+ * was not (counted, logged), -errno = it could not be read. */
+struct sa_verify *sa_check_start(struct sa *s, const struct sa_req *r, int64_t **blk, size_t nb);
+void sa_check_transfer_done(struct sa_verify *v, bool ok, uint64_t t_arrived);
+int sa_check_join(struct sa_verify *v, uint64_t expect, uint64_t *got);
+uint64_t sa_check_done_ns(const struct sa_verify *v);
+void sa_check_free(struct sa_verify *v);
+void sa_check_hand_over(struct sa_req *r, struct sa_verify *v, int64_t **blk, uint64_t expect);
+int sa_verify_wait(struct sa_req *r);
 
 /* Engine request id of r (vLLM's derivation; random suffix on releases that add one). */
 void sa_v1_engine_id(struct sa *s, struct sa_req *r);

@@ -259,7 +259,7 @@ struct stream {
 	uint64_t t0;
 	long long gen, created;
 	const char *finish;
-	int phase; /* 0 role chunk (chat), 1 tokens, 2 usage, 3 [DONE], 4 end */
+	int phase; /* 0 role chunk (chat), 1 tokens, 2 usage, 3 [DONE], 4 end, 5 failed */
 	char *pend;
 	size_t plen, poff;
 };
@@ -274,6 +274,36 @@ static void stream_set(struct stream *st, cJSON *j)
 	free(txt);
 	st->plen = st->pend ? strlen(st->pend) : 0;
 	st->poff = 0;
+}
+
+/* A V1 stream whose blocks are still being checked (sa_verify_wait) goes on only once they
+ * proved to be the prompt's KV; otherwise it ends with vLLM's streamed error object and no
+ * [DONE] (phase 5). true = go on. */
+static bool stream_checked(struct stream *st)
+{
+	cJSON *j, *e;
+	int v;
+
+	if (!st->r.verify)
+		return true;
+	v = sa_verify_wait(&st->r);
+	if (!v)
+		return true;
+	j = cJSON_CreateObject();
+	e = cJSON_AddObjectToObject(j, "error");
+	cJSON_AddStringToObject(e, "object", "error");
+	cJSON_AddStringToObject(e, "message",
+	                        v == -EBADMSG ? "the KV cache received for this request is not "
+	                                        "the prompt's (checksum mismatch)"
+	                                      : "the KV cache received for this request could not "
+	                                        "be read");
+	cJSON_AddStringToObject(e, "type", "InternalServerError");
+	cJSON_AddNullToObject(e, "param");
+	cJSON_AddNumberToObject(e, "code", 500);
+	stream_set(st, j);
+	st->phase = 5;
+	atomic_fetch_add(&st->h->s->n.requests_failed, 1);
+	return false;
 }
 
 static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -297,7 +327,11 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 			break;
 		case 1: {
 			char txt[2] = {0, 0};
-			int t = next_tok(s, &st->r, &st->g, st->t0, &st->gen, &st->finish);
+			int t;
+
+			if (st->gen >= 1 && !stream_checked(st))
+				break;
+			t = next_tok(s, &st->r, &st->g, st->t0, &st->gen, &st->finish);
 
 			if (t >= 0)
 				txt[0] = (char)t;
@@ -312,6 +346,8 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 			break;
 		}
 		case 2:
+			if (!stream_checked(st))
+				break;
 			st->phase = 3;
 			if (!st->r.include_usage)
 				break;
@@ -346,7 +382,12 @@ static void stream_free(void *cls)
 
 	if (st->r.send_tracked)
 		finished(s, &st->r, "abort"); /* client went away before the end */
-	log_request(s, &st->r, st->phase == 4 ? 200 : 499, st->gen, st->finish);
+	sa_verify_wait(&st->r); /* a stream that ended early: its check still holds blocks */
+	log_request(s, &st->r,
+	            st->phase == 4   ? 200
+	            : st->phase == 5 ? 500
+	                             : 499,
+	            st->gen, st->finish);
 	atomic_fetch_sub(&s->n.running, 1);
 	free(st->pend);
 	sa_req_free(&st->r);
@@ -477,6 +518,7 @@ static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, s
 	}
 	cn->status = 200;
 	ret = respond(h, c, &r);
+	sa_verify_wait(&r); /* a stream that could not be set up still had a check running */
 	sa_req_free(&r);
 	return ret;
 }

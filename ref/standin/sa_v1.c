@@ -35,16 +35,24 @@ struct blkmap {
 	int64_t **blk;
 };
 
+int sa_v1_buf(const struct sa *s, bool value, int l)
+{
+	return s->o.kv_mla ? l : 2 * l + (value ? 1 : 0);
+}
+
+uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k)
+{
+	size_t row = row_bytes(s), bs = (size_t)s->o.block_size;
+	uint8_t *b = kv1_block(s->w[dp][k], sa_v1_buf(s, value, l), blk[k][t / bs]);
+
+	return b + (t % bs) * row * (s->o.kv_mla ? 2 : 1) + (s->o.kv_mla && value ? row : 0);
+}
+
 static uint8_t *blk_seg(void *ud, bool value, int l, size_t t, int k)
 {
 	struct blkmap *m = ud;
-	struct sa *s = m->s;
-	size_t row = row_bytes(s), bs = (size_t)s->o.block_size;
-	int64_t b = m->blk[k][t / bs];
 
-	if (s->o.kv_mla)
-		return kv1_block(s->w[m->dp][k], l, b) + (t % bs) * 2 * row + (value ? row : 0);
-	return kv1_block(s->w[m->dp][k], 2 * l + (value ? 1 : 0), b) + (t % bs) * row;
+	return sa_v1_seg(m->s, m->dp, m->blk, value, l, t, k);
 }
 
 /* ------------------------------------------------------------------ lifetime */
@@ -74,7 +82,14 @@ static int v1_start(struct sa *s)
 	size_t nblocks = s->o.num_gpu_blocks > 0 ? (size_t)s->o.num_gpu_blocks
 	                                         : 4 * (((size_t)s->o.max_model_len + bs - 1) / bs);
 	char boot_url[64], err[768];
-	int bport = 0;
+	int bport = 0, order[KV1_MAX_BUFS];
+
+	bool keys_first = !s->o.kv_mla && 2 * (size_t)g->layers <= KV1_MAX_BUFS;
+
+	for (int l = 0; keys_first && l < g->layers; l++) {
+		order[l] = 2 * l;
+		order[g->layers + l] = 2 * l + 1;
+	}
 
 	if (sa_gpu_setup(s))
 		return -1;
@@ -115,6 +130,9 @@ static int v1_start(struct sa *s)
 			o.block_len = bs * row * (s->o.kv_mla ? 2 : 1);
 			o.num_blocks = nblocks;
 			o.location = sa_gpu_location(s);
+			/* every layer's keys before any values: the order the consumer hashes them
+			 * in while they land (sa_v1_check.c) */
+			o.write_order = keys_first ? order : NULL;
 			o.on_xfer = on_xfer;
 			o.ud = s;
 			if (kv1_worker_create(&o, &s->w[d][r], err, sizeof(err))) {
@@ -395,6 +413,19 @@ static bool params_valid(struct sa *s, const struct sa_req *r)
 	return r->kvp.remote_engine_id[0] && r->kvp.bootstrap[0] && r->kvp.transfer_id[0];
 }
 
+/* Takes every rank's blocks; 0 or -errno with why set. */
+static int take_blocks(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb, char *why,
+                       size_t wsz)
+{
+	for (int k = 0; k < s->o.tp; k++) {
+		int ret = alloc_blocks(s, r, k, nb, &blk[k], why, wsz);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* Pulls every rank's blocks; 0 or -errno with why set. */
 static int fetch(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb, char *why, size_t wsz)
 {
@@ -402,9 +433,6 @@ static int fetch(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb, char 
 		struct kv1_worker *w = s->w[r->dp][k];
 		int ret;
 
-		ret = alloc_blocks(s, r, k, nb, &blk[k], why, wsz);
-		if (ret)
-			return ret;
 		if (s->gen == CFG_GEN_A)
 			ret = kv1_recv_a(w, r->kvp.remote_host, (int)r->kvp.remote_port,
 			                 r->engine_id, blk[k], nb, why, wsz);
@@ -511,6 +539,47 @@ static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, struct expe
 	return 0;
 }
 
+/* Host blocks after a successful receive: the expected checksum (the expect thread) against
+ * the hash the check made of what landed. Streamed: the check is handed over to the request
+ * (*vp = NULL, blk taken) and the first token follows the expected checksum. Otherwise the
+ * text follows the blocks and a mismatch is counted, as vLLM would decode from them. */
+static int check_blocks(struct sa *s, struct sa_req *r, struct sa_verify **vp, int64_t **blk,
+                        struct expect *e, uint64_t *ts, uint64_t t_arrived)
+{
+	uint64_t got = 0;
+	int ret;
+
+	if (e->started) {
+		pthread_join(e->th, NULL);
+		e->started = false;
+	} else { /* no thread could be made for it */
+		e->ret = sa_kv_gen(&s->o.geom, r->tokens, r->ntok, 1, NULL, &e->sum, NULL);
+	}
+	sa_stage(r, "expect_wait", ts);
+	if (e->ret)
+		return e->ret;
+	if (r->stream) {
+		sa_check_hand_over(r, *vp, blk, e->sum);
+		*vp = NULL;
+		return 0;
+	}
+	ret = sa_check_join(*vp, e->sum, &got);
+	sa_stage(r, "check_wait", ts);
+	if (ret)
+		return ret;
+	r->seed = got;
+	r->t_kv_verified = *ts; /* both checksums known and compared */
+	sa_metrics_handoff(s, (double)(r->t_kv_verified - t_arrived) / 1e9,
+	                   mdl_kv_bytes_per_token(&s->o.geom, s->o.geom.kv_heads) * r->ntok);
+	if (got != e->sum) {
+		atomic_fetch_add(&s->n.checksum_failures, 1);
+		pd_warn("request %s: the KV in the received blocks is not the prompt's (checksum "
+		        "%016llx, expected %016llx): decoding from it anyway, as vLLM would",
+		        r->id, (unsigned long long)got, (unsigned long long)e->sum);
+	}
+	return 0;
+}
+
 static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	int64_t *blk[SA_MAX_TP] = {0};
@@ -536,15 +605,30 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 	uint64_t ts = pd_now_ns();
 	struct expect e = {s, r, 0, 0, 0, false};
 
+	struct sa_verify *v = NULL;
+
 	e.started = pthread_create(&e.th, NULL, expect_main, &e) == 0;
-	ret = fetch(s, r, blk, nb, why, sizeof(why));
+	ret = take_blocks(s, r, blk, nb, why, sizeof(why));
+	/* host blocks: hashed layer by layer as the WRITEs land (sa_v1_check.c) */
+	if (!ret && !s->gpu)
+		v = sa_check_start(s, r, blk, nb);
+	if (!ret)
+		ret = fetch(s, r, blk, nb, why, sizeof(why));
 	sa_stage(r, "fetch", &ts);
 	/* P pushes: the WRITE is the prefill's part of the hand-off (its histogram); the
 	 * decode's part runs from the blocks' arrival to the verified KV */
 	uint64_t t_arrived = ts;
 
-	if (!ret) {
+	if (v)
+		sa_check_transfer_done(v, !ret, t_arrived);
+	if (!ret)
 		sa_maybe_crash(s, "after the transfer, before using the KV", r->id);
+	if (!ret && v) {
+		ret = check_blocks(s, r, &v, blk, &e, &ts, t_arrived);
+		if (ret)
+			snprintf(why, sizeof(why), "cannot read the received blocks: %s",
+			         strerror(-ret));
+	} else if (!ret) {
 		ret = use_blocks(s, r, blk, &e);
 		sa_stage(r, "use_blocks", &ts);
 		r->t_kv_verified = ts;
@@ -555,6 +639,7 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 		if (ret)
 			snprintf(why, sizeof(why), "out of memory reading the blocks");
 	}
+	sa_check_free(v);
 	if (e.started)
 		pthread_join(e.th, NULL);
 	for (int k = 0; k < s->o.tp; k++)

@@ -86,6 +86,13 @@ int te_engine_rpc_port(const struct te_engine *eng);
 bool te_engine_meta_ok(const struct te_engine *eng);
 const char *te_engine_protocol(const struct te_engine *eng); /* "tcp" | "rdma" */
 
+/* Target side: fn(ud, addr, len) runs on an engine server thread each time a peer's WRITE into
+ * this engine's host memory has fully landed (TCP; RDMA and CUDA memory are not seen, so a
+ * user must not depend on it for completion: it only lets work on landed bytes start early).
+ * Set it before traffic; NULL removes it. */
+typedef void (*te_landed_fn)(void *ud, const void *addr, size_t len);
+void te_engine_set_landed(struct te_engine *eng, te_landed_fn fn, void *ud);
+
 /* location: "cpu:0", "cuda:0", "*". Overlap -> TE_ERR_ADDRESS_OVERLAPPED. Republishes. */
 int te_register(struct te_engine *eng, void *addr, size_t len, const char *location);
 /* addr must be a registered buffer's start, else TE_ERR_ADDRESS_NOT_REGISTERED. */

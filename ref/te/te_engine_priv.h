@@ -34,6 +34,8 @@ struct te_engine {
 	struct te_batch_table *batches;
 	int slice_timeout_s;
 	bool disable_metacache;
+	_Atomic(te_landed_fn) landed_fn; /* te_engine_set_landed */
+	void *_Atomic landed_ud;
 
 	pthread_rwlock_t buf_lock; /* bufs (sorted by addr); read on every remote request */
 	struct te_local_buf *bufs;

@@ -294,6 +294,8 @@ bool te_engine_local_range_ok(struct te_engine *eng, uint64_t addr, uint64_t len
 /* Same check, also giving the buffer's memory: *gpu = 1 + CUDA device for a buffer registered
  * as "cuda:N" (te_gpu.h), 0 for host memory. Transports stage device memory themselves. */
 bool te_engine_local_range_gpu(struct te_engine *eng, uint64_t addr, uint64_t len, int *gpu);
+/* A peer's WRITE of [addr, addr+len) into host memory has landed (te_engine_set_landed). */
+void te_engine_landed(struct te_engine *eng, uint64_t addr, uint64_t len);
 
 /* ================================================================ batches (te_batch.c)
  * The handle table makes any bogus id TE_ERR_BAD_BATCH. */

@@ -46,6 +46,21 @@ size_t te_local_buf_upper(const struct te_engine *eng, uint64_t a)
 	return lo;
 }
 
+void te_engine_set_landed(struct te_engine *eng, te_landed_fn fn, void *ud)
+{
+	atomic_store(&eng->landed_fn, NULL);
+	atomic_store(&eng->landed_ud, ud);
+	atomic_store(&eng->landed_fn, fn);
+}
+
+void te_engine_landed(struct te_engine *eng, uint64_t addr, uint64_t len)
+{
+	te_landed_fn fn = atomic_load(&eng->landed_fn);
+
+	if (fn)
+		fn(atomic_load(&eng->landed_ud), (const void *)(uintptr_t)addr, (size_t)len);
+}
+
 bool te_engine_local_range_gpu(struct te_engine *eng, uint64_t addr, uint64_t len, int *gpu)
 {
 	bool ok = false;

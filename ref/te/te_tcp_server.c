@@ -276,8 +276,8 @@ static void srv_serve(void *ctx, int fd)
 			if (gpu)
 				r = srv_read_body_gpu(fd, in, &out, gpu - 1,
 				                      (char *)(uintptr_t)addr, size);
-			else
-				r = srv_read_body(fd, in, (char *)(uintptr_t)addr, size);
+			else if (!(r = srv_read_body(fd, in, (char *)(uintptr_t)addr, size)))
+				te_engine_landed(tp->eng, addr, size);
 			if (!r && v2)
 				r = queue_status(fd, &out, 0);
 		} else {

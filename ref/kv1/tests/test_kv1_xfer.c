@@ -1,6 +1,7 @@
 /* kv1 producer/consumer pairs in one process over loopback TE/TCP and real ZMQ sockets: gen A
  * and gen B (B0, Bn) transfers verified byte for byte, the gen A unknown-id hazard (trans_done,
- * nothing written), and gen B's ERROR answers with vLLM's messages. */
+ * nothing written), gen B's ERROR answers with vLLM's messages, and the consumer's view of
+ * landed blocks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +232,80 @@ static void run_gen_b(enum cfg_gen gen)
 	kv1_boot_stop(b);
 }
 
+struct waiter {
+	struct kv1_worker *d;
+	const int64_t *ids;
+	atomic_int *done;
+	int ret[NBUFS];
+};
+
+static void *wait_all(void *arg)
+{
+	struct waiter *wt = arg;
+
+	for (int b = 0; b < NBUFS; b++)
+		wt->ret[b] = kv1_landed_wait(wt->d, b, wt->ids, 4, wt->done);
+	return NULL;
+}
+
+/* The consumer sees every buffer of its blocks land before the receive ends (the engine's
+ * landed hook; done stays 0), a failed receive ends a wait, and write_order is validated. */
+static void test_landed(void **state)
+{
+	struct kv1_boot *b;
+	int bport, order[NBUFS] = {3, 1, 0, 2}, bad[NBUFS] = {0, 1, 1, 2};
+	char boot[64], err[512];
+	struct kv1_worker *p, *d, *x = NULL;
+	int64_t pi[4], di[4];
+	atomic_int done = 0, failed = 0;
+	struct waiter wt = {NULL, di, &done, {-1, -1, -1, -1}};
+	struct kv1_opts o = {0};
+	pthread_t t;
+	(void)state;
+
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_BN, &b, &bport), 0);
+	snprintf(boot, sizeof(boot), "http://127.0.0.1:%d", bport);
+	o.gen = CFG_GEN_BN;
+	o.producer = true;
+	o.protocol = "tcp";
+	o.tp_size = 1;
+	o.engine_id = "engine-p0";
+	o.bootstrap_url = boot;
+	o.abort_timeout_s = 2;
+	o.recv_timeout_ms = 10000;
+	o.nbufs = NBUFS;
+	o.block_len = BLEN;
+	o.num_blocks = NBLK;
+	o.write_order = bad;
+	assert_int_not_equal(kv1_worker_create(&o, &x, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "write_order: entry 2"));
+	o.write_order = order;
+	assert_int_equal(kv1_worker_create(&o, &p, err, sizeof(err)), 0);
+	d = mk(CFG_GEN_BN, false, 0, NULL, NULL, 1, 0, 2);
+	assert_int_equal(kv1_alloc(p, 4, pi), 0);
+	assert_int_equal(kv1_alloc(d, 4, di), 0);
+	fill(p, pi, 4, 5);
+	kv1_send_ready(p, "xfer-l", pi, 4);
+	kv1_landed_reset(d, di, 4);
+	wt.d = d;
+	assert_int_equal(pthread_create(&t, NULL, wait_all, &wt), 0);
+	assert_int_equal(kv1_recv_b(d, boot, "engine-p0", "xfer-l", "r-l", di, 4, err, sizeof(err)),
+	                 0);
+	pthread_join(t, NULL);
+	for (int i = 0; i < NBUFS; i++)
+		assert_int_equal(wt.ret[i], 0);
+	assert_int_equal(atomic_load(&done), 0); /* every buffer was seen landing */
+	assert_true(same(p, pi, d, di, 4));
+	/* reset: nothing landed; a failed receive ends the wait */
+	kv1_landed_reset(d, di, 4);
+	kv1_landed_done(d, &failed, false);
+	assert_int_equal(kv1_landed_wait(d, 0, di, 4, &failed), -ECANCELED);
+	assert_int_equal(kv1_landed_wait(d, NBUFS, di, 4, &failed), -EINVAL);
+	kv1_worker_destroy(d);
+	kv1_worker_destroy(p);
+	kv1_boot_stop(b);
+}
+
 static void test_gen_bn(void **state)
 {
 	(void)state;
@@ -289,6 +365,7 @@ int main(void)
 	    cmocka_unit_test(test_plan),      cmocka_unit_test(test_gen_a),
 	    cmocka_unit_test(test_gen_bn),    cmocka_unit_test(test_gen_b0),
 	    cmocka_unit_test(test_b0_d_bn_p), cmocka_unit_test(test_rdma_missing),
+	    cmocka_unit_test(test_landed),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,288 @@
+/* kv1_park: handshake handler slots, and gen B handshakes parked while their transfer ids are not
+ * ready — on no thread, bounded in total and per peer, woken by the send table, expired by the
+ * ROUTER thread. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zmq.h>
+
+#include "kv1_internal.h"
+#include "pd_log.h"
+#include "pd_tsan.h"
+#include "pd_util.h"
+
+/* ------------------------------------------------------------------ handler slots */
+
+void kv1_job_free(struct kv1_job *j)
+{
+	kv1_genb_state_free(j->gb);
+	free(j->ident);
+	free(j->payload);
+	free(j);
+}
+
+bool kv1_handler_reserve(struct kv1_worker *w)
+{
+	if (atomic_fetch_add(&w->handlers, 1) < KV1_MAX_HANDLERS)
+		return true;
+	atomic_fetch_sub(&w->handlers, 1);
+	return false;
+}
+
+void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j)
+{
+	pthread_attr_t at;
+	pthread_t t;
+
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, w->o.gen == CFG_GEN_A ? kv1_gena_handle : kv1_genb_handle, j)) {
+		atomic_fetch_sub(&w->handlers, 1);
+		pd_warn("kv1: %s: cannot start a handshake thread; dropping it", w->side_addr);
+		kv1_job_free(j);
+	}
+	pthread_attr_destroy(&at);
+}
+
+/* ------------------------------------------------------------------ parking */
+
+static int env_cap(const char *name, int def, int *out, char *err, size_t errsz)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	*out = def;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || *end || n < 1 || n > 1000000) {
+		kv1_set_err(err, errsz, "%s=\"%s\": expected an integer 1..1000000 (default %d)",
+		            name, v, def);
+		return -1;
+	}
+	*out = (int)n;
+	return 0;
+}
+
+int kv1_park_init(struct kv1_worker *w, char *err, size_t errsz)
+{
+	int mib;
+
+	if (env_cap("PDKV_KV1_MAX_PARKED", KV1_MAX_PARKED, &w->max_parked, err, errsz) ||
+	    env_cap("PDKV_KV1_MAX_PARKED_PER_PEER", KV1_MAX_PARKED_PER_PEER, &w->max_parked_peer,
+	            err, errsz) ||
+	    env_cap("PDKV_KV1_MAX_PARKED_MIB", KV1_MAX_PARKED_MIB, &mib, err, errsz))
+		return -1;
+	w->max_parked_bytes = (uint64_t)mib << 20;
+	return 0;
+}
+
+bool kv1_park_warn_due(struct kv1_worker *w, uint64_t *quiet)
+{
+	uint64_t now = pd_now_ns();
+	bool due;
+
+	pthread_mutex_lock(&w->mu);
+	due = !w->warn_ns || now - w->warn_ns >= 1000000000ull;
+	*quiet = w->warn_quiet;
+	if (due) {
+		w->warn_ns = now;
+		w->warn_quiet = 0;
+	} else {
+		w->warn_quiet++;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return due;
+}
+
+/* The handler hands the job to the ROUTER thread through its own PUSH, after the replies it
+ * already sent (CONTINUE): whoever answers next answers after them. */
+int kv1_park_request(struct kv1_job *j, void *push)
+{
+	PD_TSAN_WIRE_SEND(); /* the job itself changes threads through the socket (pd_tsan.h) */
+	return push && zmq_send(push, &j, sizeof(j), 0) == (int)sizeof(j) ? 0 : -1;
+}
+
+static void wake_append_locked(struct kv1_worker *w, struct kv1_job *j)
+{
+	j->next = NULL;
+	if (w->wake_tail)
+		w->wake_tail->next = j;
+	else
+		w->wake_head = j;
+	w->wake_tail = j;
+}
+
+static void unpark_locked(struct kv1_worker *w, struct kv1_job *j)
+{
+	w->nparked--;
+	w->parked_bytes -= j->cost;
+}
+
+static int peer_count_locked(const struct kv1_worker *w, const char *peer)
+{
+	int n = 0;
+
+	for (const struct kv1_job *p = w->parked; p; p = p->next)
+		n += !strcmp(p->peer, peer);
+	return n;
+}
+
+/* ROUTER thread: a handler asked to park j. Already runnable: straight back to a handler; over
+ * a cap: FINISH with its pending requests in err_reqs, a WARNING (at most one a second) and
+ * the rejected counter. */
+void kv1_park_admit(struct kv1_worker *w, struct kv1_job *j)
+{
+	char msg[256];
+	int n, cap = 0;
+	uint64_t quiet;
+
+	pthread_mutex_lock(&w->mu);
+	if (kv1_genb_runnable_locked(w, j)) {
+		wake_append_locked(w, j);
+		pthread_mutex_unlock(&w->mu);
+		return;
+	}
+	if (w->nparked >= w->max_parked) {
+		cap = w->max_parked;
+		snprintf(msg, sizeof(msg),
+		         "P side refused to wait: %d handshakes already waiting for P side ready "
+		         "(PDKV_KV1_MAX_PARKED=%d)",
+		         w->nparked, cap);
+	} else if (w->parked_bytes + j->cost > w->max_parked_bytes) {
+		cap = (int)(w->max_parked_bytes >> 20);
+		snprintf(msg, sizeof(msg),
+		         "P side refused to wait: %llu bytes of handshakes already waiting for P "
+		         "side ready (PDKV_KV1_MAX_PARKED_MIB=%d)",
+		         (unsigned long long)w->parked_bytes, cap);
+	} else if ((n = peer_count_locked(w, j->peer)) >= w->max_parked_peer) {
+		cap = w->max_parked_peer;
+		snprintf(msg, sizeof(msg),
+		         "P side refused to wait: %d handshakes from %s already waiting for P side "
+		         "ready (PDKV_KV1_MAX_PARKED_PER_PEER=%d)",
+		         n, j->peer, cap);
+	} else {
+		j->next = w->parked;
+		w->parked = j;
+		w->nparked++;
+		w->parked_bytes += j->cost;
+		pthread_mutex_unlock(&w->mu);
+		return;
+	}
+	pthread_mutex_unlock(&w->mu);
+	atomic_fetch_add(&w->rejected, 1);
+	if (kv1_park_warn_due(w, &quiet))
+		pd_warn("kv1: side channel %s: handshake from %s refused: %s (%llu side-channel "
+		        "warnings suppressed in the last second)",
+		        w->side_addr, j->peer, msg, (unsigned long long)quiet);
+	kv1_genb_refuse(j, w->router, msg);
+}
+
+size_t kv1_park_wake_locked(struct kv1_worker *w, const char *key)
+{
+	size_t n = 0;
+
+	for (struct kv1_job **pp = &w->parked; *pp;) {
+		struct kv1_job *j = *pp;
+
+		if (!kv1_genb_waits_on(j, key)) {
+			pp = &j->next;
+			continue;
+		}
+		*pp = j->next;
+		unpark_locked(w, j);
+		wake_append_locked(w, j);
+		n++;
+	}
+	return n;
+}
+
+struct kv1_job *kv1_park_pop(struct kv1_worker *w)
+{
+	struct kv1_job *j;
+
+	if (atomic_load(&w->stop))
+		return NULL;
+	pthread_mutex_lock(&w->mu);
+	j = w->wake_head;
+	if (j) {
+		w->wake_head = j->next;
+		if (!w->wake_head)
+			w->wake_tail = NULL;
+		j->next = NULL;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return j;
+}
+
+void kv1_park_kick(struct kv1_worker *w)
+{
+	while (!atomic_load(&w->stop)) {
+		struct kv1_job *j;
+
+		if (!kv1_handler_reserve(w))
+			return;
+		j = kv1_park_pop(w);
+		if (!j) {
+			atomic_fetch_sub(&w->handlers, 1);
+			return;
+		}
+		kv1_handler_spawn(w, j);
+	}
+}
+
+/* ROUTER thread: answers parked handshakes whose deadline passed (all of them, and the woken
+ * ones, when all is set: the worker stops). */
+void kv1_park_sweep(struct kv1_worker *w, bool all)
+{
+	uint64_t now = pd_now_ns();
+	struct kv1_job *done = NULL;
+
+	pthread_mutex_lock(&w->mu);
+	for (struct kv1_job **pp = &w->parked; *pp;) {
+		struct kv1_job *j = *pp;
+
+		if (!all && now < j->deadline_ns) {
+			pp = &j->next;
+			continue;
+		}
+		*pp = j->next;
+		unpark_locked(w, j);
+		j->next = done;
+		done = j;
+	}
+	if (all) {
+		for (struct kv1_job *j = w->wake_head, *nx; j; j = nx) {
+			nx = j->next;
+			j->next = done;
+			done = j;
+		}
+		w->wake_head = w->wake_tail = NULL;
+	}
+	pthread_mutex_unlock(&w->mu);
+	while (done) {
+		struct kv1_job *j = done;
+
+		done = j->next;
+		kv1_genb_expire(j, w->router);
+	}
+}
+
+void kv1_park_free_all(struct kv1_worker *w)
+{
+	struct kv1_job *l[2] = {w->parked, w->wake_head};
+
+	for (int i = 0; i < 2; i++)
+		for (struct kv1_job *j = l[i], *nx; j; j = nx) {
+			nx = j->next;
+			kv1_job_free(j);
+		}
+	w->parked = w->wake_head = w->wake_tail = NULL;
+	w->nparked = 0;
+	w->parked_bytes = 0;
+}
