@@ -350,11 +350,13 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	if ((rc = zsock(p, ZMQ_PUSH, &p->data_out)) || (rc = zsock(p, ZMQ_PULL, &p->data_in)) ||
 	    (rc = zsock(p, ZMQ_PUSH, &p->ack_out)) || (rc = zsock(p, ZMQ_PULL, &p->ack_in)))
 		goto fail;
-	if ((rc = zbind(p->data_out, bh, p->v0.bind_data_port, "data PUSH (B+9+2r)")) ||
+	/* the monitor (and its reader) before the bind: a consumer that connects at once must be
+	 * counted, or a later rogue peer would look like the only one */
+	if ((rc = kvc_mon_start(p)) ||
+	    (rc = zbind(p->data_out, bh, p->v0.bind_data_port, "data PUSH (B+9+2r)")) ||
 	    (rc = zbind(p->ack_out, bh, p->v0.bind_ack_port, "ACK PUSH (B+10+2r)")) ||
 	    (rc = zconnect(p->data_in, p->v0.remote_host, p->v0.connect_data_port, "data PULL")) ||
-	    (rc = zconnect(p->ack_in, p->v0.remote_host, p->v0.connect_ack_port, "ACK PULL")) ||
-	    (rc = kvc_mon_start(p)))
+	    (rc = zconnect(p->ack_in, p->v0.remote_host, p->v0.connect_ack_port, "ACK PULL")))
 		goto fail;
 	eo.metadata_conn = o->mc->conn_string;
 	eo.local_server_name = p->v0.own_url;
