@@ -121,43 +121,88 @@ int serve_write_csv(const struct run_ctx *c, const char *path)
 	return fclose(f) ? -errno : 0;
 }
 
-/* gnuplot: latency (TTFT, E2E median) vs request rate, one line per target; and hand-off
- * goodput vs the prompt length of this run (one point per sweep point). */
+/* Rate for the plot's x axis: "inf" (0 in a result) sits right of the highest finite rate. */
+static double plot_rate(const struct run_ctx *c, double rate)
+{
+	double top = 0;
+	if (rate > 0)
+		return rate;
+	for (int i = 0; i < c->nres; i++)
+		if (c->res[i].rate > top)
+			top = c->res[i].rate;
+	return top > 0 ? top * 2 : 1;
+}
+
+static bool same_series(const struct result *a, const struct result *b)
+{
+	return !strcmp(a->target, b->target) && a->in_len == b->in_len && a->conc == b->conc;
+}
+
+/* One data block per series (target, input length, concurrency), rows by rising rate, its
+ * title first; then one block of (prompt tokens, hand-off GB/s). Returns the series count. */
+static int write_plot_data(FILE *f, const struct run_ctx *c)
+{
+	int nser = 0;
+	for (int i = 0; i < c->nres; i++) {
+		bool seen = false;
+		for (int k = 0; k < i && !seen; k++)
+			seen = same_series(&c->res[k], &c->res[i]);
+		if (seen)
+			continue;
+		fprintf(f, "\"%s in=%d conc=%d\"\n", c->res[i].target, c->res[i].in_len,
+		        c->res[i].conc);
+		double last = -1;
+		for (;;) { /* selection by rate: a handful of points */
+			int best = -1;
+			for (int k = i; k < c->nres; k++) {
+				double r = plot_rate(c, c->res[k].rate);
+				if (same_series(&c->res[k], &c->res[i]) && r > last &&
+				    (best < 0 || r < plot_rate(c, c->res[best].rate)))
+					best = k;
+			}
+			if (best < 0)
+				break;
+			last = plot_rate(c, c->res[best].rate);
+			fprintf(f, "%g %.3f %.3f\n", last, c->res[best].ttft.median,
+			        c->res[best].e2e.median);
+		}
+		fprintf(f, "\n\n");
+		nser++;
+	}
+	fprintf(f, "\"hand-off\"\n");
+	for (int i = 0; i < c->nres; i++)
+		if (!strcmp(c->res[i].target, "pd") && !isnan(c->res[i].ho_gbs))
+			fprintf(f, "%d %.3f\n", c->res[i].in_len, c->res[i].ho_gbs);
+	return nser;
+}
+
+/* gnuplot: TTFT median vs request rate, one line per target x input length x concurrency
+ * ("inf" drawn right of the highest rate); and hand-off goodput vs prompt length. */
 int serve_write_plot(const struct run_ctx *c, const char *png)
 {
 	char dat[600], gp[600], cmd[1400];
 	FILE *f;
+	int nser;
 
 	snprintf(dat, sizeof(dat), "%s.dat", png);
 	snprintf(gp, sizeof(gp), "%s.gp", png);
 	if (!(f = fopen(dat, "w")))
 		return -errno;
-	for (int t = 0; t < 2; t++) {
-		fprintf(f, "# %s: rate(inf=0) conc ttft_p50 e2e_p50 input_len goodput\n",
-		        t ? "single" : "pd");
-		for (int i = 0; i < c->nres; i++)
-			if (!strcmp(c->res[i].target, t ? "single" : "pd"))
-				fprintf(f, "%g %d %.3f %.3f %d %.3f\n", c->res[i].rate,
-				        c->res[i].conc, c->res[i].ttft.median, c->res[i].e2e.median,
-				        c->res[i].in_len,
-				        isnan(c->res[i].ho_gbs) ? 0 : c->res[i].ho_gbs);
-		fprintf(f, "\n\n");
-	}
+	nser = write_plot_data(f, c);
 	fclose(f);
 	if (!(f = fopen(gp, "w")))
 		return -errno;
 	fprintf(f,
 	        "set terminal pngcairo size 1200,480\nset output '%s'\nset multiplot layout 1,2\n"
-	        "set title 'latency vs request rate (0 = inf)'\nset xlabel 'request rate (req/s)'\n"
-	        "set ylabel 'ms'\nset key top left\n"
-	        "plot '%s' index 0 using 1:3 with linespoints title 'pd TTFT p50', "
-	        "'' index 0 using 1:4 with linespoints title 'pd E2E p50', "
-	        "'' index 1 using 1:3 with linespoints title 'single TTFT p50', "
-	        "'' index 1 using 1:4 with linespoints title 'single E2E p50'\n"
-	        "set title 'KV hand-off goodput vs prompt length'\nset xlabel 'prompt tokens'\n"
-	        "set ylabel 'GB/s'\nplot '%s' index 0 using 5:6 with points pt 7 title 'decode "
-	        "hand-off goodput'\nunset multiplot\n",
-	        png, dat, dat);
+	        "set title 'TTFT p50 vs request rate (rightmost point: inf)'\n"
+	        "set xlabel 'request rate (req/s)'\nset ylabel 'ms'\nset key top left\n"
+	        "set logscale y\n"
+	        "plot for [i=0:%d] '%s' index i using 1:2 with linespoints title columnheader(1)\n"
+	        "unset logscale y\nset title 'KV hand-off goodput vs prompt length'\n"
+	        "set xlabel 'prompt tokens'\nset ylabel 'GB/s'\nset yrange [0:*]\n"
+	        "plot '%s' index %d using 1:2 with points pt 7 title columnheader(1)\n"
+	        "unset multiplot\n",
+	        png, nser - 1, dat, dat, nser);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "gnuplot '%s' 2>/dev/null", gp);
 	if (system(cmd) != 0) {
