@@ -333,8 +333,8 @@ int kv1_boot_start(const char *host, int port, enum kv1_shape shape, struct kv1_
 		return ret;
 	}
 	/* Limits: 64 connections, 10 s idle timeout, 64 KiB bodies (checked above). */
-	b->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-	                        on_request, b, MHD_OPTION_LISTEN_SOCKET, b->lfd,
+	b->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG,
+	                        0, NULL, NULL, on_request, b, MHD_OPTION_LISTEN_SOCKET, b->lfd,
 	                        MHD_OPTION_NOTIFY_COMPLETED, on_done, b,
 	                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
 	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);

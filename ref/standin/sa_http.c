@@ -663,8 +663,8 @@ int sa_http_start(struct sa *s, struct sa_http **out, int *bound_port)
 	h->lim = pd_connlim_new("pdkv-standin", s->o.max_conns, s->o.max_conns_per_client);
 	if (h->lim)
 		h->d = MHD_start_daemon(
-		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-		        MHD_USE_ERROR_LOG,
+		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+		        MHD_USE_ITC | MHD_USE_ERROR_LOG,
 		    0, pd_connlim_accept, h->lim, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->lfd,
 		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
 		    pd_connlim_notify, h->lim, MHD_OPTION_CONNECTION_LIMIT, s->o.max_conns + 16,
