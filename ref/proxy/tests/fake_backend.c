@@ -139,6 +139,45 @@ static enum MHD_Result answer(struct MHD_Connection *c, int status, const char *
 	return ret;
 }
 
+/* FB_BIG: a completion of FB_BIG_BYTES, more than the proxy buffers */
+static enum MHD_Result answer_big(struct MHD_Connection *c)
+{
+	static const char head[] = "{\"object\":\"text_completion\",\"choices\":[{\"text\":\"";
+	char *big = malloc(FB_BIG_BYTES + 1);
+	size_t hl = strlen(head);
+	enum MHD_Result ret;
+	struct MHD_Response *r;
+	if (!big)
+		return MHD_NO;
+	memcpy(big, head, hl);
+	for (size_t i = hl; i < FB_BIG_BYTES - 4; i++)
+		big[i] = (char)('a' + i % 26);
+	memcpy(big + FB_BIG_BYTES - 4, "\"}]}", 4);
+	r = MHD_create_response_from_buffer(FB_BIG_BYTES, big, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* FB_CUT without stream: the first half of body, then the connection is cut */
+static enum MHD_Result answer_half(struct MHD_Connection *c, const char *body)
+{
+	struct fb_half *h = calloc(1, sizeof(*h));
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	if (!h || !(h->body = strdup(body))) {
+		free(h);
+		return MHD_NO;
+	}
+	h->len = strlen(body);
+	r = MHD_create_response_from_callback(h->len, 4096, half_read, h, half_free);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls)
@@ -234,25 +273,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return answer(c, 500, "application/json", "{\"error\":\"injected failure\"}");
 	if (mode == FB_FAIL400)
 		return answer(c, 400, "application/json", FB_FAIL400_BODY);
-	if (mode == FB_BIG) {
-		static const char head[] =
-		    "{\"object\":\"text_completion\",\"choices\":[{\"text\":\"";
-		char *big = malloc(FB_BIG_BYTES + 1);
-		size_t hl = strlen(head);
-		enum MHD_Result ret;
-		struct MHD_Response *r;
-		if (!big)
-			return MHD_NO;
-		memcpy(big, head, hl);
-		for (size_t i = hl; i < FB_BIG_BYTES - 4; i++)
-			big[i] = (char)('a' + i % 26);
-		memcpy(big + FB_BIG_BYTES - 4, "\"}]}", 4);
-		r = MHD_create_response_from_buffer(FB_BIG_BYTES, big, MHD_RESPMEM_MUST_FREE);
-		MHD_add_response_header(r, "Content-Type", "application/json");
-		ret = MHD_queue_response(c, 200, r);
-		MHD_destroy_response(r);
-		return ret;
-	}
+	if (mode == FB_BIG)
+		return answer_big(c);
 	/* interruptible, so fb_reset ends a stall at once */
 	for (int t = 0; mode == FB_SLOW && t < slow_ms &&
 	                __atomic_load_n(&f->mode, __ATOMIC_RELAXED) == FB_SLOW;
@@ -287,21 +309,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	         "\"choices\":[{\"index\":0,\"text\":\" Paris\",\"finish_reason\":\"length\"}],"
 	         "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}%s%s}",
 	         f->name, kvp_json ? ",\"kv_transfer_params\":" : "", kvp_json ? kvp_json : "");
-	if (mode == FB_CUT) {
-		struct fb_half *h = calloc(1, sizeof(*h));
-		struct MHD_Response *r;
-		enum MHD_Result ret;
-		if (!h || !(h->body = strdup(body))) {
-			free(h);
-			return MHD_NO;
-		}
-		h->len = strlen(body);
-		r = MHD_create_response_from_callback(h->len, 4096, half_read, h, half_free);
-		MHD_add_response_header(r, "Content-Type", "application/json");
-		ret = MHD_queue_response(c, 200, r);
-		MHD_destroy_response(r);
-		return ret;
-	}
+	if (mode == FB_CUT)
+		return answer_half(c, body);
 	return answer(c, 200, "application/json", body);
 }
 
