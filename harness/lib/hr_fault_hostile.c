@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,20 +33,6 @@ bool hr_fault_is_hostile(const cJSON *e)
 {
 	return cJSON_IsObject(e) && (cJSON_GetObjectItemCaseSensitive(e, "rogue") ||
 	                             cJSON_GetObjectItemCaseSensitive(e, "flood"));
-}
-
-static int herr(const char *path, const char *field, char *err, size_t sz, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int herr(const char *path, const char *field, char *err, size_t sz, const char *fmt, ...)
-{
-	va_list ap;
-	int n = snprintf(err, sz, "%s: %s: ", path, field);
-	if (n >= 0 && (size_t)n < sz) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, sz - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
 }
 
 static bool in_list(const char *s, const char *const *l, size_t n)
@@ -91,50 +76,55 @@ int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, 
 	for (const cJSON *k = e->child; k; k = k->next)
 		if (rogue ? !in_list(k->string, rkeys, PD_ARRAY_SIZE(rkeys))
 		          : !in_list(k->string, fkeys, PD_ARRAY_SIZE(fkeys)))
-			return herr(path, field, err, sz,
-			            rogue ? "unknown key \"%s\" (a rogue fault has at, after_ms, "
-			                    "rogue, send, duration_ms, repeat)"
-			                  : "unknown key \"%s\" (a flood fault has at, after_ms, "
-			                    "flood, connections, mode, duration_ms, interval_ms, "
-			                    "from)",
-			            k->string);
+			return pd_field_err(
+			    path, err, sz, field,
+			    rogue ? "unknown key \"%s\" (a rogue fault has at, after_ms, "
+			            "rogue, send, duration_ms, repeat)"
+			          : "unknown key \"%s\" (a flood fault has at, after_ms, "
+			            "flood, connections, mode, duration_ms, interval_ms, "
+			            "from)",
+			    k->string);
 	if (!cJSON_IsString(at) || strcmp(at->valuestring, "during_workload"))
-		return herr(path, field, err, sz, "expected \"at\": \"during_workload\"");
+		return pd_field_err(path, err, sz, field, "expected \"at\": \"during_workload\"");
 	if (!num_in(cJSON_GetObjectItemCaseSensitive(e, "after_ms"), 0, 600000) ||
 	    !num_in(cJSON_GetObjectItemCaseSensitive(e, "duration_ms"), 1, 60000))
-		return herr(path, field, err, sz,
-		            "\"after_ms\": expected 0..600000, \"duration_ms\" 1..60000");
+		return pd_field_err(path, err, sz, field,
+		                    "\"after_ms\": expected 0..600000, \"duration_ms\" 1..60000");
 	if (rogue) {
 		v = cJSON_GetObjectItemCaseSensitive(e, "rogue");
 		if (!cJSON_IsString(v) || strcmp(v->valuestring, "side-channel"))
-			return herr(path, field, err, sz, "\"rogue\": expected \"side-channel\"");
+			return pd_field_err(path, err, sz, field,
+			                    "\"rogue\": expected \"side-channel\"");
 		if (!num_in(cJSON_GetObjectItemCaseSensitive(e, "repeat"), 1, 256))
-			return herr(path, field, err, sz, "\"repeat\": expected 1..256");
+			return pd_field_err(path, err, sz, field, "\"repeat\": expected 1..256");
 		v = cJSON_GetObjectItemCaseSensitive(e, "send");
 		if (v && !names_ok(v, rogue_kinds, PD_ARRAY_SIZE(rogue_kinds)))
-			return herr(path, field, err, sz,
-			            "\"send\": expected a list of take, garbage, oversized, "
-			            "wrong-frames, unknown-id");
+			return pd_field_err(
+			    path, err, sz, field,
+			    "\"send\": expected a list of take, garbage, oversized, "
+			    "wrong-frames, unknown-id");
 		return 0;
 	}
 	if (!names_ok(cJSON_GetObjectItemCaseSensitive(e, "flood"), flood_targets, FLOOD_TARGETS))
-		return herr(
-		    path, field, err, sz,
+		return pd_field_err(
+		    path, err, sz, field,
 		    "\"flood\": expected one or a list of prefill, decode, proxy, metadata, "
 		    "te-data, handshake, bootstrap");
 	if (!num_in(cJSON_GetObjectItemCaseSensitive(e, "connections"), 1, FLOOD_MAX_CONNS))
-		return herr(path, field, err, sz, "\"connections\": expected 1..%d",
-		            FLOOD_MAX_CONNS);
+		return pd_field_err(path, err, sz, field, "\"connections\": expected 1..%d",
+		                    FLOOD_MAX_CONNS);
 	if (!num_in(cJSON_GetObjectItemCaseSensitive(e, "interval_ms"), 10, 10000))
-		return herr(path, field, err, sz, "\"interval_ms\": expected 10..10000");
+		return pd_field_err(path, err, sz, field, "\"interval_ms\": expected 10..10000");
 	v = cJSON_GetObjectItemCaseSensitive(e, "mode");
 	if (v && !(cJSON_IsString(v) &&
 	           (!strcmp(v->valuestring, "idle") || !strcmp(v->valuestring, "slow"))))
-		return herr(path, field, err, sz, "\"mode\": expected \"idle\" or \"slow\"");
+		return pd_field_err(path, err, sz, field,
+		                    "\"mode\": expected \"idle\" or \"slow\"");
 	v = cJSON_GetObjectItemCaseSensitive(e, "from");
 	if (v && !(cJSON_IsString(v) && inet_pton(AF_INET, v->valuestring, &a) == 1))
-		return herr(path, field, err, sz,
-		            "\"from\": expected an IPv4 address of this host (e.g. 127.0.0.9)");
+		return pd_field_err(
+		    path, err, sz, field,
+		    "\"from\": expected an IPv4 address of this host (e.g. 127.0.0.9)");
 	return 0;
 }
 

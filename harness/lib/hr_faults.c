@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,20 +28,6 @@ bool hr_faults_is_process(const cJSON *e)
 {
 	return cJSON_IsObject(e) &&
 	       (cJSON_GetObjectItemCaseSensitive(e, "kill") || hr_fault_is_hostile(e));
-}
-
-static int ferr(const char *path, const char *field, char *err, size_t sz, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int ferr(const char *path, const char *field, char *err, size_t sz, const char *fmt, ...)
-{
-	va_list ap;
-	int n = snprintf(err, sz, "%s: %s: ", path, field);
-	if (n >= 0 && (size_t)n < sz) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, sz - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
 }
 
 static bool one_of(const cJSON *v, const char *a, const char *b, const char *c)
@@ -69,26 +54,29 @@ int hr_faults_parse_entry(const char *path, const char *field, const cJSON *e, c
 		for (size_t i = 0; i < PD_ARRAY_SIZE(keys); i++)
 			known |= !strcmp(k->string, keys[i]);
 		if (!known)
-			return ferr(path, field, err, errsz,
-			            "unknown key \"%s\" (a process fault has at, after_ms, kill, "
-			            "signal, restart, restart_after_ms)",
-			            k->string);
+			return pd_field_err(
+			    path, err, errsz, field,
+			    "unknown key \"%s\" (a process fault has at, after_ms, kill, "
+			    "signal, restart, restart_after_ms)",
+			    k->string);
 	}
 	if (!one_of(cJSON_GetObjectItemCaseSensitive(e, "at"), "during_workload", "during_transfer",
 	            NULL))
-		return ferr(path, field, err, errsz, "expected \"at\": \"during_workload\"");
+		return pd_field_err(path, err, errsz, field,
+		                    "expected \"at\": \"during_workload\"");
 	if (!one_of(cJSON_GetObjectItemCaseSensitive(e, "kill"), "decode", "prefill", "metadata"))
-		return ferr(path, field, err, errsz,
-		            "\"kill\": expected \"decode\", \"prefill\" or \"metadata\"");
+		return pd_field_err(path, err, errsz, field,
+		                    "\"kill\": expected \"decode\", \"prefill\" or \"metadata\"");
 	if (cJSON_GetObjectItemCaseSensitive(e, "signal") &&
 	    !one_of(cJSON_GetObjectItemCaseSensitive(e, "signal"), "TERM", "KILL", NULL))
-		return ferr(path, field, err, errsz, "\"signal\": expected \"TERM\" or \"KILL\"");
+		return pd_field_err(path, err, errsz, field,
+		                    "\"signal\": expected \"TERM\" or \"KILL\"");
 	if (rs && !cJSON_IsBool(rs))
-		return ferr(path, field, err, errsz, "\"restart\": expected true or false");
+		return pd_field_err(path, err, errsz, field, "\"restart\": expected true or false");
 	if (!ms_ok(cJSON_GetObjectItemCaseSensitive(e, "after_ms")) ||
 	    !ms_ok(cJSON_GetObjectItemCaseSensitive(e, "restart_after_ms")))
-		return ferr(path, field, err, errsz,
-		            "\"after_ms\" / \"restart_after_ms\": expected 0..600000");
+		return pd_field_err(path, err, errsz, field,
+		                    "\"after_ms\" / \"restart_after_ms\": expected 0..600000");
 	return 0;
 }
 

@@ -84,8 +84,7 @@ int kv1_alloc_wait(struct kv1_worker *w, size_t n, int64_t *ids, uint64_t deadli
 	*(w->aq_tail ? &w->aq_tail->next : &w->aq_head) = &me;
 	w->aq_tail = &me;
 	while (w->aq_head != &me || n > w->fq_n) {
-		struct timespec ts;
-		uint64_t now = pd_now_ns(), step = 100000000ull;
+		uint64_t now = pd_now_ns();
 
 		if (atomic_load(&w->stop)) {
 			ret = -ECANCELED;
@@ -99,13 +98,7 @@ int kv1_alloc_wait(struct kv1_worker *w, size_t n, int64_t *ids, uint64_t deadli
 			*waited = true;
 			atomic_fetch_add(&w->alloc_waits, 1);
 		}
-		if (deadline_ns - now < step)
-			step = deadline_ns - now;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)step;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&w->acv, &w->amu, &ts);
+		kv1_cond_wait_until(&w->acv, &w->amu, deadline_ns);
 	}
 	if (!ret)
 		take_locked(w, n, ids);

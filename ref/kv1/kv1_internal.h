@@ -136,6 +136,8 @@ void kv1_send_remove_locked(struct kv1_worker *w, struct kv1_send *s);
  * every wake-up (another thread may free them while the lock is released). */
 struct kv1_send *kv1_send_wait_locked(struct kv1_worker *w, const char *key, uint64_t deadline_ns);
 /* One bounded (<= 100 ms) wait on the table's condition variable, w->mu held. */
+/* Waits on cv (mu held) until signalled, deadline_ns (pd_now_ns) or at most 100 ms. */
+void kv1_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns);
 void kv1_cv_wait_locked(struct kv1_worker *w, uint64_t deadline_ns);
 
 /* One engine WRITE batch of blocks to D's segment: for each (local buffer, remote base) pair and

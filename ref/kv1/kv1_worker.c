@@ -78,7 +78,7 @@ void kv1_send_remove_locked(struct kv1_worker *w, struct kv1_send *s)
 	free(s);
 }
 
-void kv1_cv_wait_locked(struct kv1_worker *w, uint64_t deadline_ns)
+void kv1_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns)
 {
 	uint64_t now = pd_now_ns(), step = 100000000ull;
 	struct timespec ts;
@@ -91,7 +91,12 @@ void kv1_cv_wait_locked(struct kv1_worker *w, uint64_t deadline_ns)
 	ts.tv_nsec += (long)step;
 	ts.tv_sec += ts.tv_nsec / 1000000000L;
 	ts.tv_nsec %= 1000000000L;
-	pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
+void kv1_cv_wait_locked(struct kv1_worker *w, uint64_t deadline_ns)
+{
+	kv1_cond_wait_until(&w->cv, &w->mu, deadline_ns);
 }
 
 struct kv1_send *kv1_send_wait_locked(struct kv1_worker *w, const char *key, uint64_t deadline_ns)
