@@ -101,8 +101,13 @@ fuzz:
 	  build-fuzz/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    -artifact_prefix=build-fuzz/crash/$$f/ build-fuzz/corpus/$$f \
 	    $$(ls -d fixtures/fuzz/$$f/seeds fixtures/fuzz/$$f/regress 2>/dev/null) \
-	    2>&1 | grep -E "^stat::(number_of_executed_units|average_exec_per_sec)|==ERROR|SUMMARY|^Done" || true; \
-	  if ls build-fuzz/crash/$$f/* >/dev/null 2>&1; then echo "fuzz: $$f CRASHED"; exit 1; fi; \
+	    >build-fuzz/crash/$$f.log 2>&1; \
+	  grep -E "^stat::(number_of_executed_units|average_exec_per_sec)|==ERROR|SUMMARY|^Done" \
+	    build-fuzz/crash/$$f.log || true; \
+	  if ls build-fuzz/crash/$$f/* >/dev/null 2>&1; then \
+	    grep -E "^ +#[0-9]+ .* in |^MS:|^Base64:|^artifact" build-fuzz/crash/$$f.log | \
+	      grep -v -E " in (fuzzer::|__sanitizer|__libc|_start|main )" | head -30; \
+	    echo "fuzz: $$f CRASHED (log build-fuzz/crash/$$f.log)"; exit 1; fi; \
 	done
 
 # The README's main command: the default scenario suite on local TCP with a local etcd.
