@@ -586,6 +586,9 @@ void kvc_get_stats(const struct kvc *cc, struct kvc_stats *s)
 	s->resyncs = atomic_load(&c->resyncs);
 	s->insert_timeouts = atomic_load(&c->insert_timeouts);
 	s->extra_peers = atomic_load(&c->pipe.extra_peers);
+	s->reads_abandoned = atomic_load(&c->pipe.reads_abandoned);
+	s->reads_abandoned_held = kvc_read_quar_count(&c->pipe);
+	s->reads_refused = atomic_load(&c->pipe.reads_refused);
 	pthread_mutex_lock(&c->pipe.ack_mu);
 	s->pending_acks = c->pipe.ack_n;
 	pthread_mutex_unlock(&c->pipe.ack_mu);

@@ -140,6 +140,9 @@ struct kvc_stats {
 	/* issue 11: a consumer that lost answers and resynchronised its pipe; inserts that gave
 	 * up on a full buffer; extra peers seen on a bound (PUSH) side-channel port */
 	uint64_t resyncs, insert_timeouts, extra_peers;
+	/* READs given up while in flight (timeout, stop): their buffers are held out of the pool
+	 * until the engine ends them (abandoned_held now, at most 16); READs refused meanwhile */
+	uint64_t reads_abandoned, reads_abandoned_held, reads_refused;
 };
 void kvc_get_stats(const struct kvc *c, struct kvc_stats *s);
 /* Added by the kvc helper: this rank's TE segment name (own_url, +100 rule applied) and the

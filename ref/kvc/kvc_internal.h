@@ -131,6 +131,15 @@ struct kvc_ackq {
 	struct kvc_ackq *next;
 };
 #define KVC_MON_PEERS 16
+/* A READ given up while the engine may still write into its buffer (kvc_read.c) */
+struct kvc_quar {
+	uint64_t batch;
+	size_t n, next; /* tasks; the first one not yet seen finished */
+	void *buf;
+	size_t len;
+	struct kvc_quar *link;
+};
+#define KVC_QUAR_MAX 16 /* abandoned READs held at once; past it new READs are refused */
 struct kvc_mon_peer {
 	bool used;
 	int fd;
@@ -161,6 +170,12 @@ struct kvc_pipe {
 	int mon_npeers[2];
 	struct kvc_mon_peer mon_peer[2][KVC_MON_PEERS];
 	atomic_uint_fast64_t extra_peers;
+	/* kvc_read.c: abandoned READs whose buffers stay out of the pool until the engine
+	 * reports their batch finished */
+	pthread_mutex_t quar_mu;
+	struct kvc_quar *quar;
+	size_t quar_n, quar_bytes;
+	atomic_uint_fast64_t reads_abandoned, reads_refused;
 };
 int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o);
 void kvc_pipe_close(struct kvc_pipe *p);
@@ -176,9 +191,19 @@ int kvc_pipe_send_move(struct kvc_pipe *p, struct kvc_tensor *t, int timeout_ms,
  * tensor stays in the receive buffer (out->pool set). */
 int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
                   const atomic_bool *abort);
-/* kvc_read.c: TE READ of len bytes at the peer's ptr into dst (registered); one request, or
- * chunks of PDKV_KVC_READ_CHUNK in one batch. te_transfer_sync's codes. */
-int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len);
+/* kvc_read.c: TE READ of len bytes at the peer's ptr into dst (a pool buffer); one request,
+ * or chunks of PDKV_KVC_READ_CHUNK in one batch. te_transfer_sync's codes, and
+ * TE_ERR_TOO_MANY_REQUESTS while KVC_QUAR_MAX abandoned READs are held. *abandoned true: the
+ * READ timed out (or the pipe stopped) still in flight, so the engine may yet write into dst:
+ * dst now belongs to the pipe's quarantine, which gives it back to the pool once the engine
+ * reports the batch finished; the caller must neither use nor free it. */
+int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *abandoned);
+/* Frees the quarantined buffers whose batches finished (kvc_read does it on every call). */
+void kvc_read_reap(struct kvc_pipe *p);
+/* After te_engine_destroy (no transport thread left to write): frees every quarantined
+ * buffer into the pool. */
+void kvc_read_quar_drop(struct kvc_pipe *p);
+size_t kvc_read_quar_count(struct kvc_pipe *p);
 /* Waits (bounded) until every sent buffer was ACKed and freed. */
 int kvc_pipe_flush(struct kvc_pipe *p, int timeout_ms);
 /* The consumer left (end signal): waits up to quiet_ms for its last ACKs, then frees the

@@ -314,6 +314,7 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	memset(p, 0, sizeof(*p));
 	pthread_mutex_init(&p->ack_mu, NULL);
 	pthread_cond_init(&p->ack_cv, NULL);
+	pthread_mutex_init(&p->quar_mu, NULL);
 	p->fmt = o->frame_format;
 	p->transfer_timeout_ms = o->transfer_timeout_ms;
 	p->max_msg = o->zmq_max_msg_bytes ? o->zmq_max_msg_bytes : KVC_ZMQ_MAXMSG_DEFAULT;
@@ -438,10 +439,12 @@ void kvc_pipe_close(struct kvc_pipe *p)
 	}
 	p->ack_tail = NULL;
 	p->ack_n = 0;
-	/* engine first (it deregisters and stops serving reads), then the memory */
+	/* engine first (it deregisters, stops serving reads and joins the threads that could
+	 * still write into an abandoned READ's buffer), then the memory */
 	te_engine_destroy(p->eng);
 	p->eng = NULL;
 	kvc_pool_detach(p->pool);
+	kvc_read_quar_drop(p);
 	kvc_pool_destroy(p->pool);
 	p->pool = NULL;
 }
@@ -561,6 +564,7 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 	struct zframes f;
 	uint64_t ptr = 0, len = 0, t_read;
 	void *dst = NULL;
+	bool lost = false;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -592,15 +596,18 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 		goto ack;
 	}
 	t_read = pd_now_ns();
-	rc = kvc_read(p, dst, ptr, len);
-	if (rc < 0 && rc != TE_ERR_TIMEOUT && !atomic_load(&p->stop)) {
+	rc = kvc_read(p, dst, ptr, len, &lost);
+	if (rc < 0 && !lost && rc != TE_ERR_TIMEOUT && rc != TE_ERR_TOO_MANY_REQUESTS &&
+	    !atomic_load(&p->stop)) {
 		/* the peer may have registered a dedicated buffer after we cached its segment,
 		 * or restarted: refresh its descriptor and try once more */
 		pd_dbg("kvc: READ from %s failed (%s); re-syncing its segment", p->v0.remote_url,
 		       te_strerror(rc));
 		te_sync_segment(p->eng, p->v0.remote_url);
-		rc = kvc_read(p, dst, ptr, len);
+		rc = kvc_read(p, dst, ptr, len, &lost);
 	}
+	if (lost)
+		dst = NULL; /* the engine may still write into it: the quarantine frees it */
 	if (rc < 0) {
 		atomic_fetch_add(&p->transfer_failures, 1);
 		pd_err("kvc: Transfer Return Error: READ %llu bytes at 0x%llx from segment %s: %s",

@@ -2,7 +2,14 @@
  * a few ms must not end up to a 1 ms nap late, as te_transfer_sync's back-off allows), and
  * optionally cut into chunks submitted as one batch (PDKV_KVC_READ_CHUNK: on this 2-core host
  * 1..16 MiB chunks measured the same as one request, within the noise, so one request is the
- * default). Same result codes as te_transfer_sync. */
+ * default). Same result codes as te_transfer_sync.
+ * A READ given up in flight (our deadline, the engine's slice timeout, the pipe stopping) may
+ * still land: the engine ends every task eventually (a TCP lane fails its slices when the
+ * connection breaks or times out, and at destroy), but until then its worker writes into the
+ * buffer. So the buffer goes to a quarantine, registered and out of the pool, with its batch;
+ * each later READ frees those whose batches report every task finished, and the pipe's close
+ * frees the rest after the engine is gone. At most KVC_QUAR_MAX are held: past that, READs
+ * are refused until the engine ends one (the pool's caps bound their bytes). */
 #include <stdlib.h>
 #include <time.h>
 
@@ -42,18 +49,98 @@ static int timeout_ms_of(const struct kvc_pipe *p, size_t len)
 	return (int)(s * 1000 + (int64_t)(len / 1000000));
 }
 
-int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len)
+/* True once every task of q's batch was seen finished and the batch is freed. */
+static bool quar_final(struct kvc_pipe *p, struct kvc_quar *q)
 {
-	size_t chunk = chunk_bytes(len), n = (len + chunk - 1) / chunk, next = 0;
-	struct te_request *r;
-	uint64_t seg, batch, end;
-	long nap = NAP_MIN_NS;
-	bool failed = false;
-	int rc;
+	while (q->next < q->n) {
+		struct te_task_status st = {0, 0};
 
-	if (len == 0)
-		return 0;
-	rc = te_open_segment(p->eng, p->v0.remote_url, &seg);
+		if (te_batch_status(p->eng, q->batch, q->next, &st))
+			return false; /* cannot happen for a live batch: keep the buffer */
+		if (st.status == TE_WAITING || st.status == TE_PENDING || st.status == TE_TIMEOUT)
+			return false;
+		q->next++;
+	}
+	return te_batch_free(p->eng, q->batch) == 0;
+}
+
+void kvc_read_reap(struct kvc_pipe *p)
+{
+	pthread_mutex_lock(&p->quar_mu);
+	for (struct kvc_quar **pp = &p->quar; *pp;) {
+		struct kvc_quar *q = *pp;
+
+		if (!quar_final(p, q)) {
+			pp = &q->link;
+			continue;
+		}
+		*pp = q->link;
+		p->quar_n--;
+		p->quar_bytes -= q->len;
+		pd_info("kvc: the abandoned READ of %zu bytes from %s has ended; its buffer is "
+		        "back in the pool (%zu still held)",
+		        q->len, p->v0.remote_url, p->quar_n);
+		kvc_pool_free(p->pool, q->buf);
+		free(q);
+	}
+	pthread_mutex_unlock(&p->quar_mu);
+}
+
+void kvc_read_quar_drop(struct kvc_pipe *p)
+{
+	pthread_mutex_lock(&p->quar_mu);
+	while (p->quar) {
+		struct kvc_quar *q = p->quar;
+
+		p->quar = q->link;
+		kvc_pool_free(p->pool, q->buf);
+		free(q);
+	}
+	p->quar_n = p->quar_bytes = 0;
+	pthread_mutex_unlock(&p->quar_mu);
+}
+
+size_t kvc_read_quar_count(struct kvc_pipe *p)
+{
+	size_t n;
+
+	pthread_mutex_lock(&p->quar_mu);
+	n = p->quar_n;
+	pthread_mutex_unlock(&p->quar_mu);
+	return n;
+}
+
+/* The READ into dst is given up with tasks [next, n) of batch possibly still writing. */
+static void quarantine(struct kvc_pipe *p, uint64_t batch, size_t n, size_t next, void *dst,
+                       size_t len)
+{
+	struct kvc_quar *q = malloc(sizeof(*q));
+
+	atomic_fetch_add(&p->reads_abandoned, 1);
+	if (!q) { /* cannot track it: never reuse the buffer */
+		pd_err("kvc: READ from %s abandoned in flight: %zu bytes leaked (out of memory)",
+		       p->v0.remote_url, len);
+		return;
+	}
+	*q = (struct kvc_quar){batch, n, next, dst, len, NULL};
+	pthread_mutex_lock(&p->quar_mu);
+	q->link = p->quar;
+	p->quar = q;
+	p->quar_n++;
+	p->quar_bytes += len;
+	pd_warn("kvc: READ of %zu bytes from %s abandoned in flight: its buffer stays out of the "
+	        "pool until the engine ends the transfer (%zu READs, %zu bytes held)",
+	        len, p->v0.remote_url, p->quar_n, p->quar_bytes);
+	pthread_mutex_unlock(&p->quar_mu);
+}
+
+static int submit(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, size_t chunk, size_t n,
+                  uint64_t *batch)
+{
+	struct te_request *r;
+	uint64_t seg;
+	int rc = te_open_segment(p->eng, p->v0.remote_url, &seg);
+
 	if (rc)
 		return rc;
 	r = malloc(n * sizeof(*r));
@@ -65,17 +152,40 @@ int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len)
 		r[i] = (struct te_request){TE_READ, (uint8_t *)dst + off, seg, ptr + off,
 		                           len - off < chunk ? len - off : chunk};
 	}
-	rc = te_batch_alloc(p->eng, n, &batch);
+	rc = te_batch_alloc(p->eng, n, batch);
 	if (rc) {
 		free(r);
 		return rc;
 	}
-	rc = te_batch_submit(p->eng, batch, r, n);
+	rc = te_batch_submit(p->eng, *batch, r, n);
 	free(r);
-	if (rc) {
-		te_batch_free(p->eng, batch);
-		return rc;
+	if (rc)
+		te_batch_free(p->eng, *batch); /* nothing of it was started */
+	return rc;
+}
+
+int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *abandoned)
+{
+	size_t chunk = chunk_bytes(len), n = (len + chunk - 1) / chunk, next = 0;
+	uint64_t batch, end;
+	long nap = NAP_MIN_NS;
+	bool failed = false;
+	int rc;
+
+	*abandoned = false;
+	if (len == 0)
+		return 0;
+	kvc_read_reap(p);
+	if (kvc_read_quar_count(p) >= KVC_QUAR_MAX) {
+		atomic_fetch_add(&p->reads_refused, 1);
+		pd_warn("kvc: READ of %zu bytes from %s refused: %d abandoned READs from it are "
+		        "still in flight",
+		        len, p->v0.remote_url, KVC_QUAR_MAX);
+		return TE_ERR_TOO_MANY_REQUESTS;
 	}
+	rc = submit(p, dst, ptr, len, chunk, n, &batch);
+	if (rc)
+		return rc;
 	end = pd_now_ns() + (uint64_t)timeout_ms_of(p, len) * 1000000ull;
 	/* chunks finish about in order: wait on the oldest unfinished one */
 	while (next < n) {
@@ -84,23 +194,31 @@ int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len)
 		rc = te_batch_status(p->eng, batch, next, &st);
 		if (rc)
 			break;
-		if (st.status != TE_WAITING && st.status != TE_PENDING) {
+		if (st.status != TE_WAITING && st.status != TE_PENDING && st.status != TE_TIMEOUT) {
 			failed |= st.status != TE_COMPLETED;
 			next++;
 			nap = NAP_MIN_NS;
 			continue;
 		}
-		if (pd_now_ns() > end || atomic_load(&p->stop)) {
-			pd_err("kvc: READ of %zu bytes from %s timed out (%zu of %zu chunks done)",
-			       len, p->v0.remote_url, next, n);
-			return TE_ERR_TIMEOUT; /* the batch stays (busy); the engine frees it */
+		if (st.status == TE_TIMEOUT || pd_now_ns() > end || atomic_load(&p->stop)) {
+			pd_err("kvc: READ of %zu bytes from %s %s (%zu of %zu chunks done)", len,
+			       p->v0.remote_url,
+			       atomic_load(&p->stop)     ? "stopped"
+			       : st.status == TE_TIMEOUT ? "hit the engine's slice timeout"
+			                                 : "timed out",
+			       next, n);
+			rc = TE_ERR_TIMEOUT;
+			break;
 		}
 		nanosleep(&(struct timespec){0, nap}, NULL);
 		if (nap < NAP_MAX_NS)
 			nap *= 2;
 	}
-	if (te_batch_free(p->eng, batch))
-		pd_warn("kvc: READ left batch %llx busy", (unsigned long long)batch);
+	if (next < n || te_batch_free(p->eng, batch)) {
+		quarantine(p, batch, n, next, dst, len);
+		*abandoned = true;
+		return rc ? rc : TE_ERR_TIMEOUT;
+	}
 	if (rc)
 		return rc;
 	return failed ? TE_ERR_ENDPOINT : 0;

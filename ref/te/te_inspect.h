@@ -47,4 +47,10 @@ int te_inspect_rpc_meta(const char *conn, const char *segment, char *host, size_
  * else *opened tells whether the connection string was accepted at all, and err why not. */
 int te_inspect_meta_probe(const char *conn, bool *opened, char *err, size_t errlen);
 
+/* Tests only: fn(addr, len) runs on a TCP data server thread of this process before it answers
+ * a READ of host memory, so a test can hold a target's answer back (a slow target). Nothing
+ * changes on the wire. NULL (the default) removes it. */
+typedef void (*te_test_read_fn)(uint64_t addr, uint64_t len);
+void te_test_set_read_hook(te_test_read_fn fn);
+
 #endif

@@ -16,6 +16,14 @@
 #include "pd_tsan.h"
 #include "pd_util.h"
 #include "te_gpu.h"
+#include "te_inspect.h"
+
+static _Atomic(te_test_read_fn) test_read_hook; /* te_test_set_read_hook */
+
+void te_test_set_read_hook(te_test_read_fn fn)
+{
+	atomic_store(&test_read_hook, fn);
+}
 
 /* v2 statuses are coalesced: they wait while more requests are already queued on the socket
  * and go out (in one send) before the server would block, before a READ reply, or when full.
@@ -303,6 +311,9 @@ static void srv_serve(void *ctx, int fd)
 				r = te_tcp_gpu_send(&stage, gpu - 1, fd, iov, k,
 				                    (const char *)(uintptr_t)addr, size);
 			} else {
+				te_test_read_fn hook = atomic_load(&test_read_hook);
+				if (hook)
+					hook(addr, size);
 				iov[k].iov_base = (void *)(uintptr_t)addr;
 				iov[k++].iov_len = size;
 				PD_TSAN_WIRE_SEND(); /* for the statuses of earlier WRITEs */

@@ -1,0 +1,204 @@
+/* READs the receiver gave up on while they were in flight (a slow target, the pipe stopping):
+ * their late bytes must not land in a buffer handed to a later request. Two real pipes over
+ * loopback TCP and a real etcd; the target's engine holds back its answer to the first READ
+ * (te_test_set_read_hook) until the test lets it go. The decode engine runs two lanes per peer,
+ * so the next READ travels on the other connection and completes while the first is held. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kvc/tests/kvc_testenv.h"
+#include "pd_util.h"
+#include "te/te_inspect.h"
+
+#define NBYTES     100000 /* one 128 KiB pool block per blob */
+#define READ_MS    300    /* the decode's READ deadline */
+#define HOLD_WAIT  10     /* s: bound on waiting for the target to reach the held READ */
+
+/* The target's first READ waits here until released. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool seen, held, release;
+} g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, false};
+
+static void gate_hook(uint64_t addr, uint64_t len)
+{
+	(void)addr;
+	(void)len;
+	pthread_mutex_lock(&g_gate.mu);
+	if (!g_gate.seen) {
+		g_gate.seen = g_gate.held = true;
+		pthread_cond_broadcast(&g_gate.cv);
+		while (!g_gate.release)
+			pthread_cond_wait(&g_gate.cv, &g_gate.mu);
+		g_gate.held = false;
+	}
+	pthread_mutex_unlock(&g_gate.mu);
+}
+
+static void gate_arm(void)
+{
+	pthread_mutex_lock(&g_gate.mu);
+	g_gate.seen = g_gate.held = g_gate.release = false;
+	pthread_mutex_unlock(&g_gate.mu);
+	te_test_set_read_hook(gate_hook);
+}
+
+static void gate_wait_held(void)
+{
+	struct timespec ts;
+	bool held;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += HOLD_WAIT;
+	pthread_mutex_lock(&g_gate.mu);
+	while (!g_gate.seen)
+		if (pthread_cond_timedwait(&g_gate.cv, &g_gate.mu, &ts))
+			break;
+	held = g_gate.held;
+	pthread_mutex_unlock(&g_gate.mu);
+	if (!held)
+		fail_msg("the target never received the first READ");
+}
+
+static void gate_release(void)
+{
+	pthread_mutex_lock(&g_gate.mu);
+	g_gate.release = true;
+	pthread_cond_broadcast(&g_gate.cv);
+	pthread_mutex_unlock(&g_gate.mu);
+	te_test_set_read_hook(NULL);
+}
+
+static void open_pair(struct env *e, struct kvc_pipe *p, struct kvc_pipe *d)
+{
+	struct kvc_opts po, dopts;
+	env_init(e);
+	po = env_opts(e, true, KVC_FRAME_PICKLE, KVC_MISS_OLD, 0, 5000);
+	dopts = env_opts(e, false, KVC_FRAME_PICKLE, KVC_MISS_OLD, 0, 5000);
+	dopts.transfer_timeout_ms = READ_MS;
+	assert_int_equal(kvc_pipe_open(p, &po), 0);
+	assert_int_equal(kvc_pipe_open(d, &dopts), 0);
+}
+
+static void send_fill(struct kvc_pipe *p, uint8_t fill)
+{
+	int64_t shape[1] = {NBYTES};
+	struct kvc_tensor t;
+	assert_int_equal(kvc_tensor_alloc(&t, KVC_U8, 1, shape), 0);
+	memset(t.data, fill, NBYTES);
+	assert_int_equal(kvc_pipe_send(p, &t, 5000, NULL), 0);
+	kvc_tensor_free(&t);
+}
+
+/* Every byte of t is fill; else fails naming the first byte that is not. */
+static void expect_fill(const struct kvc_tensor *t, uint8_t fill, const char *what)
+{
+	const uint8_t *b = t->data;
+	assert_int_equal(t->nbytes, NBYTES);
+	for (size_t i = 0; i < NBYTES; i++)
+		if (b[i] != fill)
+			fail_msg("%s: byte %zu is 0x%02x, expected 0x%02x (a stale READ landed in "
+			         "it)",
+			         what, i, b[i], fill);
+}
+
+/* The READ of the first tensor times out; the second is received (into a buffer the first
+ * one's late bytes must not reach); then the first READ's answer is let go and the third READ,
+ * behind it on the same connection, completes: the second tensor still holds its bytes, and
+ * the held buffer went back to the pool. Before: the timed-out READ's buffer was freed at
+ * once, the second tensor got it and was overwritten with the first one's bytes. */
+static void test_late_read_after_timeout(void **state)
+{
+	struct env e;
+	struct kvc_pipe *p = calloc(1, sizeof(*p)), *d = calloc(1, sizeof(*d));
+	struct kvc_tensor t1, t2, t3;
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(d);
+	gate_arm();
+	open_pair(&e, p, d);
+	send_fill(p, 0xa1);
+	send_fill(p, 0xb2);
+	send_fill(p, 0xc3);
+	assert_int_equal(kvc_pipe_recv(d, &t1, 5000, NULL), KVC_ERR_TRANSFER);
+	gate_wait_held();
+	assert_int_equal(atomic_load(&d->reads_abandoned), 1);
+	assert_int_equal(kvc_read_quar_count(d), 1);
+	assert_int_equal(kvc_pipe_recv(d, &t2, 5000, NULL), 0);
+	expect_fill(&t2, 0xb2, "second tensor, as read");
+	gate_release();
+	assert_int_equal(kvc_pipe_recv(d, &t3, 5000, NULL), 0); /* after the late answer */
+	expect_fill(&t3, 0xc3, "third tensor");
+	expect_fill(&t2, 0xb2, "second tensor, after the late READ landed");
+	kvc_read_reap(d);
+	assert_int_equal(kvc_read_quar_count(d), 0);
+	kvc_tensor_free(&t2);
+	kvc_tensor_free(&t3);
+	assert_int_equal(kvc_pool_in_use(d->pool), 0);
+	kvc_pipe_close(d);
+	kvc_pipe_close(p);
+	free(d);
+	free(p);
+}
+
+struct rcv {
+	struct kvc_pipe *d;
+	struct kvc_tensor t;
+	int rc;
+};
+
+static void *rcv_main(void *arg)
+{
+	struct rcv *r = arg;
+	r->rc = kvc_pipe_recv(r->d, &r->t, 5000, NULL);
+	return NULL;
+}
+
+/* The pipe stops while a READ is held by the target: the receive returns at once, its
+ * buffer stays held (out of the pool) and the close frees it after the engine is gone, with
+ * the target's answer still not sent. */
+static void test_stop_mid_read(void **state)
+{
+	struct env e;
+	struct kvc_pipe *p = calloc(1, sizeof(*p)), *d = calloc(1, sizeof(*d));
+	struct rcv r = {.d = d};
+	pthread_t th;
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(d);
+	gate_arm();
+	open_pair(&e, p, d);
+	d->transfer_timeout_ms = 60000; /* only the stop ends this READ */
+	send_fill(p, 0xd4);
+	assert_int_equal(pthread_create(&th, NULL, rcv_main, &r), 0);
+	gate_wait_held();
+	atomic_store(&d->stop, true);
+	pthread_join(th, NULL);
+	assert_int_equal(r.rc, KVC_ERR_TRANSFER);
+	assert_int_equal(kvc_read_quar_count(d), 1);
+	assert_true(kvc_pool_in_use(d->pool) >= NBYTES); /* still held, not reusable */
+	kvc_pipe_close(d);
+	gate_release(); /* the answer now goes to a closed connection */
+	kvc_pipe_close(p);
+	free(d);
+	free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_late_read_after_timeout),
+	    cmocka_unit_test(test_stop_mid_read),
+	};
+	/* two lanes per peer: the next READ does not queue behind the held one */
+	setenv("MC_TCP_LANES_PER_PEER", "2", 1);
+	return env_run_tests(tests);
+}
