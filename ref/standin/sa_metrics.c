@@ -295,6 +295,8 @@ char *sa_metrics_text(struct sa *s)
 		t.resyncs += st.resyncs;
 		t.insert_timeouts += st.insert_timeouts;
 		t.extra_peers += st.extra_peers;
+		t.reads_abandoned += st.reads_abandoned;
+		t.reads_abandoned_held += st.reads_abandoned_held;
 	}
 	/* V1: prefill pushes (bytes it wrote into decode's blocks), decode counts what it was
 	 * told was written */
@@ -370,6 +372,13 @@ char *sa_metrics_text(struct sa *s)
 	       "", rejected);
 	metric(&b, "pdkv_kvc_buffer_items", "gauge", "Producer buffer items held now.", "",
 	       t.buffer_items);
+	metric(&b, "pdkv_kvc_reads_abandoned_total", "counter",
+	       "Connector READs given up while still in flight (timeout, shutdown); each "
+	       "buffer is held out of the pool until the engine ends the READ.",
+	       "", t.reads_abandoned);
+	metric(&b, "pdkv_kvc_reads_abandoned_held", "gauge",
+	       "Buffers of abandoned connector READs held now (at most 16 per rank).", "",
+	       t.reads_abandoned_held);
 	label_escape(s->o.served[0], model, sizeof(model));
 	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\"}", model);
 	metric(&b, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",

@@ -18,9 +18,9 @@
 #include "pd_util.h"
 #include "te/te_inspect.h"
 
-#define NBYTES     100000 /* one 128 KiB pool block per blob */
-#define READ_MS    300    /* the decode's READ deadline */
-#define HOLD_WAIT  10     /* s: bound on waiting for the target to reach the held READ */
+#define NBYTES    100000 /* one 128 KiB pool block per blob */
+#define READ_MS   300    /* the decode's READ deadline */
+#define HOLD_WAIT 10     /* s: bound on waiting for the target to reach the held READ */
 
 /* The target's first READ waits here until released. */
 static struct {

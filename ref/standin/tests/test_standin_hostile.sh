@@ -90,7 +90,8 @@ check "escaped control character accepted (HTTP $c)" [ "$c" = 200 ]
 # ---- kvc counters on /metrics ----
 curl -sS -m 10 "$U/metrics" >"$TMP/m"
 for m in pdkv_kvc_resyncs_total pdkv_kvc_insert_timeouts_total \
-	pdkv_kvc_side_channel_extra_peers_total; do
+	pdkv_kvc_side_channel_extra_peers_total pdkv_kvc_reads_abandoned_total \
+	pdkv_kvc_reads_abandoned_held; do
 	check "/metrics has $m" grep -q "^$m 0" "$TMP/m"
 done
 tl_stop
