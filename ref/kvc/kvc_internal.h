@@ -139,7 +139,7 @@ struct kvc_quar {
 	size_t len;
 	struct kvc_quar *link;
 };
-#define KVC_QUAR_MAX 16 /* abandoned READs held at once; past it new READs are refused */
+#define KVC_QUAR_MAX 16 /* abandoned READs held at once; past it a new READ waits, then fails */
 struct kvc_mon_peer {
 	bool used;
 	int fd;
@@ -193,10 +193,10 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
                   const atomic_bool *abort);
 /* kvc_read.c: TE READ of len bytes at the peer's ptr into dst (a pool buffer); one request,
  * or chunks of PDKV_KVC_READ_CHUNK in one batch. te_transfer_sync's codes, and
- * TE_ERR_TOO_MANY_REQUESTS while KVC_QUAR_MAX abandoned READs are held. *abandoned true: the
- * READ timed out (or the pipe stopped) still in flight, so the engine may yet write into dst:
- * dst now belongs to the pipe's quarantine, which gives it back to the pool once the engine
- * reports the batch finished; the caller must neither use nor free it. */
+ * TE_ERR_TOO_MANY_REQUESTS when KVC_QUAR_MAX abandoned READs stayed held for its whole deadline.
+ * *abandoned true: the READ timed out (or the pipe stopped) still in flight, so the engine may yet
+ * write into dst: dst now belongs to the pipe's quarantine, which gives it back to the pool once
+ * the engine reports the batch finished; the caller must neither use nor free it. */
 int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *abandoned);
 /* Frees the quarantined buffers whose batches finished (kvc_read does it on every call). */
 void kvc_read_reap(struct kvc_pipe *p);

@@ -8,8 +8,9 @@
  * connection breaks or times out, and at destroy), but until then its worker writes into the
  * buffer. So the buffer goes to a quarantine, registered and out of the pool, with its batch;
  * each later READ frees those whose batches report every task finished, and the pipe's close
- * frees the rest after the engine is gone. At most KVC_QUAR_MAX are held: past that, READs
- * are refused until the engine ends one (the pool's caps bound their bytes). */
+ * frees the rest after the engine is gone. At most KVC_QUAR_MAX are held: past that, a READ
+ * waits (within its own deadline) for the engine to end one, else it is refused; the pool's
+ * caps bound their bytes. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -18,10 +19,11 @@
 #include "pd_util.h"
 #include "te/te.h"
 
-#define CHUNK_MIN  (64ull << 10)
-#define MAX_CHUNKS 8192 /* larger reads get larger chunks */
-#define NAP_MIN_NS 2000
-#define NAP_MAX_NS 100000
+#define CHUNK_MIN   (64ull << 10)
+#define MAX_CHUNKS  8192 /* larger reads get larger chunks */
+#define NAP_MIN_NS  2000
+#define NAP_MAX_NS  100000
+#define QUAR_NAP_NS 1000000 /* waiting for a held READ to end */
 
 /* PDKV_KVC_READ_CHUNK: a size (at least 64 KiB); unset or 0 = one request; read per call */
 static size_t chunk_bytes(size_t len)
@@ -110,6 +112,20 @@ size_t kvc_read_quar_count(struct kvc_pipe *p)
 	return n;
 }
 
+/* Reaps, then while KVC_QUAR_MAX are held waits (until end, or the stop) for the engine to
+ * end one. False: still full. */
+static bool quar_room(struct kvc_pipe *p, uint64_t end)
+{
+	kvc_read_reap(p);
+	while (kvc_read_quar_count(p) >= KVC_QUAR_MAX) {
+		if (pd_now_ns() > end || atomic_load(&p->stop))
+			return false;
+		nanosleep(&(struct timespec){0, QUAR_NAP_NS}, NULL);
+		kvc_read_reap(p);
+	}
+	return true;
+}
+
 /* The READ into dst is given up with tasks [next, n) of batch possibly still writing. */
 static void quarantine(struct kvc_pipe *p, uint64_t batch, size_t n, size_t next, void *dst,
                        size_t len)
@@ -175,8 +191,8 @@ int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *aban
 	*abandoned = false;
 	if (len == 0)
 		return 0;
-	kvc_read_reap(p);
-	if (kvc_read_quar_count(p) >= KVC_QUAR_MAX) {
+	end = pd_now_ns() + (uint64_t)timeout_ms_of(p, len) * 1000000ull;
+	if (!quar_room(p, end)) {
 		atomic_fetch_add(&p->reads_refused, 1);
 		pd_warn("kvc: READ of %zu bytes from %s refused: %d abandoned READs from it are "
 		        "still in flight",
@@ -186,7 +202,6 @@ int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *aban
 	rc = submit(p, dst, ptr, len, chunk, n, &batch);
 	if (rc)
 		return rc;
-	end = pd_now_ns() + (uint64_t)timeout_ms_of(p, len) * 1000000ull;
 	/* chunks finish about in order: wait on the oldest unfinished one */
 	while (next < n) {
 		struct te_task_status st = {0, 0};

@@ -22,59 +22,62 @@
 #define READ_MS   300    /* the decode's READ deadline */
 #define HOLD_WAIT 10     /* s: bound on waiting for the target to reach the held READ */
 
-/* The target's first READ waits here until released. */
+/* The target's first `limit` READs wait here until released. */
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool seen, held, release;
-} g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, false};
+	int limit, seen;
+	bool release;
+} g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, false};
 
 static void gate_hook(uint64_t addr, uint64_t len)
 {
 	(void)addr;
 	(void)len;
 	pthread_mutex_lock(&g_gate.mu);
-	if (!g_gate.seen) {
-		g_gate.seen = g_gate.held = true;
+	if (g_gate.seen < g_gate.limit && !g_gate.release) {
+		g_gate.seen++;
 		pthread_cond_broadcast(&g_gate.cv);
 		while (!g_gate.release)
 			pthread_cond_wait(&g_gate.cv, &g_gate.mu);
-		g_gate.held = false;
 	}
 	pthread_mutex_unlock(&g_gate.mu);
 }
 
-static void gate_arm(void)
+static void gate_arm(int limit)
 {
 	pthread_mutex_lock(&g_gate.mu);
-	g_gate.seen = g_gate.held = g_gate.release = false;
+	g_gate.limit = limit;
+	g_gate.seen = 0;
+	g_gate.release = false;
 	pthread_mutex_unlock(&g_gate.mu);
 	te_test_set_read_hook(gate_hook);
 }
 
+/* Waits (at most HOLD_WAIT s) until the target holds a READ. */
 static void gate_wait_held(void)
 {
 	struct timespec ts;
-	bool held;
+	int seen;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += HOLD_WAIT;
 	pthread_mutex_lock(&g_gate.mu);
 	while (!g_gate.seen)
 		if (pthread_cond_timedwait(&g_gate.cv, &g_gate.mu, &ts))
 			break;
-	held = g_gate.held;
+	seen = g_gate.seen;
 	pthread_mutex_unlock(&g_gate.mu);
-	if (!held)
+	if (!seen)
 		fail_msg("the target never received the first READ");
 }
 
+/* Lets every held READ (and all later ones) be answered. */
 static void gate_release(void)
 {
 	pthread_mutex_lock(&g_gate.mu);
 	g_gate.release = true;
 	pthread_cond_broadcast(&g_gate.cv);
 	pthread_mutex_unlock(&g_gate.mu);
-	te_test_set_read_hook(NULL);
 }
 
 static void open_pair(struct env *e, struct kvc_pipe *p, struct kvc_pipe *d)
@@ -123,7 +126,7 @@ static void test_late_read_after_timeout(void **state)
 	(void)state;
 	assert_non_null(p);
 	assert_non_null(d);
-	gate_arm();
+	gate_arm(1);
 	open_pair(&e, p, d);
 	send_fill(p, 0xa1);
 	send_fill(p, 0xb2);
@@ -174,7 +177,7 @@ static void test_stop_mid_read(void **state)
 	(void)state;
 	assert_non_null(p);
 	assert_non_null(d);
-	gate_arm();
+	gate_arm(1);
 	open_pair(&e, p, d);
 	d->transfer_timeout_ms = 60000; /* only the stop ends this READ */
 	send_fill(p, 0xd4);
@@ -192,11 +195,53 @@ static void test_stop_mid_read(void **state)
 	free(p);
 }
 
+/* The target answers nothing: KVC_QUAR_MAX READs are abandoned and held, the next one waits
+ * its deadline for room and is refused (nothing more is held); once the target answers, the
+ * next READ waits for the engine to end a held one and succeeds, and every held buffer goes
+ * back to the pool. */
+static void test_quarantine_bound(void **state)
+{
+	struct env e;
+	struct kvc_pipe *p = calloc(1, sizeof(*p)), *d = calloc(1, sizeof(*d));
+	struct kvc_tensor t;
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(d);
+	gate_arm(1 << 30);
+	open_pair(&e, p, d);
+	d->transfer_timeout_ms = 100;
+	for (int i = 0; i < KVC_QUAR_MAX + 3; i++)
+		send_fill(p, (uint8_t)(0x10 + i));
+	for (int i = 0; i < KVC_QUAR_MAX; i++)
+		assert_int_equal(kvc_pipe_recv(d, &t, 5000, NULL), KVC_ERR_TRANSFER);
+	assert_int_equal(kvc_read_quar_count(d), KVC_QUAR_MAX);
+	assert_int_equal(kvc_pipe_recv(d, &t, 5000, NULL), KVC_ERR_TRANSFER);
+	assert_int_equal(atomic_load(&d->reads_refused), 1);
+	assert_int_equal(atomic_load(&d->reads_abandoned), KVC_QUAR_MAX);
+	assert_int_equal(kvc_read_quar_count(d), KVC_QUAR_MAX);
+	gate_release();
+	d->transfer_timeout_ms = 5000;
+	for (int i = KVC_QUAR_MAX + 1; i < KVC_QUAR_MAX + 3; i++) { /* one on each lane */
+		assert_int_equal(kvc_pipe_recv(d, &t, 5000, NULL), 0);
+		expect_fill(&t, (uint8_t)(0x10 + i), "READ after the target answered");
+		kvc_tensor_free(&t);
+	}
+	kvc_read_reap(d);
+	assert_int_equal(kvc_read_quar_count(d), 0);
+	assert_int_equal(kvc_pool_in_use(d->pool), 0);
+	te_test_set_read_hook(NULL);
+	kvc_pipe_close(d);
+	kvc_pipe_close(p);
+	free(d);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_late_read_after_timeout),
 	    cmocka_unit_test(test_stop_mid_read),
+	    cmocka_unit_test(test_quarantine_bound),
 	};
 	/* two lanes per peer: the next READ does not queue behind the held one */
 	setenv("MC_TCP_LANES_PER_PEER", "2", 1);
