@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "pd_log.h"
+#include "pd_par.h"
 #include "pd_util.h"
 #include "sa.h"
 
@@ -28,43 +29,66 @@ struct sa_verify {
 	char id[96], stages[256];
 };
 
-/* Hash-only pass of sa_kv_scan (keys, then values seeded by the keys' hash; layer, position,
- * rank order), each layer as soon as its buffers have landed on every rank. */
-static void *follow_main(void *arg)
+/* One part of mdl_kv_checksum (a layer's keys or values) per item, in the order the producer
+ * writes them (every layer's keys, then values), hashed once it has landed on every rank. */
+struct follow {
+	struct sa_verify *v;
+	uint64_t *sums;
+	atomic_int ret;
+	atomic_bool early;
+};
+
+static void follow_part(void *ud, int part, int worker)
 {
-	struct sa_verify *v = arg;
+	struct follow *f = ud;
+	struct sa_verify *v = f->v;
 	struct sa *s = v->s;
 	const struct mdl_geom *g = &s->o.geom;
 	size_t seg = (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / s->o.tp);
+	bool value = part >= g->layers;
+	int l = part % g->layers;
 	struct mdl_h64 h;
 
-	/* below the transfer's threads, as the expect thread: on a small host it hashes in the
-	 * cycles the transfer leaves, and what it could not finish runs once the transfer ends */
-	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
-	mdl_h64_init(&h, MDL_KV_CHECKSUM_SEED);
-	for (int pass = 0; pass < 2; pass++) {
-		bool value = pass == 1;
-
-		for (int l = 0; l < g->layers; l++) {
-			for (int k = 0; k < s->o.tp; k++) {
-				int r = kv1_landed_wait(s->w[v->dp][k], sa_v1_buf(s, value, l),
-				                        v->blk[k], v->nb, &v->done);
-				if (r) {
-					v->ret = r;
-					return NULL;
-				}
-			}
-			if (!atomic_load(&v->done))
-				v->early = true;
-			for (size_t t = 0; t < v->ntok; t++)
-				for (int k = 0; k < s->o.tp; k++)
-					mdl_h64_update(
-					    &h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
+	(void)worker;
+	if (atomic_load(&f->ret))
+		return;
+	for (int k = 0; k < s->o.tp; k++) {
+		int r = kv1_landed_wait(s->w[v->dp][k], sa_v1_buf(s, value, l), v->blk[k], v->nb,
+		                        &v->done);
+		if (r) {
+			atomic_store(&f->ret, r);
+			return;
 		}
-		if (!value)
-			mdl_h64_init(&h, mdl_h64_final(&h));
 	}
-	v->got = mdl_h64_final(&h);
+	if (!atomic_load(&v->done))
+		atomic_store(&f->early, true);
+	mdl_h64_init(&h, mdl_kv_part_seed(part));
+	for (size_t t = 0; t < v->ntok; t++)
+		for (int k = 0; k < s->o.tp; k++)
+			mdl_h64_update(&h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
+	f->sums[part] = mdl_h64_final(&h);
+}
+
+static void *follow_main(void *arg)
+{
+	struct sa_verify *v = arg;
+	int np = 2 * v->s->o.geom.layers;
+	struct follow f = {v, calloc((size_t)np, sizeof(uint64_t)), 0, false};
+
+	/* below the transfer's threads, as the expect thread (the workers pd_par starts inherit
+	 * it): on a small host it hashes in the cycles the transfer leaves, and what it could not
+	 * finish runs once the transfer ends */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+	if (!f.sums) {
+		v->ret = -ENOMEM;
+		return NULL;
+	}
+	pd_par_run(pd_par_threads(), np, follow_part, &f);
+	v->ret = atomic_load(&f.ret);
+	v->early = atomic_load(&f.early);
+	if (!v->ret)
+		v->got = mdl_kv_combine(f.sums, np);
+	free(f.sums);
 	v->t_done = pd_now_ns();
 	return NULL;
 }
