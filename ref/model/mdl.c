@@ -449,7 +449,7 @@ int64_t mdl_gen_next(struct mdl_gen *gs)
 	uint64_t h = mix64(gs->state + (uint64_t)gs->i * P1);
 	int64_t tok;
 
-	if (!gs->ignore_eos && (h & 0xff) == 0) {
+	if (!gs->ignore_eos && gs->i > 0 && (h & 0xff) == 0) {
 		tok = MDL_EOS;
 		gs->done = true;
 	} else {

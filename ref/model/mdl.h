@@ -15,8 +15,11 @@
  *    (little endian). The checksum is mdl_kv_checksum of that item's keys then values.
  *  - Generation: seed = mdl_kv_checksum(keys, values) of the full (unsharded) KV; output token i
  *    is chosen by a hash of (seed, i, previous output token) from a fixed printable alphabet, with
- *    EOS when the draw's low byte is 0 (about 1 in 256) unless ignore_eos. So missing, different
- *    or corrupted KV gives different text; identical KV gives identical text.
+ *    EOS when the draw's low byte is 0 (about 1 in 256) unless ignore_eos, and never as the
+ *    first token: a prefill asked for one token always ends by length, so whether a workload
+ *    passes does not hang on which prompts happen to draw EOS first (the stand-in's
+ *    --fault eos-first forces that case). So missing, different or corrupted KV gives different
+ *    text; identical KV gives identical text.
  *  - Compute time: prefill of T tokens costs at least ns_per_token * T (sleeps the remainder after
  *    the real work); each generated token costs ns_per_token. */
 #ifndef MDL_H

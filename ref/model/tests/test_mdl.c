@@ -208,8 +208,8 @@ static void test_generation_eos_and_pace(void **state)
 	uint64_t t0;
 	(void)state;
 
-	/* Over many seeds, EOS shows up (about 1/256 per token) and everything else is printable.
-	 */
+	/* Over many seeds, EOS shows up (about 1/256 per token) and everything else is printable;
+	 * never as the first token. */
 	for (uint64_t s = 0; s < 200; s++) {
 		mdl_gen_init(&gs, s, false);
 		for (int i = 0; i < 64 && !gs.done; i++) {
@@ -219,9 +219,15 @@ static void test_generation_eos_and_pace(void **state)
 				eos++;
 			else
 				assert_true(t >= ' ' && t < 127);
+			if (i == 0)
+				assert_true(t != MDL_EOS);
 		}
 	}
 	assert_true(eos > 0);
+	for (uint64_t s = 0; s < 20000; s++) {
+		mdl_gen_init(&gs, s, false);
+		assert_true(mdl_gen_next(&gs) != MDL_EOS);
+	}
 	t0 = pd_now_ns();
 	mdl_pace(t0, 1000000, 20); /* 20 ms */
 	assert_true(pd_now_ns() - t0 >= 20000000ULL);
