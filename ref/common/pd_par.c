@@ -2,30 +2,17 @@
  * of MB and more, next to which a thread's start is noise). */
 #include "pd_par.h"
 
-#include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "pd_log.h"
 #include "pd_util.h"
 
-#define PAR_MAX 64
+#define PAR_MAX PD_PAR_MAX
 
-struct par {
-	pd_par_fn fn;
-	void *ud;
-	int n;
-	atomic_int next;
-};
-
-struct worker {
-	struct par *p;
-	int id;
-};
-
-static void drain(struct par *p, int id)
+static void drain(struct pd_par *p, int id)
 {
 	for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
 		p->fn(p->ud, i, id);
@@ -33,32 +20,48 @@ static void drain(struct par *p, int id)
 
 static void *worker_main(void *arg)
 {
-	struct worker *w = arg;
+	struct pd_par_worker *w = arg;
 
+	if (w->p->low)
+		setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
 	drain(w->p, w->id);
 	return NULL;
 }
 
+void pd_par_start(struct pd_par *p, int nworkers, int n, pd_par_fn fn, void *ud, bool low)
+{
+	p->fn = fn;
+	p->ud = ud;
+	p->n = n;
+	p->low = low;
+	p->started = 0;
+	atomic_init(&p->next, 0);
+	if (nworkers > n)
+		nworkers = n;
+	if (nworkers > PAR_MAX)
+		nworkers = PAR_MAX;
+	for (int i = 0; i < nworkers; i++) {
+		p->w[i] = (struct pd_par_worker){p, i + 1};
+		if (pthread_create(&p->th[i], NULL, worker_main, &p->w[i]))
+			break;
+		p->started++;
+	}
+}
+
+void pd_par_finish(struct pd_par *p)
+{
+	drain(p, 0);
+	for (int i = 0; i < p->started; i++)
+		pthread_join(p->th[i], NULL);
+	p->started = 0;
+}
+
 void pd_par_run(int nthreads, int n, pd_par_fn fn, void *ud)
 {
-	struct par p = {fn, ud, n, 0};
-	struct worker w[PAR_MAX];
-	pthread_t th[PAR_MAX];
-	int started = 0;
+	struct pd_par p;
 
-	if (nthreads > n)
-		nthreads = n;
-	if (nthreads > PAR_MAX)
-		nthreads = PAR_MAX;
-	for (int i = 1; i < nthreads; i++) {
-		w[started] = (struct worker){&p, started + 1};
-		if (pthread_create(&th[started], NULL, worker_main, &w[started]))
-			break;
-		started++;
-	}
-	drain(&p, 0);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	pd_par_start(&p, nthreads - 1, n, fn, ud, false);
+	pd_par_finish(&p);
 }
 
 int pd_par_threads(void)

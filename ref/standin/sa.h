@@ -211,6 +211,15 @@ struct sa_kvmap {
  * k's shard. 0 or -errno. */
 int sa_kv_gen(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
               const struct sa_kvmap *map, uint64_t *seed, uint64_t *sums);
+/* sa_kv_gen's hash-only form (map NULL: the expected checksum of a prompt) or block writing,
+ * started on pd_par_threads() threads (low: at nice 10) while the caller does something else;
+ * sa_kv_gen_finish takes the parts not started yet on the calling thread, at its own priority,
+ * waits for the rest, sets *seed and frees the job. tokens must live until then. NULL: no
+ * memory (or bad arguments). */
+struct sa_kvjob;
+struct sa_kvjob *sa_kv_gen_start(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
+                                 const struct sa_kvmap *map, bool low);
+void sa_kv_gen_finish(struct sa_kvjob *job, uint64_t *seed);
 /* Hashes the KV where map says into *seed and, unless same is NULL, compares it with the fake
  * model's rows (*same). Both run each layer's keys and values as parts on pd_par_threads(). */
 int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,

@@ -22,7 +22,9 @@ struct job {
 	uint64_t *full;    /* [2L] part sums of the whole KV */
 	uint64_t *per;     /* [nsh][2L] part sums of each rank's shard (NULL = none) */
 	uint8_t **scratch; /* [worker]: one segment */
+	int nworkers;
 	atomic_bool differ;
+	struct pd_par par;
 };
 
 static void run_part(void *ud, int part, int worker)
@@ -62,64 +64,112 @@ static void run_part(void *ud, int part, int worker)
 		j->per[(size_t)k * (size_t)np + (size_t)part] = mdl_h64_final(&per[k]);
 }
 
-/* Runs the job on nthreads; *seed and (if sums) sums[k] are the combined part sums. */
-static int run_job(struct job *j, const int64_t *tokens, int nthreads, uint64_t *seed,
-                   uint64_t *sums)
+static void job_free(struct job *j)
 {
-	const struct mdl_geom *g = j->g;
-	int np = 2 * g->layers, ret = -ENOMEM;
-	size_t seg = (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / j->nsh);
-	uint64_t *pre = malloc(j->n * sizeof(*pre));
-	uint8_t **scr = calloc((size_t)nthreads, sizeof(*scr));
+	for (int i = 0; j->scratch && i <= j->nworkers; i++)
+		free(j->scratch[i]);
+	free(j->scratch);
+	free((void *)j->pre);
+	free(j->full);
+	free(j->per);
+	free(j);
+}
 
+/* The job on nworkers started threads (plus the caller of job_finish); NULL: no memory. */
+static struct job *job_start(const struct job *tmpl, const int64_t *tokens, int nworkers, bool sums,
+                             bool low)
+{
+	const struct mdl_geom *g = tmpl->g;
+	int np = 2 * g->layers;
+	size_t seg =
+	    (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / tmpl->nsh);
+	struct job *j = malloc(sizeof(*j));
+	uint64_t *pre;
+
+	if (!j)
+		return NULL;
+	*j = *tmpl;
+	j->nworkers = nworkers < 0 ? 0 : nworkers > PD_PAR_MAX ? PD_PAR_MAX : nworkers;
+	pre = malloc(j->n * sizeof(*pre));
+	j->pre = pre;
+	j->scratch = calloc((size_t)j->nworkers + 1, sizeof(*j->scratch));
 	j->full = calloc((size_t)np, sizeof(*j->full));
 	j->per = sums ? calloc((size_t)np * (size_t)j->nsh, sizeof(*j->per)) : NULL;
-	if (!pre || !scr || !j->full || (sums && !j->per))
-		goto out;
-	for (int i = 0; i < nthreads; i++)
-		if (!(scr[i] = malloc(seg)))
-			goto out;
+	if (!pre || !j->scratch || !j->full || (sums && !j->per)) {
+		job_free(j);
+		return NULL;
+	}
+	for (int i = 0; i <= j->nworkers; i++)
+		if (!(j->scratch[i] = malloc(seg))) {
+			job_free(j);
+			return NULL;
+		}
 	mdl_kv_prefix(tokens, j->n, pre);
-	j->pre = pre;
-	j->scratch = scr;
 	atomic_init(&j->differ, false);
-	pd_par_run(nthreads, np, run_part, j);
+	pd_par_start(&j->par, j->nworkers, np, run_part, j, low);
+	return j;
+}
+
+/* Takes the parts left on this thread, waits for the rest; *seed and (if sums) sums[k] are
+ * the combined part sums; *same (if same) whether every compared row was the model's. */
+static void job_finish(struct job *j, uint64_t *seed, uint64_t *sums, bool *same)
+{
+	int np = 2 * j->g->layers;
+
+	pd_par_finish(&j->par);
 	*seed = mdl_kv_combine(j->full, np);
 	for (int k = 0; sums && k < j->nsh; k++)
 		sums[k] = mdl_kv_combine(j->per + (size_t)k * (size_t)np, np);
-	ret = 0;
-out:
-	for (int i = 0; scr && i < nthreads; i++)
-		free(scr[i]);
-	free(scr);
-	free(pre);
-	free(j->full);
-	free(j->per);
-	return ret;
+	if (same)
+		*same = !atomic_load(&j->differ);
+	job_free(j);
+}
+
+static bool args_ok(const struct mdl_geom *g, size_t n, int nsh)
+{
+	return n > 0 && nsh >= 1 && nsh <= SA_MAX_TP && g->kv_heads % nsh == 0 && g->layers >= 1;
+}
+
+struct sa_kvjob *sa_kv_gen_start(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
+                                 const struct sa_kvmap *map, bool low)
+{
+	struct job t = {.g = g, .n = n, .nsh = nsh, .map = map, .gen = true};
+
+	if (!args_ok(g, n, nsh))
+		return NULL;
+	return (struct sa_kvjob *)job_start(&t, tokens, pd_par_threads(), false, low);
+}
+
+void sa_kv_gen_finish(struct sa_kvjob *job, uint64_t *seed)
+{
+	job_finish((struct job *)job, seed, NULL, NULL);
 }
 
 int sa_kv_gen(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
               const struct sa_kvmap *map, uint64_t *seed, uint64_t *sums)
 {
-	struct job j = {.g = g, .n = n, .nsh = nsh, .map = map, .gen = true};
+	struct job t = {.g = g, .n = n, .nsh = nsh, .map = map, .gen = true}, *j;
 	int th = pd_par_threads();
 
-	if (n == 0 || nsh < 1 || nsh > SA_MAX_TP || g->kv_heads % nsh || g->layers < 1)
+	if (!args_ok(g, n, nsh))
 		return -EINVAL;
 	/* rows written into blocks: at least keys and values at once, as before parts existed */
-	return run_job(&j, tokens, map && th < 2 ? 2 : th, seed, sums);
+	if (!(j = job_start(&t, tokens, (map && th < 2 ? 2 : th) - 1, sums != NULL, false)))
+		return -ENOMEM;
+	job_finish(j, seed, sums, NULL);
+	return 0;
 }
 
 int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
                const struct sa_kvmap *map, uint64_t *seed, bool *same)
 {
-	struct job j = {.g = g, .n = n, .nsh = nsh, .map = map, .verify = same != NULL};
-	int th = pd_par_threads(), ret;
+	struct job t = {.g = g, .n = n, .nsh = nsh, .map = map, .verify = same != NULL}, *j;
+	int th = pd_par_threads();
 
-	if (n == 0 || nsh < 1 || nsh > SA_MAX_TP || g->kv_heads % nsh || g->layers < 1 || !map)
+	if (!args_ok(g, n, nsh) || !map)
 		return -EINVAL;
-	ret = run_job(&j, tokens, same && th < 2 ? 2 : th, seed, NULL);
-	if (!ret && same)
-		*same = !atomic_load(&j.differ);
-	return ret;
+	if (!(j = job_start(&t, tokens, (same && th < 2 ? 2 : th) - 1, false, false)))
+		return -ENOMEM;
+	job_finish(j, seed, NULL, same);
+	return 0;
 }

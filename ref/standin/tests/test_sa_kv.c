@@ -48,9 +48,9 @@ static void test_checksum_is_parts_combined(void **state)
 	assert_int_equal(mdl_kv_compute(&g, tok, NTOK, 0, g.kv_heads, 0, 1, &kv), 0);
 	each = kv.bytes_each / (size_t)g.layers;
 	for (int p = 0; p < 2 * g.layers; p++)
-		sums[p] = mdl_hash64((p < g.layers ? kv.keys : kv.values) +
-		                         (size_t)(p % g.layers) * each,
-		                     each, mdl_kv_part_seed(p));
+		sums[p] =
+		    mdl_hash64((p < g.layers ? kv.keys : kv.values) + (size_t)(p % g.layers) * each,
+		               each, mdl_kv_part_seed(p));
 	assert_true(mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers) ==
 	            mdl_kv_combine(sums, 2 * g.layers));
 	/* a part's place matters: two parts swapped is another checksum */
@@ -98,6 +98,14 @@ static void gen_and_scan(int nsh, const char *threads)
 	/* rows only hashed (the plain stand-in, the expected checksum): the same seed */
 	assert_int_equal(sa_kv_gen(&g, tok, NTOK, nsh, NULL, &seed2, NULL), 0);
 	assert_true(seed2 == want);
+	/* started at low priority, finished by the caller (the V1 decode's expected checksum) */
+	struct sa_kvjob *job = sa_kv_gen_start(&g, tok, NTOK, nsh, NULL, true);
+
+	assert_non_null(job);
+	seed2 = 0;
+	sa_kv_gen_finish(job, &seed2);
+	assert_true(seed2 == want);
+	assert_null(sa_kv_gen_start(&g, tok, 0, nsh, NULL, true));
 	assert_int_equal(sa_kv_scan(&g, tok, NTOK, nsh, &map, &seed2, &same), 0);
 	assert_true(seed2 == want);
 	assert_true(same);
