@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # handoff.py: measures the KV hand-off path of pdkv's stand-ins (V0 pipe: decode pulls with
 # READ; V1 gen A and gen B: prefill pushes with WRITE) against a plain stand-in, one request at a
-# time, and runs `pdkv-bench` with the same protocol before and after the hand-offs in the same
-# run (the ratio is to the better of the two), so the hand-off/engine ratio is like for like.
+# time, and runs `pdkv-bench` with the same protocol right before and after each prompt length's
+# hand-offs (the ratio is to the better of the two), so the hand-off/engine ratio is like for
+# like. "ratio" counts the KV bytes only; "ratio (bytes moved)" all the bytes the hand-off moved
+# (V0 also moves the hidden states, tokens and roi; for V1 the two are the same).
 # V1 rows also give the streamed decode's TTFT (time to the first text chunk) next to a plain
 # stand-in's, and the share of the decode request that was the prefill's WRITE itself.
 import argparse, json, os, re, signal, socket, subprocess, sys, tempfile, time, urllib.request, uuid
@@ -115,8 +117,9 @@ def body(p, mt, kvtp=None):
     return b
 
 
-def run_gen(gen, plain):
+def run_gen(gen, plain, eng_gbs):
     rows = []
+    op = "read" if gen == "v0" else "write"
     if gen == "v0":
         ms = subprocess.Popen([f"{a.bin}/pdkv-metaserver", "--port", "0", "--host", "127.0.0.1"],
                               stdout=open(f"{TMP}/ms.log", "w"), stderr=subprocess.STDOUT)
@@ -145,6 +148,10 @@ def run_gen(gen, plain):
         if gen != "a":
             eng = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{boot}/query").read())["0"]["engine_id"]
     for n in [int(t) for t in a.tokens.split(",")]:
+        # the engine in the same shape right before and after this size's hand-offs (the host
+        # is shared): the ratio is to the better of the two
+        runs = [engine(op, n)]
+        print(f"# engine {op} {n} tokens: {runs[0]} GB/s", flush=True)
         for rep in range(a.reps + 1):  # first = warm-up
             rid = uuid.uuid4().hex
             p = prompt(n, rid[:8])
@@ -181,6 +188,9 @@ def run_gen(gen, plain):
             t_have = stage(f"P{gen[-1] if gen=='v0' else gen}", rid, "kv_ready")
             t_ver = stage(f"D{gen[-1] if gen=='v0' else gen}", rid, "kv_verified")
             kvb = n * 57344
+            # V0 also moves the hidden states (hidden_size 3584 x 2 bytes per token), the tokens
+            # (i64) and the roi (4 bytes per token): the bytes the engine moved for this hand-off
+            wire = kvb + (n * (7168 + 12) if gen == "v0" else 0)
             gp = kvb / ((t_ver - t_have) / 1e9) / 1e9 if t_have and t_ver and t_ver > t_have else None
             if rep == 0:
                 continue
@@ -188,8 +198,12 @@ def run_gen(gen, plain):
             rows.append(dict(gen=gen, tokens=n, kv_mb=kvb / 1e6, prefill_s=tp, decode_s=td, plain_s=tplain,
                              write_s=wr, write_share=wr / td if wr else None,
                              plain_ttft_s=splain, decode_ttft_s=sdec,
-                             handoff_s=(t_ver - t_have) / 1e9 if gp else None, goodput_gbs=gp))
+                             handoff_s=(t_ver - t_have) / 1e9 if gp else None, goodput_gbs=gp,
+                             wire_mb=wire / 1e6, wire_gbs=gp * wire / kvb if gp else None))
             print(json.dumps(rows[-1]), flush=True)
+        runs.append(engine(op, n))
+        print(f"# engine {op} {n} tokens (after the hand-offs): {runs[1]} GB/s", flush=True)
+        eng_gbs[(gen, n)] = max([x for x in runs if x is not None], default=None)
     # CPU the two stand-ins spent (user + system), per GB of KV handed over: less noisy than
     # wall time on a shared host
     tot = sum(r["kv_mb"] for r in rows) / 1e3 * (2 if gen != "v0" else 1) * (a.reps + 1) / a.reps
@@ -232,22 +246,13 @@ def main():
     eng = {}
     try:
         for gen in a.gens.split(","):
-            op = "read" if gen == "v0" else "write"
-            for n in [int(t) for t in a.tokens.split(",")]:
-                eng[(gen, n)] = engine(op, n)
-                print(f"# engine {op} {n} tokens: {eng[(gen, n)]} GB/s", flush=True)
-            allrows += run_gen(gen, plain)
-            # once more after the hand-offs (the host is shared): the ratio is to the better run
-            for n in [int(t) for t in a.tokens.split(",")]:
-                again = engine(op, n)
-                print(f"# engine {op} {n} tokens (after the hand-offs): {again} GB/s", flush=True)
-                eng[(gen, n)] = max([x for x in (eng[(gen, n)], again) if x is not None], default=None)
+            allrows += run_gen(gen, plain, eng)
     finally:
         for pr in procs:
             pr.terminate()
     print("\n| gen | prompt tokens | KV MB | prefill request | decode request with KV | goodput | plain (recompute) "
-          "| engine | ratio | decode TTFT (stream) | plain TTFT (stream) | WRITE / decode |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| engine | ratio | ratio (bytes moved) | decode TTFT (stream) | plain TTFT (stream) | WRITE / decode |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     import statistics as st
     for gen in a.gens.split(","):
         for n in [int(t) for t in a.tokens.split(",")]:
@@ -258,6 +263,7 @@ def main():
             g = med("goodput_gbs")
             print(f"| {gen} | {n:,} | {rs[0]['kv_mb']:.0f} | {med('prefill_s')*1e3:.0f} ms | {med('decode_s')*1e3:.0f} ms | "
                   f"{g:.2f} GB/s | {med('plain_s')*1e3:.0f} ms | {e:.2f} GB/s | {g / e * 100 if e else float('nan'):.0f} % | "
+                  f"{med('wire_gbs') / e * 100 if e else float('nan'):.0f} % | "
                   f"{med('decode_ttft_s')*1e3:.0f} ms | {med('plain_ttft_s')*1e3:.0f} ms | "
                   f"{med('write_share')*100:.0f} % |")
     if a.json:

@@ -243,11 +243,49 @@ uint64_t mdl_h64_final(const struct mdl_h64 *st)
 	return h64_tail(h, p, end);
 }
 
-uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each)
+uint64_t mdl_kv_part_seed(int part)
 {
-	uint64_t h = mdl_hash64(keys, kv_bytes_each, MDL_KV_CHECKSUM_SEED);
+	return mix64(MDL_KV_CHECKSUM_SEED + (uint64_t)(part + 1) * P1);
+}
 
-	return mdl_hash64(values, kv_bytes_each, h);
+static void put_le64(uint8_t *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint64_t mdl_kv_combine(const uint64_t *sums, int nparts)
+{
+	struct mdl_h64 h;
+	uint8_t b[8];
+
+	mdl_h64_init(&h, MDL_KV_CHECKSUM_SEED);
+	for (int i = 0; i < nparts; i++) {
+		put_le64(b, sums[i]);
+		mdl_h64_update(&h, b, sizeof(b));
+	}
+	return mdl_h64_final(&h);
+}
+
+uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each, int layers)
+{
+	struct mdl_h64 h;
+	size_t each;
+	uint8_t b[8];
+
+	if (layers < 1)
+		layers = 1;
+	each = kv_bytes_each / (size_t)layers;
+	mdl_h64_init(&h, MDL_KV_CHECKSUM_SEED);
+	for (int p = 0; p < 2 * layers; p++) {
+		const uint8_t *base = p < layers ? keys : values;
+		int l = p % layers;
+		size_t off = (size_t)l * each, len = l == layers - 1 ? kv_bytes_each - off : each;
+
+		put_le64(b, mdl_hash64(base + off, len, mdl_kv_part_seed(p)));
+		mdl_h64_update(&h, b, sizeof(b));
+	}
+	return mdl_h64_final(&h);
 }
 
 /* Fills len bytes from a counter stream seeded by seed: one full mix per call, then one
@@ -342,7 +380,8 @@ int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, in
 			}
 		}
 	}
-	mdl_footer_write(out->hidden, mdl_kv_checksum(out->keys, out->values, out->bytes_each), n,
+	mdl_footer_write(out->hidden,
+	                 mdl_kv_checksum(out->keys, out->values, out->bytes_each, g->layers), n,
 	                 (uint32_t)shard, (uint32_t)nshards);
 	ret = 0;
 out:
@@ -350,12 +389,6 @@ out:
 	if (ret)
 		mdl_kv_free(out);
 	return ret;
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static uint64_t get_le64(const uint8_t *p)
@@ -416,7 +449,7 @@ int64_t mdl_gen_next(struct mdl_gen *gs)
 	uint64_t h = mix64(gs->state + (uint64_t)gs->i * P1);
 	int64_t tok;
 
-	if (!gs->ignore_eos && (h & 0xff) == 0) {
+	if (!gs->ignore_eos && gs->i > 0 && (h & 0xff) == 0) {
 		tok = MDL_EOS;
 		gs->done = true;
 	} else {

@@ -15,8 +15,11 @@
  *    (little endian). The checksum is mdl_kv_checksum of that item's keys then values.
  *  - Generation: seed = mdl_kv_checksum(keys, values) of the full (unsharded) KV; output token i
  *    is chosen by a hash of (seed, i, previous output token) from a fixed printable alphabet, with
- *    EOS when the draw's low byte is 0 (about 1 in 256) unless ignore_eos. So missing, different
- *    or corrupted KV gives different text; identical KV gives identical text.
+ *    EOS when the draw's low byte is 0 (about 1 in 256) unless ignore_eos, and never as the
+ *    first token: a prefill asked for one token always ends by length, so whether a workload
+ *    passes does not hang on which prompts happen to draw EOS first (the stand-in's
+ *    --fault eos-first forces that case). So missing, different or corrupted KV gives different
+ *    text; identical KV gives identical text.
  *  - Compute time: prefill of T tokens costs at least ns_per_token * T (sleeps the remainder after
  *    the real work); each generated token costs ns_per_token. */
 #ifndef MDL_H
@@ -61,7 +64,16 @@ char *mdl_chat_template(const struct mdl_msg *msgs, size_t n);
 
 /* ---- hashing ---- */
 uint64_t mdl_hash64(const void *data, size_t len, uint64_t seed);
-uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each);
+/* The KV checksum is a hash of hashes, so a check can run on several threads and start on a
+ * layer as soon as it has landed: the KV is cut into 2 x layers parts (part p < layers: the
+ * keys of layer p; part layers + l: the values of layer l), each hashed on its own with
+ * mdl_hash64(part, len, mdl_kv_part_seed(p)), and the checksum is mdl_kv_combine of those
+ * sums: mdl_hash64 of them as little-endian u64s, seed MDL_KV_CHECKSUM_SEED. A part's bytes
+ * are its layer's rows in (position, head) order. mdl_kv_checksum does it for V0-shaped
+ * tensors [layers][T][heads][head_dim]: part l is the l-th of layers equal slices. */
+uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each, int layers);
+uint64_t mdl_kv_part_seed(int part);
+uint64_t mdl_kv_combine(const uint64_t *sums, int nparts);
 
 /* Streaming form of mdl_hash64: init(seed), update(...) over pieces in order, final() gives the
  * same value as mdl_hash64 over the concatenation. */
@@ -73,7 +85,6 @@ struct mdl_h64 {
 void mdl_h64_init(struct mdl_h64 *h, uint64_t seed);
 void mdl_h64_update(struct mdl_h64 *h, const void *data, size_t len);
 uint64_t mdl_h64_final(const struct mdl_h64 *h);
-/* mdl_kv_checksum(k, v, n) = mdl_hash64(v, n, mdl_hash64(k, n, MDL_KV_CHECKSUM_SEED)) */
 #define MDL_KV_CHECKSUM_SEED 0x4b4b4b4bULL
 
 /* ---- KV ---- */

@@ -211,12 +211,21 @@ struct sa_kvmap {
  * k's shard. 0 or -errno. */
 int sa_kv_gen(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
               const struct sa_kvmap *map, uint64_t *seed, uint64_t *sums);
+/* sa_kv_gen's hash-only form (map NULL: the expected checksum of a prompt) or block writing,
+ * started on pd_par_threads() threads (low: at nice 10) while the caller does something else;
+ * sa_kv_gen_finish takes the parts not started yet on the calling thread, at its own priority,
+ * waits for the rest, sets *seed and frees the job. tokens must live until then. NULL: no
+ * memory (or bad arguments). */
+struct sa_kvjob;
+struct sa_kvjob *sa_kv_gen_start(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
+                                 const struct sa_kvmap *map, bool low);
+void sa_kv_gen_finish(struct sa_kvjob *job, uint64_t *seed);
 /* Hashes the KV where map says into *seed and, unless same is NULL, compares it with the fake
- * model's rows on a second thread (*same). */
+ * model's rows (*same). Both run each layer's keys and values as parts on pd_par_threads(). */
 int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
                const struct sa_kvmap *map, uint64_t *seed, bool *same);
 
-/* sa_v0hash.c: hashes a V0 answer's keys then values (mdl_kv_checksum) on a second thread
+/* sa_v0hash.c: hashes a V0 answer's keys then values (mdl_kv_checksum) on a few threads
  * while the pipe reads what comes after them; pass sa_v0hash_arrive and h to
  * kvc_drop_select_cb, then sa_v0hash_get gives the checksum if it covers exactly (k, v, n). */
 struct sa_v0hash {
@@ -226,9 +235,10 @@ struct sa_v0hash {
 	bool running, end, ok;
 	const void *k, *v;
 	size_t n;
-	uint64_t sum;
+	int layers;
+	uint64_t sum, *sums; /* sums: mdl_kv_checksum's 2 x layers part sums */
 };
-void sa_v0hash_init(struct sa_v0hash *h);
+void sa_v0hash_init(struct sa_v0hash *h, int layers);
 void sa_v0hash_arrive(void *ud, int i, const struct kvc_tensor *t);
 bool sa_v0hash_get(struct sa_v0hash *h, const void *k, const void *v, size_t n, uint64_t *sum);
 void sa_v0hash_destroy(struct sa_v0hash *h);

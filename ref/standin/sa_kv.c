@@ -1,186 +1,175 @@
 /* sa_kv: the fake model's KV generated straight into where a connector keeps it (V1 blocks, V0
  * tensors) and hashed as it goes, and the received KV hashed and checked in place — no whole-KV
- * scratch copies, values on a second thread. */
+ * scratch copies, each layer's keys and values a part of its own on a few threads. */
 #include <errno.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_par.h"
 #include "sa.h"
 
-/* One pass over keys or values in the checksum's order (layer, position, rank's heads). */
-struct pass {
+/* One job over the KV's 2 x layers parts (mdl_kv_checksum's), each part on whichever of a few
+ * threads takes it (pd_par): its rows written (gen) or compared (verify) and hashed. */
+struct job {
 	const struct mdl_geom *g;
 	const uint64_t *pre;
 	size_t n;
 	int nsh;
 	const struct sa_kvmap *map;
-	bool value;
-	bool gen;                   /* write the fake model's rows */
-	bool verify;                /* compare with the fake model's rows */
-	struct mdl_h64 *full, *per; /* hash states (NULL = none): whole KV, one per rank */
-	uint8_t *scratch;           /* one segment */
-	bool same;
+	bool gen;          /* write the fake model's rows */
+	bool verify;       /* compare with the fake model's rows */
+	uint64_t *full;    /* [2L] part sums of the whole KV */
+	uint64_t *per;     /* [nsh][2L] part sums of each rank's shard (NULL = none) */
+	uint8_t **scratch; /* [worker]: one segment */
+	int nworkers;
+	atomic_bool differ;
+	struct pd_par par;
 };
 
-static void run_pass(struct pass *p)
+static void run_part(void *ud, int part, int worker)
 {
-	const struct mdl_geom *g = p->g;
-	int hs = g->kv_heads / p->nsh;
+	struct job *j = ud;
+	const struct mdl_geom *g = j->g;
+	int hs = g->kv_heads / j->nsh, l = part % g->layers, np = 2 * g->layers;
+	bool value = part >= g->layers;
 	size_t rb = (size_t)g->head_dim * (size_t)g->dtype_bytes, seg = rb * (size_t)hs;
+	uint8_t *scratch = j->scratch[worker];
+	struct mdl_h64 full, per[SA_MAX_TP];
 
-	p->same = true;
-	for (int l = 0; l < g->layers; l++)
-		for (size_t t = 0; t < p->n; t++)
-			for (int k = 0; k < p->nsh; k++) {
-				uint8_t *d = p->map ? p->map->seg(p->map->ud, p->value, l, t, k)
-				                    : p->scratch;
+	mdl_h64_init(&full, mdl_kv_part_seed(part));
+	for (int k = 0; j->per && k < j->nsh; k++)
+		mdl_h64_init(&per[k], mdl_kv_part_seed(part));
+	for (size_t t = 0; t < j->n; t++)
+		for (int k = 0; k < j->nsh; k++) {
+			uint8_t *d = j->map ? j->map->seg(j->map->ud, value, l, t, k) : scratch;
 
-				if (p->gen || p->verify) {
-					uint8_t *w = p->gen ? d : p->scratch;
+			if (j->gen || j->verify) {
+				uint8_t *w = j->gen ? d : scratch;
 
-					for (int h = 0; h < hs; h++)
-						mdl_kv_row(g, p->pre[t], l, k * hs + h, p->value,
-						           w + (size_t)h * rb);
-					if (p->verify && p->same && memcmp(w, d, seg))
-						p->same = false;
-				}
-				if (p->full)
-					mdl_h64_update(p->full, d, seg);
-				if (p->per)
-					mdl_h64_update(&p->per[k], d, seg);
+				for (int h = 0; h < hs; h++)
+					mdl_kv_row(g, j->pre[t], l, k * hs + h, value,
+					           w + (size_t)h * rb);
+				if (j->verify &&
+				    !atomic_load_explicit(&j->differ, memory_order_relaxed) &&
+				    memcmp(w, d, seg))
+					atomic_store(&j->differ, true);
 			}
+			mdl_h64_update(&full, d, seg);
+			if (j->per)
+				mdl_h64_update(&per[k], d, seg);
+		}
+	j->full[part] = mdl_h64_final(&full);
+	for (int k = 0; j->per && k < j->nsh; k++)
+		j->per[(size_t)k * (size_t)np + (size_t)part] = mdl_h64_final(&per[k]);
 }
 
-static void *pass_main(void *arg)
+static void job_free(struct job *j)
 {
-	run_pass(arg);
-	return NULL;
+	for (int i = 0; j->scratch && i <= j->nworkers; i++)
+		free(j->scratch[i]);
+	free(j->scratch);
+	free((void *)j->pre);
+	free(j->full);
+	free(j->per);
+	free(j);
 }
 
-/* Runs a on this thread and b on a second one (or after a when no thread can be made). */
-static void run_two(struct pass *a, struct pass *b)
+/* The job on nworkers started threads (plus the caller of job_finish); NULL: no memory. */
+static struct job *job_start(const struct job *tmpl, const int64_t *tokens, int nworkers, bool sums,
+                             bool low)
 {
-	pthread_t th;
-	bool threaded = pthread_create(&th, NULL, pass_main, b) == 0;
+	const struct mdl_geom *g = tmpl->g;
+	int np = 2 * g->layers;
+	size_t seg =
+	    (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / tmpl->nsh);
+	struct job *j = malloc(sizeof(*j));
+	uint64_t *pre;
 
-	run_pass(a);
-	if (threaded)
-		pthread_join(th, NULL);
-	else
-		run_pass(b);
-}
-
-static int setup(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh, uint64_t **pre,
-                 uint8_t **s1, uint8_t **s2)
-{
-	size_t seg = (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / nsh);
-
-	*pre = malloc(n * sizeof(**pre));
-	*s1 = malloc(seg);
-	*s2 = malloc(seg);
-	if (!*pre || !*s1 || !*s2) {
-		free(*pre);
-		free(*s1);
-		free(*s2);
-		return -ENOMEM;
+	if (!j)
+		return NULL;
+	*j = *tmpl;
+	j->nworkers = nworkers < 0 ? 0 : nworkers > PD_PAR_MAX ? PD_PAR_MAX : nworkers;
+	pre = malloc(j->n * sizeof(*pre));
+	j->pre = pre;
+	j->scratch = calloc((size_t)j->nworkers + 1, sizeof(*j->scratch));
+	j->full = calloc((size_t)np, sizeof(*j->full));
+	j->per = sums ? calloc((size_t)np * (size_t)j->nsh, sizeof(*j->per)) : NULL;
+	if (!pre || !j->scratch || !j->full || (sums && !j->per)) {
+		job_free(j);
+		return NULL;
 	}
-	mdl_kv_prefix(tokens, n, *pre);
-	return 0;
+	for (int i = 0; i <= j->nworkers; i++)
+		if (!(j->scratch[i] = malloc(seg))) {
+			job_free(j);
+			return NULL;
+		}
+	mdl_kv_prefix(tokens, j->n, pre);
+	atomic_init(&j->differ, false);
+	pd_par_start(&j->par, j->nworkers, np, run_part, j, low);
+	return j;
+}
+
+/* Takes the parts left on this thread, waits for the rest; *seed and (if sums) sums[k] are
+ * the combined part sums; *same (if same) whether every compared row was the model's. */
+static void job_finish(struct job *j, uint64_t *seed, uint64_t *sums, bool *same)
+{
+	int np = 2 * j->g->layers;
+
+	pd_par_finish(&j->par);
+	*seed = mdl_kv_combine(j->full, np);
+	for (int k = 0; sums && k < j->nsh; k++)
+		sums[k] = mdl_kv_combine(j->per + (size_t)k * (size_t)np, np);
+	if (same)
+		*same = !atomic_load(&j->differ);
+	job_free(j);
+}
+
+static bool args_ok(const struct mdl_geom *g, size_t n, int nsh)
+{
+	return n > 0 && nsh >= 1 && nsh <= SA_MAX_TP && g->kv_heads % nsh == 0 && g->layers >= 1;
+}
+
+struct sa_kvjob *sa_kv_gen_start(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
+                                 const struct sa_kvmap *map, bool low)
+{
+	struct job t = {.g = g, .n = n, .nsh = nsh, .map = map, .gen = true};
+
+	if (!args_ok(g, n, nsh))
+		return NULL;
+	return (struct sa_kvjob *)job_start(&t, tokens, pd_par_threads(), false, low);
+}
+
+void sa_kv_gen_finish(struct sa_kvjob *job, uint64_t *seed)
+{
+	job_finish((struct job *)job, seed, NULL, NULL);
 }
 
 int sa_kv_gen(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
               const struct sa_kvmap *map, uint64_t *seed, uint64_t *sums)
 {
-	struct mdl_h64 full, per[SA_MAX_TP];
-	uint64_t *pre;
-	uint8_t *s1, *s2;
-	struct pass k, v;
+	struct job t = {.g = g, .n = n, .nsh = nsh, .map = map, .gen = true}, *j;
+	int th = pd_par_threads();
 
-	if (n == 0 || nsh < 1 || nsh > SA_MAX_TP || g->kv_heads % nsh)
+	if (!args_ok(g, n, nsh))
 		return -EINVAL;
-	if (setup(g, tokens, n, nsh, &pre, &s1, &s2))
+	/* rows written into blocks: at least keys and values at once, as before parts existed */
+	if (!(j = job_start(&t, tokens, (map && th < 2 ? 2 : th) - 1, sums != NULL, false)))
 		return -ENOMEM;
-	mdl_h64_init(&full, MDL_KV_CHECKSUM_SEED);
-	for (int i = 0; i < nsh; i++)
-		mdl_h64_init(&per[i], MDL_KV_CHECKSUM_SEED);
-	k = (struct pass){g,  pre, n, nsh, map, false, true, false, &full, sums ? per : NULL,
-	                  s1, true};
-	v = k;
-	v.value = true;
-	v.scratch = s2;
-	if (map) {
-		/* values are written by a second thread while keys are written and hashed here;
-		 * the values' hash needs the keys' result as its seed, so it runs after */
-		v.full = v.per = NULL;
-		run_two(&k, &v);
-		v.gen = false;
-	} else {
-		run_pass(&k);
-	}
-	mdl_h64_init(&full, mdl_h64_final(&full));
-	for (int i = 0; sums && i < nsh; i++)
-		mdl_h64_init(&per[i], mdl_h64_final(&per[i]));
-	v.full = &full;
-	v.per = sums ? per : NULL;
-	run_pass(&v);
-	*seed = mdl_h64_final(&full);
-	for (int i = 0; sums && i < nsh; i++)
-		sums[i] = mdl_h64_final(&per[i]);
-	free(pre);
-	free(s1);
-	free(s2);
+	job_finish(j, seed, sums, NULL);
 	return 0;
 }
 
 int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
                const struct sa_kvmap *map, uint64_t *seed, bool *same)
 {
-	struct mdl_h64 full;
-	uint64_t *pre;
-	uint8_t *s1, *s2;
-	struct pass hk, hv, ck, cv;
+	struct job t = {.g = g, .n = n, .nsh = nsh, .map = map, .verify = same != NULL}, *j;
+	int th = pd_par_threads();
 
-	if (n == 0 || nsh < 1 || nsh > SA_MAX_TP || g->kv_heads % nsh || !map)
+	if (!args_ok(g, n, nsh) || !map)
 		return -EINVAL;
-	if (setup(g, tokens, n, nsh, &pre, &s1, &s2))
+	if (!(j = job_start(&t, tokens, (same && th < 2 ? 2 : th) - 1, false, false)))
 		return -ENOMEM;
-	mdl_h64_init(&full, MDL_KV_CHECKSUM_SEED);
-	if (!same) { /* hash only */
-		hk = (struct pass){g, pre, n, nsh, map, false, false, false, &full, NULL, s1, true};
-		run_pass(&hk);
-		mdl_h64_init(&full, mdl_h64_final(&full));
-		hk.value = true;
-		run_pass(&hk);
-		*seed = mdl_h64_final(&full);
-		goto out;
-	}
-	/* here: hash keys, hash values, check values; second thread: check keys */
-	hk = (struct pass){g, pre, n, nsh, map, false, false, false, &full, NULL, s1, true};
-	ck = (struct pass){g, pre, n, nsh, map, false, false, true, NULL, NULL, s2, true};
-	hv = hk;
-	hv.value = true;
-	cv = ck;
-	cv.value = true;
-	cv.scratch = s1;
-	{
-		pthread_t th;
-		bool threaded = pthread_create(&th, NULL, pass_main, &ck) == 0;
-
-		run_pass(&hk);
-		mdl_h64_init(&full, mdl_h64_final(&full));
-		run_pass(&hv);
-		*seed = mdl_h64_final(&full);
-		run_pass(&cv);
-		if (threaded)
-			pthread_join(th, NULL);
-		else
-			run_pass(&ck);
-	}
-	*same = ck.same && cv.same;
-out:
-	free(pre);
-	free(s1);
-	free(s2);
+	job_finish(j, seed, NULL, same);
 	return 0;
 }

@@ -1,31 +1,51 @@
 /* sa_v0hash: a V0 drop_select's arrival hook (kvc_arrive_fn) that computes the KV checksum of the
- * received keys and values on a second thread while the pipe still reads the tensors after them,
+ * received keys and values (each layer's a part, on a few threads) while the pipe still reads the
+ * tensors after them,
  * so verifying the KV costs (almost) nothing on the hand-off's timed path. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "pd_par.h"
 #include "sa.h"
+
+/* Part p of mdl_kv_checksum: keys' parts need nothing more, values' parts wait for them. */
+static void hash_part(void *ud, int part, int worker)
+{
+	struct sa_v0hash *h = ud;
+	int L = h->layers, l = part % L;
+	size_t each = h->n / (size_t)L, off = (size_t)l * each,
+	       len = l == L - 1 ? h->n - off : each;
+	const uint8_t *base = h->k;
+
+	(void)worker;
+	if (part >= L) {
+		pthread_mutex_lock(&h->mu);
+		while (!h->v && !h->end)
+			pthread_cond_wait(&h->cv, &h->mu);
+		base = h->v; /* set once the values were read: they do not change while we hash */
+		pthread_mutex_unlock(&h->mu);
+		if (!base)
+			return;
+	}
+	h->sums[part] = mdl_hash64(base + off, len, mdl_kv_part_seed(part));
+}
 
 static void *hash_main(void *arg)
 {
 	struct sa_v0hash *h = arg;
-	uint64_t sum = mdl_hash64(h->k, h->n, MDL_KV_CHECKSUM_SEED);
-	const void *v;
 
-	pthread_mutex_lock(&h->mu);
-	while (!h->v && !h->end)
-		pthread_cond_wait(&h->cv, &h->mu);
-	v = h->v; /* set once the values were read: they do not change while we hash */
-	pthread_mutex_unlock(&h->mu);
-	if (v) {
-		h->sum = mdl_hash64(v, h->n, sum);
+	pd_par_run(pd_par_threads(), 2 * h->layers, hash_part, h);
+	if (h->v) {
+		h->sum = mdl_kv_combine(h->sums, 2 * h->layers);
 		h->ok = true;
 	}
 	return NULL;
 }
 
-void sa_v0hash_init(struct sa_v0hash *h)
+void sa_v0hash_init(struct sa_v0hash *h, int layers)
 {
 	memset(h, 0, sizeof(*h));
+	h->layers = layers < 1 ? 1 : layers;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 }
@@ -58,6 +78,9 @@ void sa_v0hash_arrive(void *ud, int i, const struct kvc_tensor *t)
 	case 2:
 		if (!tensor || h->running)
 			break;
+		free(h->sums);
+		if (!(h->sums = calloc(2 * (size_t)h->layers, sizeof(*h->sums))))
+			break; /* the caller checks it the slow way */
 		h->k = t->data;
 		h->n = t->nbytes;
 		h->running = pthread_create(&h->th, NULL, hash_main, h) == 0;
@@ -93,6 +116,7 @@ bool sa_v0hash_get(struct sa_v0hash *h, const void *k, const void *v, size_t n, 
 void sa_v0hash_destroy(struct sa_v0hash *h)
 {
 	finish(h);
+	free(h->sums);
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
 }

@@ -3,7 +3,6 @@
  * producer / consumer halves of a request with vLLM's log lines and kv_load_failure_policy. */
 #include <errno.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,18 +451,27 @@ struct expect {
 	const struct sa_req *r;
 	uint64_t sum;
 	int ret;
-	pthread_t th;
+	struct sa_kvjob *job; /* NULL: not started (no memory), computed when needed */
 	bool started;
 };
 
-static void *expect_main(void *arg)
+/* below the transfer's threads: it fills idle cycles, it must not slow the transfer */
+static void expect_start(struct expect *e)
 {
-	struct expect *e = arg;
+	e->job = sa_kv_gen_start(&e->s->o.geom, e->r->tokens, e->r->ntok, 1, NULL, true);
+	e->started = e->job != NULL;
+}
 
-	/* below the transfer's threads: it fills idle cycles, it must not slow the transfer */
-	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
-	e->ret = sa_kv_gen(&e->s->o.geom, e->r->tokens, e->r->ntok, 1, NULL, &e->sum, NULL);
-	return NULL;
+/* The expected checksum: what the workers left is done here, at the request's priority (a
+ * streamed first token waits for it, so a busy host must not starve it). */
+static void expect_finish(struct expect *e)
+{
+	if (e->started)
+		sa_kv_gen_finish(e->job, &e->sum);
+	else
+		e->ret = sa_kv_gen(&e->s->o.geom, e->r->tokens, e->r->ntok, 1, NULL, &e->sum, NULL);
+	e->job = NULL;
+	e->started = false;
 }
 
 /* Host copies of device blocks, rank k's rows [L][T][hs x D x B] (sa_kvmap). */
@@ -523,8 +531,7 @@ static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, struct expe
 	if (ret)
 		return ret;
 	if (e->started) {
-		pthread_join(e->th, NULL);
-		e->started = false;
+		expect_finish(e);
 		sa_stage(r, "expect_wait", &ts);
 		if (e->ret)
 			return e->ret;
@@ -549,12 +556,7 @@ static int check_blocks(struct sa *s, struct sa_req *r, struct sa_verify **vp, i
 	uint64_t got = 0;
 	int ret;
 
-	if (e->started) {
-		pthread_join(e->th, NULL);
-		e->started = false;
-	} else { /* no thread could be made for it */
-		e->ret = sa_kv_gen(&s->o.geom, r->tokens, r->ntok, 1, NULL, &e->sum, NULL);
-	}
+	expect_finish(e);
 	sa_stage(r, "expect_wait", ts);
 	if (e->ret)
 		return e->ret;
@@ -603,11 +605,11 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 		pd_sleep_ms(s->o.fault.delay_ms);
 	}
 	uint64_t ts = pd_now_ns();
-	struct expect e = {s, r, 0, 0, 0, false};
+	struct expect e = {s, r, 0, 0, NULL, false};
 
 	struct sa_verify *v = NULL;
 
-	e.started = pthread_create(&e.th, NULL, expect_main, &e) == 0;
+	expect_start(&e);
 	ret = take_blocks(s, r, blk, nb, why, sizeof(why));
 	/* host blocks: hashed layer by layer as the WRITEs land (sa_v1_check.c) */
 	if (!ret && !s->gpu)
@@ -641,7 +643,7 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 	}
 	sa_check_free(v);
 	if (e.started)
-		pthread_join(e.th, NULL);
+		expect_finish(&e);
 	for (int k = 0; k < s->o.tp; k++)
 		if (blk[k]) {
 			kv1_free(s->w[r->dp][k], blk[k], nb);

@@ -2,21 +2,31 @@
  * order while the producer's WRITEs land (kv1_landed), so the check mostly overlaps the
  * transfer; a streamed request's first token goes out before the check ends (sa_verify_wait). */
 #include <errno.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include "pd_log.h"
+#include "pd_par.h"
 #include "pd_util.h"
 #include "sa.h"
 
+/* One part of mdl_kv_checksum (a layer's keys or values) per item, in the order the producer
+ * writes them (every layer's keys, then values), hashed once it has landed on every rank. */
+struct follow {
+	struct sa_verify *v;
+	uint64_t *sums;
+	atomic_int ret;
+	atomic_bool early;
+	atomic_uint_fast64_t t_last; /* when the last part was hashed */
+};
+
 struct sa_verify {
 	struct sa *s;
-	pthread_t th;
-	bool live; /* th not joined yet */
+	struct pd_par par;
+	struct follow f;
+	bool live; /* par not finished yet */
 	int dp;
 	size_t ntok, nb;
 	int64_t *tokens, *blk[SA_MAX_TP];
@@ -28,45 +38,56 @@ struct sa_verify {
 	char id[96], stages[256];
 };
 
-/* Hash-only pass of sa_kv_scan (keys, then values seeded by the keys' hash; layer, position,
- * rank order), each layer as soon as its buffers have landed on every rank. */
-static void *follow_main(void *arg)
+static void follow_part(void *ud, int part, int worker)
 {
-	struct sa_verify *v = arg;
+	struct follow *f = ud;
+	struct sa_verify *v = f->v;
 	struct sa *s = v->s;
 	const struct mdl_geom *g = &s->o.geom;
 	size_t seg = (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / s->o.tp);
+	bool value = part >= g->layers;
+	int l = part % g->layers;
 	struct mdl_h64 h;
 
-	/* below the transfer's threads, as the expect thread: on a small host it hashes in the
-	 * cycles the transfer leaves, and what it could not finish runs once the transfer ends */
-	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
-	mdl_h64_init(&h, MDL_KV_CHECKSUM_SEED);
-	for (int pass = 0; pass < 2; pass++) {
-		bool value = pass == 1;
-
-		for (int l = 0; l < g->layers; l++) {
-			for (int k = 0; k < s->o.tp; k++) {
-				int r = kv1_landed_wait(s->w[v->dp][k], sa_v1_buf(s, value, l),
-				                        v->blk[k], v->nb, &v->done);
-				if (r) {
-					v->ret = r;
-					return NULL;
-				}
-			}
-			if (!atomic_load(&v->done))
-				v->early = true;
-			for (size_t t = 0; t < v->ntok; t++)
-				for (int k = 0; k < s->o.tp; k++)
-					mdl_h64_update(
-					    &h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
+	(void)worker;
+	if (atomic_load(&f->ret))
+		return;
+	for (int k = 0; k < s->o.tp; k++) {
+		int r = kv1_landed_wait(s->w[v->dp][k], sa_v1_buf(s, value, l), v->blk[k], v->nb,
+		                        &v->done);
+		if (r) {
+			atomic_store(&f->ret, r);
+			return;
 		}
-		if (!value)
-			mdl_h64_init(&h, mdl_h64_final(&h));
 	}
-	v->got = mdl_h64_final(&h);
-	v->t_done = pd_now_ns();
-	return NULL;
+	if (!atomic_load(&v->done))
+		atomic_store(&f->early, true);
+	mdl_h64_init(&h, mdl_kv_part_seed(part));
+	for (size_t t = 0; t < v->ntok; t++)
+		for (int k = 0; k < s->o.tp; k++)
+			mdl_h64_update(&h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
+	f->sums[part] = mdl_h64_final(&h);
+	for (uint64_t now = pd_now_ns(), t = atomic_load(&f->t_last);
+	     t < now && !atomic_compare_exchange_weak(&f->t_last, &t, now);)
+		;
+}
+
+/* The parts the workers left are hashed here, at the caller's priority; then the sum. */
+static void follow_finish(struct sa_verify *v)
+{
+	int np = 2 * v->s->o.geom.layers;
+
+	if (!v->live)
+		return;
+	pd_par_finish(&v->par);
+	v->live = false;
+	v->ret = atomic_load(&v->f.ret);
+	v->early = atomic_load(&v->f.early);
+	if (!v->ret)
+		v->got = mdl_kv_combine(v->f.sums, np);
+	v->t_done = atomic_load(&v->f.t_last);
+	if (!v->t_done)
+		v->t_done = pd_now_ns();
 }
 
 struct sa_verify *sa_check_start(struct sa *s, const struct sa_req *r, int64_t **blk, size_t nb)
@@ -86,11 +107,15 @@ struct sa_verify *sa_check_start(struct sa *s, const struct sa_req *r, int64_t *
 	snprintf(v->id, sizeof(v->id), "%s", r->id);
 	for (int k = 0; k < s->o.tp; k++)
 		kv1_landed_reset(s->w[r->dp][k], blk[k], nb);
-	if (pthread_create(&v->th, NULL, follow_main, v)) {
+	v->f.v = v;
+	if (!(v->f.sums = calloc(2 * (size_t)s->o.geom.layers, sizeof(uint64_t)))) {
 		free(v->tokens);
 		free(v);
 		return NULL;
 	}
+	/* below the transfer's threads, as the expected checksum's: on a small host they hash in
+	 * the cycles the transfer leaves, and what they could not finish sa_check_join does */
+	pd_par_start(&v->par, pd_par_threads(), 2 * s->o.geom.layers, follow_part, &v->f, true);
 	v->live = true;
 	return v;
 }
@@ -111,9 +136,7 @@ static uint8_t *map_seg(void *ud, bool value, int l, size_t t, int k)
 
 int sa_check_join(struct sa_verify *v, uint64_t expect, uint64_t *got)
 {
-	if (v->live)
-		pthread_join(v->th, NULL);
-	v->live = false;
+	follow_finish(v);
 	if (v->ret)
 		return v->ret;
 	/* a layer hashed before the receive ended may have held a stale write's bytes that the
@@ -143,8 +166,9 @@ void sa_check_free(struct sa_verify *v)
 	if (v->live) {
 		if (!atomic_load(&v->done))
 			sa_check_transfer_done(v, false, 0);
-		pthread_join(v->th, NULL);
+		follow_finish(v);
 	}
+	free(v->f.sums);
 	for (int k = 0; v->own && k < v->s->o.tp; k++) {
 		kv1_free(v->s->w[v->dp][k], v->blk[k], v->nb);
 		free(v->blk[k]);

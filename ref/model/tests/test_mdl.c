@@ -64,9 +64,9 @@ static void test_geometry(void **state)
 	assert_non_null(strstr(err, "got 3"));
 }
 
-static uint64_t text_seed(const struct mdl_kv *kv)
+static uint64_t text_seed(const struct mdl_geom *g, const struct mdl_kv *kv)
 {
-	return mdl_kv_checksum(kv->keys, kv->values, kv->bytes_each);
+	return mdl_kv_checksum(kv->keys, kv->values, kv->bytes_each, g->layers);
 }
 
 static void gen_text(uint64_t seed, char *out, size_t n)
@@ -102,12 +102,12 @@ static void test_kv_size_and_determinism(void **state)
 	assert_memory_equal(a.hidden, b.hidden, a.hidden_bytes);
 	assert_memory_not_equal(a.keys, a.values, a.bytes_each);
 	assert_int_equal(mdl_footer_read(a.hidden, a.hidden_bytes, &sum, &nt, &sh, &nsh), 0);
-	assert_int_equal(sum, text_seed(&a));
+	assert_int_equal(sum, text_seed(&g, &a));
 	assert_int_equal(nt, n);
 	assert_int_equal(sh, 0);
 	assert_int_equal(nsh, 1);
-	gen_text(text_seed(&a), ta, sizeof(ta));
-	gen_text(text_seed(&b), tb, sizeof(tb));
+	gen_text(text_seed(&g, &a), ta, sizeof(ta));
+	gen_text(text_seed(&g, &b), tb, sizeof(tb));
 	assert_string_equal(ta, tb);
 	mdl_kv_free(&a);
 	mdl_kv_free(&b);
@@ -126,7 +126,7 @@ static void test_one_byte_changes_text(void **state)
 
 	mdl_geom_default(&g);
 	assert_int_equal(mdl_kv_compute(&g, ids, 5, 0, g.kv_heads, 0, 1, &a), 0);
-	gen_text(text_seed(&a), t0, sizeof(t0));
+	gen_text(text_seed(&g, &a), t0, sizeof(t0));
 	pos[0] = 0;
 	pos[1] = a.bytes_each / 2 + 3;
 	pos[2] = a.bytes_each - 1;
@@ -135,10 +135,10 @@ static void test_one_byte_changes_text(void **state)
 		uint8_t *p = (i % 2) ? a.values : a.keys;
 
 		p[pos[i]] ^= 0x01;
-		gen_text(text_seed(&a), t1, sizeof(t1));
+		gen_text(text_seed(&g, &a), t1, sizeof(t1));
 		assert_string_not_equal(t0, t1);
 		p[pos[i]] ^= 0x01;
-		gen_text(text_seed(&a), t1, sizeof(t1));
+		gen_text(text_seed(&g, &a), t1, sizeof(t1));
 		assert_string_equal(t0, t1);
 	}
 	mdl_kv_free(&a);
@@ -184,7 +184,7 @@ static void test_shards(void **state)
 	assert_int_equal(mdl_footer_read(s1.hidden, s1.hidden_bytes, &sum, &nt, &sh, &nsh), 0);
 	assert_int_equal(sh, 1);
 	assert_int_equal(nsh, 2);
-	assert_int_equal(sum, text_seed(&s1));
+	assert_int_equal(sum, text_seed(&g, &s1));
 	k = calloc(1, full.bytes_each);
 	v = calloc(1, full.bytes_each);
 	mdl_kv_place_shard(&g, 7, s0.keys, 0, 2, k);
@@ -208,8 +208,8 @@ static void test_generation_eos_and_pace(void **state)
 	uint64_t t0;
 	(void)state;
 
-	/* Over many seeds, EOS shows up (about 1/256 per token) and everything else is printable.
-	 */
+	/* Over many seeds, EOS shows up (about 1/256 per token) and everything else is printable;
+	 * never as the first token. */
 	for (uint64_t s = 0; s < 200; s++) {
 		mdl_gen_init(&gs, s, false);
 		for (int i = 0; i < 64 && !gs.done; i++) {
@@ -219,9 +219,15 @@ static void test_generation_eos_and_pace(void **state)
 				eos++;
 			else
 				assert_true(t >= ' ' && t < 127);
+			if (i == 0)
+				assert_true(t != MDL_EOS);
 		}
 	}
 	assert_true(eos > 0);
+	for (uint64_t s = 0; s < 20000; s++) {
+		mdl_gen_init(&gs, s, false);
+		assert_true(mdl_gen_next(&gs) != MDL_EOS);
+	}
 	t0 = pd_now_ns();
 	mdl_pace(t0, 1000000, 20); /* 20 ms */
 	assert_true(pd_now_ns() - t0 >= 20000000ULL);

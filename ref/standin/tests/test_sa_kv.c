@@ -1,0 +1,195 @@
+/* test_sa_kv: the stand-in's KV generation and checks (sa_kv_gen, sa_kv_scan, sa_v0hash) give
+ * the fake model's checksum (mdl_kv_checksum of mdl_kv_compute's KV) on one thread and on
+ * several, for one rank and for two, and a flipped byte is caught. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "standin/sa.h"
+
+#define NTOK 37
+
+struct v0map {
+	uint8_t *k[SA_MAX_TP], *v[SA_MAX_TP];
+	size_t seg;
+};
+
+/* V0 layout per rank: [layers][T][heads of the rank][head_dim] */
+static uint8_t *v0_seg(void *ud, bool value, int l, size_t t, int k)
+{
+	struct v0map *m = ud;
+
+	return (value ? m->v[k] : m->k[k]) + ((size_t)l * NTOK + t) * m->seg;
+}
+
+static void tokens(int64_t *tok)
+{
+	for (int i = 0; i < NTOK; i++)
+		tok[i] = (i * 37 + 11) % 256;
+}
+
+/* The definition, written out: the 2 x layers part sums, combined. */
+static void test_checksum_is_parts_combined(void **state)
+{
+	struct mdl_geom g;
+	struct mdl_kv kv;
+	int64_t tok[NTOK];
+	uint64_t sums[2 * 64];
+	size_t each;
+
+	(void)state;
+	mdl_geom_default(&g);
+	tokens(tok);
+	assert_int_equal(mdl_kv_compute(&g, tok, NTOK, 0, g.kv_heads, 0, 1, &kv), 0);
+	each = kv.bytes_each / (size_t)g.layers;
+	for (int p = 0; p < 2 * g.layers; p++)
+		sums[p] =
+		    mdl_hash64((p < g.layers ? kv.keys : kv.values) + (size_t)(p % g.layers) * each,
+		               each, mdl_kv_part_seed(p));
+	assert_true(mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers) ==
+	            mdl_kv_combine(sums, 2 * g.layers));
+	/* a part's place matters: two parts swapped is another checksum */
+	uint64_t t = sums[0];
+	sums[0] = sums[1];
+	sums[1] = t;
+	assert_true(mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers) !=
+	            mdl_kv_combine(sums, 2 * g.layers));
+	mdl_kv_free(&kv);
+}
+
+static void gen_and_scan(int nsh, const char *threads)
+{
+	struct mdl_geom g;
+	struct mdl_kv full, sh[SA_MAX_TP];
+	struct v0map m;
+	struct sa_kvmap map = {v0_seg, &m};
+	int64_t tok[NTOK];
+	uint64_t want, seed = 0, seed2 = 0, sums[SA_MAX_TP];
+	bool same = false;
+	int hs;
+
+	setenv("PDKV_KV_THREADS", threads, 1);
+	mdl_geom_default(&g);
+	hs = g.kv_heads / nsh;
+	m.seg = (size_t)hs * (size_t)g.head_dim * (size_t)g.dtype_bytes;
+	tokens(tok);
+	assert_int_equal(mdl_kv_compute(&g, tok, NTOK, 0, g.kv_heads, 0, 1, &full), 0);
+	want = mdl_kv_checksum(full.keys, full.values, full.bytes_each, g.layers);
+	for (int k = 0; k < nsh; k++) {
+		assert_int_equal(mdl_kv_compute(&g, tok, NTOK, k * hs, hs, k, nsh, &sh[k]), 0);
+		m.k[k] = calloc(1, sh[k].bytes_each);
+		m.v[k] = calloc(1, sh[k].bytes_each);
+		assert_non_null(m.k[k]);
+		assert_non_null(m.v[k]);
+	}
+	assert_int_equal(sa_kv_gen(&g, tok, NTOK, nsh, &map, &seed, sums), 0);
+	assert_true(seed == want);
+	for (int k = 0; k < nsh; k++) {
+		assert_memory_equal(m.k[k], sh[k].keys, sh[k].bytes_each);
+		assert_memory_equal(m.v[k], sh[k].values, sh[k].bytes_each);
+		assert_true(sums[k] ==
+		            mdl_kv_checksum(sh[k].keys, sh[k].values, sh[k].bytes_each, g.layers));
+	}
+	/* rows only hashed (the plain stand-in, the expected checksum): the same seed */
+	assert_int_equal(sa_kv_gen(&g, tok, NTOK, nsh, NULL, &seed2, NULL), 0);
+	assert_true(seed2 == want);
+	/* started at low priority, finished by the caller (the V1 decode's expected checksum) */
+	struct sa_kvjob *job = sa_kv_gen_start(&g, tok, NTOK, nsh, NULL, true);
+
+	assert_non_null(job);
+	seed2 = 0;
+	sa_kv_gen_finish(job, &seed2);
+	assert_true(seed2 == want);
+	assert_null(sa_kv_gen_start(&g, tok, 0, nsh, NULL, true));
+	assert_int_equal(sa_kv_scan(&g, tok, NTOK, nsh, &map, &seed2, &same), 0);
+	assert_true(seed2 == want);
+	assert_true(same);
+	/* one byte of the last layer's values on the last rank */
+	m.v[nsh - 1][sh[nsh - 1].bytes_each - 3] ^= 0x10;
+	assert_int_equal(sa_kv_scan(&g, tok, NTOK, nsh, &map, &seed2, &same), 0);
+	assert_false(same);
+	assert_true(seed2 != want);
+	assert_int_equal(sa_kv_scan(&g, tok, NTOK, nsh, &map, &seed, NULL), 0);
+	assert_true(seed == seed2);
+	for (int k = 0; k < nsh; k++) {
+		free(m.k[k]);
+		free(m.v[k]);
+		mdl_kv_free(&sh[k]);
+	}
+	mdl_kv_free(&full);
+	unsetenv("PDKV_KV_THREADS");
+}
+
+static void test_gen_scan_one_rank_one_thread(void **state)
+{
+	(void)state;
+	gen_and_scan(1, "1");
+}
+
+static void test_gen_scan_two_ranks_threads(void **state)
+{
+	(void)state;
+	gen_and_scan(2, "3");
+	gen_and_scan(1, "8");
+}
+
+static struct kvc_tensor tensor(void *data, size_t n)
+{
+	struct kvc_tensor t = {.ndim = 4, .data = data, .nbytes = n};
+
+	return t;
+}
+
+/* The V0 decode's hook: keys hashed as they arrive, values once they do. */
+static void test_v0hash(void **state)
+{
+	struct mdl_geom g;
+	struct mdl_kv kv;
+	struct sa_v0hash h;
+	int64_t tok[NTOK];
+	uint64_t sum = 0;
+	const char *th[] = {"1", "4"};
+
+	(void)state;
+	mdl_geom_default(&g);
+	tokens(tok);
+	assert_int_equal(mdl_kv_compute(&g, tok, NTOK, 0, g.kv_heads, 0, 1, &kv), 0);
+	for (int i = 0; i < 2; i++) {
+		struct kvc_tensor k = tensor(kv.keys, kv.bytes_each),
+		                  v = tensor(kv.values, kv.bytes_each),
+		                  shortv = tensor(kv.values, kv.bytes_each - 1);
+
+		setenv("PDKV_KV_THREADS", th[i], 1);
+		sa_v0hash_init(&h, g.layers);
+		sa_v0hash_arrive(&h, 0, NULL);
+		sa_v0hash_arrive(&h, 2, &k);
+		sa_v0hash_arrive(&h, 3, &v);
+		assert_true(sa_v0hash_get(&h, kv.keys, kv.values, kv.bytes_each, &sum));
+		assert_true(sum == mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers));
+		/* the next answer: values that are not the keys' twin leave it to the caller */
+		sa_v0hash_arrive(&h, 0, NULL);
+		sa_v0hash_arrive(&h, 2, &k);
+		sa_v0hash_arrive(&h, 3, &shortv);
+		assert_false(sa_v0hash_get(&h, kv.keys, kv.values, kv.bytes_each - 1, &sum));
+		sa_v0hash_destroy(&h);
+	}
+	unsetenv("PDKV_KV_THREADS");
+	mdl_kv_free(&kv);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_checksum_is_parts_combined),
+	    cmocka_unit_test(test_gen_scan_one_rank_one_thread),
+	    cmocka_unit_test(test_gen_scan_two_ranks_threads),
+	    cmocka_unit_test(test_v0hash),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
