@@ -52,5 +52,10 @@ int te_inspect_meta_probe(const char *conn, bool *opened, char *err, size_t errl
  * changes on the wire. NULL (the default) removes it. */
 typedef void (*te_test_read_fn)(uint64_t addr, uint64_t len);
 void te_test_set_read_hook(te_test_read_fn fn);
+/* Tests only: fn(addr, len) runs on a TCP data server thread of this process after a WRITE's
+ * header into host memory was accepted and before its body is read off the socket, so a test
+ * can hold a WRITE back (a slow target: the initiator's lane stays inside the body). Nothing
+ * changes on the wire. NULL (the default) removes it. */
+void te_test_set_write_hook(te_test_read_fn fn);
 
 #endif

@@ -18,11 +18,17 @@
 #include "te_gpu.h"
 #include "te_inspect.h"
 
-static _Atomic(te_test_read_fn) test_read_hook; /* te_test_set_read_hook */
+static _Atomic(te_test_read_fn) test_read_hook;  /* te_test_set_read_hook */
+static _Atomic(te_test_read_fn) test_write_hook; /* te_test_set_write_hook */
 
 void te_test_set_read_hook(te_test_read_fn fn)
 {
 	atomic_store(&test_read_hook, fn);
+}
+
+void te_test_set_write_hook(te_test_read_fn fn)
+{
+	atomic_store(&test_write_hook, fn);
 }
 
 /* v2 statuses are coalesced: they wait while more requests are already queued on the socket
@@ -281,6 +287,10 @@ static void srv_serve(void *ctx, int fd)
 			break;
 		}
 		if (op == TE_WRITE) {
+			te_test_read_fn hook = gpu ? NULL : atomic_load(&test_write_hook);
+
+			if (hook)
+				hook(addr, size);
 			if (gpu)
 				r = srv_read_body_gpu(fd, in, &out, gpu - 1,
 				                      (char *)(uintptr_t)addr, size);
