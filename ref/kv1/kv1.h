@@ -115,6 +115,10 @@ struct kv1_stats {
 	uint64_t rejected; /* side-channel messages refused: frames, msgpack, rank or lengths */
 	uint64_t bytes_received_blocks; /* consumer: bytes of blocks reported written */
 	uint64_t alloc_waits;           /* kv1_alloc_wait calls that had to wait */
+	/* producer: WRITEs given up in flight (timeout, slice timeout, stop); their blocks stay
+	 * out of the free list until the engine ends them (abandoned_held now); WRITEs refused
+	 * meanwhile (PDKV_KV1_MAX_HELD_WRITES held, default 16) */
+	uint64_t writes_abandoned, writes_abandoned_held, writes_refused;
 };
 void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st);
 

@@ -119,15 +119,16 @@ int kv1_alloc_wait(struct kv1_worker *w, size_t n, int64_t *ids, uint64_t deadli
 
 /* Freed blocks go back to the front of the queue, in their order: the next request gets the same
  * (already faulted-in, cache-warm) pages and the same contiguous runs, instead of walking the
- * whole MAP_NORESERVE pool and faulting in fresh pages on every request. */
+ * whole MAP_NORESERVE pool and faulting in fresh pages on every request. A block that an
+ * abandoned WRITE may still be reading stays out until that WRITE ends (kv1_write.c). */
 void kv1_free(struct kv1_worker *w, const int64_t *ids, size_t n)
 {
 	size_t N = w->o.num_blocks;
 
 	pthread_mutex_lock(&w->amu);
-	if (n > N - w->fq_n)
-		n = N - w->fq_n;
-	for (size_t i = n; i-- > 0;) {
+	for (size_t i = n; i-- > 0 && w->fq_n < N;) {
+		if (kv1_hold_keep_locked(w, ids[i]))
+			continue;
 		w->fq_head = (w->fq_head + N - 1) % N;
 		w->freeq[w->fq_head] = ids[i];
 		w->fq_n++;

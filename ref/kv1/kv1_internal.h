@@ -1,5 +1,6 @@
 /* kv1_internal: the worker's state shared by kv1_worker.c (lifetime, memory, send table, ROUTER
- * loop, engine writes) and the generation files kv1_gena.c / kv1_genb.c. */
+ * loop), kv1_write.c (engine writes, held WRITEs) and the generation files kv1_gena.c /
+ * kv1_genb.c. */
 #ifndef KV1_INTERNAL_H
 #define KV1_INTERNAL_H
 
@@ -26,6 +27,19 @@ struct kv1_send {
 	uint64_t expire_ns; /* ready / dropped entries: freed after this if never sent / asked */
 };
 
+/* A WRITE batch given up while the engine's lanes may still read its source blocks and send
+ * them to the decode (kv1_write.c): kept with its runs until every task is seen finished. */
+struct kv1_held {
+	struct kv1_held *link;
+	uint64_t batch;
+	size_t n, next; /* tasks; the first one not yet seen finished */
+	struct kv1_run *runs;
+	size_t nruns;
+	uint64_t bytes;
+	char peer[300]; /* the decode's segment, "host:port" */
+};
+#define KV1_MAX_HELD 16 /* held WRITEs past which new WRITEs wait (PDKV_KV1_MAX_HELD_WRITES) */
+
 struct kv1_awaiter { /* on the waiting thread's stack */
 	struct kv1_awaiter *next;
 };
@@ -47,6 +61,16 @@ struct kv1_worker {
 	size_t fq_head, fq_n;
 	pthread_cond_t acv;                    /* signalled by kv1_free */
 	struct kv1_awaiter *aq_head, *aq_tail; /* kv1_alloc_wait's waiters, oldest first */
+	/* amu: per block, the held WRITEs reading it, and whether it was freed meanwhile (it
+	 * joins the free ring when the last of them ends) */
+	uint32_t *hold_refs;
+	uint8_t *hold_freed;
+	/* held WRITEs (kv1_write.c); hcv is broadcast when one ends */
+	pthread_mutex_t hmu;
+	pthread_cond_t hcv;
+	struct kv1_held *held;
+	size_t nheld, max_held;
+	atomic_uint_fast64_t writes_abandoned, writes_refused;
 	/* send table */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -139,6 +163,24 @@ struct kv1_send *kv1_send_wait_locked(struct kv1_worker *w, const char *key, uin
 /* Waits on cv (mu held) until signalled, deadline_ns (pd_now_ns) or at most 100 ms. */
 void kv1_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns);
 void kv1_cv_wait_locked(struct kv1_worker *w, uint64_t deadline_ns);
+
+/* Held WRITEs (kv1_write.c). init: the per-block tables and the cap (env); fini: after
+ * te_engine_destroy (no lane left to read a block), drops the records. */
+int kv1_hold_init(struct kv1_worker *w, char *err, size_t errsz);
+void kv1_hold_fini(struct kv1_worker *w);
+/* Ends the held WRITEs whose batches report every task finished: frees the batch and returns
+ * the blocks their owners freed meanwhile to the free ring. */
+void kv1_hold_reap(struct kv1_worker *w);
+/* Before a WRITE to peer: 0 while fewer than the cap are held, else waits for one to end
+ * until deadline_ns or stop; TE_ERR_TOO_MANY_REQUESTS then (logged, counted). */
+int kv1_hold_room(struct kv1_worker *w, const char *peer, uint64_t deadline_ns);
+/* A WRITE given up with tasks [next, n) of batch maybe still reading the runs' blocks. */
+void kv1_hold_add(struct kv1_worker *w, uint64_t batch, size_t n, size_t next,
+                  const struct kv1_run *runs, size_t nruns, const char *peer, uint64_t bytes,
+                  const char *why);
+size_t kv1_hold_count(struct kv1_worker *w);
+/* amu held: true when block id is read by a held WRITE (then marked freed, kept back). */
+bool kv1_hold_keep_locked(struct kv1_worker *w, int64_t id);
 
 /* One engine WRITE batch of blocks to D's segment: for each (local buffer, remote base) pair and
  * each run. 0 or a TE_ERR_*. */

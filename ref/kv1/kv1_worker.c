@@ -1,5 +1,5 @@
 /* kv1_worker: one V1 connector worker — engine set-up as vLLM does it, lazily mapped KV buffers,
- * the block allocator, the producer's send table, the ROUTER thread and the engine writes. */
+ * the producer's send table and the ROUTER thread (engine writes: kv1_write.c). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -208,95 +208,6 @@ static void reap_expired(struct kv1_worker *w)
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* ------------------------------------------------------------------ engine writes */
-
-/* Polls the batch to its end. Naps scale with the bytes still owed (as if they moved at 16 GB/s,
- * faster than any loopback or NIC here), so a long WRITE costs tens of wake-ups, not one every
- * 50 us: on a small host those wake-ups take CPU from the transfer itself. */
-static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_request *r, size_t n)
-{
-	uint64_t end = pd_now_ns() + 30000000000ull;
-	int ret = 0;
-
-	for (size_t i = 0; i < n;) {
-		struct te_task_status st;
-		uint64_t left = 0;
-		int e = te_batch_status(w->te, batch, i, &st);
-
-		if (e)
-			return e;
-		if (st.status == TE_COMPLETED || st.status == TE_FAILED) {
-			if (st.status == TE_FAILED)
-				ret = TE_ERR_ENDPOINT;
-			i++;
-			continue;
-		}
-		if (pd_now_ns() > end)
-			return TE_ERR_TIMEOUT; /* the batch stays busy; freed at destroy */
-		for (size_t k = i; k < n; k++)
-			left += r[k].length;
-		left /= 16; /* ns at 16 bytes/ns */
-		struct timespec ts = {0, (long)(left < 20000     ? 20000
-		                                : left > 2000000 ? 2000000
-		                                                 : left)};
-		nanosleep(&ts, NULL);
-	}
-	int fr = te_batch_free(w->te, batch);
-	return ret ? ret : fr;
-}
-
-int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const uint64_t *rbases,
-                     size_t nrbases, const struct kv1_run *runs, size_t nruns)
-{
-	size_t nb = nrbases < (size_t)w->o.nbufs ? nrbases : (size_t)w->o.nbufs, n = nb * nruns,
-	       k = 0;
-	struct te_request *r;
-	char seg[300];
-	uint64_t segid, batch, bytes = 0, t0 = pd_now_ns();
-	int ret;
-
-	if (!n)
-		return 0;
-	snprintf(seg, sizeof(seg), "%s:%lld", host, (long long)port);
-	r = calloc(n, sizeof(*r));
-	if (!r)
-		return TE_ERR_MEMORY;
-	ret = te_open_segment(w->te, seg, &segid);
-	if (ret)
-		goto out;
-	for (size_t o = 0, b; o < (size_t)w->o.nbufs; o++)
-		for (size_t i = 0; (b = (size_t)w->order[o]) < nb && i < nruns; i++) {
-			size_t len = w->o.block_len * (size_t)runs[i].n;
-
-			r[k++] = (struct te_request){
-			    TE_WRITE, w->bufs[b] + (size_t)runs[i].local * w->o.block_len, segid,
-			    rbases[b] + (uint64_t)runs[i].remote * w->o.block_len, len};
-			bytes += len;
-		}
-	ret = te_batch_alloc(w->te, n, &batch);
-	if (ret)
-		goto out;
-	ret = te_batch_submit(w->te, batch, r, n);
-	if (ret) {
-		te_batch_free(w->te, batch);
-		goto out;
-	}
-	ret = wait_batch(w, batch, r, n);
-out:
-	atomic_fetch_add(&w->xfers, 1);
-	if (ret)
-		atomic_fetch_add(&w->xfer_failures, 1);
-	else
-		atomic_fetch_add(&w->bytes_sent, bytes);
-	pd_dbg("kv1: WRITE %llu bytes in %zu requests to %s: %.1f ms (t=%llu)",
-	       (unsigned long long)bytes, n, seg, (double)(pd_now_ns() - t0) / 1e6,
-	       (unsigned long long)t0);
-	if (w->o.on_xfer)
-		w->o.on_xfer(w->o.ud, (double)(pd_now_ns() - t0) / 1e9, ret ? 0 : bytes, n, !ret);
-	free(r);
-	return ret;
-}
-
 /* ------------------------------------------------------------------ ROUTER thread */
 
 void *kv1_job_push_open(struct kv1_worker *w)
@@ -461,6 +372,7 @@ static void *router_main(void *arg)
 		start_pending(w);
 		kv1_park_sweep(w, false);
 		reap_expired(w);
+		kv1_hold_reap(w);
 	}
 	/* stopping: the last replies and park requests of running handlers (which no longer
 	 * park), then every parked handshake gets its timeout answer */
@@ -611,8 +523,10 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 	pthread_mutex_init(&w->amu, NULL);
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_mutex_init(&w->bmu, NULL);
+	pthread_mutex_init(&w->hmu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	pthread_cond_init(&w->acv, NULL);
+	pthread_cond_init(&w->hcv, NULL);
 	if (o->nbufs < 1 || o->nbufs > KV1_MAX_BUFS || !o->block_len || !o->num_blocks) {
 		kv1_set_err(err, errsz,
 		            "kv1: bad KV layout (%d buffers, block_len %zu, %zu blocks)", o->nbufs,
@@ -673,7 +587,7 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 			w->order[i] = b;
 		}
 	}
-	if (map_buffers(w, err, errsz))
+	if (map_buffers(w, err, errsz) || kv1_hold_init(w, err, errsz))
 		goto fail;
 	if (kv1_landed_init(w)) {
 		kv1_set_err(err, errsz, "out of memory for the landed-block table");
@@ -711,6 +625,9 @@ void kv1_worker_destroy(struct kv1_worker *w)
 	pthread_mutex_lock(&w->amu);
 	pthread_cond_broadcast(&w->acv);
 	pthread_mutex_unlock(&w->amu);
+	pthread_mutex_lock(&w->hmu);
+	pthread_cond_broadcast(&w->hcv);
+	pthread_mutex_unlock(&w->hmu);
 	for (int i = 0; i < 300 && atomic_load(&w->handlers) > 0; i++)
 		pd_sleep_ms(10);
 	if (w->thr_started)
@@ -729,7 +646,9 @@ void kv1_worker_destroy(struct kv1_worker *w)
 	kv1_park_free_all(w);
 	while (w->sends)
 		kv1_send_remove_locked(w, w->sends);
+	/* the engine first: its lanes may still read the blocks of held WRITEs */
 	te_engine_destroy(w->te);
+	kv1_hold_fini(w);
 	kv1_landed_fini(w);
 	for (int i = 0; i < w->o.nbufs && i < KV1_MAX_BUFS; i++)
 		if (w->bufs[i] && w->gpu_dev >= 0)
@@ -741,8 +660,10 @@ void kv1_worker_destroy(struct kv1_worker *w)
 	pthread_mutex_destroy(&w->amu);
 	pthread_mutex_destroy(&w->mu);
 	pthread_mutex_destroy(&w->bmu);
+	pthread_mutex_destroy(&w->hmu);
 	pthread_cond_destroy(&w->cv);
 	pthread_cond_destroy(&w->acv);
+	pthread_cond_destroy(&w->hcv);
 	free(w);
 }
 
@@ -782,4 +703,7 @@ void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st)
 	st->rejected = atomic_load(&w->rejected);
 	st->alloc_waits = atomic_load(&w->alloc_waits);
 	st->bytes_received_blocks = atomic_load(&w->bytes_recv);
+	st->writes_abandoned = atomic_load(&w->writes_abandoned);
+	st->writes_refused = atomic_load(&w->writes_refused);
+	st->writes_abandoned_held = kv1_hold_count(w);
 }

@@ -14,3 +14,6 @@ test_kv1_xfer_LIBS = kv1 te temeta pdcommon
 TESTS += test_kv1_park
 test_kv1_park_SRCS := ref/kv1/tests/test_kv1_park.c
 test_kv1_park_LIBS = kv1 te temeta pdcommon
+TESTS += test_kv1_abandon
+test_kv1_abandon_SRCS := ref/kv1/tests/test_kv1_abandon.c
+test_kv1_abandon_LIBS = kv1 te temeta pdcommon

@@ -1,0 +1,356 @@
+/* kv1_write: the producer's engine WRITEs (one batch per handshake, given up as vLLM's
+ * batch_transfer_sync_write gives up) and the WRITEs held after being given up in flight.
+ *
+ * A WRITE given up in flight (its deadline, the engine's slice timeout, the worker stopping)
+ * may still be running: the engine's lanes may still read its source blocks and send them to
+ * the decode, so those blocks must not go to another request yet. The batch is kept with its
+ * runs, every block it reads carries a hold count, and a block its owner frees meanwhile
+ * (kv1_free) joins the free ring only when the last held WRITE reading it has ended. The engine
+ * ends every task eventually (a TCP lane fails its slices when the connection breaks or its
+ * socket times out, and at engine destroy); the ROUTER thread and every new WRITE reap the
+ * finished ones and te_batch_free their batches. At most max_held are kept before new WRITEs
+ * wait for room (WRITEs already in flight may still add theirs, so up to max_held +
+ * KV1_MAX_HANDLERS); the worker's destroy drops the rest after the engine is gone. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kv1_internal.h"
+#include "pd_log.h"
+#include "pd_util.h"
+
+/* ------------------------------------------------------------------ held WRITEs */
+
+int kv1_hold_init(struct kv1_worker *w, char *err, size_t errsz)
+{
+	const char *e = getenv("PDKV_KV1_MAX_HELD_WRITES");
+	int64_t v;
+
+	w->max_held = KV1_MAX_HELD;
+	if (e && (pd_parse_i64(e, &v) || v < 1 || v > 4096)) {
+		kv1_set_err(err, errsz, "PDKV_KV1_MAX_HELD_WRITES=%s: expected 1..4096", e);
+		return -1;
+	}
+	if (e)
+		w->max_held = (size_t)v;
+	w->hold_refs = calloc(w->o.num_blocks, sizeof(*w->hold_refs));
+	w->hold_freed = calloc(w->o.num_blocks, sizeof(*w->hold_freed));
+	if (!w->hold_refs || !w->hold_freed) {
+		kv1_set_err(err, errsz, "out of memory for the held-block table");
+		return -1;
+	}
+	return 0;
+}
+
+static void held_free(struct kv1_held *h)
+{
+	free(h->runs);
+	free(h);
+}
+
+void kv1_hold_fini(struct kv1_worker *w)
+{
+	while (w->held) {
+		struct kv1_held *h = w->held;
+
+		w->held = h->link;
+		held_free(h);
+	}
+	w->nheld = 0;
+	free(w->hold_refs);
+	free(w->hold_freed);
+	w->hold_refs = NULL;
+	w->hold_freed = NULL;
+}
+
+bool kv1_hold_keep_locked(struct kv1_worker *w, int64_t id)
+{
+	if (!w->hold_refs || id < 0 || (size_t)id >= w->o.num_blocks || !w->hold_refs[id])
+		return false;
+	w->hold_freed[id] = 1;
+	return true;
+}
+
+/* Adds d (+1 / -1) to the hold count of every block of h's runs; blocks whose last hold ends
+ * and that were freed meanwhile go back to the front of the free ring. */
+static void hold_blocks(struct kv1_worker *w, const struct kv1_held *h, int d)
+{
+	size_t N = w->o.num_blocks;
+
+	pthread_mutex_lock(&w->amu);
+	for (size_t i = 0; i < h->nruns; i++)
+		for (int64_t b = h->runs[i].local; b < h->runs[i].local + h->runs[i].n; b++) {
+			if (b < 0 || (size_t)b >= N)
+				continue;
+			if (d > 0) {
+				w->hold_refs[b]++;
+				continue;
+			}
+			if (!w->hold_refs[b] || --w->hold_refs[b] || !w->hold_freed[b])
+				continue;
+			w->hold_freed[b] = 0;
+			if (w->fq_n < N) {
+				w->fq_head = (w->fq_head + N - 1) % N;
+				w->freeq[w->fq_head] = b;
+				w->fq_n++;
+			}
+		}
+	if (d < 0)
+		pthread_cond_broadcast(&w->acv);
+	pthread_mutex_unlock(&w->amu);
+}
+
+/* True once every task of h's batch was seen finished and the batch is freed. */
+static bool held_final(struct kv1_worker *w, struct kv1_held *h)
+{
+	while (h->next < h->n) {
+		struct te_task_status st = {0, 0};
+
+		if (te_batch_status(w->te, h->batch, h->next, &st))
+			return false; /* cannot happen for a live batch: keep the blocks */
+		if (st.status == TE_WAITING || st.status == TE_PENDING || st.status == TE_TIMEOUT)
+			return false;
+		h->next++;
+	}
+	return te_batch_free(w->te, h->batch) == 0;
+}
+
+void kv1_hold_reap(struct kv1_worker *w)
+{
+	struct kv1_held *done = NULL;
+
+	pthread_mutex_lock(&w->hmu);
+	for (struct kv1_held **pp = &w->held; *pp;) {
+		struct kv1_held *h = *pp;
+
+		if (!held_final(w, h)) {
+			pp = &h->link;
+			continue;
+		}
+		*pp = h->link;
+		w->nheld--;
+		h->link = done;
+		done = h;
+		pd_info("kv1: the abandoned WRITE of %llu bytes to %s has ended; its blocks are "
+		        "free again (%zu WRITEs still held)",
+		        (unsigned long long)h->bytes, h->peer, w->nheld);
+	}
+	if (done)
+		pthread_cond_broadcast(&w->hcv);
+	pthread_mutex_unlock(&w->hmu);
+	while (done) {
+		struct kv1_held *h = done;
+
+		done = h->link;
+		hold_blocks(w, h, -1);
+		held_free(h);
+	}
+}
+
+size_t kv1_hold_count(struct kv1_worker *w)
+{
+	size_t n;
+
+	pthread_mutex_lock(&w->hmu);
+	n = w->nheld;
+	pthread_mutex_unlock(&w->hmu);
+	return n;
+}
+
+int kv1_hold_room(struct kv1_worker *w, const char *peer, uint64_t deadline_ns)
+{
+	size_t n;
+
+	kv1_hold_reap(w);
+	pthread_mutex_lock(&w->hmu);
+	while ((n = w->nheld) >= w->max_held && !atomic_load(&w->stop) &&
+	       pd_now_ns() < deadline_ns) {
+		kv1_cond_wait_until(&w->hcv, &w->hmu, deadline_ns);
+		pthread_mutex_unlock(&w->hmu);
+		kv1_hold_reap(w); /* the engine does not signal: look again on every wake-up */
+		pthread_mutex_lock(&w->hmu);
+	}
+	pthread_mutex_unlock(&w->hmu);
+	if (n < w->max_held)
+		return 0;
+	atomic_fetch_add(&w->writes_refused, 1);
+	pd_warn("kv1: WRITE to %s refused: %zu abandoned WRITEs are still in flight (cap %zu, "
+	        "PDKV_KV1_MAX_HELD_WRITES)",
+	        peer, n, w->max_held);
+	return TE_ERR_TOO_MANY_REQUESTS;
+}
+
+void kv1_hold_add(struct kv1_worker *w, uint64_t batch, size_t n, size_t next,
+                  const struct kv1_run *runs, size_t nruns, const char *peer, uint64_t bytes,
+                  const char *why)
+{
+	struct kv1_held *h = calloc(1, sizeof(*h));
+	struct kv1_run *cp = malloc((nruns ? nruns : 1) * sizeof(*cp));
+	size_t held;
+
+	atomic_fetch_add(&w->writes_abandoned, 1);
+	if (!h || !cp) { /* cannot track it: never let its blocks go */
+		pd_err("kv1: WRITE of %llu bytes to %s abandoned in flight (%s): its blocks are "
+		       "leaked (out of memory)",
+		       (unsigned long long)bytes, peer, why);
+		pthread_mutex_lock(&w->amu);
+		for (size_t i = 0; i < nruns; i++)
+			for (int64_t b = runs[i].local; b < runs[i].local + runs[i].n; b++)
+				if (b >= 0 && (size_t)b < w->o.num_blocks)
+					w->hold_refs[b]++; /* never dropped */
+		pthread_mutex_unlock(&w->amu);
+		free(cp);
+		free(h);
+		return;
+	}
+	memcpy(cp, runs, nruns * sizeof(*runs));
+	*h = (struct kv1_held){NULL, batch, n, next, cp, nruns, bytes, ""};
+	snprintf(h->peer, sizeof(h->peer), "%s", peer);
+	hold_blocks(w, h, +1);
+	pthread_mutex_lock(&w->hmu);
+	h->link = w->held;
+	w->held = h;
+	held = ++w->nheld;
+	pthread_mutex_unlock(&w->hmu);
+	pd_warn("kv1: WRITE of %llu bytes to %s abandoned in flight (%s, %zu of %zu requests "
+	        "done): its blocks stay out of the free list until the engine ends it (%zu "
+	        "WRITEs held)",
+	        (unsigned long long)bytes, peer, why, next, n, held);
+}
+
+/* ------------------------------------------------------------------ engine writes */
+
+/* vLLM's batch_transfer_sync_write gives up after MC_TRANSFER_TIMEOUT seconds (30; at least 5,
+ * as te_transfer_sync reads it) plus a nanosecond per byte. */
+static uint64_t write_deadline_ns(uint64_t t0, uint64_t bytes)
+{
+	const char *e = getenv("MC_TRANSFER_TIMEOUT");
+	int64_t s = 30;
+
+	if (e && (pd_parse_i64(e, &s) || s < 5 || s > 86400))
+		s = 30;
+	return t0 + (uint64_t)s * 1000000000ull + bytes;
+}
+
+/* Polls the batch to its end. Naps scale with the bytes still owed (as if they moved at 16 GB/s,
+ * faster than any loopback or NIC here), so a long WRITE costs tens of wake-ups, not one every
+ * 50 us: on a small host those wake-ups take CPU from the transfer itself. Gives up at end, on
+ * the engine's slice timeout (MC_SLICE_TIMEOUT: a task reported TE_TIMEOUT) or when the worker
+ * stops, with *next the first task not seen finished and *why set; the caller then holds the
+ * batch (kv1_hold_add). */
+static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_request *r, size_t n,
+                      uint64_t end, size_t *next, const char **why)
+{
+	int ret = 0;
+
+	*next = 0;
+	*why = NULL;
+	for (size_t i = 0; i < n; *next = i) {
+		struct te_task_status st;
+		uint64_t left = 0;
+		int e = te_batch_status(w->te, batch, i, &st);
+
+		if (e) {
+			*why = te_strerror(e);
+			return e;
+		}
+		if (st.status == TE_COMPLETED || st.status == TE_FAILED) {
+			if (st.status == TE_FAILED)
+				ret = TE_ERR_ENDPOINT;
+			i++;
+			continue;
+		}
+		*why = atomic_load(&w->stop)     ? "the worker is stopping"
+		       : st.status == TE_TIMEOUT ? "the engine's slice timeout (MC_SLICE_TIMEOUT)"
+		       : pd_now_ns() > end       ? "timed out (MC_TRANSFER_TIMEOUT)"
+		                                 : NULL;
+		if (*why)
+			return TE_ERR_TIMEOUT;
+		for (size_t k = i; k < n; k++)
+			left += r[k].length;
+		left /= 16; /* ns at 16 bytes/ns */
+		struct timespec ts = {0, (long)(left < 20000     ? 20000
+		                                : left > 2000000 ? 2000000
+		                                                 : left)};
+		nanosleep(&ts, NULL);
+	}
+	return ret;
+}
+
+/* Submits one batch and waits for it; a batch given up in flight (or that cannot be freed) is
+ * held with the runs' blocks. */
+static int write_batch(struct kv1_worker *w, struct te_request *r, size_t n, const char *seg,
+                       uint64_t bytes, uint64_t end, const struct kv1_run *runs, size_t nruns)
+{
+	const char *why;
+	uint64_t batch;
+	size_t next;
+	int ret = kv1_hold_room(w, seg, end);
+
+	if (ret)
+		return ret;
+	ret = te_batch_alloc(w->te, n, &batch);
+	if (ret)
+		return ret;
+	ret = te_batch_submit(w->te, batch, r, n);
+	if (ret) {
+		te_batch_free(w->te, batch); /* nothing of it was started */
+		return ret;
+	}
+	ret = wait_batch(w, batch, r, n, end, &next, &why);
+	if (!why) {
+		int fr = te_batch_free(w->te, batch);
+
+		if (!fr)
+			return ret;
+		why = "its batch could not be freed";
+		ret = ret ? ret : fr;
+	}
+	kv1_hold_add(w, batch, n, next, runs, nruns, seg, bytes, why);
+	return ret ? ret : TE_ERR_TIMEOUT;
+}
+
+int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const uint64_t *rbases,
+                     size_t nrbases, const struct kv1_run *runs, size_t nruns)
+{
+	size_t nb = nrbases < (size_t)w->o.nbufs ? nrbases : (size_t)w->o.nbufs, n = nb * nruns,
+	       k = 0;
+	struct te_request *r;
+	char seg[300];
+	uint64_t segid, bytes = 0, t0 = pd_now_ns();
+	int ret;
+
+	if (!n)
+		return 0;
+	snprintf(seg, sizeof(seg), "%s:%lld", host, (long long)port);
+	r = calloc(n, sizeof(*r));
+	if (!r)
+		return TE_ERR_MEMORY;
+	ret = te_open_segment(w->te, seg, &segid);
+	if (ret)
+		goto out;
+	for (size_t o = 0, b; o < (size_t)w->o.nbufs; o++)
+		for (size_t i = 0; (b = (size_t)w->order[o]) < nb && i < nruns; i++) {
+			size_t len = w->o.block_len * (size_t)runs[i].n;
+
+			r[k++] = (struct te_request){
+			    TE_WRITE, w->bufs[b] + (size_t)runs[i].local * w->o.block_len, segid,
+			    rbases[b] + (uint64_t)runs[i].remote * w->o.block_len, len};
+			bytes += len;
+		}
+	ret = write_batch(w, r, n, seg, bytes, write_deadline_ns(t0, bytes), runs, nruns);
+out:
+	atomic_fetch_add(&w->xfers, 1);
+	if (ret)
+		atomic_fetch_add(&w->xfer_failures, 1);
+	else
+		atomic_fetch_add(&w->bytes_sent, bytes);
+	pd_dbg("kv1: WRITE %llu bytes in %zu requests to %s: %.1f ms (t=%llu)",
+	       (unsigned long long)bytes, n, seg, (double)(pd_now_ns() - t0) / 1e6,
+	       (unsigned long long)t0);
+	if (w->o.on_xfer)
+		w->o.on_xfer(w->o.ud, (double)(pd_now_ns() - t0) / 1e9, ret ? 0 : bytes, n, !ret);
+	free(r);
+	return ret;
+}

@@ -1,0 +1,334 @@
+/* WRITEs the producer gave up on while they were in flight (a slow decode, the worker stopping):
+ * their source blocks must not go to another request before the engine has ended them, or the
+ * rest of the old WRITE carries the new request's KV into the decode's blocks. A gen B producer
+ * and consumer in one process over loopback TE/TCP and real ZMQ sockets; the decode engine's
+ * data server holds every WRITE back before reading its body (te_test_set_write_hook) until the
+ * test lets it go, and small socket buffers (PDKV_TCP_SOCKBUF) keep most of each body in the
+ * producer's blocks meanwhile. MC_SLICE_TIMEOUT=1 makes the producer give up after a second. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kv1/kv1.h"
+#include "pd_util.h"
+#include "te/te_inspect.h"
+
+#define NBUFS     2
+#define BLEN      (256 * 1024)
+#define NBLK      32
+#define NREQ      8  /* blocks of one request: 2 MiB per buffer, one request per buffer */
+#define HOLD_WAIT 20 /* s: bound on waiting for the decode to reach a WRITE / P to end it */
+
+/* Every WRITE the decode's server receives waits here until released. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int seen;
+	bool release;
+} g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, false};
+
+static void gate_hook(uint64_t addr, uint64_t len)
+{
+	(void)addr;
+	(void)len;
+	pthread_mutex_lock(&g_gate.mu);
+	g_gate.seen++;
+	pthread_cond_broadcast(&g_gate.cv);
+	while (!g_gate.release)
+		pthread_cond_wait(&g_gate.cv, &g_gate.mu);
+	pthread_mutex_unlock(&g_gate.mu);
+}
+
+static void gate_arm(void)
+{
+	pthread_mutex_lock(&g_gate.mu);
+	g_gate.seen = 0;
+	g_gate.release = false;
+	pthread_mutex_unlock(&g_gate.mu);
+	te_test_set_write_hook(gate_hook);
+}
+
+/* Waits (at most HOLD_WAIT s) until the decode holds a WRITE. */
+static void gate_wait_held(void)
+{
+	struct timespec ts;
+	int seen;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += HOLD_WAIT;
+	pthread_mutex_lock(&g_gate.mu);
+	while (!g_gate.seen)
+		if (pthread_cond_timedwait(&g_gate.cv, &g_gate.mu, &ts))
+			break;
+	seen = g_gate.seen;
+	pthread_mutex_unlock(&g_gate.mu);
+	if (!seen)
+		fail_msg("the decode never received the WRITE");
+}
+
+static void gate_release(void)
+{
+	pthread_mutex_lock(&g_gate.mu);
+	g_gate.release = true;
+	pthread_cond_broadcast(&g_gate.cv);
+	pthread_mutex_unlock(&g_gate.mu);
+	te_test_set_write_hook(NULL);
+}
+
+struct pair {
+	struct kv1_boot *b;
+	char boot[64];
+	struct kv1_worker *p, *d;
+};
+
+static struct kv1_worker *mk(bool producer, const char *boot)
+{
+	struct kv1_opts o = {0};
+	struct kv1_worker *w = NULL;
+	char err[512];
+
+	o.gen = CFG_GEN_B0;
+	o.producer = producer;
+	o.protocol = "tcp";
+	o.tp_size = 1;
+	o.engine_id = "engine-p0";
+	o.bootstrap_url = producer ? boot : NULL;
+	o.abort_timeout_s = 60;
+	o.recv_timeout_ms = 30000;
+	o.nbufs = NBUFS;
+	o.block_len = BLEN;
+	o.num_blocks = NBLK;
+	if (kv1_worker_create(&o, &w, err, sizeof(err)))
+		fail_msg("kv1_worker_create: %s", err);
+	return w;
+}
+
+static void open_pair(struct pair *x)
+{
+	int bport;
+
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_B0, &x->b, &bport), 0);
+	snprintf(x->boot, sizeof(x->boot), "http://127.0.0.1:%d", bport);
+	x->p = mk(true, x->boot);
+	x->d = mk(false, NULL);
+}
+
+static void close_pair(struct pair *x)
+{
+	kv1_worker_destroy(x->d);
+	kv1_worker_destroy(x->p);
+	kv1_boot_stop(x->b);
+}
+
+static uint8_t pat(uint8_t salt, int b, size_t i, size_t k)
+{
+	return (uint8_t)(salt + b * 31 + i * 7 + k % 251);
+}
+
+static void fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint8_t salt)
+{
+	for (int b = 0; b < NBUFS; b++)
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; k < BLEN; k++)
+				kv1_block(w, b, ids[i])[k] = pat(salt, b, i, k);
+}
+
+/* D's blocks hold the salt pattern in full; else fails naming the first byte that does not. */
+static void expect_fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint8_t salt)
+{
+	for (int b = 0; b < NBUFS; b++)
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; k < BLEN; k++) {
+				uint8_t v = kv1_block(w, b, ids[i])[k];
+
+				if (v != pat(salt, b, i, k))
+					fail_msg("decode buffer %d block %zu byte %zu is 0x%02x, "
+					         "expected 0x%02x (another request's KV went out "
+					         "under the abandoned WRITE)",
+					         b, i, k, v, pat(salt, b, i, k));
+			}
+}
+
+static struct kv1_stats stats(struct kv1_worker *w)
+{
+	struct kv1_stats st;
+
+	kv1_worker_stats(w, &st);
+	return st;
+}
+
+/* Waits (at most HOLD_WAIT s) until P holds no abandoned WRITE. */
+static void wait_none_held(struct kv1_worker *p)
+{
+	for (int i = 0; i < HOLD_WAIT * 100 && stats(p).writes_abandoned_held; i++)
+		pd_sleep_ms(10);
+	assert_int_equal(stats(p).writes_abandoned_held, 0);
+}
+
+static int pull(struct pair *x, const char *xfer, const int64_t *di, char *err, size_t errsz)
+{
+	return kv1_recv_b(x->d, x->boot, "engine-p0", xfer, xfer, di, NREQ, err, errsz);
+}
+
+static bool among(int64_t id, const int64_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == id)
+			return true;
+	return false;
+}
+
+/* The WRITE times out (slice timeout) while D holds it; P's request then ends, but its blocks
+ * stay out of the free list: the next request gets other blocks, and once the decode takes
+ * the WRITE in, D receives the first request's KV intact and the blocks come back. Before:
+ * the blocks were freed at once, the next request got them, and the rest of the old WRITE
+ * carried its bytes to D. */
+static void test_timeout_holds_blocks(void **state)
+{
+	struct pair x;
+	int64_t pi[NREQ], di[NREQ], next[NBLK], extra;
+	char err[512];
+	struct kv1_stats st;
+	(void)state;
+
+	open_pair(&x);
+	assert_int_equal(kv1_alloc(x.p, NREQ, pi), 0);
+	assert_int_equal(kv1_alloc(x.d, NREQ, di), 0);
+	fill(x.p, pi, NREQ, 1);
+	assert_int_equal(kv1_send_ready(x.p, "xfer-1", pi, NREQ), 0);
+	gate_arm();
+	assert_int_equal(pull(&x, "xfer-1", di, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "returned -1003"));
+	st = stats(x.p);
+	assert_int_equal(st.writes_abandoned, 1);
+	assert_int_equal(st.writes_abandoned_held, 1);
+	/* P's request is over (its entry freed its blocks); the next one takes every free block */
+	assert_int_equal(kv1_alloc(x.p, NBLK - NREQ, next), 0);
+	assert_int_equal(kv1_alloc(x.p, 1, &extra), -ENOSPC);
+	for (size_t i = 0; i < NBLK - NREQ; i++)
+		if (among(next[i], pi, NREQ))
+			fail_msg("block %lld went to another request while the abandoned WRITE "
+			         "could still read it",
+			         (long long)next[i]);
+	fill(x.p, next, NBLK - NREQ, 2);
+	gate_release();
+	wait_none_held(x.p);
+	expect_fill(x.d, di, NREQ, 1);
+	/* the held blocks are back: exactly the abandoned request's */
+	assert_int_equal(kv1_alloc(x.p, NREQ, next), 0);
+	for (size_t i = 0; i < NREQ; i++)
+		assert_true(among(next[i], pi, NREQ));
+	kv1_free(x.p, next, NREQ);
+	close_pair(&x);
+}
+
+/* PDKV_KV1_MAX_HELD_WRITES=1: with one WRITE held, the next waits for room until its deadline
+ * (MC_TRANSFER_TIMEOUT=5) and is refused; once the decode takes the first in, WRITEs work. */
+static void test_cap(void **state)
+{
+	struct pair x;
+	int64_t pi[NREQ], di[NREQ];
+	char err[512];
+	struct kv1_stats st;
+	(void)state;
+
+	setenv("PDKV_KV1_MAX_HELD_WRITES", "1", 1);
+	setenv("MC_TRANSFER_TIMEOUT", "5", 1);
+	open_pair(&x);
+	unsetenv("PDKV_KV1_MAX_HELD_WRITES");
+	assert_int_equal(kv1_alloc(x.d, NREQ, di), 0);
+	assert_int_equal(kv1_alloc(x.p, NREQ, pi), 0);
+	fill(x.p, pi, NREQ, 3);
+	assert_int_equal(kv1_send_ready(x.p, "xfer-1", pi, NREQ), 0);
+	gate_arm();
+	assert_int_equal(pull(&x, "xfer-1", di, err, sizeof(err)), -EIO);
+	assert_int_equal(kv1_alloc(x.p, NREQ, pi), 0);
+	fill(x.p, pi, NREQ, 4);
+	assert_int_equal(kv1_send_ready(x.p, "xfer-2", pi, NREQ), 0);
+	assert_int_equal(pull(&x, "xfer-2", di, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "returned -2"));
+	st = stats(x.p);
+	assert_int_equal(st.writes_abandoned, 1);
+	assert_int_equal(st.writes_refused, 1);
+	assert_int_equal(st.writes_abandoned_held, 1);
+	gate_release();
+	wait_none_held(x.p);
+	expect_fill(x.d, di, NREQ, 3);
+	assert_int_equal(kv1_alloc(x.p, NREQ, pi), 0);
+	fill(x.p, pi, NREQ, 5);
+	assert_int_equal(kv1_send_ready(x.p, "xfer-3", pi, NREQ), 0);
+	assert_int_equal(pull(&x, "xfer-3", di, err, sizeof(err)), 0);
+	expect_fill(x.d, di, NREQ, 5);
+	unsetenv("MC_TRANSFER_TIMEOUT");
+	close_pair(&x);
+}
+
+struct puller {
+	struct pair *x;
+	int64_t *di;
+	int ret;
+	char err[512];
+};
+
+static void *pull_main(void *arg)
+{
+	struct puller *u = arg;
+
+	u->ret = pull(u->x, "xfer-1", u->di, u->err, sizeof(u->err));
+	return NULL;
+}
+
+/* No slice timeout: the producer stops while the decode holds its WRITE. The handler gives the
+ * WRITE up (answering the decode), the destroy ends it with the engine and frees it (ASan sees
+ * no leak). Before: the handler kept waiting, the destroy left the worker to the process. */
+static void test_stop(void **state)
+{
+	struct pair x;
+	struct puller u;
+	int64_t pi[NREQ], di[NREQ];
+	pthread_t t;
+	(void)state;
+
+	unsetenv("MC_SLICE_TIMEOUT");
+	open_pair(&x);
+	setenv("MC_SLICE_TIMEOUT", "1", 1);
+	assert_int_equal(kv1_alloc(x.p, NREQ, pi), 0);
+	assert_int_equal(kv1_alloc(x.d, NREQ, di), 0);
+	fill(x.p, pi, NREQ, 6);
+	assert_int_equal(kv1_send_ready(x.p, "xfer-1", pi, NREQ), 0);
+	gate_arm();
+	u = (struct puller){&x, di, 0, ""};
+	assert_int_equal(pthread_create(&t, NULL, pull_main, &u), 0);
+	gate_wait_held();
+	kv1_worker_destroy(x.p);
+	x.p = NULL;
+	pthread_join(t, NULL);
+	gate_release();
+	assert_int_equal(u.ret, -EIO);
+	assert_non_null(strstr(u.err, "returned -1003"));
+	kv1_worker_destroy(x.d);
+	kv1_boot_stop(x.b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_timeout_holds_blocks),
+	    cmocka_unit_test(test_cap),
+	    cmocka_unit_test(test_stop),
+	};
+
+	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
+	setenv("MC_SLICE_TIMEOUT", "1", 1);
+	setenv("PDKV_TCP_SOCKBUF", "65536", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
