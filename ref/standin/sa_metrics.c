@@ -279,7 +279,7 @@ char *sa_metrics_text(struct sa *s)
 	struct kvc_stats t, st;
 	char lbl[300];
 	struct sa_counters *n = &s->n;
-	uint64_t block_waits = 0, rejected = 0;
+	uint64_t block_waits = 0, rejected = 0, w_abandoned = 0, w_held = 0, w_refused = 0;
 
 	memset(&t, 0, sizeof(t));
 	for (int k = 0; k < s->nkvc; k++) {
@@ -310,6 +310,9 @@ char *sa_metrics_text(struct sa *s)
 				t.bytes_received += k.bytes_received_blocks;
 				block_waits += k.alloc_waits;
 				rejected += k.rejected + k.unknown_ids;
+				w_abandoned += k.writes_abandoned;
+				w_held += k.writes_abandoned_held;
+				w_refused += k.writes_refused;
 			}
 	metric(&b, "pdkv_kv_reused_tokens_total", "counter",
 	       "Prompt tokens whose KV came from the connector (model skipped).", "",
@@ -379,6 +382,17 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_kvc_reads_abandoned_held", "gauge",
 	       "Buffers of abandoned connector READs held now (at most 16 per rank).", "",
 	       t.reads_abandoned_held);
+	metric(&b, "pdkv_kv1_writes_abandoned_total", "counter",
+	       "V1 prefill WRITEs given up while still in flight (timeout, slice timeout, "
+	       "shutdown); their blocks are held out of the free list until the engine ends them.",
+	       "", w_abandoned);
+	metric(&b, "pdkv_kv1_writes_abandoned_held", "gauge",
+	       "Abandoned V1 WRITEs held now (new WRITEs wait past PDKV_KV1_MAX_HELD_WRITES per "
+	       "rank, 16).",
+	       "", w_held);
+	metric(&b, "pdkv_kv1_writes_refused_total", "counter",
+	       "V1 WRITEs refused because too many abandoned WRITEs were still held.", "",
+	       w_refused);
 	label_escape(s->o.served[0], model, sizeof(model));
 	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\"}", model);
 	metric(&b, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",

@@ -31,6 +31,11 @@ for shape in bn b0; do
 	check "$shape: external_kv_transfer = n-1" [ "$(metric $D 'vllm:prompt_tokens_by_source_total.*external_kv_transfer')" = $((N - 1)) ]
 	check "$shape: local_compute = 1" [ "$(metric $D 'vllm:prompt_tokens_by_source_total.*local_compute')" = 1 ]
 	check "$shape: P-side vllm:mooncake_bytes_transferred_count = 1" [ "$(metric $P 'vllm:mooncake_bytes_transferred_count')" = 1 ]
+	curl -sS -m 10 "http://127.0.0.1:$P/metrics" >"$TMP/m$shape"
+	for m in pdkv_kv1_writes_abandoned_total pdkv_kv1_writes_abandoned_held \
+		pdkv_kv1_writes_refused_total; do
+		check "$shape: prefill /metrics has $m 0" grep -q "^$m 0" "$TMP/m$shape"
+	done
 	# a router that drops transfer_id: P warns, D warns and recomputes
 	OUT=$(route_b $P $D $BOOT "$PROMPT" 12 0 drop | text)
 	check "$shape: without transfer_id decode recomputes ($N tokens)" [ "$(metric $D pdkv_kv_recomputed_tokens_total)" = "$N" ]
