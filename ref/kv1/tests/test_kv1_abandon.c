@@ -1,10 +1,11 @@
 /* WRITEs the producer gave up on while they were in flight (a slow decode, the worker stopping):
  * their source blocks must not go to another request before the engine has ended them, or the
- * rest of the old WRITE carries the new request's KV into the decode's blocks. A gen B producer
- * and consumer in one process over loopback TE/TCP and real ZMQ sockets; the decode engine's
- * data server holds every WRITE back before reading its body (te_test_set_write_hook) until the
- * test lets it go, and small socket buffers (PDKV_TCP_SOCKBUF) keep most of each body in the
- * producer's blocks meanwhile. MC_SLICE_TIMEOUT=1 makes the producer give up after a second. */
+ * rest of the old WRITE carries the new request's KV into the decode's blocks. Gen B (and gen
+ * A) producers and consumers in one process over loopback TE/TCP and real ZMQ sockets; the
+ * decode engine's data server holds every WRITE back before reading its body
+ * (te_test_set_write_hook) until the test lets it go, and small socket buffers
+ * (PDKV_TCP_SOCKBUF) keep most of each body in the producer's blocks meanwhile.
+ * MC_SLICE_TIMEOUT=1 makes the producer give up after a second. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,19 +91,21 @@ struct pair {
 	struct kv1_worker *p, *d;
 };
 
-static struct kv1_worker *mk(bool producer, const char *boot)
+static struct kv1_worker *mk(enum cfg_gen gen, bool producer, const char *boot, int base,
+                             int abort_s)
 {
 	struct kv1_opts o = {0};
 	struct kv1_worker *w = NULL;
 	char err[512];
 
-	o.gen = CFG_GEN_B0;
+	o.gen = gen;
 	o.producer = producer;
 	o.protocol = "tcp";
+	o.base_port = base;
 	o.tp_size = 1;
 	o.engine_id = "engine-p0";
 	o.bootstrap_url = producer ? boot : NULL;
-	o.abort_timeout_s = 60;
+	o.abort_timeout_s = abort_s;
 	o.recv_timeout_ms = 30000;
 	o.nbufs = NBUFS;
 	o.block_len = BLEN;
@@ -118,8 +121,8 @@ static void open_pair(struct pair *x)
 
 	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_B0, &x->b, &bport), 0);
 	snprintf(x->boot, sizeof(x->boot), "http://127.0.0.1:%d", bport);
-	x->p = mk(true, x->boot);
-	x->d = mk(false, NULL);
+	x->p = mk(CFG_GEN_B0, true, x->boot, 0, 60);
+	x->d = mk(CFG_GEN_B0, false, NULL, 0, 60);
 }
 
 static void close_pair(struct pair *x)
@@ -272,6 +275,43 @@ static void test_cap(void **state)
 	close_pair(&x);
 }
 
+/* Gen A keeps a failed request's entry (a retry may come) until abort_timeout_s: its blocks are
+ * freed by the expiry on the ROUTER thread, while the abandoned WRITE may still read them. */
+static void test_gen_a_expiry(void **state)
+{
+	int base = pd_free_port("127.0.0.1");
+	struct kv1_worker *p = mk(CFG_GEN_A, true, NULL, base, 2);
+	struct kv1_worker *d = mk(CFG_GEN_A, false, NULL, base, 2);
+	int64_t pi[NREQ], di[NREQ], next[NBLK], extra;
+	char err[512];
+	(void)state;
+
+	assert_int_equal(kv1_alloc(p, NREQ, pi), 0);
+	assert_int_equal(kv1_alloc(d, NREQ, di), 0);
+	fill(p, pi, NREQ, 7);
+	assert_int_equal(kv1_send_expect(p, "cmpl-a-0"), 0);
+	assert_int_equal(kv1_send_ready(p, "cmpl-a-0", pi, NREQ), 0);
+	gate_arm();
+	assert_int_equal(
+	    kv1_recv_a(d, kv1_worker_ip(p), base, "cmpl-a-0", di, NREQ, err, sizeof(err)), -EIO);
+	assert_int_equal(stats(p).writes_abandoned, 1);
+	for (int i = 0; i < HOLD_WAIT * 100 && !stats(p).expired; i++)
+		pd_sleep_ms(10);
+	assert_int_equal(stats(p).expired, 1);
+	assert_int_equal(stats(p).writes_abandoned_held, 1);
+	assert_int_equal(kv1_alloc(p, NBLK - NREQ, next), 0);
+	assert_int_equal(kv1_alloc(p, 1, &extra), -ENOSPC);
+	fill(p, next, NBLK - NREQ, 8);
+	gate_release();
+	wait_none_held(p);
+	expect_fill(d, di, NREQ, 7);
+	assert_int_equal(kv1_alloc(p, NREQ, next), 0);
+	for (size_t i = 0; i < NREQ; i++)
+		assert_true(among(next[i], pi, NREQ));
+	kv1_worker_destroy(d);
+	kv1_worker_destroy(p);
+}
+
 struct puller {
 	struct pair *x;
 	int64_t *di;
@@ -324,6 +364,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_timeout_holds_blocks),
 	    cmocka_unit_test(test_cap),
+	    cmocka_unit_test(test_gen_a_expiry),
 	    cmocka_unit_test(test_stop),
 	};
 
