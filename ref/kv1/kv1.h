@@ -27,8 +27,11 @@ struct kv1_opts {
 	const char *bootstrap_url; /* gen B producer: register here ("http://h:p"); NULL = don't */
 	int abort_timeout_s;       /* VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480) */
 	int recv_timeout_ms;       /* consumer: bound on one handshake (gen A: 60000) */
-	int nbufs;                 /* registered KV buffers: 2 per layer, 1 per layer with MLA */
-	size_t block_len;          /* bytes of one block of one buffer */
+	/* consumer: seconds the blocks of a receive that did not end cleanly stay out of the free
+	 * list (0: PDKV_KV1_RECV_HOLD_S, else the producer's bound, see kv1_rhold.c); 0..86400 */
+	int recv_hold_s;
+	int nbufs;        /* registered KV buffers: 2 per layer, 1 per layer with MLA */
+	size_t block_len; /* bytes of one block of one buffer */
 	size_t num_blocks;
 	/* Where the KV buffers live: NULL / "cpu:0" = mmap'd host memory; "cuda:N" = cudaMalloc'd
 	 * on device N (te_gpu, loaded at run time) and registered as "cuda:N". kv1_block() then
@@ -77,7 +80,13 @@ int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, si
 /* The request will not be sent (finished by a stop token): drops the entry. */
 void kv1_send_discard(struct kv1_worker *w, const char *key);
 
-/* ---- consumer ---- */
+/* ---- consumer ----
+ * A receive that sent its handshake and then failed without P saying it wrote nothing
+ * (timeout, I/O error, trans_error, an error answer while a WRITE may be in flight) holds ids
+ * out of the free list (kv1_free keeps them back) until the producer must be done with them
+ * (recv_hold_s / PDKV_KV1_RECV_HOLD_S, else its bound: kv1_rhold.c) or every byte of them has
+ * landed (TCP host memory). While PDKV_KV1_RECV_HOLD_MAX_BLOCKS are held a receive waits for
+ * room until its timeout, then fails with -EBUSY before sending anything. */
 /* gen A: REQ to tcp://host:(port + tp_rank), MooncakeAgentMetadata for req_id, waits for the
  * reply. 0 = trans_done, -EIO = trans_error / bad reply, -ETIMEDOUT, -EINVAL; err set. */
 int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req_id,
@@ -119,6 +128,10 @@ struct kv1_stats {
 	 * out of the free list until the engine ends them (abandoned_held now); WRITEs refused
 	 * meanwhile (PDKV_KV1_MAX_HELD_WRITES held, default 16) */
 	uint64_t writes_abandoned, writes_abandoned_held, writes_refused;
+	/* consumer: receives that ended without their KV while the producer might still write
+	 * (timeout, error, a WRITE maybe in flight), whose blocks were held out of the free list;
+	 * blocks held now; receives refused meanwhile (PDKV_KV1_RECV_HOLD_MAX_BLOCKS held) */
+	uint64_t recv_holds, recv_held_blocks, recvs_refused;
 };
 void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st);
 

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "kv1_internal.h"
+#include "pd_log.h"
 #include "pd_util.h"
 
 /* ------------------------------------------------------------------ blocks and the copy plan */
@@ -58,6 +59,7 @@ static void take_locked(struct kv1_worker *w, size_t n, int64_t *ids)
 int kv1_alloc(struct kv1_worker *w, size_t n, int64_t *ids)
 {
 	pthread_mutex_lock(&w->amu);
+	kv1_rhold_reap_locked(w);
 	if (n > w->fq_n) {
 		pthread_mutex_unlock(&w->amu);
 		return -ENOSPC;
@@ -74,6 +76,7 @@ int kv1_alloc(struct kv1_worker *w, size_t n, int64_t *ids)
 int kv1_alloc_wait(struct kv1_worker *w, size_t n, int64_t *ids, uint64_t deadline_ns, bool *waited)
 {
 	struct kv1_awaiter me = {NULL};
+	bool logged = false;
 	int ret = 0;
 
 	if (waited)
@@ -83,8 +86,13 @@ int kv1_alloc_wait(struct kv1_worker *w, size_t n, int64_t *ids, uint64_t deadli
 	pthread_mutex_lock(&w->amu);
 	*(w->aq_tail ? &w->aq_tail->next : &w->aq_head) = &me;
 	w->aq_tail = &me;
-	while (w->aq_head != &me || n > w->fq_n) {
-		uint64_t now = pd_now_ns();
+	for (;;) {
+		uint64_t now;
+
+		kv1_rhold_reap_locked(w);
+		if (w->aq_head == &me && n <= w->fq_n)
+			break;
+		now = pd_now_ns();
 
 		if (atomic_load(&w->stop)) {
 			ret = -ECANCELED;
@@ -92,7 +100,18 @@ int kv1_alloc_wait(struct kv1_worker *w, size_t n, int64_t *ids, uint64_t deadli
 		}
 		if (now >= deadline_ns) {
 			ret = -ETIMEDOUT;
+			if (w->rhold_blocks)
+				pd_warn(
+				    "kv1: no %zu free blocks in time: %zu free, %zu held after "
+				    "failed receives while their producers may still write them",
+				    n, w->fq_n, w->rhold_blocks);
 			break;
+		}
+		if (!logged && w->rhold_blocks && n > w->fq_n) {
+			logged = true;
+			pd_warn("kv1: waiting for %zu free blocks: %zu free, %zu held after failed "
+			        "receives (they come back as their holds end)",
+			        n, w->fq_n, w->rhold_blocks);
 		}
 		if (waited && !*waited) {
 			*waited = true;
@@ -120,19 +139,21 @@ int kv1_alloc_wait(struct kv1_worker *w, size_t n, int64_t *ids, uint64_t deadli
 /* Freed blocks go back to the front of the queue, in their order: the next request gets the same
  * (already faulted-in, cache-warm) pages and the same contiguous runs, instead of walking the
  * whole MAP_NORESERVE pool and faulting in fresh pages on every request. A block that an
- * abandoned WRITE may still be reading stays out until that WRITE ends (kv1_write.c). */
+ * abandoned WRITE may still be reading stays out until that WRITE ends (kv1_write.c), one a
+ * failed receive's producer may still write until its hold ends (kv1_rhold.c). */
 void kv1_free(struct kv1_worker *w, const int64_t *ids, size_t n)
 {
 	size_t N = w->o.num_blocks;
 
 	pthread_mutex_lock(&w->amu);
 	for (size_t i = n; i-- > 0 && w->fq_n < N;) {
-		if (kv1_hold_keep_locked(w, ids[i]))
+		if (kv1_hold_keep_locked(w, ids[i]) || kv1_rhold_keep_locked(w, ids[i]))
 			continue;
 		w->fq_head = (w->fq_head + N - 1) % N;
 		w->freeq[w->fq_head] = ids[i];
 		w->fq_n++;
 	}
+	kv1_rhold_reap_locked(w);
 	pthread_cond_broadcast(&w->acv);
 	pthread_mutex_unlock(&w->amu);
 }

@@ -134,14 +134,14 @@ void *kv1_gena_handle(void *arg)
 int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req_id,
                const int64_t *ids, size_t n, char *err, size_t errsz)
 {
-	char *rid = (char *)req_id, *buf = NULL, ep[300], reply[64];
+	char *rid = (char *)req_id, *buf = NULL, ep[300], reply[64], why[160];
 	uint64_t bases[KV1_MAX_BUFS];
 	struct kv1_ids bl = {(int64_t *)ids, n};
 	int64_t rport;
 	struct kv1_agent_meta m;
 	void *s = NULL;
 	size_t len;
-	int ret, got;
+	int ret, got, tmo;
 
 	for (int i = 0; i < w->o.nbufs; i++)
 		bases[i] = (uint64_t)(uintptr_t)w->bufs[i];
@@ -155,12 +155,17 @@ int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req
 	}
 	pd_dbg("Size of encoded MooncakeAgentMetadata: %zu bytes", len);
 	snprintf(ep, sizeof(ep), "tcp://%s:%d", host, port + w->o.tp_rank);
-	s = kv1_zsock(w, ZMQ_REQ, w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms : 60000);
+	tmo = w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms : 60000;
+	ret = kv1_rhold_room(w, ep, pd_now_ns() + (uint64_t)tmo * 1000000ull, err, errsz);
+	if (ret)
+		goto out;
+	kv1_landed_reset(w, ids, n); /* the hold's early end counts this transfer's bytes only */
+	s = kv1_zsock(w, ZMQ_REQ, tmo);
 	PD_TSAN_WIRE_SEND(); /* pd_tsan.h: the peer acts on our buffers after this */
 	if (!s || zmq_connect(s, ep) || zmq_send(s, buf, len, 0) < 0) {
 		kv1_set_err(err, errsz, "MooncakeAgentMetadata transfer failed for %s: %s: %s",
 		            req_id, ep, zmq_strerror(zmq_errno()));
-		ret = -EIO;
+		ret = -EIO; /* not sent: P never saw the blocks */
 		goto out;
 	}
 	got = pd_tsan_recv_rc(zmq_recv(s, reply, sizeof(reply), 0));
@@ -173,6 +178,10 @@ int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req
 		                          "within the receive timeout)"
 		                        : zmq_strerror(e));
 		ret = e == EAGAIN ? -ETIMEDOUT : -EIO;
+		/* no answer: P may still wait for its prefill, then WRITE */
+		snprintf(why, sizeof(why), "request %.64s: %s", req_id,
+		         ret == -ETIMEDOUT ? "no reply" : zmq_strerror(e));
+		kv1_rhold_add(w, ids, n, ep, why, false);
 		goto out;
 	}
 	if ((size_t)got == strlen(KV1_TRANS_DONE) && !memcmp(reply, KV1_TRANS_DONE, (size_t)got)) {
@@ -185,6 +194,9 @@ int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req
 		    "Error happens during tranfering kvcache for %s, see logs in prefiller.",
 		    req_id);
 		ret = -EIO;
+		/* trans_error: P's WRITE may have been given up in flight */
+		snprintf(why, sizeof(why), "request %.64s: trans_error", req_id);
+		kv1_rhold_add(w, ids, n, ep, why, true);
 	}
 out:
 	if (s)

@@ -404,10 +404,28 @@ static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id,
 	return ret;
 }
 
-/* Waits for FINISH / ERROR; 0 when req_id is in ok_reqs. */
-static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, size_t errsz)
+/* err_msg of a failed request that P gives before writing any of it (write_taken,
+ * finish_pending): its blocks need no hold. */
+static bool never_written(const char *msg)
+{
+	static const char *const pre[] = {"Timeout waiting for P side ready.",
+	                                  "P num blocks less than D",
+	                                  "P side finished the request without sending its KV"};
+
+	for (size_t i = 0; msg && i < sizeof(pre) / sizeof(pre[0]); i++)
+		if (!strncmp(msg, pre[i], strlen(pre[i])))
+			return true;
+	return false;
+}
+
+/* Waits for FINISH / ERROR; 0 when req_id is in ok_reqs. Else *hold: 0 when P cannot write the
+ * blocks any more, 1 when it answered but a WRITE may be in flight, 2 when it did not answer. */
+static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, size_t errsz,
+                 int *hold)
 {
 	bool ok = false;
+
+	*hold = 1;
 
 	for (;;) {
 		zmq_msg_t msg;
@@ -425,6 +443,7 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 			            e == EAGAIN
 			                ? "no MooncakeXferResponse within the receive timeout"
 			                : zmq_strerror(e));
+			*hold = 2;
 			return e == EAGAIN ? -ETIMEDOUT : -EIO;
 		}
 		st = kv1_xfer_resp_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &r, derr,
@@ -433,6 +452,7 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 		if (st) {
 			kv1_set_err(err, errsz, "pulling kv_caches for %s failed: %s", req_id,
 			            derr);
+			*hold = 2;
 			return -EIO;
 		}
 		for (size_t i = 0; i < r.nok; i++)
@@ -443,6 +463,7 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 				kv1_set_err(err, errsz,
 				            "Error happens during tranfering kvcache for %s: %s",
 				            req_id, r.err_msg ? r.err_msg : "(no err_msg)");
+				*hold = never_written(r.err_msg) ? 0 : 1;
 				kv1_xfer_resp_free(&r);
 				return -EIO;
 			}
@@ -474,7 +495,7 @@ int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *eng
 	struct kv1_req_blocks rb = {(char *)req_id, (char *)transfer_id, &bl, 1};
 	struct kv1_xfer_meta m;
 	char addr[KV1_BOOT_ADDR_MAX + 1], host[128], *buf = NULL;
-	int p_tp = 0, rport = 0, ret;
+	int p_tp = 0, rport = 0, ret, tmo, hold = 0;
 	size_t len;
 	void *s = NULL;
 
@@ -504,14 +525,28 @@ int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *eng
 		return -EINVAL;
 	}
 	pd_dbg("Size of encoded MooncakeXferMetadata: %zu bytes", len);
-	s = kv1_zsock(w, ZMQ_DEALER, w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms : 60000);
+	tmo = w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms : 60000;
+	ret = kv1_rhold_room(w, addr, pd_now_ns() + (uint64_t)tmo * 1000000ull, err, errsz);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	kv1_landed_reset(w, ids, n); /* the hold's early end counts this transfer's bytes only */
+	s = kv1_zsock(w, ZMQ_DEALER, tmo);
 	PD_TSAN_WIRE_SEND();
 	if (!s || zmq_connect(s, addr) || zmq_send(s, buf, len, 0) < 0) {
 		kv1_set_err(err, errsz, "MooncakeXferMetadata transfer failed for %s: %s: %s",
 		            req_id, addr, zmq_strerror(zmq_errno()));
-		ret = -EIO;
+		ret = -EIO; /* not sent: P never saw the blocks */
 	} else {
-		ret = await(w, s, req_id, err, errsz);
+		ret = await(w, s, req_id, err, errsz, &hold);
+		if (ret && hold) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "transfer %.64s: %s", transfer_id,
+			         ret == -ETIMEDOUT ? "no answer" : "error");
+			kv1_rhold_add(w, ids, n, addr, why, hold == 1);
+		}
 	}
 	if (!ret)
 		atomic_fetch_add(&w->bytes_recv,

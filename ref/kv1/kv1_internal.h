@@ -71,6 +71,12 @@ struct kv1_worker {
 	struct kv1_held *held;
 	size_t nheld, max_held;
 	atomic_uint_fast64_t writes_abandoned, writes_refused;
+	/* consumer, amu: blocks held after receives that did not end cleanly (kv1_rhold.c) */
+	uint8_t *rhold_on, *rhold_freed;
+	struct kv1_rhold *rholds;
+	size_t rhold_blocks, rhold_max;
+	uint64_t rhold_s; /* 0: computed per hold */
+	atomic_uint_fast64_t recv_holds, recvs_refused;
 	/* send table */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -181,6 +187,24 @@ void kv1_hold_add(struct kv1_worker *w, uint64_t batch, size_t n, size_t next,
 size_t kv1_hold_count(struct kv1_worker *w);
 /* amu held: true when block id is read by a held WRITE (then marked freed, kept back). */
 bool kv1_hold_keep_locked(struct kv1_worker *w, int64_t id);
+
+/* Receive holds (kv1_rhold.c). init: the tables, the bound and the cap (opts, env); fini:
+ * after te_engine_destroy. */
+int kv1_rhold_init(struct kv1_worker *w, char *err, size_t errsz);
+void kv1_rhold_fini(struct kv1_worker *w);
+/* amu held: true when block id is held after a failed receive (then marked freed, kept back). */
+bool kv1_rhold_keep_locked(struct kv1_worker *w, int64_t id);
+/* amu held: ends the holds past their deadline and those of blocks landed in full. */
+void kv1_rhold_reap_locked(struct kv1_worker *w);
+/* Before a receive exposes blocks: 0 while fewer than the cap are held, else waits for room
+ * until deadline_ns or stop; -EBUSY then (err set, logged, counted). */
+int kv1_rhold_room(struct kv1_worker *w, const char *peer, uint64_t deadline_ns, char *err,
+                   size_t errsz);
+/* A receive from peer that exposed ids ended without its KV (why); answered: P's handler
+ * answered (it will not start a WRITE any more, one may still be in flight). */
+void kv1_rhold_add(struct kv1_worker *w, const int64_t *ids, size_t n, const char *peer,
+                   const char *why, bool answered);
+size_t kv1_rhold_count(struct kv1_worker *w);
 
 /* One engine WRITE batch of blocks to D's segment: for each (local buffer, remote base) pair and
  * each run. 0 or a TE_ERR_*. */

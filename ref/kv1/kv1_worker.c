@@ -587,7 +587,8 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 			w->order[i] = b;
 		}
 	}
-	if (map_buffers(w, err, errsz) || kv1_hold_init(w, err, errsz))
+	if (map_buffers(w, err, errsz) || kv1_hold_init(w, err, errsz) ||
+	    kv1_rhold_init(w, err, errsz))
 		goto fail;
 	if (kv1_landed_init(w)) {
 		kv1_set_err(err, errsz, "out of memory for the landed-block table");
@@ -649,6 +650,7 @@ void kv1_worker_destroy(struct kv1_worker *w)
 	/* the engine first: its lanes may still read the blocks of held WRITEs */
 	te_engine_destroy(w->te);
 	kv1_hold_fini(w);
+	kv1_rhold_fini(w);
 	kv1_landed_fini(w);
 	for (int i = 0; i < w->o.nbufs && i < KV1_MAX_BUFS; i++)
 		if (w->bufs[i] && w->gpu_dev >= 0)
@@ -706,4 +708,7 @@ void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st)
 	st->writes_abandoned = atomic_load(&w->writes_abandoned);
 	st->writes_refused = atomic_load(&w->writes_refused);
 	st->writes_abandoned_held = kv1_hold_count(w);
+	st->recv_holds = atomic_load(&w->recv_holds);
+	st->recvs_refused = atomic_load(&w->recvs_refused);
+	st->recv_held_blocks = kv1_rhold_count(w);
 }

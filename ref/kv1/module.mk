@@ -17,3 +17,6 @@ test_kv1_park_LIBS = kv1 te temeta pdcommon
 TESTS += test_kv1_abandon
 test_kv1_abandon_SRCS := ref/kv1/tests/test_kv1_abandon.c
 test_kv1_abandon_LIBS = kv1 te temeta pdcommon
+TESTS += test_kv1_rhold
+test_kv1_rhold_SRCS := ref/kv1/tests/test_kv1_rhold.c
+test_kv1_rhold_LIBS = kv1 te temeta pdcommon

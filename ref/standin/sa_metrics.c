@@ -272,6 +272,49 @@ static void v1_metrics(struct sa *s, struct buf *b, const char *model)
 	}
 }
 
+/* V1 blocks held out of the free lists (kv1_write.c, kv1_rhold.c), summed over the ranks. */
+static void kv1_hold_metrics(struct sa *s, struct buf *b)
+{
+	uint64_t w_abandoned = 0, w_held = 0, w_refused = 0, r_holds = 0, r_held = 0, r_refused = 0;
+
+	for (int d = 0; d < SA_MAX_DP; d++)
+		for (int r = 0; r < SA_MAX_TP; r++)
+			if (s->w[d][r]) {
+				struct kv1_stats k;
+
+				kv1_worker_stats(s->w[d][r], &k);
+				w_abandoned += k.writes_abandoned;
+				w_held += k.writes_abandoned_held;
+				w_refused += k.writes_refused;
+				r_holds += k.recv_holds;
+				r_held += k.recv_held_blocks;
+				r_refused += k.recvs_refused;
+			}
+	metric(b, "pdkv_kv1_writes_abandoned_total", "counter",
+	       "V1 prefill WRITEs given up while still in flight (timeout, slice timeout, "
+	       "shutdown); their blocks are held out of the free list until the engine ends them.",
+	       "", w_abandoned);
+	metric(b, "pdkv_kv1_writes_abandoned_held", "gauge",
+	       "Abandoned V1 WRITEs held now (new WRITEs wait past PDKV_KV1_MAX_HELD_WRITES per "
+	       "rank, 16).",
+	       "", w_held);
+	metric(b, "pdkv_kv1_writes_refused_total", "counter",
+	       "V1 WRITEs refused because too many abandoned WRITEs were still held.", "",
+	       w_refused);
+	metric(b, "pdkv_kv1_recv_holds_total", "counter",
+	       "V1 decode receives that ended without their KV while the prefill might still "
+	       "write (timeout, error); their blocks are held out of the free list for "
+	       "PDKV_KV1_RECV_HOLD_S or until every byte landed.",
+	       "", r_holds);
+	metric(b, "pdkv_kv1_recv_held_blocks", "gauge",
+	       "Decode blocks held now after failed V1 receives (new receives wait past "
+	       "PDKV_KV1_RECV_HOLD_MAX_BLOCKS per rank, half the pool).",
+	       "", r_held);
+	metric(b, "pdkv_kv1_recvs_refused_total", "counter",
+	       "V1 receives refused because too many blocks of failed receives were still held.",
+	       "", r_refused);
+}
+
 char *sa_metrics_text(struct sa *s)
 {
 	char model[256];
@@ -279,7 +322,7 @@ char *sa_metrics_text(struct sa *s)
 	struct kvc_stats t, st;
 	char lbl[300];
 	struct sa_counters *n = &s->n;
-	uint64_t block_waits = 0, rejected = 0, w_abandoned = 0, w_held = 0, w_refused = 0;
+	uint64_t block_waits = 0, rejected = 0;
 
 	memset(&t, 0, sizeof(t));
 	for (int k = 0; k < s->nkvc; k++) {
@@ -310,9 +353,6 @@ char *sa_metrics_text(struct sa *s)
 				t.bytes_received += k.bytes_received_blocks;
 				block_waits += k.alloc_waits;
 				rejected += k.rejected + k.unknown_ids;
-				w_abandoned += k.writes_abandoned;
-				w_held += k.writes_abandoned_held;
-				w_refused += k.writes_refused;
 			}
 	metric(&b, "pdkv_kv_reused_tokens_total", "counter",
 	       "Prompt tokens whose KV came from the connector (model skipped).", "",
@@ -382,17 +422,7 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_kvc_reads_abandoned_held", "gauge",
 	       "Buffers of abandoned connector READs held now (at most 16 per rank).", "",
 	       t.reads_abandoned_held);
-	metric(&b, "pdkv_kv1_writes_abandoned_total", "counter",
-	       "V1 prefill WRITEs given up while still in flight (timeout, slice timeout, "
-	       "shutdown); their blocks are held out of the free list until the engine ends them.",
-	       "", w_abandoned);
-	metric(&b, "pdkv_kv1_writes_abandoned_held", "gauge",
-	       "Abandoned V1 WRITEs held now (new WRITEs wait past PDKV_KV1_MAX_HELD_WRITES per "
-	       "rank, 16).",
-	       "", w_held);
-	metric(&b, "pdkv_kv1_writes_refused_total", "counter",
-	       "V1 WRITEs refused because too many abandoned WRITEs were still held.", "",
-	       w_refused);
+	kv1_hold_metrics(s, &b);
 	label_escape(s->o.served[0], model, sizeof(model));
 	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\"}", model);
 	metric(&b, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",

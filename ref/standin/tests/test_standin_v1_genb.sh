@@ -36,6 +36,11 @@ for shape in bn b0; do
 		pdkv_kv1_writes_refused_total; do
 		check "$shape: prefill /metrics has $m 0" grep -q "^$m 0" "$TMP/m$shape"
 	done
+	curl -sS -m 10 "http://127.0.0.1:$D/metrics" >"$TMP/d$shape"
+	for m in pdkv_kv1_recv_holds_total pdkv_kv1_recv_held_blocks \
+		pdkv_kv1_recvs_refused_total; do
+		check "$shape: decode /metrics has $m 0" grep -q "^$m 0" "$TMP/d$shape"
+	done
 	# a router that drops transfer_id: P warns, D warns and recomputes
 	OUT=$(route_b $P $D $BOOT "$PROMPT" 12 0 drop | text)
 	check "$shape: without transfer_id decode recomputes ($N tokens)" [ "$(metric $D pdkv_kv_recomputed_tokens_total)" = "$N" ]
