@@ -105,8 +105,7 @@ static struct kv1_worker *mk_gen(enum cfg_gen gen, bool producer, const char *bo
 	return w;
 }
 
-static struct kv1_worker *mk(bool producer, const char *boot, int abort_s, int hold_s,
-                             int recv_ms)
+static struct kv1_worker *mk(bool producer, const char *boot, int abort_s, int hold_s, int recv_ms)
 {
 	return mk_gen(CFG_GEN_B0, producer, boot, 0, abort_s, hold_s, recv_ms);
 }
@@ -150,9 +149,10 @@ static void expect_fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint
 				uint8_t v = kv1_block(w, b, ids[i])[k];
 
 				if (v != pat(salt, b, i, k))
-					fail_msg("%s: decode buffer %d block %lld byte %zu is 0x%02x, "
-					         "expected 0x%02x",
-					         what, b, (long long)ids[i], k, v, pat(salt, b, i, k));
+					fail_msg(
+					    "%s: decode buffer %d block %lld byte %zu is 0x%02x, "
+					    "expected 0x%02x",
+					    what, b, (long long)ids[i], k, v, pat(salt, b, i, k));
 			}
 }
 
@@ -288,9 +288,8 @@ static void test_deadline(void **state)
 	assert_int_equal(stats(x.d).recv_holds, 1);
 	kv1_free(x.d, di, NREQ);
 	assert_int_equal(kv1_alloc(x.d, NBLK, all), -ENOSPC);
-	assert_int_equal(kv1_alloc_wait(x.d, NBLK, all, pd_now_ns() + HOLD_WAIT * 1000000000ull,
-	                                NULL),
-	                 0);
+	assert_int_equal(
+	    kv1_alloc_wait(x.d, NBLK, all, pd_now_ns() + HOLD_WAIT * 1000000000ull, NULL), 0);
 	assert_int_equal(stats(x.d).recv_held_blocks, 0);
 	kv1_free(x.d, all, NBLK);
 	close_pair(&x);
@@ -338,9 +337,8 @@ static void test_no_hold(void **state)
 
 	open_pair(&x, 1, 0, 3000); /* P's 1 s wait for its prefill answers first */
 	assert_int_equal(kv1_alloc(x.d, NREQ, di), 0);
-	assert_int_equal(kv1_recv_b(x.d, x.boot, "engine-nope", "t", "t", di, NREQ, err,
-	                            sizeof(err)),
-	                 -ENOENT);
+	assert_int_equal(
+	    kv1_recv_b(x.d, x.boot, "engine-nope", "t", "t", di, NREQ, err, sizeof(err)), -ENOENT);
 	assert_int_equal(pull(&x, "xfer-none", di, err, sizeof(err)), -EIO);
 	assert_non_null(strstr(err, "Timeout waiting for P side ready."));
 	assert_int_equal(stats(x.d).recv_holds, 0);
