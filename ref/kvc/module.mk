@@ -15,5 +15,6 @@ test_kvc_hostile_SRCS := ref/kvc/tests/test_kvc_hostile.c ref/kvc/tests/kvc_test
 test_kvc_hostile_LIBS := kvc cfg te temeta pdtestsvc pdcommon
 test_kvc_zcopy_SRCS := ref/kvc/tests/test_kvc_zcopy.c ref/kvc/tests/kvc_testenv.c
 test_kvc_zcopy_LIBS := kvc cfg te temeta pdtestsvc pdcommon
-test_kvc_abandon_SRCS := ref/kvc/tests/test_kvc_abandon.c ref/kvc/tests/kvc_testenv.c
+test_kvc_abandon_SRCS := ref/kvc/tests/test_kvc_abandon.c ref/kvc/tests/kvc_testenv.c \
+                         ref/te/tests/te_gate.c
 test_kvc_abandon_LIBS := kvc cfg te temeta pdtestsvc pdcommon

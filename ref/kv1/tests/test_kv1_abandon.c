@@ -6,6 +6,7 @@
  * (te_test_set_write_hook) until the test lets it go, and small socket buffers
  * (PDKV_TCP_SOCKBUF) keep most of each body in the producer's blocks meanwhile.
  * MC_SLICE_TIMEOUT=1 makes the producer give up after a second. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,68 +23,13 @@
 #include "kv1/kv1.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
+#include "te/tests/te_gate.h"
 
 #define NBUFS     2
 #define BLEN      (256 * 1024)
 #define NBLK      32
 #define NREQ      8  /* blocks of one request: 2 MiB per buffer, one request per buffer */
 #define HOLD_WAIT 20 /* s: bound on waiting for the decode to reach a WRITE / P to end it */
-
-/* Every WRITE the decode's server receives waits here until released. */
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int seen;
-	bool release;
-} g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, false};
-
-static void gate_hook(uint64_t addr, uint64_t len)
-{
-	(void)addr;
-	(void)len;
-	pthread_mutex_lock(&g_gate.mu);
-	g_gate.seen++;
-	pthread_cond_broadcast(&g_gate.cv);
-	while (!g_gate.release)
-		pthread_cond_wait(&g_gate.cv, &g_gate.mu);
-	pthread_mutex_unlock(&g_gate.mu);
-}
-
-static void gate_arm(void)
-{
-	pthread_mutex_lock(&g_gate.mu);
-	g_gate.seen = 0;
-	g_gate.release = false;
-	pthread_mutex_unlock(&g_gate.mu);
-	te_test_set_write_hook(gate_hook);
-}
-
-/* Waits (at most HOLD_WAIT s) until the decode holds a WRITE. */
-static void gate_wait_held(void)
-{
-	struct timespec ts;
-	int seen;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += HOLD_WAIT;
-	pthread_mutex_lock(&g_gate.mu);
-	while (!g_gate.seen)
-		if (pthread_cond_timedwait(&g_gate.cv, &g_gate.mu, &ts))
-			break;
-	seen = g_gate.seen;
-	pthread_mutex_unlock(&g_gate.mu);
-	if (!seen)
-		fail_msg("the decode never received the WRITE");
-}
-
-static void gate_release(void)
-{
-	pthread_mutex_lock(&g_gate.mu);
-	g_gate.release = true;
-	pthread_cond_broadcast(&g_gate.cv);
-	pthread_mutex_unlock(&g_gate.mu);
-	te_test_set_write_hook(NULL);
-}
 
 struct pair {
 	struct kv1_boot *b;
@@ -208,7 +154,7 @@ static void test_timeout_holds_blocks(void **state)
 	assert_int_equal(kv1_alloc(x.d, NREQ, di), 0);
 	fill(x.p, pi, NREQ, 1);
 	assert_int_equal(kv1_send_ready(x.p, "xfer-1", pi, NREQ), 0);
-	gate_arm();
+	te_gate_arm(TE_GATE_WRITE, INT_MAX);
 	assert_int_equal(pull(&x, "xfer-1", di, err, sizeof(err)), -EIO);
 	assert_non_null(strstr(err, "returned -1003"));
 	st = stats(x.p);
@@ -223,7 +169,7 @@ static void test_timeout_holds_blocks(void **state)
 			         "could still read it",
 			         (long long)next[i]);
 	fill(x.p, next, NBLK - NREQ, 2);
-	gate_release();
+	te_gate_release();
 	wait_none_held(x.p);
 	expect_fill(x.d, di, NREQ, 1);
 	/* the held blocks are back: exactly the abandoned request's */
@@ -252,7 +198,7 @@ static void test_cap(void **state)
 	assert_int_equal(kv1_alloc(x.p, NREQ, pi), 0);
 	fill(x.p, pi, NREQ, 3);
 	assert_int_equal(kv1_send_ready(x.p, "xfer-1", pi, NREQ), 0);
-	gate_arm();
+	te_gate_arm(TE_GATE_WRITE, INT_MAX);
 	assert_int_equal(pull(&x, "xfer-1", di, err, sizeof(err)), -EIO);
 	assert_int_equal(kv1_alloc(x.p, NREQ, pi), 0);
 	fill(x.p, pi, NREQ, 4);
@@ -263,7 +209,7 @@ static void test_cap(void **state)
 	assert_int_equal(st.writes_abandoned, 1);
 	assert_int_equal(st.writes_refused, 1);
 	assert_int_equal(st.writes_abandoned_held, 1);
-	gate_release();
+	te_gate_release();
 	wait_none_held(x.p);
 	expect_fill(x.d, di, NREQ, 3);
 	assert_int_equal(kv1_alloc(x.p, NREQ, pi), 0);
@@ -291,7 +237,7 @@ static void test_gen_a_expiry(void **state)
 	fill(p, pi, NREQ, 7);
 	assert_int_equal(kv1_send_expect(p, "cmpl-a-0"), 0);
 	assert_int_equal(kv1_send_ready(p, "cmpl-a-0", pi, NREQ), 0);
-	gate_arm();
+	te_gate_arm(TE_GATE_WRITE, INT_MAX);
 	assert_int_equal(
 	    kv1_recv_a(d, kv1_worker_ip(p), base, "cmpl-a-0", di, NREQ, err, sizeof(err)), -EIO);
 	assert_int_equal(stats(p).writes_abandoned, 1);
@@ -302,7 +248,7 @@ static void test_gen_a_expiry(void **state)
 	assert_int_equal(kv1_alloc(p, NBLK - NREQ, next), 0);
 	assert_int_equal(kv1_alloc(p, 1, &extra), -ENOSPC);
 	fill(p, next, NBLK - NREQ, 8);
-	gate_release();
+	te_gate_release();
 	wait_none_held(p);
 	expect_fill(d, di, NREQ, 7);
 	assert_int_equal(kv1_alloc(p, NREQ, next), 0);
@@ -345,14 +291,15 @@ static void test_stop(void **state)
 	assert_int_equal(kv1_alloc(x.d, NREQ, di), 0);
 	fill(x.p, pi, NREQ, 6);
 	assert_int_equal(kv1_send_ready(x.p, "xfer-1", pi, NREQ), 0);
-	gate_arm();
+	te_gate_arm(TE_GATE_WRITE, INT_MAX);
 	u = (struct puller){&x, di, 0, ""};
 	assert_int_equal(pthread_create(&t, NULL, pull_main, &u), 0);
-	gate_wait_held();
+	if (!te_gate_wait_held(HOLD_WAIT))
+		fail_msg("the decode never received the WRITE");
 	kv1_worker_destroy(x.p);
 	x.p = NULL;
 	pthread_join(t, NULL);
-	gate_release();
+	te_gate_release();
 	assert_int_equal(u.ret, -EIO);
 	assert_non_null(strstr(u.err, "returned -1003"));
 	kv1_worker_destroy(x.d);

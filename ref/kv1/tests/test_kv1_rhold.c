@@ -4,6 +4,7 @@
  * process over loopback TE/TCP and real ZMQ sockets; the decode engine's data server holds
  * every WRITE back before reading its body (te_test_set_write_hook) until the test lets it go.
  * The decode's receive timeout is 1 s. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,59 +21,13 @@
 #include "kv1/kv1.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
+#include "te/tests/te_gate.h"
 
 #define NBUFS     2
 #define BLEN      (64 * 1024)
 #define NBLK      32
 #define NREQ      8
 #define HOLD_WAIT 20 /* s: bound on waiting for the late WRITE to land */
-
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int seen;
-	bool release;
-} g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, false};
-
-static void gate_hook(uint64_t addr, uint64_t len)
-{
-	(void)addr;
-	(void)len;
-	pthread_mutex_lock(&g_gate.mu);
-	g_gate.seen++;
-	pthread_cond_broadcast(&g_gate.cv);
-	while (!g_gate.release)
-		pthread_cond_wait(&g_gate.cv, &g_gate.mu);
-	pthread_mutex_unlock(&g_gate.mu);
-}
-
-static void gate_arm(void)
-{
-	pthread_mutex_lock(&g_gate.mu);
-	g_gate.seen = 0;
-	g_gate.release = false;
-	pthread_mutex_unlock(&g_gate.mu);
-	te_test_set_write_hook(gate_hook);
-}
-
-static int gate_seen(void)
-{
-	int n;
-
-	pthread_mutex_lock(&g_gate.mu);
-	n = g_gate.seen;
-	pthread_mutex_unlock(&g_gate.mu);
-	return n;
-}
-
-static void gate_release(void)
-{
-	pthread_mutex_lock(&g_gate.mu);
-	g_gate.release = true;
-	pthread_cond_broadcast(&g_gate.cv);
-	pthread_mutex_unlock(&g_gate.mu);
-	te_test_set_write_hook(NULL);
-}
 
 struct pair {
 	struct kv1_boot *b;
@@ -196,7 +151,7 @@ static void test_timeout_holds_blocks(void **state)
 	assert_int_equal(kv1_alloc(x.d, NREQ, di), 0);
 	fill(x.p, pi, NREQ, 1);
 	assert_int_equal(kv1_send_ready(x.p, "xfer-1", pi, NREQ), 0);
-	gate_arm();
+	te_gate_arm(TE_GATE_WRITE, INT_MAX);
 	assert_int_equal(pull(&x, "xfer-1", di, err, sizeof(err)), -ETIMEDOUT);
 	kv1_free(x.d, di, NREQ);
 	assert_int_equal(kv1_alloc(x.d, NBLK - NREQ, next), 0);
@@ -214,10 +169,10 @@ static void test_timeout_holds_blocks(void **state)
 	/* the next request's KV arrives in its own blocks */
 	fill(x.d, next, NREQ, 9);
 	/* the WRITE is on its way (D's server holds it); let it land now */
-	for (int i = 0; i < HOLD_WAIT * 100 && !gate_seen(); i++)
+	for (int i = 0; i < HOLD_WAIT * 100 && !te_gate_seen(); i++)
 		pd_sleep_ms(10);
-	assert_true(gate_seen() > 0);
-	gate_release();
+	assert_true(te_gate_seen() > 0);
+	te_gate_release();
 	for (int i = 0; i < HOLD_WAIT * 100 && stats(x.d).recv_held_blocks; i++)
 		pd_sleep_ms(10);
 	assert_int_equal(stats(x.d).recv_held_blocks, 0);
@@ -246,7 +201,7 @@ static void test_gen_a(void **state)
 	fill(p, pi, NREQ, 3);
 	assert_int_equal(kv1_send_expect(p, "cmpl-a-0"), 0);
 	assert_int_equal(kv1_send_ready(p, "cmpl-a-0", pi, NREQ), 0);
-	gate_arm();
+	te_gate_arm(TE_GATE_WRITE, INT_MAX);
 	assert_int_equal(
 	    kv1_recv_a(d, kv1_worker_ip(p), base, "cmpl-a-0", di, NREQ, err, sizeof(err)),
 	    -ETIMEDOUT);
@@ -260,10 +215,10 @@ static void test_gen_a(void **state)
 	assert_int_equal(kv1_alloc(d, 1, &extra), -ENOSPC);
 	assert_int_equal(stats(d).recv_holds, 1);
 	fill(d, next, NBLK - NREQ, 4);
-	for (int i = 0; i < HOLD_WAIT * 100 && !gate_seen(); i++)
+	for (int i = 0; i < HOLD_WAIT * 100 && !te_gate_seen(); i++)
 		pd_sleep_ms(10);
-	assert_true(gate_seen() > 0);
-	gate_release();
+	assert_true(te_gate_seen() > 0);
+	te_gate_release();
 	for (int i = 0; i < HOLD_WAIT * 100 && stats(d).recv_held_blocks; i++)
 		pd_sleep_ms(10);
 	assert_int_equal(stats(d).recv_held_blocks, 0);

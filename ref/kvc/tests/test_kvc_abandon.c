@@ -17,68 +17,11 @@
 #include "kvc/tests/kvc_testenv.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
+#include "te/tests/te_gate.h"
 
 #define NBYTES    100000 /* one 128 KiB pool block per blob */
 #define READ_MS   300    /* the decode's READ deadline */
 #define HOLD_WAIT 10     /* s: bound on waiting for the target to reach the held READ */
-
-/* The target's first `limit` READs wait here until released. */
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int limit, seen;
-	bool release;
-} g_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, false};
-
-static void gate_hook(uint64_t addr, uint64_t len)
-{
-	(void)addr;
-	(void)len;
-	pthread_mutex_lock(&g_gate.mu);
-	if (g_gate.seen < g_gate.limit && !g_gate.release) {
-		g_gate.seen++;
-		pthread_cond_broadcast(&g_gate.cv);
-		while (!g_gate.release)
-			pthread_cond_wait(&g_gate.cv, &g_gate.mu);
-	}
-	pthread_mutex_unlock(&g_gate.mu);
-}
-
-static void gate_arm(int limit)
-{
-	pthread_mutex_lock(&g_gate.mu);
-	g_gate.limit = limit;
-	g_gate.seen = 0;
-	g_gate.release = false;
-	pthread_mutex_unlock(&g_gate.mu);
-	te_test_set_read_hook(gate_hook);
-}
-
-/* Waits (at most HOLD_WAIT s) until the target holds a READ. */
-static void gate_wait_held(void)
-{
-	struct timespec ts;
-	int seen;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += HOLD_WAIT;
-	pthread_mutex_lock(&g_gate.mu);
-	while (!g_gate.seen)
-		if (pthread_cond_timedwait(&g_gate.cv, &g_gate.mu, &ts))
-			break;
-	seen = g_gate.seen;
-	pthread_mutex_unlock(&g_gate.mu);
-	if (!seen)
-		fail_msg("the target never received the first READ");
-}
-
-/* Lets every held READ (and all later ones) be answered. */
-static void gate_release(void)
-{
-	pthread_mutex_lock(&g_gate.mu);
-	g_gate.release = true;
-	pthread_cond_broadcast(&g_gate.cv);
-	pthread_mutex_unlock(&g_gate.mu);
-}
 
 static void open_pair(struct env *e, struct kvc_pipe *p, struct kvc_pipe *d)
 {
@@ -126,18 +69,19 @@ static void test_late_read_after_timeout(void **state)
 	(void)state;
 	assert_non_null(p);
 	assert_non_null(d);
-	gate_arm(1);
+	te_gate_arm(TE_GATE_READ, 1);
 	open_pair(&e, p, d);
 	send_fill(p, 0xa1);
 	send_fill(p, 0xb2);
 	send_fill(p, 0xc3);
 	assert_int_equal(kvc_pipe_recv(d, &t1, 5000, NULL), KVC_ERR_TRANSFER);
-	gate_wait_held();
+	if (!te_gate_wait_held(HOLD_WAIT))
+		fail_msg("the target never received the first READ");
 	assert_int_equal(atomic_load(&d->reads_abandoned), 1);
 	assert_int_equal(kvc_read_quar_count(d), 1);
 	assert_int_equal(kvc_pipe_recv(d, &t2, 5000, NULL), 0);
 	expect_fill(&t2, 0xb2, "second tensor, as read");
-	gate_release();
+	te_gate_release();
 	assert_int_equal(kvc_pipe_recv(d, &t3, 5000, NULL), 0); /* after the late answer */
 	expect_fill(&t3, 0xc3, "third tensor");
 	expect_fill(&t2, 0xb2, "second tensor, after the late READ landed");
@@ -177,19 +121,20 @@ static void test_stop_mid_read(void **state)
 	(void)state;
 	assert_non_null(p);
 	assert_non_null(d);
-	gate_arm(1);
+	te_gate_arm(TE_GATE_READ, 1);
 	open_pair(&e, p, d);
 	d->transfer_timeout_ms = 60000; /* only the stop ends this READ */
 	send_fill(p, 0xd4);
 	assert_int_equal(pthread_create(&th, NULL, rcv_main, &r), 0);
-	gate_wait_held();
+	if (!te_gate_wait_held(HOLD_WAIT))
+		fail_msg("the target never received the first READ");
 	atomic_store(&d->stop, true);
 	pthread_join(th, NULL);
 	assert_int_equal(r.rc, KVC_ERR_TRANSFER);
 	assert_int_equal(kvc_read_quar_count(d), 1);
 	assert_true(kvc_pool_in_use(d->pool) >= NBYTES); /* still held, not reusable */
 	kvc_pipe_close(d);
-	gate_release(); /* the answer now goes to a closed connection */
+	te_gate_release(); /* the answer now goes to a closed connection */
 	kvc_pipe_close(p);
 	free(d);
 	free(p);
@@ -207,7 +152,7 @@ static void test_quarantine_bound(void **state)
 	(void)state;
 	assert_non_null(p);
 	assert_non_null(d);
-	gate_arm(1 << 30);
+	te_gate_arm(TE_GATE_READ, 1 << 30);
 	open_pair(&e, p, d);
 	d->transfer_timeout_ms = 100;
 	for (int i = 0; i < KVC_QUAR_MAX + 3; i++)
@@ -219,7 +164,7 @@ static void test_quarantine_bound(void **state)
 	assert_int_equal(atomic_load(&d->reads_refused), 1);
 	assert_int_equal(atomic_load(&d->reads_abandoned), KVC_QUAR_MAX);
 	assert_int_equal(kvc_read_quar_count(d), KVC_QUAR_MAX);
-	gate_release();
+	te_gate_release();
 	d->transfer_timeout_ms = 5000;
 	for (int i = KVC_QUAR_MAX + 1; i < KVC_QUAR_MAX + 3; i++) { /* one on each lane */
 		assert_int_equal(kvc_pipe_recv(d, &t, 5000, NULL), 0);
