@@ -194,7 +194,35 @@ static void lat_metrics(struct sa *s, struct buf *b, const char *model)
 
 /* vLLM V1's own names (vllm/v1/metrics/loggers.py, mooncake/stats.py), hidden where the chosen
  * release does not have them. Counters carry prometheus_client's _total suffix. */
-static void v1_metrics(struct sa *s, struct buf *b, const char *model)
+/* Every V1 worker's counters (all dp and tp ranks) summed. */
+static void kv1_totals(struct sa *s, struct kv1_stats *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (int d = 0; d < SA_MAX_DP; d++)
+		for (int r = 0; r < SA_MAX_TP; r++)
+			if (s->w[d][r]) {
+				struct kv1_stats k;
+
+				kv1_worker_stats(s->w[d][r], &k);
+				t->bytes_sent += k.bytes_sent;
+				t->xfers += k.xfers;
+				t->xfer_failures += k.xfer_failures;
+				t->handshakes += k.handshakes;
+				t->unknown_ids += k.unknown_ids;
+				t->expired += k.expired;
+				t->rejected += k.rejected;
+				t->bytes_received_blocks += k.bytes_received_blocks;
+				t->alloc_waits += k.alloc_waits;
+				t->writes_abandoned += k.writes_abandoned;
+				t->writes_abandoned_held += k.writes_abandoned_held;
+				t->writes_refused += k.writes_refused;
+				t->recv_holds += k.recv_holds;
+				t->recv_held_blocks += k.recv_held_blocks;
+				t->recvs_refused += k.recvs_refused;
+			}
+}
+
+static void v1_metrics(struct sa *s, struct buf *b, const char *model, const struct kv1_stats *k1)
 {
 	struct sa_counters *n = &s->n;
 	char l[320];
@@ -232,16 +260,6 @@ static void v1_metrics(struct sa *s, struct buf *b, const char *model)
 	if (!s->vi.mooncake_metrics || !cfg_gen_is_b(s->gen))
 		return;
 	{
-		uint64_t expired = 0;
-
-		for (int d = 0; d < SA_MAX_DP; d++)
-			for (int r = 0; r < SA_MAX_TP; r++)
-				if (s->w[d][r]) {
-					struct kv1_stats st;
-
-					kv1_worker_stats(s->w[d][r], &st);
-					expired += st.expired;
-				}
 		hist(b, "vllm:mooncake_xfer_time_seconds",
 		     "Histogram of transfer duration for "
 		     "Mooncake KV Cache transfers.",
@@ -268,51 +286,36 @@ static void v1_metrics(struct sa *s, struct buf *b, const char *model)
 		     "# HELP vllm:mooncake_num_kv_expired_reqs Number of requests whose KV "
 		     "expired on the producer.\n# TYPE vllm:mooncake_num_kv_expired_reqs "
 		     "counter\nvllm:mooncake_num_kv_expired_reqs_total{%s} %llu\n",
-		     l, (unsigned long long)expired);
+		     l, (unsigned long long)k1->expired);
 	}
 }
 
 /* V1 blocks held out of the free lists (kv1_write.c, kv1_rhold.c), summed over the ranks. */
-static void kv1_hold_metrics(struct sa *s, struct buf *b)
+static void kv1_hold_metrics(struct buf *b, const struct kv1_stats *k)
 {
-	uint64_t w_abandoned = 0, w_held = 0, w_refused = 0, r_holds = 0, r_held = 0, r_refused = 0;
-
-	for (int d = 0; d < SA_MAX_DP; d++)
-		for (int r = 0; r < SA_MAX_TP; r++)
-			if (s->w[d][r]) {
-				struct kv1_stats k;
-
-				kv1_worker_stats(s->w[d][r], &k);
-				w_abandoned += k.writes_abandoned;
-				w_held += k.writes_abandoned_held;
-				w_refused += k.writes_refused;
-				r_holds += k.recv_holds;
-				r_held += k.recv_held_blocks;
-				r_refused += k.recvs_refused;
-			}
 	metric(b, "pdkv_kv1_writes_abandoned_total", "counter",
 	       "V1 prefill WRITEs given up while still in flight (timeout, slice timeout, "
 	       "shutdown); their blocks are held out of the free list until the engine ends them.",
-	       "", w_abandoned);
+	       "", k->writes_abandoned);
 	metric(b, "pdkv_kv1_writes_abandoned_held", "gauge",
 	       "Abandoned V1 WRITEs held now (new WRITEs wait past PDKV_KV1_MAX_HELD_WRITES per "
 	       "rank, 16).",
-	       "", w_held);
+	       "", k->writes_abandoned_held);
 	metric(b, "pdkv_kv1_writes_refused_total", "counter",
 	       "V1 WRITEs refused because too many abandoned WRITEs were still held.", "",
-	       w_refused);
+	       k->writes_refused);
 	metric(b, "pdkv_kv1_recv_holds_total", "counter",
 	       "V1 decode receives that ended without their KV while the prefill might still "
 	       "write (timeout, error); their blocks are held out of the free list for "
 	       "PDKV_KV1_RECV_HOLD_S or until every byte landed.",
-	       "", r_holds);
+	       "", k->recv_holds);
 	metric(b, "pdkv_kv1_recv_held_blocks", "gauge",
 	       "Decode blocks held now after failed V1 receives (new receives wait past "
 	       "PDKV_KV1_RECV_HOLD_MAX_BLOCKS per rank, half the pool).",
-	       "", r_held);
+	       "", k->recv_held_blocks);
 	metric(b, "pdkv_kv1_recvs_refused_total", "counter",
 	       "V1 receives refused because too many blocks of failed receives were still held.",
-	       "", r_refused);
+	       "", k->recvs_refused);
 }
 
 char *sa_metrics_text(struct sa *s)
@@ -322,7 +325,7 @@ char *sa_metrics_text(struct sa *s)
 	struct kvc_stats t, st;
 	char lbl[300];
 	struct sa_counters *n = &s->n;
-	uint64_t block_waits = 0, rejected = 0;
+	struct kv1_stats k1;
 
 	memset(&t, 0, sizeof(t));
 	for (int k = 0; k < s->nkvc; k++) {
@@ -343,17 +346,9 @@ char *sa_metrics_text(struct sa *s)
 	}
 	/* V1: prefill pushes (bytes it wrote into decode's blocks), decode counts what it was
 	 * told was written */
-	for (int d = 0; d < SA_MAX_DP; d++)
-		for (int r = 0; r < SA_MAX_TP; r++)
-			if (s->w[d][r]) {
-				struct kv1_stats k;
-
-				kv1_worker_stats(s->w[d][r], &k);
-				t.bytes_sent += k.bytes_sent;
-				t.bytes_received += k.bytes_received_blocks;
-				block_waits += k.alloc_waits;
-				rejected += k.rejected + k.unknown_ids;
-			}
+	kv1_totals(s, &k1);
+	t.bytes_sent += k1.bytes_sent;
+	t.bytes_received += k1.bytes_received_blocks;
 	metric(&b, "pdkv_kv_reused_tokens_total", "counter",
 	       "Prompt tokens whose KV came from the connector (model skipped).", "",
 	       atomic_load(&n->reused));
@@ -405,14 +400,14 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_kv_block_waits_total", "counter",
 	       "V1 block allocations (per rank) that waited for free KV blocks "
 	       "(--kv-block-wait-timeout-ms).",
-	       "", block_waits);
+	       "", k1.alloc_waits);
 	metric(&b, "pdkv_kvc_side_channel_extra_peers_total", "counter",
 	       "Extra peers seen on a bound side-channel port (a rogue or stale connection).", "",
 	       t.extra_peers);
 	metric(&b, "pdkv_kv_side_channel_rejected_total", "counter",
 	       "V1 side-channel messages refused: wrong frames, bad msgpack, unknown request ids, "
 	       "wrong rank or region lengths (a rogue or broken peer).",
-	       "", rejected);
+	       "", k1.rejected + k1.unknown_ids);
 	metric(&b, "pdkv_kvc_buffer_items", "gauge", "Producer buffer items held now.", "",
 	       t.buffer_items);
 	metric(&b, "pdkv_kvc_reads_abandoned_total", "counter",
@@ -422,7 +417,7 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_kvc_reads_abandoned_held", "gauge",
 	       "Buffers of abandoned connector READs held now (at most 16 per rank).", "",
 	       t.reads_abandoned_held);
-	kv1_hold_metrics(s, &b);
+	kv1_hold_metrics(&b, &k1);
 	label_escape(s->o.served[0], model, sizeof(model));
 	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\"}", model);
 	metric(&b, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
@@ -436,7 +431,7 @@ char *sa_metrics_text(struct sa *s)
 	         s->kv ? s->kt.kv_role : "none", s->o.tp);
 	metric(&b, "pdkv_standin_info", "gauge", "Stand-in identity (always 1).", lbl, 1);
 	if (cfg_gen_is_v1(s->gen))
-		v1_metrics(s, &b, model);
+		v1_metrics(s, &b, model, &k1);
 	lat_metrics(s, &b, model);
 	return b.p;
 }
