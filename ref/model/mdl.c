@@ -267,7 +267,84 @@ uint64_t mdl_kv_combine(const uint64_t *sums, int nparts)
 	return mdl_h64_final(&h);
 }
 
-uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each, int layers)
+/* Row weights: word i of a row of n words (the last one zero-padded) weighs 2(n - i) + 1, odd,
+ * so a flipped bit anywhere changes the row's sum; rows weigh mix64(seed + r P1) | 1. */
+void mdl_ks_init(struct mdl_ks *ks, uint64_t seed, size_t row_bytes)
+{
+	uint64_t f = row_bytes / 8, n = (row_bytes + 7) / 8;
+
+	ks->seed = seed;
+	ks->acc = 0;
+	ks->rows = 0;
+	ks->rb = row_bytes ? row_bytes : 1;
+	/* sum over the full words i < f of the weight, and of i times the weight (exact integers
+	 * before the reduction mod 2^64; f(f-1)/2 and (f-1)f(2f-1)/6 are whole) */
+	ks->c0 = f * (2 * n + 1) - f * (f ? f - 1 : 0);
+	ks->c1 = f ? (2 * n + 1) * (f * (f - 1) / 2) - 2 * ((f - 1) * f * (2 * f - 1) / 6) : 0;
+}
+
+static inline void ks_add(struct mdl_ks *ks, uint64_t r)
+{
+	ks->acc += r * (mix64(ks->seed + ks->rows * P1) | 1);
+	ks->rows++;
+}
+
+void mdl_ks_update(struct mdl_ks *ks, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	size_t f = ks->rb / 8, tail = ks->rb % 8;
+
+	while (len) {
+		size_t take = len < ks->rb ? len : ks->rb;
+		uint64_t s1 = 0, s2 = 0, w;
+		size_t i = 0;
+
+		if (take == ks->rb) {
+			for (; i < f; i++) {
+				s1 += load64(p + 8 * i);
+				s2 += s1;
+			}
+			if (tail) {
+				w = 0;
+				memcpy(&w, p + 8 * f, tail);
+				s1 += w;
+				s2 += s1;
+			}
+		} else { /* a short last piece: the row's missing bytes count as zeros */
+			uint8_t row[8];
+
+			for (; i < (ks->rb + 7) / 8; i++) {
+				size_t o = 8 * i, k = o < take ? (take - o < 8 ? take - o : 8) : 0;
+
+				memset(row, 0, sizeof(row));
+				memcpy(row, p + o, k);
+				memcpy(&w, row, 8);
+				s1 += w;
+				s2 += s1;
+			}
+		}
+		ks_add(ks, s1 + 2 * s2);
+		p += take;
+		len -= take;
+	}
+}
+
+void mdl_ks_affine_row(struct mdl_ks *ks, uint64_t a, uint64_t b)
+{
+	uint64_t f = ks->rb / 8, tail = ks->rb % 8, r = a * ks->c0 + b * ks->c1;
+
+	if (tail) /* the last word, cut to tail bytes, weighs 3 */
+		r += 3 * ((a + f * b) & ((1ULL << (8 * tail)) - 1));
+	ks_add(ks, r);
+}
+
+uint64_t mdl_ks_final(const struct mdl_ks *ks)
+{
+	return mix64(ks->acc + ks->rows * P3 + ks->seed);
+}
+
+uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each, int layers,
+                         size_t row_bytes)
 {
 	struct mdl_h64 h;
 	size_t each;
@@ -281,8 +358,11 @@ uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_e
 		const uint8_t *base = p < layers ? keys : values;
 		int l = p % layers;
 		size_t off = (size_t)l * each, len = l == layers - 1 ? kv_bytes_each - off : each;
+		struct mdl_ks ks;
 
-		put_le64(b, mdl_hash64(base + off, len, mdl_kv_part_seed(p)));
+		mdl_ks_init(&ks, mdl_kv_part_seed(p), row_bytes);
+		mdl_ks_update(&ks, base + off, len);
+		put_le64(b, mdl_ks_final(&ks));
 		mdl_h64_update(&h, b, sizeof(b));
 	}
 	return mdl_h64_final(&h);
@@ -327,13 +407,33 @@ void mdl_kv_prefix(const int64_t *tokens, size_t n, uint64_t *pre)
 	}
 }
 
+void mdl_kv_row_ab(uint64_t pre_t, int layer, int head, bool value, uint64_t *a, uint64_t *b)
+{
+	uint64_t base = pre_t ^ ((uint64_t)layer << 40) ^ ((uint64_t)head << 20);
+	uint64_t s = value ? base * 2 + 2 + P3 : base * 2 + 1;
+
+	*a = mix64(s);
+	*b = mix64(s + P2) | 1;
+}
+
+void mdl_kv_row_put(const struct mdl_geom *g, uint64_t a, uint64_t b, uint8_t *dst)
+{
+	size_t len = (size_t)g->head_dim * (size_t)g->dtype_bytes, i = 0;
+	uint64_t w = a;
+
+	for (; i + 8 <= len; i += 8, w += b)
+		memcpy(dst + i, &w, 8);
+	if (i < len)
+		memcpy(dst + i, &w, len - i);
+}
+
 void mdl_kv_row(const struct mdl_geom *g, uint64_t pre_t, int layer, int head, bool value,
                 uint8_t *dst)
 {
-	uint64_t base = pre_t ^ ((uint64_t)layer << 40) ^ ((uint64_t)head << 20);
+	uint64_t a, b;
 
-	fill_stream(dst, (size_t)g->head_dim * (size_t)g->dtype_bytes,
-	            value ? base * 2 + 2 + P3 : base * 2 + 1);
+	mdl_kv_row_ab(pre_t, layer, head, value, &a, &b);
+	mdl_kv_row_put(g, a, b, dst);
 }
 
 void mdl_hidden_row(const struct mdl_geom *g, uint64_t pre_t, uint8_t *dst)
@@ -381,8 +481,8 @@ int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, in
 		}
 	}
 	mdl_footer_write(out->hidden,
-	                 mdl_kv_checksum(out->keys, out->values, out->bytes_each, g->layers), n,
-	                 (uint32_t)shard, (uint32_t)nshards);
+	                 mdl_kv_checksum(out->keys, out->values, out->bytes_each, g->layers, row),
+	                 n, (uint32_t)shard, (uint32_t)nshards);
 	ret = 0;
 out:
 	free(pre);

@@ -6,10 +6,11 @@
  *  - Tokenizer: one token per byte of the UTF-8 text, id = byte value (0..255). Id 256 is EOS
  *    (detokenizes to ""). Vocabulary 257. Round trip is exact for any byte string.
  *  - KV: keys and values, each [layers, T, kv_heads, head_dim] elements of dtype_bytes bytes
- *    (vLLM's V0 connector layout). Row (layer l, position t) is a pseudo-random stream seeded by
- *    the rolling prefix hash of tokens[0..t] (causal: a shared prefix gives identical rows), the
- *    layer and K/V. Bytes per token = 2 * layers * kv_heads * head_dim * dtype_bytes
- *    (Qwen2.5-7B default: 2*28*4*128*2 = 57,344).
+ *    (vLLM's V0 connector layout). Row (layer l, position t, head h) is the little-endian words
+ *    a, a + b, a + 2b, ... (the last one cut to the row's length), a and b drawn from the
+ *    rolling prefix hash of tokens[0..t] (causal: a shared prefix gives identical rows), the
+ *    layer, the head and K/V: cheap to write and to check (see mdl_ks). Bytes per token =
+ *    2 * layers * kv_heads * head_dim * dtype_bytes (Qwen2.5-7B default: 2*28*4*128*2 = 57,344).
  *  - hidden: [T, hidden_size] elements of 2 bytes (bf16-sized), seeded per position; its first
  *    MDL_FOOTER_BYTES carry the footer {"PDKVMDL1", u64 kv checksum, u64 T, u32 shard, u32 nshards}
  *    (little endian). The checksum is mdl_kv_checksum of that item's keys then values.
@@ -64,17 +65,33 @@ char *mdl_chat_template(const struct mdl_msg *msgs, size_t n);
 
 /* ---- hashing ---- */
 uint64_t mdl_hash64(const void *data, size_t len, uint64_t seed);
-/* The KV checksum is a hash of hashes, so a check can run on several threads and start on a
- * layer as soon as it has landed: the KV is cut into 2 x layers parts (part p < layers: the
- * keys of layer p; part layers + l: the values of layer l), each hashed on its own with
- * mdl_hash64(part, len, mdl_kv_part_seed(p)), and the checksum is mdl_kv_combine of those
- * sums: mdl_hash64 of them as little-endian u64s, seed MDL_KV_CHECKSUM_SEED. A part's bytes
- * are its layer's rows in (position, head) order. mdl_kv_checksum does it for V0-shaped
- * tensors [layers][T][heads][head_dim]: part l is the l-th of layers equal slices. */
-uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each, int layers);
+/* The KV checksum is a hash of per-part sums, so a check can run on several threads and start
+ * on a layer as soon as it has landed: the KV is cut into 2 x layers parts (part p < layers: the
+ * keys of layer p; part layers + l: the values of layer l), each summed on its own with an
+ * mdl_ks seeded mdl_kv_part_seed(p), and the checksum is mdl_kv_combine of those sums:
+ * mdl_hash64 of them as little-endian u64s, seed MDL_KV_CHECKSUM_SEED. A part's bytes are its
+ * layer's rows (row_bytes = head_dim x dtype_bytes each) in (position, head) order.
+ * mdl_kv_checksum does it for V0-shaped tensors [layers][T][heads][head_dim]: part l is the
+ * l-th of layers equal slices. */
+uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_each, int layers,
+                         size_t row_bytes);
 uint64_t mdl_kv_part_seed(int part);
 uint64_t mdl_kv_combine(const uint64_t *sums, int nparts);
-
+/* A part's sum, row by row: each row's 8-byte little-endian words (the last one zero-padded)
+ * weighted 2(n - i) + 1 for word i of n, then the row weighted by an odd number drawn from the
+ * seed and the row's index; the final value is mixed. Linear in the bytes, so a flipped bit, a
+ * row from another prompt or position, or a block never written changes it (up to 2^-64), and
+ * a row the fake model wrote (words a, a + b, a + 2b, ...: mdl_kv_row_ab) adds in O(1) with
+ * mdl_ks_affine_row, without its bytes. update takes whole rows (a short last piece counts its
+ * missing bytes as zeros). */
+struct mdl_ks {
+	uint64_t seed, acc, rows, c0, c1;
+	size_t rb;
+};
+void mdl_ks_init(struct mdl_ks *ks, uint64_t seed, size_t row_bytes);
+void mdl_ks_update(struct mdl_ks *ks, const void *data, size_t len);
+void mdl_ks_affine_row(struct mdl_ks *ks, uint64_t a, uint64_t b);
+uint64_t mdl_ks_final(const struct mdl_ks *ks);
 /* Streaming form of mdl_hash64: init(seed), update(...) over pieces in order, final() gives the
  * same value as mdl_hash64 over the concatenation. */
 struct mdl_h64 {
@@ -107,6 +124,9 @@ void mdl_kv_free(struct mdl_kv *kv);
 void mdl_kv_prefix(const int64_t *tokens, size_t n, uint64_t *pre);
 void mdl_kv_row(const struct mdl_geom *g, uint64_t pre_t, int layer, int head, bool value,
                 uint8_t *dst);
+/* The row's first word a and step b (odd): word i is a + i b; mdl_kv_row_put writes it. */
+void mdl_kv_row_ab(uint64_t pre_t, int layer, int head, bool value, uint64_t *a, uint64_t *b);
+void mdl_kv_row_put(const struct mdl_geom *g, uint64_t a, uint64_t b, uint8_t *dst);
 void mdl_hidden_row(const struct mdl_geom *g, uint64_t pre_t, uint8_t *dst);
 /* Footer: write into / read from hidden. read: 0, or -EBADMSG when the magic is wrong / too short.
  */

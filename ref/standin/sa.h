@@ -236,9 +236,10 @@ struct sa_v0hash {
 	const void *k, *v;
 	size_t n;
 	int layers;
+	size_t row_bytes;
 	uint64_t sum, *sums; /* sums: mdl_kv_checksum's 2 x layers part sums */
 };
-void sa_v0hash_init(struct sa_v0hash *h, int layers);
+void sa_v0hash_init(struct sa_v0hash *h, int layers, size_t row_bytes);
 void sa_v0hash_arrive(void *ud, int i, const struct kvc_tensor *t);
 bool sa_v0hash_get(struct sa_v0hash *h, const void *k, const void *v, size_t n, uint64_t *sum);
 void sa_v0hash_destroy(struct sa_v0hash *h);

@@ -35,33 +35,45 @@ static void run_part(void *ud, int part, int worker)
 	bool value = part >= g->layers;
 	size_t rb = (size_t)g->head_dim * (size_t)g->dtype_bytes, seg = rb * (size_t)hs;
 	uint8_t *scratch = j->scratch[worker];
-	struct mdl_h64 full, per[SA_MAX_TP];
+	struct mdl_ks full, per[SA_MAX_TP];
 
-	mdl_h64_init(&full, mdl_kv_part_seed(part));
+	mdl_ks_init(&full, mdl_kv_part_seed(part), rb);
 	for (int k = 0; j->per && k < j->nsh; k++)
-		mdl_h64_init(&per[k], mdl_kv_part_seed(part));
+		mdl_ks_init(&per[k], mdl_kv_part_seed(part), rb);
 	for (size_t t = 0; t < j->n; t++)
 		for (int k = 0; k < j->nsh; k++) {
 			uint8_t *d = j->map ? j->map->seg(j->map->ud, value, l, t, k) : scratch;
 
-			if (j->gen || j->verify) {
-				uint8_t *w = j->gen ? d : scratch;
+			if (j->gen) {
+				/* the model's rows: written where they go (if anywhere) and summed
+				 * from their two words, not read back */
+				for (int h = 0; h < hs; h++) {
+					uint64_t a, b;
 
+					mdl_kv_row_ab(j->pre[t], l, k * hs + h, value, &a, &b);
+					if (j->map)
+						mdl_kv_row_put(g, a, b, d + (size_t)h * rb);
+					mdl_ks_affine_row(&full, a, b);
+					if (j->per)
+						mdl_ks_affine_row(&per[k], a, b);
+				}
+				continue;
+			}
+			if (j->verify) {
 				for (int h = 0; h < hs; h++)
 					mdl_kv_row(g, j->pre[t], l, k * hs + h, value,
-					           w + (size_t)h * rb);
-				if (j->verify &&
-				    !atomic_load_explicit(&j->differ, memory_order_relaxed) &&
-				    memcmp(w, d, seg))
+					           scratch + (size_t)h * rb);
+				if (!atomic_load_explicit(&j->differ, memory_order_relaxed) &&
+				    memcmp(scratch, d, seg))
 					atomic_store(&j->differ, true);
 			}
-			mdl_h64_update(&full, d, seg);
+			mdl_ks_update(&full, d, seg);
 			if (j->per)
-				mdl_h64_update(&per[k], d, seg);
+				mdl_ks_update(&per[k], d, seg);
 		}
-	j->full[part] = mdl_h64_final(&full);
+	j->full[part] = mdl_ks_final(&full);
 	for (int k = 0; j->per && k < j->nsh; k++)
-		j->per[(size_t)k * (size_t)np + (size_t)part] = mdl_h64_final(&per[k]);
+		j->per[(size_t)k * (size_t)np + (size_t)part] = mdl_ks_final(&per[k]);
 }
 
 static void job_free(struct job *j)

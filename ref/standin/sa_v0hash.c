@@ -27,7 +27,11 @@ static void hash_part(void *ud, int part, int worker)
 		if (!base)
 			return;
 	}
-	h->sums[part] = mdl_hash64(base + off, len, mdl_kv_part_seed(part));
+	struct mdl_ks ks;
+
+	mdl_ks_init(&ks, mdl_kv_part_seed(part), h->row_bytes);
+	mdl_ks_update(&ks, base + off, len);
+	h->sums[part] = mdl_ks_final(&ks);
 }
 
 static void *hash_main(void *arg)
@@ -42,10 +46,11 @@ static void *hash_main(void *arg)
 	return NULL;
 }
 
-void sa_v0hash_init(struct sa_v0hash *h, int layers)
+void sa_v0hash_init(struct sa_v0hash *h, int layers, size_t row_bytes)
 {
 	memset(h, 0, sizeof(*h));
 	h->layers = layers < 1 ? 1 : layers;
+	h->row_bytes = row_bytes;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 }

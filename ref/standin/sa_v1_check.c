@@ -47,7 +47,7 @@ static void follow_part(void *ud, int part, int worker)
 	size_t seg = (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / s->o.tp);
 	bool value = part >= g->layers;
 	int l = part % g->layers;
-	struct mdl_h64 h;
+	struct mdl_ks h;
 
 	(void)worker;
 	if (atomic_load(&f->ret))
@@ -62,11 +62,11 @@ static void follow_part(void *ud, int part, int worker)
 	}
 	if (!atomic_load(&v->done))
 		atomic_store(&f->early, true);
-	mdl_h64_init(&h, mdl_kv_part_seed(part));
+	mdl_ks_init(&h, mdl_kv_part_seed(part), (size_t)g->head_dim * (size_t)g->dtype_bytes);
 	for (size_t t = 0; t < v->ntok; t++)
 		for (int k = 0; k < s->o.tp; k++)
-			mdl_h64_update(&h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
-	f->sums[part] = mdl_h64_final(&h);
+			mdl_ks_update(&h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
+	f->sums[part] = mdl_ks_final(&h);
 	for (uint64_t now = pd_now_ns(), t = atomic_load(&f->t_last);
 	     t < now && !atomic_compare_exchange_weak(&f->t_last, &t, now);)
 		;

@@ -15,11 +15,10 @@ __host__ __device__ static inline uint64_t mix64(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-/* word j of mdl.c's fill_stream(seed): the counter after j + 1 steps */
-__device__ static inline uint64_t stream_word(uint64_t s0, uint64_t j)
+/* word j of mdl.c's row with seed s (mdl_kv_row_ab): a + j b */
+__device__ static inline uint64_t row_word(uint64_t s, uint64_t j)
 {
-	uint64_t s = s0 + (j + 1) * P1, w = (s ^ (s >> 31)) * 0xD6E8FEB86659FD93ULL;
-	return w ^ (w >> 32);
+	return mix64(s) + j * (mix64(s + P2) | 1);
 }
 
 __global__ static void kv_kernel(uint8_t *keys, uint8_t *values, const uint64_t *pre, size_t n,
@@ -31,7 +30,7 @@ __global__ static void kv_kernel(uint8_t *keys, uint8_t *values, const uint64_t 
 		size_t j = i % wpr, r = i / wpr, h = r % (size_t)nheads, t = (r / nheads) % n,
 		       l = r / nheads / n, off = r * row + j * 8, len = row - j * 8 < 8 ? row - j * 8 : 8;
 		uint64_t base = pre[t] ^ ((uint64_t)l << 40) ^ ((uint64_t)(head0 + h) << 20);
-		uint64_t k = stream_word(mix64(base * 2 + 1), j), v = stream_word(mix64(base * 2 + 2 + P3), j);
+		uint64_t k = row_word(base * 2 + 1, j), v = row_word(base * 2 + 2 + P3, j);
 		if (len == 8) {
 			memcpy(keys + off, &k, 8); /* rows are 8-byte aligned when row % 8 == 0 */
 			memcpy(values + off, &v, 8);

@@ -66,7 +66,8 @@ static void test_geometry(void **state)
 
 static uint64_t text_seed(const struct mdl_geom *g, const struct mdl_kv *kv)
 {
-	return mdl_kv_checksum(kv->keys, kv->values, kv->bytes_each, g->layers);
+	return mdl_kv_checksum(kv->keys, kv->values, kv->bytes_each, g->layers,
+	                       (size_t)g->head_dim * (size_t)g->dtype_bytes);
 }
 
 static void gen_text(uint64_t seed, char *out, size_t n)
@@ -281,6 +282,72 @@ static void test_streaming_equals_one_shot(void **state)
 	mdl_kv_free(&kv);
 }
 
+/* A part's sum of rows the model wrote equals its O(1) form from the rows' two words, for rows
+ * of any length (whole words or not), fed as one piece or row by row; and it changes when a
+ * bit flips, two rows swap or a row is left unwritten. */
+static void test_row_sum(void **state)
+{
+	static const int dims[][2] = {{1, 1},  {3, 1},   {5, 2},   {4, 2}, {7, 4},
+	                              {64, 2}, {128, 2}, {129, 1}, {33, 4}};
+	uint8_t *rows = malloc(9 * 512), *copy = malloc(9 * 512);
+
+	(void)state;
+	for (size_t d = 0; d < sizeof(dims) / sizeof(dims[0]); d++) {
+		struct mdl_geom g;
+		size_t rb;
+		uint64_t ab[9][2], whole, closed, byrow;
+		struct mdl_ks ks;
+
+		mdl_geom_default(&g);
+		g.head_dim = dims[d][0];
+		g.dtype_bytes = dims[d][1];
+		rb = (size_t)g.head_dim * (size_t)g.dtype_bytes;
+		mdl_ks_init(&ks, 7, rb);
+		for (int r = 0; r < 9; r++) {
+			mdl_kv_row_ab(0x1234 + (uint64_t)r, r % 3, r, r & 1, &ab[r][0], &ab[r][1]);
+			mdl_kv_row_put(&g, ab[r][0], ab[r][1], rows + (size_t)r * rb);
+			mdl_ks_affine_row(&ks, ab[r][0], ab[r][1]);
+		}
+		closed = mdl_ks_final(&ks);
+		mdl_ks_init(&ks, 7, rb);
+		mdl_ks_update(&ks, rows, 9 * rb);
+		whole = mdl_ks_final(&ks);
+		mdl_ks_init(&ks, 7, rb);
+		for (int r = 0; r < 9; r++)
+			mdl_ks_update(&ks, rows + (size_t)r * rb, rb);
+		byrow = mdl_ks_final(&ks);
+		assert_true(whole == closed);
+		assert_true(byrow == closed);
+		/* every bit of the first and last rows */
+		for (size_t i = 0; i < 9 * rb; i += (i + 1 == rb ? 7 * rb : 1))
+			for (int bit = 0; bit < 8; bit++) {
+				memcpy(copy, rows, 9 * rb);
+				copy[i] ^= (uint8_t)(1u << bit);
+				mdl_ks_init(&ks, 7, rb);
+				mdl_ks_update(&ks, copy, 9 * rb);
+				assert_true(mdl_ks_final(&ks) != closed);
+			}
+		/* rows 2 and 5 swapped; row 4 never written (zeros) */
+		memcpy(copy, rows, 9 * rb);
+		memcpy(copy + 2 * rb, rows + 5 * rb, rb);
+		memcpy(copy + 5 * rb, rows + 2 * rb, rb);
+		mdl_ks_init(&ks, 7, rb);
+		mdl_ks_update(&ks, copy, 9 * rb);
+		assert_true(mdl_ks_final(&ks) != closed);
+		memcpy(copy, rows, 9 * rb);
+		memset(copy + 4 * rb, 0, rb);
+		mdl_ks_init(&ks, 7, rb);
+		mdl_ks_update(&ks, copy, 9 * rb);
+		assert_true(mdl_ks_final(&ks) != closed);
+		/* another seed is another sum */
+		mdl_ks_init(&ks, 8, rb);
+		mdl_ks_update(&ks, rows, 9 * rb);
+		assert_true(mdl_ks_final(&ks) != closed);
+	}
+	free(rows);
+	free(copy);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +360,7 @@ int main(void)
 	    cmocka_unit_test(test_shards),
 	    cmocka_unit_test(test_generation_eos_and_pace),
 	    cmocka_unit_test(test_streaming_equals_one_shot),
+	    cmocka_unit_test(test_row_sum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,8 @@
 
 #include "standin/sa.h"
 
-#define NTOK 37
+#define NTOK  37
+#define RB(g) ((size_t)(g).head_dim * (size_t)(g).dtype_bytes)
 
 struct v0map {
 	uint8_t *k[SA_MAX_TP], *v[SA_MAX_TP];
@@ -47,17 +48,22 @@ static void test_checksum_is_parts_combined(void **state)
 	tokens(tok);
 	assert_int_equal(mdl_kv_compute(&g, tok, NTOK, 0, g.kv_heads, 0, 1, &kv), 0);
 	each = kv.bytes_each / (size_t)g.layers;
-	for (int p = 0; p < 2 * g.layers; p++)
-		sums[p] =
-		    mdl_hash64((p < g.layers ? kv.keys : kv.values) + (size_t)(p % g.layers) * each,
-		               each, mdl_kv_part_seed(p));
-	assert_true(mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers) ==
+	for (int p = 0; p < 2 * g.layers; p++) {
+		struct mdl_ks ks;
+
+		mdl_ks_init(&ks, mdl_kv_part_seed(p), RB(g));
+		mdl_ks_update(&ks,
+		              (p < g.layers ? kv.keys : kv.values) + (size_t)(p % g.layers) * each,
+		              each);
+		sums[p] = mdl_ks_final(&ks);
+	}
+	assert_true(mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers, RB(g)) ==
 	            mdl_kv_combine(sums, 2 * g.layers));
 	/* a part's place matters: two parts swapped is another checksum */
 	uint64_t t = sums[0];
 	sums[0] = sums[1];
 	sums[1] = t;
-	assert_true(mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers) !=
+	assert_true(mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers, RB(g)) !=
 	            mdl_kv_combine(sums, 2 * g.layers));
 	mdl_kv_free(&kv);
 }
@@ -79,7 +85,7 @@ static void gen_and_scan(int nsh, const char *threads)
 	m.seg = (size_t)hs * (size_t)g.head_dim * (size_t)g.dtype_bytes;
 	tokens(tok);
 	assert_int_equal(mdl_kv_compute(&g, tok, NTOK, 0, g.kv_heads, 0, 1, &full), 0);
-	want = mdl_kv_checksum(full.keys, full.values, full.bytes_each, g.layers);
+	want = mdl_kv_checksum(full.keys, full.values, full.bytes_each, g.layers, RB(g));
 	for (int k = 0; k < nsh; k++) {
 		assert_int_equal(mdl_kv_compute(&g, tok, NTOK, k * hs, hs, k, nsh, &sh[k]), 0);
 		m.k[k] = calloc(1, sh[k].bytes_each);
@@ -92,8 +98,8 @@ static void gen_and_scan(int nsh, const char *threads)
 	for (int k = 0; k < nsh; k++) {
 		assert_memory_equal(m.k[k], sh[k].keys, sh[k].bytes_each);
 		assert_memory_equal(m.v[k], sh[k].values, sh[k].bytes_each);
-		assert_true(sums[k] ==
-		            mdl_kv_checksum(sh[k].keys, sh[k].values, sh[k].bytes_each, g.layers));
+		assert_true(sums[k] == mdl_kv_checksum(sh[k].keys, sh[k].values, sh[k].bytes_each,
+		                                       g.layers, RB(g)));
 	}
 	/* rows only hashed (the plain stand-in, the expected checksum): the same seed */
 	assert_int_equal(sa_kv_gen(&g, tok, NTOK, nsh, NULL, &seed2, NULL), 0);
@@ -165,12 +171,13 @@ static void test_v0hash(void **state)
 		                  shortv = tensor(kv.values, kv.bytes_each - 1);
 
 		setenv("PDKV_KV_THREADS", th[i], 1);
-		sa_v0hash_init(&h, g.layers);
+		sa_v0hash_init(&h, g.layers, RB(g));
 		sa_v0hash_arrive(&h, 0, NULL);
 		sa_v0hash_arrive(&h, 2, &k);
 		sa_v0hash_arrive(&h, 3, &v);
 		assert_true(sa_v0hash_get(&h, kv.keys, kv.values, kv.bytes_each, &sum));
-		assert_true(sum == mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers));
+		assert_true(sum ==
+		            mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers, RB(g)));
 		/* the next answer: values that are not the keys' twin leave it to the caller */
 		sa_v0hash_arrive(&h, 0, NULL);
 		sa_v0hash_arrive(&h, 2, &k);
