@@ -268,7 +268,7 @@ uint64_t mdl_kv_combine(const uint64_t *sums, int nparts)
 }
 
 /* Row weights: word i of a row of n words (the last one zero-padded) weighs 2(n - i) + 1, odd,
- * so a flipped bit anywhere changes the row's sum; rows weigh mix64(seed + r P1) | 1. */
+ * so a flipped bit anywhere changes the row's sum; row r weighs ((seed ^ r P2) P1) | 1. */
 void mdl_ks_init(struct mdl_ks *ks, uint64_t seed, size_t row_bytes)
 {
 	uint64_t f = row_bytes / 8, n = (row_bytes + 7) / 8;
@@ -285,47 +285,68 @@ void mdl_ks_init(struct mdl_ks *ks, uint64_t seed, size_t row_bytes)
 
 static inline void ks_add(struct mdl_ks *ks, uint64_t r)
 {
-	ks->acc += r * (mix64(ks->seed + ks->rows * P1) | 1);
+	/* distinct odd weights, one multiply (a row swap changes the sum by (R_r - R_s)(m_s - m_r))
+	 */
+	ks->acc += r * ((ks->seed ^ (ks->rows * P2)) * P1 | 1);
 	ks->rows++;
+}
+
+/* One row's weighted sum s1 + 2 s2, s1 the sum of its n words and s2 = sum of (n - i) w_i (a
+ * Fletcher chain). One chain is bound by its adds, below what memory delivers, so rows of whole
+ * 32-byte blocks run four chains over the words i = c mod 4: chain c's s2_c weighs word 4j + c
+ * by n/4 - j, and n - (4j + c) = 4(n/4 - j) - c. */
+static uint64_t ks_row(const uint8_t *p, size_t rb)
+{
+	size_t f = rb / 8, tail = rb % 8, i = 0;
+	uint64_t s1 = 0, s2 = 0, w;
+
+	if (!tail && f % 4 == 0) {
+		uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+
+		for (; i < f; i += 4) {
+			a0 += load64(p + 8 * i);
+			a1 += load64(p + 8 * i + 8);
+			a2 += load64(p + 8 * i + 16);
+			a3 += load64(p + 8 * i + 24);
+			b0 += a0;
+			b1 += a1;
+			b2 += a2;
+			b3 += a3;
+		}
+		s1 = a0 + a1 + a2 + a3;
+		s2 = 4 * (b0 + b1 + b2 + b3) - a1 - 2 * a2 - 3 * a3;
+		return s1 + 2 * s2;
+	}
+	for (; i < f; i++) {
+		s1 += load64(p + 8 * i);
+		s2 += s1;
+	}
+	if (tail) {
+		w = 0;
+		memcpy(&w, p + 8 * f, tail);
+		s1 += w;
+		s2 += s1;
+	}
+	return s1 + 2 * s2;
 }
 
 void mdl_ks_update(struct mdl_ks *ks, const void *data, size_t len)
 {
 	const uint8_t *p = data;
-	size_t f = ks->rb / 8, tail = ks->rb % 8;
 
-	while (len) {
-		size_t take = len < ks->rb ? len : ks->rb;
-		uint64_t s1 = 0, s2 = 0, w;
-		size_t i = 0;
+	for (; len >= ks->rb; p += ks->rb, len -= ks->rb)
+		ks_add(ks, ks_row(p, ks->rb));
+	if (len) { /* a short last piece: the row's missing bytes count as zeros */
+		uint8_t *row = calloc(1, ks->rb);
 
-		if (take == ks->rb) {
-			for (; i < f; i++) {
-				s1 += load64(p + 8 * i);
-				s2 += s1;
-			}
-			if (tail) {
-				w = 0;
-				memcpy(&w, p + 8 * f, tail);
-				s1 += w;
-				s2 += s1;
-			}
-		} else { /* a short last piece: the row's missing bytes count as zeros */
-			uint8_t row[8];
-
-			for (; i < (ks->rb + 7) / 8; i++) {
-				size_t o = 8 * i, k = o < take ? (take - o < 8 ? take - o : 8) : 0;
-
-				memset(row, 0, sizeof(row));
-				memcpy(row, p + o, k);
-				memcpy(&w, row, 8);
-				s1 += w;
-				s2 += s1;
-			}
+		if (row) {
+			memcpy(row, p, len);
+			ks_add(ks, ks_row(row, ks->rb));
+			free(row);
+		} else {
+			ks_add(ks,
+			       ~0ULL); /* cannot be a written row's sum by design: fails closed */
 		}
-		ks_add(ks, s1 + 2 * s2);
-		p += take;
-		len -= take;
 	}
 }
 
@@ -413,7 +434,7 @@ void mdl_kv_row_ab(uint64_t pre_t, int layer, int head, bool value, uint64_t *a,
 	uint64_t s = value ? base * 2 + 2 + P3 : base * 2 + 1;
 
 	*a = mix64(s);
-	*b = mix64(s + P2) | 1;
+	*b = (*a ^ (*a >> 29)) * P2 | 1;
 }
 
 void mdl_kv_row_put(const struct mdl_geom *g, uint64_t a, uint64_t b, uint8_t *dst)

@@ -18,7 +18,9 @@ __host__ __device__ static inline uint64_t mix64(uint64_t z)
 /* word j of mdl.c's row with seed s (mdl_kv_row_ab): a + j b */
 __device__ static inline uint64_t row_word(uint64_t s, uint64_t j)
 {
-	return mix64(s) + j * (mix64(s + P2) | 1);
+	uint64_t a = mix64(s);
+
+	return a + j * ((a ^ (a >> 29)) * P2 | 1);
 }
 
 __global__ static void kv_kernel(uint8_t *keys, uint8_t *values, const uint64_t *pre, size_t n,
