@@ -555,13 +555,21 @@ static int check_scheme(struct bench_opts *o, const struct parsed *p)
 		                "loopback; a target serves one segment (start one per target)\n");
 		return 2;
 	}
-	if (o->baseline_id != BENCH_BASELINE_NONE || o->compare_mooncake || o->compare_perftest ||
-	    o->use_vram) {
-		fprintf(stderr, "pdkv-bench: --scheme runs pdkv's engine over host memory only: no "
-		                "--baseline, --compare-mooncake, --compare-perftest or --use_vram "
-		                "with it\n");
-		return 2;
-	}
+	/* Mooncake's transfer_engine_bench and ib_write_bw run one pair: no same-topology run */
+	if (o->compare_mooncake)
+		return scheme_err(
+		    "--compare-mooncake is not supported with --scheme=%s: Mooncake's "
+		    "transfer_engine_bench runs one initiator against one target. Run "
+		    "the single-pair comparison separately (the same flags without "
+		    "--scheme and its counts), or use --baseline=socket for a "
+		    "same-topology reference",
+		    o->scheme);
+	if (o->compare_perftest)
+		return scheme_err("--compare-perftest is not supported with --scheme=%s: "
+		                  "ib_write_bw runs one pair of devices. Run the single-pair "
+		                  "comparison separately (the same flags without --scheme and its "
+		                  "counts), or use --baseline=socket for a same-topology reference",
+		                  o->scheme);
 	if (p->tp_seen && o->scheme_id != BENCH_SCHEME_TP)
 		return scheme_err("--tp-prefill/--tp-decode are for --scheme=tp");
 	if (o->scheme_id == BENCH_SCHEME_TP) {
