@@ -80,6 +80,9 @@ struct bench_opts {
 	int pairs[BENCH_MAX_POINTS], npoints;
 	int tp_prefill, tp_decode;
 	int num_init_dev, num_target_dev;
+	/* --scheme --use_vram: CUDA devices seen; initiator engine i's buffers are on GPU
+	 * (gpu_id + i) % scheme_ngpu, spawned target t's on (target GPU + t) % scheme_ngpu */
+	int scheme_ngpu;
 };
 
 /* The operations to run, in order (--operation=write,read), and whether --buffer_size was given. */
@@ -249,6 +252,8 @@ int bench_mem_put(const struct bench_opts *o, char *dst, const void *src, size_t
 int bench_mem_get(const struct bench_opts *o, void *dst, const char *src, size_t len);
 int bench_mem_zero(const struct bench_opts *o, char *p, size_t len);
 const char *bench_mem_location(const struct bench_opts *o); /* "cpu:0" | "cuda:N" */
+/* --scheme --use_vram: the device of initiator engine i / spawned target t (bench_opts) */
+int bench_scheme_gpu(const struct bench_opts *o, bool target, int idx);
 /* Prints cudaMemcpy D2D, D2H, H2D (pinned) for batch x block, and cudaMemcpyAsync (Peer when
  * the target is on another GPU) of the batch on one stream, one sync per batch; then the ratio
  * of pdkv_bw (0 = no pdkv row): nvlink_intra against the async device-to-device copy, tcp

@@ -528,6 +528,11 @@ static void set_defaults(struct bench_opts *o, struct bench_run_ops *ro)
 	g_p.scheme_seen = g_p.pairs_seen = g_p.tp_seen = g_p.dev_seen = false;
 }
 
+static bool scheme_given(const struct parsed *p)
+{
+	return p->scheme_seen || p->pairs_seen || p->tp_seen || p->dev_seen;
+}
+
 __attribute__((format(printf, 1, 2))) static int scheme_err(const char *fmt, ...)
 {
 	va_list ap;
@@ -545,7 +550,7 @@ __attribute__((format(printf, 1, 2))) static int scheme_err(const char *fmt, ...
 static int check_scheme(struct bench_opts *o, const struct parsed *p)
 {
 	int n = 0, i = o->num_init_dev, t = o->num_target_dev, hi, lo;
-	o->scheme_on = p->scheme_seen || p->pairs_seen || p->tp_seen || p->dev_seen;
+	o->scheme_on = scheme_given(p);
 	o->scheme_id = p->scheme;
 	o->scheme = bench_scheme_names[p->scheme];
 	if (!o->scheme_on)
@@ -702,10 +707,17 @@ static int check_combinations(struct bench_opts *o)
 		return 2;
 	}
 	if (o->use_vram && o->baseline_id != BENCH_BASELINE_NONE) {
-		fprintf(stderr,
-		        "pdkv-bench: --baseline=%s moves host memory only; with --use_vram "
-		        "the cudaMemcpy rows are the reference\n",
-		        o->baseline);
+		if (scheme_given(&g_p))
+			fprintf(stderr,
+			        "pdkv-bench: --baseline=%s moves host memory only: not with "
+			        "--scheme --use_vram; run the scheme without --use_vram for its "
+			        "socket reference\n",
+			        o->baseline);
+		else
+			fprintf(stderr,
+			        "pdkv-bench: --baseline=%s moves host memory only; with --use_vram "
+			        "the cudaMemcpy rows are the reference\n",
+			        o->baseline);
 		return 2;
 	}
 	if (o->mode_id == BENCH_INITIATOR && o->baseline_id != BENCH_BASELINE_NONE &&

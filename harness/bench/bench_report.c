@@ -208,6 +208,12 @@ void bench_scheme_banner(const struct bench_opts *o, int ni, int nt, uint64_t lr
 	       ni, ni > 1 ? "s" : "", (unsigned long long)lregion, nt, nt > 1 ? "s" : "",
 	       o->mode_id == BENCH_LOOPBACK ? "spawned" : "--segment_id",
 	       (unsigned long long)rregion);
+	if (o->use_vram)
+		printf(" memory         : GPU: initiator engine i on cuda:(%d + i) %% %d, %s\n",
+		       o->gpu_id, o->scheme_ngpu,
+		       o->mode_id == BENCH_LOOPBACK
+		           ? "spawned target t on cuda:(target GPU + t) % N"
+		           : "targets as they were started");
 	printf(" rows           : the aggregate (bytes of all pairs / the slowest pair's time; "
 	       "latency: the worst pair's), then one row per pair\n");
 	fflush(stdout);
@@ -381,7 +387,8 @@ static void json_samples(cJSON *x, const struct bench_opts *o, struct bench_row 
 }
 
 /* --scheme: the pairs behind an aggregate row, their fairness and the sweep's scaling */
-static void json_scheme(cJSON *x, const struct bench_scheme_row *sr, double agg_bw)
+static void json_scheme(cJSON *x, const struct bench_opts *o, const struct bench_scheme_row *sr,
+                        double agg_bw)
 {
 	cJSON *arr;
 	cJSON_AddStringToObject(x, "scheme", sr->scheme);
@@ -409,6 +416,16 @@ static void json_scheme(cJSON *x, const struct bench_scheme_row *sr, double agg_
 		cJSON_AddNumberToObject(p, "pair", k);
 		cJSON_AddNumberToObject(p, "initiator", sr->pairs[k].initiator);
 		cJSON_AddNumberToObject(p, "target", sr->pairs[k].target);
+		if (o->use_vram) {
+			char loc[32];
+			snprintf(loc, sizeof(loc), "cuda:%d",
+			         bench_scheme_gpu(o, false, sr->pairs[k].initiator));
+			cJSON_AddStringToObject(p, "memory", loc);
+			snprintf(loc, sizeof(loc), "cuda:%d",
+			         bench_scheme_gpu(o, true, sr->pairs[k].target));
+			if (o->mode_id == BENCH_LOOPBACK)
+				cJSON_AddStringToObject(p, "target_memory", loc);
+		}
 		cJSON_AddNumberToObject(p, "block_size", (double)r->block);
 		cJSON_AddNumberToObject(p, "batch_size", (double)r->batch);
 		cJSON_AddNumberToObject(p, "duration_s", r->seconds);
@@ -488,7 +505,7 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		}
 		cJSON_AddStringToObject(x, "memory", bench_mem_location(o));
 		if (r->scheme)
-			json_scheme(x, r->scheme, r->bw);
+			json_scheme(x, o, r->scheme, r->bw);
 		json_samples(x, o, rows, n, i);
 		cJSON_AddItemToArray(arr, x);
 	}

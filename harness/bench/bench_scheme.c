@@ -9,6 +9,7 @@
 
 #include "pd_util.h"
 #include "te/te.h"
+#include "te/te_gpu.h"
 
 /* One pair's share: initiator engine i, target segment t, len = block x batch x threads bytes at
  * loff in i's regions and roff in t's buffer (windows of one engine never overlap: --check holds
@@ -109,6 +110,7 @@ struct setup {
 	int ni, nt;
 	uint64_t lregion, rregion;
 	struct bench_te *ep[BENCH_MAX_PAIRS];
+	struct bench_opts eo[BENCH_MAX_PAIRS]; /* endpoint i's options: --use_vram's device */
 	char *segs[BENCH_MAX_PAIRS];
 	char *socks[BENCH_MAX_PAIRS]; /* --baseline: target t's socket host:port */
 	struct bench_loop_target lt[BENCH_MAX_PAIRS];
@@ -180,8 +182,11 @@ static int targets_up(struct bench_opts *o, const struct bench_run_ops *ro, stru
 	if (buf < 4096)
 		buf = 4096;
 	o->buffer_size = buf;
-	for (int t = 0; t < su->nt && !rc; t++)
-		rc = bench_loop_spawn(o, buf, t, &su->lt[t]);
+	for (int t = 0; t < su->nt && !rc; t++) {
+		struct bench_opts to = *o;
+		to.target_gpu_id = bench_scheme_gpu(o, true, t);
+		rc = bench_loop_spawn(&to, buf, t, &su->lt[t]);
+	}
 	for (int t = 0; t < su->nt && !rc; t++) {
 		rc = bench_loop_wait(&su->lt[t]);
 		su->segs[t] = su->lt[t].seg;
@@ -275,6 +280,7 @@ static int point_lanes(struct srun *r, const struct plan *pl, bool sock, struct 
 		const struct plan_pair *p = &pl->p[k];
 		lo[k] = *r->o;
 		lo[k].batch = p->batch;
+		lo[k].gpu_id = su->eo[p->i].gpu_id; /* --check's copies to and from its memory */
 		lanes[k] = (struct bench_lane){.o = &lo[k], .block = p->block};
 		if (sock) {
 			if (bench_sock_ctx_init(&sc[k], su->socks[p->t], p->roff,
@@ -473,14 +479,26 @@ int bench_scheme_main(struct bench_opts *o, const struct bench_run_ops *ro, cons
 
 	memset(&su, 0, sizeof(su));
 	memset(&r, 0, sizeof(r));
+	if (o->use_vram) {
+		char why[256] = "";
+		o->scheme_ngpu = te_gpu_device_count(why, sizeof(why));
+		if (o->scheme_ngpu <= 0) { /* bench_gpu_require said so already; a safety net */
+			fprintf(stderr, "pdkv-bench: --scheme --use_vram: no CUDA device (%s)\n",
+			        why);
+			return 77;
+		}
+	}
 	r.o = o;
 	r.su = &su;
 	if ((rc = size_all(o, ro, sizes, ns, &su)))
 		return rc;
 	if ((rc = targets_up(o, ro, &su)))
 		return targets_down(&su, rc);
-	for (int i = 0; i < su.ni && !rc && o->baseline_id != BENCH_BASELINE_SOCKET_ONLY; i++)
-		rc = bench_te_endpoint(o, su.lregion, i, &su.ep[i]);
+	for (int i = 0; i < su.ni && !rc && o->baseline_id != BENCH_BASELINE_SOCKET_ONLY; i++) {
+		su.eo[i] = *o;
+		su.eo[i].gpu_id = bench_scheme_gpu(o, false, i);
+		rc = bench_te_endpoint(&su.eo[i], su.lregion, i, &su.ep[i]);
+	}
 	if (!rc && o->baseline_id != BENCH_BASELINE_NONE)
 		rc = bench_sock_prepare((uint64_t)su.ni * su.lregion);
 	if (!rc && o->protocol && !strcmp(o->protocol, "rdma")) {
