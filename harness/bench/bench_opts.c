@@ -297,13 +297,14 @@ static const struct pd_opt bench_optv[] = {
      .arg = "=none|socket|socket-only",
      .help =
          "socket: also run a plain C socket with the same\nshape and print the ratio (target side "
-         "serves it too)",
+         "serves it too;\n--scheme: the same pairs, all at once); socket-only:\nthe socket alone",
      .choices = "none|socket|socket-only"},
     {.name = "baseline_server",
      .type = PD_OPT_STR,
      .dst = &g_o.baseline_server,
-     .arg = "=H:P",
-     .help = "initiator: the target's socket baseline address"},
+     .arg = "=H:P[,H:P..]",
+     .help = "initiator: the target's socket baseline address\n(--scheme: one per --segment_id, "
+             "in its order)"},
     {.name = "ready_file",
      .type = PD_OPT_STR,
      .dst = &g_o.ready_file,
@@ -545,8 +546,8 @@ __attribute__((format(printf, 1, 2))) static int scheme_err(const char *fmt, ...
 }
 
 /* --scheme and its counts: one rule per scheme for which side --num-pairs sets, nixlbench's
- * --num_initiator_dev/--num_target_dev as the other spelling, and what the engine path cannot
- * do with several pairs (the socket baseline, Mooncake's and ib_write_bw's single pair). */
+ * --num_initiator_dev/--num_target_dev as the other spelling, and the comparisons that have no
+ * multi-pair form (Mooncake's bench and ib_write_bw run one pair). */
 static int check_scheme(struct bench_opts *o, const struct parsed *p)
 {
 	int n = 0, i = o->num_init_dev, t = o->num_target_dev, hi, lo;

@@ -128,6 +128,7 @@ jcheck init "initiator mode: both kinds reach targets 0 and 1" '
 assert [r["kind"] for r in rows] == ["socket", "pdkv", "socket", "pdkv"]
 for r in rows:
     assert [(p["initiator"], p["target"]) for p in r["per_pair"]] == [(0, 0), (0, 1)]'
+# shellcheck disable=SC2086
 "$B" --mode=initiator --segment_id="$SEGS" --baseline_server="${SOCKS%%,*}" --scheme=onetomany --num-pairs=2 --baseline=socket $SHORT >"$T/few" 2>&1
 rc=$?
 check "initiator mode: one socket address for two targets -> exit 2" [ $rc = 2 ]
@@ -153,6 +154,7 @@ refuse vram+socket "--baseline=socket moves host memory only: not with --scheme 
 	--scheme=pairwise --num-pairs=2 --use_vram --baseline=socket
 
 # --use_vram with a scheme: runs where CUDA is; here without a device it is a 77 that says why
+# shellcheck disable=SC2086
 "$B" --scheme=pairwise --num-pairs=2 --use_vram $SHORT >"$T/vram" 2>&1
 rc=$?
 if [ $rc = 77 ]; then
