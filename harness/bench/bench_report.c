@@ -272,7 +272,7 @@ void bench_scheme_ratio_print(const struct bench_opts *o, uint64_t size,
 	       sr->npairs > 1 ? "s" : "", o->precision, best->bw, o->precision, sr->socket_bw,
 	       o->unit, best->bw / sr->socket_bw, o->repeat > 1 ? " (best of each)" : "");
 	printf("# ratio pdkv/socket per pair (%s):",
-	       o->repeat > 1 ? "of the best rows" : "pdkv / socket");
+	       o->repeat > 1 ? "pdkv / socket, best row of each" : "pdkv / socket");
 	for (int k = 0; k < sr->npairs; k++) {
 		char label[32];
 		const struct bench_pair_row *p = &sr->pairs[k];
