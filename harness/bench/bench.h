@@ -80,6 +80,9 @@ struct bench_opts {
 	int pairs[BENCH_MAX_POINTS], npoints;
 	int tp_prefill, tp_decode;
 	int num_init_dev, num_target_dev;
+	/* --scheme --use_vram: CUDA devices seen; initiator engine i's buffers are on GPU
+	 * (gpu_id + i) % scheme_ngpu, spawned target t's on (target GPU + t) % scheme_ngpu */
+	int scheme_ngpu;
 };
 
 /* The operations to run, in order (--operation=write,read), and whether --buffer_size was given. */
@@ -113,6 +116,7 @@ struct bench_row {
 struct bench_pair_row {
 	int initiator, target;
 	struct bench_row row;
+	double socket_bw; /* engine rows with --baseline: the same pair's socket figure; else 0 */
 };
 struct bench_scheme_row {
 	const char *scheme;
@@ -122,6 +126,7 @@ struct bench_scheme_row {
 	double bw_min, bw_max, min_max, jain; /* over the pairs' bandwidths */
 	double scaling;                       /* aggregate / the first sweep point's; 0 = none */
 	int scaling_base;                     /* that point's pairs */
+	double socket_bw; /* engine rows with --baseline: the point's best socket aggregate */
 };
 
 /* per-thread latency samples (µs) */
@@ -233,6 +238,10 @@ int bench_scheme_main(struct bench_opts *o, const struct bench_run_ops *ro, cons
 void bench_scheme_banner(const struct bench_opts *o, int ni, int nt, uint64_t lregion,
                          uint64_t rregion);
 void bench_scheme_pairs_print(const struct bench_opts *o, struct bench_row *agg);
+/* --baseline: "# ratio pdkv/socket ..." for a point (size as swept) from its best engine row,
+ * whose scheme row carries the socket figures; then the per-pair ratios */
+void bench_scheme_ratio_print(const struct bench_opts *o, uint64_t size,
+                              const struct bench_row *best);
 
 /* CUDA (bench_gpu.c): --use_vram needs a device (else 77 with "no CUDA device"); buffers and
  * copies between host and the buffers of either kind; the cudaMemcpy reference rows. */
@@ -243,6 +252,8 @@ int bench_mem_put(const struct bench_opts *o, char *dst, const void *src, size_t
 int bench_mem_get(const struct bench_opts *o, void *dst, const char *src, size_t len);
 int bench_mem_zero(const struct bench_opts *o, char *p, size_t len);
 const char *bench_mem_location(const struct bench_opts *o); /* "cpu:0" | "cuda:N" */
+/* --scheme --use_vram: the device of initiator engine i / spawned target t (bench_opts) */
+int bench_scheme_gpu(const struct bench_opts *o, bool target, int idx);
 /* Prints cudaMemcpy D2D, D2H, H2D (pinned) for batch x block, and cudaMemcpyAsync (Peer when
  * the target is on another GPU) of the batch on one stream, one sync per batch; then the ratio
  * of pdkv_bw (0 = no pdkv row): nvlink_intra against the async device-to-device copy, tcp
@@ -258,7 +269,18 @@ struct bench_sock_srv {
 	uint64_t len;
 	volatile int stop;
 };
+/* host memory for the initiator side: 2 x region bytes (local, scratch), kept across rows */
 int bench_sock_prepare(uint64_t region);
+/* What a socket row or lane talks to: the target's socket at host:port, the window of its buffer
+ * from roff, local and scratch windows at loff of bench_sock_prepare's regions. 0, or 1 with the
+ * message printed when server is not host:port. */
+struct bench_sock_ctx {
+	char host[256];
+	int port;
+	uint64_t roff, loff;
+};
+int bench_sock_ctx_init(struct bench_sock_ctx *c, const char *server, uint64_t roff, uint64_t loff);
+extern const struct bench_backend bench_sock_backend; /* ctx: a struct bench_sock_ctx */
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
                    struct bench_row *row);
 

@@ -100,6 +100,12 @@ int bench_target_gpu(const struct bench_opts *o)
 	return o->target_gpu_id >= 0 ? o->target_gpu_id : o->gpu_id;
 }
 
+int bench_scheme_gpu(const struct bench_opts *o, bool target, int idx)
+{
+	int n = o->scheme_ngpu > 0 ? o->scheme_ngpu : 1;
+	return ((target ? bench_target_gpu(o) : o->gpu_id) + idx) % n;
+}
+
 /* The batch as cudaMemcpyAsync (Peer between devices) on one stream, one sync per batch,
  * repeated for ~0.3 s: what a transport that queues device copies can reach at best. */
 static double time_async(const struct bench_opts *o, char *dst, int ddev, const char *src,

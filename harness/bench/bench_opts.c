@@ -297,13 +297,14 @@ static const struct pd_opt bench_optv[] = {
      .arg = "=none|socket|socket-only",
      .help =
          "socket: also run a plain C socket with the same\nshape and print the ratio (target side "
-         "serves it too)",
+         "serves it too;\n--scheme: the same pairs, all at once); socket-only:\nthe socket alone",
      .choices = "none|socket|socket-only"},
     {.name = "baseline_server",
      .type = PD_OPT_STR,
      .dst = &g_o.baseline_server,
-     .arg = "=H:P",
-     .help = "initiator: the target's socket baseline address"},
+     .arg = "=H:P[,H:P..]",
+     .help = "initiator: the target's socket baseline address\n(--scheme: one per --segment_id, "
+             "in its order)"},
     {.name = "ready_file",
      .type = PD_OPT_STR,
      .dst = &g_o.ready_file,
@@ -528,6 +529,11 @@ static void set_defaults(struct bench_opts *o, struct bench_run_ops *ro)
 	g_p.scheme_seen = g_p.pairs_seen = g_p.tp_seen = g_p.dev_seen = false;
 }
 
+static bool scheme_given(const struct parsed *p)
+{
+	return p->scheme_seen || p->pairs_seen || p->tp_seen || p->dev_seen;
+}
+
 __attribute__((format(printf, 1, 2))) static int scheme_err(const char *fmt, ...)
 {
 	va_list ap;
@@ -540,12 +546,12 @@ __attribute__((format(printf, 1, 2))) static int scheme_err(const char *fmt, ...
 }
 
 /* --scheme and its counts: one rule per scheme for which side --num-pairs sets, nixlbench's
- * --num_initiator_dev/--num_target_dev as the other spelling, and what the engine path cannot
- * do with several pairs (the socket baseline, Mooncake's and ib_write_bw's single pair). */
+ * --num_initiator_dev/--num_target_dev as the other spelling, and the comparisons that have no
+ * multi-pair form (Mooncake's bench and ib_write_bw run one pair). */
 static int check_scheme(struct bench_opts *o, const struct parsed *p)
 {
 	int n = 0, i = o->num_init_dev, t = o->num_target_dev, hi, lo;
-	o->scheme_on = p->scheme_seen || p->pairs_seen || p->tp_seen || p->dev_seen;
+	o->scheme_on = scheme_given(p);
 	o->scheme_id = p->scheme;
 	o->scheme = bench_scheme_names[p->scheme];
 	if (!o->scheme_on)
@@ -555,13 +561,21 @@ static int check_scheme(struct bench_opts *o, const struct parsed *p)
 		                "loopback; a target serves one segment (start one per target)\n");
 		return 2;
 	}
-	if (o->baseline_id != BENCH_BASELINE_NONE || o->compare_mooncake || o->compare_perftest ||
-	    o->use_vram) {
-		fprintf(stderr, "pdkv-bench: --scheme runs pdkv's engine over host memory only: no "
-		                "--baseline, --compare-mooncake, --compare-perftest or --use_vram "
-		                "with it\n");
-		return 2;
-	}
+	/* Mooncake's transfer_engine_bench and ib_write_bw run one pair: no same-topology run */
+	if (o->compare_mooncake)
+		return scheme_err(
+		    "--compare-mooncake is not supported with --scheme=%s: Mooncake's "
+		    "transfer_engine_bench runs one initiator against one target. Run "
+		    "the single-pair comparison separately (the same flags without "
+		    "--scheme and its counts), or use --baseline=socket for a "
+		    "same-topology reference",
+		    o->scheme);
+	if (o->compare_perftest)
+		return scheme_err("--compare-perftest is not supported with --scheme=%s: "
+		                  "ib_write_bw runs one pair of devices. Run the single-pair "
+		                  "comparison separately (the same flags without --scheme and its "
+		                  "counts), or use --baseline=socket for a same-topology reference",
+		                  o->scheme);
 	if (p->tp_seen && o->scheme_id != BENCH_SCHEME_TP)
 		return scheme_err("--tp-prefill/--tp-decode are for --scheme=tp");
 	if (o->scheme_id == BENCH_SCHEME_TP) {
@@ -694,10 +708,17 @@ static int check_combinations(struct bench_opts *o)
 		return 2;
 	}
 	if (o->use_vram && o->baseline_id != BENCH_BASELINE_NONE) {
-		fprintf(stderr,
-		        "pdkv-bench: --baseline=%s moves host memory only; with --use_vram "
-		        "the cudaMemcpy rows are the reference\n",
-		        o->baseline);
+		if (scheme_given(&g_p))
+			fprintf(stderr,
+			        "pdkv-bench: --baseline=%s moves host memory only: not with "
+			        "--scheme --use_vram; run the scheme without --use_vram for its "
+			        "socket reference\n",
+			        o->baseline);
+		else
+			fprintf(stderr,
+			        "pdkv-bench: --baseline=%s moves host memory only; with --use_vram "
+			        "the cudaMemcpy rows are the reference\n",
+			        o->baseline);
 		return 2;
 	}
 	if (o->mode_id == BENCH_INITIATOR && o->baseline_id != BENCH_BASELINE_NONE &&

@@ -208,6 +208,12 @@ void bench_scheme_banner(const struct bench_opts *o, int ni, int nt, uint64_t lr
 	       ni, ni > 1 ? "s" : "", (unsigned long long)lregion, nt, nt > 1 ? "s" : "",
 	       o->mode_id == BENCH_LOOPBACK ? "spawned" : "--segment_id",
 	       (unsigned long long)rregion);
+	if (o->use_vram)
+		printf(" memory         : GPU: initiator engine i on cuda:(%d + i) %% %d, %s\n",
+		       o->gpu_id, o->scheme_ngpu,
+		       o->mode_id == BENCH_LOOPBACK
+		           ? "spawned target t on cuda:(target GPU + t) % N"
+		           : "targets as they were started");
 	printf(" rows           : the aggregate (bytes of all pairs / the slowest pair's time; "
 	       "latency: the worst pair's), then one row per pair\n");
 	fflush(stdout);
@@ -228,6 +234,7 @@ static void pair_label(const struct bench_opts *o, const struct bench_pair_row *
 void bench_scheme_pairs_print(const struct bench_opts *o, struct bench_row *agg)
 {
 	const struct bench_scheme_row *sr = agg->scheme;
+	bool sock = !strcmp(agg->kind, "socket");
 	bench_table_row(o, agg);
 	if (agg->bytes)
 		printf("# cpu: initiators %.2f s, targets %.2f s = %.2f s per GB moved\n",
@@ -236,7 +243,7 @@ void bench_scheme_pairs_print(const struct bench_opts *o, struct bench_row *agg)
 	for (int k = 0; k < sr->npairs; k++) {
 		const struct bench_row *r = &sr->pairs[k].row;
 		char kind[16], label[32];
-		snprintf(kind, sizeof(kind), "pair%d", k);
+		snprintf(kind, sizeof(kind), sock ? "spair%d" : "pair%d", k);
 		pair_label(o, &sr->pairs[k], label, sizeof(label));
 		printf(
 		    "  %-6s %-5s %12llu %6llu %4llu %10.*f %12.0f %12.1f %12.1f %10llu %8llu  %s\n",
@@ -246,12 +253,34 @@ void bench_scheme_pairs_print(const struct bench_opts *o, struct bench_row *agg)
 		    r->lat_p99_us, (unsigned long long)r->wrong, (unsigned long long)r->failed,
 		    label);
 	}
-	printf("# fairness %s %s %llu B: %d pair%s (%d initiator%s, %d target%s): per pair min "
+	printf("# fairness %s%s %s %llu B: %d pair%s (%d initiator%s, %d target%s): per pair min "
 	       "%.*f max %.*f %s/s, min/max %.3f, Jain's index %.3f\n",
-	       sr->scheme, agg->op ? "write" : "read", (unsigned long long)agg->block, sr->npairs,
-	       sr->npairs > 1 ? "s" : "", sr->initiators, sr->initiators > 1 ? "s" : "",
-	       sr->targets, sr->targets > 1 ? "s" : "", o->precision, sr->bw_min, o->precision,
-	       sr->bw_max, o->unit, sr->min_max, sr->jain);
+	       sock ? "socket " : "", sr->scheme, agg->op ? "write" : "read",
+	       (unsigned long long)agg->block, sr->npairs, sr->npairs > 1 ? "s" : "",
+	       sr->initiators, sr->initiators > 1 ? "s" : "", sr->targets,
+	       sr->targets > 1 ? "s" : "", o->precision, sr->bw_min, o->precision, sr->bw_max,
+	       o->unit, sr->min_max, sr->jain);
+	fflush(stdout);
+}
+
+void bench_scheme_ratio_print(const struct bench_opts *o, uint64_t size,
+                              const struct bench_row *best)
+{
+	const struct bench_scheme_row *sr = best->scheme;
+	printf("# ratio pdkv/socket %s %s %llu B, %d pair%s: %.*f / %.*f %s/s = %.2f%s\n",
+	       sr->scheme, best->op ? "write" : "read", (unsigned long long)size, sr->npairs,
+	       sr->npairs > 1 ? "s" : "", o->precision, best->bw, o->precision, sr->socket_bw,
+	       o->unit, best->bw / sr->socket_bw, o->repeat > 1 ? " (best of each)" : "");
+	printf("# ratio pdkv/socket per pair (%s):",
+	       o->repeat > 1 ? "pdkv / socket, best row of each" : "pdkv / socket");
+	for (int k = 0; k < sr->npairs; k++) {
+		char label[32];
+		const struct bench_pair_row *p = &sr->pairs[k];
+		pair_label(o, p, label, sizeof(label));
+		printf("%s %s %.2f", k ? "," : "", label,
+		       p->socket_bw > 0 ? p->row.bw / p->socket_bw : 0);
+	}
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -317,6 +346,13 @@ static bool same_series(const struct bench_row *a, const struct bench_row *b)
 	       (a->scheme ? a->scheme->npairs : 0) == (b->scheme ? b->scheme->npairs : 0);
 }
 
+/* rows of one (operation, block size, pairs) point: what a pdkv/socket ratio compares */
+static bool same_point(const struct bench_row *a, const struct bench_row *b)
+{
+	return a->op == b->op && a->block == b->block &&
+	       (a->scheme ? a->scheme->npairs : 0) == (b->scheme ? b->scheme->npairs : 0);
+}
+
 /* Every repetition of row i's series (--repeat), in run order: what `pdkv report compare`
  * tests; each repetition's row carries them all, and its own index in "repetition". */
 static void json_samples(cJSON *x, const struct bench_opts *o, struct bench_row *rows, size_t n,
@@ -351,7 +387,8 @@ static void json_samples(cJSON *x, const struct bench_opts *o, struct bench_row 
 }
 
 /* --scheme: the pairs behind an aggregate row, their fairness and the sweep's scaling */
-static void json_scheme(cJSON *x, const struct bench_scheme_row *sr)
+static void json_scheme(cJSON *x, const struct bench_opts *o, const struct bench_scheme_row *sr,
+                        double agg_bw)
 {
 	cJSON *arr;
 	cJSON_AddStringToObject(x, "scheme", sr->scheme);
@@ -368,6 +405,10 @@ static void json_scheme(cJSON *x, const struct bench_scheme_row *sr)
 	cJSON_AddNumberToObject(x, "fairness_jain", sr->jain);
 	cJSON_AddNumberToObject(x, "scaling", sr->scaling);
 	cJSON_AddNumberToObject(x, "scaling_base_pairs", sr->scaling_base);
+	if (sr->socket_bw > 0) {
+		cJSON_AddNumberToObject(x, "socket_bandwidth", sr->socket_bw);
+		cJSON_AddNumberToObject(x, "ratio_vs_socket", agg_bw / sr->socket_bw);
+	}
 	arr = cJSON_AddArrayToObject(x, "per_pair");
 	for (int k = 0; k < sr->npairs; k++) {
 		const struct bench_row *r = &sr->pairs[k].row;
@@ -375,6 +416,16 @@ static void json_scheme(cJSON *x, const struct bench_scheme_row *sr)
 		cJSON_AddNumberToObject(p, "pair", k);
 		cJSON_AddNumberToObject(p, "initiator", sr->pairs[k].initiator);
 		cJSON_AddNumberToObject(p, "target", sr->pairs[k].target);
+		if (o->use_vram) {
+			char loc[32];
+			snprintf(loc, sizeof(loc), "cuda:%d",
+			         bench_scheme_gpu(o, false, sr->pairs[k].initiator));
+			cJSON_AddStringToObject(p, "memory", loc);
+			snprintf(loc, sizeof(loc), "cuda:%d",
+			         bench_scheme_gpu(o, true, sr->pairs[k].target));
+			if (o->mode_id == BENCH_LOOPBACK)
+				cJSON_AddStringToObject(p, "target_memory", loc);
+		}
 		cJSON_AddNumberToObject(p, "block_size", (double)r->block);
 		cJSON_AddNumberToObject(p, "batch_size", (double)r->batch);
 		cJSON_AddNumberToObject(p, "duration_s", r->seconds);
@@ -388,6 +439,11 @@ static void json_scheme(cJSON *x, const struct bench_scheme_row *sr)
 		cJSON_AddNumberToObject(p, "lat_p99_us", r->lat_p99_us);
 		cJSON_AddNumberToObject(p, "wrong", (double)r->wrong);
 		cJSON_AddNumberToObject(p, "failed", (double)r->failed);
+		if (sr->pairs[k].socket_bw > 0) {
+			cJSON_AddNumberToObject(p, "socket_bandwidth", sr->pairs[k].socket_bw);
+			cJSON_AddNumberToObject(p, "ratio_vs_socket",
+			                        r->bw / sr->pairs[k].socket_bw);
+		}
 		cJSON_AddItemToArray(arr, p);
 	}
 }
@@ -449,24 +505,24 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		}
 		cJSON_AddStringToObject(x, "memory", bench_mem_location(o));
 		if (r->scheme)
-			json_scheme(x, r->scheme);
+			json_scheme(x, o, r->scheme, r->bw);
 		json_samples(x, o, rows, n, i);
 		cJSON_AddItemToArray(arr, x);
 	}
-	/* pdkv / plain socket for every (operation, block size) measured both ways, best row of
-	 * each kind (--repeat) */
+	/* pdkv / plain socket for every (operation, block size; --scheme: pairs) measured both
+	 * ways, best row of each kind (--repeat) */
 	arr = cJSON_AddArrayToObject(root, "ratios_vs_socket");
 	for (size_t i = 0; i < n; i++) {
 		double bp = 0, bs = 0;
 		bool first = true;
 		cJSON *x;
 		for (size_t j = 0; j < i; j++)
-			if (rows[j].op == rows[i].op && rows[j].block == rows[i].block)
+			if (same_point(&rows[j], &rows[i]))
 				first = false;
 		if (!first)
 			continue;
 		for (size_t j = i; j < n; j++) {
-			if (rows[j].op != rows[i].op || rows[j].block != rows[i].block)
+			if (!same_point(&rows[j], &rows[i]))
 				continue;
 			if (!strcmp(rows[j].kind, "pdkv") && rows[j].bw > bp)
 				bp = rows[j].bw;
@@ -478,6 +534,10 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		x = cJSON_CreateObject();
 		cJSON_AddStringToObject(x, "operation", rows[i].op ? "write" : "read");
 		cJSON_AddNumberToObject(x, "block_size", (double)rows[i].block);
+		if (rows[i].scheme) {
+			cJSON_AddStringToObject(x, "scheme", rows[i].scheme->scheme);
+			cJSON_AddNumberToObject(x, "pairs", rows[i].scheme->npairs);
+		}
 		cJSON_AddNumberToObject(x, "pdkv", bp);
 		cJSON_AddNumberToObject(x, "socket", bs);
 		cJSON_AddNumberToObject(x, "ratio", bp / bs);
@@ -493,11 +553,13 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 	return ret;
 }
 
-/* the scheme's columns (empty without --scheme); pair_bw: the pairs' bandwidths, ';'-joined */
-static void csv_scheme(FILE *f, const struct bench_opts *o, const struct bench_scheme_row *sr)
+/* the scheme's columns (empty without --scheme); pair_bw: the pairs' bandwidths, ';'-joined;
+ * with --baseline, engine rows: the point's socket aggregate, pdkv/socket, and per pair */
+static void csv_scheme(FILE *f, const struct bench_opts *o, const struct bench_scheme_row *sr,
+                       double agg_bw)
 {
 	if (!sr) {
-		fprintf(f, ",,,,,,,,,\n");
+		fprintf(f, ",,,,,,,,,,,,\n");
 		return;
 	}
 	fprintf(f, "%s,%d,%d,%d,%.*f,%.*f,%.4f,%.4f,%.4f,", sr->scheme, sr->npairs, sr->initiators,
@@ -505,6 +567,15 @@ static void csv_scheme(FILE *f, const struct bench_opts *o, const struct bench_s
 	        sr->min_max, sr->jain, sr->scaling);
 	for (int k = 0; k < sr->npairs; k++)
 		fprintf(f, "%s%.*f", k ? ";" : "", o->precision + 2, sr->pairs[k].row.bw);
+	fputc(',', f);
+	if (sr->socket_bw > 0) /* engine rows with --baseline: the socket's, and pdkv/socket */
+		fprintf(f, "%.*f,%.4f,", o->precision + 2, sr->socket_bw, agg_bw / sr->socket_bw);
+	else
+		fputs(",,", f);
+	for (int k = 0; k < sr->npairs && sr->socket_bw > 0; k++)
+		fprintf(f, "%s%.4f", k ? ";" : "",
+		        sr->pairs[k].socket_bw > 0 ? sr->pairs[k].row.bw / sr->pairs[k].socket_bw
+		                                   : 0);
 	fprintf(f, "\n");
 }
 
@@ -519,8 +590,9 @@ int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_r
 	    "bandwidth_%s_per_s,transfers_per_s,lat_p50_us,lat_p99_us,wrong,failed,cpu_initiator_s,"
 	    "cpu_target_s,line_rate_gbps,pct_line_rate,ib_write_bw_%s_per_s,ratio_vs_ib_write_bw,"
 	    "scheme,pairs,initiators,targets,pair_bw_min,pair_bw_max,fairness_min_max,"
-	    "fairness_jain,scaling,pair_bw\n",
-	    o->unit, o->unit);
+	    "fairness_jain,scaling,pair_bw,socket_bw_%s_per_s,ratio_vs_socket,pair_ratio_vs_"
+	    "socket\n",
+	    o->unit, o->unit, o->unit);
 	for (size_t i = 0; i < n; i++) {
 		struct bench_row *r = &rows[i];
 		fprintf(
@@ -543,7 +615,7 @@ int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_r
 			        r->bw / r->perftest_bw);
 		else
 			fprintf(f, ",,");
-		csv_scheme(f, o, r->scheme);
+		csv_scheme(f, o, r->scheme, r->bw);
 	}
 	return fclose(f) ? -1 : 0;
 }

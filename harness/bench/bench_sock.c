@@ -98,11 +98,6 @@ void *bench_sock_server(void *arg)
 }
 
 /* ---------------------------------------------------------------- initiator */
-struct sock_ctx {
-	char host[256];
-	int port;
-};
-
 struct sock_thr {
 	int fd;
 };
@@ -110,6 +105,7 @@ struct sock_thr {
 static int sock_batch(struct bench_thread *th, int op, char *base, bool record, double *secs)
 {
 	const struct bench_opts *o = th->o;
+	const struct bench_sock_ctx *c = th->ctx;
 	int fd = ((struct sock_thr *)th->priv)->fd;
 	uint64_t n = o->batch, t0 = pd_now_ns();
 	struct hdr *h = calloc(n, sizeof(*h));
@@ -119,13 +115,14 @@ static int sock_batch(struct bench_thread *th, int op, char *base, bool record, 
 		return -ENOMEM;
 	for (uint64_t i = 0; i < n; i++) {
 		h[i].size = th->block;
-		h[i].off = th->block * (i * o->threads + (uint64_t)th->t);
+		h[i].off = c->roff + th->block * (i * o->threads + (uint64_t)th->t);
 		h[i].op = (uint8_t)op | (op == OP_WRITE && i == n - 1 ? OP_ACK : 0);
 	}
 	if (op == OP_WRITE) {
 		uint64_t ack;
 		for (uint64_t i = 0; i < n && !ret; i++) {
-			struct iovec iov[2] = {{&h[i], sizeof(h[i])}, {base + h[i].off, th->block}};
+			struct iovec iov[2] = {{&h[i], sizeof(h[i])},
+			                       {base + h[i].off - c->roff, th->block}};
 			ret = pd_writev_full(fd, iov, 2);
 			if (record && !ret)
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
@@ -135,7 +132,7 @@ static int sock_batch(struct bench_thread *th, int op, char *base, bool record, 
 	} else {
 		ret = pd_write_full(fd, h, n * sizeof(*h));
 		for (uint64_t i = 0; i < n && !ret; i++) {
-			ret = pd_read_full(fd, base + h[i].off, th->block);
+			ret = pd_read_full(fd, base + h[i].off - c->roff, th->block);
 			if (record && !ret)
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 		}
@@ -175,13 +172,13 @@ int bench_sock_prepare(uint64_t region)
 
 static int sock_thread_init(struct bench_thread *th)
 {
-	const struct sock_ctx *c = th->ctx;
+	const struct bench_sock_ctx *c = th->ctx;
 	struct sock_thr *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	th->priv = p;
-	th->local = s_local;
-	th->scratch = s_scratch;
+	th->local = s_local + c->loff;
+	th->scratch = s_scratch + c->loff;
 	p->fd = pd_tcp_connect(c->host, c->port, 5000);
 	return p->fd < 0 ? p->fd : 0;
 }
@@ -194,7 +191,7 @@ static void sock_thread_fini(struct bench_thread *th)
 	free(p);
 }
 
-static const struct bench_backend sock_backend = {
+const struct bench_backend bench_sock_backend = {
     .kind = "socket",
     .err_memory = -ENOMEM,
     .thread_init = sock_thread_init,
@@ -202,26 +199,37 @@ static const struct bench_backend sock_backend = {
     .batch = sock_batch,
 };
 
+int bench_sock_ctx_init(struct bench_sock_ctx *c, const char *server, uint64_t roff, uint64_t loff)
+{
+	memset(c, 0, sizeof(*c));
+	c->roff = roff;
+	c->loff = loff;
+	if (!server || pd_split_hostport(server, c->host, sizeof(c->host), &c->port)) {
+		fprintf(stderr, "pdkv-bench: socket baseline address \"%s\" is not host:port\n",
+		        server ? server : "-");
+		return 1;
+	}
+	return 0;
+}
+
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
                    struct bench_row *row)
 {
-	struct sock_ctx c;
+	struct bench_sock_ctx c;
 	int err;
 
-	if (pd_split_hostport(server, c.host, sizeof(c.host), &c.port)) {
+	if (bench_sock_ctx_init(&c, server, 0, 0)) {
 		memset(row, 0, sizeof(*row));
 		row->kind = "socket";
 		row->op = o->op;
 		row->block = block;
 		row->batch = o->batch;
 		row->threads = o->threads;
-		fprintf(stderr, "pdkv-bench: socket baseline address \"%s\" is not host:port\n",
-		        server);
 		return 1;
 	}
 	if (bench_sock_prepare(block * o->batch * o->threads))
 		return 1;
-	err = bench_run_row(&sock_backend, &c, o, block, row);
+	err = bench_run_row(&bench_sock_backend, &c, o, block, row);
 	if (err) {
 		fprintf(stderr, "pdkv-bench: socket baseline to %s failed: %s\n", server,
 		        strerror(-err));

@@ -54,7 +54,7 @@ check "pw: per-pair rows in the table" grep -q "^  pair1  write .* i1->t1$" "$T/
 check "pw: one fairness line per row" [ "$(grep -c '^# fairness pairwise' "$T/pw.out")" = 4 ]
 check "pw: a scaling line per operation" [ "$(grep -c '^# scaling pairwise .* 1: .* = 1.00x | 2: ' "$T/pw.out")" = 2 ]
 check "pw: transfer_engine_bench's line per aggregate only" [ "$(grep -c '^Test completed' "$T/pw.out")" = 4 ]
-check "pw: csv header gains the scheme columns" grep -q ",scheme,pairs,initiators,targets,pair_bw_min,pair_bw_max,fairness_min_max,fairness_jain,scaling,pair_bw$" "$T/pw.csv"
+check "pw: csv header gains the scheme columns" grep -q ",scheme,pairs,initiators,targets,pair_bw_min,pair_bw_max,fairness_min_max,fairness_jain,scaling,pair_bw,socket_bw_GB_per_s,ratio_vs_socket,pair_ratio_vs_socket$" "$T/pw.csv"
 check "pw: csv rows carry them (2 pair bandwidths ;-joined)" python3 -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -115,6 +115,5 @@ bad --tp-prefill --scheme=tp --tp-prefill=3 --tp-decode=2
 bad --tp-prefill --tp-prefill=2
 bad --kv-geometry --scheme=tp --tp-prefill=8 --kv-geometry=4,4,64,2
 bad --num_target_dev --scheme=manytoone --num_target_dev=2
-bad --scheme --scheme=pairwise --baseline=socket
 bad --segment_id --mode=initiator --segment_id=127.0.0.1:9 --scheme=onetomany --num-pairs=2
 [ $fails = 0 ] || exit 1
