@@ -7,6 +7,10 @@
 # (V0 also moves the hidden states, tokens and roi; for V1 the two are the same).
 # V1 rows also give the streamed decode's TTFT (time to the first text chunk) next to a plain
 # stand-in's, and the share of the decode request that was the prefill's WRITE itself.
+# Requests go as each generation's router sends them: V0 and gen A the prefill, then the decode
+# with what it answered (the hand-off holds that hop); gen B both at once. For gen B the decode
+# request's time is the one sent after the prefill had answered (streamed), so it holds the
+# hand-off and the first token, not the prefill's compute. Connections are kept alive.
 import argparse, json, os, re, signal, socket, subprocess, sys, tempfile, time, urllib.request, uuid
 
 MODEL = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"
@@ -50,12 +54,32 @@ def start(name, args, env=None):
     sys.exit(f"{name} did not start:\n" + open(f"{TMP}/{name}.log").read())
 
 
+CONNS = {}
+
+
 def post(port, body, hdr=None):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json", **(hdr or {})})
-    t0 = time.perf_counter()
-    r = json.loads(urllib.request.urlopen(req, timeout=120).read())
-    return r, time.perf_counter() - t0
+    # one kept-alive connection per stand-in (and thread), as a router's connection pool: the
+    # hand-off then does not pay for a TCP connect and a new client per request
+    import http.client, threading
+    key = (port, threading.get_ident())
+    data = json.dumps(body).encode()
+    h = {"Content-Type": "application/json", **(hdr or {})}
+    for attempt in (0, 1):
+        c = CONNS.get(key) or CONNS.setdefault(key, http.client.HTTPConnection("127.0.0.1", port, timeout=120))
+        t0 = time.perf_counter()
+        try:
+            c.request("POST", "/v1/completions", data, h)
+            resp = c.getresponse()
+            raw = resp.read()
+            t = time.perf_counter() - t0
+            if resp.status != 200:
+                sys.exit(f"HTTP {resp.status} from port {port}: {raw[:300]!r}")
+            return json.loads(raw), t
+        except (http.client.HTTPException, ConnectionError):
+            c.close()
+            CONNS.pop(key, None)
+            if attempt:
+                raise
 
 
 def post_stream(port, body, hdr=None):
@@ -170,19 +194,28 @@ def run_gen(gen, plain, eng_gbs):
                 rp, _ = post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False}), hdr2)
                 sdec, _, sdone = post_stream(D, body(p, 1, rp["kv_transfer_params"]), hdr2)
             else:
-                # the prefill first, then the decode (as V0's proxy does): the decode request
-                # then times the hand-off and its first token only, not the prefill's compute
+                # gen B's router contract: the prefill and the decode at once (the decode asks
+                # for the KV and the prefill writes it as soon as it has it), so the hand-off
+                # window holds no router hop
+                import threading
                 tid = "xfer-" + rid
-                _, tp = post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": tid}), hdr)
-                r, td = post(D, body(p, 1, {"do_remote_decode": False, "do_remote_prefill": True,
-                                             "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
-                                             "remote_engine_id": eng, "transfer_id": tid}), hdr)
-                # the same hand-off once more, decode streamed: its TTFT
+                pr = {}
+                th = threading.Thread(target=lambda: pr.update(
+                    r=post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": tid}), hdr)))
+                th.start()
+                r, _ = post(D, body(p, 1, {"do_remote_decode": False, "do_remote_prefill": True,
+                                            "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
+                                            "remote_engine_id": eng, "transfer_id": tid}), hdr)
+                th.join()
+                tp = pr["r"][1]
+                # the same hand-off once more, the prefill first and the decode streamed after
+                # it: the decode's TTFT and request time then hold the hand-off and the first
+                # token only, not the prefill's compute
                 tid2 = "xfer-" + hdr2["X-Request-Id"]
                 post(P, body(p, 1, {"do_remote_decode": True, "do_remote_prefill": False, "transfer_id": tid2}), hdr2)
-                sdec, _, sdone = post_stream(D, body(p, 1, {"do_remote_decode": False, "do_remote_prefill": True,
-                                                            "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
-                                                            "remote_engine_id": eng, "transfer_id": tid2}), hdr2)
+                sdec, td, sdone = post_stream(D, body(p, 1, {"do_remote_decode": False, "do_remote_prefill": True,
+                                                             "remote_bootstrap_addr": f"http://127.0.0.1:{boot}",
+                                                             "remote_engine_id": eng, "transfer_id": tid2}), hdr2)
             if not sdone:
                 sys.exit(f"streamed decode of {n} tokens did not end with [DONE]")
             t_have = stage(f"P{gen[-1] if gen=='v0' else gen}", rid, "kv_ready")
@@ -194,7 +227,7 @@ def run_gen(gen, plain, eng_gbs):
             gp = kvb / ((t_ver - t_have) / 1e9) / 1e9 if t_have and t_ver and t_ver > t_have else None
             if rep == 0:
                 continue
-            wr = write_ms(f"P{gen}", rid) if gen != "v0" else None
+            wr = write_ms(f"P{gen}", rid if gen == "a" else hdr2["X-Request-Id"]) if gen != "v0" else None
             rows.append(dict(gen=gen, tokens=n, kv_mb=kvb / 1e6, prefill_s=tp, decode_s=td, plain_s=tplain,
                              write_s=wr, write_share=wr / td if wr else None,
                              plain_ttft_s=splain, decode_ttft_s=sdec,
