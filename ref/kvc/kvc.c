@@ -589,6 +589,7 @@ void kvc_get_stats(const struct kvc *cc, struct kvc_stats *s)
 	s->reads_abandoned = atomic_load(&c->pipe.reads_abandoned);
 	s->reads_abandoned_held = kvc_read_quar_count(&c->pipe);
 	s->reads_refused = atomic_load(&c->pipe.reads_refused);
+	s->reads_ahead = atomic_load(&c->pipe.reads_ahead);
 	pthread_mutex_lock(&c->pipe.ack_mu);
 	s->pending_acks = c->pipe.ack_n;
 	pthread_mutex_unlock(&c->pipe.ack_mu);

@@ -143,6 +143,8 @@ struct kvc_stats {
 	/* READs given up while in flight (timeout, stop): their buffers are held out of the pool
 	 * until the engine ends them (abandoned_held now, at most 16); READs refused meanwhile */
 	uint64_t reads_abandoned, reads_abandoned_held, reads_refused;
+	/* READs started while the one before them was still running (PDKV_KVC_READ_AHEAD) */
+	uint64_t reads_ahead;
 };
 void kvc_get_stats(const struct kvc *c, struct kvc_stats *s);
 /* Added by the kvc helper: this rank's TE segment name (own_url, +100 rule applied) and the

@@ -146,6 +146,23 @@ struct kvc_mon_peer {
 	uint64_t since;
 	char name[80];
 };
+/* kvc_read in two steps, so one READ can run while the caller gets on with another: start
+ * (submitted, or an error and nothing started) and finish (waits; as kvc_read). A started READ
+ * that is never finished must be abandoned (into the quarantine). */
+struct kvc_rd {
+	void *dst;
+	size_t len, chunk, n, next;
+	uint64_t batch, end;
+	bool started;
+};
+/* kvc_pipe_recv's next announced tensor, taken off the socket while the one before it was read
+ * (read-ahead): its (ptr, len) checked and its READ started, or rc says why not. */
+struct kvc_ann {
+	bool on;
+	int rc, start_rc;
+	uint64_t ptr, len, t_read;
+	struct kvc_rd rd; /* rd.dst: its buffer */
+};
 struct kvc_pipe {
 	struct cfg_v0_pipe v0;
 	int64_t max_msg; /* ZMQ_MAXMSGSIZE on every side-channel socket */
@@ -176,6 +193,9 @@ struct kvc_pipe {
 	struct kvc_quar *quar;
 	size_t quar_n, quar_bytes;
 	atomic_uint_fast64_t reads_abandoned, reads_refused;
+	bool read_ahead; /* PDKV_KVC_READ_AHEAD, default on */
+	struct kvc_ann ahead;
+	atomic_uint_fast64_t reads_ahead;
 };
 int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o);
 void kvc_pipe_close(struct kvc_pipe *p);
@@ -198,6 +218,11 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
  * write into dst: dst now belongs to the pipe's quarantine, which gives it back to the pool once
  * the engine reports the batch finished; the caller must neither use nor free it. */
 int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *abandoned);
+int kvc_read_start(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, struct kvc_rd *rd);
+int kvc_read_finish(struct kvc_pipe *p, struct kvc_rd *rd, bool *abandoned);
+void kvc_read_abandon(struct kvc_pipe *p, struct kvc_rd *rd);
+/* A READ started ahead gets its whole deadline from when it is waited on. */
+void kvc_read_rearm(struct kvc_pipe *p, struct kvc_rd *rd);
 /* Frees the quarantined buffers whose batches finished (kvc_read does it on every call). */
 void kvc_read_reap(struct kvc_pipe *p);
 /* After te_engine_destroy (no transport thread left to write): frees every quarantined

@@ -191,48 +191,75 @@ static int submit(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, size_
 	return rc;
 }
 
-int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *abandoned)
+int kvc_read_start(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, struct kvc_rd *rd)
 {
-	size_t chunk = chunk_bytes(len), n = (len + chunk - 1) / chunk, next = 0;
-	uint64_t batch, end;
-	long nap = NAP_MIN_NS;
-	bool failed = false;
 	int rc;
 
-	*abandoned = false;
+	*rd = (struct kvc_rd){.dst = dst, .len = len};
 	if (len == 0)
 		return 0;
-	end = pd_now_ns() + (uint64_t)timeout_ms_of(p, len) * 1000000ull;
-	if (!quar_room(p, end)) {
+	rd->chunk = chunk_bytes(len);
+	rd->n = (len + rd->chunk - 1) / rd->chunk;
+	rd->end = pd_now_ns() + (uint64_t)timeout_ms_of(p, len) * 1000000ull;
+	if (!quar_room(p, rd->end)) {
 		atomic_fetch_add(&p->reads_refused, 1);
 		pd_warn("kvc: READ of %zu bytes from %s refused: %d abandoned READs from it are "
 		        "still in flight",
 		        len, p->v0.remote_url, KVC_QUAR_MAX);
 		return TE_ERR_TOO_MANY_REQUESTS;
 	}
-	rc = submit(p, dst, ptr, len, chunk, n, &batch);
+	rc = submit(p, dst, ptr, len, rd->chunk, rd->n, &rd->batch);
 	if (rc)
 		return rc;
+	rd->started = true;
+	return 0;
+}
+
+void kvc_read_rearm(struct kvc_pipe *p, struct kvc_rd *rd)
+{
+	uint64_t end = pd_now_ns() + (uint64_t)timeout_ms_of(p, rd->len) * 1000000ull;
+
+	if (end > rd->end)
+		rd->end = end;
+}
+
+void kvc_read_abandon(struct kvc_pipe *p, struct kvc_rd *rd)
+{
+	if (!rd->started)
+		return;
+	quarantine(p, rd->batch, rd->n, rd->next, rd->dst, rd->len);
+	rd->started = false;
+}
+
+int kvc_read_finish(struct kvc_pipe *p, struct kvc_rd *rd, bool *abandoned)
+{
+	long nap = NAP_MIN_NS;
+	bool failed = false;
+	int rc = 0;
+
+	*abandoned = false;
+	if (!rd->started)
+		return 0; /* len 0 */
 	/* chunks finish about in order: wait on the oldest unfinished one */
-	while (next < n) {
+	while (rd->next < rd->n) {
 		struct te_task_status st = {0, 0};
 
-		rc = te_batch_status(p->eng, batch, next, &st);
+		rc = te_batch_status(p->eng, rd->batch, rd->next, &st);
 		if (rc)
 			break;
 		if (st.status != TE_WAITING && st.status != TE_PENDING && st.status != TE_TIMEOUT) {
 			failed |= st.status != TE_COMPLETED;
-			next++;
+			rd->next++;
 			nap = NAP_MIN_NS;
 			continue;
 		}
-		if (st.status == TE_TIMEOUT || pd_now_ns() > end || atomic_load(&p->stop)) {
-			pd_err("kvc: READ of %zu bytes from %s %s (%zu of %zu chunks done)", len,
-			       p->v0.remote_url,
+		if (st.status == TE_TIMEOUT || pd_now_ns() > rd->end || atomic_load(&p->stop)) {
+			pd_err("kvc: READ of %zu bytes from %s %s (%zu of %zu chunks done)",
+			       rd->len, p->v0.remote_url,
 			       atomic_load(&p->stop)     ? "stopped"
 			       : st.status == TE_TIMEOUT ? "hit the engine's slice timeout"
 			                                 : "timed out",
-			       next, n);
+			       rd->next, rd->n);
 			rc = TE_ERR_TIMEOUT;
 			break;
 		}
@@ -240,12 +267,22 @@ int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *aban
 		if (nap < NAP_MAX_NS)
 			nap *= 2;
 	}
-	if (next < n || te_batch_free(p->eng, batch)) {
-		quarantine(p, batch, n, next, dst, len);
+	if (rd->next < rd->n || te_batch_free(p->eng, rd->batch)) {
+		kvc_read_abandon(p, rd);
 		*abandoned = true;
 		return rc ? rc : TE_ERR_TIMEOUT;
 	}
+	rd->started = false;
 	if (rc)
 		return rc;
 	return failed ? TE_ERR_ENDPOINT : 0;
+}
+
+int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *abandoned)
+{
+	struct kvc_rd rd;
+	int rc = kvc_read_start(p, dst, ptr, len, &rd);
+
+	*abandoned = false;
+	return rc ? rc : kvc_read_finish(p, &rd, abandoned);
 }

@@ -343,6 +343,7 @@ char *sa_metrics_text(struct sa *s)
 		t.extra_peers += st.extra_peers;
 		t.reads_abandoned += st.reads_abandoned;
 		t.reads_abandoned_held += st.reads_abandoned_held;
+		t.reads_ahead += st.reads_ahead;
 	}
 	/* V1: prefill pushes (bytes it wrote into decode's blocks), decode counts what it was
 	 * told was written */
@@ -417,6 +418,10 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_kvc_reads_abandoned_held", "gauge",
 	       "Buffers of abandoned connector READs held now (at most 16 per rank).", "",
 	       t.reads_abandoned_held);
+	metric(&b, "pdkv_kvc_reads_ahead_total", "counter",
+	       "Connector READs started while the READ of the tensor before them was still "
+	       "running (the peer had already announced them; PDKV_KVC_READ_AHEAD=0 turns it off).",
+	       "", t.reads_ahead);
 	kv1_hold_metrics(&b, &k1);
 	label_escape(s->o.served[0], model, sizeof(model));
 	snprintf(lbl, sizeof(lbl), "{model_name=\"%s\"}", model);

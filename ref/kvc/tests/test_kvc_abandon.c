@@ -32,6 +32,9 @@ static void open_pair(struct env *e, struct kvc_pipe *p, struct kvc_pipe *d)
 	dopts.transfer_timeout_ms = READ_MS;
 	assert_int_equal(kvc_pipe_open(p, &po), 0);
 	assert_int_equal(kvc_pipe_open(d, &dopts), 0);
+	/* these cases hold one READ at the target and need it to be the first one: no READ
+	 * starts ahead of the one being waited on (test_read_ahead covers that) */
+	d->read_ahead = false;
 }
 
 static void send_fill(struct kvc_pipe *p, uint8_t fill)
@@ -181,12 +184,46 @@ static void test_quarantine_bound(void **state)
 	free(p);
 }
 
+/* Three tensors announced at once: the second and third READs start while the one before them
+ * runs (read-ahead), every tensor comes out whole and in order, ACKs in step (the pool empties). A
+ * READ started ahead behind a held one gets its full deadline from when it is waited on. */
+static void test_read_ahead(void **state)
+{
+	struct env e;
+	struct kvc_pipe *p = calloc(1, sizeof(*p)), *d = calloc(1, sizeof(*d));
+	struct kvc_tensor t[3];
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(d);
+	te_gate_arm(TE_GATE_READ, 0);
+	open_pair(&e, p, d);
+	d->read_ahead = true;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 3; i++)
+			send_fill(p, (uint8_t)(0x30 + 16 * round + i));
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(kvc_pipe_recv(d, &t[i], 5000, NULL), 0);
+			expect_fill(&t[i], (uint8_t)(0x30 + 16 * round + i), "read ahead");
+		}
+		for (int i = 0; i < 3; i++)
+			kvc_tensor_free(&t[i]);
+	}
+	assert_true(atomic_load(&d->reads_ahead) >= 2);
+	assert_int_equal(kvc_pipe_flush(p, 5000), 0);
+	assert_int_equal(kvc_pool_in_use(d->pool), 0);
+	kvc_pipe_close(d);
+	kvc_pipe_close(p);
+	free(d);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_late_read_after_timeout),
 	    cmocka_unit_test(test_stop_mid_read),
 	    cmocka_unit_test(test_quarantine_bound),
+	    cmocka_unit_test(test_read_ahead),
 	};
 	/* two lanes per peer: the next READ does not queue behind the held one */
 	setenv("MC_TCP_LANES_PER_PEER", "2", 1);
