@@ -15,19 +15,8 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
-fails=0
-check() { local what=$1; shift; if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi; }
-SHORT="--block_size=16K --batch_size=8 --duration=0.2 --check"
-
-# run NAME ARGS...: one run, its text in $T/NAME.out, JSON and CSV beside it
-run() {
-	local name=$1; shift
-	# shellcheck disable=SC2086
-	TMPDIR=$T timeout 120 "$B" "$@" $SHORT --json="$T/$name.json" --csv="$T/$name.csv" >"$T/$name.out" 2>&1
-	local rc=$?
-	check "$name: exit 0 (--check passed)" [ $rc = 0 ]
-	[ $rc = 0 ] || tail -20 "$T/$name.out"
-}
+# shellcheck source=harness/bench/tests/scheme_lib.bash
+. "$(dirname "$0")/scheme_lib.bash"
 
 # jcheck NAME WHAT PY: PY asserts over rows (the JSON's), pdkv / sock (its rows of each kind) and
 # d (the document). Every run here: socket rows mirror the engine's pairs, and each engine row
