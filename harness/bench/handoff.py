@@ -11,7 +11,7 @@
 # with what it answered (the hand-off holds that hop); gen B both at once. For gen B the decode
 # request's time is the one sent after the prefill had answered (streamed), so it holds the
 # hand-off and the first token, not the prefill's compute. Connections are kept alive.
-import argparse, json, os, re, signal, socket, subprocess, sys, tempfile, time, urllib.request, uuid
+import argparse, http.client, json, os, re, signal, socket, subprocess, sys, tempfile, threading, time, urllib.request, uuid
 
 MODEL = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"
 ap = argparse.ArgumentParser()
@@ -60,7 +60,6 @@ CONNS = {}
 def post(port, body, hdr=None):
     # one kept-alive connection per stand-in (and thread), as a router's connection pool: the
     # hand-off then does not pay for a TCP connect and a new client per request
-    import http.client, threading
     key = (port, threading.get_ident())
     data = json.dumps(body).encode()
     h = {"Content-Type": "application/json", **(hdr or {})}
@@ -85,7 +84,6 @@ def post(port, body, hdr=None):
 def post_stream(port, body, hdr=None):
     # streamed: seconds to the first chunk with text (TTFT, as `vllm bench serve` times it),
     # seconds to the end, and whether the stream ended with data: [DONE]
-    import http.client
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     t0 = time.perf_counter()
     c.request("POST", "/v1/completions", json.dumps(dict(body, stream=True)).encode(),
@@ -197,7 +195,6 @@ def run_gen(gen, plain, eng_gbs):
                 # gen B's router contract: the prefill and the decode at once (the decode asks
                 # for the KV and the prefill writes it as soon as it has it), so the hand-off
                 # window holds no router hop
-                import threading
                 tid = "xfer-" + rid
                 pr = {}
                 th = threading.Thread(target=lambda: pr.update(

@@ -601,8 +601,7 @@ static void announce(struct kvc_pipe *p, const struct zframes *f, struct kvc_ann
 		return;
 	}
 	a->t_read = pd_now_ns();
-	a->start_rc = kvc_read_start(p, dst, a->ptr, a->len, &a->rd);
-	a->rd.dst = dst;
+	a->start_rc = kvc_read_start(p, dst, a->ptr, a->len, &a->rd); /* sets a->rd.dst */
 }
 
 /* The peer pushes its (ptr, len)s without waiting for ACKs (vLLM's send_bytes does too), so the

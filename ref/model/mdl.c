@@ -49,6 +49,11 @@ int mdl_geom_check(const struct mdl_geom *g, char *err, size_t errsz)
 	return 0;
 }
 
+size_t mdl_kv_row_bytes(const struct mdl_geom *g)
+{
+	return (size_t)g->head_dim * (size_t)g->dtype_bytes;
+}
+
 size_t mdl_kv_bytes_per_token(const struct mdl_geom *g, int kv_heads_shard)
 {
 	return 2 * (size_t)g->layers * (size_t)kv_heads_shard * (size_t)g->head_dim *
@@ -390,7 +395,7 @@ uint64_t mdl_kv_checksum(const void *keys, const void *values, size_t kv_bytes_e
 }
 
 /* Fills len bytes from a counter stream seeded by seed: one full mix per call, then one
- * multiply per 8 bytes (KV generation must stay well below the checksum's cost per byte). */
+ * multiply per 8 bytes (the hidden rows; KV rows are mdl_kv_row_put's). */
 static void fill_stream(uint8_t *dst, size_t len, uint64_t seed)
 {
 	uint64_t s = mix64(seed), w;
@@ -439,7 +444,7 @@ void mdl_kv_row_ab(uint64_t pre_t, int layer, int head, bool value, uint64_t *a,
 
 void mdl_kv_row_put(const struct mdl_geom *g, uint64_t a, uint64_t b, uint8_t *dst)
 {
-	size_t len = (size_t)g->head_dim * (size_t)g->dtype_bytes, i = 0;
+	size_t len = mdl_kv_row_bytes(g), i = 0;
 	uint64_t w = a;
 
 	for (; i + 8 <= len; i += 8, w += b)
@@ -465,7 +470,7 @@ void mdl_hidden_row(const struct mdl_geom *g, uint64_t pre_t, uint8_t *dst)
 int mdl_kv_compute(const struct mdl_geom *g, const int64_t *tokens, size_t n, int head0, int nheads,
                    int shard, int nshards, struct mdl_kv *out)
 {
-	size_t row = (size_t)g->head_dim * (size_t)g->dtype_bytes; /* one head, one position */
+	size_t row = mdl_kv_row_bytes(g);
 	size_t hrow = (size_t)g->hidden_size * 2;
 	uint64_t *pre = NULL;
 	int ret = -ENOMEM;

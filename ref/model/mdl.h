@@ -45,6 +45,8 @@ struct mdl_geom {
 void mdl_geom_default(struct mdl_geom *g);
 /* 0 or -EINVAL with a message naming the field in err. */
 int mdl_geom_check(const struct mdl_geom *g, char *err, size_t errsz);
+/* One row of keys or values: one head at one position, head_dim x dtype_bytes bytes. */
+size_t mdl_kv_row_bytes(const struct mdl_geom *g);
 /* keys + values bytes per token for kv_heads_shard heads (pass g->kv_heads for the whole). */
 size_t mdl_kv_bytes_per_token(const struct mdl_geom *g, int kv_heads_shard);
 

@@ -262,7 +262,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 
 	memset(it, 0, sizeof(it));
 	for (int k = 0; k < s->nkvc; k++)
-		sa_v0hash_init(&vh[k], g->layers, (size_t)g->head_dim * (size_t)g->dtype_bytes);
+		sa_v0hash_init(&vh[k], g->layers, mdl_kv_row_bytes(g));
 	for (int k = 0; k < s->nkvc && res == F_HIT; k++) {
 		for (;;) {
 			uint64_t ts = pd_now_ns();
@@ -323,9 +323,9 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 
 		if (!sa_v0hash_get(&vh[k], it[k].keys.data, it[k].values.data, it[k].keys.nbytes,
 		                   &got_sum))
-			got_sum = mdl_kv_checksum(it[k].keys.data, it[k].values.data,
-			                          it[k].keys.nbytes, g->layers,
-			                          (size_t)g->head_dim * (size_t)g->dtype_bytes);
+			got_sum =
+			    mdl_kv_checksum(it[k].keys.data, it[k].values.data, it[k].keys.nbytes,
+			                    g->layers, mdl_kv_row_bytes(g));
 
 		if (k == 0)
 			sum0 = got_sum;

@@ -21,7 +21,7 @@ struct job {
 	bool verify;       /* compare with the fake model's rows */
 	uint64_t *full;    /* [2L] part sums of the whole KV */
 	uint64_t *per;     /* [nsh][2L] part sums of each rank's shard (NULL = none) */
-	uint8_t **scratch; /* [worker]: one segment */
+	uint8_t **scratch; /* [worker]: one segment, the model's rows to compare (verify only) */
 	int nworkers;
 	atomic_bool differ;
 	struct pd_par par;
@@ -33,7 +33,7 @@ static void run_part(void *ud, int part, int worker)
 	const struct mdl_geom *g = j->g;
 	int hs = g->kv_heads / j->nsh, l = part % g->layers, np = 2 * g->layers;
 	bool value = part >= g->layers;
-	size_t rb = (size_t)g->head_dim * (size_t)g->dtype_bytes, seg = rb * (size_t)hs;
+	size_t rb = mdl_kv_row_bytes(g), seg = rb * (size_t)hs;
 	uint8_t *scratch = j->scratch[worker];
 	struct mdl_ks full, per[SA_MAX_TP];
 
@@ -42,7 +42,7 @@ static void run_part(void *ud, int part, int worker)
 		mdl_ks_init(&per[k], mdl_kv_part_seed(part), rb);
 	for (size_t t = 0; t < j->n; t++)
 		for (int k = 0; k < j->nsh; k++) {
-			uint8_t *d = j->map ? j->map->seg(j->map->ud, value, l, t, k) : scratch;
+			uint8_t *d = j->map ? j->map->seg(j->map->ud, value, l, t, k) : NULL;
 
 			if (j->gen) {
 				/* the model's rows: written where they go (if anywhere) and summed
@@ -93,8 +93,7 @@ static struct job *job_start(const struct job *tmpl, const int64_t *tokens, int 
 {
 	const struct mdl_geom *g = tmpl->g;
 	int np = 2 * g->layers;
-	size_t seg =
-	    (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / tmpl->nsh);
+	size_t seg = mdl_kv_row_bytes(g) * (size_t)(g->kv_heads / tmpl->nsh);
 	struct job *j = malloc(sizeof(*j));
 	uint64_t *pre;
 
@@ -111,7 +110,7 @@ static struct job *job_start(const struct job *tmpl, const int64_t *tokens, int 
 		job_free(j);
 		return NULL;
 	}
-	for (int i = 0; i <= j->nworkers; i++)
+	for (int i = 0; j->verify && i <= j->nworkers; i++)
 		if (!(j->scratch[i] = malloc(seg))) {
 			job_free(j);
 			return NULL;

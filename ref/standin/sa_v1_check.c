@@ -44,7 +44,7 @@ static void follow_part(void *ud, int part, int worker)
 	struct sa_verify *v = f->v;
 	struct sa *s = v->s;
 	const struct mdl_geom *g = &s->o.geom;
-	size_t seg = (size_t)g->head_dim * (size_t)g->dtype_bytes * (size_t)(g->kv_heads / s->o.tp);
+	size_t seg = mdl_kv_row_bytes(g) * (size_t)(g->kv_heads / s->o.tp);
 	bool value = part >= g->layers;
 	int l = part % g->layers;
 	struct mdl_ks h;
@@ -62,7 +62,7 @@ static void follow_part(void *ud, int part, int worker)
 	}
 	if (!atomic_load(&v->done))
 		atomic_store(&f->early, true);
-	mdl_ks_init(&h, mdl_kv_part_seed(part), (size_t)g->head_dim * (size_t)g->dtype_bytes);
+	mdl_ks_init(&h, mdl_kv_part_seed(part), mdl_kv_row_bytes(g));
 	for (size_t t = 0; t < v->ntok; t++)
 		for (int k = 0; k < s->o.tp; k++)
 			mdl_ks_update(&h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
