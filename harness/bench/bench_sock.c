@@ -29,7 +29,8 @@ struct hdr {
 };
 
 /* I/O is pd_read_full (recv MSG_WAITALL: one wake-up per message, as a competent plain-socket
- * program would do) and pd_writev_full (header + body in one sendmsg). */
+ * program would do, in the same 256 KiB pieces as the engine's TCP transport) and
+ * pd_writev_full (header + body in one sendmsg). */
 struct sconn {
 	struct bench_sock_srv *s;
 	int fd;

@@ -13,6 +13,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,8 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "pd_log.h"
 
 uint64_t pd_now_ns(void)
 {
@@ -414,13 +418,41 @@ int pd_wait_tcp(const char *host, int port, int timeout_ms)
 	return -ETIMEDOUT;
 }
 
+size_t pd_recv_chunk_parse(const char *e)
+{
+	uint64_t v = PD_SOCK_RECV_CHUNK;
+
+	if (e && *e && (pd_parse_size(e, &v) || (v && v < 4096))) {
+		pd_warn("PDKV_TCP_RECV_CHUNK=\"%s\": expected 0 (no cap) or a size of at least 4K; "
+		        "using %d KiB",
+		        e, PD_SOCK_RECV_CHUNK >> 10);
+		v = PD_SOCK_RECV_CHUNK;
+	}
+	return v ? (size_t)v : SIZE_MAX - 1;
+}
+
+size_t pd_sock_recv_chunk(void)
+{
+	static atomic_size_t chunk = SIZE_MAX;
+	size_t c = atomic_load_explicit(&chunk, memory_order_relaxed);
+
+	if (c == SIZE_MAX) {
+		c = pd_recv_chunk_parse(getenv("PDKV_TCP_RECV_CHUNK"));
+		atomic_store_explicit(&chunk, c, memory_order_relaxed);
+	}
+	return c;
+}
+
 int pd_read_full(int fd, void *buf, size_t len)
 {
 	char *p = buf;
 	int sock = 1;
+	size_t cap = pd_sock_recv_chunk();
 	while (len) {
-		/* on a socket, MSG_WAITALL: one wake-up per message instead of one per segment */
-		ssize_t r = sock ? recv(fd, p, len, MSG_WAITALL) : read(fd, p, len);
+		/* on a socket, MSG_WAITALL: one wake-up per message instead of one per segment,
+		 * but at most pd_sock_recv_chunk() per call (pd_util.h says why) */
+		ssize_t r =
+		    sock ? recv(fd, p, len < cap ? len : cap, MSG_WAITALL) : read(fd, p, len);
 		if (r < 0 && sock && errno == ENOTSOCK) {
 			sock = 0;
 			continue;

@@ -44,6 +44,15 @@ int pd_tcp_connect(const char *host, int port, int timeout_ms);
  * written with MSG_NOSIGNAL. pd_writev_full sends every iovec (it advances iov in place). */
 struct iovec;
 int pd_read_full(int fd, void *buf, size_t len);
+/* The most one recv() of a large body asks for (PDKV_TCP_RECV_CHUNK, a size; 0 = no cap;
+ * default PD_SOCK_RECV_CHUNK). One MSG_WAITALL recv of megabytes lets the receiver fall behind
+ * a loopback sender: over TCP loopback on 2 cores, 4 MiB READs ran at 2.9 GB/s asked for whole
+ * and 4.4 GB/s asked for in 256 KiB pieces (`pdkv bench`, same run). */
+#define PD_SOCK_RECV_CHUNK (256 << 10)
+size_t pd_sock_recv_chunk(void);
+/* The cap a PDKV_TCP_RECV_CHUNK value gives (NULL or "": the default; a bad one warns and
+ * gives the default; 0: SIZE_MAX - 1, no cap). */
+size_t pd_recv_chunk_parse(const char *e);
 int pd_write_full(int fd, const void *buf, size_t len);
 int pd_writev_full(int fd, struct iovec *iov, int n);
 

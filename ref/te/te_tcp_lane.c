@@ -50,15 +50,20 @@ static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t
 {
 	struct iovec iov[2] = {{st, 8}, {body, len}};
 	struct iovec *v = iov;
+	size_t cap = pd_sock_recv_chunk();
 	int n = 2;
 
 	*got = 0;
 	while (n > 0) {
 		struct msghdr m = {0};
+		struct iovec last = v[n - 1];
 		ssize_t r;
 		m.msg_iov = v;
 		m.msg_iovlen = (size_t)n;
+		if (v[n - 1].iov_len > cap) /* the body in pieces (pd_sock_recv_chunk) */
+			v[n - 1].iov_len = cap;
 		r = recvmsg(fd, &m, MSG_WAITALL);
+		v[n - 1] = last;
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "pd_proc.h"
@@ -73,6 +75,56 @@ static void test_sockets(void **state)
 	close(cfd);
 	close(lfd);
 	assert_int_equal(pd_wait_tcp("127.0.0.1", port, 100), -ETIMEDOUT);
+}
+
+struct feed {
+	int fd;
+	size_t len;
+};
+
+static void *feed_main(void *arg)
+{
+	struct feed *f = arg;
+	char b[3001];
+	for (size_t off = 0; off < f->len;) { /* odd pieces, so no recv lines up with a write */
+		size_t n = f->len - off < sizeof(b) ? f->len - off : sizeof(b);
+		for (size_t i = 0; i < n; i++)
+			b[i] = (char)((off + i) * 131 >> 3);
+		if (pd_write_full(f->fd, b, n))
+			break;
+		off += n;
+	}
+	return NULL;
+}
+
+/* pd_read_full asks for at most PDKV_TCP_RECV_CHUNK per recv and still returns every byte in
+ * order; a value below 4K or not a size gives the default. */
+static void test_recv_chunk(void **state)
+{
+	int sv[2];
+	struct feed f = {0, (1 << 20) + 77};
+	pthread_t th;
+	char *buf = malloc(f.len);
+	(void)state;
+	assert_non_null(buf);
+	assert_int_equal(pd_sock_recv_chunk(), 4096); /* main() set 4K before any use */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f.fd = sv[1];
+	assert_int_equal(pthread_create(&th, NULL, feed_main, &f), 0);
+	assert_int_equal(pd_read_full(sv[0], buf, f.len), 0);
+	pthread_join(th, NULL);
+	for (size_t i = 0; i < f.len; i++)
+		if (buf[i] != (char)(i * 131 >> 3))
+			fail_msg("byte %zu wrong", i);
+	close(sv[1]);
+	assert_int_equal(pd_read_full(sv[0], buf, 1), -EPIPE);
+	close(sv[0]);
+	free(buf);
+	assert_int_equal(pd_recv_chunk_parse(NULL), PD_SOCK_RECV_CHUNK);
+	assert_int_equal(pd_recv_chunk_parse("1M"), 1 << 20);
+	assert_int_equal(pd_recv_chunk_parse("0"), SIZE_MAX - 1);
+	assert_int_equal(pd_recv_chunk_parse("100"), PD_SOCK_RECV_CHUNK); /* below 4K */
+	assert_int_equal(pd_recv_chunk_parse("lots"), PD_SOCK_RECV_CHUNK);
 }
 
 static void test_files(void **state)
@@ -145,10 +197,12 @@ static void test_helpers(void **state)
 
 int main(void)
 {
+	setenv("PDKV_TCP_RECV_CHUNK", "4K", 1); /* test_recv_chunk */
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_hostport),
 	    cmocka_unit_test(test_sockets),       cmocka_unit_test(test_files),
 	    cmocka_unit_test(test_proc),          cmocka_unit_test(test_helpers),
+	    cmocka_unit_test(test_recv_chunk),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
