@@ -335,10 +335,46 @@ static uint64_t ks_row(const uint8_t *p, size_t rb)
 	return s1 + 2 * s2;
 }
 
+#if defined(__x86_64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* ks_row's four chains as one vector of four words, for rows of whole 32-byte blocks: on AVX2
+ * one add per chain step instead of four (the same sums; test_row_sum compares the two). The
+ * landed KV is read here once, so this is the V1 and V0 decodes' check per byte. */
+typedef uint64_t ks_v4 __attribute__((vector_size(32)));
+
+__attribute__((target_clones("avx2", "default"))) static size_t
+ks_rows32(struct mdl_ks *ks, const uint8_t *p, size_t len)
+{
+	size_t f = ks->rb / 8, done = 0;
+
+	for (; len - done >= ks->rb; done += ks->rb) {
+		const uint8_t *q = p + done;
+		ks_v4 a = {0, 0, 0, 0}, b = {0, 0, 0, 0};
+
+		for (size_t i = 0; i < f; i += 4) {
+			ks_v4 w;
+			memcpy(&w, q + 8 * i, sizeof(w));
+			a += w;
+			b += a;
+		}
+		ks_add(ks, a[0] + a[1] + a[2] + a[3] +
+		               2 * (4 * (b[0] + b[1] + b[2] + b[3]) - a[1] - 2 * a[2] - 3 * a[3]));
+	}
+	return done;
+}
+#define KS_ROWS32 1
+#endif
+
 void mdl_ks_update(struct mdl_ks *ks, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
+#ifdef KS_ROWS32
+	if (ks->rb % 32 == 0 && len >= ks->rb) {
+		size_t done = ks_rows32(ks, p, len);
+		p += done;
+		len -= done;
+	}
+#endif
 	for (; len >= ks->rb; p += ks->rb, len -= ks->rb)
 		ks_add(ks, ks_row(p, ks->rb));
 	if (len) { /* a short last piece: the row's missing bytes count as zeros */
