@@ -30,7 +30,8 @@ struct hdr {
 
 /* I/O is pd_read_full (recv MSG_WAITALL: one wake-up per message, as a competent plain-socket
  * program would do, in the same 256 KiB pieces as the engine's TCP transport) and
- * pd_writev_full (header + body in one sendmsg). */
+ * pd_writev_full (header + body in one sendmsg; READ replies at most 1 MiB per sendmsg, as the
+ * engine's server sends them). */
 struct sconn {
 	struct bench_sock_srv *s;
 	int fd;
@@ -57,8 +58,11 @@ static void *sconn_main(void *arg)
 				if (pd_write_full(c->fd, &ack, 8))
 					break;
 			}
-		} else if (pd_write_full(c->fd, s->buf + h.off, h.size)) {
-			break;
+		} else {
+			struct iovec body = {s->buf + h.off, h.size};
+			/* READ replies in the engine server's pieces (pd_sock_send_chunk) */
+			if (pd_writev_full_max(c->fd, &body, 1, pd_sock_send_chunk()))
+				break;
 		}
 		PD_TSAN_WIRE_SEND();
 	}

@@ -418,15 +418,14 @@ int pd_wait_tcp(const char *host, int port, int timeout_ms)
 	return -ETIMEDOUT;
 }
 
-size_t pd_recv_chunk_parse(const char *e)
+size_t pd_chunk_parse(const char *name, const char *e, size_t def)
 {
-	uint64_t v = PD_SOCK_RECV_CHUNK;
+	uint64_t v = def;
 
 	if (e && *e && (pd_parse_size(e, &v) || (v && v < 4096))) {
-		pd_warn("PDKV_TCP_RECV_CHUNK=\"%s\": expected 0 (no cap) or a size of at least 4K; "
-		        "using %d KiB",
-		        e, PD_SOCK_RECV_CHUNK >> 10);
-		v = PD_SOCK_RECV_CHUNK;
+		pd_warn("%s=\"%s\": expected 0 (no cap) or a size of at least 4K; using %zu KiB",
+		        name, e, def >> 10);
+		v = def;
 	}
 	return v ? (size_t)v : SIZE_MAX - 1;
 }
@@ -437,7 +436,8 @@ size_t pd_sock_recv_chunk(void)
 	size_t c = atomic_load_explicit(&chunk, memory_order_relaxed);
 
 	if (c == SIZE_MAX) {
-		c = pd_recv_chunk_parse(getenv("PDKV_TCP_RECV_CHUNK"));
+		c = pd_chunk_parse("PDKV_TCP_RECV_CHUNK", getenv("PDKV_TCP_RECV_CHUNK"),
+		                   PD_SOCK_RECV_CHUNK);
 		atomic_store_explicit(&chunk, c, memory_order_relaxed);
 	}
 	return c;
@@ -488,14 +488,49 @@ int pd_write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+size_t pd_sock_send_chunk(void)
+{
+	static atomic_size_t chunk = SIZE_MAX;
+	size_t c = atomic_load_explicit(&chunk, memory_order_relaxed);
+
+	if (c == SIZE_MAX) {
+		c = pd_chunk_parse("PDKV_TCP_SEND_CHUNK", getenv("PDKV_TCP_SEND_CHUNK"),
+		                   PD_SOCK_SEND_CHUNK);
+		atomic_store_explicit(&chunk, c, memory_order_relaxed);
+	}
+	return c;
+}
+
 int pd_writev_full(int fd, struct iovec *iov, int n)
 {
+	return pd_writev_full_max(fd, iov, n, SIZE_MAX);
+}
+
+int pd_writev_full_max(int fd, struct iovec *iov, int n, size_t max)
+{
+	if (!max)
+		max = SIZE_MAX;
 	while (n > 0) {
 		struct msghdr m = {0};
+		struct iovec cut = {0};
+		size_t t = 0;
+		int c = -1;
 		ssize_t w;
 		m.msg_iov = iov;
 		m.msg_iovlen = (size_t)n;
+		for (int i = 0; i < n && max != SIZE_MAX; i++) { /* at most max bytes this call */
+			if (iov[i].iov_len > max - t) {
+				c = i;
+				cut = iov[i];
+				iov[i].iov_len = max - t;
+				m.msg_iovlen = (size_t)i + (iov[i].iov_len ? 1 : 0);
+				break;
+			}
+			t += iov[i].iov_len;
+		}
 		w = sendmsg(fd, &m, MSG_NOSIGNAL);
+		if (c >= 0)
+			iov[c] = cut;
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;

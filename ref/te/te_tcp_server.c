@@ -327,7 +327,7 @@ static void srv_serve(void *ctx, int fd)
 				iov[k].iov_base = (void *)(uintptr_t)addr;
 				iov[k++].iov_len = size;
 				PD_TSAN_WIRE_SEND(); /* for the statuses of earlier WRITEs */
-				r = pd_writev_full(fd, iov, k);
+				r = pd_writev_full_max(fd, iov, k, pd_sock_send_chunk());
 			}
 		}
 	failed:

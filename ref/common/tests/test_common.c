@@ -12,6 +12,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "pd_proc.h"
@@ -90,15 +91,18 @@ static void *feed_main(void *arg)
 		size_t n = f->len - off < sizeof(b) ? f->len - off : sizeof(b);
 		for (size_t i = 0; i < n; i++)
 			b[i] = (char)((off + i) * 131 >> 3);
-		if (pd_write_full(f->fd, b, n))
+		struct iovec v[2] = {{b, n / 3}, {b + n / 3, n - n / 3}};
+		/* at most 1000 bytes per sendmsg, cut inside and across the two iovecs */
+		if (pd_writev_full_max(f->fd, v, 2, 1000))
 			break;
 		off += n;
 	}
 	return NULL;
 }
 
-/* pd_read_full asks for at most PDKV_TCP_RECV_CHUNK per recv and still returns every byte in
- * order; a value below 4K or not a size gives the default. */
+/* pd_read_full asks for at most PDKV_TCP_RECV_CHUNK per recv, pd_writev_full_max sends at most
+ * max per sendmsg, and every byte still arrives in order; a value below 4K or not a size gives the
+ * default. */
 static void test_recv_chunk(void **state)
 {
 	int sv[2];
@@ -120,11 +124,12 @@ static void test_recv_chunk(void **state)
 	assert_int_equal(pd_read_full(sv[0], buf, 1), -EPIPE);
 	close(sv[0]);
 	free(buf);
-	assert_int_equal(pd_recv_chunk_parse(NULL), PD_SOCK_RECV_CHUNK);
-	assert_int_equal(pd_recv_chunk_parse("1M"), 1 << 20);
-	assert_int_equal(pd_recv_chunk_parse("0"), SIZE_MAX - 1);
-	assert_int_equal(pd_recv_chunk_parse("100"), PD_SOCK_RECV_CHUNK); /* below 4K */
-	assert_int_equal(pd_recv_chunk_parse("lots"), PD_SOCK_RECV_CHUNK);
+	assert_int_equal(pd_chunk_parse("X", NULL, PD_SOCK_RECV_CHUNK), PD_SOCK_RECV_CHUNK);
+	assert_int_equal(pd_chunk_parse("X", "1M", PD_SOCK_RECV_CHUNK), 1 << 20);
+	assert_int_equal(pd_chunk_parse("X", "0", PD_SOCK_RECV_CHUNK), SIZE_MAX - 1);
+	assert_int_equal(pd_chunk_parse("X", "100", PD_SOCK_RECV_CHUNK),
+	                 PD_SOCK_RECV_CHUNK); /* below 4K */
+	assert_int_equal(pd_chunk_parse("X", "lots", PD_SOCK_RECV_CHUNK), PD_SOCK_RECV_CHUNK);
 }
 
 static void test_files(void **state)
