@@ -430,17 +430,28 @@ size_t pd_chunk_parse(const char *name, const char *e, size_t def)
 	return v ? (size_t)v : SIZE_MAX - 1;
 }
 
+/* The cap of environment variable name, parsed once per process into *slot (SIZE_MAX: not yet). */
+static size_t env_chunk(atomic_size_t *slot, const char *name, size_t def)
+{
+	size_t c = atomic_load_explicit(slot, memory_order_relaxed);
+
+	if (c == SIZE_MAX) {
+		c = pd_chunk_parse(name, getenv(name), def);
+		atomic_store_explicit(slot, c, memory_order_relaxed);
+	}
+	return c;
+}
+
 size_t pd_sock_recv_chunk(void)
 {
 	static atomic_size_t chunk = SIZE_MAX;
-	size_t c = atomic_load_explicit(&chunk, memory_order_relaxed);
+	return env_chunk(&chunk, "PDKV_TCP_RECV_CHUNK", PD_SOCK_RECV_CHUNK);
+}
 
-	if (c == SIZE_MAX) {
-		c = pd_chunk_parse("PDKV_TCP_RECV_CHUNK", getenv("PDKV_TCP_RECV_CHUNK"),
-		                   PD_SOCK_RECV_CHUNK);
-		atomic_store_explicit(&chunk, c, memory_order_relaxed);
-	}
-	return c;
+size_t pd_sock_send_chunk(void)
+{
+	static atomic_size_t chunk = SIZE_MAX;
+	return env_chunk(&chunk, "PDKV_TCP_SEND_CHUNK", PD_SOCK_SEND_CHUNK);
 }
 
 int pd_read_full(int fd, void *buf, size_t len)
@@ -486,19 +497,6 @@ int pd_write_full(int fd, const void *buf, size_t len)
 		len -= (size_t)r;
 	}
 	return 0;
-}
-
-size_t pd_sock_send_chunk(void)
-{
-	static atomic_size_t chunk = SIZE_MAX;
-	size_t c = atomic_load_explicit(&chunk, memory_order_relaxed);
-
-	if (c == SIZE_MAX) {
-		c = pd_chunk_parse("PDKV_TCP_SEND_CHUNK", getenv("PDKV_TCP_SEND_CHUNK"),
-		                   PD_SOCK_SEND_CHUNK);
-		atomic_store_explicit(&chunk, c, memory_order_relaxed);
-	}
-	return c;
 }
 
 int pd_writev_full(int fd, struct iovec *iov, int n)
