@@ -45,13 +45,13 @@ int pd_tcp_connect(const char *host, int port, int timeout_ms);
 struct iovec;
 int pd_read_full(int fd, void *buf, size_t len);
 /* The most one recv() of a large body asks for (PDKV_TCP_RECV_CHUNK, a size; 0 = no cap;
- * default PD_SOCK_RECV_CHUNK). One MSG_WAITALL recv of megabytes lets the receiver fall behind
- * a loopback sender: over TCP loopback on 2 cores, 4 MiB READs ran at 2.9 GB/s asked for whole
- * and 4.4 GB/s asked for in 256 KiB pieces (`pdkv bench`, same run). */
+ * default PD_SOCK_RECV_CHUNK). Measured, not derived (docs/tcp.md): over TCP loopback on 2
+ * cores, 4 MiB READs ran at 2.9-3.0 GB/s asked for whole and 4.1-4.4 GB/s asked for in 256 KiB
+ * pieces (`pdkv bench`, same run). */
 #define PD_SOCK_RECV_CHUNK (256 << 10)
 size_t pd_sock_recv_chunk(void);
 /* The most one send of a large READ reply hands the kernel (PDKV_TCP_SEND_CHUNK; 0 = no cap;
- * default PD_SOCK_SEND_CHUNK): 16 MiB READs ran at 3.8-4.0 GB/s sent whole and 4.8-5.5 GB/s
+ * default PD_SOCK_SEND_CHUNK): 16 MiB READs ran at 3.4-4.0 GB/s sent whole and 5.3-5.5 GB/s
  * sent 1 MiB per sendmsg (same host, same run; 256 KiB pieces were slower than whole ones, and
  * WRITE bodies gained nothing, so they are sent whole). */
 #define PD_SOCK_SEND_CHUNK (1 << 20)

@@ -297,31 +297,12 @@ static inline void ks_add(struct mdl_ks *ks, uint64_t r)
 }
 
 /* One row's weighted sum s1 + 2 s2, s1 the sum of its n words and s2 = sum of (n - i) w_i (a
- * Fletcher chain). One chain is bound by its adds, below what memory delivers, so rows of whole
- * 32-byte blocks run four chains over the words i = c mod 4: chain c's s2_c weighs word 4j + c
- * by n/4 - j, and n - (4j + c) = 4(n/4 - j) - c. */
+ * Fletcher chain), for any row (ks_rows32 takes whole 32-byte rows on little-endian hosts). */
 static uint64_t ks_row(const uint8_t *p, size_t rb)
 {
 	size_t f = rb / 8, tail = rb % 8, i = 0;
 	uint64_t s1 = 0, s2 = 0, w;
 
-	if (!tail && f % 4 == 0) {
-		uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
-
-		for (; i < f; i += 4) {
-			a0 += load64(p + 8 * i);
-			a1 += load64(p + 8 * i + 8);
-			a2 += load64(p + 8 * i + 16);
-			a3 += load64(p + 8 * i + 24);
-			b0 += a0;
-			b1 += a1;
-			b2 += a2;
-			b3 += a3;
-		}
-		s1 = a0 + a1 + a2 + a3;
-		s2 = 4 * (b0 + b1 + b2 + b3) - a1 - 2 * a2 - 3 * a3;
-		return s1 + 2 * s2;
-	}
 	for (; i < f; i++) {
 		s1 += load64(p + 8 * i);
 		s2 += s1;
@@ -335,13 +316,19 @@ static uint64_t ks_row(const uint8_t *p, size_t rb)
 	return s1 + 2 * s2;
 }
 
-#if defined(__x86_64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-/* ks_row's four chains as one vector of four words, for rows of whole 32-byte blocks: on AVX2
- * one add per chain step instead of four (the same sums; test_row_sum compares the two). The
- * landed KV is read here once, so this is the V1 and V0 decodes' check per byte. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Rows of whole 32-byte blocks, as many as len holds; returns the bytes summed. One chain is
+ * bound by its adds, below what memory delivers, so these rows run four chains over the words
+ * i = c mod 4, as one vector of four words (one add per step on AVX2): chain c's s2_c weighs
+ * word 4j + c by n/4 - j, and n - (4j + c) = 4(n/4 - j) - c. The same sums as ks_row
+ * (test_row_sum checks them against the O(1) form). The landed KV is read here once, so this
+ * is the V1 and V0 decodes' check per byte. */
 typedef uint64_t ks_v4 __attribute__((vector_size(32)));
 
-__attribute__((target_clones("avx2", "default"))) static size_t
+#ifdef __x86_64__
+__attribute__((target_clones("avx2", "default")))
+#endif
+static size_t
 ks_rows32(struct mdl_ks *ks, const uint8_t *p, size_t len)
 {
 	size_t f = ks->rb / 8, done = 0;
