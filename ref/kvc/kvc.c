@@ -439,7 +439,7 @@ static bool answer_fits(const struct kvc_tensor *r, const int64_t *q, size_t n)
 }
 
 static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct kvc_item *out,
-                         kvc_arrive_fn fn, void *ud)
+                         kvc_arrive_fn fn, kvc_piece_fn pfn, void *ud)
 {
 	uint64_t dl = c->select_timeout_ms > 0
 	                  ? pd_now_ns() + (uint64_t)c->select_timeout_ms * 1000000ull
@@ -454,6 +454,7 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 	                         .nbytes = n * 8};
 	struct kvc_tensor roi = {0}, r[5] = {0};
 	bool arrived = false;
+	uint64_t t0 = pd_now_ns(), tq = 0, tr[5] = {0};
 	int rc;
 
 	if (c->desync) {
@@ -478,8 +479,14 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 		       kvc_strerror(rc));
 		goto out;
 	}
+	tq = pd_now_ns();
 	for (int i = 0; i < 5; i++) {
+		c->pipe.piece_fn = pfn;
+		c->pipe.piece_ud = ud;
+		c->pipe.piece_i = i;
 		rc = recv_bounded(c, &r[i], dl);
+		c->pipe.piece_fn = NULL;
+		tr[i] = pd_now_ns();
 		if (rc) {
 			c->stale += 5 - i - (rc == KVC_ERR_TIMEOUT || rc == KVC_ERR_CLOSED ? 0 : 1);
 			goto out;
@@ -529,6 +536,11 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 		memset(&r[i], 0, sizeof(r[i]));
 	atomic_fetch_add(&c->hits, 1);
 	rc = KVC_OK;
+	pd_dbg("kvc: drop_select of %zu tokens: query sent %.2f ms, then tokens %.2f, roi %.2f, "
+	       "keys %.2f, values %.2f, hidden %.2f ms",
+	       n, (double)(tq - t0) / 1e6, (double)(tr[0] - tq) / 1e6,
+	       (double)(tr[1] - tr[0]) / 1e6, (double)(tr[2] - tr[1]) / 1e6,
+	       (double)(tr[3] - tr[2]) / 1e6, (double)(tr[4] - tr[3]) / 1e6);
 out:
 	if (arrived)
 		fn(ud, -1, NULL); /* before any tensor it saw is freed */
@@ -546,6 +558,12 @@ int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct
 int kvc_drop_select_cb(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out,
                        kvc_arrive_fn fn, void *ud)
 {
+	return kvc_drop_select_pieces(c, tokens, ntokens, out, fn, NULL, ud);
+}
+
+int kvc_drop_select_pieces(struct kvc *c, const int64_t *tokens, size_t ntokens,
+                           struct kvc_item *out, kvc_arrive_fn fn, kvc_piece_fn pfn, void *ud)
+{
 	int rc;
 	if (out)
 		memset(out, 0, sizeof(*out));
@@ -560,7 +578,7 @@ int kvc_drop_select_cb(struct kvc *c, const int64_t *tokens, size_t ntokens, str
 	}
 	pthread_mutex_lock(&c->select_mu);
 	rc = atomic_load(&c->closing) ? KVC_ERR_CLOSED
-	                              : select_locked(c, tokens, ntokens, out, fn, ud);
+	                              : select_locked(c, tokens, ntokens, out, fn, pfn, ud);
 	pthread_mutex_unlock(&c->select_mu);
 	if (rc < 0)
 		kvc_item_free(out);

@@ -194,6 +194,11 @@ struct kvc_pipe {
 	size_t quar_n, quar_bytes;
 	atomic_uint_fast64_t reads_abandoned, reads_refused;
 	bool read_ahead; /* PDKV_KVC_READ_AHEAD, default on */
+	/* kvc_drop_select_pieces: whom kvc_read_finish shows each landed chunk, as tensor piece_i
+	 */
+	kvc_piece_fn piece_fn;
+	void *piece_ud;
+	int piece_i;
 	struct kvc_ann ahead;
 	atomic_uint_fast64_t reads_ahead;
 };

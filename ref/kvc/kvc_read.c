@@ -231,6 +231,19 @@ void kvc_read_abandon(struct kvc_pipe *p, struct kvc_rd *rd)
 	rd->started = false;
 }
 
+/* Chunk k of rd has landed: its part of the tensor's data to the select's piece hook, if any. */
+static void show_piece(struct kvc_pipe *p, const struct kvc_rd *rd, size_t k)
+{
+	size_t lo = k * rd->chunk, hi = lo + rd->chunk < rd->len ? lo + rd->chunk : rd->len;
+
+	if (!p->piece_fn || rd->len <= KVC_BLOB_HDR || hi <= KVC_BLOB_HDR)
+		return;
+	if (lo < KVC_BLOB_HDR)
+		lo = KVC_BLOB_HDR;
+	p->piece_fn(p->piece_ud, p->piece_i, lo - KVC_BLOB_HDR, (const uint8_t *)rd->dst + lo,
+	            hi - lo, rd->len - KVC_BLOB_HDR);
+}
+
 int kvc_read_finish(struct kvc_pipe *p, struct kvc_rd *rd, bool *abandoned)
 {
 	long nap = NAP_MIN_NS;
@@ -249,6 +262,8 @@ int kvc_read_finish(struct kvc_pipe *p, struct kvc_rd *rd, bool *abandoned)
 			break;
 		if (st.status != TE_WAITING && st.status != TE_PENDING && st.status != TE_TIMEOUT) {
 			failed |= st.status != TE_COMPLETED;
+			if (st.status == TE_COMPLETED)
+				show_piece(p, rd, rd->next);
 			rd->next++;
 			nap = NAP_MIN_NS;
 			continue;

@@ -387,6 +387,16 @@ void mdl_ks_affine_row(struct mdl_ks *ks, uint64_t a, uint64_t b)
 	ks_add(ks, r);
 }
 
+uint64_t mdl_ks_piece(const struct mdl_ks *ks, uint64_t row0, const void *data, size_t len)
+{
+	struct mdl_ks t = *ks;
+
+	t.acc = 0;
+	t.rows = row0;
+	mdl_ks_update(&t, data, len);
+	return t.acc;
+}
+
 uint64_t mdl_ks_final(const struct mdl_ks *ks)
 {
 	return mix64(ks->acc + ks->rows * P3 + ks->seed);

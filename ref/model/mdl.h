@@ -94,6 +94,10 @@ void mdl_ks_init(struct mdl_ks *ks, uint64_t seed, size_t row_bytes);
 void mdl_ks_update(struct mdl_ks *ks, const void *data, size_t len);
 void mdl_ks_affine_row(struct mdl_ks *ks, uint64_t a, uint64_t b);
 uint64_t mdl_ks_final(const struct mdl_ks *ks);
+/* What mdl_ks_update adds to ks->acc for len bytes (whole rows) that are rows row0.. of the
+ * part. Row sums do not depend on each other, so a part's acc is the sum (mod 2^64) of its
+ * pieces' in any order: set acc to it and rows to the part's row count, then mdl_ks_final. */
+uint64_t mdl_ks_piece(const struct mdl_ks *ks, uint64_t row0, const void *data, size_t len);
 /* Streaming form of mdl_hash64: init(seed), update(...) over pieces in order, final() gives the
  * same value as mdl_hash64 over the concatenation. */
 struct mdl_h64 {

@@ -225,21 +225,23 @@ void sa_kv_gen_finish(struct sa_kvjob *job, uint64_t *seed);
 int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
                const struct sa_kvmap *map, uint64_t *seed, bool *same);
 
-/* sa_v0hash.c: hashes a V0 answer's keys then values (mdl_kv_checksum) on a few threads
- * while the pipe reads what comes after them; pass sa_v0hash_arrive and h to
- * kvc_drop_select_cb, then sa_v0hash_get gives the checksum if it covers exactly (k, v, n). */
+/* sa_v0hash.c: hashes a V0 answer's keys and values (mdl_kv_checksum) chunk by chunk while
+ * their READs land. */
 struct sa_v0hash {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	pthread_t th;
-	bool running, end, ok;
-	const void *k, *v;
-	size_t n;
 	int layers;
-	size_t row_bytes;
-	uint64_t sum, *sums; /* sums: mdl_kv_checksum's 2 x layers part sums */
+	size_t row_bytes, n;    /* n: bytes of keys (and of values), from their first chunk */
+	bool bad, ok;           /* bad: a chunk did not fit; the caller checks it the slow way */
+	const void *k, *v;      /* the tensors the sum is of */
+	const uint8_t *base[2]; /* keys', values' data as their chunks showed it */
+	size_t seen[2];         /* bytes of keys, values hashed or left for their edges */
+	uint64_t *edge[2];      /* rows cut by a chunk edge (hashed when the tensor arrived) */
+	size_t nedge[2], capedge[2];
+	uint64_t sum, *acc; /* acc: the 2 x layers parts' row sums, then their final sums */
 };
+/* The hooks of kvc_drop_select_pieces (ud = the struct); sa_v0hash_get gives the checksum of
+ * the keys and values it saw whole (mdl_kv_checksum's value), false if it did not see them so. */
 void sa_v0hash_init(struct sa_v0hash *h, int layers, size_t row_bytes);
+void sa_v0hash_piece(void *ud, int i, size_t off, const void *data, size_t len, size_t total);
 void sa_v0hash_arrive(void *ud, int i, const struct kvc_tensor *t);
 bool sa_v0hash_get(struct sa_v0hash *h, const void *k, const void *v, size_t n, uint64_t *sum);
 void sa_v0hash_destroy(struct sa_v0hash *h);

@@ -266,9 +266,9 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 	for (int k = 0; k < s->nkvc && res == F_HIT; k++) {
 		for (;;) {
 			uint64_t ts = pd_now_ns();
-			/* the checksum of keys and values runs while the rest is still read */
-			int ret = kvc_drop_select_cb(s->kvc[k], r->tokens, r->ntok, &it[k],
-			                             sa_v0hash_arrive, &vh[k]);
+			/* keys and values are hashed chunk by chunk as their READs land */
+			int ret = kvc_drop_select_pieces(s->kvc[k], r->tokens, r->ntok, &it[k],
+			                                 sa_v0hash_arrive, sa_v0hash_piece, &vh[k]);
 
 			pd_dbg("request %s: kvc_drop_select rank %d -> %d in %.1f ms", r->id, k,
 			       ret, (double)(pd_now_ns() - ts) / 1e6);

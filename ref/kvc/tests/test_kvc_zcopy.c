@@ -33,7 +33,29 @@ static void buf_item(struct kvc *p, const struct kvc_item *ref, struct kvc_item 
 struct seen {
 	int n, idx[8];
 	size_t bytes[8];
+	size_t piece_bytes[5]; /* chunks shown per answer tensor */
+	int piece_late;        /* chunks shown after their tensor's arrival, or outside it */
+	const struct kvc_item *ref;
+	int piece_wrong; /* chunks whose bytes are not the reference's there */
 };
+
+static void piece(void *ud, int i, size_t off, const void *data, size_t len, size_t total)
+{
+	struct seen *s = ud;
+	const struct kvc_tensor *r[5] = {NULL, NULL, &s->ref->keys, &s->ref->values,
+	                                 &s->ref->hidden};
+
+	for (int q = 0; q < s->n && q < 8; q++)
+		s->piece_late += s->idx[q] == i;
+	if (i < 0 || i > 4 || off + len > total) {
+		s->piece_late++;
+		return;
+	}
+	s->piece_bytes[i] += len;
+	if (r[i] &&
+	    (total != r[i]->nbytes || memcmp((const uint8_t *)r[i]->data + off, data, len) != 0))
+		s->piece_wrong++;
+}
 
 static void arrive(void *ud, int i, const struct kvc_tensor *t)
 {
@@ -83,8 +105,18 @@ static void test_zero_copy_hit(void **state)
 	assert_null(it.keys.pool);
 	kvc_item_free(&it);
 
-	assert_int_equal(kvc_drop_select_cb(d, ref.tokens.data, 200, &got, arrive, &s), KVC_OK);
+	s.ref = &ref;
+	setenv("PDKV_KVC_READ_CHUNK", "100000", 1); /* chunk edges inside rows */
+	assert_int_equal(kvc_drop_select_pieces(d, ref.tokens.data, 200, &got, arrive, piece, &s),
+	                 KVC_OK);
+	unsetenv("PDKV_KVC_READ_CHUNK");
 	assert_item_eq(&got, &ref);
+	/* every chunk of keys, values and hidden shown once, before its tensor, as it is there */
+	assert_int_equal(s.piece_bytes[2], ref.keys.nbytes);
+	assert_int_equal(s.piece_bytes[3], ref.values.nbytes);
+	assert_int_equal(s.piece_bytes[4], ref.hidden.nbytes);
+	assert_int_equal(s.piece_late, 0);
+	assert_int_equal(s.piece_wrong, 0);
 	assert_non_null(got.keys.pool); /* where the READ put it, no copy */
 	assert_int_equal(s.n, 6);
 	for (int i = 0; i < 5; i++)

@@ -151,41 +151,84 @@ static struct kvc_tensor tensor(void *data, size_t n)
 	return t;
 }
 
-/* The V0 decode's hook: keys hashed as they arrive, values once they do. */
+/* Shows tensor i (data d of n bytes) to h in chunks of c bytes, last chunk first and every
+ * other one after, skipping chunk `skip` and showing chunk `twice` again (-1: none). */
+static void show(struct sa_v0hash *h, int i, const uint8_t *d, size_t n, size_t c, long skip,
+                 long twice)
+{
+	size_t k = (n + c - 1) / c;
+
+	for (size_t q = 0; q < k; q++) {
+		size_t idx = q == 0 ? k - 1 : (q * 7) % (k - 1 ? k - 1 : 1), off = idx * c;
+
+		if ((long)idx == skip)
+			continue;
+		sa_v0hash_piece(h, i, off, d + off, n - off < c ? n - off : c, n);
+		if ((long)idx == twice)
+			sa_v0hash_piece(h, i, off, d + off, n - off < c ? n - off : c, n);
+	}
+}
+
+/* The V0 decode's hooks: keys and values hashed chunk by chunk in any order, chunk edges cutting
+ * rows, give mdl_kv_checksum's value; a chunk missing or shown twice leaves it to the caller. */
 static void test_v0hash(void **state)
 {
 	struct mdl_geom g;
 	struct mdl_kv kv;
 	struct sa_v0hash h;
 	int64_t tok[NTOK];
-	uint64_t sum = 0;
-	const char *th[] = {"1", "4"};
+	uint64_t sum = 0, want;
+	/* odd sizes: edges inside rows; a whole layer; one chunk for all */
+	size_t chunks[] = {1000, 4096 - 48, 12345, 0, 1u << 30};
 
 	(void)state;
 	mdl_geom_default(&g);
 	tokens(tok);
 	assert_int_equal(mdl_kv_compute(&g, tok, NTOK, 0, g.kv_heads, 0, 1, &kv), 0);
-	for (int i = 0; i < 2; i++) {
+	want = mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers, RB(g));
+	chunks[3] = kv.bytes_each / (size_t)g.layers;
+	sa_v0hash_init(&h, g.layers, RB(g));
+	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
 		struct kvc_tensor k = tensor(kv.keys, kv.bytes_each),
-		                  v = tensor(kv.values, kv.bytes_each),
-		                  shortv = tensor(kv.values, kv.bytes_each - 1);
+		                  v = tensor(kv.values, kv.bytes_each);
 
-		setenv("PDKV_KV_THREADS", th[i], 1);
-		sa_v0hash_init(&h, g.layers, RB(g));
 		sa_v0hash_arrive(&h, 0, NULL);
+		show(&h, 2, kv.keys, kv.bytes_each, chunks[c], -1, -1);
 		sa_v0hash_arrive(&h, 2, &k);
+		show(&h, 3, kv.values, kv.bytes_each, chunks[c], -1, -1);
 		sa_v0hash_arrive(&h, 3, &v);
 		assert_true(sa_v0hash_get(&h, kv.keys, kv.values, kv.bytes_each, &sum));
-		assert_true(sum ==
-		            mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers, RB(g)));
-		/* the next answer: values that are not the keys' twin leave it to the caller */
-		sa_v0hash_arrive(&h, 0, NULL);
-		sa_v0hash_arrive(&h, 2, &k);
-		sa_v0hash_arrive(&h, 3, &shortv);
-		assert_false(sa_v0hash_get(&h, kv.keys, kv.values, kv.bytes_each - 1, &sum));
-		sa_v0hash_destroy(&h);
+		assert_true(sum == want);
 	}
-	unsetenv("PDKV_KV_THREADS");
+	for (int bad = 0; bad < 3; bad++) {
+		struct kvc_tensor k = tensor(kv.keys, kv.bytes_each),
+		                  v = tensor(kv.values, kv.bytes_each);
+
+		sa_v0hash_arrive(&h, 0, NULL);
+		show(&h, 2, kv.keys, kv.bytes_each, 5000, -1, -1);
+		sa_v0hash_arrive(&h, 2, &k);
+		if (bad < 2) /* bad 2: the values' chunks never shown */
+			show(&h, 3, kv.values, kv.bytes_each, 5000, bad == 0 ? 3 : -1,
+			     bad == 1 ? 2 : -1);
+		sa_v0hash_arrive(&h, 3, &v);
+		assert_false(sa_v0hash_get(&h, kv.keys, kv.values, kv.bytes_each, &sum));
+	}
+	/* a flipped byte in the values after they were shown is not what was hashed */
+	{
+		struct kvc_tensor k = tensor(kv.keys, kv.bytes_each),
+		                  v = tensor(kv.values, kv.bytes_each);
+
+		sa_v0hash_arrive(&h, 0, NULL);
+		((uint8_t *)kv.values)[777] ^= 1;
+		show(&h, 2, kv.keys, kv.bytes_each, 4096, -1, -1);
+		sa_v0hash_arrive(&h, 2, &k);
+		show(&h, 3, kv.values, kv.bytes_each, 4096, -1, -1);
+		sa_v0hash_arrive(&h, 3, &v);
+		assert_true(sa_v0hash_get(&h, kv.keys, kv.values, kv.bytes_each, &sum));
+		assert_true(sum != want);
+		((uint8_t *)kv.values)[777] ^= 1;
+	}
+	sa_v0hash_destroy(&h);
 	mdl_kv_free(&kv);
 }
 
