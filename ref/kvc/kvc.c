@@ -480,6 +480,7 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 		goto out;
 	}
 	tq = pd_now_ns();
+	c->pipe.piece_n = 5;
 	for (int i = 0; i < 5; i++) {
 		c->pipe.piece_fn = pfn;
 		c->pipe.piece_ud = ud;
@@ -542,6 +543,10 @@ static int select_locked(struct kvc *c, const int64_t *tokens, size_t n, struct 
 	       (double)(tr[1] - tr[0]) / 1e6, (double)(tr[2] - tr[1]) / 1e6,
 	       (double)(tr[3] - tr[2]) / 1e6, (double)(tr[4] - tr[3]) / 1e6);
 out:
+	/* a READ still ahead (of a later answer, or left by a failed one) shows ud nothing more */
+	c->pipe.piece_n = 0;
+	if (c->pipe.ahead.on)
+		kvc_read_land_off(&c->pipe.ahead.rd);
 	if (arrived)
 		fn(ud, -1, NULL); /* before any tensor it saw is freed */
 	for (int i = 0; i < 5; i++)

@@ -127,11 +127,15 @@ int kvc_drop_select(struct kvc *c, const int64_t *tokens, size_t ntokens, struct
 typedef void (*kvc_arrive_fn)(void *ud, int i, const struct kvc_tensor *t);
 int kvc_drop_select_cb(struct kvc *c, const int64_t *tokens, size_t ntokens, struct kvc_item *out,
                        kvc_arrive_fn fn, void *ud);
-/* Also on the drop_select's thread, while answer tensor i is read: each chunk of its READ as it
- * lands, as the tensor's data bytes [off, off + len) of total (the blob header left out), at
- * data. Chunks come in any order, all of tensor i's before fn(ud, i, ...); a READ retried after
- * a failure shows its chunks again (so a check that counts the bytes it saw can tell). A check
- * can then hash each chunk while it is still in the cache, not the whole tensor afterwards. */
+/* While answer tensor i is read: each piece of its READ as it lands, as the tensor's data bytes
+ * [off, off + len) of total (the blob header left out), at data. Over TCP the pieces are the
+ * engine lane's socket reads (256 KiB), shown on that lane's thread right after the read, so a
+ * check hashes bytes that are still in that core's cache; chunks the engine did not show (RDMA)
+ * are shown whole on the drop_select's thread once they have landed. So pieces come in any
+ * order and from several threads at once (lanes, and the next tensor's READ started ahead while
+ * fn(ud, i, ...) runs): pfn must be thread safe. All of tensor i's come before fn(ud, i, ...) and
+ * none after the select returns; a READ retried after a failure shows its pieces again (a check
+ * that counts the bytes it saw can tell). */
 typedef void (*kvc_piece_fn)(void *ud, int i, size_t off, const void *data, size_t len,
                              size_t total);
 int kvc_drop_select_pieces(struct kvc *c, const int64_t *tokens, size_t ntokens,

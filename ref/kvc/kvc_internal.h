@@ -137,6 +137,7 @@ struct kvc_quar {
 	size_t n, next; /* tasks; the first one not yet seen finished */
 	void *buf;
 	size_t len;
+	struct kvc_land *land; /* freed with the batch: a lane may call it until then */
 	struct kvc_quar *link;
 };
 #define KVC_QUAR_MAX 16 /* abandoned READs held at once; past it a new READ waits, then fails */
@@ -154,6 +155,7 @@ struct kvc_rd {
 	size_t len, chunk, n, next;
 	uint64_t batch, end;
 	bool started;
+	struct kvc_land *land; /* the pieces the engine showed as they landed, or NULL */
 };
 /* kvc_pipe_recv's next announced tensor, taken off the socket while the one before it was read
  * (read-ahead): its (ptr, len) checked and its READ started, or rc says why not. */
@@ -198,7 +200,7 @@ struct kvc_pipe {
 	 */
 	kvc_piece_fn piece_fn;
 	void *piece_ud;
-	int piece_i;
+	int piece_i, piece_n; /* piece_n: tensors in this answer (a READ ahead past it: no hook) */
 	struct kvc_ann ahead;
 	atomic_uint_fast64_t reads_ahead;
 };
@@ -223,7 +225,16 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
  * write into dst: dst now belongs to the pipe's quarantine, which gives it back to the pool once
  * the engine reports the batch finished; the caller must neither use nor free it. */
 int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *abandoned);
-int kvc_read_start(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, struct kvc_rd *rd);
+/* piece_i >= 0 (with p->piece_fn set): the engine's lanes show the select's hook each piece of
+ * the READ as tensor piece_i as it lands, in that core's cache (te_batch_set_land); the chunks
+ * they did not show, kvc_read_finish shows whole. */
+int kvc_read_start(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, int piece_i,
+                   struct kvc_rd *rd);
+/* No more pieces of rd to the select's hook (its caller is going away); waits for a call in
+ * progress to return. */
+void kvc_read_land_off(struct kvc_rd *rd);
+/* Frees rd's landing context: only once no lane can call it (its batch has ended). */
+void kvc_read_land_free(struct kvc_rd *rd);
 int kvc_read_finish(struct kvc_pipe *p, struct kvc_rd *rd, bool *abandoned);
 void kvc_read_abandon(struct kvc_pipe *p, struct kvc_rd *rd);
 /* A READ started ahead gets its whole deadline from when it is waited on. */

@@ -452,8 +452,10 @@ void kvc_pipe_close(struct kvc_pipe *p)
 	 * still write into an abandoned READ's buffer), then the memory */
 	te_engine_destroy(p->eng);
 	p->eng = NULL;
-	if (p->ahead.on) /* read ahead, never taken: no writer is left */
+	if (p->ahead.on) { /* read ahead, never taken: no writer is left */
 		kvc_pool_free(p->pool, p->ahead.rd.dst);
+		kvc_read_land_free(&p->ahead.rd);
+	}
 	memset(&p->ahead, 0, sizeof(p->ahead));
 	kvc_pool_detach(p->pool);
 	kvc_read_quar_drop(p);
@@ -572,7 +574,7 @@ static void send_ack(struct kvc_pipe *p)
 
 /* One announcement taken off the socket: its (ptr, len) checked, a buffer taken and the READ
  * started; a->rc (after the ACK) or a->start_rc (kvc_read_start's) say what went wrong. */
-static void announce(struct kvc_pipe *p, const struct zframes *f, struct kvc_ann *a)
+static void announce(struct kvc_pipe *p, const struct zframes *f, struct kvc_ann *a, int piece_i)
 {
 	void *dst;
 
@@ -601,7 +603,7 @@ static void announce(struct kvc_pipe *p, const struct zframes *f, struct kvc_ann
 		return;
 	}
 	a->t_read = pd_now_ns();
-	a->start_rc = kvc_read_start(p, dst, a->ptr, a->len, &a->rd); /* sets a->rd.dst */
+	a->start_rc = kvc_read_start(p, dst, a->ptr, a->len, piece_i, &a->rd); /* sets a->rd.dst */
 }
 
 /* The peer pushes its (ptr, len)s without waiting for ACKs (vLLM's send_bytes does too), so the
@@ -623,7 +625,9 @@ static void read_ahead(struct kvc_pipe *p, uint64_t cur_len)
 		return;
 	if (zrecv(p, p->data_in, &f, deadline_of(1000), NULL))
 		return;
-	announce(p, &f, &p->ahead);
+	/* its pieces go to the select's hook as the next tensor, if the answer has one */
+	announce(p, &f, &p->ahead,
+	         p->piece_fn && p->piece_i + 1 < p->piece_n ? p->piece_i + 1 : -1);
 	atomic_fetch_add(&p->reads_ahead, 1);
 }
 
@@ -646,7 +650,7 @@ int kvc_pipe_recv(struct kvc_pipe *p, struct kvc_tensor *out, int timeout_ms,
 		rc = zrecv(p, p->data_in, &f, deadline_of(timeout_ms), abort);
 		if (rc)
 			return rc;
-		announce(p, &f, &a);
+		announce(p, &f, &a, p->piece_fn ? p->piece_i : -1);
 	}
 	/* From here on one peer send is consumed: always ACK so its FIFO of buffers stays in step
 	 * (vLLM raises before ACKing, leaving the peer's buffer and ACK order behind). */

@@ -12,6 +12,7 @@
  * frees the rest after the engine is gone. At most KVC_QUAR_MAX are held: past that, a READ
  * waits (within its own deadline) for the engine to end one, else it is refused; the pool's
  * caps bound their bytes. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -21,6 +22,21 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te/te.h"
+
+/* Pieces shown as they land (te_batch_set_land): the select's hook as it was when the READ
+ * started. off: no more calls (the READ was abandoned or its select has ended); the lock lets
+ * kvc_read_land_off wait out a call in progress. shown[k]: bytes of chunk k the hook was shown;
+ * a chunk not shown whole is shown by kvc_read_finish once it has landed. Lives as long as
+ * the batch (a lane may call into it until every task has ended). */
+struct kvc_land {
+	pthread_rwlock_t lk;
+	bool off;
+	kvc_piece_fn fn;
+	void *ud;
+	int i;
+	size_t chunk, len;
+	atomic_size_t shown[];
+};
 
 #define CHUNK_MIN     (64ull << 10)
 #define CHUNK_DEFAULT (4ull << 20)
@@ -62,6 +78,44 @@ static int timeout_ms_of(const struct kvc_pipe *p, size_t len)
 	return (int)(s * 1000 + (int64_t)(len / 1000000));
 }
 
+static void land_free(struct kvc_land *l)
+{
+	if (l) {
+		pthread_rwlock_destroy(&l->lk);
+		free(l);
+	}
+}
+
+/* A lane's te_land_fn: chunk `task`'s bytes [off, off + len) are in; the blob header (48 bytes,
+ * at the start of chunk 0) is left out, as in kvc_piece_fn. */
+static void land_cb(void *ud, size_t task, uint64_t off, const void *data, size_t len)
+{
+	struct kvc_land *l = ud;
+	size_t lo = task * l->chunk + (size_t)off, hi = lo + len;
+	const uint8_t *d = data;
+
+	if (lo < KVC_BLOB_HDR) {
+		d += hi > KVC_BLOB_HDR ? KVC_BLOB_HDR - lo : 0;
+		lo = hi > KVC_BLOB_HDR ? KVC_BLOB_HDR : hi;
+	}
+	pthread_rwlock_rdlock(&l->lk);
+	if (!l->off) {
+		if (hi > lo)
+			l->fn(l->ud, l->i, lo - KVC_BLOB_HDR, d, hi - lo, l->len - KVC_BLOB_HDR);
+		atomic_fetch_add(&l->shown[task], len);
+	}
+	pthread_rwlock_unlock(&l->lk);
+}
+
+void kvc_read_land_off(struct kvc_rd *rd)
+{
+	if (!rd->land)
+		return;
+	pthread_rwlock_wrlock(&rd->land->lk);
+	rd->land->off = true;
+	pthread_rwlock_unlock(&rd->land->lk);
+}
+
 /* True once every task of q's batch was seen finished and the batch is freed. */
 static bool quar_final(struct kvc_pipe *p, struct kvc_quar *q)
 {
@@ -94,6 +148,7 @@ void kvc_read_reap(struct kvc_pipe *p)
 		        "back in the pool (%zu still held)",
 		        q->len, p->v0.remote_url, p->quar_n);
 		kvc_pool_free(p->pool, q->buf);
+		land_free(q->land);
 		free(q);
 	}
 	pthread_mutex_unlock(&p->quar_mu);
@@ -107,6 +162,7 @@ void kvc_read_quar_drop(struct kvc_pipe *p)
 
 		p->quar = q->link;
 		kvc_pool_free(p->pool, q->buf);
+		land_free(q->land);
 		free(q);
 	}
 	p->quar_n = p->quar_bytes = 0;
@@ -139,7 +195,7 @@ static bool quar_room(struct kvc_pipe *p, uint64_t end)
 
 /* The READ into dst is given up with tasks [next, n) of batch possibly still writing. */
 static void quarantine(struct kvc_pipe *p, uint64_t batch, size_t n, size_t next, void *dst,
-                       size_t len)
+                       size_t len, struct kvc_land *land)
 {
 	struct kvc_quar *q = malloc(sizeof(*q));
 
@@ -149,7 +205,7 @@ static void quarantine(struct kvc_pipe *p, uint64_t batch, size_t n, size_t next
 		       p->v0.remote_url, len);
 		return;
 	}
-	*q = (struct kvc_quar){batch, n, next, dst, len, NULL};
+	*q = (struct kvc_quar){batch, n, next, dst, len, land, NULL};
 	pthread_mutex_lock(&p->quar_mu);
 	q->link = p->quar;
 	p->quar = q;
@@ -162,7 +218,7 @@ static void quarantine(struct kvc_pipe *p, uint64_t batch, size_t n, size_t next
 }
 
 static int submit(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, size_t chunk, size_t n,
-                  uint64_t *batch)
+                  struct kvc_land *land, uint64_t *batch)
 {
 	struct te_request *r;
 	uint64_t seg;
@@ -184,14 +240,43 @@ static int submit(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, size_
 		free(r);
 		return rc;
 	}
-	rc = te_batch_submit(p->eng, *batch, r, n);
+	if (land)
+		rc = te_batch_set_land(p->eng, *batch, land_cb, land);
+	if (!rc)
+		rc = te_batch_submit(p->eng, *batch, r, n);
 	free(r);
 	if (rc)
 		te_batch_free(p->eng, *batch); /* nothing of it was started */
 	return rc;
 }
 
-int kvc_read_start(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, struct kvc_rd *rd)
+/* The landing context of a READ of n chunks shown to the select's hook as tensor i, or NULL
+ * (no hook, or out of memory: kvc_read_finish then shows every chunk). */
+static struct kvc_land *land_new(struct kvc_pipe *p, int i, size_t chunk, size_t len, size_t n)
+{
+	struct kvc_land *l;
+
+	if (i < 0 || !p->piece_fn || !(l = calloc(1, sizeof(*l) + n * sizeof(l->shown[0]))))
+		return NULL;
+	pthread_rwlock_init(&l->lk, NULL);
+	l->fn = p->piece_fn;
+	l->ud = p->piece_ud;
+	l->i = i;
+	l->chunk = chunk;
+	l->len = len;
+	for (size_t k = 0; k < n; k++)
+		atomic_init(&l->shown[k], 0);
+	return l;
+}
+
+void kvc_read_land_free(struct kvc_rd *rd)
+{
+	land_free(rd->land);
+	rd->land = NULL;
+}
+
+int kvc_read_start(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, int piece_i,
+                   struct kvc_rd *rd)
 {
 	int rc;
 
@@ -208,9 +293,12 @@ int kvc_read_start(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, stru
 		        len, p->v0.remote_url, KVC_QUAR_MAX);
 		return TE_ERR_TOO_MANY_REQUESTS;
 	}
-	rc = submit(p, dst, ptr, len, rd->chunk, rd->n, &rd->batch);
-	if (rc)
+	rd->land = land_new(p, piece_i, rd->chunk, len, rd->n);
+	rc = submit(p, dst, ptr, len, rd->chunk, rd->n, rd->land, &rd->batch);
+	if (rc) {
+		kvc_read_land_free(rd);
 		return rc;
+	}
 	rd->started = true;
 	return 0;
 }
@@ -227,15 +315,21 @@ void kvc_read_abandon(struct kvc_pipe *p, struct kvc_rd *rd)
 {
 	if (!rd->started)
 		return;
-	quarantine(p, rd->batch, rd->n, rd->next, rd->dst, rd->len);
+	kvc_read_land_off(rd);
+	quarantine(p, rd->batch, rd->n, rd->next, rd->dst, rd->len, rd->land);
+	rd->land = NULL;
 	rd->started = false;
 }
 
-/* Chunk k of rd has landed: its part of the tensor's data to the select's piece hook, if any. */
+/* Chunk k of rd has landed: its part of the tensor's data to the select's piece hook, if any,
+ * unless a lane showed it all as it landed. One shown in part is shown whole again: a hook that
+ * counts the bytes it saw can tell. */
 static void show_piece(struct kvc_pipe *p, const struct kvc_rd *rd, size_t k)
 {
 	size_t lo = k * rd->chunk, hi = lo + rd->chunk < rd->len ? lo + rd->chunk : rd->len;
 
+	if (rd->land && atomic_load(&rd->land->shown[k]) == hi - lo)
+		return;
 	if (!p->piece_fn || rd->len <= KVC_BLOB_HDR || hi <= KVC_BLOB_HDR)
 		return;
 	if (lo < KVC_BLOB_HDR)
@@ -288,6 +382,7 @@ int kvc_read_finish(struct kvc_pipe *p, struct kvc_rd *rd, bool *abandoned)
 		return rc ? rc : TE_ERR_TIMEOUT;
 	}
 	rd->started = false;
+	kvc_read_land_free(rd); /* every task has ended: no lane calls it any more */
 	if (rc)
 		return rc;
 	return failed ? TE_ERR_ENDPOINT : 0;
@@ -296,7 +391,7 @@ int kvc_read_finish(struct kvc_pipe *p, struct kvc_rd *rd, bool *abandoned)
 int kvc_read(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, bool *abandoned)
 {
 	struct kvc_rd rd;
-	int rc = kvc_read_start(p, dst, ptr, len, &rd);
+	int rc = kvc_read_start(p, dst, ptr, len, p->piece_fn ? p->piece_i : -1, &rd);
 
 	*abandoned = false;
 	return rc ? rc : kvc_read_finish(p, &rd, abandoned);

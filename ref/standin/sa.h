@@ -228,6 +228,7 @@ int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int ns
 /* sa_v0hash.c: hashes a V0 answer's keys and values (mdl_kv_checksum) chunk by chunk while
  * their READs land. */
 struct sa_v0hash {
+	pthread_mutex_t mu; /* pieces come from the engine's lanes and the select's thread */
 	int layers;
 	size_t row_bytes, n;    /* n: bytes of keys (and of values), from their first chunk */
 	bool bad, ok;           /* bad: a chunk did not fit; the caller checks it the slow way */

@@ -1,9 +1,12 @@
 /* sa_v0hash: a V0 drop_select's hooks (kvc_piece_fn, kvc_arrive_fn) that compute the KV checksum
  * of the received keys and values chunk by chunk, as each chunk of their READs lands, so the check
- * reads bytes that are still in the cache and is done when the READ is (on a 2-core host a
- * 256 KiB piece just written hashes at ~50 GB/s, a tensor of 459 MB read back afterwards at ~10).
- * Rows' sums add up in any order (mdl_ks_piece); a row cut by a chunk edge is hashed once both
- * of its halves have landed, when the tensor has arrived. */
+ * reads bytes that are still in the cache and is done when the READ is. Over TCP the pieces are
+ * each socket read's bytes, summed by the engine's lane thread that just received them (in that
+ * core's cache); chunks the engine did not show come whole from the select's thread. Rows' sums
+ * add up in any order (mdl_ks_piece); a row cut by a piece's edge is hashed once both of its
+ * halves have landed, when the tensor has arrived. Pieces may come from several threads at
+ * once: a lock guards the bookkeeping, the sums add up atomically. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +29,7 @@ static void reset(struct sa_v0hash *h)
 void sa_v0hash_init(struct sa_v0hash *h, int layers, size_t row_bytes)
 {
 	memset(h, 0, sizeof(*h));
+	pthread_mutex_init(&h->mu, NULL);
 	h->layers = layers < 1 ? 1 : layers;
 	h->row_bytes = row_bytes ? row_bytes : 1;
 }
@@ -46,65 +50,85 @@ static void add_edge(struct sa_v0hash *h, int j, uint64_t row)
 	h->edge[j][h->nedge[j]++] = row;
 }
 
-/* Rows [row0, row0 + len / rb) of part p, whole rows only. */
+/* Rows [row0, row0 + len / rb) of part p, whole rows only. Pieces may be summed on several
+ * threads at once (the engine's lanes): the parts' sums add up atomically, in any order. */
 static void hash_rows(struct sa_v0hash *h, int p, uint64_t row0, const uint8_t *d, size_t len)
 {
 	struct mdl_ks ks;
 
 	mdl_ks_init(&ks, mdl_kv_part_seed(p), h->row_bytes);
-	h->acc[p] += mdl_ks_piece(&ks, row0, d, len);
+	__atomic_fetch_add(&h->acc[p], mdl_ks_piece(&ks, row0, d, len), __ATOMIC_RELAXED);
 }
 
-/* Bytes [off, off + len) of tensor j (0 keys, 1 values), inside layer l's part. */
-static void hash_span(struct sa_v0hash *h, int j, int l, size_t off, const uint8_t *d, size_t len)
+/* Bytes [off, off + len) of tensor j (0 keys, 1 values) cut at the layers' parts: with edges
+ * set, the rows cut by the piece's ends are noted (lock held); else its whole rows are summed. */
+static void spans(struct sa_v0hash *h, int j, size_t off, const uint8_t *d, size_t len, bool edges)
 {
-	size_t rb = h->row_bytes, each = h->n / (size_t)h->layers, po = off - (size_t)l * each,
-	       lo = (po + rb - 1) / rb * rb, hi = (po + len) / rb * rb;
+	size_t rb = h->row_bytes, each = h->n / (size_t)h->layers;
 
-	if (po % rb)
-		add_edge(h, j, off / rb);
-	if ((po + len) % rb)
-		add_edge(h, j, (off + len) / rb);
-	if (hi > lo)
-		hash_rows(h, j * h->layers + l, lo / rb, d + (lo - po), hi - lo);
+	while (len) {
+		int l = (int)(off / each);
+		size_t take = ((size_t)l + 1) * each - off, po;
+
+		take = take < len ? take : len;
+		po = off - (size_t)l * each;
+		if (edges) {
+			if (po % rb)
+				add_edge(h, j, off / rb);
+			if ((po + take) % rb)
+				add_edge(h, j, (off + take) / rb);
+		} else {
+			size_t lo = (po + rb - 1) / rb * rb, hi = (po + take) / rb * rb;
+
+			if (hi > lo)
+				hash_rows(h, j * h->layers + l, lo / rb, d + (lo - po), hi - lo);
+		}
+		off += take;
+		d += take;
+		len -= take;
+	}
 }
 
-void sa_v0hash_piece(void *ud, int i, size_t off, const void *data, size_t len, size_t total)
+/* Checks the piece against the layout (the keys' first piece sets it) and notes it; false: it
+ * does not fit (h->bad). Lock held. */
+static bool take_piece(struct sa_v0hash *h, int j, size_t off, const uint8_t *d, size_t len,
+                       size_t total)
 {
-	struct sa_v0hash *h = ud;
-	const uint8_t *d = data;
-	int j = i - 2;
-	size_t each;
+	if (h->bad)
+		return false;
+	if (!h->n) {
+		size_t each = total / (size_t)h->layers;
 
-	if ((i != 2 && i != 3) || h->bad || len == 0)
-		return;
-	if (!h->n) { /* the keys' first chunk: the layout every later chunk must fit */
-		each = total / (size_t)h->layers;
 		if (total == 0 || total % (size_t)h->layers || each % h->row_bytes ||
 		    (!h->acc && !(h->acc = calloc(2 * (size_t)h->layers, sizeof(*h->acc))))) {
 			h->bad = true;
-			return;
+			return false;
 		}
 		h->n = total;
 	}
 	if (total != h->n || off > total || len > total - off ||
 	    (h->base[j] && h->base[j] != d - off)) {
 		h->bad = true;
-		return;
+		return false;
 	}
 	h->base[j] = d - off;
 	h->seen[j] += len;
-	each = h->n / (size_t)h->layers;
-	while (len) { /* split at the layers' parts */
-		int l = (int)(off / each);
-		size_t take = ((size_t)l + 1) * each - off;
+	spans(h, j, off, d, len, true);
+	return !h->bad;
+}
 
-		take = take < len ? take : len;
-		hash_span(h, j, l, off, d, take);
-		off += take;
-		d += take;
-		len -= take;
-	}
+void sa_v0hash_piece(void *ud, int i, size_t off, const void *data, size_t len, size_t total)
+{
+	struct sa_v0hash *h = ud;
+	bool ok;
+
+	if ((i != 2 && i != 3) || len == 0)
+		return;
+	pthread_mutex_lock(&h->mu);
+	ok = take_piece(h, i - 2, off, data, len, total);
+	pthread_mutex_unlock(&h->mu);
+	if (ok) /* the layout and acc are fixed until the next answer's tokens arrive */
+		spans(h, i - 2, off, data, len, false);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -138,10 +162,8 @@ static bool finish_tensor(struct sa_v0hash *h, int j, const struct kvc_tensor *t
 	return true;
 }
 
-void sa_v0hash_arrive(void *ud, int i, const struct kvc_tensor *t)
+static void arrive(struct sa_v0hash *h, int i, const struct kvc_tensor *t)
 {
-	struct sa_v0hash *h = ud;
-
 	if (i == 0) { /* a new answer: forget the last one */
 		reset(h);
 	} else if (i == 2 || i == 3) {
@@ -170,6 +192,16 @@ void sa_v0hash_arrive(void *ud, int i, const struct kvc_tensor *t)
 	}
 }
 
+/* On the select's thread, while the engine's lanes may show the next tensor's pieces */
+void sa_v0hash_arrive(void *ud, int i, const struct kvc_tensor *t)
+{
+	struct sa_v0hash *h = ud;
+
+	pthread_mutex_lock(&h->mu);
+	arrive(h, i, t);
+	pthread_mutex_unlock(&h->mu);
+}
+
 bool sa_v0hash_get(struct sa_v0hash *h, const void *k, const void *v, size_t n, uint64_t *sum)
 {
 	if (!h->ok || h->bad || h->k != k || h->v != v || h->n != n)
@@ -180,6 +212,7 @@ bool sa_v0hash_get(struct sa_v0hash *h, const void *k, const void *v, size_t n, 
 
 void sa_v0hash_destroy(struct sa_v0hash *h)
 {
+	pthread_mutex_destroy(&h->mu);
 	free(h->acc);
 	free(h->edge[0]);
 	free(h->edge[1]);

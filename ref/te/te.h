@@ -111,6 +111,17 @@ int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_re
                     size_t n);
 int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
                     struct te_task_status *st);
+/* Landing hook (pdkv's own; Mooncake has none): fn is shown the bytes of this batch's READs as
+ * they land in local host memory, on the transport's receiving thread and before the task can
+ * be seen finished: task (index in the batch), off (offset in that request), len bytes at data.
+ * A caller can then check the bytes while they are still in that core's cache. Only where the
+ * transport sees them land: TCP into host memory does; RDMA, CUDA destinations and WRITEs never
+ * call it, so a caller counts what it was shown (a READ that ended TE_COMPLETED was shown every
+ * byte once, or none). Calls for one batch may come from several lanes at once; fn must be
+ * thread safe, quick, and must not call into the engine. Set it before the batch's first
+ * submit (TE_ERR_BATCH_BUSY after); the caller keeps ud alive until every task has ended. */
+typedef void (*te_land_fn)(void *ud, size_t task, uint64_t off, const void *data, size_t len);
+int te_batch_set_land(struct te_engine *eng, uint64_t batch_id, te_land_fn fn, void *ud);
 /* TE_ERR_BATCH_BUSY unless every task was observed finished through te_batch_status. */
 int te_batch_free(struct te_engine *eng, uint64_t batch_id);
 

@@ -18,6 +18,8 @@ struct te_batch {
 	pthread_mutex_t mu; /* serialises submits to this batch */
 	size_t cap, count;
 	struct te_task *tasks;
+	te_land_fn land; /* te_batch_set_land */
+	void *land_ud;
 };
 
 struct te_batch_slot {
@@ -252,6 +254,9 @@ int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_re
 			memset(&t[i], 0, sizeof(t[i]));
 			t[i].req = reqs[i];
 			t[i].submit_ns = now;
+			t[i].land = b->land;
+			t[i].land_ud = b->land_ud;
+			t[i].idx = b->count + i;
 			atomic_store(&t[i].slice_count, -1);
 		}
 		ret = start_tasks(eng, t, n);
@@ -260,6 +265,33 @@ int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_re
 	}
 	pthread_mutex_unlock(&b->mu);
 out:
+	pthread_rwlock_unlock(&bt->lock);
+	return ret;
+}
+
+int te_batch_set_land(struct te_engine *eng, uint64_t batch_id, te_land_fn fn, void *ud)
+{
+	struct te_batch_table *bt;
+	struct te_batch *b;
+	int ret = 0;
+
+	if (!eng)
+		return TE_ERR_INVALID_ARGUMENT;
+	bt = eng->batches;
+	pthread_rwlock_rdlock(&bt->lock);
+	b = lookup(bt, batch_id);
+	if (!b) {
+		ret = TE_ERR_BAD_BATCH;
+	} else {
+		pthread_mutex_lock(&b->mu);
+		if (b->count) { /* tasks already running hold the old hook */
+			ret = TE_ERR_BATCH_BUSY;
+		} else {
+			b->land = fn;
+			b->land_ud = ud;
+		}
+		pthread_mutex_unlock(&b->mu);
+	}
 	pthread_rwlock_unlock(&bt->lock);
 	return ret;
 }

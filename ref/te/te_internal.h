@@ -215,7 +215,18 @@ struct te_task {
 	bool observed_done; /* set by te_batch_status */
 	int src_gpu;        /* set by the engine at submit: 1 + CUDA device of req.source's buffer
 	                       (location "cuda:N"), 0 = host memory */
+	te_land_fn land;    /* the batch's landing hook (te_batch_set_land), or NULL */
+	void *land_ud;
+	size_t idx; /* index in its batch */
 };
+
+/* A READ's bytes [local, local + len) have landed in host memory: the task's landing hook. */
+static inline void te_task_landed(struct te_task *t, const char *local, size_t len)
+{
+	if (t->land && len)
+		t->land(t->land_ud, t->idx, (uint64_t)(local - (const char *)t->req.source), local,
+		        len);
+}
 
 /* Transports call this when a slice ends; the engine derives the task status from counts. */
 static inline void te_task_slice_done(struct te_task *t, size_t bytes, bool ok)

@@ -45,8 +45,10 @@ static size_t vec_len(const struct slice_vec *q)
 	return q->n - q->head;
 }
 
-/* recvmsg(MSG_WAITALL) of an 8-byte status followed by len body bytes; *got = bytes read. */
-static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t *got)
+/* recvmsg(MSG_WAITALL) of an 8-byte status followed by len body bytes; *got = bytes read. Each
+ * piece of the body is shown to slice x's landing hook as soon as it is in (still in cache). */
+static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t *got,
+                            const struct tcp_slice *x)
 {
 	struct iovec iov[2] = {{st, 8}, {body, len}};
 	struct iovec *v = iov;
@@ -68,6 +70,11 @@ static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t
 			continue;
 		if (r <= 0)
 			return r ? -errno : -EPIPE;
+		if (*got + (size_t)r > 8) {
+			size_t b0 = *got > 8 ? *got - 8 : 0;
+
+			te_task_landed(x->t, (char *)body + b0, *got + (size_t)r - 8 - b0);
+		}
 		*got += (size_t)r;
 		while (n > 0 && (size_t)r >= v->iov_len) {
 			r -= (ssize_t)v->iov_len;
@@ -263,7 +270,7 @@ static void *lane_rcv_main(void *arg)
 				 * by the server closing, so the body part then ends in EOF */
 				uint64_t v = 0;
 				size_t got = 0;
-				err = recv_status_body(fd, &v, s.local, s.len, &got);
+				err = recv_status_body(fd, &v, s.local, s.len, &got, &s);
 				v = le64toh(v);
 				if (got >= 8 && (v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC) {
 					err = -EPROTO;
@@ -277,6 +284,8 @@ static void *lane_rcv_main(void *arg)
 				}
 			} else {
 				err = pd_read_full(fd, s.local, s.len);
+				if (!err)
+					te_task_landed(s.t, s.local, s.len);
 			}
 			pthread_mutex_lock(&l->mu);
 			if (!err) {

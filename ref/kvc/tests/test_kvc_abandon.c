@@ -59,21 +59,45 @@ static void expect_fill(const struct kvc_tensor *t, uint8_t fill, const char *wh
 			         what, i, b[i], fill);
 }
 
+/* A select's piece hook (kvc_drop_select_pieces) on the pipe: bytes shown per fill value. */
+struct shown {
+	pthread_mutex_t mu;
+	size_t bytes[3]; /* 0xa1, 0xb2, 0xc3 */
+};
+
+static void count_piece(void *ud, int i, size_t off, const void *data, size_t len, size_t total)
+{
+	struct shown *s = ud;
+	const uint8_t *d = data;
+	(void)i;
+	(void)off;
+	(void)total;
+	pthread_mutex_lock(&s->mu);
+	for (size_t k = 0; k < len; k++)
+		s->bytes[d[k] == 0xa1 ? 0 : d[k] == 0xb2 ? 1 : 2]++;
+	pthread_mutex_unlock(&s->mu);
+}
+
 /* The READ of the first tensor times out; the second is received (into a buffer the first
  * one's late bytes must not reach); then the first READ's answer is let go and the third READ,
  * behind it on the same connection, completes: the second tensor still holds its bytes, and
  * the held buffer went back to the pool. Before: the timed-out READ's buffer was freed at
- * once, the second tensor got it and was overwritten with the first one's bytes. */
+ * once, the second tensor got it and was overwritten with the first one's bytes. With a piece
+ * hook, the late bytes are not shown to it (its caller has gone), the others are, once. */
 static void test_late_read_after_timeout(void **state)
 {
 	struct env e;
 	struct kvc_pipe *p = calloc(1, sizeof(*p)), *d = calloc(1, sizeof(*d));
 	struct kvc_tensor t1, t2, t3;
+	struct shown sh = {.bytes = {0}};
 	(void)state;
 	assert_non_null(p);
 	assert_non_null(d);
 	te_gate_arm(TE_GATE_READ, 1);
 	open_pair(&e, p, d);
+	pthread_mutex_init(&sh.mu, NULL);
+	d->piece_fn = count_piece;
+	d->piece_ud = &sh;
 	send_fill(p, 0xa1);
 	send_fill(p, 0xb2);
 	send_fill(p, 0xc3);
@@ -90,6 +114,11 @@ static void test_late_read_after_timeout(void **state)
 	expect_fill(&t2, 0xb2, "second tensor, after the late READ landed");
 	kvc_read_reap(d);
 	assert_int_equal(kvc_read_quar_count(d), 0);
+	pthread_mutex_lock(&sh.mu);
+	assert_int_equal(sh.bytes[0], 0);
+	assert_int_equal(sh.bytes[1], NBYTES);
+	assert_int_equal(sh.bytes[2], NBYTES);
+	pthread_mutex_unlock(&sh.mu);
 	kvc_tensor_free(&t2);
 	kvc_tensor_free(&t3);
 	assert_int_equal(kvc_pool_in_use(d->pool), 0);

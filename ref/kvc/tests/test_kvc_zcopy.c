@@ -2,6 +2,7 @@
  * registered memory goes on the wire without a copy and is freed on its ACK; the consumer gets
  * it where it was read, shown tensor by tensor to an arrival hook; the fallbacks (parked memory
  * used up, miss) still behave. Real etcd, two connectors on 127.0.0.1. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +38,10 @@ struct seen {
 	int piece_late;        /* chunks shown after their tensor's arrival, or outside it */
 	const struct kvc_item *ref;
 	int piece_wrong; /* chunks whose bytes are not the reference's there */
+	/* pieces come from the engine's lane threads as they land (TCP), and from the select's */
+	pthread_mutex_t mu;
+	pthread_t caller;
+	size_t lane_bytes; /* shown on a thread other than the select's */
 };
 
 static void piece(void *ud, int i, size_t off, const void *data, size_t len, size_t total)
@@ -45,27 +50,33 @@ static void piece(void *ud, int i, size_t off, const void *data, size_t len, siz
 	const struct kvc_tensor *r[5] = {NULL, NULL, &s->ref->keys, &s->ref->values,
 	                                 &s->ref->hidden};
 
+	pthread_mutex_lock(&s->mu);
 	for (int q = 0; q < s->n && q < 8; q++)
 		s->piece_late += s->idx[q] == i;
 	if (i < 0 || i > 4 || off + len > total) {
 		s->piece_late++;
-		return;
+	} else {
+		s->piece_bytes[i] += len;
+		if (!pthread_equal(pthread_self(), s->caller))
+			s->lane_bytes += len;
+		if (r[i] && (total != r[i]->nbytes ||
+		             memcmp((const uint8_t *)r[i]->data + off, data, len) != 0))
+			s->piece_wrong++;
 	}
-	s->piece_bytes[i] += len;
-	if (r[i] &&
-	    (total != r[i]->nbytes || memcmp((const uint8_t *)r[i]->data + off, data, len) != 0))
-		s->piece_wrong++;
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void arrive(void *ud, int i, const struct kvc_tensor *t)
 {
 	struct seen *s = ud;
 
+	pthread_mutex_lock(&s->mu);
 	if (s->n < 8) {
 		s->idx[s->n] = i;
 		s->bytes[s->n] = t ? t->nbytes : 0;
 	}
 	s->n++;
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void wait_pool_idle(struct kvc *c)
@@ -106,6 +117,8 @@ static void test_zero_copy_hit(void **state)
 	kvc_item_free(&it);
 
 	s.ref = &ref;
+	s.caller = pthread_self();
+	pthread_mutex_init(&s.mu, NULL);
 	setenv("PDKV_KVC_READ_CHUNK", "100000", 1); /* chunk edges inside rows */
 	assert_int_equal(kvc_drop_select_pieces(d, ref.tokens.data, 200, &got, arrive, piece, &s),
 	                 KVC_OK);
@@ -117,6 +130,12 @@ static void test_zero_copy_hit(void **state)
 	assert_int_equal(s.piece_bytes[4], ref.hidden.nbytes);
 	assert_int_equal(s.piece_late, 0);
 	assert_int_equal(s.piece_wrong, 0);
+	/* over TCP every byte is shown by the lane that received it, none again by the select */
+	assert_int_equal(s.piece_bytes[0], 200 * 8); /* tokens */
+	assert_int_equal(s.piece_bytes[1], 200 * 4); /* roi, as float */
+	assert_int_equal(s.lane_bytes,
+	                 200 * 12 + ref.keys.nbytes + ref.values.nbytes + ref.hidden.nbytes);
+	pthread_mutex_destroy(&s.mu);
 	assert_non_null(got.keys.pool); /* where the READ put it, no copy */
 	assert_int_equal(s.n, 6);
 	for (int i = 0; i < 5; i++)

@@ -1,6 +1,7 @@
 /* test_sa_kv: the stand-in's KV generation and checks (sa_kv_gen, sa_kv_scan, sa_v0hash) give
  * the fake model's checksum (mdl_kv_checksum of mdl_kv_compute's KV) on one thread and on
  * several, for one rank and for two, and a flipped byte is caught. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -169,6 +170,68 @@ static void show(struct sa_v0hash *h, int i, const uint8_t *d, size_t n, size_t 
 	}
 }
 
+/* Pieces as the engine's lanes show them: threads taking turns over keys and values at once,
+ * 256 KiB pieces offset by a blob header's 48 bytes (every edge cuts a row). */
+struct shower {
+	struct sa_v0hash *h;
+	const uint8_t *k, *v;
+	size_t n;
+	int t, nt;
+};
+
+static void *show_thread(void *arg)
+{
+	struct shower *a = arg;
+	size_t c = 256u << 10, first = c - 48, k = 1 + (a->n - first + c - 1) / c;
+
+	for (size_t q = (size_t)a->t; q < 2 * k; q += (size_t)a->nt) {
+		size_t idx = q / 2, off = idx ? first + (idx - 1) * c : 0,
+		       len = idx ? (a->n - off < c ? a->n - off : c) : first;
+		const uint8_t *d = q % 2 ? a->v : a->k;
+
+		if (off < a->n)
+			sa_v0hash_piece(a->h, 2 + (int)(q % 2), off, d + off, len, a->n);
+	}
+	return NULL;
+}
+
+static void test_v0hash_threads(void **state)
+{
+	struct mdl_geom g;
+	struct mdl_kv kv;
+	struct sa_v0hash h;
+	struct shower a[4];
+	pthread_t th[4];
+	int64_t tok[NTOK];
+	uint64_t sum = 0;
+
+	(void)state;
+	mdl_geom_default(&g);
+	tokens(tok);
+	assert_int_equal(mdl_kv_compute(&g, tok, NTOK, 0, g.kv_heads, 0, 1, &kv), 0);
+	assert_true(kv.bytes_each > (1u << 20)); /* several pieces each */
+	sa_v0hash_init(&h, g.layers, RB(g));
+	for (int rep = 0; rep < 3; rep++) {
+		struct kvc_tensor k = tensor(kv.keys, kv.bytes_each),
+		                  v = tensor(kv.values, kv.bytes_each);
+
+		sa_v0hash_arrive(&h, 0, NULL);
+		for (int t = 0; t < 4; t++) {
+			a[t] = (struct shower){&h, kv.keys, kv.values, kv.bytes_each, t, 4};
+			assert_int_equal(pthread_create(&th[t], NULL, show_thread, &a[t]), 0);
+		}
+		for (int t = 0; t < 4; t++)
+			pthread_join(th[t], NULL);
+		sa_v0hash_arrive(&h, 2, &k);
+		sa_v0hash_arrive(&h, 3, &v);
+		assert_true(sa_v0hash_get(&h, kv.keys, kv.values, kv.bytes_each, &sum));
+		assert_true(sum ==
+		            mdl_kv_checksum(kv.keys, kv.values, kv.bytes_each, g.layers, RB(g)));
+	}
+	sa_v0hash_destroy(&h);
+	mdl_kv_free(&kv);
+}
+
 /* The V0 decode's hooks: keys and values hashed chunk by chunk in any order, chunk edges cutting
  * rows, give mdl_kv_checksum's value; a chunk missing or shown twice leaves it to the caller. */
 static void test_v0hash(void **state)
@@ -239,6 +302,7 @@ int main(void)
 	    cmocka_unit_test(test_gen_scan_one_rank_one_thread),
 	    cmocka_unit_test(test_gen_scan_two_ranks_threads),
 	    cmocka_unit_test(test_v0hash),
+	    cmocka_unit_test(test_v0hash_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,7 @@
  * handshake ports (target survives and keeps serving); metadata store down -> clean error. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -150,6 +151,77 @@ static void wait_all(struct te_engine *e, uint64_t b, size_t n, int want)
 	}
 }
 
+/* What a batch's landing hook saw (te_batch_set_land), per task. */
+#define LAND_TASKS 4
+struct land_seen {
+	pthread_mutex_t mu;
+	char *base; /* the local buffer the READs land in */
+	size_t blk; /* bytes per task */
+	uint64_t
+	    next[LAND_TASKS]; /* the offset the next piece must start at (in order per slice) */
+	size_t calls[LAND_TASKS], bad;
+	pthread_t caller;
+};
+
+static void land_cb(void *ud, size_t task, uint64_t off, const void *data, size_t len)
+{
+	struct land_seen *s = ud;
+	const uint8_t *d = data;
+	size_t at = task * s->blk + off, bad = 0;
+
+	/* the bytes are there already, at the request's address + off */
+	if (task >= LAND_TASKS || off + len > s->blk || d != (uint8_t *)s->base + at ||
+	    pthread_equal(pthread_self(), s->caller))
+		bad++;
+	for (size_t i = 0; !bad && i < len; i++)
+		bad += d[i] != pat(at + i);
+	pthread_mutex_lock(&s->mu);
+	if (task < LAND_TASKS) {
+		bad += off != s->next[task];
+		s->next[task] = off + len;
+		s->calls[task]++;
+	}
+	s->bad += bad;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* READs into a batch with a landing hook: every byte shown once, in order, on a lane's thread,
+ * after it landed; a WRITE batch's hook is never called; the hook is set before submitting. */
+static void check_land(struct te_engine *e, uint64_t seg, struct child *c, char *l)
+{
+	struct land_seen s = {.base = l, .blk = 2u << 20, .caller = pthread_self()};
+	struct te_request r[LAND_TASKS];
+	uint64_t b;
+
+	pthread_mutex_init(&s.mu, NULL);
+	memset(l, 0, TBUF);
+	for (int i = 0; i < LAND_TASKS; i++)
+		r[i] = (struct te_request){TE_READ, l + i * s.blk, seg, c->addr + i * s.blk, s.blk};
+	assert_int_equal(te_batch_set_land(e, 12345, land_cb, &s), TE_ERR_BAD_BATCH);
+	assert_int_equal(te_batch_alloc(e, 2 * LAND_TASKS, &b), 0);
+	assert_int_equal(te_batch_set_land(e, b, land_cb, &s), 0);
+	assert_int_equal(te_batch_submit(e, b, r, LAND_TASKS), 0);
+	assert_int_equal(te_batch_set_land(e, b, NULL, NULL), TE_ERR_BATCH_BUSY);
+	wait_all(e, b, LAND_TASKS, TE_COMPLETED);
+	pthread_mutex_lock(&s.mu);
+	assert_int_equal(s.bad, 0);
+	for (int i = 0; i < LAND_TASKS; i++) {
+		assert_int_equal(s.next[i], s.blk);
+		assert_true(s.calls[i] >= 1);
+	}
+	pthread_mutex_unlock(&s.mu);
+	/* WRITEs land at the peer: the hook stays quiet */
+	for (int i = 0; i < LAND_TASKS; i++)
+		r[i].opcode = TE_WRITE;
+	memset(s.calls, 0, sizeof(s.calls));
+	assert_int_equal(te_batch_submit(e, b, r, LAND_TASKS), 0);
+	wait_all(e, b, 2 * LAND_TASKS, TE_COMPLETED);
+	for (int i = 0; i < LAND_TASKS; i++)
+		assert_int_equal(s.calls[i], 0);
+	assert_int_equal(te_batch_free(e, b), 0);
+	pthread_mutex_destroy(&s.mu);
+}
+
 /* READ the target's pattern, WRITE a new one, READ it back: every byte checked. */
 static void exchange(struct te_engine *e, struct child *c)
 {
@@ -160,6 +232,7 @@ static void exchange(struct te_engine *e, struct child *c)
 
 	assert_int_equal(te_register(e, l, TBUF, "cpu:0"), 0);
 	assert_int_equal(te_open_segment(e, c->name, &seg), 0);
+	check_land(e, seg, c, l);
 	memset(l, 0, TBUF);
 	for (int i = 0; i < 16; i++)
 		r[i] = (struct te_request){TE_READ, l + i * blk, seg, c->addr + i * blk, blk};
