@@ -44,6 +44,13 @@ struct kv1_opts {
 	/* P-side transfer observer (metrics): seconds, bytes, descriptors, ok. May be NULL. */
 	void (*on_xfer)(void *ud, double secs, uint64_t bytes, size_t ndesc, bool ok);
 	void *ud;
+	/* Consumer, host memory over TCP: each piece of a producer's WRITE as it lands, on the
+	 * engine's server thread right after the receive (the bytes still in its cache), before
+	 * the block's landed count (kv1_landed_wait) includes it: KV buffer, block, offset in the
+	 * block, the bytes. Pieces may come from several threads at once. May be NULL. */
+	void (*on_piece)(void *piece_ud, int buf, int64_t block, size_t off, const uint8_t *data,
+	                 size_t len);
+	void *piece_ud;
 };
 
 struct kv1_worker;

@@ -25,6 +25,11 @@ static void on_landed(void *ud, const void *addr, size_t len)
 			size_t lo = k * bl > off ? k * bl : off,
 			       hi = (k + 1) * bl < end ? (k + 1) * bl : end;
 
+			/* the piece's user first: a waiter that sees the block landed sees its work
+			 */
+			if (w->o.on_piece)
+				w->o.on_piece(w->o.piece_ud, b, (int64_t)k, lo - k * bl,
+				              w->bufs[b] + lo, hi - lo);
 			atomic_fetch_add(&w->landed[(size_t)b * N + k], (uint32_t)(hi - lo));
 		}
 		break;

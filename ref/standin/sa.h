@@ -96,6 +96,9 @@ struct sa_counters {
 	atomic_uint_fast64_t reused, recomputed, computed, checksum_failures, transfer_failures;
 	atomic_uint_fast64_t misses, requests, requests_failed, prompt_tokens, generation_tokens;
 	atomic_uint_fast64_t inserted, insert_failures;
+	/* V1 consumer checks: KV parts summed as their bytes landed (on the engine's receiving
+	 * thread), and checks whose first hash disagreed and were redone from the final blocks */
+	atomic_uint_fast64_t parts_landed, check_rescans;
 	atomic_int running, inflight;
 	atomic_uint_fast64_t fault_seq; /* requests that reached the transfer step (crash=N) */
 	/* vLLM V1 names */
@@ -149,6 +152,7 @@ struct sa {
 	char protocol[16];
 	int bootstrap_port, abort_timeout_s;
 	struct kv1_worker *w[SA_MAX_DP][SA_MAX_TP];
+	struct sa_owners *own[SA_MAX_DP][SA_MAX_TP]; /* V1 consumer: which check a block is for */
 	char engine_ids[SA_MAX_DP][160];
 	struct kv1_boot *boot;
 	atomic_uint dp_rr;
@@ -246,6 +250,14 @@ void sa_v0hash_piece(void *ud, int i, size_t off, const void *data, size_t len, 
 void sa_v0hash_arrive(void *ud, int i, const struct kvc_tensor *t);
 bool sa_v0hash_get(struct sa_v0hash *h, const void *k, const void *v, size_t n, uint64_t *sum);
 void sa_v0hash_destroy(struct sa_v0hash *h);
+
+/* sa_v1_check.c: a V1 consumer worker's blocks -> the check they are received for, so each
+ * piece of a WRITE is summed by the engine thread that received it (kv1_opts.on_piece, host
+ * memory, not MLA); NULL where that does not apply or out of memory (the check then reads the
+ * blocks back). */
+struct sa_owners *sa_owners_new(struct sa *s, int dp, int rank, size_t nblocks);
+void sa_owners_free(struct sa_owners *o);
+void sa_v1_piece(void *ud, int buf, int64_t block, size_t off, const uint8_t *data, size_t len);
 
 /* Appends " name=ms" (since *t, then *t = now) to r->stages. */
 void sa_stage(struct sa_req *r, const char *name, uint64_t *t);

@@ -370,6 +370,15 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_kv_checksum_failures_total", "counter",
 	       "Received KV items whose checksum did not match their footer.", "",
 	       atomic_load(&n->checksum_failures));
+	metric(
+	    &b, "pdkv_kv_check_parts_landed_total", "counter",
+	    "V1 decode: KV parts (one layer's keys or values) whose checksum was summed as their "
+	    "bytes landed, on the engine's receiving thread, with no read-back.",
+	    "", atomic_load(&n->parts_landed));
+	metric(&b, "pdkv_kv_check_rescans_total", "counter",
+	       "V1 decode: checks whose first hash disagreed and were redone from the final "
+	       "blocks.",
+	       "", atomic_load(&n->check_rescans));
 	metric(&b, "pdkv_requests_total", "counter", "Completion requests received.", "",
 	       atomic_load(&n->requests));
 	metric(&b, "pdkv_requests_failed_total", "counter",

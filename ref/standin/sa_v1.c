@@ -134,6 +134,12 @@ static int v1_start(struct sa *s)
 			o.write_order = keys_first ? order : NULL;
 			o.on_xfer = on_xfer;
 			o.ud = s;
+			if (s->consumer && !s->o.kv_mla &&
+			    (!s->o.kv_cache_device || !strcmp(s->o.kv_cache_device, "cpu"))) {
+				s->own[d][r] = sa_owners_new(s, d, r, nblocks);
+				o.on_piece = s->own[d][r] ? sa_v1_piece : NULL;
+				o.piece_ud = s->own[d][r];
+			}
 			if (kv1_worker_create(&o, &s->w[d][r], err, sizeof(err))) {
 				fprintf(stderr, "pdkv-standin: error: dp %d tp rank %d: %s\n", d, r,
 				        err);
@@ -156,6 +162,8 @@ static void v1_stop(struct sa *s)
 		for (int r = 0; r < SA_MAX_TP; r++) {
 			kv1_worker_destroy(s->w[d][r]);
 			s->w[d][r] = NULL;
+			sa_owners_free(s->own[d][r]); /* no engine thread calls it now */
+			s->own[d][r] = NULL;
 		}
 	kv1_boot_stop(s->boot);
 	s->boot = NULL;

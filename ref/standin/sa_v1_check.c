@@ -24,6 +24,9 @@ struct follow {
 
 struct sa_verify {
 	struct sa *s;
+	/* parts summed as their pieces landed (sa_v1_piece): sums and bytes, atomics; a part
+	 * whose bytes add up to the whole part needs no read-back */
+	uint64_t *facc, *fbytes;
 	struct pd_par par;
 	struct follow f;
 	bool live; /* par not finished yet */
@@ -37,6 +40,105 @@ struct sa_verify {
 	uint64_t got, expect, t_arrived, t_done, t_handover;
 	char id[96], stages[256];
 };
+
+/* A consumer worker's blocks -> the check they are received for (and the block's place in the
+ * request); the lock lets a check's end wait out a piece being summed for it. */
+struct sa_owners {
+	struct sa *s;
+	int dp, rank;
+	pthread_rwlock_t lk;
+	size_t n;
+	struct sa_owner {
+		struct sa_verify *v;
+		size_t j; /* the request's j-th block */
+	} e[];
+};
+
+struct sa_owners *sa_owners_new(struct sa *s, int dp, int rank, size_t nblocks)
+{
+	struct sa_owners *o = calloc(1, sizeof(*o) + nblocks * sizeof(o->e[0]));
+
+	if (!o)
+		return NULL;
+	o->s = s;
+	o->dp = dp;
+	o->rank = rank;
+	o->n = nblocks;
+	pthread_rwlock_init(&o->lk, NULL);
+	return o;
+}
+
+void sa_owners_free(struct sa_owners *o)
+{
+	if (o) {
+		pthread_rwlock_destroy(&o->lk);
+		free(o);
+	}
+}
+
+/* The check's blocks on every rank point to it (on) or to nothing (off; only those still its). */
+static void own_blocks(struct sa_verify *v, bool on)
+{
+	for (int k = 0; k < v->s->o.tp; k++) {
+		struct sa_owners *o = v->s->own[v->dp][k];
+
+		if (!o)
+			continue;
+		pthread_rwlock_wrlock(&o->lk);
+		for (size_t j = 0; j < v->nb; j++) {
+			int64_t b = v->blk[k][j];
+
+			if (b < 0 || (size_t)b >= o->n)
+				continue;
+			if (on)
+				o->e[b] = (struct sa_owner){v, j};
+			else if (o->e[b].v == v)
+				o->e[b].v = NULL;
+		}
+		pthread_rwlock_unlock(&o->lk);
+	}
+}
+
+/* kv1's on_piece, on the engine's server thread right after the receive: the rows of whole
+ * tokens in this piece of block `block` of KV buffer `buf` are summed into their part (layer,
+ * keys or values) at their place in it (position t, head: row t * heads + rank's first head
+ * + h), while they are in this core's cache. A piece not cut at tokens is left to the
+ * read-back (its bytes are not counted, so its part is not complete here). */
+void sa_v1_piece(void *ud, int buf, int64_t block, size_t off, const uint8_t *data, size_t len)
+{
+	struct sa_owners *o = ud;
+	struct sa *s = o->s;
+	const struct mdl_geom *g = &s->o.geom;
+	size_t rb = mdl_kv_row_bytes(g), H = (size_t)g->kv_heads, hs = H / (size_t)s->o.tp,
+	       tokb = hs * rb, bs = (size_t)s->o.block_size;
+	struct sa_verify *v;
+
+	if (block < 0 || (size_t)block >= o->n || off % tokb || len % tokb)
+		return;
+	pthread_rwlock_rdlock(&o->lk);
+	v = o->e[block].v;
+	if (v && v->facc) {
+		int part = (buf % 2 ? g->layers : 0) + buf / 2; /* buf = 2 layer + values */
+		size_t t0 = o->e[block].j * bs + off / tokb, nt = len / tokb;
+		struct mdl_ks ks;
+		uint64_t acc = 0;
+
+		if (t0 < v->ntok) {
+			nt = nt < v->ntok - t0 ? nt : v->ntok - t0;
+			mdl_ks_init(&ks, mdl_kv_part_seed(part), rb);
+			if (hs == H) /* one rank: a block's rows are its part's, in order */
+				acc = mdl_ks_piece(&ks, t0 * H, data, nt * tokb);
+			else
+				for (size_t i = 0; i < nt; i++)
+					acc +=
+					    mdl_ks_piece(&ks, (t0 + i) * H + (size_t)o->rank * hs,
+					                 data + i * tokb, tokb);
+			__atomic_fetch_add(&v->facc[part], acc, __ATOMIC_SEQ_CST);
+			__atomic_fetch_add(&v->fbytes[part], nt * tokb, __ATOMIC_SEQ_CST);
+		}
+	}
+	pthread_rwlock_unlock(&o->lk);
+}
 
 static void follow_part(void *ud, int part, int worker)
 {
@@ -63,9 +165,17 @@ static void follow_part(void *ud, int part, int worker)
 	if (!atomic_load(&v->done))
 		atomic_store(&f->early, true);
 	mdl_ks_init(&h, mdl_kv_part_seed(part), mdl_kv_row_bytes(g));
-	for (size_t t = 0; t < v->ntok; t++)
-		for (int k = 0; k < s->o.tp; k++)
-			mdl_ks_update(&h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
+	if (v->facc && __atomic_load_n(&v->fbytes[part], __ATOMIC_SEQ_CST) ==
+	                   v->ntok * (size_t)s->o.tp * seg) {
+		/* summed as it landed, every byte once: its part's sum without a read-back */
+		h.acc = __atomic_load_n(&v->facc[part], __ATOMIC_SEQ_CST);
+		h.rows = v->ntok * (size_t)g->kv_heads;
+		atomic_fetch_add(&s->n.parts_landed, 1);
+	} else {
+		for (size_t t = 0; t < v->ntok; t++)
+			for (int k = 0; k < s->o.tp; k++)
+				mdl_ks_update(&h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
+	}
 	f->sums[part] = mdl_ks_final(&h);
 	for (uint64_t now = pd_now_ns(), t = atomic_load(&f->t_last);
 	     t < now && !atomic_compare_exchange_weak(&f->t_last, &t, now);)
@@ -113,6 +223,12 @@ struct sa_verify *sa_check_start(struct sa *s, const struct sa_req *r, int64_t *
 		free(v);
 		return NULL;
 	}
+	if (s->own[r->dp][0]) { /* else (or out of memory) every part is read back */
+		v->facc = calloc(4 * (size_t)s->o.geom.layers, sizeof(uint64_t));
+		v->fbytes = v->facc ? v->facc + 2 * (size_t)s->o.geom.layers : NULL;
+		if (v->facc)
+			own_blocks(v, true);
+	}
 	/* below the transfer's threads, as the expected checksum's: on a small host they hash in
 	 * the cycles the transfer leaves, and what they could not finish sa_check_join does */
 	pd_par_start(&v->par, pd_par_threads(), 2 * s->o.geom.layers, follow_part, &v->f, true);
@@ -143,6 +259,8 @@ int sa_check_join(struct sa_verify *v, uint64_t expect, uint64_t *got)
 	 * transfer then replaced: a mismatch is only believed from a hash of the final blocks */
 	if (v->got != expect && v->early) {
 		struct sa_kvmap map = {map_seg, v};
+
+		atomic_fetch_add(&v->s->n.check_rescans, 1);
 		int r =
 		    sa_kv_scan(&v->s->o.geom, v->tokens, v->ntok, v->s->o.tp, &map, &v->got, NULL);
 
@@ -168,6 +286,9 @@ void sa_check_free(struct sa_verify *v)
 			sa_check_transfer_done(v, false, 0);
 		follow_finish(v);
 	}
+	if (v->facc)
+		own_blocks(v, false); /* waits out a piece being summed into facc */
+	free(v->facc);
 	free(v->f.sums);
 	for (int k = 0; v->own && k < v->s->o.tp; k++) {
 		kv1_free(v->s->w[v->dp][k], v->blk[k], v->nb);

@@ -86,10 +86,12 @@ int te_engine_rpc_port(const struct te_engine *eng);
 bool te_engine_meta_ok(const struct te_engine *eng);
 const char *te_engine_protocol(const struct te_engine *eng); /* "tcp" | "rdma" */
 
-/* Target side: fn(ud, addr, len) runs on an engine server thread each time a peer's WRITE into
- * this engine's host memory has fully landed (TCP; RDMA and CUDA memory are not seen, so a
- * user must not depend on it for completion: it only lets work on landed bytes start early).
- * Set it before traffic; NULL removes it. */
+/* Target side: fn(ud, addr, len) runs on an engine server thread as each piece of a peer's
+ * WRITE into this engine's host memory lands (TCP: each socket read of the body, at most
+ * PDKV_TCP_RECV_CHUNK, right after it, while the bytes are in that core's cache; a WRITE's
+ * pieces add up to it). RDMA and CUDA memory are not seen, so a user must not depend on it for
+ * completion: it only lets work on landed bytes start early. Pieces of a connection broken
+ * mid-body are reported too. Set it before traffic; NULL removes it. */
 typedef void (*te_landed_fn)(void *ud, const void *addr, size_t len);
 void te_engine_set_landed(struct te_engine *eng, te_landed_fn fn, void *ud);
 

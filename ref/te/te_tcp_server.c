@@ -162,12 +162,34 @@ static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, st
 	return 0;
 }
 
-static int srv_read_body(int fd, struct srv_in *in, char *dst, uint64_t size)
+/* A WRITE's body into host memory: what is buffered, then the rest, received up to each multiple
+ * of pd_sock_recv_chunk() from the body's start; each such piece is reported landed
+ * (te_engine_landed) as soon as it is in, so a user can work on it while it is still in this
+ * core's cache. Pieces start at multiples of the cap (256 KiB) from the WRITE's start, so a
+ * user's rows stay whole in them. */
+static int srv_read_body(struct te_engine *eng, int fd, struct srv_in *in, char *dst, uint64_t size)
 {
-	size_t have = in->len - in->pos, take = have < size ? have : (size_t)size;
+	size_t have = in->len - in->pos, take = have < size ? have : (size_t)size,
+	       cap = pd_sock_recv_chunk();
+	uint64_t done = take, shown = 0;
+
 	memcpy(dst, in->b + in->pos, take);
 	in->pos += take;
-	return size > take ? pd_read_full(fd, dst + take, size - take) : 0;
+	for (;;) {
+		uint64_t edge = cap ? (done / cap + 1) * cap : size;
+		size_t n = (size_t)((edge < size ? edge : size) - done);
+		int r;
+
+		if (done > shown && (done == size || done % cap == 0)) {
+			te_engine_landed(eng, (uint64_t)(uintptr_t)(dst + shown), done - shown);
+			shown = done;
+		}
+		if (done == size)
+			return 0;
+		if ((r = pd_read_full(fd, dst + done, n)))
+			return r;
+		done += n;
+	}
 }
 
 /* WRITE into CUDA memory: bytes already buffered, then the rest, through staging; the last
@@ -294,8 +316,8 @@ static void srv_serve(void *ctx, int fd)
 			if (gpu)
 				r = srv_read_body_gpu(fd, in, &out, gpu - 1,
 				                      (char *)(uintptr_t)addr, size);
-			else if (!(r = srv_read_body(fd, in, (char *)(uintptr_t)addr, size)))
-				te_engine_landed(tp->eng, addr, size);
+			else
+				r = srv_read_body(tp->eng, fd, in, (char *)(uintptr_t)addr, size);
 			if (!r && v2)
 				r = queue_status(fd, &out, 0);
 		} else {

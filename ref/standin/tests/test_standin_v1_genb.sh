@@ -38,9 +38,11 @@ for shape in bn b0; do
 	done
 	curl -sS -m 10 "http://127.0.0.1:$D/metrics" >"$TMP/d$shape"
 	for m in pdkv_kv1_recv_holds_total pdkv_kv1_recv_held_blocks \
-		pdkv_kv1_recvs_refused_total; do
+		pdkv_kv1_recvs_refused_total pdkv_kv_check_rescans_total; do
 		check "$shape: decode /metrics has $m 0" grep -q "^$m 0" "$TMP/d$shape"
 	done
+	# every part (the 4 layers' keys and values) summed by the engine thread that received it
+	check "$shape: pdkv_kv_check_parts_landed_total = 8" [ "$(metric $D pdkv_kv_check_parts_landed_total)" = 8 ]
 	# a router that drops transfer_id: P warns, D warns and recomputes
 	OUT=$(route_b $P $D $BOOT "$PROMPT" 12 0 drop | text)
 	check "$shape: without transfer_id decode recomputes ($N tokens)" [ "$(metric $D pdkv_kv_recomputed_tokens_total)" = "$N" ]
@@ -57,6 +59,8 @@ OUT=$(route_b $PORT_Ptp $PORT_Dtp $BOOT "$PROMPT" 12 0 | text)
 check "tp2: decode text equals the plain stand-in's" [ "$OUT" = "$REF" ]
 check "tp2: two workers registered" grep -q '"1":{"0":"tcp://' <(curl -s http://127.0.0.1:$BOOT/query)
 check "tp2: reused = $N" [ "$(metric $PORT_Dtp pdkv_kv_reused_tokens_total)" = "$N" ]
+check "tp2: every part summed as it landed on both ranks' engines" [ "$(metric $PORT_Dtp pdkv_kv_check_parts_landed_total)" = 8 ]
+check "tp2: no rescan" [ "$(metric $PORT_Dtp pdkv_kv_check_rescans_total)" = 0 ]
 
 # DP=2: two dp engines in one prefill process, one bootstrap server, routed by X-data-parallel-rank
 pair dp 0.18 bn -dp 2 -- -dp 2
