@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "kvc/kvc_internal.h"
@@ -250,13 +251,31 @@ static int submit(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, size_
 	return rc;
 }
 
+/* PDKV_KVC_LAND_PIECES: 1 (default) the lanes show the pieces as they land; 0 the select's
+ * thread shows each chunk once it has landed (read per READ, as PDKV_KVC_READ_CHUNK is) */
+static bool land_pieces(void)
+{
+	const char *e = getenv("PDKV_KVC_LAND_PIECES");
+	static atomic_bool warned;
+
+	if (!e || !*e || !strcmp(e, "1"))
+		return true;
+	if (strcmp(e, "0") && !atomic_exchange(&warned, true))
+		pd_warn(
+		    "PDKV_KVC_LAND_PIECES=%s: expected 0 (chunks from the select's thread) or 1 "
+		    "(pieces from the lanes); using 1",
+		    e);
+	return strcmp(e, "0") != 0;
+}
+
 /* The landing context of a READ of n chunks shown to the select's hook as tensor i, or NULL
  * (no hook, or out of memory: kvc_read_finish then shows every chunk). */
 static struct kvc_land *land_new(struct kvc_pipe *p, int i, size_t chunk, size_t len, size_t n)
 {
 	struct kvc_land *l;
 
-	if (i < 0 || !p->piece_fn || !(l = calloc(1, sizeof(*l) + n * sizeof(l->shown[0]))))
+	if (i < 0 || !p->piece_fn || !land_pieces() ||
+	    !(l = calloc(1, sizeof(*l) + n * sizeof(l->shown[0]))))
 		return NULL;
 	pthread_rwlock_init(&l->lk, NULL);
 	l->fn = p->piece_fn;

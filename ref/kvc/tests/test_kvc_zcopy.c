@@ -160,7 +160,20 @@ static void test_zero_copy_hit(void **state)
 	assert_int_equal(kvc_insert_move_kv(p, &it), 0);
 	kvc_item_free(&it);
 	struct kvc_item got2;
-	assert_int_equal(kvc_drop_select(d, ref2.tokens.data, 150, &got2), KVC_OK);
+	/* PDKV_KVC_LAND_PIECES=0: every piece shown once all the same, from the select's thread */
+	memset(&s, 0, sizeof(s));
+	s.ref = &ref2;
+	s.caller = pthread_self();
+	pthread_mutex_init(&s.mu, NULL);
+	setenv("PDKV_KVC_LAND_PIECES", "0", 1);
+	assert_int_equal(kvc_drop_select_pieces(d, ref2.tokens.data, 150, &got2, arrive, piece, &s),
+	                 KVC_OK);
+	unsetenv("PDKV_KVC_LAND_PIECES");
+	assert_int_equal(s.piece_bytes[2], ref2.keys.nbytes);
+	assert_int_equal(s.piece_bytes[4], ref2.hidden.nbytes);
+	assert_int_equal(s.piece_wrong + s.piece_late, 0);
+	assert_int_equal(s.lane_bytes, 0);
+	pthread_mutex_destroy(&s.mu);
 	assert_item_eq(&got2, &ref2);
 	kvc_item_free(&got2);
 	unsetenv("PDKV_KVC_READ_CHUNK");
