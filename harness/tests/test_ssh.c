@@ -177,7 +177,10 @@ static void test_start_stop(void **state)
 	int pid = 0;
 	(void)state;
 	snprintf(rdir, sizeof(rdir), "%s/runA", g.fx.dir);
-	const char *argv[] = {"sh", "-c", "echo $GREETING $EXTRA; sleep 300 & exec sleep 301",
+	/* durations no other process on the host is likely to sleep for: the check below counts
+	 * every process whose command line holds "sleep 3137" (a developer's `sleep 300` in
+	 * another shell once made it fail) */
+	const char *argv[] = {"sh", "-c", "echo $GREETING $EXTRA; sleep 31370 & exec sleep 31371",
 	                      NULL};
 	const char *env[] = {"EXTRA=world", NULL};
 	if (hr_ssh_start(&g.ssh, "hostA", rdir, "sleeper", argv, env, &pid, err, sizeof(err)))
@@ -191,7 +194,7 @@ static void test_start_stop(void **state)
 	/* the group went, its background child too: SIGTERM reaches both at once, but on a busy
 	 * host the child may take a moment to be scheduled and exit, so allow it up to 5 s */
 	int left = 1;
-	for (int t = 0; t < 100 && (left = sshfx_procs_with("sleep 30")); t++)
+	for (int t = 0; t < 100 && (left = sshfx_procs_with("sleep 3137")); t++)
 		pd_sleep_ms(50);
 	assert_int_equal(left, 0);
 	snprintf(log, sizeof(log), "%s/sleeper.log", g.fx.dir);
