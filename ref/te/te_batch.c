@@ -87,6 +87,24 @@ static struct te_batch *lookup(struct te_batch_table *bt, uint64_t id)
 	return bt->slots[idx1 - 1].b;
 }
 
+/* The live batch with that id, the table's read lock held until batch_put; NULL (lock not
+ * held) for a stale or made-up id. */
+static struct te_batch *batch_get(struct te_engine *eng, uint64_t id)
+{
+	struct te_batch *b;
+
+	pthread_rwlock_rdlock(&eng->batches->lock);
+	b = lookup(eng->batches, id);
+	if (!b)
+		pthread_rwlock_unlock(&eng->batches->lock);
+	return b;
+}
+
+static void batch_put(struct te_engine *eng)
+{
+	pthread_rwlock_unlock(&eng->batches->lock);
+}
+
 int te_batch_alloc(struct te_engine *eng, size_t batch_size, uint64_t *batch_id)
 {
 	struct te_batch_table *bt;
@@ -227,19 +245,13 @@ out:
 int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_request *reqs,
                     size_t n)
 {
-	struct te_batch_table *bt;
 	struct te_batch *b;
 	int ret;
 
 	if (!eng || (n && !reqs))
 		return TE_ERR_INVALID_ARGUMENT;
-	bt = eng->batches;
-	pthread_rwlock_rdlock(&bt->lock);
-	b = lookup(bt, batch_id);
-	if (!b) {
-		ret = TE_ERR_BAD_BATCH;
-		goto out;
-	}
+	if (!(b = batch_get(eng, batch_id)))
+		return TE_ERR_BAD_BATCH;
 	pthread_mutex_lock(&b->mu);
 	if (n > b->cap - b->count) {
 		pd_err("te: submitting %zu requests to a batch with %zu of %zu slots left", n,
@@ -264,35 +276,28 @@ int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_re
 			b->count += n;
 	}
 	pthread_mutex_unlock(&b->mu);
-out:
-	pthread_rwlock_unlock(&bt->lock);
+	batch_put(eng);
 	return ret;
 }
 
 int te_batch_set_land(struct te_engine *eng, uint64_t batch_id, te_land_fn fn, void *ud)
 {
-	struct te_batch_table *bt;
 	struct te_batch *b;
 	int ret = 0;
 
 	if (!eng)
 		return TE_ERR_INVALID_ARGUMENT;
-	bt = eng->batches;
-	pthread_rwlock_rdlock(&bt->lock);
-	b = lookup(bt, batch_id);
-	if (!b) {
-		ret = TE_ERR_BAD_BATCH;
+	if (!(b = batch_get(eng, batch_id)))
+		return TE_ERR_BAD_BATCH;
+	pthread_mutex_lock(&b->mu);
+	if (b->count) { /* tasks already running hold the old hook */
+		ret = TE_ERR_BATCH_BUSY;
 	} else {
-		pthread_mutex_lock(&b->mu);
-		if (b->count) { /* tasks already running hold the old hook */
-			ret = TE_ERR_BATCH_BUSY;
-		} else {
-			b->land = fn;
-			b->land_ud = ud;
-		}
-		pthread_mutex_unlock(&b->mu);
+		b->land = fn;
+		b->land_ud = ud;
 	}
-	pthread_rwlock_unlock(&bt->lock);
+	pthread_mutex_unlock(&b->mu);
+	batch_put(eng);
 	return ret;
 }
 
@@ -318,31 +323,24 @@ static int task_status(struct te_task *t, uint64_t timeout_ns, struct te_task_st
 int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
                     struct te_task_status *st)
 {
-	struct te_batch_table *bt;
 	struct te_batch *b;
+	size_t count;
 	int ret = 0;
 
 	if (!eng || !st)
 		return TE_ERR_INVALID_ARGUMENT;
-	bt = eng->batches;
-	pthread_rwlock_rdlock(&bt->lock);
-	b = lookup(bt, batch_id);
-	if (!b) {
-		ret = TE_ERR_BAD_BATCH;
-		goto out;
-	}
+	if (!(b = batch_get(eng, batch_id)))
+		return TE_ERR_BAD_BATCH;
 	/* count only grows under b->mu; a racing submit makes the new tasks invisible, not torn */
 	pthread_mutex_lock(&b->mu);
-	if (task_id >= b->count) {
-		pthread_mutex_unlock(&b->mu);
-		ret = TE_ERR_INVALID_ARGUMENT;
-		goto out;
-	}
+	count = b->count;
 	pthread_mutex_unlock(&b->mu);
-	st->status =
-	    task_status(&b->tasks[task_id], (uint64_t)eng->slice_timeout_s * 1000000000ull, st);
-out:
-	pthread_rwlock_unlock(&bt->lock);
+	if (task_id >= count)
+		ret = TE_ERR_INVALID_ARGUMENT;
+	else
+		st->status = task_status(&b->tasks[task_id],
+		                         (uint64_t)eng->slice_timeout_s * 1000000000ull, st);
+	batch_put(eng);
 	return ret;
 }
 
