@@ -147,7 +147,8 @@ static bool finish_tensor(struct sa_v0hash *h, int j, const struct kvc_tensor *t
 	if (h->bad || !h->n || !t || t->nbytes != h->n || h->seen[j] != h->n ||
 	    h->base[j] != t->data)
 		return false;
-	qsort(e, h->nedge[j], sizeof(*e), cmp_u64);
+	if (h->nedge[j]) /* none when every piece ended on a row's edge (qsort wants an array) */
+		qsort(e, h->nedge[j], sizeof(*e), cmp_u64);
 	for (size_t q = 0; q < h->nedge[j]; q++) {
 		size_t off = (size_t)e[q] * rb;
 		int l;
