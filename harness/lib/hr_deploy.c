@@ -593,6 +593,7 @@ void hr_deploy_stop(struct hr_deploy *d)
 		pd_svc_stop(&d->meta);
 		d->meta_up = false;
 	}
+	hr_faults_release(d); /* after what its thread restarted is stopped */
 }
 
 /* Every process this deployment started is gone (reaped, and its group empty). */

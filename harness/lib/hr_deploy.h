@@ -61,6 +61,9 @@ void hr_faults_start(struct hr_deploy *d);
 /* Waits for the faults still due (each bounded), and a probe request after restarts; what
  * was done ("decode SIGKILL at +0.5s; ...") into notes, "" when nothing. */
 void hr_faults_stop(struct hr_deploy *d, char *notes, size_t sz);
+/* Ends the fault thread (hr_deploy_stop calls it once the nodes are stopped: what it restarted
+ * was forked from it and would get SIGTERM when it ends). */
+void hr_faults_release(struct hr_deploy *d);
 
 /* With hostile faults (and no restart): the probe request after the faults, sent once the
  * runner has read /metrics so the counters the checks compare hold the workload alone. */

@@ -1,7 +1,11 @@
 /* hr_faults: process faults of a scenario's "faults" list — {"at": "during_workload",
  * "after_ms": N, "kill": "decode"|"prefill"|"metadata", "signal": "TERM"|"KILL", "restart":
  * true, "restart_after_ms": M}, and the hostile peers of hr_fault_hostile.c ("rogue", "flood")
- * — run on one thread while the workload runs, each noted. */
+ * — run on one thread while the workload runs, each noted. That thread lives until the
+ * deployment stops (hr_faults_release): a node or metadata service it restarted was forked
+ * from it, and PR_SET_PDEATHSIG (pd_proc) signals a child when the thread that forked it
+ * exits, not the process — a thread that ended after its probe took the restarted decode
+ * down with it, just before the runner read its /metrics. */
 #include "hr_deploy.h"
 
 #include <errno.h>
@@ -20,6 +24,10 @@ struct hr_pfaults {
 	pthread_t thr;
 	volatile sig_atomic_t stop;
 	volatile sig_atomic_t opened; /* a flood's connections are open (hr_fault_flood_run) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;    /* the faults and the probe are over (hr_faults_stop waits for it) */
+	bool release; /* the deployment has stopped: the thread may end (hr_faults_release) */
 	double t0;
 	char notes[2048];
 };
@@ -242,6 +250,12 @@ static void *fault_main(void *ud)
 	}
 	if (restarted && !f->stop)
 		probe(f);
+	pthread_mutex_lock(&f->mu);
+	f->done = true;
+	pthread_cond_broadcast(&f->cv);
+	while (!f->release) /* what it forked dies with it */
+		pthread_cond_wait(&f->cv, &f->mu);
+	pthread_mutex_unlock(&f->mu);
 	return NULL;
 }
 
@@ -257,7 +271,11 @@ void hr_faults_start(struct hr_deploy *d)
 		return;
 	d->pf->d = d;
 	d->pf->t0 = pd_now_s();
+	pthread_mutex_init(&d->pf->mu, NULL);
+	pthread_cond_init(&d->pf->cv, NULL);
 	if (pthread_create(&d->pf->thr, NULL, fault_main, d->pf)) {
+		pthread_mutex_destroy(&d->pf->mu);
+		pthread_cond_destroy(&d->pf->cv);
 		free(d->pf);
 		d->pf = NULL;
 		return;
@@ -273,14 +291,35 @@ void hr_faults_start(struct hr_deploy *d)
 
 void hr_faults_stop(struct hr_deploy *d, char *notes, size_t sz)
 {
+	struct hr_pfaults *f = d->pf;
+
 	if (sz)
 		notes[0] = '\0';
-	if (!d->pf)
+	if (!f)
 		return;
 	/* the workload is over: the faults still due run to the end (each bounded), so the
 	 * restarts and the probe finish before the runner reads /metrics */
-	pthread_join(d->pf->thr, NULL);
-	snprintf(notes, sz, "%s", d->pf->notes);
-	free(d->pf);
+	pthread_mutex_lock(&f->mu);
+	while (!f->done)
+		pthread_cond_wait(&f->cv, &f->mu);
+	snprintf(notes, sz, "%s", f->notes);
+	pthread_mutex_unlock(&f->mu);
+}
+
+void hr_faults_release(struct hr_deploy *d)
+{
+	struct hr_pfaults *f = d->pf;
+
+	if (!f)
+		return;
+	f->stop = 1; /* faults still due are skipped */
+	pthread_mutex_lock(&f->mu);
+	f->release = true;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pthread_join(f->thr, NULL);
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	free(f);
 	d->pf = NULL;
 }

@@ -39,6 +39,8 @@ int pd_proc_spawn(struct pd_proc *p, const char *name, char *const argv[], char 
 	if (pid == 0) {
 		int e;
 		setpgid(0, 0);
+		/* the signal comes when the *thread* that forked us ends: spawn from
+		 * threads that outlive the child (hr_faults keeps its thread for that) */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() != parent)
 			_exit(127);
