@@ -276,6 +276,14 @@ static int post_pending(struct te_rdma_ctx *c, struct te_rdma_slice **pending)
 			rc = post_slice(c, ep, s, why, sizeof(why));
 		else
 			rc = -1, snprintf(why, sizeof(why), "endpoint %s was reset", ep->peer_path);
+		if (rc == 0 && tr->cfg.fault_reset &&
+		    ++c->posted % (unsigned)tr->cfg.fault_reset == 0) {
+			pd_info("rdma: %s -> %s: resetting the endpoint after WR %lu "
+			        "(PDKV_RDMA_FAULT_RESET=%d)",
+			        c->name, ep->peer_path, c->posted, tr->cfg.fault_reset);
+			te_rdma_ep_kill(ep); /* its WRs come back flushed and are retried */
+			ep = NULL;           /* the next slice handshakes a fresh one */
+		}
 		pthread_mutex_unlock(&c->mu);
 		if (rc > 0)
 			break; /* endpoint full: wait for completions */

@@ -26,6 +26,8 @@ struct te_rdma_cfg {
 	int retry_cnt;     /* MC_RETRY_CNT 9 */
 	int hs_timeout_ms; /* MC_HANDSHAKE_CONNECT_TIMEOUT 5 s */
 	int stall_ms;      /* PDKV_RDMA_STALL_S 5 s: reset an endpoint whose WRs make no progress */
+	int fault_reset;   /* PDKV_RDMA_FAULT_RESET 0: reset the endpoint after every N-th WR posted
+	                    * (fault injection: the retry path on demand) */
 };
 
 struct te_rdma;
@@ -58,6 +60,7 @@ struct te_rdma_ctx {
 	pthread_cond_t cv;
 	struct te_rdma_slice *q_head, *q_tail;
 	struct te_rdma_ep *eps;  /* live endpoints (lookup by peer NIC path) */
+	unsigned long posted;    /* WRs posted (worker only): PDKV_RDMA_FAULT_RESET counts them */
 	struct te_rdma_ep *dead; /* endpoints in ERR state, freed once their WRs have drained */
 	int outstanding;         /* WRs posted on this CQ and not yet polled */
 	uint64_t stall_scan_ns;

@@ -63,6 +63,7 @@ void te_rdma_cfg_load(struct te_rdma_cfg *cfg)
 	/* pdkv addition: a QP whose peer vanished should end in RETRY_EXC_ERR within ~1 s, but
 	 * Soft-RoCE (6.1) can stay silent forever; no progress for this long resets the endpoint */
 	cfg->stall_ms = env_int("PDKV_RDMA_STALL_S", 5, 1, 3600) * 1000;
+	cfg->fault_reset = env_int("PDKV_RDMA_FAULT_RESET", 0, 0, 1 << 20);
 }
 
 void te_rdma_gid_str(const union ibv_gid *g, char out[48])
