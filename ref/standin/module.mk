@@ -5,5 +5,6 @@ BINS += pdkv-standin
 pdkv-standin_SRCS := $(filter-out ref/standin/tests/%,$(wildcard ref/standin/*.c))
 pdkv-standin_LIBS = mdl kvc kv1 cfg $(filter te temeta terdma,$(LIBS)) pdhttplim pdcommon
 TESTS += test_sa_kv
-test_sa_kv_SRCS := ref/standin/tests/test_sa_kv.c ref/standin/sa_kv.c ref/standin/sa_v0hash.c
+test_sa_kv_SRCS := ref/standin/tests/test_sa_kv.c ref/standin/sa_kv.c ref/standin/sa_v0hash.c \
+	ref/standin/sa_kvdiff.c
 test_sa_kv_LIBS := mdl pdcommon

@@ -229,6 +229,12 @@ void sa_kv_gen_finish(struct sa_kvjob *job, uint64_t *seed);
 int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int nsh,
                const struct sa_kvmap *map, uint64_t *seed, bool *same);
 
+/* sa_kvdiff.c: after a checksum mismatch, where keys/values ([L,T,nheads,D] of heads head0..)
+ * differ from the fake model's for tokens: up to 3 byte ranges each, with their layer, token
+ * and head, and whether they hold zeros, into out. */
+void sa_kv_diff(const struct mdl_geom *g, const int64_t *tokens, size_t ntok, int head0, int nheads,
+                int shard, int nshards, const void *keys, const void *values, char *out, size_t sz);
+
 /* sa_v0hash.c: hashes a V0 answer's keys and values (mdl_kv_checksum) chunk by chunk while
  * their READs land. */
 struct sa_v0hash {

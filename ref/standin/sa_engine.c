@@ -330,6 +330,16 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 		if (k == 0)
 			sum0 = got_sum;
 		if (got_sum != sum) {
+			char where[600];
+
+			/* which bytes: a slice of zeros, a stale range, one row (rare: recompute)
+			 */
+			sa_kv_diff(g, r->tokens, r->ntok, k * hs, hs, k, s->nkvc, it[k].keys.data,
+			           it[k].values.data, where, sizeof(where));
+			pd_warn(
+			    "request %s: KV checksum mismatch on rank %d, %zu bytes each of keys "
+			    "and values: %s",
+			    r->id, k, it[k].keys.nbytes, where);
 			atomic_fetch_add(&s->n.checksum_failures, 1);
 			snprintf(why, whysz, "KV checksum mismatch on rank %d (footer %016llx)", k,
 			         (unsigned long long)sum);

@@ -295,6 +295,44 @@ static void test_v0hash(void **state)
 	mdl_kv_free(&kv);
 }
 
+/* sa_kv_diff names the ranges that differ: a zeroed run of rows, and one flipped byte */
+static void test_kv_diff(void **state)
+{
+	struct mdl_geom g;
+	struct mdl_kv kv;
+	int64_t tok[NTOK];
+	char out[600], want[200];
+	size_t rb, zero0;
+
+	(void)state;
+	mdl_geom_default(&g);
+	rb = RB(g);
+	tokens(tok);
+	assert_int_equal(mdl_kv_compute(&g, tok, NTOK, 0, g.kv_heads, 0, 1, &kv), 0);
+	sa_kv_diff(&g, tok, NTOK, 0, g.kv_heads, 0, 1, kv.keys, kv.values, out, sizeof(out));
+	assert_string_equal(out, "keys: none differ; values: none differ");
+	/* layer 1, token 2, head 1 on: 3 rows of zeros (the rows are not zeros themselves) */
+	zero0 = (((size_t)NTOK + 2) * (size_t)g.kv_heads + 1) * rb;
+	memset(kv.keys + zero0, 0, 3 * rb);
+	kv.values[5 * rb + 7] ^= 0x40;
+	sa_kv_diff(&g, tok, NTOK, 0, g.kv_heads, 0, 1, kv.keys, kv.values, out, sizeof(out));
+	snprintf(want, sizeof(want), "keys: [%zu, +%zu) zeros layer 1 token 2 head 1", zero0,
+	         3 * rb);
+	if (!strstr(out, want))
+		print_error("got: %s\nwant: %s\n", out, want);
+	assert_non_null(strstr(out, want));
+	if (!strstr(out, " in 1 range);"))
+		print_error("got: %s\n", out);
+	assert_non_null(strstr(out, " in 1 range);"));
+	snprintf(want, sizeof(want),
+	         "values: [%zu, +1) layer 0 token %zu head %zu (1 bytes in 1 range)", 5 * rb + 7,
+	         5 / (size_t)g.kv_heads, 5 % (size_t)g.kv_heads);
+	if (!strstr(out, want))
+		print_error("got: %s\nwant: %s\n", out, want);
+	assert_non_null(strstr(out, want));
+	mdl_kv_free(&kv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +341,7 @@ int main(void)
 	    cmocka_unit_test(test_gen_scan_two_ranks_threads),
 	    cmocka_unit_test(test_v0hash),
 	    cmocka_unit_test(test_v0hash_threads),
+	    cmocka_unit_test(test_kv_diff),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
