@@ -174,10 +174,13 @@ if ! ls "$SRC"/scenarios/rdma/*.json >/dev/null 2>&1; then
 	result NOTRUN scenarios_rdma "$t0" "no scenarios/rdma/*.json"
 elif [ ! -x $W/bin/pdkv-run ]; then
 	result NOTRUN scenarios_rdma "$t0" "pdkv-run not built"
-elif timeout 240 $W/bin/pdkv-run "$SRC"/scenarios/rdma/ >$LOG/scenarios.log 2>&1; then
+elif timeout 240 $W/bin/pdkv-run --workdir $LOG/scen "$SRC"/scenarios/rdma/ >$LOG/scenarios.log 2>&1; then
 	result PASS scenarios_rdma "$t0" "$(grep -E '^# [0-9]+ scenarios' $LOG/scenarios.log | sed 's/^# //')"
 else
 	result FAIL scenarios_rdma "$t0" "see below"; grep -v '^# .*: \(requests\|starting\|waiting\)' $LOG/scenarios.log | tail -20 | sed 's/^/    | /'
+	# every warning of the failed scenarios' stand-ins (a checksum mismatch names its bytes)
+	grep -h ' WARN \| ERROR ' $LOG/scen/*/prefill.log $LOG/scen/*/decode.log 2>/dev/null |
+		head -30 | cut -c1-400 | sed 's/^/    | /'
 fi
 
 if [ $fails = 0 ]; then echo "rxe tier: PASS"; else echo "rxe tier: FAIL ($fails step(s) failed)"; fi
