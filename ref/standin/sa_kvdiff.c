@@ -37,10 +37,10 @@ static void diff_one(const char *what, const uint8_t *got, const uint8_t *want, 
 
 				for (size_t k = lo; k < hi; k++)
 					zeros += got[k] == 0;
-				PUT("%s[%zu, +%zu)%s layer %zu token %zu head %zu", ranges > 1 ? ", " : "",
-				    lo, hi - lo, zeros == hi - lo ? " zeros" : "",
-				    r0 / ((size_t)nheads * ntok), r0 / (size_t)nheads % ntok,
-				    r0 % (size_t)nheads);
+				PUT("%s[%zu, +%zu)%s layer %zu token %zu head %zu",
+				    ranges > 1 ? ", " : "", lo, hi - lo,
+				    zeros == hi - lo ? " zeros" : "", r0 / ((size_t)nheads * ntok),
+				    r0 / (size_t)nheads % ntok, r0 % (size_t)nheads);
 			}
 			open = false;
 		}
@@ -53,14 +53,13 @@ static void diff_one(const char *what, const uint8_t *got, const uint8_t *want, 
 	if (!bad)
 		PUT("none differ");
 	else
-		PUT("%s (%zu bytes in %zu range%s)", ranges > MAX_RANGES ? ", ..." : "", bad, ranges,
-		    ranges == 1 ? "" : "s");
+		PUT("%s (%zu bytes in %zu range%s)", ranges > MAX_RANGES ? ", ..." : "", bad,
+		    ranges, ranges == 1 ? "" : "s");
 #undef PUT
 }
 
-void sa_kv_diff(const struct mdl_geom *g, const int64_t *tokens, size_t ntok, int head0,
-                int nheads, int shard, int nshards, const void *keys, const void *values,
-                char *out, size_t sz)
+void sa_kv_diff(const struct mdl_geom *g, const int64_t *tokens, size_t ntok, int head0, int nheads,
+                int shard, int nshards, const void *keys, const void *values, char *out, size_t sz)
 {
 	struct mdl_kv kv;
 	size_t n = 0;
@@ -73,7 +72,7 @@ void sa_kv_diff(const struct mdl_geom *g, const int64_t *tokens, size_t ntok, in
 	}
 	diff_one("keys", keys, kv.keys, kv.bytes_each, mdl_kv_row_bytes(g), ntok, nheads, out, sz,
 	         &n);
-	diff_one("values", values, kv.values, kv.bytes_each, mdl_kv_row_bytes(g), ntok, nheads,
-	         out, sz, &n);
+	diff_one("values", values, kv.values, kv.bytes_each, mdl_kv_row_bytes(g), ntok, nheads, out,
+	         sz, &n);
 	mdl_kv_free(&kv);
 }
