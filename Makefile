@@ -129,7 +129,7 @@ test-gpu: all
 	@BUILD=$(BUILD) bash ci/gpu/run-gpu-tier.sh
 
 format:
-	@clang-format -i $$(git ls-files '*.c' '*.h')
+	@clang-format -i $$(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 
 # CI's format gate: lists the files that differ from .clang-format and the command to fix them.
 check-format:

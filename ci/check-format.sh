@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# CI format gate: every tracked C file must already be formatted per .clang-format. Lists the
-# files that are not and the command that fixes them; exit 1 then, 0 when all are clean.
+# CI format gate: every C file git tracks or would add (untracked, not ignored) must already be
+# formatted per .clang-format. Lists the files that are not and the command that fixes them;
+# exit 1 then, 0 when all are clean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLANG_FORMAT=${CLANG_FORMAT:-clang-format}
@@ -14,11 +15,11 @@ while IFS= read -r f; do
   if ! "$CLANG_FORMAT" --dry-run -Werror "$f" >/dev/null 2>&1; then
     bad+=("$f")
   fi
-done < <(git ls-files '*.c' '*.h')
+done < <(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 if [ ${#bad[@]} -gt 0 ]; then
   echo "check-format: ${#bad[@]} file(s) differ from .clang-format:"
   printf '  %s\n' "${bad[@]}"
   echo "fix with: clang-format -i ${bad[*]}   (or: make format)"
   exit 1
 fi
-echo "check-format: $(git ls-files '*.c' '*.h' | wc -l) files clean"
+echo "check-format: $(git ls-files --cached --others --exclude-standard '*.c' '*.h' | wc -l) files clean"
