@@ -336,10 +336,60 @@ static char slow_byte(int tgt, size_t i)
 }
 
 struct flood_tally {
-	int opened, refused, closed;
+	int opened, refused, closed, reopened;
 	struct hr_addr a;
 	bool found;
 };
+
+/* Waits up to ms for the server to close some of c, and closes those (tallied). */
+static void reap(struct fconn *c, size_t nc, struct flood_tally *t, struct pollfd *p, int ms)
+{
+	for (size_t i = 0; i < nc; i++)
+		p[i] = (struct pollfd){.fd = c[i].fd, .events = POLLIN};
+	poll(p, nc, ms);
+	for (size_t i = 0; i < nc; i++) {
+		char b[512];
+		ssize_t r;
+		if (c[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		r = recv(c[i].fd, b, sizeof(b), MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+			close(c[i].fd);
+			c[i].fd = -1;
+			t[c[i].tgt].closed++;
+		}
+	}
+}
+
+/* Right after the burst a server may still hold a connection it is letting go (the runner's
+ * /metrics scrape just before the workload): the slot it frees a moment later would let the
+ * workload past a flood meant to lock it out. So slots the server closed are taken again, in
+ * rounds of 100 ms, until a round holds no more connections than the last (at most 5). */
+static void top_up(struct fconn *c, size_t nc, struct flood_tally *t, const char *from,
+                   volatile sig_atomic_t *stop)
+{
+	struct pollfd *p = calloc(nc ? nc : 1, sizeof(*p));
+	size_t held = 0;
+
+	for (int round = 0; p && round < 5 && !*stop; round++) {
+		size_t now = 0;
+
+		pd_sleep_ms(100);
+		reap(c, nc, t, p, 0);
+		for (size_t i = 0; i < nc; i++)
+			now += c[i].fd >= 0;
+		if (round && now <= held)
+			break;
+		held = now;
+		for (size_t i = 0; i < nc; i++)
+			if (c[i].fd < 0 &&
+			    (c[i].fd = hr_hostile_connect(from, &t[c[i].tgt].a)) >= 0) {
+				c[i].sent = 0;
+				t[c[i].tgt].reopened++;
+			}
+	}
+	free(p);
+}
 
 static void flood_loop(struct fconn *c, size_t nc, struct flood_tally *t, bool slow, int iv_ms,
                        double end, volatile sig_atomic_t *stop)
@@ -350,21 +400,7 @@ static void flood_loop(struct fconn *c, size_t nc, struct flood_tally *t, bool s
 		return;
 	while (!*stop && pd_now_s() < end) {
 		size_t live = 0;
-		for (size_t i = 0; i < nc; i++)
-			p[i] = (struct pollfd){.fd = c[i].fd, .events = POLLIN};
-		poll(p, nc, 50);
-		for (size_t i = 0; i < nc; i++) {
-			char b[512];
-			ssize_t r;
-			if (c[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			r = recv(c[i].fd, b, sizeof(b), MSG_DONTWAIT);
-			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-				close(c[i].fd);
-				c[i].fd = -1;
-				t[c[i].tgt].closed++;
-			}
-		}
+		reap(c, nc, t, p, 50);
 		if (slow && pd_now_s() >= next) {
 			next += iv_ms / 1000.0;
 			for (size_t i = 0; i < nc; i++) {
@@ -424,6 +460,7 @@ void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic
 			t[k].opened++;
 		}
 	}
+	top_up(c, nc, t, from, stop);
 	*opened = 1;
 	flood_loop(c, nc, t, slow, iv ? iv->valueint : 500, t0 + dur / 1000.0, stop);
 	for (size_t i = 0; i < nc; i++)
@@ -435,9 +472,9 @@ void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic
 		size_t l = strlen(line);
 		if (t[k].found)
 			snprintf(line + l, sizeof(line) - l,
-			         "%s%s %s:%d %d/%d opened, %d closed by it", l ? ", " : "",
-			         flood_targets[k], t[k].a.host, t[k].a.port, t[k].opened, per,
-			         t[k].closed);
+			         "%s%s %s:%d %d/%d opened, %d closed by it, %d reopened",
+			         l ? ", " : "", flood_targets[k], t[k].a.host, t[k].a.port,
+			         t[k].opened, per, t[k].closed, t[k].reopened);
 	}
 	hr_note_add(notes, nsz, "flood (%s, %d per target from %s, %.1f s): %s",
 	            slow ? "a byte per interval" : "idle", per, from, pd_now_s() - t0, line);
