@@ -57,7 +57,13 @@ FLOOD=()
 tl_flood() {
 	local fd
 	for _ in $(seq "$1"); do
-		exec {fd}<>"/dev/tcp/127.0.0.1/$2" || break
+		exec {fd}<>"/dev/tcp/127.0.0.1/$2" || {
+			# say why: was the server still there, and what did it last log?
+			echo "  (flood: connect to $2 failed; server pid ${PID:-?}" \
+				"$(kill -0 "${PID:-none}" 2>/dev/null && echo alive || echo gone);" \
+				"its log: $(tail -3 "$TMP/log" 2>/dev/null | tr '\n' ' '))"
+			break
+		}
 		printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le' >&$fd 2>/dev/null
 		FLOOD+=("$fd")
 	done

@@ -11,7 +11,10 @@ cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT
 fails=0
 check() { # name expected actual
-  if [ "$2" == "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected [$2] got [$3]"; fails=$((fails+1)); fi
+  if [ "$2" == "$3" ]; then echo "ok   $1"; return; fi
+  echo "FAIL $1: expected [$2] got [$3]"; fails=$((fails+1))
+  # no HTTP answer: was the server still there, and what did it say?
+  [ "$3" != 000 ] || echo "  (server pid ${PID:-?} $(kill -0 "${PID:-none}" 2>/dev/null && echo alive || echo gone); stdout: $(tail -2 "$TMP/out" | tr '\n' ' ') stderr: $(tail -3 "$TMP/err" | tr '\n' ' '))"
 }
 start() { # extra args...
   "$BIN" --host 127.0.0.1 --port 0 "$@" >"$TMP/out" 2>"$TMP/err" &
