@@ -260,12 +260,14 @@ static bool land_pieces(void)
 
 	if (!e || !*e || !strcmp(e, "1"))
 		return true;
-	if (strcmp(e, "0") && !atomic_exchange(&warned, true))
+	if (!strcmp(e, "0"))
+		return false;
+	if (!atomic_exchange(&warned, true))
 		pd_warn(
 		    "PDKV_KVC_LAND_PIECES=%s: expected 0 (chunks from the select's thread) or 1 "
 		    "(pieces from the lanes); using 1",
 		    e);
-	return strcmp(e, "0") != 0;
+	return true;
 }
 
 /* The landing context of a READ of n chunks shown to the select's hook as tensor i, or NULL

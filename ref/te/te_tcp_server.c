@@ -176,7 +176,7 @@ static int srv_read_body(struct te_engine *eng, int fd, struct srv_in *in, char 
 	memcpy(dst, in->b + in->pos, take);
 	in->pos += take;
 	for (;;) {
-		uint64_t edge = cap ? (done / cap + 1) * cap : size;
+		uint64_t edge = (done / cap + 1) * cap; /* cap > 0 (pd_sock_recv_chunk) */
 		size_t n = (size_t)((edge < size ? edge : size) - done);
 		int r;
 

@@ -112,6 +112,23 @@ static void exchange(struct side *x, struct side *y, unsigned seed)
 	       h / (pd_now_s() - t0) / 1e6);
 }
 
+/* Polls task i of batch bid until it ends or secs pass; its last status in *st. Returns
+ * te_batch_status's result. */
+static int task_wait(struct te_engine *eng, uint64_t bid, size_t i, double secs,
+                     struct te_task_status *st)
+{
+	double end = pd_now_s() + secs;
+	int rc;
+
+	do {
+		rc = te_batch_status(eng, bid, i, st);
+		if (rc || st->status == TE_COMPLETED || st->status == TE_FAILED)
+			return rc;
+		usleep(200);
+	} while (pd_now_s() < end);
+	return rc;
+}
+
 /* One batch of 8 WRITEs of odd sizes (slices not aligned to MC_SLICE_SIZE), polled per task. */
 static void batch(struct side *x, struct side *y)
 {
@@ -119,7 +136,6 @@ static void batch(struct side *x, struct side *y)
 	struct te_task_status st = {0};
 	uint64_t bid;
 	size_t off = 0;
-	int rc;
 
 	fill(x->buf, BUF, 9);
 	memset(y->buf, 0, BUF);
@@ -136,14 +152,7 @@ static void batch(struct side *x, struct side *y)
 	}
 	CHECK_EQ(te_batch_submit(x->eng, bid, r, 8), TE_OK);
 	for (int i = 0; i < 8; i++) {
-		double end = pd_now_s() + 20;
-
-		do {
-			rc = te_batch_status(x->eng, bid, (size_t)i, &st);
-			if (rc || st.status == TE_COMPLETED || st.status == TE_FAILED)
-				break;
-			usleep(200);
-		} while (pd_now_s() < end);
+		task_wait(x->eng, bid, (size_t)i, 20, &st);
 		CHECK_EQ(st.status, TE_COMPLETED);
 		CHECK_EQ(st.transferred_bytes, r[i].length);
 	}
@@ -268,12 +277,7 @@ static void resets(struct side *a, struct side *b)
 		                           (uint64_t)(uintptr_t)(b->buf + (size_t)i * q), q};
 	CHECK_EQ(te_batch_submit(f, bid, r, 4), TE_OK);
 	for (int i = 0; i < 4; i++) {
-		double end = pd_now_s() + 60;
-
-		do
-			rc = te_batch_status(f, bid, (size_t)i, &st);
-		while (!rc && (st.status == TE_WAITING || st.status == TE_PENDING) &&
-		       pd_now_s() < end && (usleep(1000), 1));
+		rc = task_wait(f, bid, (size_t)i, 60, &st);
 		CHECK(rc == TE_OK && st.status == TE_COMPLETED, "READ %d of 4: status %d", i,
 		      st.status);
 	}
