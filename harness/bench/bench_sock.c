@@ -30,8 +30,8 @@ struct hdr {
 
 /* I/O is pd_read_full (recv MSG_WAITALL: one wake-up per message, as a competent plain-socket
  * program would do, in the same 256 KiB pieces as the engine's TCP transport) and
- * pd_writev_full (header + body in one sendmsg; READ replies at most 1 MiB per sendmsg, as the
- * engine's server sends them). */
+ * pd_writev_full_max (header + body, at most pd_sock_send_chunk() per sendmsg, as the engine
+ * sends READ replies and WRITE bodies). */
 struct sconn {
 	struct bench_sock_srv *s;
 	int fd;
@@ -128,7 +128,7 @@ static int sock_batch(struct bench_thread *th, int op, char *base, bool record, 
 		for (uint64_t i = 0; i < n && !ret; i++) {
 			struct iovec iov[2] = {{&h[i], sizeof(h[i])},
 			                       {base + h[i].off - c->roff, th->block}};
-			ret = pd_writev_full(fd, iov, 2);
+			ret = pd_writev_full_max(fd, iov, 2, pd_sock_send_chunk());
 			if (record && !ret)
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 		}

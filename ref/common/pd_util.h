@@ -50,10 +50,11 @@ int pd_read_full(int fd, void *buf, size_t len);
  * pieces (`pdkv bench`, same run). */
 #define PD_SOCK_RECV_CHUNK (256 << 10)
 size_t pd_sock_recv_chunk(void);
-/* The most one send of a large READ reply hands the kernel (PDKV_TCP_SEND_CHUNK; 0 = no cap;
- * default PD_SOCK_SEND_CHUNK): 16 MiB READs ran at 3.4-4.0 GB/s sent whole and 5.3-5.5 GB/s
- * sent 1 MiB per sendmsg (same host, same run; 256 KiB pieces were slower than whole ones, and
- * WRITE bodies gained nothing, so they are sent whole). */
+/* The most one send of a large READ reply or WRITE body hands the kernel (PDKV_TCP_SEND_CHUNK;
+ * 0 = no cap; default PD_SOCK_SEND_CHUNK): 16 MiB READs ran at 3.4-4.0 GB/s sent whole and
+ * 5.3-5.5 GB/s sent 1 MiB per sendmsg (same host, same run; 256 KiB pieces were slower than
+ * whole ones); 16 MiB WRITEs at 2.5-2.7 against 3.6-4.0 GB/s, 1 MiB WRITEs at 3.0-3.2 against
+ * 3.6-3.7, 64 KiB ones unchanged (2 cores, loopback). */
 #define PD_SOCK_SEND_CHUNK (1 << 20)
 size_t pd_sock_send_chunk(void);
 /* The cap an environment value e of variable name gives (NULL or "": def; not a size or below

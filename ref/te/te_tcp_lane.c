@@ -309,7 +309,8 @@ static void *lane_rcv_main(void *arg)
 	return NULL;
 }
 
-/* Sends one group of slices (headers and WRITE bodies in as few sendmsg calls as fit). */
+/* Sends one group of slices (headers and WRITE bodies in as few sendmsg calls as fit, each at
+ * most pd_sock_send_chunk() bytes). */
 static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t *sent)
 {
 	unsigned char hdrs[TCP_IOV_MAX][TCP_HDR_LEN];
@@ -363,7 +364,7 @@ static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t 
 			continue;
 		if (staged && te_gpu_stage_wait(l->snd_stage, sk))
 			return -EIO;
-		ret = pd_writev_full(l->fd, iov, niov);
+		ret = pd_writev_full_max(l->fd, iov, niov, pd_sock_send_chunk());
 		if (ret)
 			return ret;
 		*sent = i;
@@ -377,6 +378,22 @@ static uint64_t wire_bytes(const struct tcp_slice *s)
 	return TCP_HDR_LEN + (s->op == TE_WRITE ? s->len : 0);
 }
 
+/* Cuts v[0..n) to at most max bytes in all (the vector is rebuilt before each send); returns
+ * how many entries remain. */
+static size_t iov_cap(struct iovec *v, int n, size_t max)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (v[i].iov_len >= max - t) {
+			v[i].iov_len = max - t;
+			return (size_t)i + 1;
+		}
+		t += v[i].iov_len;
+	}
+	return (size_t)n;
+}
+
 /* Sends host-memory slices v[*done..n), the first one from byte *off of its header + body;
  * advances *done (slices fully handed to the kernel) and *off. dontwait: returns 0 when the
  * socket buffer is full (*done < n then), else blocks until all is sent. 0 or -errno. */
@@ -385,6 +402,7 @@ static int send_host(struct tcp_lane *l, int fd, const struct tcp_slice *v, size
 {
 	unsigned char hdrs[TCP_IOV_MAX][TCP_HDR_LEN];
 	struct iovec iov[TCP_IOV_MAX * 2];
+	size_t cap = pd_sock_send_chunk(); /* WRITE bodies in pieces, as READ replies */
 
 	while (*done < n) {
 		size_t i = *done, k;
@@ -408,7 +426,7 @@ static int send_host(struct tcp_lane *l, int fd, const struct tcp_slice *v, size
 		iov[j].iov_base = (char *)iov[j].iov_base + skip;
 		iov[j].iov_len -= skip;
 		m.msg_iov = iov + j;
-		m.msg_iovlen = (size_t)(niov - j);
+		m.msg_iovlen = iov_cap(iov + j, niov - j, cap);
 		w = sendmsg(fd, &m, MSG_NOSIGNAL | (dontwait ? MSG_DONTWAIT : 0));
 		if (w < 0) {
 			if (errno == EINTR)

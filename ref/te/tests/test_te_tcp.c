@@ -285,6 +285,96 @@ static void test_p2p_two_processes(void **state)
 	assert_int_equal(stop_target(&c), 0);
 }
 
+/* The child initiator of test_write_pieces: WRITEs of sizes that put the 5000-byte send cuts
+ * inside headers and bodies alike, then READs them back; twice per wire version, so the first
+ * round goes through the lane's sender thread (the lane connects) and the second is sent
+ * inline by the submitting thread. 0 when every byte came back. */
+static int write_pieces_child(struct child *c)
+{
+	static const size_t sz[] = {1,    23,    24,    25,   4975,  4976,
+	                            4999, 5000,  5001,  9999, 70001, (1u << 20) + 7,
+	                            3,    65536, 250001};
+	enum { N = sizeof(sz) / sizeof(sz[0]) };
+	struct te_request r[N];
+	char *l = malloc(TBUF);
+	uint64_t seg, b, off;
+	int bad = 0;
+
+	for (int v = 0; v < 2 && !bad; v++) {
+		struct te_engine_opts o = {"P2PHANDSHAKE", "pieces", "tcp", NULL};
+		struct te_engine *e = NULL;
+
+		if (v)
+			setenv("MC_TCP_PROTO", "1", 1);
+		if (!l || te_engine_create(&o, &e) || te_register(e, l, TBUF, "cpu:0") ||
+		    te_open_segment(e, c->name, &seg) || te_batch_alloc(e, 4 * N, &b))
+			return 2;
+		for (int round = 0; round < 2 && !bad; round++) {
+			uint8_t x = (uint8_t)(0x3c + 2 * v + round);
+
+			off = 0;
+			for (int i = 0; i < N; i++) {
+				r[i] = (struct te_request){TE_WRITE, l + off, seg, c->addr + off,
+				                           sz[i]};
+				off += sz[i];
+			}
+			for (uint64_t i = 0; i < off; i++)
+				l[i] = (char)(pat(i) ^ x);
+			if (te_batch_submit(e, b, r, N))
+				return 3;
+			wait_all(e, b, (size_t)(2 * round + 1) * N, TE_COMPLETED);
+			memset(l, 0, off);
+			for (int i = 0; i < N; i++)
+				r[i].opcode = TE_READ;
+			if (te_batch_submit(e, b, r, N))
+				return 4;
+			wait_all(e, b, (size_t)(2 * round + 2) * N, TE_COMPLETED);
+			for (uint64_t i = 0; i < off && !bad; i++)
+				if ((uint8_t)l[i] != (uint8_t)(pat(i) ^ x)) {
+					fprintf(
+					    stderr,
+					    "proto v%d round %d: byte %llu differs after WRITE + "
+					    "READ\n",
+					    2 - v, round, (unsigned long long)i);
+					bad = 5;
+				}
+		}
+		te_batch_free(e, b);
+		te_engine_destroy(e);
+	}
+	free(l);
+	return bad;
+}
+
+/* WRITE headers and bodies go to sendmsg at most PDKV_TCP_SEND_CHUNK bytes at a time: with a
+ * 5000-byte cap, in both wire versions, every byte still lands where it was sent (the cap is
+ * read once per process, so the initiator is this program run afresh with its own
+ * environment: main's --write-pieces-child). */
+static void test_write_pieces(void **state)
+{
+	struct child c;
+	pid_t pid;
+	int st = -1;
+	(void)state;
+
+	assert_int_equal(start_target("P2PHANDSHAKE", "ignored:1", false, &c), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char addr[32];
+
+		snprintf(addr, sizeof(addr), "%llu", (unsigned long long)c.addr);
+		setenv("PDKV_TCP_SEND_CHUNK", "5000", 1);
+		execl("/proc/self/exe", "test_te_tcp", "--write-pieces-child", c.name, addr,
+		      (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fail_msg("the initiator with 5000-byte sends failed (status 0x%x)", st);
+	assert_int_equal(stop_target(&c), 0);
+}
+
 /* ---------------------------------------------------------------- hostile peers */
 static int raw_connect(int port)
 {
@@ -613,10 +703,23 @@ static void test_store_down(void **state)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "--write-pieces-child")) {
+		struct child c = {.addr = strtoull(argv[3], NULL, 10)};
+
+		snprintf(c.name, sizeof(c.name), "%s", argv[2]);
+		setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
+		if (pd_sock_send_chunk() != 5000) {
+			fprintf(stderr, "PDKV_TCP_SEND_CHUNK=5000 gave a cap of %zu\n",
+			        pd_sock_send_chunk());
+			return 6;
+		}
+		return write_pieces_child(&c);
+	}
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_p2p_two_processes),
+	    cmocka_unit_test(test_write_pieces),
 	    cmocka_unit_test(test_hostile_peers),
 	    cmocka_unit_test(test_conn_per_request),
 	    cmocka_unit_test(test_store_down),
