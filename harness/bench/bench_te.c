@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -291,8 +290,7 @@ struct te_thr {
 static int te_thread_init(struct bench_thread *th)
 {
 	struct bench_te *b = th->ctx;
-	/* the default 50 us timer slack would dominate the short polling naps */
-	prctl(PR_SET_TIMERSLACK, 1000UL);
+	pd_fine_naps(); /* the default 50 us timer slack would dominate the short polling naps */
 	th->local = b->local;
 	th->scratch = b->scratch;
 	th->vram = th->o->use_vram;

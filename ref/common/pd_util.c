@@ -14,10 +14,12 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -43,6 +45,16 @@ void pd_sleep_ms(int ms)
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+void pd_fine_naps(void)
+{
+	static __thread bool set;
+
+	if (!set) {
+		prctl(PR_SET_TIMERSLACK, 1000UL);
+		set = true;
+	}
 }
 
 int pd_read_file(const char *path, size_t max, char **out, size_t *len)

@@ -13,6 +13,11 @@
 uint64_t pd_now_ns(void); /* CLOCK_MONOTONIC */
 double pd_now_s(void);
 void pd_sleep_ms(int ms);
+/* Sleeps of microseconds for the calling thread: its timer slack goes from Linux's default
+ * 50 us to 1 us (once per thread), so a wait that polls a transfer with short naps (kvc's
+ * READ, kv1's WRITE, pdkv bench) notices the end within a few us instead of
+ * every nap lasting 50 us or more. te_transfer_sync leaves its caller's slack alone. */
+void pd_fine_naps(void);
 
 /* Reads a whole file (NUL-terminated, *len without the NUL). Refuses files over max bytes.
  * Returns 0, -ENOENT, -EISDIR, -EFBIG, or another -errno. */

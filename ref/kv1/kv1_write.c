@@ -246,6 +246,7 @@ static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_requ
 
 	*next = 0;
 	*why = NULL;
+	pd_fine_naps(); /* a 20 us nap is 20 us, not 70 */
 	for (size_t i = 0; i < n; *next = i) {
 		struct te_task_status st;
 		uint64_t left = 0;

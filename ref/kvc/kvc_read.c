@@ -368,6 +368,7 @@ int kvc_read_finish(struct kvc_pipe *p, struct kvc_rd *rd, bool *abandoned)
 	*abandoned = false;
 	if (!rd->started)
 		return 0; /* len 0 */
+	pd_fine_naps();
 	/* chunks finish about in order: wait on the oldest unfinished one */
 	while (rd->next < rd->n) {
 		struct te_task_status st = {0, 0};
