@@ -271,6 +271,9 @@ signal.signal(signal.SIGTERM, on_term)
 
 
 def main():
+    # what the figures depend on most: the host's CPUs and the TCP lanes per peer
+    lanes = os.environ.get("MC_TCP_LANES_PER_PEER") or "default (1 up to 4 CPUs, 2 up to 15, 4 from 16)"
+    print(f"# host: {os.cpu_count()} CPUs; TCP lanes per peer: {lanes}", flush=True)
     plain = start("plain", [])
     allrows = []
     eng = {}
