@@ -516,31 +516,34 @@ int pd_writev_full(int fd, struct iovec *iov, int n)
 	return pd_writev_full_max(fd, iov, n, SIZE_MAX);
 }
 
+size_t pd_iov_cap(struct iovec *v, int n, size_t max, size_t *full)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (v[i].iov_len >= max - t) {
+			*full = v[i].iov_len;
+			v[i].iov_len = max - t;
+			return (size_t)i + 1;
+		}
+		t += v[i].iov_len;
+	}
+	*full = v[n - 1].iov_len;
+	return (size_t)n;
+}
+
 int pd_writev_full_max(int fd, struct iovec *iov, int n, size_t max)
 {
 	if (!max)
 		max = SIZE_MAX;
 	while (n > 0) {
 		struct msghdr m = {0};
-		struct iovec cut = {0};
-		size_t t = 0;
-		int c = -1;
+		size_t full, k = pd_iov_cap(iov, n, max, &full); /* at most max bytes this call */
 		ssize_t w;
 		m.msg_iov = iov;
-		m.msg_iovlen = (size_t)n;
-		for (int i = 0; i < n && max != SIZE_MAX; i++) { /* at most max bytes this call */
-			if (iov[i].iov_len > max - t) {
-				c = i;
-				cut = iov[i];
-				iov[i].iov_len = max - t;
-				m.msg_iovlen = (size_t)i + (iov[i].iov_len ? 1 : 0);
-				break;
-			}
-			t += iov[i].iov_len;
-		}
+		m.msg_iovlen = k;
 		w = sendmsg(fd, &m, MSG_NOSIGNAL);
-		if (c >= 0)
-			iov[c] = cut;
+		iov[k - 1].iov_len = full;
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;

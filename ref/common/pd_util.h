@@ -67,6 +67,10 @@ size_t pd_sock_send_chunk(void);
 size_t pd_chunk_parse(const char *name, const char *e, size_t def);
 /* pd_writev_full handing sendmsg at most max bytes per call (0 or SIZE_MAX: no cap). */
 int pd_writev_full_max(int fd, struct iovec *iov, int n, size_t max);
+/* Shortens v[0..n) (n >= 1) to at most max bytes in all, for one sendmsg: returns how many
+ * entries to send; the last of them may be cut, its full length left in *full (put it back if
+ * the vector is used again). */
+size_t pd_iov_cap(struct iovec *v, int n, size_t max, size_t *full);
 int pd_write_full(int fd, const void *buf, size_t len);
 int pd_writev_full(int fd, struct iovec *iov, int n);
 

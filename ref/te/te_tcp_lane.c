@@ -378,22 +378,6 @@ static uint64_t wire_bytes(const struct tcp_slice *s)
 	return TCP_HDR_LEN + (s->op == TE_WRITE ? s->len : 0);
 }
 
-/* Cuts v[0..n) to at most max bytes in all (the vector is rebuilt before each send); returns
- * how many entries remain. */
-static size_t iov_cap(struct iovec *v, int n, size_t max)
-{
-	size_t t = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (v[i].iov_len >= max - t) {
-			v[i].iov_len = max - t;
-			return (size_t)i + 1;
-		}
-		t += v[i].iov_len;
-	}
-	return (size_t)n;
-}
-
 /* Sends host-memory slices v[*done..n), the first one from byte *off of its header + body;
  * advances *done (slices fully handed to the kernel) and *off. dontwait (an inline submit):
  * without blocking, and at most INLINE_PIECES send pieces, so the submitting thread copies a
@@ -411,7 +395,7 @@ static int send_host(struct tcp_lane *l, int fd, const struct tcp_slice *v, size
 	int pieces = 0;
 
 	while (*done < n) {
-		size_t i = *done, k;
+		size_t i = *done, k, full;
 		uint64_t skip = *off, adv;
 		struct msghdr m = {0};
 		int niov = 0, j = 0;
@@ -432,7 +416,7 @@ static int send_host(struct tcp_lane *l, int fd, const struct tcp_slice *v, size
 		iov[j].iov_base = (char *)iov[j].iov_base + skip;
 		iov[j].iov_len -= skip;
 		m.msg_iov = iov + j;
-		m.msg_iovlen = iov_cap(iov + j, niov - j, cap);
+		m.msg_iovlen = pd_iov_cap(iov + j, niov - j, cap, &full); /* rebuilt next loop */
 		w = sendmsg(fd, &m, MSG_NOSIGNAL | (dontwait ? MSG_DONTWAIT : 0));
 		if (w < 0) {
 			if (errno == EINTR)
