@@ -6,7 +6,8 @@
 # like. "ratio" counts the KV bytes only; "ratio (bytes moved)" all the bytes the hand-off moved
 # (V0 also moves the hidden states, tokens and roi; for V1 the two are the same).
 # V1 rows also give the streamed decode's TTFT (time to the first text chunk) next to a plain
-# stand-in's, and the share of the decode request that was the prefill's WRITE itself.
+# stand-in's, and the share of the decode request that was the prefill's WRITE itself. The last
+# column splits the hand-off window into lead (before the KV moves), move and tail (after it).
 # Requests go as each generation's router sends them: V0 and gen A the prefill, then the decode
 # with what it answered (the hand-off holds that hop); gen B both at once. For gen B the decode
 # request's time is the one sent after the prefill had answered (streamed), so it holds the
@@ -132,6 +133,32 @@ def write_ms(name, rid):
     return None
 
 
+def split(gen, rid, t_have, t_ver):
+    # where the hand-off window (kv_ready on P to kv_verified on D) went, in ms, from the
+    # stand-ins' debug lines: lead (before any KV byte moves: V0 the router hop and the
+    # select's query, tokens and roi round trips; V1 from kv_ready to the WRITE's start),
+    # move (V0 the keys, values and hidden READs; V1 the WRITE) and tail (the rest: V1 the
+    # check's end and the done notice after the WRITE; V0 none, its check ends with the READs)
+    if not (t_have and t_ver and t_ver > t_have):
+        return None
+    win = (t_ver - t_have) / 1e6
+    if gen == "v0":
+        last = None
+        for line in open(f"{TMP}/D0.log"):
+            m = re.search(r"drop_select of \d+ tokens: .* keys ([\d.]+), values ([\d.]+), hidden ([\d.]+) ms", line)
+            if m:
+                last = sum(float(x) for x in m.groups())
+            elif f"request cmpl-{rid}" in line and "kvc_drop_select rank 0" in line:
+                return dict(lead_ms=win - last, move_ms=last, tail_ms=0.0) if last is not None else None
+        return None
+    for line in open(f"{TMP}/P{gen}.log"):
+        m = re.search(r"kv1: WRITE .*: ([\d.]+) ms \(t=(\d+)\)", line)
+        if m and t_have <= int(m.group(2)) <= t_ver:
+            t0, ms = int(m.group(2)), float(m.group(1))
+            return dict(lead_ms=(t0 - t_have) / 1e6, move_ms=ms, tail_ms=max(0.0, win - (t0 - t_have) / 1e6 - ms))
+    return None
+
+
 def body(p, mt, kvtp=None):
     b = {"model": MODEL, "prompt": p, "max_tokens": mt, "temperature": 0}
     if kvtp is not None:
@@ -225,11 +252,12 @@ def run_gen(gen, plain, eng_gbs):
             if rep == 0:
                 continue
             wr = write_ms(f"P{gen}", rid if gen == "a" else hdr2["X-Request-Id"]) if gen != "v0" else None
+            sp = split(gen, rid, t_have, t_ver) or dict(lead_ms=None, move_ms=None, tail_ms=None)
             rows.append(dict(gen=gen, tokens=n, kv_mb=kvb / 1e6, prefill_s=tp, decode_s=td, plain_s=tplain,
                              write_s=wr, write_share=wr / td if wr else None,
                              plain_ttft_s=splain, decode_ttft_s=sdec,
                              handoff_s=(t_ver - t_have) / 1e9 if gp else None, goodput_gbs=gp,
-                             wire_mb=wire / 1e6, wire_gbs=gp * wire / kvb if gp else None))
+                             wire_mb=wire / 1e6, wire_gbs=gp * wire / kvb if gp else None, **sp))
             print(json.dumps(rows[-1]), flush=True)
         runs.append(engine(op, n))
         print(f"# engine {op} {n} tokens (after the hand-offs): {runs[1]} GB/s", flush=True)
@@ -284,8 +312,9 @@ def main():
         for pr in procs:
             pr.terminate()
     print("\n| gen | prompt tokens | KV MB | prefill request | decode request with KV | goodput | plain (recompute) "
-          "| engine | ratio | ratio (bytes moved) | decode TTFT (stream) | plain TTFT (stream) | WRITE / decode |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| engine | ratio | ratio (bytes moved) | decode TTFT (stream) | plain TTFT (stream) | WRITE / decode "
+          "| window: lead / move / tail |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     import statistics as st
     for gen in a.gens.split(","):
         for n in [int(t) for t in a.tokens.split(",")]:
@@ -298,7 +327,8 @@ def main():
                   f"{g:.2f} GB/s | {med('plain_s')*1e3:.0f} ms | {e:.2f} GB/s | {g / e * 100 if e else float('nan'):.0f} % | "
                   f"{med('wire_gbs') / e * 100 if e else float('nan'):.0f} % | "
                   f"{med('decode_ttft_s')*1e3:.0f} ms | {med('plain_ttft_s')*1e3:.0f} ms | "
-                  f"{med('write_share')*100:.0f} % |")
+                  f"{med('write_share')*100:.0f} % | "
+                  f"{med('lead_ms'):.1f} / {med('move_ms'):.1f} / {med('tail_ms'):.1f} ms |")
     if a.json:
         json.dump({"engine": {f"{k[0]}-{k[1]}": v for k, v in eng.items()}, "rows": allrows}, open(a.json, "w"), indent=1)
     print(f"# logs in {TMP}")
