@@ -134,6 +134,16 @@ def write_ms(name, rid):
 
 
 def split(gen, rid, t_have, t_ver):
+    # the prefill may log its WRITE's line after the decode has verified: look again a while
+    for _ in range(50):
+        sp = split_once(gen, rid, t_have, t_ver)
+        if sp or not (t_have and t_ver and t_ver > t_have):
+            return sp
+        time.sleep(0.02)
+    return None
+
+
+def split_once(gen, rid, t_have, t_ver):
     # where the hand-off window (kv_ready on P to kv_verified on D) went, in ms, from the
     # stand-ins' debug lines: lead (before any KV byte moves: V0 the router hop and the
     # select's query, tokens and roi round trips; V1 from kv_ready to the WRITE's start),
