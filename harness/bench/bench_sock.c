@@ -29,7 +29,8 @@ struct hdr {
 };
 
 /* I/O is pd_read_full (recv MSG_WAITALL: one wake-up per message, as a competent plain-socket
- * program would do, in the same 256 KiB pieces as the engine's TCP transport) and
+ * program would do, in the same 256 KiB pieces as the engine's TCP transport; bodies polled
+ * first, pd_read_full_spin, as the engine receives them) and
  * pd_writev_full_max (header + body, at most pd_sock_send_chunk() per sendmsg, as the engine
  * sends READ replies and WRITE bodies). */
 struct sconn {
@@ -50,7 +51,7 @@ static void *sconn_main(void *arg)
 		if (!h.size || h.off > s->len || h.size > s->len - h.off || op > OP_WRITE)
 			break; /* the baseline validates too, or the comparison would be unfair */
 		if (op == OP_WRITE) {
-			if (pd_read_full(c->fd, s->buf + h.off, h.size))
+			if (pd_read_full_spin(c->fd, s->buf + h.off, h.size))
 				break;
 			if (h.op & OP_ACK) {
 				uint64_t ack = 1;
@@ -137,7 +138,7 @@ static int sock_batch(struct bench_thread *th, int op, char *base, bool record, 
 	} else {
 		ret = pd_write_full(fd, h, n * sizeof(*h));
 		for (uint64_t i = 0; i < n && !ret; i++) {
-			ret = pd_read_full(fd, base + h[i].off - c->roff, th->block);
+			ret = pd_read_full_spin(fd, base + h[i].off - c->roff, th->block);
 			if (record && !ret)
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 		}

@@ -466,7 +466,47 @@ size_t pd_sock_send_chunk(void)
 	return env_chunk(&chunk, "PDKV_TCP_SEND_CHUNK", PD_SOCK_SEND_CHUNK);
 }
 
-int pd_read_full(int fd, void *buf, size_t len)
+uint64_t pd_spin_parse_ns(const char *name, const char *e)
+{
+	int64_t us = PD_SOCK_SPIN_US;
+
+	if (e && *e && (pd_parse_i64(e, &us) || us < 0 || us > 100000)) {
+		pd_warn("%s=%s: expected microseconds from 0 (off) to 100000; using %d", name, e,
+		        PD_SOCK_SPIN_US);
+		us = PD_SOCK_SPIN_US;
+	}
+	return (uint64_t)us * 1000;
+}
+
+uint64_t pd_sock_spin_ns(void)
+{
+	static _Atomic int64_t ns = -1;
+	int64_t v = atomic_load_explicit(&ns, memory_order_relaxed);
+
+	if (v < 0) {
+		v = (int64_t)pd_spin_parse_ns("PDKV_TCP_SPIN_US", getenv("PDKV_TCP_SPIN_US"));
+		atomic_store_explicit(&ns, v, memory_order_relaxed);
+	}
+	return (uint64_t)v;
+}
+
+ssize_t pd_recvmsg_spin(int fd, struct msghdr *m, int flags)
+{
+	uint64_t spin = pd_sock_spin_ns(), end;
+
+	if (spin) {
+		end = pd_now_ns() + spin;
+		do {
+			ssize_t r = recvmsg(fd, m, flags | MSG_DONTWAIT);
+
+			if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+				return r;
+		} while (pd_now_ns() < end);
+	}
+	return recvmsg(fd, m, flags);
+}
+
+static int read_full(int fd, void *buf, size_t len, bool spin)
 {
 	char *p = buf;
 	int sock = 1;
@@ -474,8 +514,11 @@ int pd_read_full(int fd, void *buf, size_t len)
 	while (len) {
 		/* on a socket, MSG_WAITALL: one wake-up per message instead of one per segment,
 		 * but at most pd_sock_recv_chunk() per call (pd_util.h says why) */
-		ssize_t r =
-		    sock ? recv(fd, p, len < cap ? len : cap, MSG_WAITALL) : read(fd, p, len);
+		struct iovec v = {p, len < cap ? len : cap};
+		struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+		ssize_t r = !sock  ? read(fd, p, len)
+		            : spin ? pd_recvmsg_spin(fd, &m, MSG_WAITALL)
+		                   : recvmsg(fd, &m, MSG_WAITALL);
 		if (r < 0 && sock && errno == ENOTSOCK) {
 			sock = 0;
 			continue;
@@ -491,6 +534,16 @@ int pd_read_full(int fd, void *buf, size_t len)
 		len -= (size_t)r;
 	}
 	return 0;
+}
+
+int pd_read_full(int fd, void *buf, size_t len)
+{
+	return read_full(fd, buf, len, false);
+}
+
+int pd_read_full_spin(int fd, void *buf, size_t len)
+{
+	return read_full(fd, buf, len, true);
 }
 
 int pd_write_full(int fd, const void *buf, size_t len)

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define PD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -55,6 +56,21 @@ int pd_read_full(int fd, void *buf, size_t len);
  * pieces (`pdkv bench`, same run). */
 #define PD_SOCK_RECV_CHUNK (256 << 10)
 size_t pd_sock_recv_chunk(void);
+/* How long a receive of a body that is on its way polls (MSG_DONTWAIT) before it sleeps in the
+ * kernel (PDKV_TCP_SPIN_US, microseconds; 0 = never). Measured (docs/tcp.md): on a 2-core
+ * host the hand-offs moved up to a quarter more per second with 50 us than without (a thread
+ * that sleeps for every piece is woken onto the sender's core); `pdkv bench` and a 16-core
+ * host did not move beyond the noise. */
+#define PD_SOCK_SPIN_US 50
+uint64_t pd_sock_spin_ns(void);
+/* The spin an environment value e of variable name gives, in ns (NULL or "": the default;
+ * not 0..100000 us: a warning and the default). */
+uint64_t pd_spin_parse_ns(const char *name, const char *e);
+/* recvmsg(fd, m, flags) after polling for up to pd_sock_spin_ns() while nothing has come. */
+struct msghdr;
+ssize_t pd_recvmsg_spin(int fd, struct msghdr *m, int flags);
+/* pd_read_full whose receives poll first (pd_recvmsg_spin): for bodies whose bytes follow. */
+int pd_read_full_spin(int fd, void *buf, size_t len);
 /* The most one send of a large READ reply or WRITE body hands the kernel (PDKV_TCP_SEND_CHUNK;
  * 0 = no cap; default PD_SOCK_SEND_CHUNK): 16 MiB READs ran at 3.4-4.0 GB/s sent whole and
  * 5.3-5.5 GB/s sent 1 MiB per sendmsg (same host, same run; 256 KiB pieces were slower than

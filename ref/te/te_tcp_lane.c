@@ -64,7 +64,7 @@ static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t
 		m.msg_iovlen = (size_t)n;
 		if (v[n - 1].iov_len > cap) /* the body in pieces (pd_sock_recv_chunk) */
 			v[n - 1].iov_len = cap;
-		r = recvmsg(fd, &m, MSG_WAITALL);
+		r = pd_recvmsg_spin(fd, &m, MSG_WAITALL); /* the body is on its way */
 		v[n - 1] = last;
 		if (r < 0 && errno == EINTR)
 			continue;

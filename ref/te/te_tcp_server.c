@@ -186,7 +186,7 @@ static int srv_read_body(struct te_engine *eng, int fd, struct srv_in *in, char 
 		}
 		if (done == size)
 			return 0;
-		if ((r = pd_read_full(fd, dst + done, n)))
+		if ((r = pd_read_full_spin(fd, dst + done, n))) /* the body follows its header */
 			return r;
 		done += n;
 	}

@@ -132,6 +132,59 @@ static void test_recv_chunk(void **state)
 	assert_int_equal(pd_chunk_parse("X", "lots", PD_SOCK_RECV_CHUNK), PD_SOCK_RECV_CHUNK);
 }
 
+static void *late_main(void *arg)
+{
+	int fd = *(int *)arg;
+
+	pd_sleep_ms(30); /* well past the 200 us the test spins */
+	if (pd_write_full(fd, "late", 4))
+		return arg;
+	return NULL;
+}
+
+/* pd_recvmsg_spin and pd_read_full_spin: bytes that are there or on their way are taken, bytes
+ * that come after the spin are still waited for, EOF and errors end the wait at once. */
+static void test_recv_spin(void **state)
+{
+	int sv[2];
+	struct feed f = {0, (1 << 20) + 77};
+	pthread_t th;
+	char *buf = malloc(f.len), b4[4];
+	struct iovec v = {b4, sizeof(b4)};
+	struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+	void *rv = &rv;
+	(void)state;
+	assert_non_null(buf);
+	assert_int_equal(pd_sock_spin_ns(), 200000); /* main() set 200 us before any use */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f.fd = sv[1];
+	assert_int_equal(pthread_create(&th, NULL, feed_main, &f), 0);
+	assert_int_equal(pd_read_full_spin(sv[0], buf, f.len), 0);
+	pthread_join(th, NULL);
+	for (size_t i = 0; i < f.len; i++)
+		if (buf[i] != (char)(i * 131 >> 3))
+			fail_msg("byte %zu wrong", i);
+	assert_int_equal(pthread_create(&th, NULL, late_main, &sv[1]), 0);
+	assert_int_equal(pd_recvmsg_spin(sv[0], &m, MSG_WAITALL), 4);
+	pthread_join(th, &rv);
+	assert_null(rv);
+	assert_memory_equal(b4, "late", 4);
+	close(sv[1]);
+	assert_int_equal(pd_recvmsg_spin(sv[0], &m, MSG_WAITALL), 0); /* EOF */
+	assert_int_equal(pd_read_full_spin(sv[0], buf, 1), -EPIPE);
+	close(sv[0]);
+	errno = 0;
+	assert_int_equal(pd_recvmsg_spin(sv[0], &m, 0), -1); /* closed fd: no spin, no wait */
+	assert_int_equal(errno, EBADF);
+	free(buf);
+	assert_int_equal(pd_spin_parse_ns("X", NULL), PD_SOCK_SPIN_US * 1000);
+	assert_int_equal(pd_spin_parse_ns("X", "0"), 0);
+	assert_int_equal(pd_spin_parse_ns("X", "7"), 7000);
+	assert_int_equal(pd_spin_parse_ns("X", "-1"), PD_SOCK_SPIN_US * 1000);
+	assert_int_equal(pd_spin_parse_ns("X", "100001"), PD_SOCK_SPIN_US * 1000);
+	assert_int_equal(pd_spin_parse_ns("X", "fast"), PD_SOCK_SPIN_US * 1000);
+}
+
 static void test_files(void **state)
 {
 	char dir[] = "/tmp/pdkv-common-XXXXXX";
@@ -203,11 +256,12 @@ static void test_helpers(void **state)
 int main(void)
 {
 	setenv("PDKV_TCP_RECV_CHUNK", "4K", 1); /* test_recv_chunk */
+	setenv("PDKV_TCP_SPIN_US", "200", 1);   /* test_recv_spin */
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_hostport),
 	    cmocka_unit_test(test_sockets),       cmocka_unit_test(test_files),
 	    cmocka_unit_test(test_proc),          cmocka_unit_test(test_helpers),
-	    cmocka_unit_test(test_recv_chunk),
+	    cmocka_unit_test(test_recv_chunk),    cmocka_unit_test(test_recv_spin),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
