@@ -100,26 +100,36 @@ static void *feed_main(void *arg)
 	return NULL;
 }
 
+/* A socketpair in sv whose first 1 MiB + 77 bytes, fed in odd pieces (feed_main), rd read
+ * whole and right; returns a buffer of that size for the caller's use (and free). */
+static char *read_fed(int sv[2], int (*rd)(int, void *, size_t))
+{
+	struct feed f = {0, (1 << 20) + 77};
+	pthread_t th;
+	char *buf = malloc(f.len);
+
+	assert_non_null(buf);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	f.fd = sv[1];
+	assert_int_equal(pthread_create(&th, NULL, feed_main, &f), 0);
+	assert_int_equal(rd(sv[0], buf, f.len), 0);
+	pthread_join(th, NULL);
+	for (size_t i = 0; i < f.len; i++)
+		if (buf[i] != (char)(i * 131 >> 3))
+			fail_msg("byte %zu wrong", i);
+	return buf;
+}
+
 /* pd_read_full asks for at most PDKV_TCP_RECV_CHUNK per recv, pd_writev_full_max sends at most
  * max per sendmsg, and every byte still arrives in order; a value below 4K or not a size gives the
  * default. */
 static void test_recv_chunk(void **state)
 {
 	int sv[2];
-	struct feed f = {0, (1 << 20) + 77};
-	pthread_t th;
-	char *buf = malloc(f.len);
+	char *buf;
 	(void)state;
-	assert_non_null(buf);
 	assert_int_equal(pd_sock_recv_chunk(), 4096); /* main() set 4K before any use */
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	f.fd = sv[1];
-	assert_int_equal(pthread_create(&th, NULL, feed_main, &f), 0);
-	assert_int_equal(pd_read_full(sv[0], buf, f.len), 0);
-	pthread_join(th, NULL);
-	for (size_t i = 0; i < f.len; i++)
-		if (buf[i] != (char)(i * 131 >> 3))
-			fail_msg("byte %zu wrong", i);
+	buf = read_fed(sv, pd_read_full);
 	close(sv[1]);
 	assert_int_equal(pd_read_full(sv[0], buf, 1), -EPIPE);
 	close(sv[0]);
@@ -147,23 +157,14 @@ static void *late_main(void *arg)
 static void test_recv_spin(void **state)
 {
 	int sv[2];
-	struct feed f = {0, (1 << 20) + 77};
 	pthread_t th;
-	char *buf = malloc(f.len), b4[4];
+	char *buf, b4[4];
 	struct iovec v = {b4, sizeof(b4)};
 	struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
 	void *rv = &rv;
 	(void)state;
-	assert_non_null(buf);
 	assert_int_equal(pd_sock_spin_ns(), 200000); /* main() set 200 us before any use */
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	f.fd = sv[1];
-	assert_int_equal(pthread_create(&th, NULL, feed_main, &f), 0);
-	assert_int_equal(pd_read_full_spin(sv[0], buf, f.len), 0);
-	pthread_join(th, NULL);
-	for (size_t i = 0; i < f.len; i++)
-		if (buf[i] != (char)(i * 131 >> 3))
-			fail_msg("byte %zu wrong", i);
+	buf = read_fed(sv, pd_read_full_spin);
 	assert_int_equal(pthread_create(&th, NULL, late_main, &sv[1]), 0);
 	assert_int_equal(pd_recvmsg_spin(sv[0], &m, MSG_WAITALL), 4);
 	pthread_join(th, &rv);
