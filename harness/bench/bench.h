@@ -35,6 +35,7 @@ struct bench_opts {
 	const char *ops_str;  /* --operation as given */
 	uint64_t block, batch, threads;
 	double duration; /* seconds per row */
+	double gap_ms;   /* idle between timed batches, untimed (--gap-ms; 0 = none) */
 	uint64_t buffer_size;
 	const char *unit; /* GB GiB Gb MB MiB Mb KB KiB Kb */
 	double unit_div;  /* bytes per unit (bits for the b units handled by unit_bits) */

@@ -3,10 +3,12 @@
  * such rows at once behind one barrier for --scheme's pairs. */
 #include "bench.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pd_util.h"
 
@@ -112,8 +114,14 @@ static void *thread_main(void *arg)
 		goto out;
 	th->failed = 0; /* the warm-up's do not count */
 	end = pd_now_ns() + (uint64_t)(o->duration * 1e9);
-	while (!th->err && pd_now_ns() < end)
+	while (!th->err && pd_now_ns() < end) {
 		timed_batch(th, ++iter);
+		if (o->gap_ms > 0 && pd_now_ns() < end) {
+			struct timespec gap = {(time_t)(o->gap_ms / 1000),
+			                       (long)(fmod(o->gap_ms, 1000) * 1e6)};
+			nanosleep(&gap, NULL);
+		}
+	}
 out:
 	if (th->be->thread_fini)
 		th->be->thread_fini(th);

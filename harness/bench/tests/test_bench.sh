@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_bench: pdkv-bench end to end — usage errors, loopback over P2PHANDSHAKE with --check and
-# the socket baseline, --min-bw failing, loopback over real etcd / redis / pdkv-metaserver, and
+# the socket baseline, --gap-ms, --min-bw failing, loopback over real etcd / redis / pdkv-metaserver, and
 # a separate target + initiator over etcd whose keys etcdctl sees while up and not after SIGINT.
 set -u
 BIN=${PDKV_BIN:-build/bin}
@@ -72,6 +72,22 @@ grep -q '# ratio pdkv/socket write 65536' "$T/out" || fail "no socket ratio line
 grep -q '"ratios_vs_socket"' "$T/b.json" || fail "json lacks ratios"
 [ "$(grep -c '"wrong":[[:space:]]*0' "$T/b.json")" -eq 8 ] || fail "json: wrong bytes reported"
 [ "$(wc -l <"$T/b.csv")" -eq 9 ] || fail "csv: expected header + 8 rows"
+
+# --gap-ms: idle between timed batches (a one-shot transfer each), not counted in the time:
+# 0.5 s with 100 ms gaps holds at most 5 batches where it would hold hundreds, all checked
+"$B" --operation=write --block_size=4K --batch_size=8 --duration=0.5 --gap-ms=100 --check \
+  --json "$T/g.json" >"$T/out" 2>&1 || fail "--gap-ms run failed"
+grep -q "gap            : 100 ms" "$T/out" || fail "--gap-ms: not in the header"
+python3 - "$T/g.json" <<'PY' || fail "--gap-ms: json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["rows"][0]
+assert d["meta"]["gap_ms"] == 100, d["meta"]
+assert 1 <= r["batches"] <= 5, r["batches"]
+assert r["wrong"] == 0 and r["duration_s"] < 0.25, r
+PY
+"$B" --gap-ms=-1 >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --gap-ms: want exit 2"
+grep -q -- "--gap-ms" "$T/out" || fail "bad --gap-ms: message does not name the flag"
 
 # --min-bw that cannot be met -> exit 1 with perftest's wording
 "$B" --operation=write --block_size=4K --batch_size=8 --duration=0.2 --min-bw=100000 >"$T/out" 2>&1
