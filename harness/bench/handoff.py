@@ -22,6 +22,9 @@ ap.add_argument("--tokens", default="1000,4000,16000,32000")
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--ns-per-token", type=int, default=20000)
 ap.add_argument("--engine-duration", default="2")
+ap.add_argument("--engine-gap-ms", type=float, default=0,
+                help="the engine idles this long between its batches (pdkv-bench --gap-ms), so each batch "
+                     "is a one-shot transfer after a pause as a hand-off is; 0 (default): back to back")
 ap.add_argument("--json")
 a = ap.parse_args()
 TMP = tempfile.mkdtemp(prefix="pdkv-handoff-")
@@ -289,7 +292,7 @@ def engine(op, n):
     bs = (n + 15) // 16 * 16384
     out = subprocess.run([f"{a.bin}/pdkv-bench", "--mode=loopback", "--protocol=tcp", "--metadata_server=P2PHANDSHAKE",
                           f"--operation={op}", f"--block_size={bs}", "--batch_size=56", f"--duration={a.engine_duration}",
-                          f"--json={TMP}/eng-{op}.json"], capture_output=True, text=True)
+                          f"--gap-ms={a.engine_gap_ms}", f"--json={TMP}/eng-{op}.json"], capture_output=True, text=True)
     try:
         j = json.load(open(f"{TMP}/eng-{op}.json"))
         rows = j.get("rows", j if isinstance(j, list) else [])
@@ -312,6 +315,8 @@ def main():
     # what the figures depend on most: the host's CPUs and the TCP lanes per peer
     lanes = os.environ.get("MC_TCP_LANES_PER_PEER") or "default (1 up to 4 CPUs, 2 up to 15, 4 from 16)"
     print(f"# host: {os.cpu_count()} CPUs; TCP lanes per peer: {lanes}", flush=True)
+    if a.engine_gap_ms:
+        print(f"# engine: one-shot batches, {a.engine_gap_ms:g} ms idle between them (--engine-gap-ms)", flush=True)
     plain = start("plain", [])
     allrows = []
     eng = {}
@@ -340,7 +345,8 @@ def main():
                   f"{med('write_share')*100:.0f} % | "
                   f"{med('lead_ms'):.1f} / {med('move_ms'):.1f} / {med('tail_ms'):.1f} ms |")
     if a.json:
-        json.dump({"engine": {f"{k[0]}-{k[1]}": v for k, v in eng.items()}, "rows": allrows}, open(a.json, "w"), indent=1)
+        json.dump({"engine": {f"{k[0]}-{k[1]}": v for k, v in eng.items()}, "engine_gap_ms": a.engine_gap_ms,
+                   "rows": allrows}, open(a.json, "w"), indent=1)
     print(f"# logs in {TMP}")
 
 
