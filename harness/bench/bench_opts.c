@@ -651,6 +651,12 @@ static int check_scheme(struct bench_opts *o, const struct parsed *p)
 /* Combinations the table cannot see: sweep bounds, and flags that only make sense together. */
 static int check_combinations(struct bench_opts *o)
 {
+	if (o->gap_ms > 0 && o->compare_mooncake) {
+		fprintf(stderr,
+		        "pdkv-bench: --gap-ms cannot go with --compare-mooncake: Mooncake's "
+		        "bench runs its batches back to back, so its rows would not compare\n");
+		return 2;
+	}
 	if (o->sweep_b || o->sweep_e) {
 		if (!o->sweep_b)
 			o->sweep_b = o->block;

@@ -88,6 +88,8 @@ assert r["wrong"] == 0 and r["duration_s"] < 0.25, r
 PY
 "$B" --gap-ms=-1 >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --gap-ms: want exit 2"
 grep -q -- "--gap-ms" "$T/out" || fail "bad --gap-ms: message does not name the flag"
+"$B" --gap-ms=20 --compare-mooncake=/bin/true >"$T/out" 2>&1; [ $? -eq 2 ] || fail "--gap-ms with --compare-mooncake: want exit 2"
+grep -q -- "--gap-ms cannot go with --compare-mooncake" "$T/out" || fail "--gap-ms with --compare-mooncake: no clear message"
 
 # --min-bw that cannot be met -> exit 1 with perftest's wording
 "$B" --operation=write --block_size=4K --batch_size=8 --duration=0.2 --min-bw=100000 >"$T/out" 2>&1
