@@ -103,6 +103,7 @@ static void *thread_main(void *arg)
 	struct bench_thread *th = arg;
 	const struct bench_opts *o = th->o;
 	uint64_t end, iter = 0;
+	struct timespec gap = {(time_t)(o->gap_ms / 1000), (long)(fmod(o->gap_ms, 1000) * 1e6)};
 
 	th->err = th->be->thread_init(th);
 	if (!th->err && th->vram && o->check && !(th->tmp = malloc(th->block)))
@@ -116,11 +117,8 @@ static void *thread_main(void *arg)
 	end = pd_now_ns() + (uint64_t)(o->duration * 1e9);
 	while (!th->err && pd_now_ns() < end) {
 		timed_batch(th, ++iter);
-		if (o->gap_ms > 0 && pd_now_ns() < end) {
-			struct timespec gap = {(time_t)(o->gap_ms / 1000),
-			                       (long)(fmod(o->gap_ms, 1000) * 1e6)};
+		if (o->gap_ms > 0 && pd_now_ns() < end)
 			nanosleep(&gap, NULL);
-		}
 	}
 out:
 	if (th->be->thread_fini)
