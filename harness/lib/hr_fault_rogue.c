@@ -130,7 +130,7 @@ static void pk_str(msgpack_packer *pk, const char *s)
 static void unknown_ids_msg(int gen, int nbufs, long block_len, msgpack_sbuffer *sb)
 {
 	msgpack_packer pk;
-	bool bn = gen == CFG_GEN_BN;
+	bool bn = cfg_gen_has_bn((enum cfg_gen)gen);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk, gen == CFG_GEN_A ? 5 : bn ? 8 : 6);
 	pk_str(&pk, "remote_hostname");

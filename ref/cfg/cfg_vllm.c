@@ -53,7 +53,7 @@ static const struct row rows[] = {
      "gen B, current struct shape; kv_load_failure_policy defaults to fail"},
 };
 
-static const char *const gen_names[CFG_GEN_COUNT] = {"v0", "a", "b0", "bn"};
+static const char *const gen_names[CFG_GEN_COUNT] = {"v0", "a", "b0", "bn", "bl"};
 
 const char *cfg_gen_name(enum cfg_gen g)
 {

@@ -8,9 +8,11 @@
 #include <stdio.h>
 
 /* Connector generations. B0 = the first gen-B struct shape (6-field MooncakeXferMetadata), BN =
- * current main (block_lens, kv_block_lens, per-group block lists, defaulted extra fields). */
-enum cfg_gen { CFG_GEN_V0 = 0, CFG_GEN_A, CFG_GEN_B0, CFG_GEN_BN };
-#define CFG_GEN_COUNT 4
+ * block_lens, kv_block_lens and per-group block lists (8 fields), BL = BN plus the
+ * registered_layer_names / _indices / _group_indices the prefill aligns regions by (vLLM #44528).
+ * Later shapes are appended, so `g >= CFG_GEN_BN` reads "has BN's fields". */
+enum cfg_gen { CFG_GEN_V0 = 0, CFG_GEN_A, CFG_GEN_B0, CFG_GEN_BN, CFG_GEN_BL };
+#define CFG_GEN_COUNT 5
 
 /* What pdkv knows about one vLLM version. Pointers are static strings. */
 struct cfg_vllm_info {
@@ -35,12 +37,17 @@ extern const char *const cfg_vllm_newest;
  * connector pdkv emulates). */
 int cfg_vllm_lookup(const char *version, struct cfg_vllm_info *out, char *err, size_t errsz);
 
-/* "v0" | "a" | "b0" | "bn" <-> enum; parse returns -1 on anything else. */
+/* "v0" | "a" | "b0" | "bn" | "bl" <-> enum; parse returns -1 on anything else. */
 const char *cfg_gen_name(enum cfg_gen g);
 int cfg_gen_parse(const char *s, enum cfg_gen *out);
 static inline bool cfg_gen_is_b(enum cfg_gen g)
 {
-	return g == CFG_GEN_B0 || g == CFG_GEN_BN;
+	return g >= CFG_GEN_B0;
+}
+/* Gen B with BN's fields (block_lens, kv_block_lens, per-group lists): BN and every later shape. */
+static inline bool cfg_gen_has_bn(enum cfg_gen g)
+{
+	return g >= CFG_GEN_BN;
 }
 static inline bool cfg_gen_is_v1(enum cfg_gen g)
 {

@@ -15,8 +15,14 @@
 
 #define KV1_MAX_BUFS 2048
 
+/* The gen-B struct shape a generation speaks (B0 for gen A / V0, which have none). */
+static inline enum kv1_shape kv1_shape_of(enum cfg_gen g)
+{
+	return g >= CFG_GEN_BL ? KV1_SHAPE_BL : g == CFG_GEN_BN ? KV1_SHAPE_BN : KV1_SHAPE_B0;
+}
+
 struct kv1_opts {
-	enum cfg_gen gen;        /* CFG_GEN_A, CFG_GEN_B0 or CFG_GEN_BN */
+	enum cfg_gen gen;        /* CFG_GEN_A, or a gen-B shape (CFG_GEN_B0 ..) */
 	bool producer;           /* binds the side channel and pushes KV */
 	const char *protocol;    /* kv_connector_extra_config.mooncake_protocol ("rdma" default) */
 	const char *device_name; /* kv_connector_extra_config.device_name ("" = all) */

@@ -190,7 +190,7 @@ static enum MHD_Result add_worker(struct kv1_boot *b, struct MHD_Connection *c, 
 	for (size_t w = 0; e && w < e->nw; w++) {
 		if (e->w[w].tp != v[1] || e->w[w].pp != v[2])
 			continue;
-		if (b->shape == KV1_SHAPE_BN && !strcmp(e->w[w].addr, addr))
+		if (b->shape >= KV1_SHAPE_BN && !strcmp(e->w[w].addr, addr))
 			goto ok; /* retry-safe re-registration */
 		snprintf(msg, sizeof(msg),
 		         "Worker with dp_rank=%d, tp_rank=%d, pp_rank=%d is already registered at "
@@ -437,7 +437,7 @@ int kv1_boot_register(const char *base_url, const char *engine_id, int dp_rank, 
 {
 	cJSON *j = cJSON_CreateObject();
 	char *body, url[512];
-	int attempts = shape == KV1_SHAPE_BN ? 3 : 30, delay_ms = 1000, ret = -1;
+	int attempts = shape >= KV1_SHAPE_BN ? 3 : 30, delay_ms = 1000, ret = -1;
 
 	cJSON_AddStringToObject(j, "engine_id", engine_id);
 	cJSON_AddNumberToObject(j, "dp_rank", dp_rank);
@@ -462,14 +462,14 @@ int kv1_boot_register(const char *base_url, const char *engine_id, int dp_rank, 
 			         "Error registering %s with bootstrap server: HTTP %ld %s", addr,
 			         st, b.p ? b.p : "");
 		} else if (st == -1 && a < attempts) {
-			if (shape == KV1_SHAPE_BN)
+			if (shape >= KV1_SHAPE_BN)
 				pd_warn(
 				    "Bootstrap registration attempt %d/%d for %s failed with %s. "
 				    "Retrying in %.1fs.",
 				    a, attempts, addr, err, delay_ms / 1000.0);
 			free(b.p);
 			pd_sleep_ms(delay_ms);
-			if (shape == KV1_SHAPE_BN)
+			if (shape >= KV1_SHAPE_BN)
 				delay_ms = delay_ms * 2 > 10000 ? 10000 : delay_ms * 2;
 			continue;
 		} else if (st == -1) {

@@ -15,7 +15,7 @@
 
 static enum kv1_shape shape_of(const struct kv1_worker *w)
 {
-	return w->o.gen == CFG_GEN_BN ? KV1_SHAPE_BN : KV1_SHAPE_B0;
+	return kv1_shape_of(w->o.gen);
 }
 
 static void send_resp(struct kv1_job *j, void *push, const struct kv1_xfer_resp *r)
@@ -53,7 +53,7 @@ static bool targeted(const struct kv1_worker *w, const struct kv1_xfer_meta *m, 
 static bool lens_match(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
                        size_t msz)
 {
-	if (w->o.gen != CFG_GEN_BN)
+	if (!cfg_gen_has_bn(w->o.gen))
 		return true;
 	for (size_t i = 0; i < (size_t)w->o.nbufs; i++) {
 		int64_t r = i < m->nblock_lens ? m->block_lens[i] : -1;

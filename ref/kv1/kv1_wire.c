@@ -87,7 +87,7 @@ int kv1_agent_meta_encode(const struct kv1_agent_meta *m, char **out, size_t *le
 int kv1_xfer_meta_encode(const struct kv1_xfer_meta *m, enum kv1_shape shape, char **out,
                          size_t *len)
 {
-	bool bn = shape == KV1_SHAPE_BN;
+	bool bn = shape >= KV1_SHAPE_BN;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
@@ -549,7 +549,7 @@ int kv1_xfer_meta_decode(const void *buf, size_t len, enum kv1_shape shape, stru
 	    "kv_caches_base_addr", "block_lens",  "kv_block_lens",  "remote_pp_size"};
 	struct dec d = {"MooncakeXferMetadata", err, errsz};
 	const msgpack_object *o = NULL, *fv[9] = {0};
-	bool bn = shape == KV1_SHAPE_BN;
+	bool bn = shape >= KV1_SHAPE_BN;
 	int nf = bn ? 9 : 6;
 	msgpack_unpacked u;
 	unsigned seen = 0;

@@ -20,7 +20,8 @@
 #define KV1_TRANS_DONE  "trans_done"
 #define KV1_TRANS_ERROR "trans_error"
 
-enum kv1_shape { KV1_SHAPE_B0 = 0, KV1_SHAPE_BN = 1 };
+/* gen-B struct shapes, in the order vLLM introduced them (cfg_vllm.h's CFG_GEN_B0 ..). */
+enum kv1_shape { KV1_SHAPE_B0 = 0, KV1_SHAPE_BN = 1, KV1_SHAPE_BL = 2 };
 enum kv1_status { KV1_FINISH = 0, KV1_CONTINUE = 1, KV1_ERROR = 2 };
 
 struct kv1_ids {
