@@ -13,7 +13,7 @@
 static const char *const representative[CFG_GEN_COUNT] = {"0.8.5", "0.12", "0.16", NULL, NULL};
 
 static const char *const contract_of_gen[CFG_GEN_COUNT] = {"v0", "toy", "mooncake", "mooncake",
-                                                          "mooncake"};
+                                                           "mooncake"};
 
 static int gerr(const char *path, char *err, size_t errsz, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

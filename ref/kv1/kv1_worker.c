@@ -605,8 +605,7 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 		goto fail;
 	if (o->producer && cfg_gen_is_b(o->gen) && o->bootstrap_url &&
 	    kv1_boot_register(o->bootstrap_url, w->engine_id, o->dp_index, o->tp_rank, 0,
-	                      w->side_addr, kv1_shape_of(o->gen),
-	                      5000, err, errsz))
+	                      w->side_addr, kv1_shape_of(o->gen), 5000, err, errsz))
 		goto fail;
 	*out = w;
 	return 0;
