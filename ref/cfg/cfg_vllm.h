@@ -14,6 +14,17 @@
 enum cfg_gen { CFG_GEN_V0 = 0, CFG_GEN_A, CFG_GEN_B0, CFG_GEN_BN, CFG_GEN_BL };
 #define CFG_GEN_COUNT 5
 
+/* Behaviours a row has (struct cfg_vllm_info.feat), each from a vLLM PR the row cites. */
+#define CFG_F_TP_TOPOLOGY   (1u << 0) /* heterogeneous TP: pairing by TransferTopology, head slices,
+                                         "This D tp_rank ... is not paired with P tp_rank ..." */
+#define CFG_F_D_FAIL_REPORT (1u << 1) /* D: DEALER RCVTIMEO = abort timeout + 60 s; a failed pull is
+                                         reported as a load error (kv_load_failure_policy) */
+#define CFG_F_HMA           (1u << 2) /* hybrid KV cache manager on: one block list per KV group */
+#define CFG_F_GDN_N1        (1u << 3) /* Mamba/GDN: P drops the last prompt token, D loads N-1 */
+#define CFG_F_REMOTE_PP     (1u << 4) /* remote_pp_size: heterogeneous PP between P and D */
+#define CFG_F_BOOT_ADDR     (1u << 5) /* kv_connector_extra_config.bootstrap_server_address */
+#define CFG_F_PREFIX_REPLAY (1u << 6) /* prefix_replay_* fields (opt-in, DeepSeek-V4.1) */
+
 /* What pdkv knows about one vLLM version. Pointers are static strings. */
 struct cfg_vllm_info {
 	char version[32]; /* as given, e.g. "0.15.1" */
@@ -25,6 +36,7 @@ struct cfg_vllm_info {
 	bool reqid_random;     /* gen A: engine request ids get a random suffix (P/D id mismatch) */
 	bool by_source;        /* exposes vllm:prompt_tokens_by_source_total */
 	bool mooncake_metrics; /* exposes vllm:mooncake_* histograms/counters (gen B, on P) */
+	unsigned feat;         /* CFG_F_* */
 	const char *uncertain; /* what in this row is not pinned to a release, or NULL */
 	const char *note;      /* what a user of this release must know, or NULL */
 };
