@@ -88,6 +88,7 @@ struct kv1_worker {
 	bool thr_started;
 	atomic_bool stop;
 	atomic_int handlers;
+	const struct kv1_park_ops *ops; /* the generation's, for kv1_park.c */
 	/* gen B parked handshakes (w->mu): waiting for an id (parked) or runnable again (wake) */
 	struct kv1_job *parked, *wake_head, *wake_tail;
 	int nparked, max_parked, max_parked_peer;
@@ -130,22 +131,27 @@ struct kv1_job {
 int kv1_job_reply(struct kv1_job *j, void *push, const void *body, size_t len, bool delim);
 void *kv1_job_push_open(struct kv1_worker *w);
 
-void *kv1_gena_handle(void *job); /* thread entry; frees the job */
-void *kv1_genb_handle(void *job); /* thread entry; frees the job or hands it on to be parked */
+/* What the handler slots and the parking (kv1_park.c) call in a generation's file, filled there
+ * (kv1_gena_park_ops, kv1_genb_park_ops) and handed to kv1_park_init by kv1_worker_create: the
+ * generations call the parking, never the reverse. gen A fills only handle. */
+struct kv1_park_ops {
+	void *(*handle)(void *job); /* handler thread entry; frees the job or hands it on to park */
+	void (*state_free)(void *gb);                               /* a job's gb (set: gen B) */
+	bool (*waits_on)(const struct kv1_job *j, const char *key); /* key among pending ids */
+	bool (*runnable_locked)(struct kv1_worker *w, const struct kv1_job *j); /* w->mu held */
+	void (*expire)(struct kv1_job *j, void *sock); /* timeout FINISH; frees j */
+	void (*refuse)(struct kv1_job *j, void *sock, const char *msg); /* FINISH; frees j */
+};
+extern const struct kv1_park_ops kv1_gena_park_ops, kv1_genb_park_ops;
+
 void kv1_job_free(struct kv1_job *j);
 /* A handler slot (false: KV1_MAX_HANDLERS run); spawn starts a thread in a reserved slot. */
 bool kv1_handler_reserve(struct kv1_worker *w);
 void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j);
 
-/* gen B handshake state (kv1_genb.c) as the parking needs it. */
-void kv1_genb_state_free(void *gb);
-bool kv1_genb_waits_on(const struct kv1_job *j, const char *key); /* key among pending ids */
-bool kv1_genb_runnable_locked(struct kv1_worker *w, const struct kv1_job *j);
-void kv1_genb_expire(struct kv1_job *j, void *sock);                  /* timeout FINISH; frees j */
-void kv1_genb_refuse(struct kv1_job *j, void *sock, const char *msg); /* FINISH; frees j */
-
-/* Parking (kv1_park.c): a gen B handshake whose ids are not ready waits on no thread. */
-int kv1_park_init(struct kv1_worker *w, char *err, size_t errsz); /* caps from the env */
+/* Parking (kv1_park.c): a gen B handshake whose ids are not ready waits on no thread. init: the
+ * generation's ops and the caps (env). */
+int kv1_park_init(struct kv1_worker *w, const struct kv1_park_ops *ops, char *err, size_t errsz);
 /* Rate limit of the side channel's WARNINGs: true when one may be logged now; *quiet: how many
  * were suppressed since the last one. */
 bool kv1_park_warn_due(struct kv1_worker *w, uint64_t *quiet);

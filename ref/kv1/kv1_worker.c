@@ -599,7 +599,8 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 		kv1_set_err(err, errsz, "zmq_ctx_new failed");
 		goto fail;
 	}
-	if (kv1_park_init(w, err, errsz))
+	if (kv1_park_init(w, o->gen == CFG_GEN_A ? &kv1_gena_park_ops : &kv1_genb_park_ops, err,
+	                  errsz))
 		goto fail;
 	if (o->producer && bind_side(w, err, errsz))
 		goto fail;
