@@ -317,9 +317,29 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 int kv1_boot_start(const char *host, int port, enum kv1_shape shape, struct kv1_boot **out,
                    int *bound_port)
 {
-	struct kv1_boot *b = calloc(1, sizeof(*b));
+	return kv1_boot_start_lim(host, port, shape, &KV1_BOOT_LIMITS_DEFAULT, out, bound_port);
+}
+
+size_t kv1_boot_engines(struct kv1_boot *b)
+{
+	size_t n;
+
+	pthread_mutex_lock(&b->mu);
+	n = b->ne;
+	pthread_mutex_unlock(&b->mu);
+	return n;
+}
+
+int kv1_boot_start_lim(const char *host, int port, enum kv1_shape shape,
+                       const struct kv1_boot_limits *lim, struct kv1_boot **out, int *bound_port)
+{
+	struct kv1_boot *b;
 	const union MHD_DaemonInfo *di;
 
+	if (!lim || !lim->max_connections || lim->max_connections > 10000 || !lim->idle_timeout_s ||
+	    lim->idle_timeout_s > 86400)
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->shape = shape;
@@ -332,12 +352,12 @@ int kv1_boot_start(const char *host, int port, enum kv1_shape shape, struct kv1_
 		free(b);
 		return ret;
 	}
-	/* Limits: 64 connections, 10 s idle timeout, 64 KiB bodies (checked above). */
+	/* Limits: lim's connections and idle timeout, 64 KiB bodies (checked above). */
 	b->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG,
 	                        0, NULL, NULL, on_request, b, MHD_OPTION_LISTEN_SOCKET, b->lfd,
 	                        MHD_OPTION_NOTIFY_COMPLETED, on_done, b,
-	                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+	                        MHD_OPTION_CONNECTION_LIMIT, lim->max_connections,
+	                        MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s, MHD_OPTION_END);
 	if (!b->d) {
 		close(b->lfd);
 		pthread_mutex_destroy(&b->mu);
