@@ -96,9 +96,9 @@ int te_json_get_uint(const struct cJSON *item, uint64_t max, uint64_t *out);
 
 /* ================================================================ Mooncake release
  * (te_meta_compat.c) PDKV_MOONCAKE_VERSION picks the release whose bytes pdkv writes where releases
- * differ. Unset, pdkv writes the newest form wherever every release reads it (extra JSON keys are
- * ignored by all of them) and the oldest where the newer readers accept both (the trailing "\n").
- */
+ * differ. Unset, pdkv writes the newest released form wherever every release reads it (extra JSON
+ * keys are ignored by all of them) and the oldest where the newer readers accept both (the
+ * trailing "\n"); metadata_version, in no tagged release yet, only when asked for. */
 /* "0.3.6" / "v0.3.12.post1" -> 306 / 312 (major*10000+minor*100+patch); NULL/"" 0; bad -1. */
 int te_compat_parse(const char *s);
 int te_compat_version(void); /* PDKV_MOONCAKE_VERSION (read at each call); 0 = unset */
