@@ -20,6 +20,7 @@ static const struct {
     {"standin", "OpenAI-compatible Prefill/Decode stand-in for vLLM (deterministic fake model)"},
     {"proxy", "disaggregation proxy: prefill with max_tokens=1, then decode"},
     {"metaserver", "HTTP metadata server with Mooncake's API"},
+    {"bootstrap", "vLLM gen B bootstrap server, for prefills given bootstrap_server_address"},
     {"interop", "pdkv <-> your Mooncake transfer_engine_bench, both ways, every store"},
 };
 

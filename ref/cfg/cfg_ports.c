@@ -1,6 +1,7 @@
 /* cfg_ports: the port planner — every port each prefill/decode/proxy process binds or connects
  * (V0 pipe, TE RPC/TCP, V1 side channel, HTTP), and the binds that collide on one machine. */
 #include "cfg_internal.h"
+#include "pd_util.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -211,6 +212,8 @@ struct v1plan {
 	bool binds[2];       /* the side launches the server side (producer roles) */
 	bool oot, tcp, legacy;
 	int base, lo, hi;
+	char ext_host[256]; /* bootstrap_server_address's host, "" = the prefill runs the server */
+	int ext_port;
 };
 
 /* gen A (docs/wire-v1.md, docs/vllm-versions.md): each producer worker binds its ROUTER at BASE +
@@ -245,10 +248,13 @@ static void plan_gen_a(struct plan *p, const struct v1plan *v)
 static void plan_gen_b(struct plan *p, const struct v1plan *v)
 {
 	const struct cfg_deploy *dep = v->dep;
+	/* with bootstrap_server_address the prefill binds no server; everyone talks to that one */
+	const char *bh = v->ext_host[0] ? v->ext_host : v->host[0];
+	int bp = v->ext_host[0] ? v->ext_port : v->base;
 
 	for (int s = 0; s < 2; s++) {
 		const char *side = s ? "decode" : "prefill";
-		if (v->binds[s])
+		if (v->binds[s] && !v->ext_host[0])
 			add(p, v->host[s], v->base, side, 0, true,
 			    "v1 gen B bootstrap HTTP server bind on 0.0.0.0 "
 			    "(VLLM_MOONCAKE_BOOTSTRAP_PORT, dp rank 0 only)");
@@ -259,11 +265,15 @@ static void plan_gen_b(struct plan *p, const struct v1plan *v)
 					add(p, v->host[s], 0, side, rank, true,
 					    "v1 gen B worker ZMQ ROUTER bind (random "
 					    "(49152-65535))");
-					add(p, v->host[s], v->base, side, rank, false,
-					    "v1 gen B POST /register to the bootstrap server");
+					add(p, v->ext_host[0] ? bh : v->host[s], bp, side, rank,
+					    false,
+					    v->ext_host[0] ? "v1 gen B POST /register to "
+					                     "bootstrap_server_address"
+					                   : "v1 gen B POST /register to the "
+					                     "bootstrap server");
 				}
 				if (s == 1 && r == 0)
-					add(p, v->host[0], v->base, side, rank, false,
+					add(p, bh, bp, side, rank, false,
 					    "v1 gen B GET /query on prefill's bootstrap server");
 				if (s == 1)
 					add(p, v->host[0], 0, side, rank, false,
@@ -274,7 +284,7 @@ static void plan_gen_b(struct plan *p, const struct v1plan *v)
 			}
 	}
 	if (dep->proxy_port > 0)
-		add(p, v->host[0], v->base, "proxy", 0, false,
+		add(p, bh, bp, "proxy", 0, false,
 		    "v1 gen B router GET /query (readiness, engine ids)");
 }
 
@@ -283,7 +293,7 @@ static void plan_v1(struct plan *p, const struct cfg_deploy *dep, const char *hp
 	const struct cfg_kv_transfer *kt = dep->kt;
 	const struct cfg_env *env = dep->env;
 	struct v1plan v = {.dep = dep, .host = {hp, hd}, .binds = {true, false}};
-	char proto[32] = "rdma";
+	char proto[32] = "rdma", addr[300];
 
 	v.oot = cfg_v1_is_oot(kt);
 	v.legacy = env && env->legacy_rpc;
@@ -296,6 +306,11 @@ static void plan_v1(struct plan *p, const struct cfg_deploy *dep, const char *hp
 	else if (kt)
 		extra_str(kt->kv_connector_extra_config, "mooncake_protocol", proto, sizeof(proto));
 	v.tcp = !strcmp(proto, "tcp");
+	if (kt && !v.oot &&
+	    extra_str(kt->kv_connector_extra_config, "bootstrap_server_address", addr,
+	              sizeof(addr)) &&
+	    pd_split_hostport(addr, v.ext_host, sizeof(v.ext_host), &v.ext_port))
+		v.ext_host[0] = '\0'; /* invalid: cfg_check reports it */
 	if (kt && kt->kv_role && !strcmp(kt->kv_role, "kv_both"))
 		v.binds[1] = true; /* the other side is assumed to mirror this config */
 	cfg_te_rpc_range(env, dep->vllm, &v.lo, &v.hi);

@@ -75,6 +75,50 @@ static void extra_device(struct cfg_report *r, const cJSON *it)
 		             it->valuestring, r->release.version, cfg_gen_name(g));
 }
 
+/* bootstrap_server_address (host:port): gen B prefills register there and start no bootstrap
+ * server of their own. vLLM validates it in get_mooncake_bootstrap_addr
+ * (mooncake_connector.py @ 00f4240e) with the error text used below; only the prefill reads it. */
+static void extra_boot_addr(struct cfg_report *r, const cJSON *it)
+{
+	const char *role = r->kt.kv_role ? r->kt.kv_role : "";
+	char host[256];
+	int port;
+
+	if (r->release_pinned && !(r->release.feat & CFG_F_BOOT_ADDR)) {
+		cfg_diag_add(
+		    &r->diags, CFG_WARNING, F_EXTRA,
+		    "bootstrap_server_address is not read by vLLM %s: its prefill starts "
+		    "its own bootstrap server on VLLM_MOONCAKE_BOOTSTRAP_PORT and registers "
+		    "there, whatever this key says",
+		    r->release.version);
+		return;
+	}
+	if (!cJSON_IsString(it) || pd_split_hostport(it->valuestring, host, sizeof(host), &port)) {
+		if (strcmp(role, "kv_consumer"))
+			cfg_report_errf(r,
+			                "ValueError: bootstrap_server_address must specify a host "
+			                "and port");
+		cfg_diag_add(
+		    &r->diags, strcmp(role, "kv_consumer") ? CFG_ERROR : CFG_WARNING, F_EXTRA,
+		    "bootstrap_server_address must specify a host and port (\"host:port\", "
+		    "e.g. \"10.0.0.5:8998\"), got %s%.64s%s",
+		    cJSON_IsString(it) ? "\"" : "a JSON ",
+		    cJSON_IsString(it) ? it->valuestring : cfg_py_type(it),
+		    cJSON_IsString(it) ? "\"" : "");
+		return;
+	}
+	if (!strcmp(role, "kv_consumer"))
+		cfg_diag_add(&r->diags, CFG_INFO, F_EXTRA,
+		             "bootstrap_server_address is read only by the prefill (kv_producer); "
+		             "a decode learns the address from the router's kv_transfer_params");
+	else
+		cfg_diag_add(
+		    &r->diags, CFG_INFO, F_EXTRA,
+		    "bootstrap_server_address %s: this prefill starts no bootstrap server; "
+		    "run one there (pdkv bootstrap) and point the router at it",
+		    it->valuestring);
+}
+
 /* The keys the in-tree connector reads from kv_connector_extra_config, with their types. */
 static void check_extra(struct cfg_report *r, bool oot)
 {
@@ -92,10 +136,13 @@ static void check_extra(struct cfg_report *r, bool oot)
 				             "thread count, default 10)");
 		} else if (!strcmp(it->string, "device_name"))
 			extra_device(r, it);
+		else if (!strcmp(it->string, "bootstrap_server_address"))
+			extra_boot_addr(r, it);
 		else
 			cfg_diag_add(&r->diags, CFG_WARNING, F_EXTRA,
 			             "key \"%.64s\" is not read by the Mooncake connector (known: "
-			             "mooncake_protocol, num_workers, device_name)",
+			             "mooncake_protocol, num_workers, device_name, "
+			             "bootstrap_server_address)",
 			             it->string);
 	}
 	free(err);

@@ -317,9 +317,29 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 int kv1_boot_start(const char *host, int port, enum kv1_shape shape, struct kv1_boot **out,
                    int *bound_port)
 {
-	struct kv1_boot *b = calloc(1, sizeof(*b));
+	return kv1_boot_start_lim(host, port, shape, &KV1_BOOT_LIMITS_DEFAULT, out, bound_port);
+}
+
+size_t kv1_boot_engines(struct kv1_boot *b)
+{
+	size_t n;
+
+	pthread_mutex_lock(&b->mu);
+	n = b->ne;
+	pthread_mutex_unlock(&b->mu);
+	return n;
+}
+
+int kv1_boot_start_lim(const char *host, int port, enum kv1_shape shape,
+                       const struct kv1_boot_limits *lim, struct kv1_boot **out, int *bound_port)
+{
+	struct kv1_boot *b;
 	const union MHD_DaemonInfo *di;
 
+	if (!lim || !lim->max_connections || lim->max_connections > 10000 || !lim->idle_timeout_s ||
+	    lim->idle_timeout_s > 86400)
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->shape = shape;
@@ -332,12 +352,12 @@ int kv1_boot_start(const char *host, int port, enum kv1_shape shape, struct kv1_
 		free(b);
 		return ret;
 	}
-	/* Limits: 64 connections, 10 s idle timeout, 64 KiB bodies (checked above). */
+	/* Limits: lim's connections and idle timeout, 64 KiB bodies (checked above). */
 	b->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG,
 	                        0, NULL, NULL, on_request, b, MHD_OPTION_LISTEN_SOCKET, b->lfd,
 	                        MHD_OPTION_NOTIFY_COMPLETED, on_done, b,
-	                        MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+	                        MHD_OPTION_CONNECTION_LIMIT, lim->max_connections,
+	                        MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s, MHD_OPTION_END);
 	if (!b->d) {
 		close(b->lfd);
 		pthread_mutex_destroy(&b->mu);
@@ -431,12 +451,20 @@ static long http(const char *url, const char *post, int timeout_ms, struct cbuf 
 	return status;
 }
 
+/* The payload as vLLM's messages print it (pydantic's str() of RegisterWorkerPayload). */
+static void payload_text(char *out, size_t sz, const char *engine_id, int dp_rank, int tp_rank,
+                         int pp_rank, const char *addr)
+{
+	snprintf(out, sz, "engine_id='%s' dp_rank=%d tp_rank=%d pp_rank=%d addr='%s'", engine_id,
+	         dp_rank, tp_rank, pp_rank, addr);
+}
+
 int kv1_boot_register(const char *base_url, const char *engine_id, int dp_rank, int tp_rank,
                       int pp_rank, const char *addr, enum kv1_shape shape, int timeout_ms,
                       char *err, size_t errsz)
 {
 	cJSON *j = cJSON_CreateObject();
-	char *body, url[512];
+	char *body, url[512], pl[KV1_BOOT_ADDR_MAX + 400];
 	int attempts = shape >= KV1_SHAPE_BN ? 3 : 30, delay_ms = 1000, ret = -1;
 
 	cJSON_AddStringToObject(j, "engine_id", engine_id);
@@ -450,6 +478,7 @@ int kv1_boot_register(const char *base_url, const char *engine_id, int dp_rank, 
 		snprintf(err, errsz, "out of memory");
 		return -1;
 	}
+	payload_text(pl, sizeof(pl), engine_id, dp_rank, tp_rank, pp_rank, addr);
 	snprintf(url, sizeof(url), "%s/register", base_url);
 	for (int a = 1; a <= attempts; a++) {
 		struct cbuf b = {0};
@@ -459,19 +488,31 @@ int kv1_boot_register(const char *base_url, const char *engine_id, int dp_rank, 
 			ret = 0;
 		} else if (st > 0) {
 			snprintf(err, errsz,
-			         "Error registering %s with bootstrap server: HTTP %ld %s", addr,
-			         st, b.p ? b.p : "");
+			         "Error registering %s with bootstrap server: HTTP %ld %s",
+			         shape >= KV1_SHAPE_BN ? pl : addr, st, b.p ? b.p : "");
 		} else if (st == -1 && a < attempts) {
 			if (shape >= KV1_SHAPE_BN)
 				pd_warn(
 				    "Bootstrap registration attempt %d/%d for %s failed with %s. "
 				    "Retrying in %.1fs.",
-				    a, attempts, addr, err, delay_ms / 1000.0);
+				    a, attempts, pl, err, delay_ms / 1000.0);
 			free(b.p);
 			pd_sleep_ms(delay_ms);
 			if (shape >= KV1_SHAPE_BN)
 				delay_ms = delay_ms * 2 > 10000 ? 10000 : delay_ms * 2;
 			continue;
+		} else if (st == -1 && shape >= KV1_SHAPE_BN) {
+			/* vLLM's RuntimeError after the last attempt
+			 * (register_worker_with_bootstrap, mooncake_connector.py @ 00f4240e); the
+			 * last transport error follows it */
+			char e2[2048];
+
+			snprintf(
+			    e2, sizeof(e2),
+			    "Failed to register %s with the Mooncake bootstrap server at %s after "
+			    "%d attempts. (last error: %s)",
+			    pl, url, attempts, err);
+			snprintf(err, errsz, "%s", e2);
 		} else if (st == -1) {
 			char e2[512];
 

@@ -21,6 +21,16 @@ struct kv1_boot;
  * 200 when the address is the same. 0 or -errno. */
 int kv1_boot_start(const char *host, int port, enum kv1_shape shape, struct kv1_boot **out,
                    int *bound_port);
+/* What a server accepts; kv1_boot_start uses KV1_BOOT_LIMITS_DEFAULT. */
+struct kv1_boot_limits {
+	unsigned max_connections; /* at once (1..10000) */
+	unsigned idle_timeout_s;  /* a connection idle this long is dropped (1..86400) */
+};
+#define KV1_BOOT_LIMITS_DEFAULT ((struct kv1_boot_limits){64, 10})
+int kv1_boot_start_lim(const char *host, int port, enum kv1_shape shape,
+                       const struct kv1_boot_limits *lim, struct kv1_boot **out, int *bound_port);
+/* Engines registered so far (for logs and tests). */
+size_t kv1_boot_engines(struct kv1_boot *b);
 void kv1_boot_stop(struct kv1_boot *b);
 
 /* POST base_url/register. Bn: at most 3 attempts on connect errors / timeouts, backoff 1 s

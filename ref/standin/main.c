@@ -123,8 +123,37 @@ static int env_int(const char *name, int def, int lo, int hi, int *out)
 	return 0;
 }
 
+/* bootstrap_server_address ("host:port"): a gen B prefill of a release that reads it starts no
+ * bootstrap server and registers its workers there (get_mooncake_bootstrap_addr and
+ * should_launch_bootstrap_server, mooncake_connector.py @ 00f4240e, with its error text). */
+static int v1_boot_addr(struct sa *s, const cJSON *a)
+{
+	char host[256];
+	int port;
+
+	if (!a)
+		return 0;
+	if (!cfg_gen_is_b(s->gen) || !(s->vi.feat & CFG_F_BOOT_ADDR)) {
+		pd_warn("kv_connector_extra_config.bootstrap_server_address is not read by vLLM %s "
+		        "(gen %s); the prefill starts its own bootstrap server",
+		        s->vi.version, cfg_gen_name(s->gen));
+		return 0;
+	}
+	if (!s->kt.is_producer)
+		return 0; /* only the prefill reads it */
+	if (!cJSON_IsString(a) || pd_split_hostport(a->valuestring, host, sizeof(host), &port) ||
+	    strlen(a->valuestring) >= sizeof(s->boot_addr)) {
+		fprintf(stderr, "pdkv-standin: error: --kv-transfer-config: "
+		                "kv_connector_extra_config.bootstrap_server_address: ValueError: "
+		                "bootstrap_server_address must specify a host and port\n");
+		return -1;
+	}
+	snprintf(s->boot_addr, sizeof(s->boot_addr), "%s", a->valuestring);
+	return 0;
+}
+
 /* kv_connector_extra_config of the V1 connector: mooncake_protocol (str, "rdma"),
- * num_workers (int), device_name (str). */
+ * num_workers (int), device_name (str), bootstrap_server_address (str). */
 static int v1_extra(struct sa *s)
 {
 	cJSON *j =
@@ -150,6 +179,8 @@ static int v1_extra(struct sa *s)
 		        "kv_connector_extra_config.num_workers: expected an integer >= 1\n");
 		ret = -1;
 	}
+	if (v1_boot_addr(s, cJSON_GetObjectItemCaseSensitive(j, "bootstrap_server_address")))
+		ret = -1;
 	cJSON_Delete(j);
 	return ret;
 }

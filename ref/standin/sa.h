@@ -151,6 +151,7 @@ struct sa {
 	bool policy_fail; /* kv_load_failure_policy "fail" */
 	char protocol[16];
 	int bootstrap_port, abort_timeout_s;
+	char boot_addr[300]; /* kv_connector_extra_config.bootstrap_server_address, "" = none */
 	struct kv1_worker *w[SA_MAX_DP][SA_MAX_TP];
 	struct sa_owners *own[SA_MAX_DP][SA_MAX_TP]; /* V1 consumer: which check a block is for */
 	char engine_ids[SA_MAX_DP][160];

@@ -80,7 +80,7 @@ static int v1_start(struct sa *s)
 	size_t bs = (size_t)s->o.block_size, row = row_bytes(s);
 	size_t nblocks = s->o.num_gpu_blocks > 0 ? (size_t)s->o.num_gpu_blocks
 	                                         : 4 * (((size_t)s->o.max_model_len + bs - 1) / bs);
-	char boot_url[64], err[768];
+	char boot_url[320], err[768];
 	int bport = 0, order[KV1_MAX_BUFS];
 
 	bool keys_first = !s->o.kv_mla && 2 * (size_t)g->layers <= KV1_MAX_BUFS;
@@ -93,7 +93,7 @@ static int v1_start(struct sa *s)
 	if (sa_gpu_setup(s))
 		return -1;
 
-	if (s->producer && cfg_gen_is_b(s->gen)) {
+	if (s->producer && cfg_gen_is_b(s->gen) && !s->boot_addr[0]) {
 		int ret = kv1_boot_start(NULL, s->bootstrap_port,
 		                         s->gen == CFG_GEN_BN ? KV1_SHAPE_BN : KV1_SHAPE_B0,
 		                         &s->boot, &bport);
@@ -109,6 +109,8 @@ static int v1_start(struct sa *s)
 		pd_info("Mooncake Bootstrap Server started at 0.0.0.0:%d", bport);
 	}
 	snprintf(boot_url, sizeof(boot_url), "http://127.0.0.1:%d", bport);
+	if (s->boot_addr[0]) /* bootstrap_server_address: register there (main.c) */
+		snprintf(boot_url, sizeof(boot_url), "http://%s", s->boot_addr);
 	for (int d = 0; d < s->o.dp; d++)
 		for (int r = 0; r < s->o.tp; r++) {
 			struct kv1_opts o = {0};
@@ -121,7 +123,7 @@ static int v1_start(struct sa *s)
 			o.tp_size = s->o.tp;
 			o.tp_rank = r;
 			o.engine_id = s->engine_ids[d];
-			o.bootstrap_url = s->boot ? boot_url : NULL;
+			o.bootstrap_url = s->boot || s->boot_addr[0] ? boot_url : NULL;
 			o.abort_timeout_s = s->abort_timeout_s;
 			o.recv_timeout_ms =
 			    s->gen == CFG_GEN_A ? 60000 : (s->abort_timeout_s + 10) * 1000;

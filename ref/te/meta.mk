@@ -8,3 +8,7 @@ test_meta_store_SRCS := ref/te/tests/test_meta_store.c
 test_meta_store_LIBS := temeta pdtestsvc pdcommon
 test_meta_svc_SRCS := ref/te/tests/test_meta_svc.c
 test_meta_svc_LIBS := pdtestsvc pdcommon
+# metadata_version (Mooncake #3837): reading, writing, the re-read rules, P2P's 0
+TESTS += test_meta_version
+test_meta_version_SRCS := ref/te/tests/test_meta_version.c
+test_meta_version_LIBS := te temeta pdtestsvc pdcommon

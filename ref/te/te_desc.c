@@ -5,6 +5,7 @@
 #include <cJSON.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,44 @@ void te_desc_timestamp(char out[32])
 	if (n == 0 || n > 20)
 		n = 0;
 	snprintf(out + n, 32 - n, ".%06u", (unsigned)(tv.tv_usec % 1000000));
+}
+
+uint64_t te_desc_next_version(void)
+{
+	static _Atomic uint64_t last;
+	struct timespec ts;
+	uint64_t now, prev, v;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	prev = atomic_load(&last);
+	do
+		v = now > prev ? now : prev + 1;
+	while (!atomic_compare_exchange_weak(&last, &prev, v));
+	return v;
+}
+
+int te_desc_version_check(const struct te_segment_desc *cached, const struct te_segment_desc *fresh)
+{
+	struct te_segment_desc a, b;
+	char *ea, *eb;
+	int same;
+
+	if (!cached || !fresh || !cached->metadata_version || !fresh->metadata_version ||
+	    fresh->metadata_version > cached->metadata_version)
+		return 1;
+	if (fresh->metadata_version < cached->metadata_version)
+		return -1;
+	a = *cached;
+	b = *fresh;
+	snprintf(a.timestamp, sizeof(a.timestamp), "-");
+	snprintf(b.timestamp, sizeof(b.timestamp), "-");
+	ea = te_desc_encode(&a);
+	eb = te_desc_encode(&b);
+	same = ea && eb && !strcmp(ea, eb);
+	free(ea);
+	free(eb);
+	return same ? 0 : -2;
 }
 
 const struct te_buffer_desc *te_desc_find_range(const struct te_segment_desc *d, uint64_t addr,
@@ -94,6 +133,8 @@ char *te_desc_encode(const struct te_segment_desc *d)
 	}
 	if (ipc && d->host_id[0])
 		err |= add(root, "pdkv_host_id", cJSON_CreateString(d->host_id));
+	if (te_compat_metadata_version()) /* Mooncake #3837; 0 over the P2P handshake */
+		err |= add(root, "metadata_version", u64_item(d->metadata_version));
 	bufs = cJSON_CreateArray();
 	err |= add(root, "buffers", bufs);
 	for (int i = 0; bufs && i < d->nbuffers; i++) {
@@ -410,6 +451,13 @@ int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, c
 		goto out;
 	}
 	d->tcp_proto_version = (int)v;
+	if (get_uint(root, "metadata_version", UINT64_MAX, &d->metadata_version, 0)) {
+		ret = fail(errbuf, errlen,
+		           "segment %s: metadata_version: expected an unsigned 64-bit integer "
+		           "(microseconds)",
+		           d->name);
+		goto out;
+	}
 	if (rdma && (ret = decode_devices(root, d, errbuf, errlen)))
 		goto out;
 	if ((ret = decode_buffers(root, d, rdma, errbuf, errlen)))
@@ -438,13 +486,14 @@ out:
 }
 
 /* ------------------------------------------------------------------ rpc_meta */
-char *te_rpcmeta_encode(const char *ip_or_host_name, int rpc_port)
+char *te_rpcmeta_encode(const char *ip_or_host_name, int rpc_port, uint64_t version)
 {
 	cJSON *o = cJSON_CreateObject();
 	char *out = NULL;
 	if (o && ip_or_host_name && rpc_port > 0 && rpc_port <= 65535 &&
 	    !add(o, "ip_or_host_name", cJSON_CreateString(ip_or_host_name)) &&
-	    !add(o, "rpc_port", u64_item((uint64_t)rpc_port)))
+	    !add(o, "rpc_port", u64_item((uint64_t)rpc_port)) &&
+	    (!te_compat_metadata_version() || !add(o, "metadata_version", u64_item(version))))
 		out = te_json_fast_write(o);
 	cJSON_Delete(o);
 	return out;
@@ -454,7 +503,7 @@ int te_rpcmeta_decode(const char *json, size_t len, char *host, size_t hostlen, 
                       char *errbuf, size_t errlen)
 {
 	char why[160];
-	uint64_t port;
+	uint64_t port, version;
 	int ret = 0;
 	cJSON *root = te_json_parse(json, len, why, sizeof(why));
 	if (!root)
@@ -468,6 +517,9 @@ int te_rpcmeta_decode(const char *json, size_t len, char *host, size_t hostlen, 
 		           hostlen);
 	else if (get_uint(root, "rpc_port", 65535, &port, 1) || port == 0)
 		ret = fail(errbuf, errlen, "rpc_meta: \"rpc_port\": expected 1..65535");
+	else if (get_uint(root, "metadata_version", UINT64_MAX, &version, 0))
+		ret = fail(errbuf, errlen,
+		           "rpc_meta: \"metadata_version\": expected an unsigned 64-bit integer");
 	else
 		*rpc_port = (int)port;
 	cJSON_Delete(root);

@@ -215,9 +215,11 @@ static void drop_refused_rpc_meta(struct te_engine *eng, const char *key, int er
 
 static int publish_rpc_meta(struct te_engine *eng)
 {
-	char *key = te_meta_rpc_key(eng->name);
-	char *val = te_rpcmeta_encode(eng->local_ip, eng->rpc_port);
+	char *key = te_meta_rpc_key(eng->name), *val;
 	int ret = TE_ERR_MEMORY;
+
+	eng->rpc_version = te_desc_next_version();
+	val = te_rpcmeta_encode(eng->local_ip, eng->rpc_port, eng->rpc_version);
 
 	if (key && val) {
 		ret = te_meta_put(eng->meta, key, val);
@@ -245,6 +247,8 @@ static int publish_segment(struct te_engine *eng)
 	snprintf(d->name, sizeof(d->name), "%s", eng->name);
 	snprintf(d->protocol, sizeof(d->protocol), "%s", eng->ops->name);
 	te_desc_timestamp(d->timestamp);
+	/* Mooncake #3837: every store publish bumps the version; the P2P handshake sends 0 */
+	d->metadata_version = eng->p2p ? 0 : te_desc_next_version();
 	pthread_rwlock_rdlock(&eng->buf_lock);
 	d->buffers = calloc(eng->nbufs ? eng->nbufs : 1, sizeof(*d->buffers));
 	if (d->buffers) {

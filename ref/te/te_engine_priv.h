@@ -45,6 +45,8 @@ struct te_engine {
 	struct te_segment_desc *local_desc;
 	char *local_json;
 	bool rpc_published, seg_published;
+	uint64_t
+	    rpc_version; /* metadata_version of the published rpc_meta (the keeper reuses it) */
 
 	pthread_mutex_t seg_lock;   /* segs, descs */
 	struct te_seg_entry **segs; /* id = index + 1 */

@@ -44,7 +44,9 @@ struct te_segment_desc {
 	char host_id[64];  /* nvlink_intra, pdkv's own "pdkv_host_id": the kernel's boot id, so a
 	                      peer knows whether it shares this host; "" = not published */
 	int tcp_data_port; /* 0 = absent */
-	int tcp_proto_version; /* 0 = absent */
+	int tcp_proto_version;     /* 0 = absent */
+	uint64_t metadata_version; /* Mooncake #3837: wall-clock microseconds of the publish;
+	                              0 = absent or legacy (P2P handshake, older publishers) */
 	int ndevices;
 	struct te_device_desc devices[TE_MAX_DEVICES];
 	int nbuffers;
@@ -62,12 +64,22 @@ int te_desc_decode(const char *json, size_t len, struct te_segment_desc **out, c
 void te_desc_free(struct te_segment_desc *d);
 /* Local-time timestamp "YYYY-MM-DD HH:MM:SS.uuuuuu". */
 void te_desc_timestamp(char out[32]);
+/* A fresh metadata_version: wall-clock microseconds, strictly above every earlier one of this
+ * process (two publishes in one microsecond, or a clock step back, still order). */
+uint64_t te_desc_next_version(void);
+/* Mooncake #3837's cache rule for a re-read descriptor: 1 take the new one (newer version, or
+ * either side unversioned), 0 same version and same content (nothing to do), -1 older (stale),
+ * -2 same version but different content. The timestamp is not content. */
+int te_desc_version_check(const struct te_segment_desc *cached,
+                          const struct te_segment_desc *fresh);
 /* Finds the remote buffer holding [addr, addr+len); NULL if none (overflow-safe). */
 const struct te_buffer_desc *te_desc_find_range(const struct te_segment_desc *d, uint64_t addr,
                                                 uint64_t len);
-/* rpc_meta value: {"ip_or_host_name":"...","rpc_port":N}\n (malloc'd). */
-char *te_rpcmeta_encode(const char *ip_or_host_name, int rpc_port);
-/* Tolerant reader: host non-empty, rpc_port 1..65535. TE_ERR_MALFORMED_JSON + reason. */
+/* rpc_meta value: {"ip_or_host_name":"...","rpc_port":N}\n (malloc'd), with
+ * "metadata_version":version between them when te_compat_metadata_version(). */
+char *te_rpcmeta_encode(const char *ip_or_host_name, int rpc_port, uint64_t version);
+/* Tolerant reader: host non-empty, rpc_port 1..65535, metadata_version (optional) an unsigned
+ * 64-bit integer. TE_ERR_MALFORMED_JSON + reason. */
 int te_rpcmeta_decode(const char *json, size_t len, char *host, size_t hostlen, int *rpc_port,
                       char *errbuf, size_t errlen);
 
@@ -84,9 +96,9 @@ int te_json_get_uint(const struct cJSON *item, uint64_t max, uint64_t *out);
 
 /* ================================================================ Mooncake release
  * (te_meta_compat.c) PDKV_MOONCAKE_VERSION picks the release whose bytes pdkv writes where releases
- * differ. Unset, pdkv writes the newest form wherever every release reads it (extra JSON keys are
- * ignored by all of them) and the oldest where the newer readers accept both (the trailing "\n").
- */
+ * differ. Unset, pdkv writes the newest released form wherever every release reads it (extra JSON
+ * keys are ignored by all of them) and the oldest where the newer readers accept both (the
+ * trailing "\n"); metadata_version, in no tagged release yet, only when asked for. */
 /* "0.3.6" / "v0.3.12.post1" -> 306 / 312 (major*10000+minor*100+patch); NULL/"" 0; bad -1. */
 int te_compat_parse(const char *s);
 int te_compat_version(void); /* PDKV_MOONCAKE_VERSION (read at each call); 0 = unset */
@@ -97,6 +109,9 @@ bool te_compat_rdma_tcp_fields(void);
 /* RDMA Connection handshake in the current form: local_gid, local_lid, payload, ready_ack
  * (unset or >= 0.3.11); else the older 4-key form. Both forms are always accepted. */
 bool te_compat_rdma_hs_current(void);
+/* Descriptors and rpc_meta carry "metadata_version" (Mooncake #3837; >= 0.3.13, off when
+ * unset: no tagged release has it yet). */
+bool te_compat_metadata_version(void);
 
 /* ================================================================ metadata (te_conn.c, te_meta*.c)
  * Connection strings and stores: docs/metadata.md. */

@@ -54,3 +54,12 @@ bool te_compat_rdma_hs_current(void)
 	int v = te_compat_version();
 	return !v || v >= 311; /* local_gid/local_lid from 0.3.11, ready_ack 0.3.12 */
 }
+
+bool te_compat_metadata_version(void)
+{
+	int v = te_compat_version();
+	/* Mooncake PR #3837 (merged 2026-09-02, after v0.3.12.post1): taken to ship in 0.3.13.
+	 * Unset = off: no release carries it yet, and its readers take an absent version as the
+	 * legacy 0 (what its own P2P handshake sends) */
+	return v >= 313;
+}

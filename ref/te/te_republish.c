@@ -49,7 +49,8 @@ static void keeper_check(struct te_engine *eng)
 		rp = key_present(eng, rk);
 		sp = rp < 0 ? rp : key_present(eng, sk);
 		if (rp == 0) {
-			char *val = te_rpcmeta_encode(eng->local_ip, eng->rpc_port);
+			char *val =
+			    te_rpcmeta_encode(eng->local_ip, eng->rpc_port, eng->rpc_version);
 			if (val)
 				put_back(eng, rk, val);
 			free(val);

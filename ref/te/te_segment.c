@@ -2,6 +2,7 @@
  * published descriptor) and the peer cache (open/sync, rpc_meta lookups, P2P metadata). */
 #include "te_engine_priv.h"
 
+#include <inttypes.h>
 #include <sched.h>
 #include <time.h>
 #include <stdio.h>
@@ -167,6 +168,26 @@ static struct te_seg_entry *find_seg(struct te_engine *eng, const char *name, ui
 	return NULL;
 }
 
+/* Mooncake #3837's rule on a re-read: a newer metadata_version replaces the cached descriptor,
+ * an older one is stale, the same one with other content means two publishers (or a missing
+ * bump); unversioned (0) descriptors always replace. True when the fresh one is not taken. */
+static bool version_refused(const char *name, const struct te_segment_desc *cached,
+                            const struct te_segment_desc *fresh)
+{
+	int r = te_desc_version_check(cached, fresh);
+
+	if (r == -1)
+		pd_warn("te: segment \"%s\": metadata_version %" PRIu64 " is older than the cached "
+		        "%" PRIu64 "; stale descriptor ignored",
+		        name, fresh->metadata_version, cached->metadata_version);
+	else if (r == -2)
+		pd_warn("te: segment \"%s\": metadata_version %" PRIu64 " re-read with different "
+		        "content (two publishers under one name, or a publish without a version "
+		        "bump); keeping the cached descriptor",
+		        name, fresh->metadata_version);
+	return r <= 0;
+}
+
 /* Returns the entry for name (created and fetched if needed); refresh forces a re-fetch. */
 static int get_seg(struct te_engine *eng, const char *name, bool refresh, uint64_t *id_out,
                    struct te_seg_entry **out)
@@ -210,12 +231,15 @@ static int get_seg(struct te_engine *eng, const char *name, bool refresh, uint64
 		eng->segs[eng->nsegs++] = e;
 		id = eng->nsegs;
 	}
+	if (e->desc && version_refused(name, e->desc, d))
+		goto keep; /* the cached descriptor (and its rpc_meta) stay */
 	ret = te_engine_keep_desc(eng, d);
 	if (ret)
 		goto out;
 	e->desc = d;
 	e->rpc_port = 0; /* re-resolve too: unlike Mooncake, a restarted peer is found again */
 	d = NULL;
+keep:
 	*id_out = id;
 	*out = e;
 out:

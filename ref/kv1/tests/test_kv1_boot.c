@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,7 +177,7 @@ static void test_b0(void **state)
 static void test_register_retries(void **state)
 {
 	int port = pd_free_port("127.0.0.1");
-	char base[64], err[512];
+	char base[64], err[1024], want[256];
 	struct kv1_boot_table t;
 	uint64_t t0 = pd_now_ns();
 	(void)state;
@@ -185,8 +187,34 @@ static void test_register_retries(void **state)
 	    kv1_boot_register(base, "e", 0, 0, 0, "tcp://h:1", KV1_SHAPE_BN, 500, err, sizeof(err)),
 	    -1);
 	assert_non_null(strstr(err, "after 3 attempts"));
+	/* the payload as pydantic prints it, and the /register URL (vLLM's RuntimeError) */
+	snprintf(want, sizeof(want),
+	         "Failed to register engine_id='e' dp_rank=0 tp_rank=0 pp_rank=0 addr='tcp://h:1' "
+	         "with the Mooncake bootstrap server at %s/register after 3 attempts.",
+	         base);
+	assert_non_null(strstr(err, want));
 	assert_true(pd_now_ns() - t0 >= 2900000000ull);
 	assert_int_equal(kv1_boot_query(base, 500, &t, err, sizeof(err)), -1);
+}
+
+/* kv1_boot_start_lim: limits out of range are refused; a valid set serves */
+static void test_limits(void **state)
+{
+	struct kv1_boot *b = NULL;
+	int port = 0;
+	(void)state;
+	assert_int_equal(kv1_boot_start_lim("127.0.0.1", 0, KV1_SHAPE_BN,
+	                                    &(struct kv1_boot_limits){0, 10}, &b, &port),
+	                 -EINVAL);
+	assert_int_equal(kv1_boot_start_lim("127.0.0.1", 0, KV1_SHAPE_BN,
+	                                    &(struct kv1_boot_limits){4, 0}, &b, &port),
+	                 -EINVAL);
+	assert_int_equal(kv1_boot_start_lim("127.0.0.1", 0, KV1_SHAPE_BN,
+	                                    &(struct kv1_boot_limits){4, 2}, &b, &port),
+	                 0);
+	assert_true(port > 0);
+	assert_int_equal(kv1_boot_engines(b), 0);
+	kv1_boot_stop(b);
 }
 
 int main(void)
@@ -195,6 +223,7 @@ int main(void)
 	    cmocka_unit_test(test_bn),
 	    cmocka_unit_test(test_b0),
 	    cmocka_unit_test(test_register_retries),
+	    cmocka_unit_test(test_limits),
 	};
 	curl_global_init(CURL_GLOBAL_ALL);
 	return cmocka_run_group_tests(tests, NULL, NULL);

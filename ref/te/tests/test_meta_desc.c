@@ -327,15 +327,15 @@ static void test_rpcmeta(void **state)
 	char host[64], err[128], *s;
 	int port = 0;
 	(void)state;
-	s = te_rpcmeta_encode("10.0.0.2", 15423);
+	s = te_rpcmeta_encode("10.0.0.2", 15423, 1);
 	assert_string_equal(s, "{\"ip_or_host_name\":\"10.0.0.2\",\"rpc_port\":15423}\n");
 	assert_int_equal(
 	    te_rpcmeta_decode(s, strlen(s), host, sizeof(host), &port, err, sizeof(err)), 0);
 	assert_string_equal(host, "10.0.0.2");
 	assert_int_equal(port, 15423);
 	free(s);
-	assert_null(te_rpcmeta_encode("h", 0));
-	assert_null(te_rpcmeta_encode("h", 65536));
+	assert_null(te_rpcmeta_encode("h", 0, 0));
+	assert_null(te_rpcmeta_encode("h", 65536, 0));
 	static const char *const bad[] = {
 	    "{\"ip_or_host_name\":\"\",\"rpc_port\":1}",
 	    "{\"ip_or_host_name\":\"h\"}",
