@@ -307,11 +307,16 @@ cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON
 		add_str(a, "--kv-transfer-config");
 		add_str(a, txt);
 		free(txt);
+		/* each side its own release (a rolling upgrade mixes them) */
+		int side = n == &d->decode ? 1 : 0;
+		const char *ver = sc->vllm_side[side] ? sc->vllm_side[side] : sc->vllm;
+		enum cfg_gen gen =
+		    (enum cfg_gen)(sc->vllm_side[side] ? sc->gen_side[side] : sc->gen);
 		add_str(a, "--vllm-version");
-		add_str(a, sc->vllm);
-		if (cfg_gen_is_b((enum cfg_gen)sc->gen)) {
+		add_str(a, ver);
+		if (cfg_gen_is_b(gen)) {
 			add_str(a, "--v1-shape");
-			add_str(a, cfg_gen_name((enum cfg_gen)sc->gen));
+			add_str(a, cfg_gen_name(gen));
 		}
 	}
 	if (kv && hr_router_wanted(sc)) { /* what reached it, for the router_* checks */
