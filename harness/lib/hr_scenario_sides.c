@@ -67,8 +67,7 @@ int hr_scenario_parse_sides(const char *path, const cJSON *v, const cJSON *g,
 	if (cfg_gen_is_v1(info[0].gen) != cfg_gen_is_v1(info[1].gen))
 		return serr(path, err, errsz, "vllm",
 		            "prefill %s speaks generation %s and decode %s generation %s: the V0 "
-		            "pipe and a V1 connector cannot be paired (no release upgrades across "
-		            "that line in place)",
+		            "pipe and a V1 connector share no wire; pick two V0 or two V1 releases",
 		            info[0].version, cfg_gen_name(info[0].gen), info[1].version,
 		            cfg_gen_name(info[1].gen));
 	for (int i = 0; i < 2; i++) {

@@ -1,0 +1,7 @@
+# pdkv-upgrade-check (`pdkv upgrade-check`): the rolling-upgrade matrix over the scenario runner
+# (harness/lib); thin main + upg_run.c (cells) + upg_report.c (matrix, change list, JSON).
+# Its bash test (tests/upgrade_check.sh) is found by ci/run-tests.sh.
+BINS += pdkv-upgrade-check
+pdkv-upgrade-check_SRCS := harness/upgrade/main.c harness/upgrade/upg_run.c \
+	harness/upgrade/upg_report.c
+pdkv-upgrade-check_LIBS := hr cfg pdtestsvc pdcommon
