@@ -25,6 +25,7 @@ declare -A WHAT=(
   [pdkv-standin]="OpenAI-compatible Prefill/Decode stand-in for vLLM"
   [pdkv-proxy]="disaggregation proxy: prefill with max_tokens=1, then decode"
   [pdkv-metaserver]="HTTP metadata server with Mooncake's API"
+  [pdkv-upgrade-check]="rolling-upgrade matrix of two vLLM releases, old/new prefill x old/new decode"
 )
 
 bins() {
