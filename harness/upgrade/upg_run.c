@@ -231,6 +231,11 @@ void upg_run(struct upg_plan *p, const struct hr_opts *o, FILE *progress)
 			fflush(progress);
 		}
 		run_cell(p, c, o);
+		if (o->stop && *o->stop) { /* a cell cut short says nothing about the pair */
+			p->interrupted = true;
+			c->verdict = UPG_NOTRUN;
+			snprintf(c->error, sizeof(c->error), "interrupted");
+		}
 		if (progress) {
 			fprintf(progress, "#        %s in %.1fs%s%.200s\n",
 			        upg_verdict_name(c->verdict), pd_now_s() - t,
