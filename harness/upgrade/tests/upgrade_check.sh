@@ -55,4 +55,9 @@ check "json: old/old passes under toy, new/new under mooncake" jq_ "$T/b.json" "
 check "json: the router contract change is listed" jq_ "$T/b.json" "any(c['kind']=='router' and 'toy -> mooncake' in c['what'] for c in j['changes'])"
 check "text: INCOMPATIBLE in the matrix" grep -q 'INCOMPATIBLE \[' "$T/out"
 
+# V0 -> V1: the mixed cells cannot be deployed at all; the parser's reason is the error
+rc=$(run --from 0.8.5 --to 0.12 --timeout 8 --json "$T/c.json")
+check "0.8.5 -> 0.12 exits 0 (got $rc)" [ "$rc" = 0 ]
+check "json: V0/V1 cells INCOMPATIBLE, not deployable" jq_ "$T/c.json" "all(c['verdict']=='INCOMPATIBLE' and 'not deployable' in c['error'] and 'vllm: prefill' in c['error'] for c in j['cells'] if c['cell'] in ('old/new','new/old'))"
+
 [ "$fails" -eq 0 ]
