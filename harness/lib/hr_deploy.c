@@ -355,8 +355,11 @@ cJSON *hr_proxy_argv(struct hr_deploy *d, char *err, size_t errsz)
 	add_str(a, d->sc->proxy_contract);
 	add_str(a, "--prefill");
 	add_str(a, d->prefill.base_url);
-	if (cfg_gen_is_b((enum cfg_gen)d->sc->gen))
-		add_int(a, d->bootstrap_port[0]); /* mooncake_connector_proxy.py's BOOTSTRAP_PORT */
+	/* mooncake_connector_proxy.py's BOOTSTRAP_PORT; also for a mooncake router forced in front
+	 * of a gen-A prefill (an upgrade's mixed cell): it then asks the port that prefill owns */
+	if (cfg_gen_is_b((enum cfg_gen)d->sc->gen) ||
+	    (!strcmp(d->sc->proxy_contract, "mooncake") && d->bootstrap_port[0] > 0))
+		add_int(a, d->bootstrap_port[0]);
 	add_str(a, "--decode");
 	add_str(a, d->decode.base_url);
 	if (add_subst(a, &d->vars, d->sc->proxy_args, err, errsz)) {
