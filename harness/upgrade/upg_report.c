@@ -78,6 +78,7 @@ cJSON *upg_changes(const struct upg_plan *p)
 {
 	const struct cfg_vllm_info *o = &p->ver[0], *n = &p->ver[1];
 	cJSON *a = cJSON_CreateArray();
+	unsigned known = 0;
 
 	if (o->gen != n->gen)
 		add_change(a, "wire", "%s -> %s: %s", cfg_gen_name(o->gen), cfg_gen_name(n->gen),
@@ -102,13 +103,12 @@ cJSON *upg_changes(const struct upg_plan *p)
 		if ((o->feat ^ n->feat) & feats[i].bit)
 			add_change(a, feats[i].kind, "%s %s", n->feat & feats[i].bit ? "+" : "-",
 			           feats[i].what);
-	for (unsigned b = 0, known = 0; b < 32; b++) {
-		for (size_t i = 0; i < PD_ARRAY_SIZE(feats); i++)
-			known |= feats[i].bit;
+	for (size_t i = 0; i < PD_ARRAY_SIZE(feats); i++)
+		known |= feats[i].bit;
+	for (unsigned b = 0; b < 32; b++) /* a bit the table gained after this file */
 		if (((o->feat ^ n->feat) >> b & 1u) && !(known >> b & 1u))
 			add_change(a, "feature", "%s feature bit %u of the table",
 			           n->feat >> b & 1u ? "+" : "-", b);
-	}
 	for (int i = 0; i < 2; i++) {
 		const struct cfg_vllm_info *v = &p->ver[i];
 		if (v->note && (i == 1 || strcmp(o->row, n->row)))

@@ -5,3 +5,7 @@ BINS += pdkv-upgrade-check
 pdkv-upgrade-check_SRCS := harness/upgrade/main.c harness/upgrade/upg_run.c \
 	harness/upgrade/upg_report.c
 pdkv-upgrade-check_LIBS := hr cfg pdtestsvc pdcommon
+TESTS += test_upg
+test_upg_SRCS := harness/upgrade/tests/test_upg.c harness/upgrade/upg_run.c \
+	harness/upgrade/upg_report.c
+test_upg_LIBS := hr cfg pdtestsvc pdcommon
