@@ -22,13 +22,14 @@ static const struct {
     {"metaserver", "HTTP metadata server with Mooncake's API"},
     {"bootstrap", "vLLM gen B bootstrap server, for prefills given bootstrap_server_address"},
     {"interop", "pdkv <-> your Mooncake transfer_engine_bench, both ways, every store"},
+    {"upgrade-check", "rolling-upgrade matrix: old/new prefill x old/new decode, what changed"},
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pdkv <command> [args]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-		fprintf(f, "  %-11s %s\n", subs[i].name, subs[i].what);
+		fprintf(f, "  %-13s %s\n", subs[i].name, subs[i].what);
 	fprintf(f, "\n`pdkv <command> --help` shows a command's flags.\n");
 }
 

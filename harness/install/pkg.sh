@@ -26,6 +26,7 @@ declare -A WHAT=(
   [pdkv-proxy]="disaggregation proxy: prefill with max_tokens=1, then decode"
   [pdkv-metaserver]="HTTP metadata server with Mooncake's API"
   [pdkv-bootstrap]="vLLM gen B bootstrap server, for prefills given bootstrap_server_address"
+  [pdkv-upgrade-check]="rolling-upgrade matrix of two vLLM releases, old/new prefill x old/new decode"
 )
 
 bins() {

@@ -50,8 +50,13 @@ struct hr_scenario {
 	unsigned expect_exit; /* HR_NODE_* bits: processes allowed to exit during the run */
 	double timeout_s;     /* 0 = runner default */
 	/* connector generation: "vllm" and/or "generation" (hr_scenario_gen.c) */
-	char *vllm;           /* the release the stand-ins emulate (--vllm-version), never NULL */
-	int gen;              /* enum cfg_gen */
+	char *vllm; /* the release the stand-ins emulate (--vllm-version), never NULL */
+	int gen;    /* enum cfg_gen */
+	/* per side ("vllm": {"prefill": X, "decode": Y}, hr_scenario_sides.c): [0] prefill,
+	 * [1] decode; with one release both equal vllm / gen, else vllm / gen are the newer side's
+	 * (the default router contract follows it) */
+	char *vllm_side[2];
+	int gen_side[2];
 	char *proxy_contract; /* pdkv-proxy --contract: v0 | toy | mooncake | auto */
 	cJSON *proxy_cmd;  /* "proxy.cmd": a user's router (array of strings), NULL = pdkv-proxy */
 	char *proxy_ready; /* "proxy.ready": its readiness path, NULL = the default probe */
@@ -73,6 +78,14 @@ void hr_scenario_free(struct hr_scenario *sc);
 /* "vllm", "generation", "proxy" and "env" of a scenario (called by hr_scenario_parse). */
 int hr_scenario_parse_gen(const char *path, const cJSON *root, struct hr_scenario *sc, char *err,
                           size_t errsz);
+/* "vllm" given as {"prefill": "X", "decode": "Y"} (v, an object): fills vllm, gen and the
+ * per-side fields; "generation" (g) must be absent. -1 with err naming the field. */
+int hr_scenario_parse_sides(const char *path, const cJSON *v, const cJSON *g,
+                            struct hr_scenario *sc, char *err, size_t errsz);
+/* The string form: both sides from vllm / gen. */
+int hr_scenario_same_sides(struct hr_scenario *sc);
+/* "X" or "X/Y" (prefill/decode) when the sides differ, for messages. */
+const char *hr_scenario_vllm_label(const struct hr_scenario *sc, char *buf, size_t sz);
 const char *hr_meta_name(enum hr_meta m);
 /* The router contract graded against: "proxy.contract", else the generation's (v0 / toy for
  * gen A / mooncake for gen B). */

@@ -307,11 +307,16 @@ cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON
 		add_str(a, "--kv-transfer-config");
 		add_str(a, txt);
 		free(txt);
+		/* each side its own release (a rolling upgrade mixes them) */
+		int side = n == &d->decode ? 1 : 0;
+		const char *ver = sc->vllm_side[side] ? sc->vllm_side[side] : sc->vllm;
+		enum cfg_gen gen =
+		    (enum cfg_gen)(sc->vllm_side[side] ? sc->gen_side[side] : sc->gen);
 		add_str(a, "--vllm-version");
-		add_str(a, sc->vllm);
-		if (cfg_gen_is_b((enum cfg_gen)sc->gen)) {
+		add_str(a, ver);
+		if (cfg_gen_is_b(gen)) {
 			add_str(a, "--v1-shape");
-			add_str(a, cfg_gen_name((enum cfg_gen)sc->gen));
+			add_str(a, cfg_gen_name(gen));
 		}
 	}
 	if (kv && hr_router_wanted(sc)) { /* what reached it, for the router_* checks */
@@ -350,8 +355,11 @@ cJSON *hr_proxy_argv(struct hr_deploy *d, char *err, size_t errsz)
 	add_str(a, d->sc->proxy_contract);
 	add_str(a, "--prefill");
 	add_str(a, d->prefill.base_url);
-	if (cfg_gen_is_b((enum cfg_gen)d->sc->gen))
-		add_int(a, d->bootstrap_port[0]); /* mooncake_connector_proxy.py's BOOTSTRAP_PORT */
+	/* mooncake_connector_proxy.py's BOOTSTRAP_PORT; also for a mooncake router forced in front
+	 * of a gen-A prefill (an upgrade's mixed cell): it then asks the port that prefill owns */
+	if (cfg_gen_is_b((enum cfg_gen)d->sc->gen) ||
+	    (!strcmp(d->sc->proxy_contract, "mooncake") && d->bootstrap_port[0] > 0))
+		add_int(a, d->bootstrap_port[0]);
 	add_str(a, "--decode");
 	add_str(a, d->decode.base_url);
 	if (add_subst(a, &d->vars, d->sc->proxy_args, err, errsz)) {

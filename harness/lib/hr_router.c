@@ -275,8 +275,8 @@ void hr_router_phases(struct hr_deploy *d, struct hr_run_data *rd, double deadli
 	struct hr_scenario one = *d->sc;
 	char path[700];
 	rd->contract = hr_scenario_grade_contract(d->sc);
-	if (cfg_gen_is_b((enum cfg_gen)d->sc->gen))
-		read_query(d, rd);
+	if (cfg_gen_is_b((enum cfg_gen)(d->sc->vllm_side[0] ? d->sc->gen_side[0] : d->sc->gen)))
+		read_query(d, rd); /* prefill's generation: a rolling upgrade mixes them */
 	/* a streamed request: SSE must pass through with [DONE] */
 	one.wl.requests = one.wl.concurrency = 1;
 	one.wl.stream = true;

@@ -345,8 +345,12 @@ static int phase_start(struct run *r, struct hr_node **nodes, size_t *nn)
 	    {&d->decode, "decode", sc->kv_decode, sc->decode_args, true},
 	    {&d->plain, "plain", NULL, NULL, d->plain_on},
 	};
-	progress(r, "starting prefill %s, decode %s%s", d->prefill.base_url, d->decode.base_url,
-	         d->plain_on ? ", plain stand-in" : "");
+	char ver[120];
+	hr_scenario_vllm_label(sc, ver, sizeof(ver));
+	progress(r, "starting prefill %s, decode %s%s%s%s%s", d->prefill.base_url,
+	         d->decode.base_url, d->plain_on ? ", plain stand-in" : "",
+	         strchr(ver, ',') ? " (vLLM " : "", strchr(ver, ',') ? ver : "",
+	         strchr(ver, ',') ? ")" : "");
 	*nn = 0;
 	for (size_t i = 0; i < PD_ARRAY_SIZE(starts); i++) {
 		cJSON *argv;

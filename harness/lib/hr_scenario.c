@@ -709,6 +709,8 @@ void hr_scenario_free(struct hr_scenario *sc)
 	free(sc->expect_fail);
 	free(sc->expect_match);
 	free(sc->vllm);
+	free(sc->vllm_side[0]);
+	free(sc->vllm_side[1]);
 	free(sc->proxy_contract);
 	cJSON_Delete(sc->proxy_cmd);
 	free(sc->proxy_ready);

@@ -45,7 +45,9 @@ static int parse_versions(const char *path, const cJSON *root, struct hr_scenari
 	char why[400];
 
 	if (v && !str_field(root, "vllm"))
-		return gerr(path, err, errsz, "vllm", "expected a vLLM release such as \"0.15\"");
+		return gerr(path, err, errsz, "vllm",
+		            "expected a vLLM release such as \"0.15\", or {\"prefill\": "
+		            "\"0.16\", \"decode\": \"0.17\"}");
 	if (g && (!str_field(root, "generation") || cfg_gen_parse(g->valuestring, &gen)))
 		return gerr(path, err, errsz, "generation", "expected v0, a, b0 or bn");
 	if (v) {
@@ -173,8 +175,13 @@ static int parse_env(const char *path, const cJSON *root, struct hr_scenario *sc
 int hr_scenario_parse_gen(const char *path, const cJSON *root, struct hr_scenario *sc, char *err,
                           size_t errsz)
 {
-	if (parse_versions(path, root, sc, err, errsz) || parse_proxy(path, root, sc, err, errsz) ||
-	    parse_env(path, root, sc, err, errsz))
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "vllm");
+	int r = cJSON_IsObject(v) /* per side (hr_scenario_sides.c) */
+	            ? hr_scenario_parse_sides(path, v,
+	                                      cJSON_GetObjectItemCaseSensitive(root, "generation"),
+	                                      sc, err, errsz)
+	            : parse_versions(path, root, sc, err, errsz) || hr_scenario_same_sides(sc);
+	if (r || parse_proxy(path, root, sc, err, errsz) || parse_env(path, root, sc, err, errsz))
 		return -1;
 	return 0;
 }
