@@ -21,6 +21,7 @@ static const struct {
     {"proxy", "disaggregation proxy: prefill with max_tokens=1, then decode"},
     {"metaserver", "HTTP metadata server with Mooncake's API"},
     {"interop", "pdkv <-> your Mooncake transfer_engine_bench, both ways, every store"},
+    {"vllm-drift", "read an installed vLLM (no import) and say what pdkv does not model yet"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,5 @@
+# pdkv-vllm-drift (`pdkv vllm-drift`): reads a vLLM tree with harness/drift/vllm_extract.py and
+# compares it with pdkv's model (ref/cfg/cfg_model.c, cfg_drift*.c); a thin main.
+BINS += pdkv-vllm-drift
+pdkv-vllm-drift_SRCS := harness/drift/drift_main.c
+pdkv-vllm-drift_LIBS := cfg pdcommon
