@@ -25,6 +25,7 @@ declare -A WHAT=(
   [pdkv-standin]="OpenAI-compatible Prefill/Decode stand-in for vLLM"
   [pdkv-proxy]="disaggregation proxy: prefill with max_tokens=1, then decode"
   [pdkv-metaserver]="HTTP metadata server with Mooncake's API"
+  [pdkv-vllm-drift]="read an installed vLLM and say what pdkv does not model yet"
 )
 
 bins() {
@@ -68,6 +69,8 @@ do_install() {
     man_page "$b" "$man/$n.1"
     if [ "$GZIP_MAN" = 1 ]; then gzip -9nf "$man/$n.1"; fi
   done
+  # pdkv vllm-drift's extractor (cfg_drift_extractor looks in ../share/pdkv/)
+  install -m 0644 harness/drift/vllm_extract.py "$share/"
   # scenarios keep their layout: fixture paths inside them are relative to the file
   rm -rf "$share/scenarios" "$share/fixtures"
   git ls-files -z scenarios fixtures 2>/dev/null | while IFS= read -r -d '' f; do
