@@ -3,3 +3,6 @@
 BINS += pdkv-vllm-drift
 pdkv-vllm-drift_SRCS := harness/drift/drift_main.c
 pdkv-vllm-drift_LIBS := cfg pdcommon
+TESTS += test_vllm_drift_cmp
+test_vllm_drift_cmp_SRCS := harness/drift/tests/test_vllm_drift_cmp.c
+test_vllm_drift_cmp_LIBS := cfg pdcommon

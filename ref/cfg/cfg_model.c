@@ -364,7 +364,16 @@ static cJSON *wire_json(const struct cfg_model_view *v, cJSON *j)
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "method", routes[i][0]);
 		cJSON_AddStringToObject(o, "path", routes[i][1]);
-		cJSON_AddItemToObject(o, "model_fields", csv_array(routes[i][2]));
+		cJSON *mf = cJSON_AddArrayToObject(o, "model_fields"),
+		      *names = csv_array(routes[i][2]);
+		const cJSON *it;
+		cJSON_ArrayForEach(it, names)
+		{
+			cJSON *f = cJSON_CreateObject();
+			cJSON_AddStringToObject(f, "name", it->valuestring);
+			cJSON_AddItemToArray(mf, f);
+		}
+		cJSON_Delete(names);
 		cJSON_AddItemToArray(arr, o);
 	}
 	cJSON_AddItemToObject(j, "sockets", csv_array(cfg_model_sockets(v)));
