@@ -147,8 +147,9 @@ static void summary_call(void **st)
 	assert_int_equal(
 	    cfg_drift_summary("fixtures/vllm-drift/new-field", NULL, 30000, line, sizeof(line)),
 	    CFG_DRIFT_WIRE);
-	assert_string_equal(line, "your vLLM 0.17.1: 1 new struct field pdkv does not model (wire; "
-	                          "row 0.17, shape bn)");
+	assert_non_null(strstr(line, "your vLLM 0.17.1: 1 new struct field pdkv does not model "
+	                             "(wire; row "));
+	assert_non_null(strstr(line, ", shape bn)"));
 	assert_int_equal(
 	    cfg_drift_summary("fixtures/vllm-drift/renamed-env", NULL, 30000, line, sizeof(line)),
 	    CFG_DRIFT_NON_WIRE);
