@@ -171,8 +171,10 @@ def version_of(tree):
         for n in ast.walk(mod):
             if isinstance(n, ast.Assign):
                 names = [t.id for t in n.targets if isinstance(t, ast.Name)]
-                if {"__version__", "version"} & set(names) and const_str(n.value):
-                    return const_str(n.value), rel
+                v = const_str(n.value)
+                # a checkout without the generated _version.py falls back to "dev": no version
+                if {"__version__", "version"} & set(names) and v and re.match(r"v?\d+\.\d+", v):
+                    return v, rel
     return None, None
 
 
@@ -338,30 +340,72 @@ def extra_keys_of(mods):
     return sorted(keys.values(), key=lambda k: k["key"])
 
 
+def _texty(t):
+    return t is not None and re.search(r"[A-Za-z]", re.sub(r"\{\}", "", t)) is not None
+
+
+class _Texts:
+    """The strings an expression can evaluate to, followed through local names, conditional
+    expressions and the return values of the module's own functions (a few levels deep)."""
+
+    def __init__(self, funcs):
+        self.funcs = funcs
+
+    def of(self, node, fn, depth=3):
+        s = fstring(node)
+        if s is not None:
+            return [s]
+        if depth <= 0:
+            return []
+        if isinstance(node, ast.IfExp):
+            return self.of(node.body, fn, depth - 1) + self.of(node.orelse, fn, depth - 1)
+        if isinstance(node, ast.Name) and fn is not None:
+            out = []
+            for n in ast.walk(fn):
+                if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    if any(isinstance(t, ast.Name) and t.id == node.id for t in targets):
+                        out += self.of(n.value, fn, depth - 1)
+            return out
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)
+            callee = self.funcs.get(name)
+            if callee is not None:
+                out = []
+                for r in ast.walk(callee):
+                    if isinstance(r, ast.Return) and r.value is not None:
+                        out += self.of(r.value, callee, depth - 1)
+                return out
+        return []
+
+
 def err_msgs_of(mods):
-    msgs = []
+    """Texts P sends as MooncakeXferResponse.err_msg: err_msg= arguments (followed through
+    names and helper functions) and strings assigned to any name ending in err_msg."""
+    msgs, seen = [], set()
+
+    def note(t, rel, where):
+        if _texty(t) and t not in seen:
+            seen.add(t)
+            msgs.append({"text": t, "file": rel, "function": where})
+
     for rel, mod in mods:
-        for fn in ast.walk(mod):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            assigned = {}
+        funcs = {f.name: f for f in ast.walk(mod)
+                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        texts = _Texts(funcs)
+        for fn in funcs.values():
             for n in ast.walk(fn):
-                if isinstance(n, ast.Assign) and len(n.targets) == 1 and \
-                        isinstance(n.targets[0], ast.Name):
-                    s = fstring(n.value)
-                    if s is not None:
-                        assigned.setdefault(n.targets[0].id, []).append(s)
-            for n in ast.walk(fn):
-                if not isinstance(n, ast.Call):
-                    continue
-                for k in n.keywords:
-                    if k.arg != "err_msg":
-                        continue
-                    s = fstring(k.value)
-                    texts = [s] if s is not None else assigned.get(getattr(k.value, "id", ""), [])
-                    for t in texts:
-                        if t not in [m["text"] for m in msgs]:
-                            msgs.append({"text": t, "file": rel, "function": fn.name})
+                if isinstance(n, ast.Call):
+                    for k in n.keywords:
+                        if k.arg == "err_msg":
+                            for t in texts.of(k.value, fn):
+                                note(t, rel, fn.name)
+                elif isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    if any(isinstance(t, ast.Name) and t.id.endswith("err_msg")
+                           for t in targets):
+                        note(fstring(n.value), rel, fn.name)
     return msgs
 
 

@@ -351,7 +351,8 @@ static void base_name(const char *s, char *out, size_t sz)
 static bool metric_interesting(const cJSON *m)
 {
 	const char *n = str(m, "name"), *f = str(m, "file");
-	return n && (strstr(n, "mooncake") || strstr(n, "prompt_tokens") || strstr(n, "kv_") ||
+	return n && (strstr(n, "mooncake") || !strncmp(n, "vllm:prompt_tokens", 18) ||
+	             strstr(n, "kv_transfer") || strstr(n, "kv_connector") ||
 	             (f && strstr(f, "kv_transfer")));
 }
 

@@ -60,6 +60,12 @@ static const struct cfg_model_field f_resp[] = {
     {"ok_reqs", "list[ReqId] | None", "None", 0},
     {"err_reqs", "list[ReqId] | None", "None", 0},
     {"err_msg", "str | None", "None", 0},
+};
+static const struct cfg_model_field f_resp_bl[] = {
+    {"status", "MooncakeXferResponseStatus", NULL, 0},
+    {"ok_reqs", "list[ReqId] | None", "None", 0},
+    {"err_reqs", "list[ReqId] | None", "None", 0},
+    {"err_msg", "str | None", "None", 0},
     {"prefix_replay_checkpoints", "dict[ReqId, tuple[int, str]] | None", "None",
      CFG_F_PREFIX_REPLAY},
 };
@@ -78,7 +84,7 @@ static const struct cfg_model_struct st_bn[] = {
     S("MooncakeXferResponse", "omit_defaults=True", f_resp)};
 static const struct cfg_model_struct st_bl[] = {
     S("MooncakeXferMetadata", "omit_defaults=True", f_xfer_bl),
-    S("MooncakeXferResponse", "omit_defaults=True", f_resp)};
+    S("MooncakeXferResponse", "omit_defaults=True", f_resp_bl)};
 
 /* vllm/envs.py: "VLLM_MOONCAKE_BOOTSTRAP_PORT" (os.getenv default "8998", gen A on) and
  * VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT ("480"; P's wait for D, gen B; docs/wire-v1.md). */
@@ -166,7 +172,7 @@ void cfg_model_for_gen(enum cfg_gen g, struct cfg_model_view *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->gen = g;
-	v->feat = ~0u;
+	v->feat = g == CFG_GEN_BL ? ~0u : 0; /* the later CFG_F_* fields and keys are bl's */
 	v->row = cfg_gen_name(g);
 	v->policy = g == CFG_GEN_V0 ? NULL : (g >= CFG_GEN_BN ? "fail" : "recompute");
 }

@@ -57,6 +57,7 @@ check "new-field: exit 1" [ "$RC" = 1 ]
 check "new-field: verdict" [ "$(jq_ $T/new.out 'd["verdict"]')" = wire_differs ]
 check "new-field: the item" [ "$(jq_ $T/new.out '[(i["status"], i["wire"]) for i in d["items"] if i["name"] == "MooncakeXferMetadata.remote_dp_rank"]')" = "[('new', True)]" ]
 check "new-field: summary line" grep -qE "^your vLLM 0.17.1: 1 new struct field pdkv does not model \(wire; row [^,]*0\.17[^,]*, shape bn\)$" <<<"$(jq_ $T/new.out 'd["summary"]')"
+check "new-field: an err_msg a helper returns is new, off the wire" [ "$(jq_ $T/new.out '[(i["status"], i["wire"]) for i in d["items"] if i["name"] == "region counts differ: local={}, remote={}."]')" = "[('new', False)]" ]
 run gone --vllm $F/removed-field
 check "removed-field: exit 1" [ "$RC" = 1 ]
 check "removed-field: gone kv_block_lens" grep -qE "gone +MooncakeXferMetadata.kv_block_lens" "$T/gone.out"
