@@ -267,6 +267,7 @@ static void ext_body(struct ext *e)
 	struct hr_run_data *rd = &e->rd;
 	char *ptext = NULL;
 	double t0 = pd_now_s();
+	drift_note(o);
 	if (scrape(o->ext_decode, &rd->d_before_text, &rd->d_before)) {
 		efail(e, "cannot read %s/metrics (decode) before the workload", o->ext_decode);
 		return;
@@ -277,7 +278,6 @@ static void ext_body(struct ext *e)
 		        o->ext_prefill);
 	free(ptext);
 	advice(e, rd->d_before_text);
-	drift_note(o);
 	rd->reqs = ext_reqs(e->sc);
 	if (!rd->reqs) {
 		efail(e, "out of memory");

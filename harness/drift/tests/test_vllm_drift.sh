@@ -131,5 +131,15 @@ check "--model --shape bl: 15 fields" [ "$(jq_ $T/mbl.out 'len(d["structs"][0]["
 check "--json keys" [ "$(jq_ $T/new.out 'all(k in d for k in ("vllm","row","gen","note","items","verdict","verdict_text","summary","exit"))')" = True ]
 check "pdkv dispatches vllm-drift" "$BIN/pdkv" vllm-drift --help >/dev/null
 
+# pdkv run --external says the line once, for the vLLM it can see (PDKV_VLLM), before the
+# deployment is reached (here: nothing listens, so the scenario fails after the line)
+if [ -x "$BIN/pdkv-run" ]; then
+	NOWHERE=prefill=http://127.0.0.1:9,decode=http://127.0.0.1:9,proxy=http://127.0.0.1:9
+	PDKV_VLLM=$F/new-field "$BIN/pdkv-run" --external $NOWHERE scenarios/external/live-1p1d.json >"$T/ext.out" 2>&1
+	check "run --external: the drift line" grep -q "^# external: your vLLM 0.17.1: 1 new struct field pdkv does not model" "$T/ext.out"
+	PDKV_VLLM=$T/nowhere "$BIN/pdkv-run" --external $NOWHERE scenarios/external/live-1p1d.json >"$T/ext2.out" 2>&1
+	check "run --external: silent without a vLLM to see" bash -c "! grep -q 'your vLLM' '$T/ext2.out'"
+fi
+
 [ "$fails" = 0 ] && echo "test_vllm_drift: all passed" || echo "test_vllm_drift: $fails failed"
 [ "$fails" = 0 ]
