@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 	    {.name = "json",
 	     .type = PD_OPT_FN,
 	     .dst = &o,
-	     .arg = "[FILE|-]",
+	     .arg = " [FILE|-]",
 	     .help = "the comparison as JSON: on stdout (bare or -) or into FILE",
 	     .fn = json_opt,
 	     .optional_value = true},

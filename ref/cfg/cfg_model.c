@@ -291,10 +291,11 @@ int cfg_model_wire_bytes(const struct cfg_model_view *v, const char *const (**ou
 
 static cJSON *csv_array(const char *csv)
 {
-	cJSON *a = cJSON_CreateArray();
+	cJSON *a;
 	char buf[512];
 	if (!csv)
 		return cJSON_CreateNull();
+	a = cJSON_CreateArray();
 	snprintf(buf, sizeof(buf), "%s", csv);
 	for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv))
 		cJSON_AddItemToArray(a, cJSON_CreateString(t));

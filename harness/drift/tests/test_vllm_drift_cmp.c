@@ -145,16 +145,16 @@ static void summary_call(void **st)
 		return;
 	}
 	assert_int_equal(
-	    cfg_drift_summary("fixtures/vllm-drift/new-field", NULL, 30000, line, sizeof(line)),
+	    cfg_drift_summary("fixtures/vllm-drift/new-field", NULL, 120000, line, sizeof(line)),
 	    CFG_DRIFT_WIRE);
 	assert_non_null(strstr(line, "your vLLM 0.17.1: 1 new struct field pdkv does not model "
 	                             "(wire; row "));
 	assert_non_null(strstr(line, ", shape bn)"));
 	assert_int_equal(
-	    cfg_drift_summary("fixtures/vllm-drift/renamed-env", NULL, 30000, line, sizeof(line)),
+	    cfg_drift_summary("fixtures/vllm-drift/renamed-env", NULL, 120000, line, sizeof(line)),
 	    CFG_DRIFT_NON_WIRE);
 	assert_int_equal(
-	    cfg_drift_summary("fixtures/vllm-drift/no-connector", NULL, 30000, line, sizeof(line)),
+	    cfg_drift_summary("fixtures/vllm-drift/no-connector", NULL, 120000, line, sizeof(line)),
 	    -1);
 	assert_non_null(strstr(line, "vLLM 0.10.1 has no MooncakeConnector"));
 }
