@@ -23,6 +23,7 @@ static const struct {
     {"bootstrap", "vLLM gen B bootstrap server, for prefills given bootstrap_server_address"},
     {"interop", "pdkv <-> your Mooncake transfer_engine_bench, both ways, every store"},
     {"upgrade-check", "rolling-upgrade matrix: old/new prefill x old/new decode, what changed"},
+    {"vllm-drift", "read an installed vLLM (no import) and say what pdkv does not model yet"},
 };
 
 static void usage(FILE *f)

@@ -27,6 +27,7 @@ declare -A WHAT=(
   [pdkv-metaserver]="HTTP metadata server with Mooncake's API"
   [pdkv-bootstrap]="vLLM gen B bootstrap server, for prefills given bootstrap_server_address"
   [pdkv-upgrade-check]="rolling-upgrade matrix of two vLLM releases, old/new prefill x old/new decode"
+  [pdkv-vllm-drift]="read an installed vLLM and say what pdkv does not model yet"
 )
 
 bins() {
@@ -70,6 +71,8 @@ do_install() {
     man_page "$b" "$man/$n.1"
     if [ "$GZIP_MAN" = 1 ]; then gzip -9nf "$man/$n.1"; fi
   done
+  # pdkv vllm-drift's extractor (cfg_drift_extractor looks in ../share/pdkv/)
+  install -m 0644 harness/drift/vllm_extract.py "$share/"
   # scenarios keep their layout: fixture paths inside them are relative to the file
   rm -rf "$share/scenarios" "$share/fixtures"
   git ls-files -z scenarios fixtures 2>/dev/null | while IFS= read -r -d '' f; do

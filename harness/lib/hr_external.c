@@ -1,5 +1,6 @@
 /* hr_external: `pdkv run --external` — a scenario's workload through someone else's deployment
  * (real vLLM prefill / decode / router): nothing is started, kv_reused reads vLLM's own signals. */
+#include "cfg/cfg_drift.h"
 #include "hr.h"
 #include "pd_buf.h"
 #include "pd_util.h"
@@ -198,6 +199,19 @@ static void advice(struct ext *e, const char *dtext)
 		        "vllm:prompt_tokens_by_source_total nor vllm:prompt_tokens_cached_total\n");
 }
 
+/* The vLLM installed here (or PDKV_VLLM=PATH) against pdkv's model, once per run; silent when
+ * there is none to see (pdkv vllm-drift, docs/vllm-drift.md). */
+static void drift_note(const struct hr_opts *o)
+{
+	static bool said;
+	char line[512];
+	if (!o->progress || said)
+		return;
+	said = true;
+	if (cfg_drift_summary(getenv("PDKV_VLLM"), NULL, 30000, line, sizeof(line)) >= 0)
+		fprintf(o->progress, "# external: %s (pdkv vllm-drift)\n", line);
+}
+
 static void add_check(struct ext *e, const char *name, enum hr_status st, const char *detail)
 {
 	struct hr_check_result *c = &e->res->checks[e->res->nchecks++];
@@ -253,6 +267,7 @@ static void ext_body(struct ext *e)
 	struct hr_run_data *rd = &e->rd;
 	char *ptext = NULL;
 	double t0 = pd_now_s();
+	drift_note(o);
 	if (scrape(o->ext_decode, &rd->d_before_text, &rd->d_before)) {
 		efail(e, "cannot read %s/metrics (decode) before the workload", o->ext_decode);
 		return;
