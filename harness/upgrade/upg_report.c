@@ -1,6 +1,7 @@
 /* upg_report: what `pdkv upgrade-check` prints — a P x D matrix per router contract with the
  * first error of each failed cell, the change list from pdkv's version table, JSON and JUnit. */
 #include "upg.h"
+#include "cfg/cfg_drift.h"
 #include "pd_util.h"
 
 #include <errno.h>
@@ -40,12 +41,17 @@ static const struct {
     {CFG_F_PREFIX_REPLAY, "wire", "prefix_replay_* fields (opt-in, DeepSeek-V4.1)"},
 };
 
-/* >>> vllm-drift hook: `pdkv vllm-drift` (drift stream) offers a one-line summary of how far
- * the table is from vLLM's source; return it here to print it under the change list. NULL
- * prints nothing. <<< */
+/* How far pdkv's model is from the vLLM this host can see (the one `python3` finds, or
+ * PDKV_VLLM=PATH), from `pdkv vllm-drift`; NULL when there is none to see. Once per run. */
 static const char *drift_summary(void)
 {
-	return NULL;
+	static char line[512];
+	static int state; /* 0 = not asked, 1 = have a line, -1 = nothing to say */
+	if (!state)
+		state = cfg_drift_summary(getenv("PDKV_VLLM"), NULL, 30000, line, sizeof(line)) >= 0
+		            ? 1
+		            : -1;
+	return state > 0 ? line : NULL;
 }
 
 static void add_change(cJSON *a, const char *kind, const char *fmt, ...)
