@@ -28,9 +28,13 @@ for shape in bn b0; do
 	check "$shape: decode text equals the plain stand-in's ('$OUT')" [ "$OUT" = "$REF" ]
 	check "$shape: pdkv_kv_reused_tokens_total = $N" [ "$(metric $D pdkv_kv_reused_tokens_total)" = "$N" ]
 	check "$shape: pdkv_kv_recomputed_tokens_total = 0" [ "$(metric $D pdkv_kv_recomputed_tokens_total)" = 0 ]
-	check "$shape: external_kv_transfer = n-1" [ "$(metric $D 'vllm:prompt_tokens_by_source_total.*external_kv_transfer')" = $((N - 1)) ]
+	# 0.18 counts the vLLM #33290 way: external n, local_compute 1, prompt_tokens_recomputed 1
+	check "$shape: external_kv_transfer = n" [ "$(metric $D 'vllm:prompt_tokens_by_source_total.*external_kv_transfer')" = $N ]
 	check "$shape: local_compute = 1" [ "$(metric $D 'vllm:prompt_tokens_by_source_total.*local_compute')" = 1 ]
-	check "$shape: P-side vllm:mooncake_bytes_transferred_count = 1" [ "$(metric $P 'vllm:mooncake_bytes_transferred_count')" = 1 ]
+	check "$shape: prompt_tokens_recomputed = 1" [ "$(metric $D 'vllm:prompt_tokens_recomputed_total')" = 1 ]
+	check "$shape: P-side pdkv_kv1_xfer_bytes_count = 1" [ "$(metric $P 'pdkv_kv1_xfer_bytes_count')" = 1 ]
+	check "$shape: no vllm:mooncake_* (no release has them, vLLM #50374)" \
+		[ -z "$(curl -s http://127.0.0.1:$P/metrics | grep 'vllm:mooncake_')" ]
 	curl -sS -m 10 "http://127.0.0.1:$P/metrics" >"$TMP/m$shape"
 	for m in pdkv_kv1_writes_abandoned_total pdkv_kv1_writes_abandoned_held \
 		pdkv_kv1_writes_refused_total; do
