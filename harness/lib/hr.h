@@ -205,6 +205,8 @@ enum hr_status hr_external_kv_reused(const struct hr_run_data *rd, char *detail,
 /* vLLM's vllm:prompt_tokens_by_source_total between two raw /metrics texts against n prompt
  * tokens in ok fully transferred requests, in the era of release vllm (NULL: the era decode's
  * /metrics shows). FAIL names the era and the numbers. */
+/* GET url (a /metrics endpoint), bounded: the body (malloc'd) or NULL. */
+char *hr_metrics_text(const char *url);
 enum hr_status hr_src_judge(const char *before, const char *after, const char *vllm, double n,
                             double ok, char *detail, size_t sz);
 struct hr_result {

@@ -24,6 +24,11 @@ static char *get_text(const char *base, const char *path)
 	return b.p; /* NUL-terminated */
 }
 
+char *hr_metrics_text(const char *url)
+{
+	return get_text(url, "");
+}
+
 /* Sum of the samples of name whose labels contain label (e.g. source="local_compute"); NAN when
  * there is none. hr_metrics sums over labels, which would mix the sources. */
 static double label_sum(const char *text, const char *name, const char *label)
