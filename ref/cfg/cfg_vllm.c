@@ -78,40 +78,41 @@ static const struct row rows[] = {
      "reviewed 2026-03-13..18) may already be in 0.19",
      "gen B, bn struct shape; kv_load_failure_policy defaults to fail"},
     {0, 20, 0, 0, 20, 9999, "0.20", CFG_GEN_BN, "fail", false, CFG_SRC_N_1, true, 0,
-     "#37460 (PrefillStats, merged about 2026-04-14), #38709 (drops "
-     "prompt_tokens_recomputed, 2026-04); v0.20.0 out by 2026-05-06",
-     "by-source counting: 0.20.0 may already carry #37460 and #38709 (then local_compute 0 "
-     "and no prompt_tokens_recomputed, as 0.21); pdkv assumes the older counting, and "
-     "`pdkv run --external` reads the era from the decode's /metrics",
+     "#37460 (PrefillStats, merged by 2026-04-14 per #39808), #38709 (drops "
+     "prompt_tokens_recomputed, opened 2026-04-01); v0.20.0 out by 2026-04-29",
+     "by-source counting: #37460 landed after 0.19 and before the 0.20.0 release, so 0.20 "
+     "most likely counts as 0.21 does (local_compute 0, no prompt_tokens_recomputed); pdkv "
+     "keeps the older counting until a 0.20 is read, and `pdkv run --external` reads the era "
+     "from the decode's /metrics",
      "gen B, bn struct shape; kv_load_failure_policy defaults to fail"},
     {0, 21, 0, 0, 21, 9999, "0.21", CFG_GEN_BN, "fail", false, CFG_SRC_N_0, false, F_TP,
      "#37460 + #39808 (local_compute 0 for a transfer), #38709 (no prompt_tokens_recomputed); "
      "opendatahub-tests #1946 (0.21.0 counts local_compute 0); #36869 (heterogeneous TP, "
-     "\"This D tp_rank ... is not paired with P tp_rank ...\")",
+     "\"This D tp_rank ... is not paired with P tp_rank ...\"); v0.21.0 released 2026-05-15",
      "the first release with #36869 (0.19 - 0.21)",
      "gen B, bn struct shape; heterogeneous TP pairs ranks by TransferTopology"},
     {0, 22, 0, 0, 23, 9999, "0.22 - 0.23", CFG_GEN_BN, "fail", false, CFG_SRC_N_0, false, F_HMA,
      "#41847 (HMA on by default for connectors that support it, opened 2026-05-06); v0.22.0 "
-     "out by 2026-06-10",
-     "whether 0.21 already carries #41847",
+     "released 2026-05-30, v0.23.0 2026-06-12",
+     "whether 0.21 (2026-05-15, nine days after #41847 opened) already carries it",
      "gen B, bn struct shape; hybrid KV cache manager on: one block list per KV group"},
-    {0, 24, 0, 0, 24, 9999, "0.24", CFG_GEN_BL, "fail", false, CFG_SRC_N_0, false, F_HMA,
+    {0, 24, 0, 0, 25, 9999, "0.24 - 0.25", CFG_GEN_BL, "fail", false, CFG_SRC_N_0, false, F_HMA,
      "#44528 (PP on the prefill side: registered_layer_names/_indices/_group_indices, regions "
-     "aligned by layer name; opened 2026-06-04; RFC #36948 lists it done); v0.24.0 out by "
+     "aligned by layer name; opened 2026-06-04; RFC #36948 lists it done); v0.24.0 released "
      "2026-07-01",
-     "the first release with #44528 is not pinned (0.23 - 0.26); bl is taken early because "
+     "the first release with #44528 is not pinned (0.24 - 0.26); bl is taken early because "
      "an older prefill ignores the extra keys while a newer one refuses a decode without them",
      "gen B, bl: a decode must send the registered_* lists or the prefill answers ERROR "
      "(matching metadata lengths)"},
-    {0, 25, 0, 0, 29, 9999, "0.25 - 0.29", CFG_GEN_BL, "fail", false, CFG_SRC_N_0, false, F_GDN,
+    {0, 26, 0, 0, 29, 9999, "0.26 - 0.29", CFG_GEN_BL, "fail", false, CFG_SRC_N_0, false, F_GDN,
      "#46807 (Mooncake GDN/Mamba and MLA for hybrid models, opened 2026-06-26); v0.25.0 out "
-     "by 2026-07-13",
-     "whether #46807 is in 0.25 or only in 0.26",
+     "by 2026-07-13, v0.28.0 2026-08-26",
+     "whether 0.25 already carries #46807 (the later release is taken)",
      "gen B, bl; Mamba/GDN models: P drops the last prompt token, D loads N-1"},
     {0, 30, 0, 0, 30, 9999, "0.30", CFG_GEN_BL, "fail", false, CFG_SRC_N_0, false, F_PP,
-     "#56033 (remote_pp_size in the metadata, heterogeneous PP; merged 2026-09-09); v0.30.0 "
-     "out by 2026-09-23",
-     "whether 0.29 (out by 2026-09-13) already carries #56033",
+     "#56033 (remote_pp_size in the metadata, heterogeneous PP; merged 2026-09-09); v0.29.0 "
+     "out by 2026-09-10, v0.30.0 by 2026-09-23",
+     "whether 0.29 already carries #56033 (merged a day before 0.29.0 was out)",
      "gen B, bl; a decode sends remote_pp_size when its PP size is not 1"},
     {0, 31, 0, 0, 31, 9999, "0.31", CFG_GEN_BL, "fail", false, CFG_SRC_N_0, false, F_31,
      "mooncake_connector.py @ 00f4240ee645 (D RCVTIMEO + load-error report, "

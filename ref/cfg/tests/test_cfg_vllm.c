@@ -84,6 +84,8 @@ static void eras(void **st)
 	i = info_of("0.24");
 	assert_false(i.feat & CFG_F_GDN_N1);
 	i = info_of("0.25.1");
+	assert_false(i.feat & CFG_F_GDN_N1);
+	i = info_of("0.26");
 	assert_true(i.feat & CFG_F_GDN_N1);
 	assert_false(i.feat & CFG_F_REMOTE_PP);
 	i = info_of("0.30");
