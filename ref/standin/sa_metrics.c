@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
 
@@ -464,4 +465,115 @@ char *sa_metrics_text(struct sa *s)
 	kv1_xfer_metrics(s, &b, &k1, model);
 	lat_metrics(s, &b, model);
 	return b.p;
+}
+
+/* ---- vLLM's periodic "KV Transfer metrics:" log line ------------------------------------- */
+
+/* What the gen-B counters held at the last line. Only the stand-in's main loop ticks. */
+static struct {
+	uint64_t t_ns, n, t_sum, b_sum, d_sum, fail, frecv, expired;
+	uint64_t cnt[SA_HIST_MAX + 1];
+} xlog;
+
+static void xlog_snap(struct sa *s, uint64_t now)
+{
+	struct kv1_stats k1;
+
+	kv1_totals(s, &k1);
+	xlog.t_ns = now;
+	xlog.n = atomic_load(&s->xfer_time.total);
+	xlog.t_sum = atomic_load(&s->xfer_time.sum_ns);
+	xlog.b_sum = atomic_load(&s->xfer_bytes.sum_ns);
+	xlog.d_sum = atomic_load(&s->xfer_desc.sum_ns);
+	xlog.fail = atomic_load(&s->n.transfer_failures);
+	xlog.frecv = atomic_load(&s->n.failed_recvs);
+	xlog.expired = k1.expired;
+	for (int i = 0; i <= SA_HIST_MAX; i++)
+		xlog.cnt[i] = atomic_load(&s->xfer_time.count[i]);
+}
+
+/* A Python float as round(x, digits) prints it: at least one decimal, no trailing zeros. */
+static const char *pyfloat(char *buf, size_t sz, double x, int digits)
+{
+	size_t l;
+
+	snprintf(buf, sz, "%.*f", digits, x);
+	l = strlen(buf);
+	while (l > 2 && buf[l - 1] == '0' && buf[l - 2] != '.')
+		buf[--l] = '\0';
+	return buf;
+}
+
+/* The upper edge (ms) of the bucket holding the interval's 90th percentile transfer time:
+ * vLLM takes the exact percentile of the durations, the stand-in only has the histogram. */
+static double p90_ms(struct sa *s, uint64_t n)
+{
+	const struct sa_hist *h = &s->xfer_time;
+	uint64_t cum = 0;
+
+	for (int i = 0; i < h->n; i++) {
+		cum += atomic_load(&h->count[i]) - xlog.cnt[i];
+		if ((double)cum >= 0.9 * (double)n)
+			return h->le[i] * 1e3;
+	}
+	return h->n ? h->le[h->n - 1] * 1e3 : 0;
+}
+
+/* Every VLLM_LOG_STATS_INTERVAL seconds (vLLM's default 10), a gen-B instance logs the
+ * interval's connector stats the way vLLM's KVConnectorLogging prints
+ * MooncakeKVConnectorStats.reduce() (mooncake/stats.py @ e046c7da8842), and only when the
+ * interval saw a transfer or a failure. Successful transfers are counted on P (it pushes),
+ * failed receives on D. Called from the stand-in's main loop. */
+void sa_metrics_tick(struct sa *s)
+{
+	static uint64_t interval_ns;
+	uint64_t now = pd_now_ns(), n, fail, frecv, exp;
+	struct kv1_stats k1;
+	char a[32], p[32], mb[32], tp[32], d[32];
+	double secs, bytes;
+
+	if (!s->kv || !cfg_gen_is_b(s->gen))
+		return;
+	if (!interval_ns) {
+		const char *e = getenv("VLLM_LOG_STATS_INTERVAL");
+		double v = e ? strtod(e, NULL) : 0;
+		interval_ns = (uint64_t)((v > 0 && v < 86400 ? v : 10.0) * 1e9);
+		xlog_snap(s, now);
+		return;
+	}
+	if (now - xlog.t_ns < interval_ns)
+		return;
+	kv1_totals(s, &k1);
+	n = atomic_load(&s->xfer_time.total) - xlog.n;
+	fail = atomic_load(&s->n.transfer_failures) - xlog.fail;
+	frecv = atomic_load(&s->n.failed_recvs) - xlog.frecv;
+	exp = k1.expired - xlog.expired;
+	if (!n && !fail && !frecv && !exp) {
+		xlog.t_ns = now;
+		return;
+	}
+	secs = (double)(atomic_load(&s->xfer_time.sum_ns) - xlog.t_sum) / 1e9;
+	bytes = (double)(atomic_load(&s->xfer_bytes.sum_ns) - xlog.b_sum) / 1e9;
+	if (!n) {
+		snprintf(a, sizeof(a), "0");
+		snprintf(p, sizeof(p), "0");
+		snprintf(mb, sizeof(mb), "0");
+		snprintf(tp, sizeof(tp), "0");
+		snprintf(d, sizeof(d), "0");
+	} else {
+		pyfloat(a, sizeof(a), secs / (double)n * 1e3, 3);
+		pyfloat(p, sizeof(p), p90_ms(s, n), 3);
+		pyfloat(mb, sizeof(mb), bytes / 1048576.0 / (double)n, 3);
+		pyfloat(tp, sizeof(tp), secs > 0 ? bytes / 1048576.0 / secs : 0.0, 3);
+		pyfloat(d, sizeof(d),
+		        (double)(atomic_load(&s->xfer_desc.sum_ns) - xlog.d_sum) / 1e9 / (double)n,
+		        1);
+	}
+	pd_info("KV Transfer metrics: Num successful transfers=%llu, Avg xfer time (ms)=%s, P90 "
+	        "xfer time (ms)=%s, Avg MB per transfer=%s, Throughput (MB/s)=%s, Avg number of "
+	        "descriptors=%s, Num failed transfers=%llu, Num failed recvs=%llu, Num KV expired "
+	        "reqs=%llu",
+	        (unsigned long long)n, a, p, mb, tp, d, (unsigned long long)fail,
+	        (unsigned long long)frecv, (unsigned long long)exp);
+	xlog_snap(s, now);
 }
