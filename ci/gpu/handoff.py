@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # handoff.py — the GPU tier's 1P1D hand-off figures from `pdkv run --json` (the prefill's
-# vllm:mooncake_* histogram sums) and the ratio to a `pdkv bench --json` WRITE row.
+# pdkv_kv1_xfer_* histogram sums: vLLM has no Prometheus names for these, vllm #50374 is open)
+# and the ratio to a `pdkv bench --json` WRITE row.
 # Usage: handoff.py shape RUN.json          -> "DESCRIPTOR_BYTES DESCRIPTORS_PER_HANDOFF"
 #        handoff.py ratio RUN.json BENCH.json [PREFILL.log] -> "# ratio 1P1D hand-off/..." lines
 #        (with the prefill's log: also the hand-offs after the first, which opens the peer's
@@ -19,11 +20,11 @@ def prefill_metrics(path):
 
 
 def shape(m):
-    n = m["vllm:mooncake_bytes_transferred_count"]
-    nd = m["vllm:mooncake_num_descriptors_sum"]
+    n = m["pdkv_kv1_xfer_bytes_count"]
+    nd = m["pdkv_kv1_xfer_descriptors_sum"]
     if not n or not nd:
         sys.exit("no hand-offs in the prefill's metrics")
-    return int(round(m["vllm:mooncake_bytes_transferred_sum"] / nd)), int(round(nd / n))
+    return int(round(m["pdkv_kv1_xfer_bytes_sum"] / nd)), int(round(nd / n))
 
 
 def main():
@@ -34,14 +35,14 @@ def main():
         sys.exit(__doc__ if __doc__ else "usage: handoff.py shape|ratio ...")
     name, m = prefill_metrics(sys.argv[2])
     blk, nd = shape(m)
-    secs, nbytes = m["vllm:mooncake_xfer_time_seconds_sum"], m["vllm:mooncake_bytes_transferred_sum"]
+    secs, nbytes = m["pdkv_kv1_xfer_seconds_sum"], m["pdkv_kv1_xfer_bytes_sum"]
     bench = json.load(open(sys.argv[3]))
     rows = [r for r in bench["rows"] if r["kind"] == "pdkv" and r["operation"] == "write"]
     if not rows or secs <= 0:
         sys.exit("no pdkv write row in the bench, or no hand-off time")
     ho, bw = nbytes / secs / 1e9, rows[0]["GBps"]
     print("# 1P1D %s: %d hand-offs, %.0f MB in %.4f s, %d descriptors of %d B each"
-          % (name, m["vllm:mooncake_bytes_transferred_count"], nbytes / 1e6, secs, nd, blk))
+          % (name, m["pdkv_kv1_xfer_bytes_count"], nbytes / 1e6, secs, nd, blk))
     print("# ratio 1P1D hand-off/(pdkv bench write) %s %d B x %d: %.2f / %.2f GB/s = %.2f"
           % (bench.get("protocol", "?"), blk, nd, ho, bw, ho / bw if bw else 0))
     if len(sys.argv) == 5:

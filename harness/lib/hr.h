@@ -187,6 +187,8 @@ struct hr_run_data {
 	bool external;
 	bool have_reference;                /* plain = answers of the reference instance */
 	char *d_before_text, *d_after_text; /* decode's raw /metrics (labels kept) */
+	const char *vllm; /* the release decode runs (--external vllm=, a scenario's "vllm"), or
+	                     NULL: picks the by-source era (cfg_vllm.h) kv_reused expects */
 };
 struct hr_check_result {
 	const char *name;
@@ -213,6 +215,13 @@ enum hr_status { HR_PASS = 0, HR_FAIL, HR_NOTRUN };
 /* kv_reused in external mode: vLLM's signals chosen by what decode's /metrics offers
  * (hr_external.c); NOTRUN when it offers none. */
 enum hr_status hr_external_kv_reused(const struct hr_run_data *rd, char *detail, size_t sz);
+/* vLLM's vllm:prompt_tokens_by_source_total between two raw /metrics texts against n prompt
+ * tokens in ok fully transferred requests, in the era of release vllm (NULL: the era decode's
+ * /metrics shows). FAIL names the era and the numbers. */
+/* GET url (a /metrics endpoint), bounded: the body (malloc'd) or NULL. */
+char *hr_metrics_text(const char *url);
+enum hr_status hr_src_judge(const char *before, const char *after, const char *vllm, double n,
+                            double ok, char *detail, size_t sz);
 struct hr_result {
 	char *name;
 	char *path;
@@ -272,6 +281,7 @@ struct hr_opts {
 	const char *proxy_label; /* appended to the scenario's name in the report */
 	/* --external: prefill=URL,decode=URL,proxy=URL[,reference=URL] */
 	const char *ext_prefill, *ext_decode, *ext_proxy, *ext_reference;
+	const char *ext_vllm; /* --external vllm=X.Y: decode's release (kv_reused's era) */
 	/* pdkv bench serve: replaces the scenario's workload and checks; called once every node is
 	 * healthy with the proxy's base URL and the stand-ins' /metrics URLs; a non-zero return
 	 * marks the scenario failed */

@@ -3,6 +3,25 @@
 #include "hr.h"
 
 #include <math.h>
+#include <string.h>
+
+/* pdkv's counter says every token was reused: vLLM's own by-source counter, as the emulated
+ * release counts it (cfg_vllm.c's era), must say the same (hr_src_judge). */
+static bool vllm_agrees(const struct hr_run_data *rd, double prompt, double ok, char *detail,
+                        size_t sz)
+{
+	char v[700];
+	size_t l = strlen(detail);
+
+	if (!rd->d_after_text || !strstr(rd->d_after_text, "vllm:prompt_tokens_by_source_total"))
+		return true; /* a release without the counter (V0, gen A) */
+	if (hr_src_judge(rd->d_before_text, rd->d_after_text, rd->vllm, prompt, ok, v, sizeof(v)) ==
+	    HR_PASS)
+		return true;
+	snprintf(detail + l, sz - l, "; but vLLM's counter disagrees for %s: %s",
+	         rd->vllm ? rd->vllm : "this release", v);
+	return false;
+}
 
 static bool kv_reused(const struct hr_run_data *rd, char *detail, size_t sz)
 {
@@ -37,7 +56,9 @@ static bool kv_reused(const struct hr_run_data *rd, char *detail, size_t sz)
 	         "decode reused %.0f of %.0f prompt tokens, recomputed %.0f (%zu ok requests, "
 	         "%.0f bytes received, %.0f transfer failures)",
 	         reused, prompt, recomputed, ok, received, failures);
-	return ok > 0 && prompt > 0 && reused == prompt && recomputed == 0;
+	if (!(ok > 0 && prompt > 0 && reused == prompt && recomputed == 0))
+		return false;
+	return vllm_agrees(rd, prompt, (double)ok, detail, sz);
 }
 
 const struct hr_check hr_check_kv_reused = {

@@ -409,6 +409,8 @@ static int phase_workload(struct run *r, struct hr_run_data *rd)
 		fail(r, "cannot read /metrics of prefill or decode before the workload");
 		return -1;
 	}
+	rd->d_before_text = hr_metrics_text(d->decode.metrics_url); /* kv_reused's by-source */
+	rd->vllm = sc->vllm;
 	rd->reqs = make_reqs(sc);
 	rd->plain = d->plain_on ? make_reqs(sc) : NULL;
 	if (!rd->reqs || (d->plain_on && !rd->plain)) {
@@ -443,6 +445,8 @@ static int phase_collect(struct run *r, struct hr_run_data *rd)
 	while ((sret = hr_metrics_scrape(d->decode.metrics_url, 3000, &rd->d_after)) &&
 	       hr_node_alive(d, &d->decode) && pd_now_s() < until && !(r->o->stop && *r->o->stop))
 		pd_sleep_ms(250);
+	if (!sret)
+		rd->d_after_text = hr_metrics_text(d->decode.metrics_url);
 	if (sret) {
 		fail(r, "cannot read /metrics of decode after the workload%s",
 		     hr_node_alive(d, &d->decode) ? "" : " (decode exited)");
@@ -510,6 +514,8 @@ static void run_body(struct run *r)
 	hr_metrics_free(&rd.p_after);
 	hr_metrics_free(&rd.d_before);
 	hr_metrics_free(&rd.d_after);
+	free(rd.d_before_text);
+	free(rd.d_after_text);
 }
 
 /* "CMD ... (graded as CONTRACT)" for the per-router table, NULL without router checks */

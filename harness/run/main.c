@@ -72,9 +72,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 	    {.name = "external",
 	     .type = PD_OPT_STR,
 	     .dst = &a->external,
-	     .arg = "prefill=URL,decode=URL,proxy=URL[,reference=URL]",
+	     .arg = "prefill=URL,decode=URL,proxy=URL[,reference=URL][,vllm=X.Y]",
 	     .help = "start nothing: send the workload through a live deployment's router and "
-	             "judge it from vLLM's own /metrics"},
+	             "judge it from vLLM's own /metrics (vllm=: decode's release, else read "
+	             "from its /metrics)"},
 	    {.name = "list",
 	     .type = PD_OPT_FLAG,
 	     .dst = &a->list,
@@ -374,8 +375,9 @@ static void install_signals(void)
 /* --external prefill=URL,decode=URL,proxy=URL[,reference=URL] into o; 0 or 2 with the reason */
 static int parse_external(const char *spec, struct hr_opts *o, char *buf, size_t sz)
 {
-	const char *keys[] = {"prefill", "decode", "proxy", "reference"};
-	const char **dst[] = {&o->ext_prefill, &o->ext_decode, &o->ext_proxy, &o->ext_reference};
+	const char *keys[] = {"prefill", "decode", "proxy", "reference", "vllm"};
+	const char **dst[] = {&o->ext_prefill, &o->ext_decode, &o->ext_proxy, &o->ext_reference,
+	                      &o->ext_vllm};
 	char *save = NULL, *tok;
 	snprintf(buf, sz, "%s", spec);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -385,14 +387,19 @@ static int parse_external(const char *spec, struct hr_opts *o, char *buf, size_t
 			*eq = '\0';
 		for (; eq && k < PD_ARRAY_SIZE(keys) && strcmp(tok, keys[k]); k++)
 			;
+		if (eq && k == 4) { /* vllm=X.Y: checked against cfg_vllm's table by the run */
+			*dst[k] = eq + 1;
+			continue;
+		}
 		if (!eq || k == PD_ARRAY_SIZE(keys) ||
 		    (strncmp(eq + 1, "http://", 7) && strncmp(eq + 1, "https://", 8))) {
 			if (eq)
 				*eq = '='; /* name the whole item */
-			fprintf(stderr,
-			        "pdkv run: --external: \"%s\": expected prefill=URL, decode=URL, "
-			        "proxy=URL or reference=URL with URL http://host:port\n",
-			        tok);
+			fprintf(
+			    stderr,
+			    "pdkv run: --external: \"%s\": expected prefill=URL, decode=URL, "
+			    "proxy=URL or reference=URL with URL http://host:port, or vllm=X.Y\n",
+			    tok);
 			return 2;
 		}
 		l = strlen(eq + 1);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # pdkv run --external against pdkv stand-ins and pdkv-proxy started here by hand (as a person
 # would point it at a live vLLM deployment): V1 gen A (signal vllm:prompt_tokens_cached_total),
-# gen B on 0.18 (vllm:prompt_tokens_by_source_total), V0 (no vLLM signal: the stand-in's own
+# gen B on 0.16, 0.20 and 0.31 (vllm:prompt_tokens_by_source_total in its two eras), V0 (no vLLM signal: the stand-in's own
 # counter), a decode that silently recomputes (FAIL with the numbers), a /metrics without any
 # signal (usage.prompt_tokens_details.cached_tokens, else NOTRUN with the reason), and counters
 # that moved more than the workload explains.
@@ -113,21 +113,42 @@ has "output_equal: NOTRUN: no reference=URL"
 	fail "noisy counters should fail"
 has "other traffic on this decode makes the deltas unreliable"
 
-# ---- V1 gen B (vLLM 0.18): vllm:prompt_tokens_by_source_total
-BB=$(tl_free_base)
-VLLM_MOONCAKE_BOOTSTRAP_PORT=$BB VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT=5 standin pb --vllm-version 0.18 \
-	--kv-transfer-config "{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_producer\",$TCP}"
-VLLM_MOONCAKE_BOOTSTRAP_PORT=$((BB + 40)) standin db --vllm-version 0.18 \
-	--kv-transfer-config "{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_consumer\",\"kv_load_failure_policy\":\"recompute\",$TCP}"
-proxy xb --contract mooncake --prefill "$URL_pb" "$BB" --decode "$URL_db"
-[ "$(run --external "prefill=$URL_pb,decode=$URL_db,proxy=$URL_xb")" = 0 ] ||
-	fail "gen B external should pass"
-has "signal vllm:prompt_tokens_by_source_total: external_kv_transfer +2703 (expected 2703"
-# a router that drops transfer_id: decode silently recomputes every prompt
-proxy xbad --contract mooncake --fault drop-transfer-id --prefill "$URL_pb" "$BB" --decode "$URL_db"
-[ "$(run --external "prefill=$URL_pb,decode=$URL_db,proxy=$URL_xbad")" = 1 ] ||
-	fail "a silent recompute must FAIL"
-has "external_kv_transfer +0 (expected 2703 = prompt-1 per request), local_compute +2709 (expected 6)"
+# ---- V1 gen B: vllm:prompt_tokens_by_source_total in each era (cfg_vllm.c): 0.16 and 0.20
+# count a transferred prompt as external N + local_compute 1 (+ prompt_tokens_recomputed 1,
+# vLLM #33290), 0.31 as external N + local_compute 0 (#37460). A correct transfer passes and a
+# router that drops transfer_id (decode silently recomputes every prompt) fails, in each era.
+for ver in 0.16 0.20 0.31; do
+	tag=${ver//./}
+	BB=$(tl_free_base)
+	VLLM_MOONCAKE_BOOTSTRAP_PORT=$BB VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT=5 standin pb$tag --vllm-version $ver \
+		--kv-transfer-config "{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_producer\",$TCP}"
+	VLLM_MOONCAKE_BOOTSTRAP_PORT=$((BB + 40)) standin db$tag --vllm-version $ver \
+		--kv-transfer-config "{\"kv_connector\":\"MooncakeConnector\",\"kv_role\":\"kv_consumer\",\"kv_load_failure_policy\":\"recompute\",$TCP}"
+	eval "P=\$URL_pb$tag D=\$URL_db$tag"
+	proxy xb$tag --contract mooncake --prefill "$P" "$BB" --decode "$D"
+	proxy xbad$tag --contract mooncake --fault drop-transfer-id --prefill "$P" "$BB" --decode "$D"
+	eval "X=\$URL_xb$tag XBAD=\$URL_xbad$tag"
+	if [ $ver = 0.31 ]; then
+		era=">= 0.21 counting (#37460)" loc=0
+	else
+		era="0.16 - 0.20 counting (#33290)" loc=6
+	fi
+	[ "$(run --external "prefill=$P,decode=$D,proxy=$X")" = 0 ] || fail "gen B $ver external should pass"
+	has "signal vllm:prompt_tokens_by_source_total, vLLM $era"
+	has "external_kv_transfer +2709 (expected 2709 = the prompt per request), local_compute +$loc (expected $loc)"
+	[ $loc = 6 ] && has "prompt_tokens_recomputed +6 (expected 6)"
+	[ "$(run --external "prefill=$P,decode=$D,proxy=$XBAD")" = 1 ] ||
+		fail "gen B $ver: a silent recompute must FAIL"
+	has "external_kv_transfer +0 (expected 2709 = the prompt per request), local_compute +2709 (expected $loc)"
+done
+# vllm= pins the era; one that contradicts decode's /metrics fails naming both
+[ "$(run --external "prefill=$P,decode=$D,proxy=$X,vllm=0.31.0")" = 0 ] || fail "vllm=0.31.0 should pass"
+has "decode is vLLM 0.31.0 (table row 0.31)"
+[ "$(run --external "prefill=$URL_pb016,decode=$URL_db016,proxy=$URL_xb016,vllm=0.31")" = 1 ] ||
+	fail "vllm=0.31 against a 0.16 decode should fail"
+has "is decode really 0.31?"
+[ "$(run --external "prefill=$P,decode=$D,proxy=$X,vllm=0.10")" = 1 ] || fail "vllm=0.10 should fail"
+has "--external vllm=: --vllm-version 0.10: no connector pdkv emulates"
 
 # ---- V0 (vLLM 0.8, guide's pipe over pdkv-metaserver): no vLLM signal, the stand-in's counter
 "$BIN/pdkv-metaserver" --port 0 --host 127.0.0.1 >"$T/ms.log" 2>&1 &

@@ -69,8 +69,20 @@ static void v1_defaults(void **st)
 	assert_string_equal(sc.proxy_contract, "mooncake");
 	hr_scenario_free(&sc);
 
+	/* bn stands for a release that speaks bn (the newest is bl), bl for the newest */
 	parse_ok("{\"name\":\"t\",\"generation\":\"bn\"}", &sc);
+	assert_string_equal(sc.vllm, "0.23");
+	assert_int_equal(sc.gen, CFG_GEN_BN);
+	{
+		struct cfg_vllm_info vi;
+		char err[200];
+		assert_int_equal(cfg_vllm_lookup(sc.vllm, &vi, err, sizeof(err)), 0);
+		assert_int_equal(vi.gen, CFG_GEN_BN);
+	}
+	hr_scenario_free(&sc);
+	parse_ok("{\"name\":\"t\",\"generation\":\"bl\"}", &sc);
 	assert_string_equal(sc.vllm, cfg_vllm_newest);
+	assert_int_equal(sc.gen, CFG_GEN_BL);
 	hr_scenario_free(&sc);
 
 	/* a gen-B release may pick the other struct shape; the proxy may be overridden */
@@ -93,7 +105,7 @@ static void errors(void **st)
 	expect_error("{\"name\":\"t\",\"vllm\":\"0.10\"}", "vllm: --vllm-version 0.10");
 	expect_error("{\"name\":\"t\",\"vllm\":15}", "vllm: expected a vLLM release");
 	expect_error("{\"name\":\"t\",\"generation\":\"c\"}",
-	             "generation: expected v0, a, b0 or bn");
+	             "generation: expected v0, a, b0, bn or bl");
 	expect_error("{\"name\":\"t\",\"vllm\":\"0.15\",\"generation\":\"bn\"}",
 	             "generation: vLLM 0.15 speaks generation a");
 	expect_error("{\"name\":\"t\",\"vllm\":\"0.8\",\"generation\":\"a\",\"metadata\":\"etcd\"}",

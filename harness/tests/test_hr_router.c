@@ -185,18 +185,50 @@ static void external_signal(void **st)
 	rd.sc = &sc;
 	rd.reqs = q;
 	rd.nreqs = 2;
+	/* vLLM 0.16 - 0.20 (#33290): external N, local_compute 1, prompt_tokens_recomputed 1 */
+	rd.d_before_text = "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 5\n"
+	                   "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 0\n"
+	                   "vllm:prompt_tokens_recomputed_total{engine=\"0\"} 0\n";
+	rd.d_after_text =
+	    "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 7\n"
+	    "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 200\n"
+	    "vllm:prompt_tokens_recomputed_total{engine=\"0\"} 2\n";
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_PASS);
+	assert_non_null(strstr(d, "0.16 - 0.20"));
+	assert_non_null(strstr(d, "external_kv_transfer +200 (expected 200"));
+	/* the same era, a silent recompute */
+	rd.d_after_text = "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 205\n"
+	                  "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 0\n"
+	                  "vllm:prompt_tokens_recomputed_total{engine=\"0\"} 0\n";
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_FAIL);
+	assert_non_null(strstr(d, "local_compute +200 (expected 2)"));
+	/* vLLM >= 0.21 (#37460): external N, local_compute 0, no prompt_tokens_recomputed */
 	rd.d_before_text =
 	    "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 5\n"
 	    "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 0\n";
 	rd.d_after_text =
+	    "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 5\n"
+	    "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 200\n";
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_PASS);
+	assert_non_null(strstr(d, ">= 0.21"));
+	rd.vllm = "0.31";
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_PASS);
+	rd.vllm = "0.20"; /* its row leaves the era to /metrics */
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_PASS);
+	rd.vllm = "0.16"; /* says N+1, but /metrics has no prompt_tokens_recomputed */
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_FAIL);
+	assert_non_null(strstr(d, "is decode really 0.16"));
+	rd.vllm = NULL;
+	/* pdkv's old expectation (external N-1, local_compute 1) holds in no era */
+	rd.d_after_text =
 	    "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 7\n"
 	    "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 198\n";
-	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_PASS);
-	assert_non_null(strstr(d, "external_kv_transfer +198 (expected 198"));
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_FAIL);
+	/* the >= 0.21 era, a silent recompute */
 	rd.d_after_text = "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 205\n"
 	                  "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 0\n";
 	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_FAIL);
-	assert_non_null(strstr(d, "local_compute +200 (expected 2)"));
+	assert_non_null(strstr(d, "local_compute +200 (expected 0)"));
 	/* nothing on /metrics, no cached_tokens in the answers */
 	rd.d_before_text = rd.d_after_text = "vllm:prompt_tokens_total 1\n";
 	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_NOTRUN);

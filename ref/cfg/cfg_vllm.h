@@ -27,6 +27,13 @@ enum cfg_gen { CFG_GEN_V0 = 0, CFG_GEN_A, CFG_GEN_B0, CFG_GEN_BN, CFG_GEN_BL };
 #define CFG_F_BOOT_ADDR     (1u << 5) /* kv_connector_extra_config.bootstrap_server_address */
 #define CFG_F_PREFIX_REPLAY (1u << 6) /* prefix_replay_* fields (opt-in, DeepSeek-V4.1) */
 
+/* What a decode's vllm:prompt_tokens_by_source_total adds for one fully transferred N-token
+ * prompt. NONE: the counter does not exist. N_1: external_kv_transfer += N and local_compute
+ * += 1 (the last token is counted twice; vLLM #33290). N_0: external_kv_transfer += N,
+ * local_compute += 0 (PrefillStats, vLLM #37460 / #39808). */
+enum cfg_src_era { CFG_SRC_NONE = 0, CFG_SRC_N_1, CFG_SRC_N_0 };
+const char *cfg_src_era_name(enum cfg_src_era e);
+
 /* What pdkv knows about one vLLM version. Pointers are static strings. */
 struct cfg_vllm_info {
 	char version[32]; /* as given, e.g. "0.15.1" */
@@ -36,15 +43,22 @@ struct cfg_vllm_info {
 	const char *policy;    /* kv_load_failure_policy default: "recompute", "fail", or NULL
 	                          when the release has no such field */
 	bool reqid_random;     /* gen A: engine request ids get a random suffix (P/D id mismatch) */
-	bool by_source;        /* exposes vllm:prompt_tokens_by_source_total */
-	bool mooncake_metrics; /* exposes vllm:mooncake_* histograms/counters (gen B, on P) */
+	enum cfg_src_era src;  /* how vllm:prompt_tokens_by_source_total counts a transfer */
+	bool recomputed;       /* exposes vllm:prompt_tokens_recomputed (#33290 .. #38709) */
+	bool past_newest;      /* newer than cfg_vllm_newest: read as the newest row */
 	unsigned feat;         /* CFG_F_* */
+	const char *cite;      /* the vLLM PRs / commits the row rests on (never NULL) */
 	const char *uncertain; /* what in this row is not pinned to a release, or NULL */
 	const char *note;      /* what a user of this release must know, or NULL */
 };
 
-/* The newest release the table was written against; the default when no version is given. */
+/* The newest release the table was written against; the default when no version is given.
+ * Later releases resolve to its row with past_newest set and a row name that says so. */
 extern const char *const cfg_vllm_newest;
+
+/* Releases in the table: how many rows, and row i's range and citation (for tests and docs). */
+size_t cfg_vllm_rows(void);
+int cfg_vllm_row(size_t i, const char **range, const char **cite, int *gen);
 
 /* Looks version ("X.Y", "X.Y.Z", optional suffix such as ".post1", "rc1", "+cu128") up. 0, or
  * -1 with err naming the value and what is expected (also for releases with no Mooncake

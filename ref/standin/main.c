@@ -475,6 +475,7 @@ int main(int argc, char **argv)
 			             : "");
 			ready_logged = true;
 		}
+		sa_metrics_tick(&s);
 		pd_sleep_ms(50);
 	}
 	pd_info("signal %d: shutting down", (int)__atomic_load_n(&got_signal, __ATOMIC_RELAXED));

@@ -306,6 +306,8 @@ void sa_metrics_handoff(struct sa *s, double secs, uint64_t bytes);
 
 /* Prometheus text; malloc'd. */
 char *sa_metrics_text(struct sa *s);
+/* Gen B: vLLM's "KV Transfer metrics: ..." line every VLLM_LOG_STATS_INTERVAL s (main loop). */
+void sa_metrics_tick(struct sa *s);
 bool sa_ready(struct sa *s);
 
 /* HTTP server (libmicrohttpd, thread per connection). */

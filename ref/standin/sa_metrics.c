@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
 
@@ -222,24 +223,45 @@ static void kv1_totals(struct sa *s, struct kv1_stats *t)
 			}
 }
 
-static void v1_metrics(struct sa *s, struct buf *b, const char *model, const struct kv1_stats *k1)
+/* vllm:prompt_tokens_by_source_total as the emulated release counts it (cfg_vllm's src era).
+ * sa_v1.c counts each transferred N-token prompt as reused N, external N-1 and local 1 (the
+ * last token recomputed), so T = reused - external transfers were made. 0.16 - 0.20 (#33290):
+ * external N, local_compute 1, and vllm:prompt_tokens_recomputed 1 per transfer; from 0.21
+ * (#37460, #39808): external N, local_compute 0, no prompt_tokens_recomputed (#38709). */
+static void by_source(struct sa *s, struct buf *b, const char *l)
+{
+	struct sa_counters *n = &s->n;
+	unsigned long long ext = atomic_load(&n->src_external), reused = atomic_load(&n->reused);
+	unsigned long long loc = atomic_load(&n->src_local);
+	unsigned long long t = reused > ext ? reused - ext : 0;
+
+	if (s->vi.src == CFG_SRC_NONE)
+		return;
+	if (s->vi.src == CFG_SRC_N_0)
+		loc = loc > t ? loc - t : 0;
+	bput(b, "# HELP vllm:prompt_tokens_by_source_total Number of prompt tokens by "
+	        "source.\n# TYPE vllm:prompt_tokens_by_source_total counter\n");
+	bput(b, "vllm:prompt_tokens_by_source_total{%s,source=\"local_compute\"} %llu\n", l, loc);
+	bput(b, "vllm:prompt_tokens_by_source_total{%s,source=\"local_cache_hit\"} %llu\n", l,
+	     (unsigned long long)atomic_load(&n->src_cache));
+	bput(b, "vllm:prompt_tokens_by_source_total{%s,source=\"external_kv_transfer\"} %llu\n", l,
+	     reused);
+	if (s->vi.recomputed)
+		bput(b,
+		     "# HELP vllm:prompt_tokens_recomputed Number of cached prompt tokens "
+		     "recomputed (the last token of a fully cached prompt).\n"
+		     "# TYPE vllm:prompt_tokens_recomputed counter\n"
+		     "vllm:prompt_tokens_recomputed_total{%s} %llu\n",
+		     l, t);
+}
+
+static void v1_metrics(struct sa *s, struct buf *b, const char *model)
 {
 	struct sa_counters *n = &s->n;
 	char l[320];
 
 	snprintf(l, sizeof(l), "model_name=\"%s\",engine=\"0\"", model);
-	if (s->vi.by_source) {
-		bput(b, "# HELP vllm:prompt_tokens_by_source_total Number of prompt tokens by "
-		        "source.\n# TYPE vllm:prompt_tokens_by_source_total counter\n");
-		bput(b, "vllm:prompt_tokens_by_source_total{%s,source=\"local_compute\"} %llu\n", l,
-		     (unsigned long long)atomic_load(&n->src_local));
-		bput(b, "vllm:prompt_tokens_by_source_total{%s,source=\"local_cache_hit\"} %llu\n",
-		     l, (unsigned long long)atomic_load(&n->src_cache));
-		bput(
-		    b,
-		    "vllm:prompt_tokens_by_source_total{%s,source=\"external_kv_transfer\"} %llu\n",
-		    l, (unsigned long long)atomic_load(&n->src_external));
-	}
+	by_source(s, b, l);
 	bput(b,
 	     "# HELP vllm:prompt_tokens_cached_total Number of cached prompt tokens (local + "
 	     "external).\n# TYPE vllm:prompt_tokens_cached_total counter\n"
@@ -257,37 +279,31 @@ static void v1_metrics(struct sa *s, struct buf *b, const char *model, const str
 	     l, (unsigned long long)atomic_load(&n->ext_hits));
 	hist(b, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
 	     l, &s->ttft);
-	if (!s->vi.mooncake_metrics || !cfg_gen_is_b(s->gen))
+}
+
+/* The V1 prefill's own WRITE statistics under pdkv's names: vLLM has no Prometheus names for
+ * them (mooncake/stats.py keeps a TODO for MooncakePromMetrics; #50374 is open), it only logs
+ * "KV Transfer metrics: Num successful transfers=..., Avg xfer time (ms)=..." lines. */
+static void kv1_xfer_metrics(struct sa *s, struct buf *b, const struct kv1_stats *k1,
+                             const char *model)
+{
+	char l[300];
+
+	if (!cfg_gen_is_b(s->gen))
 		return;
-	{
-		hist(b, "vllm:mooncake_xfer_time_seconds",
-		     "Histogram of transfer duration for "
-		     "Mooncake KV Cache transfers.",
-		     l, &s->xfer_time);
-		hist(b, "vllm:mooncake_bytes_transferred",
-		     "Histogram of bytes transferred per "
-		     "Mooncake KV Cache transfers.",
-		     l, &s->xfer_bytes);
-		hist(b, "vllm:mooncake_num_descriptors",
-		     "Histogram of number of descriptors per "
-		     "Mooncake KV Cache transfers.",
-		     l, &s->xfer_desc);
-		bput(b,
-		     "# HELP vllm:mooncake_num_failed_transfers Number of failed Mooncake KV "
-		     "Cache transfers.\n# TYPE vllm:mooncake_num_failed_transfers counter\n"
-		     "vllm:mooncake_num_failed_transfers_total{%s} %llu\n",
-		     l, (unsigned long long)atomic_load(&n->transfer_failures));
-		bput(b,
-		     "# HELP vllm:mooncake_num_failed_recvs Number of failed Mooncake KV Cache "
-		     "receives.\n# TYPE vllm:mooncake_num_failed_recvs counter\n"
-		     "vllm:mooncake_num_failed_recvs_total{%s} %llu\n",
-		     l, (unsigned long long)atomic_load(&n->failed_recvs));
-		bput(b,
-		     "# HELP vllm:mooncake_num_kv_expired_reqs Number of requests whose KV "
-		     "expired on the producer.\n# TYPE vllm:mooncake_num_kv_expired_reqs "
-		     "counter\nvllm:mooncake_num_kv_expired_reqs_total{%s} %llu\n",
-		     l, (unsigned long long)k1->expired);
-	}
+	snprintf(l, sizeof(l), "model_name=\"%s\"", model);
+	hist(b, "pdkv_kv1_xfer_seconds", "V1 prefill: duration of each batched KV WRITE.", l,
+	     &s->xfer_time);
+	hist(b, "pdkv_kv1_xfer_bytes", "V1 prefill: bytes per batched KV WRITE.", l,
+	     &s->xfer_bytes);
+	hist(b, "pdkv_kv1_xfer_descriptors", "V1 prefill: descriptors per batched KV WRITE.", l,
+	     &s->xfer_desc);
+	metric(b, "pdkv_kv1_failed_recvs_total", "counter",
+	       "V1 decode: receives that ended without their KV.", "",
+	       atomic_load(&s->n.failed_recvs));
+	metric(b, "pdkv_kv1_expired_total", "counter",
+	       "V1 prefill: requests whose blocks expired unsent (abort timeout).", "",
+	       k1->expired);
 }
 
 /* V1 blocks held out of the free lists (kv1_write.c, kv1_rhold.c), summed over the ranks. */
@@ -445,7 +461,119 @@ char *sa_metrics_text(struct sa *s)
 	         s->kv ? s->kt.kv_role : "none", s->o.tp);
 	metric(&b, "pdkv_standin_info", "gauge", "Stand-in identity (always 1).", lbl, 1);
 	if (cfg_gen_is_v1(s->gen))
-		v1_metrics(s, &b, model, &k1);
+		v1_metrics(s, &b, model);
+	kv1_xfer_metrics(s, &b, &k1, model);
 	lat_metrics(s, &b, model);
 	return b.p;
+}
+
+/* ---- vLLM's periodic "KV Transfer metrics:" log line ------------------------------------- */
+
+/* What the gen-B counters held at the last line. Only the stand-in's main loop ticks. */
+static struct {
+	uint64_t t_ns, n, t_sum, b_sum, d_sum, fail, frecv, expired;
+	uint64_t cnt[SA_HIST_MAX + 1];
+} xlog;
+
+static void xlog_snap(struct sa *s, uint64_t now)
+{
+	struct kv1_stats k1;
+
+	kv1_totals(s, &k1);
+	xlog.t_ns = now;
+	xlog.n = atomic_load(&s->xfer_time.total);
+	xlog.t_sum = atomic_load(&s->xfer_time.sum_ns);
+	xlog.b_sum = atomic_load(&s->xfer_bytes.sum_ns);
+	xlog.d_sum = atomic_load(&s->xfer_desc.sum_ns);
+	xlog.fail = atomic_load(&s->n.transfer_failures);
+	xlog.frecv = atomic_load(&s->n.failed_recvs);
+	xlog.expired = k1.expired;
+	for (int i = 0; i <= SA_HIST_MAX; i++)
+		xlog.cnt[i] = atomic_load(&s->xfer_time.count[i]);
+}
+
+/* A Python float as round(x, digits) prints it: at least one decimal, no trailing zeros. */
+static const char *pyfloat(char *buf, size_t sz, double x, int digits)
+{
+	size_t l;
+
+	snprintf(buf, sz, "%.*f", digits, x);
+	l = strlen(buf);
+	while (l > 2 && buf[l - 1] == '0' && buf[l - 2] != '.')
+		buf[--l] = '\0';
+	return buf;
+}
+
+/* The upper edge (ms) of the bucket holding the interval's 90th percentile transfer time:
+ * vLLM takes the exact percentile of the durations, the stand-in only has the histogram. */
+static double p90_ms(struct sa *s, uint64_t n)
+{
+	const struct sa_hist *h = &s->xfer_time;
+	uint64_t cum = 0;
+
+	for (int i = 0; i < h->n; i++) {
+		cum += atomic_load(&h->count[i]) - xlog.cnt[i];
+		if ((double)cum >= 0.9 * (double)n)
+			return h->le[i] * 1e3;
+	}
+	return h->n ? h->le[h->n - 1] * 1e3 : 0;
+}
+
+/* Every VLLM_LOG_STATS_INTERVAL seconds (vLLM's default 10), a gen-B instance logs the
+ * interval's connector stats the way vLLM's KVConnectorLogging prints
+ * MooncakeKVConnectorStats.reduce() (mooncake/stats.py @ e046c7da8842), and only when the
+ * interval saw a transfer or a failure. Successful transfers are counted on P (it pushes),
+ * failed receives on D. Called from the stand-in's main loop. */
+void sa_metrics_tick(struct sa *s)
+{
+	static uint64_t interval_ns;
+	uint64_t now = pd_now_ns(), n, fail, frecv, exp;
+	struct kv1_stats k1;
+	char a[32], p[32], mb[32], tp[32], d[32];
+	double secs, bytes;
+
+	if (!s->kv || !cfg_gen_is_b(s->gen))
+		return;
+	if (!interval_ns) {
+		const char *e = getenv("VLLM_LOG_STATS_INTERVAL");
+		double v = e ? strtod(e, NULL) : 0;
+		interval_ns = (uint64_t)((v > 0 && v < 86400 ? v : 10.0) * 1e9);
+		xlog_snap(s, now);
+		return;
+	}
+	if (now - xlog.t_ns < interval_ns)
+		return;
+	kv1_totals(s, &k1);
+	n = atomic_load(&s->xfer_time.total) - xlog.n;
+	fail = atomic_load(&s->n.transfer_failures) - xlog.fail;
+	frecv = atomic_load(&s->n.failed_recvs) - xlog.frecv;
+	exp = k1.expired - xlog.expired;
+	if (!n && !fail && !frecv && !exp) {
+		xlog.t_ns = now;
+		return;
+	}
+	secs = (double)(atomic_load(&s->xfer_time.sum_ns) - xlog.t_sum) / 1e9;
+	bytes = (double)(atomic_load(&s->xfer_bytes.sum_ns) - xlog.b_sum) / 1e9;
+	if (!n) {
+		snprintf(a, sizeof(a), "0");
+		snprintf(p, sizeof(p), "0");
+		snprintf(mb, sizeof(mb), "0");
+		snprintf(tp, sizeof(tp), "0");
+		snprintf(d, sizeof(d), "0");
+	} else {
+		pyfloat(a, sizeof(a), secs / (double)n * 1e3, 3);
+		pyfloat(p, sizeof(p), p90_ms(s, n), 3);
+		pyfloat(mb, sizeof(mb), bytes / 1048576.0 / (double)n, 3);
+		pyfloat(tp, sizeof(tp), secs > 0 ? bytes / 1048576.0 / secs : 0.0, 3);
+		pyfloat(d, sizeof(d),
+		        (double)(atomic_load(&s->xfer_desc.sum_ns) - xlog.d_sum) / 1e9 / (double)n,
+		        1);
+	}
+	pd_info("KV Transfer metrics: Num successful transfers=%llu, Avg xfer time (ms)=%s, P90 "
+	        "xfer time (ms)=%s, Avg MB per transfer=%s, Throughput (MB/s)=%s, Avg number of "
+	        "descriptors=%s, Num failed transfers=%llu, Num failed recvs=%llu, Num KV expired "
+	        "reqs=%llu",
+	        (unsigned long long)n, a, p, mb, tp, d, (unsigned long long)fail,
+	        (unsigned long long)frecv, (unsigned long long)exp);
+	xlog_snap(s, now);
 }
