@@ -103,8 +103,14 @@ cJSON *upg_changes(const struct upg_plan *p)
 		           "engine request ids %s randomised (gen A pairs P and D by them; "
 		           "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION=1)",
 		           n->reqid_random ? "now" : "no longer");
-	metric_change(a, o->mooncake_metrics, n->mooncake_metrics, "vllm:mooncake_* (prefill)");
-	metric_change(a, o->by_source, n->by_source, "vllm:prompt_tokens_by_source_total");
+	metric_change(a, o->src != CFG_SRC_NONE, n->src != CFG_SRC_NONE,
+	              "vllm:prompt_tokens_by_source_total");
+	if (o->src != CFG_SRC_NONE && n->src != CFG_SRC_NONE && o->src != n->src)
+		add_change(a, "metrics",
+		           "vllm:prompt_tokens_by_source_total counts a transferred prompt as %s "
+		           "(was %s)",
+		           cfg_src_era_name(n->src), cfg_src_era_name(o->src));
+	metric_change(a, o->recomputed, n->recomputed, "vllm:prompt_tokens_recomputed");
 	for (size_t i = 0; i < PD_ARRAY_SIZE(feats); i++)
 		if ((o->feat ^ n->feat) & feats[i].bit)
 			add_change(a, feats[i].kind, "%s %s", n->feat & feats[i].bit ? "+" : "-",
@@ -223,8 +229,8 @@ static cJSON *release_json(const struct cfg_vllm_info *v, const char *contract)
 		cJSON_AddStringToObject(o, "kv_load_failure_policy", v->policy);
 	else
 		cJSON_AddNullToObject(o, "kv_load_failure_policy");
-	cJSON_AddBoolToObject(o, "mooncake_metrics", v->mooncake_metrics);
-	cJSON_AddBoolToObject(o, "by_source", v->by_source);
+	cJSON_AddStringToObject(o, "by_source", cfg_src_era_name(v->src));
+	cJSON_AddBoolToObject(o, "prompt_tokens_recomputed", v->recomputed);
 	cJSON_AddNumberToObject(o, "feat", v->feat);
 	return o;
 }
