@@ -37,16 +37,51 @@ static void send_error(struct kv1_job *j, void *push, const char *msg)
 	send_resp(j, push, &r);
 }
 
-/* Homogeneous or D-larger TP: D rank d reads from P rank d % P.tp. */
+/* Without TP topology: D rank d reads from P rank d % P.tp. With it (vLLM #36869): P accepts
+ * the D ranks of TransferTopology.handshake_target_ranks(D.tp), and tp_ratio's assertion text
+ * when one size does not divide the other. */
 static bool targeted(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
                      size_t msz)
 {
-	int64_t t = m->remote_tp_rank % w->o.tp_size;
+	int t[KV1_MAX_TP_TARGETS], n, k;
+	int64_t d = m->remote_tp_rank;
 
-	if (t == w->o.tp_rank)
-		return true;
-	snprintf(msg, msz, "This P tp_rank %d not in remote D target ranks [%lld]", w->o.tp_rank,
-	         (long long)t);
+	if (!w->o.tp_topology) {
+		int64_t t0 = d % w->o.tp_size;
+
+		if (t0 == w->o.tp_rank)
+			return true;
+		snprintf(msg, msz, "This P tp_rank %d not in remote D target ranks [%lld]",
+		         w->o.tp_rank, (long long)t0);
+		return false;
+	}
+	if (!kv1_tp_ratio(w->o.tp_size, (int)m->remote_tp_size)) {
+		if (w->o.tp_size >= m->remote_tp_size)
+			snprintf(msg, msz,
+			         "Local tensor parallel size %d is not divisible by remote tensor "
+			         "parallel size %lld.",
+			         w->o.tp_size, (long long)m->remote_tp_size);
+		else
+			snprintf(
+			    msg, msz,
+			    "Remote tensor parallel size %lld is not divisible by local tensor "
+			    "parallel size %d.",
+			    (long long)m->remote_tp_size, w->o.tp_size);
+		return false;
+	}
+	n = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, (int)m->remote_tp_size, t,
+	                   KV1_MAX_TP_TARGETS);
+	for (int i = 0; i < n; i++)
+		if (t[i] == d)
+			return true;
+	/* Python's str() of the list: "[2, 3]" */
+	k = snprintf(msg, msz,
+	             "This D tp_rank %lld is not paired with P tp_rank %d; expected one of [",
+	             (long long)d, w->o.tp_rank);
+	for (int i = 0; i < n && k > 0 && (size_t)k < msz; i++)
+		k += snprintf(msg + k, msz - (size_t)k, "%s%d", i ? ", " : "", t[i]);
+	if (k > 0 && (size_t)k < msz)
+		snprintf(msg + k, msz - (size_t)k, "].");
 	return false;
 }
 
@@ -76,11 +111,128 @@ struct pend {
 	int state; /* 0 pending, 1 taken, 2 done, 3 dropped by P (answered with an error) */
 };
 
+/* A decoded handshake and its progress: kept in the job while it is parked. */
+struct gb_state {
+	struct kv1_xfer_meta m;
+	struct pend *p;
+	struct kv1_xfer_resp r;
+	struct kv1_xregion *xr; /* Bl: the aligned regions (NULL: Bn / B0, buffer by buffer) */
+	size_t nxr;
+	int need; /* D workers each send entry serves (vLLM's need_send) */
+};
+
+/* Bl (vLLM #44528): this worker's regions as vLLM registers them — buffer i is layer
+ * i / layer_bufs; names point into *names (malloc'd, freed by the caller). */
+static struct kv1_region *local_regions(const struct kv1_worker *w, char **names)
+{
+	size_t n = (size_t)w->o.nbufs;
+	int lb = kv1_layer_bufs(&w->o);
+	struct kv1_region *r = calloc(n ? n : 1, sizeof(*r));
+
+	*names = calloc(n ? n : 1, KV1_LAYER_NAME_MAX);
+	if (!r || !*names) {
+		free(r);
+		free(*names);
+		*names = NULL;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *nm = *names + i * KV1_LAYER_NAME_MAX;
+
+		kv1_layer_name((int)i / lb, nm, KV1_LAYER_NAME_MAX);
+		r[i] = (struct kv1_region){nm,
+		                           (int64_t)i / lb,
+		                           0,
+		                           (uint64_t)(uintptr_t)w->bufs[i],
+		                           (int64_t)w->o.block_len,
+		                           (int64_t)w->o.block_len};
+	}
+	return r;
+}
+
+/* The aligned regions' copies (the plan of each pair); -EINVAL with vLLM's assertion text when
+ * a slice would leave a block. */
+static int plan_regions(const struct kv1_worker *w, const struct kv1_xfer_meta *m,
+                        const struct kv1_region *loc, const struct kv1_region *rem, const long *map,
+                        struct gb_state *g, char *msg, size_t msz)
+{
+	g->xr = calloc((size_t)w->o.nbufs + 1, sizeof(*g->xr));
+	if (!g->xr)
+		return -ENOMEM;
+	for (int i = 0; i < w->o.nbufs; i++) {
+		const struct kv1_region *a = &loc[i], *b;
+		struct kv1_tp_plan pl = {true, 0, 0, a->kv_block_len};
+
+		if (map[i] < 0)
+			continue;
+		b = &rem[map[i]];
+		if (w->o.tp_topology)
+			kv1_tp_plan(w->o.tp_rank, w->o.tp_size, (int)m->remote_tp_rank,
+			            (int)m->remote_tp_size, a->kv_block_len, b->kv_block_len,
+			            w->o.mla, &pl);
+		if (!pl.send)
+			continue;
+		if (pl.src_off + pl.len > a->kv_block_len) {
+			snprintf(msg, msz,
+			         "Computed source transfer region exceeds local KV block size.");
+			return -EINVAL;
+		}
+		if (pl.dst_off + pl.len > b->kv_block_len) {
+			snprintf(msg, msz,
+			         "Destination transfer region exceeds remote KV block size.");
+			return -EINVAL;
+		}
+		g->xr[g->nxr++] =
+		    (struct kv1_xregion){i, b->base, b->block_len, pl.src_off, pl.dst_off, pl.len};
+	}
+	return 0;
+}
+
+/* send_kv_to_decode's checks before it waits, in Bl: expand both sides' regions (the metadata
+ * length assertion), align them by (layer name, occurrence), check their lengths, plan the
+ * copies. false: msg is the err_msg of the ERROR answer. */
+static bool bl_regions(const struct kv1_worker *w, struct gb_state *g, char *msg, size_t msz)
+{
+	const struct kv1_xfer_meta *m = &g->m;
+	struct kv1_region *loc, *rem = NULL;
+	char *names = NULL;
+	size_t nr = 0;
+	long *map = calloc((size_t)w->o.nbufs + 1, sizeof(long));
+	int ret = -ENOMEM;
+
+	loc = local_regions(w, &names);
+	if (loc && map) {
+		/* allow_partial_layers: D's PP differs from ours (pdkv's P is always PP 1) */
+		bool partial = m->remote_pp_size > 1 && m->remote_pp_size != 1;
+		int dtp = w->o.tp_topology ? (int)m->remote_tp_size : w->o.tp_size;
+
+		ret = kv1_regions_expand(m, &rem, &nr, msg, msz);
+		if (!ret)
+			ret = kv1_regions_align(loc, (size_t)w->o.nbufs, rem, nr, partial, map, msg,
+			                        msz);
+		if (!ret && !w->o.mla)
+			ret = kv1_regions_check_lens(loc, (size_t)w->o.nbufs, rem, map,
+			                             w->o.tp_size, dtp, msg, msz);
+		if (!ret)
+			ret = plan_regions(w, m, loc, rem, map, g, msg, msz);
+	}
+	if (ret == -ENOMEM)
+		snprintf(msg, msz, "out of memory expanding the transfer regions");
+	free(loc);
+	free(rem);
+	free(names);
+	free(map);
+	return ret == 0;
+}
+
 /* Writes every taken request; fills ok / err lists (pointers into m). */
-static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, struct pend *p,
-                        size_t n, struct kv1_xfer_resp *r, const char **emsg)
+static void write_taken(struct kv1_worker *w, struct gb_state *g, struct kv1_xfer_resp *r,
+                        const char **emsg)
 {
 	static char tebuf[96];
+	const struct kv1_xfer_meta *m = &g->m;
+	struct pend *p = g->p;
+	size_t n = m->nreqs, woken = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		struct kv1_run *runs = NULL;
@@ -106,8 +258,10 @@ static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, str
 			pd_dbg("Sending kv_caches for request %s (%zu blocks) to %s:%lld",
 			       p[i].rb->req_id, p[i].rb->groups[0].n, m->remote_hostname,
 			       (long long)m->remote_port);
-			ret = kv1_write_blocks(w, m->remote_hostname, m->remote_port, m->bases,
-			                       m->nbases, runs, nr);
+			ret = g->xr ? kv1_write_regions(w, m->remote_hostname, m->remote_port,
+			                                g->xr, g->nxr, runs, nr)
+			            : kv1_write_blocks(w, m->remote_hostname, m->remote_port,
+			                               m->bases, m->nbases, runs, nr);
 			if (ret) {
 				snprintf(tebuf, sizeof(tebuf),
 				         "Mooncake transfer engine returned %d", ret);
@@ -119,11 +273,19 @@ static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, str
 		}
 		free(runs);
 		pthread_mutex_lock(&w->mu);
-		kv1_send_remove_locked(w, p[i].s);
+		if (!ret && ++p[i].s->sent < g->need) {
+			/* another D worker still reads these blocks (heterogeneous TP) */
+			p[i].s->busy = false;
+			woken += kv1_park_wake_locked(w, p[i].rb->transfer_id);
+		} else {
+			kv1_send_remove_locked(w, p[i].s);
+		}
 		pthread_cond_broadcast(&w->cv);
 		pthread_mutex_unlock(&w->mu);
 		p[i].s = NULL;
 	}
+	if (woken)
+		kv1_park_kick(w);
 }
 
 /* Takes ready entries (w->mu held); returns how many are still pending. Entries D asks for
@@ -157,13 +319,6 @@ static size_t take_ready_locked(struct kv1_worker *w, struct pend *p, size_t n, 
 	return left;
 }
 
-/* A decoded handshake and its progress: kept in the job while it is parked. */
-struct gb_state {
-	struct kv1_xfer_meta m;
-	struct pend *p;
-	struct kv1_xfer_resp r;
-};
-
 void kv1_genb_state_free(void *gb)
 {
 	struct gb_state *g = gb;
@@ -171,6 +326,7 @@ void kv1_genb_state_free(void *gb)
 	if (!g)
 		return;
 	kv1_xfer_meta_free(&g->m);
+	free(g->xr);
 	free(g->p);
 	free(g->r.ok);
 	free(g->r.err);
@@ -288,7 +444,7 @@ static bool serve(struct kv1_job *j, void *push)
 		}
 		r->nok = r->nerr = 0;
 		emsg = NULL;
-		write_taken(w, &g->m, g->p, g->m.nreqs, r, &emsg);
+		write_taken(w, g, r, &emsg);
 		r->status = left ? KV1_CONTINUE : KV1_FINISH;
 		r->has_ok = r->nok > 0;
 		r->has_err = r->nerr > 0;
@@ -320,7 +476,9 @@ static bool admit(struct kv1_job *j, void *push)
 	free(j->payload); /* decoded: a parked handshake keeps only its decoded form */
 	j->payload = NULL;
 	j->len = 0;
-	if (!targeted(w, &g->m, msg, sizeof(msg)) || !lens_match(w, &g->m, msg, sizeof(msg))) {
+	if (!targeted(w, &g->m, msg, sizeof(msg)) ||
+	    (shape_of(w) >= KV1_SHAPE_BL ? !bl_regions(w, g, msg, sizeof(msg))
+	                                 : !lens_match(w, &g->m, msg, sizeof(msg)))) {
 		atomic_fetch_add(&w->rejected, 1);
 		send_error(j, push, msg);
 		return false;
@@ -332,6 +490,17 @@ static bool admit(struct kv1_job *j, void *push)
 		return false;
 	for (size_t i = 0; i < g->m.nreqs; i++)
 		g->p[i].rb = &g->m.reqs[i];
+	/* resolve_need_send: every D rank paired with us reads each entry once, times D's PP
+	 * stages when they differ from ours */
+	g->need = 1;
+	if (w->o.tp_topology) {
+		int t[KV1_MAX_TP_TARGETS];
+
+		g->need = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, (int)g->m.remote_tp_size, t,
+		                         KV1_MAX_TP_TARGETS);
+		if (g->m.remote_pp_size > 1)
+			g->need *= (int)g->m.remote_pp_size;
+	}
 	j->deadline_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 	return true;
 }
@@ -359,13 +528,15 @@ void *kv1_genb_handle(void *arg)
 
 /* ------------------------------------------------------------------ consumer */
 
-/* worker_addr of the P tp rank paired with ours, from the (cached) /query answer. */
-static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id, char *addr,
-                  size_t asz, int *p_tp, char *err, size_t errsz)
+/* The P tp ranks paired with ours (without TP topology: tp_rank % P.tp; with it vLLM's
+ * handshake_target_ranks), their worker_addr from the (cached) /query answer; *naddr of them. */
+static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id,
+                  char (*addr)[KV1_BOOT_ADDR_MAX + 1], int *naddr, char *err, size_t errsz)
 {
 	const struct kv1_boot_engine *e = NULL;
-	int ret = 0;
+	int ret = 0, t[KV1_MAX_PULLS];
 
+	*naddr = 0;
 	pthread_mutex_lock(&w->bmu);
 	for (int pass = 0; pass < 2 && !e; pass++) {
 		if (pass || strcmp(w->boot_cached, boot)) {
@@ -390,14 +561,28 @@ static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id,
 		            engine_id, boot);
 		ret = -ENOENT;
 	}
-	if (!ret) {
-		*p_tp = e->ntp ? w->o.tp_rank % e->ntp : 0;
-		if (!e->ntp || !e->addr[*p_tp]) {
+	if (!ret && w->o.tp_topology && e->ntp) {
+		int n = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, e->ntp, t, KV1_MAX_PULLS);
+
+		if (!n) {
+			kv1_set_err(
+			    err, errsz,
+			    "TP sizes %d (decode) and %d (prefill %s) do not divide one another",
+			    w->o.tp_size, e->ntp, engine_id);
+			ret = -EINVAL;
+		}
+		*naddr = n;
+	} else if (!ret) {
+		t[0] = e->ntp ? w->o.tp_rank % e->ntp : 0;
+		*naddr = 1;
+	}
+	for (int i = 0; !ret && i < *naddr; i++) {
+		if (!e->ntp || t[i] >= e->ntp || !e->addr[t[i]]) {
 			kv1_set_err(err, errsz, "bootstrap server %s: engine %s has no tp rank %d",
-			            boot, engine_id, *p_tp);
+			            boot, engine_id, t[i]);
 			ret = -ENOENT;
 		} else {
-			snprintf(addr, asz, "%s", e->addr[*p_tp]);
+			snprintf(addr[i], KV1_BOOT_ADDR_MAX + 1, "%s", e->addr[t[i]]);
 		}
 	}
 	pthread_mutex_unlock(&w->bmu);
@@ -485,52 +670,51 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 	return ok ? 0 : -EIO;
 }
 
-int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
-               const char *transfer_id, const char *req_id, const int64_t *ids, size_t n, char *err,
-               size_t errsz)
+/* Bl: the registered_layer_* lists of our buffers (vLLM's register_kv_caches): names[i] is
+ * buffer i's layer, repeated for each buffer of that layer. */
+static int fill_layers(const struct kv1_worker *w, struct kv1_xfer_meta *m)
 {
-	uint64_t bases[KV1_MAX_BUFS];
-	int64_t lens[KV1_MAX_BUFS];
-	struct kv1_ids bl = {(int64_t *)ids, n};
-	struct kv1_req_blocks rb = {(char *)req_id, (char *)transfer_id, &bl, 1};
-	struct kv1_xfer_meta m;
-	char addr[KV1_BOOT_ADDR_MAX + 1], host[128], *buf = NULL;
-	int p_tp = 0, rport = 0, ret, tmo, hold = 0;
-	size_t len;
-	void *s = NULL;
+	size_t n = (size_t)w->o.nbufs;
+	int lb = kv1_layer_bufs(&w->o);
+	char *pool = calloc(n ? n : 1, KV1_LAYER_NAME_MAX);
 
-	ret = lookup(w, bootstrap_addr, engine_id, addr, sizeof(addr), &p_tp, err, errsz);
+	m->layer_names = calloc(n ? n : 1, sizeof(char *));
+	m->layer_indices = calloc(n ? n : 1, sizeof(int64_t));
+	m->group_indices = calloc(n ? n : 1, sizeof(int64_t));
+	if (!pool || !m->layer_names || !m->layer_indices || !m->group_indices) {
+		free(pool);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		m->layer_names[i] = pool + i * KV1_LAYER_NAME_MAX;
+		kv1_layer_name((int)i / lb, m->layer_names[i], KV1_LAYER_NAME_MAX);
+		m->layer_indices[i] = (int64_t)i / lb;
+		m->group_indices[i] = 0; /* one KV-cache group */
+	}
+	m->nlayer_names = m->nlayer_indices = m->ngroup_indices = n;
+	return 0;
+}
+
+static void free_layers(struct kv1_xfer_meta *m)
+{
+	if (m->layer_names)
+		free(m->layer_names[0]); /* the pool */
+	free(m->layer_names);
+	free(m->layer_indices);
+	free(m->group_indices);
+}
+
+/* One handshake with the P worker at addr: sends buf, awaits its answers. */
+static int pull_one(struct kv1_worker *w, const char *addr, const char *buf, size_t len, int tmo,
+                    const char *transfer_id, const char *req_id, const int64_t *ids, size_t n,
+                    char *err, size_t errsz)
+{
+	int ret, hold = 0;
+	void *s;
+
+	ret = kv1_rhold_room(w, addr, pd_now_ns() + (uint64_t)tmo * 1000000ull, err, errsz);
 	if (ret)
 		return ret;
-	for (int i = 0; i < w->o.nbufs; i++) {
-		bases[i] = (uint64_t)(uintptr_t)w->bufs[i];
-		lens[i] = (int64_t)w->o.block_len;
-	}
-	pd_split_hostport(w->seg, host, sizeof(host), &rport);
-	m = (struct kv1_xfer_meta){w->ip,
-	                           rport,
-	                           w->o.tp_size,
-	                           w->o.tp_rank,
-	                           &rb,
-	                           1,
-	                           bases,
-	                           (size_t)w->o.nbufs,
-	                           lens,
-	                           (size_t)w->o.nbufs,
-	                           lens,
-	                           (size_t)w->o.nbufs,
-	                           1};
-	if (kv1_xfer_meta_encode(&m, shape_of(w), &buf, &len)) {
-		kv1_set_err(err, errsz, "cannot encode MooncakeXferMetadata");
-		return -EINVAL;
-	}
-	pd_dbg("Size of encoded MooncakeXferMetadata: %zu bytes", len);
-	tmo = w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms : 60000;
-	ret = kv1_rhold_room(w, addr, pd_now_ns() + (uint64_t)tmo * 1000000ull, err, errsz);
-	if (ret) {
-		free(buf);
-		return ret;
-	}
 	kv1_landed_reset(w, ids, n); /* the hold's early end counts this transfer's bytes only */
 	s = kv1_zsock(w, ZMQ_DEALER, tmo);
 	PD_TSAN_WIRE_SEND();
@@ -548,11 +732,71 @@ int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *eng
 			kv1_rhold_add(w, ids, n, addr, why, hold == 1);
 		}
 	}
+	if (s)
+		zmq_close(s);
+	return ret;
+}
+
+int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
+               const char *transfer_id, const char *req_id, const int64_t *ids, size_t n, char *err,
+               size_t errsz)
+{
+	uint64_t bases[KV1_MAX_BUFS];
+	int64_t lens[KV1_MAX_BUFS];
+	struct kv1_ids bl = {(int64_t *)ids, n};
+	struct kv1_req_blocks rb = {(char *)req_id, (char *)transfer_id, &bl, 1};
+	struct kv1_xfer_meta m;
+	char(*addr)[KV1_BOOT_ADDR_MAX + 1] = calloc(KV1_MAX_PULLS, KV1_BOOT_ADDR_MAX + 1);
+	char host[128], *buf = NULL;
+	int rport = 0, ret, tmo, naddr = 0;
+	size_t len;
+
+	if (!addr) {
+		kv1_set_err(err, errsz, "out of memory");
+		return -ENOMEM;
+	}
+	ret = lookup(w, bootstrap_addr, engine_id, addr, &naddr, err, errsz);
+	if (ret) {
+		free(addr);
+		return ret;
+	}
+	for (int i = 0; i < w->o.nbufs; i++) {
+		bases[i] = (uint64_t)(uintptr_t)w->bufs[i];
+		lens[i] = (int64_t)w->o.block_len;
+	}
+	pd_split_hostport(w->seg, host, sizeof(host), &rport);
+	m = (struct kv1_xfer_meta){.remote_hostname = w->ip,
+	                           .remote_port = rport,
+	                           .remote_tp_size = w->o.tp_size,
+	                           .remote_tp_rank = w->o.tp_rank,
+	                           .reqs = &rb,
+	                           .nreqs = 1,
+	                           .bases = bases,
+	                           .nbases = (size_t)w->o.nbufs,
+	                           .block_lens = lens,
+	                           .nblock_lens = (size_t)w->o.nbufs,
+	                           .kv_block_lens = lens,
+	                           .nkv_block_lens = (size_t)w->o.nbufs,
+	                           .remote_pp_size = 1};
+	ret = shape_of(w) >= KV1_SHAPE_BL ? fill_layers(w, &m) : 0;
+	if (ret || kv1_xfer_meta_encode(&m, shape_of(w), &buf, &len)) {
+		kv1_set_err(err, errsz, "cannot encode MooncakeXferMetadata");
+		free_layers(&m);
+		free(addr);
+		return -EINVAL;
+	}
+	free_layers(&m);
+	pd_dbg("Size of encoded MooncakeXferMetadata: %zu bytes", len);
+	tmo = w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms
+	      : w->o.d_fail_report     ? (w->o.abort_timeout_s + 60) * 1000
+	                               : 60000;
+	/* one pull per paired P rank (several when P.tp > D.tp), each writing its heads */
+	for (int i = 0; !ret && i < naddr; i++)
+		ret = pull_one(w, addr[i], buf, len, tmo, transfer_id, req_id, ids, n, err, errsz);
 	if (!ret)
 		atomic_fetch_add(&w->bytes_recv,
 		                 (uint64_t)n * w->o.block_len * (uint64_t)w->o.nbufs);
-	if (s)
-		zmq_close(s);
 	free(buf);
+	free(addr);
 	return ret;
 }

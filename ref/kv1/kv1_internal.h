@@ -24,6 +24,7 @@ struct kv1_send {
 	size_t n;
 	bool ready, busy;
 	bool dropped;       /* gen B: P will not send it (discarded); a handshake fails at once */
+	int sent;           /* gen B, TP topology: D ranks served so far (vLLM's need_send) */
 	uint64_t expire_ns; /* ready / dropped entries: freed after this if never sent / asked */
 };
 
@@ -211,6 +212,18 @@ size_t kv1_rhold_count(struct kv1_worker *w);
 int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const uint64_t *rbases,
                      size_t nrbases, const struct kv1_run *runs, size_t nruns);
 
+/* Bl: one aligned region of a handshake (kv1_genb.c): bytes [src_off, src_off + len) of each
+ * block of local buffer buf go to rbase + block * rblock_len + dst_off on D. */
+struct kv1_xregion {
+	int buf;
+	uint64_t rbase;
+	int64_t rblock_len, src_off, dst_off, len;
+};
+/* One engine WRITE batch over the regions: one descriptor per run where a region moves whole
+ * blocks at offset 0 on both sides, else one per block (vLLM's coalescing rule). */
+int kv1_write_regions(struct kv1_worker *w, const char *host, int64_t port,
+                      const struct kv1_xregion *x, size_t nx, const struct kv1_run *runs,
+                      size_t nruns);
 /* A ZMQ socket with linger 0, ZMQ_MAXMSGSIZE = KV1_MAX_MSG and the given receive timeout. */
 void *kv1_zsock(struct kv1_worker *w, int type, int rcvtimeo_ms);
 void kv1_set_err(char *err, size_t errsz, const char *fmt, ...)
