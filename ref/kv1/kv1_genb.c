@@ -37,54 +37,6 @@ static void send_error(struct kv1_job *j, void *push, const char *msg)
 	send_resp(j, push, &r);
 }
 
-/* Without TP topology: D rank d reads from P rank d % P.tp. With it (vLLM #36869): P accepts
- * the D ranks of TransferTopology.handshake_target_ranks(D.tp), and tp_ratio's assertion text
- * when one size does not divide the other. */
-static bool targeted(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
-                     size_t msz)
-{
-	int t[KV1_MAX_TP_TARGETS], n, k;
-	int64_t d = m->remote_tp_rank;
-
-	if (!w->o.tp_topology) {
-		int64_t t0 = d % w->o.tp_size;
-
-		if (t0 == w->o.tp_rank)
-			return true;
-		snprintf(msg, msz, "This P tp_rank %d not in remote D target ranks [%lld]",
-		         w->o.tp_rank, (long long)t0);
-		return false;
-	}
-	if (!kv1_tp_ratio(w->o.tp_size, (int)m->remote_tp_size)) {
-		if (w->o.tp_size >= m->remote_tp_size)
-			snprintf(msg, msz,
-			         "Local tensor parallel size %d is not divisible by remote tensor "
-			         "parallel size %lld.",
-			         w->o.tp_size, (long long)m->remote_tp_size);
-		else
-			snprintf(
-			    msg, msz,
-			    "Remote tensor parallel size %lld is not divisible by local tensor "
-			    "parallel size %d.",
-			    (long long)m->remote_tp_size, w->o.tp_size);
-		return false;
-	}
-	n = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, (int)m->remote_tp_size, t,
-	                   KV1_MAX_TP_TARGETS);
-	for (int i = 0; i < n; i++)
-		if (t[i] == d)
-			return true;
-	/* Python's str() of the list: "[2, 3]" */
-	k = snprintf(msg, msz,
-	             "This D tp_rank %lld is not paired with P tp_rank %d; expected one of [",
-	             (long long)d, w->o.tp_rank);
-	for (int i = 0; i < n && k > 0 && (size_t)k < msz; i++)
-		k += snprintf(msg + k, msz - (size_t)k, "%s%d", i ? ", " : "", t[i]);
-	if (k > 0 && (size_t)k < msz)
-		snprintf(msg + k, msz - (size_t)k, "].");
-	return false;
-}
-
 static bool lens_match(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
                        size_t msz)
 {
@@ -120,110 +72,6 @@ struct gb_state {
 	size_t nxr;
 	int need; /* D workers each send entry serves (vLLM's need_send) */
 };
-
-/* Bl (vLLM #44528): this worker's regions as vLLM registers them — buffer i is layer
- * i / layer_bufs; names point into *names (malloc'd, freed by the caller). */
-static struct kv1_region *local_regions(const struct kv1_worker *w, char **names)
-{
-	size_t n = (size_t)w->o.nbufs;
-	int lb = kv1_layer_bufs(&w->o);
-	struct kv1_region *r = calloc(n ? n : 1, sizeof(*r));
-
-	*names = calloc(n ? n : 1, KV1_LAYER_NAME_MAX);
-	if (!r || !*names) {
-		free(r);
-		free(*names);
-		*names = NULL;
-		return NULL;
-	}
-	for (size_t i = 0; i < n; i++) {
-		char *nm = *names + i * KV1_LAYER_NAME_MAX;
-
-		kv1_layer_name((int)i / lb, nm, KV1_LAYER_NAME_MAX);
-		r[i] = (struct kv1_region){nm,
-		                           (int64_t)i / lb,
-		                           0,
-		                           (uint64_t)(uintptr_t)w->bufs[i],
-		                           (int64_t)w->o.block_len,
-		                           (int64_t)w->o.block_len};
-	}
-	return r;
-}
-
-/* The aligned regions' copies (the plan of each pair); -EINVAL with vLLM's assertion text when
- * a slice would leave a block. */
-static int plan_regions(const struct kv1_worker *w, const struct kv1_xfer_meta *m,
-                        const struct kv1_region *loc, const struct kv1_region *rem, const long *map,
-                        struct gb_state *g, char *msg, size_t msz)
-{
-	g->xr = calloc((size_t)w->o.nbufs + 1, sizeof(*g->xr));
-	if (!g->xr)
-		return -ENOMEM;
-	for (int i = 0; i < w->o.nbufs; i++) {
-		const struct kv1_region *a = &loc[i], *b;
-		struct kv1_tp_plan pl = {true, 0, 0, a->kv_block_len};
-
-		if (map[i] < 0)
-			continue;
-		b = &rem[map[i]];
-		if (w->o.tp_topology)
-			kv1_tp_plan(w->o.tp_rank, w->o.tp_size, (int)m->remote_tp_rank,
-			            (int)m->remote_tp_size, a->kv_block_len, b->kv_block_len,
-			            w->o.mla, &pl);
-		if (!pl.send)
-			continue;
-		if (pl.src_off + pl.len > a->kv_block_len) {
-			snprintf(msg, msz,
-			         "Computed source transfer region exceeds local KV block size.");
-			return -EINVAL;
-		}
-		if (pl.dst_off + pl.len > b->kv_block_len) {
-			snprintf(msg, msz,
-			         "Destination transfer region exceeds remote KV block size.");
-			return -EINVAL;
-		}
-		g->xr[g->nxr++] =
-		    (struct kv1_xregion){i, b->base, b->block_len, pl.src_off, pl.dst_off, pl.len};
-	}
-	return 0;
-}
-
-/* send_kv_to_decode's checks before it waits, in Bl: expand both sides' regions (the metadata
- * length assertion), align them by (layer name, occurrence), check their lengths, plan the
- * copies. false: msg is the err_msg of the ERROR answer. */
-static bool bl_regions(const struct kv1_worker *w, struct gb_state *g, char *msg, size_t msz)
-{
-	const struct kv1_xfer_meta *m = &g->m;
-	struct kv1_region *loc, *rem = NULL;
-	char *names = NULL;
-	size_t nr = 0;
-	long *map = calloc((size_t)w->o.nbufs + 1, sizeof(long));
-	int ret = -ENOMEM;
-
-	loc = local_regions(w, &names);
-	if (loc && map) {
-		/* allow_partial_layers: D's PP differs from ours (pdkv's P is always PP 1) */
-		bool partial = m->remote_pp_size > 1 && m->remote_pp_size != 1;
-		int dtp = w->o.tp_topology ? (int)m->remote_tp_size : w->o.tp_size;
-
-		ret = kv1_regions_expand(m, &rem, &nr, msg, msz);
-		if (!ret)
-			ret = kv1_regions_align(loc, (size_t)w->o.nbufs, rem, nr, partial, map, msg,
-			                        msz);
-		if (!ret && !w->o.mla)
-			ret = kv1_regions_check_lens(loc, (size_t)w->o.nbufs, rem, map,
-			                             w->o.tp_size, dtp, msg, msz);
-		if (!ret)
-			ret = plan_regions(w, m, loc, rem, map, g, msg, msz);
-	}
-	if (ret == -ENOMEM)
-		snprintf(msg, msz, "out of memory expanding the transfer regions");
-	free(loc);
-	free(rem);
-	free(names);
-	free(map);
-	return ret == 0;
-}
 
 /* Writes every taken request; fills ok / err lists (pointers into m). */
 static void write_taken(struct kv1_worker *w, struct gb_state *g, struct kv1_xfer_resp *r,
@@ -476,8 +324,8 @@ static bool admit(struct kv1_job *j, void *push)
 	free(j->payload); /* decoded: a parked handshake keeps only its decoded form */
 	j->payload = NULL;
 	j->len = 0;
-	if (!targeted(w, &g->m, msg, sizeof(msg)) ||
-	    (shape_of(w) >= KV1_SHAPE_BL ? !bl_regions(w, g, msg, sizeof(msg))
+	if (!kv1_genb_paired(w, &g->m, msg, sizeof(msg)) ||
+	    (shape_of(w) >= KV1_SHAPE_BL ? kv1_bl_plan(w, &g->m, &g->xr, &g->nxr, msg, sizeof(msg))
 	                                 : !lens_match(w, &g->m, msg, sizeof(msg)))) {
 		atomic_fetch_add(&w->rejected, 1);
 		send_error(j, push, msg);
@@ -498,9 +346,9 @@ static bool admit(struct kv1_job *j, void *push)
 
 		g->need = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, (int)g->m.remote_tp_size, t,
 		                         KV1_MAX_TP_TARGETS);
-		if (g->m.remote_pp_size > 1)
-			g->need *= (int)g->m.remote_pp_size;
 	}
+	if (shape_of(w) >= KV1_SHAPE_BL && g->m.remote_pp_size > 1)
+		g->need *= (int)g->m.remote_pp_size; /* our PP size is 1 */
 	j->deadline_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 	return true;
 }
@@ -670,40 +518,6 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 	return ok ? 0 : -EIO;
 }
 
-/* Bl: the registered_layer_* lists of our buffers (vLLM's register_kv_caches): names[i] is
- * buffer i's layer, repeated for each buffer of that layer. */
-static int fill_layers(const struct kv1_worker *w, struct kv1_xfer_meta *m)
-{
-	size_t n = (size_t)w->o.nbufs;
-	int lb = kv1_layer_bufs(&w->o);
-	char *pool = calloc(n ? n : 1, KV1_LAYER_NAME_MAX);
-
-	m->layer_names = calloc(n ? n : 1, sizeof(char *));
-	m->layer_indices = calloc(n ? n : 1, sizeof(int64_t));
-	m->group_indices = calloc(n ? n : 1, sizeof(int64_t));
-	if (!pool || !m->layer_names || !m->layer_indices || !m->group_indices) {
-		free(pool);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		m->layer_names[i] = pool + i * KV1_LAYER_NAME_MAX;
-		kv1_layer_name((int)i / lb, m->layer_names[i], KV1_LAYER_NAME_MAX);
-		m->layer_indices[i] = (int64_t)i / lb;
-		m->group_indices[i] = 0; /* one KV-cache group */
-	}
-	m->nlayer_names = m->nlayer_indices = m->ngroup_indices = n;
-	return 0;
-}
-
-static void free_layers(struct kv1_xfer_meta *m)
-{
-	if (m->layer_names)
-		free(m->layer_names[0]); /* the pool */
-	free(m->layer_names);
-	free(m->layer_indices);
-	free(m->group_indices);
-}
-
 /* One handshake with the P worker at addr: sends buf, awaits its answers. */
 static int pull_one(struct kv1_worker *w, const char *addr, const char *buf, size_t len, int tmo,
                     const char *transfer_id, const char *req_id, const int64_t *ids, size_t n,
@@ -778,14 +592,14 @@ int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *eng
 	                           .kv_block_lens = lens,
 	                           .nkv_block_lens = (size_t)w->o.nbufs,
 	                           .remote_pp_size = 1};
-	ret = shape_of(w) >= KV1_SHAPE_BL ? fill_layers(w, &m) : 0;
+	ret = shape_of(w) >= KV1_SHAPE_BL ? kv1_bl_layers(w, &m) : 0;
 	if (ret || kv1_xfer_meta_encode(&m, shape_of(w), &buf, &len)) {
 		kv1_set_err(err, errsz, "cannot encode MooncakeXferMetadata");
-		free_layers(&m);
+		kv1_bl_layers_free(&m);
 		free(addr);
 		return -EINVAL;
 	}
-	free_layers(&m);
+	kv1_bl_layers_free(&m);
 	pd_dbg("Size of encoded MooncakeXferMetadata: %zu bytes", len);
 	tmo = w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms
 	      : w->o.d_fail_report     ? (w->o.abort_timeout_s + 60) * 1000

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kv1_internal.h"
+#include "pd_util.h"
 
 int kv1_layer_bufs(const struct kv1_opts *o)
 {
@@ -213,4 +214,190 @@ int kv1_regions_check_lens(const struct kv1_region *loc, size_t nl, const struct
 		idx++;
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------------ the worker's side */
+
+/* Without TP topology: D rank d reads from P rank d % P.tp. With it (vLLM #36869): P accepts
+ * the D ranks of TransferTopology.handshake_target_ranks(D.tp), and tp_ratio's assertion text
+ * when one size does not divide the other. */
+bool kv1_genb_paired(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
+                     size_t msz)
+{
+	int t[KV1_MAX_TP_TARGETS], n, k;
+	int64_t d = m->remote_tp_rank;
+
+	if (!w->o.tp_topology) {
+		int64_t t0 = d % w->o.tp_size;
+
+		if (t0 == w->o.tp_rank)
+			return true;
+		snprintf(msg, msz, "This P tp_rank %d not in remote D target ranks [%lld]",
+		         w->o.tp_rank, (long long)t0);
+		return false;
+	}
+	if (!kv1_tp_ratio(w->o.tp_size, (int)m->remote_tp_size)) {
+		if (w->o.tp_size >= m->remote_tp_size)
+			snprintf(msg, msz,
+			         "Local tensor parallel size %d is not divisible by remote tensor "
+			         "parallel size %lld.",
+			         w->o.tp_size, (long long)m->remote_tp_size);
+		else
+			snprintf(
+			    msg, msz,
+			    "Remote tensor parallel size %lld is not divisible by local tensor "
+			    "parallel size %d.",
+			    (long long)m->remote_tp_size, w->o.tp_size);
+		return false;
+	}
+	n = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, (int)m->remote_tp_size, t,
+	                   KV1_MAX_TP_TARGETS);
+	for (int i = 0; i < n; i++)
+		if (t[i] == d)
+			return true;
+	/* Python's str() of the list: "[2, 3]" */
+	k = snprintf(msg, msz,
+	             "This D tp_rank %lld is not paired with P tp_rank %d; expected one of [",
+	             (long long)d, w->o.tp_rank);
+	for (int i = 0; i < n && k > 0 && (size_t)k < msz; i++)
+		k += snprintf(msg + k, msz - (size_t)k, "%s%d", i ? ", " : "", t[i]);
+	if (k > 0 && (size_t)k < msz)
+		snprintf(msg + k, msz - (size_t)k, "].");
+	return false;
+}
+
+/* Bl (vLLM #44528): this worker's regions as vLLM registers them — buffer i is layer
+ * i / layer_bufs; names point into *names (malloc'd, freed by the caller). */
+static struct kv1_region *local_regions(const struct kv1_worker *w, char **names)
+{
+	size_t n = (size_t)w->o.nbufs;
+	int lb = kv1_layer_bufs(&w->o);
+	struct kv1_region *r = calloc(n ? n : 1, sizeof(*r));
+
+	*names = calloc(n ? n : 1, KV1_LAYER_NAME_MAX);
+	if (!r || !*names) {
+		free(r);
+		free(*names);
+		*names = NULL;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *nm = *names + i * KV1_LAYER_NAME_MAX;
+
+		kv1_layer_name((int)i / lb, nm, KV1_LAYER_NAME_MAX);
+		r[i] = (struct kv1_region){nm,
+		                           (int64_t)i / lb,
+		                           0,
+		                           (uint64_t)(uintptr_t)w->bufs[i],
+		                           (int64_t)w->o.block_len,
+		                           (int64_t)w->o.block_len};
+	}
+	return r;
+}
+
+/* The aligned regions' copies (the plan of each pair); -EINVAL with vLLM's assertion text when
+ * a slice would leave a block. */
+static int plan_regions(const struct kv1_worker *w, const struct kv1_xfer_meta *m,
+                        const struct kv1_region *loc, const struct kv1_region *rem, const long *map,
+                        struct kv1_xregion **xr, size_t *nxr, char *msg, size_t msz)
+{
+	*xr = calloc((size_t)w->o.nbufs + 1, sizeof(**xr));
+	if (!*xr)
+		return -ENOMEM;
+	for (int i = 0; i < w->o.nbufs; i++) {
+		const struct kv1_region *a = &loc[i], *b;
+		struct kv1_tp_plan pl = {true, 0, 0, a->kv_block_len};
+
+		if (map[i] < 0)
+			continue;
+		b = &rem[map[i]];
+		if (w->o.tp_topology)
+			kv1_tp_plan(w->o.tp_rank, w->o.tp_size, (int)m->remote_tp_rank,
+			            (int)m->remote_tp_size, a->kv_block_len, b->kv_block_len,
+			            w->o.mla, &pl);
+		if (!pl.send)
+			continue;
+		if (pl.src_off + pl.len > a->kv_block_len) {
+			snprintf(msg, msz,
+			         "Computed source transfer region exceeds local KV block size.");
+			return -EINVAL;
+		}
+		if (pl.dst_off + pl.len > b->kv_block_len) {
+			snprintf(msg, msz,
+			         "Destination transfer region exceeds remote KV block size.");
+			return -EINVAL;
+		}
+		(*xr)[(*nxr)++] =
+		    (struct kv1_xregion){i, b->base, b->block_len, pl.src_off, pl.dst_off, pl.len};
+	}
+	return 0;
+}
+
+int kv1_bl_plan(const struct kv1_worker *w, const struct kv1_xfer_meta *m, struct kv1_xregion **xr,
+                size_t *nxr, char *msg, size_t msz)
+{
+	struct kv1_region *loc, *rem = NULL;
+	char *names = NULL;
+	size_t nr = 0;
+	long *map = calloc((size_t)w->o.nbufs + 1, sizeof(long));
+	int ret = -ENOMEM;
+
+	loc = local_regions(w, &names);
+	if (loc && map) {
+		/* allow_partial_layers: D's PP size is above 1 and differs from ours (pdkv's
+		 * prefill always runs PP 1) */
+		bool partial = m->remote_pp_size > 1;
+		int dtp = w->o.tp_topology ? (int)m->remote_tp_size : w->o.tp_size;
+
+		ret = kv1_regions_expand(m, &rem, &nr, msg, msz);
+		if (!ret)
+			ret = kv1_regions_align(loc, (size_t)w->o.nbufs, rem, nr, partial, map, msg,
+			                        msz);
+		if (!ret && !w->o.mla)
+			ret = kv1_regions_check_lens(loc, (size_t)w->o.nbufs, rem, map,
+			                             w->o.tp_size, dtp, msg, msz);
+		if (!ret)
+			ret = plan_regions(w, m, loc, rem, map, xr, nxr, msg, msz);
+	}
+	if (ret == -ENOMEM)
+		snprintf(msg, msz, "out of memory expanding the transfer regions");
+	free(loc);
+	free(rem);
+	free(names);
+	free(map);
+	return ret;
+}
+
+/* Bl: the registered_layer_* lists of our buffers (vLLM's register_kv_caches): names[i] is
+ * buffer i's layer, repeated for each buffer of that layer. */
+int kv1_bl_layers(const struct kv1_worker *w, struct kv1_xfer_meta *m)
+{
+	size_t n = (size_t)w->o.nbufs;
+	int lb = kv1_layer_bufs(&w->o);
+	char *pool = calloc(n ? n : 1, KV1_LAYER_NAME_MAX);
+
+	m->layer_names = calloc(n ? n : 1, sizeof(char *));
+	m->layer_indices = calloc(n ? n : 1, sizeof(int64_t));
+	m->group_indices = calloc(n ? n : 1, sizeof(int64_t));
+	if (!pool || !m->layer_names || !m->layer_indices || !m->group_indices) {
+		free(pool);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		m->layer_names[i] = pool + i * KV1_LAYER_NAME_MAX;
+		kv1_layer_name((int)i / lb, m->layer_names[i], KV1_LAYER_NAME_MAX);
+		m->layer_indices[i] = (int64_t)i / lb;
+		m->group_indices[i] = 0; /* one KV-cache group */
+	}
+	m->nlayer_names = m->nlayer_indices = m->ngroup_indices = n;
+	return 0;
+}
+
+void kv1_bl_layers_free(struct kv1_xfer_meta *m)
+{
+	if (m->layer_names)
+		free(m->layer_names[0]); /* the pool */
+	free(m->layer_names);
+	free(m->layer_indices);
+	free(m->group_indices);
 }

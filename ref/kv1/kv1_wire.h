@@ -114,6 +114,11 @@ void kv1_agent_meta_free(struct kv1_agent_meta *m);
 void kv1_xfer_meta_free(struct kv1_xfer_meta *m);
 void kv1_xfer_resp_free(struct kv1_xfer_resp *r);
 
+/* msgpack-c allocates a container's elements from the declared count before reading them: this
+ * walks one value at p[*pos..n), checking each count against the bytes left and the depth
+ * against KV1_MAX_DEPTH. 0 (then *pos is past the value) or -1. */
+int kv1_wire_walk(const uint8_t *p, size_t n, size_t *pos, int depth);
+
 /* The text msgspec puts in str(ValidationError) for a decode err from kv1_*_decode: the part
  * after "Struct: ", with "missing required field" spelt "Object missing required field". */
 void kv1_wire_err_to_msgspec(const char *err, char *out, size_t outsz);
