@@ -15,10 +15,12 @@ enum cfg_gen { CFG_GEN_V0 = 0, CFG_GEN_A, CFG_GEN_B0, CFG_GEN_BN, CFG_GEN_BL };
 #define CFG_GEN_COUNT 5
 
 /* Behaviours a row has (struct cfg_vllm_info.feat), each from a vLLM PR the row cites. */
-#define CFG_F_TP_TOPOLOGY   (1u << 0) /* heterogeneous TP: pairing by TransferTopology, head slices,
-                                         "This D tp_rank ... is not paired with P tp_rank ..." */
-#define CFG_F_D_FAIL_REPORT (1u << 1) /* D: DEALER RCVTIMEO = abort timeout + 60 s; a failed pull is
-                                         reported as a load error (kv_load_failure_policy) */
+#define CFG_F_TP_TOPOLOGY                                                                          \
+	(1u << 0) /* heterogeneous TP: pairing by TransferTopology, head slices,                   \
+	             "This D tp_rank ... is not paired with P tp_rank ..." */
+#define CFG_F_D_FAIL_REPORT                                                                        \
+	(1u << 1) /* D: DEALER RCVTIMEO = abort timeout + 60 s; a failed pull is                   \
+	             reported as a load error (kv_load_failure_policy) */
 #define CFG_F_HMA           (1u << 2) /* hybrid KV cache manager on: one block list per KV group */
 #define CFG_F_GDN_N1        (1u << 3) /* Mamba/GDN: P drops the last prompt token, D loads N-1 */
 #define CFG_F_REMOTE_PP     (1u << 4) /* remote_pp_size: heterogeneous PP between P and D */

@@ -97,7 +97,7 @@ static bool push_all(struct kv1_worker *w, const struct kv1_agent_meta *m)
 	return ok;
 }
 
-void *kv1_gena_handle(void *arg)
+static void *kv1_gena_handle(void *arg)
 {
 	struct kv1_job *j = arg;
 	struct kv1_worker *w = j->w;
@@ -130,6 +130,8 @@ void *kv1_gena_handle(void *arg)
 	atomic_fetch_sub(&w->handlers, 1);
 	return NULL;
 }
+
+const struct kv1_park_ops kv1_gena_park_ops = {.handle = kv1_gena_handle}; /* gen A never parks */
 
 int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req_id,
                const int64_t *ids, size_t n, char *err, size_t errsz)

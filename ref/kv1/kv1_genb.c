@@ -167,7 +167,7 @@ static size_t take_ready_locked(struct kv1_worker *w, struct pend *p, size_t n, 
 	return left;
 }
 
-void kv1_genb_state_free(void *gb)
+static void kv1_genb_state_free(void *gb)
 {
 	struct gb_state *g = gb;
 
@@ -181,7 +181,7 @@ void kv1_genb_state_free(void *gb)
 	free(g);
 }
 
-bool kv1_genb_waits_on(const struct kv1_job *j, const char *key)
+static bool kv1_genb_waits_on(const struct kv1_job *j, const char *key)
 {
 	const struct gb_state *g = j->gb;
 
@@ -191,7 +191,7 @@ bool kv1_genb_waits_on(const struct kv1_job *j, const char *key)
 	return false;
 }
 
-bool kv1_genb_runnable_locked(struct kv1_worker *w, const struct kv1_job *j)
+static bool kv1_genb_runnable_locked(struct kv1_worker *w, const struct kv1_job *j)
 {
 	const struct gb_state *g = j->gb;
 
@@ -253,14 +253,14 @@ static void finish_pending(struct kv1_job *j, void *sock, const char *msg, bool 
 	send_resp(j, sock, r);
 }
 
-void kv1_genb_expire(struct kv1_job *j, void *sock)
+static void kv1_genb_expire(struct kv1_job *j, void *sock)
 {
 	/* the worker stopping is no timeout: answered the same, not counted or logged */
 	finish_pending(j, sock, "Timeout waiting for P side ready.", !atomic_load(&j->w->stop));
 	kv1_job_free(j);
 }
 
-void kv1_genb_refuse(struct kv1_job *j, void *sock, const char *msg)
+static void kv1_genb_refuse(struct kv1_job *j, void *sock, const char *msg)
 {
 	finish_pending(j, sock, msg, false);
 	kv1_job_free(j);
@@ -353,7 +353,7 @@ static bool admit(struct kv1_job *j, void *push)
 	return true;
 }
 
-void *kv1_genb_handle(void *arg)
+static void *kv1_genb_handle(void *arg)
 {
 	struct kv1_job *j = arg;
 	struct kv1_worker *w = j->w;
@@ -373,6 +373,15 @@ void *kv1_genb_handle(void *arg)
 	atomic_fetch_sub(&w->handlers, 1);
 	return NULL;
 }
+
+const struct kv1_park_ops kv1_genb_park_ops = {
+    .handle = kv1_genb_handle,
+    .state_free = kv1_genb_state_free,
+    .waits_on = kv1_genb_waits_on,
+    .runnable_locked = kv1_genb_runnable_locked,
+    .expire = kv1_genb_expire,
+    .refuse = kv1_genb_refuse,
+};
 
 /* ------------------------------------------------------------------ consumer */
 

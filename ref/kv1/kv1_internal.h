@@ -1,6 +1,5 @@
-/* kv1_internal: the worker's state shared by kv1_worker.c (lifetime, memory, send table, ROUTER
- * loop), kv1_write.c (engine writes, held WRITEs) and the generation files kv1_gena.c /
- * kv1_genb.c. */
+/* kv1_internal: the worker's state and the interfaces between the files of ref/kv1 (their order,
+ * bottom to top, is in README.md: each file calls only files below it). */
 #ifndef KV1_INTERNAL_H
 #define KV1_INTERNAL_H
 
@@ -89,6 +88,7 @@ struct kv1_worker {
 	bool thr_started;
 	atomic_bool stop;
 	atomic_int handlers;
+	const struct kv1_park_ops *ops; /* the generation's, for kv1_park.c */
 	/* gen B parked handshakes (w->mu): waiting for an id (parked) or runnable again (wake) */
 	struct kv1_job *parked, *wake_head, *wake_tail;
 	int nparked, max_parked, max_parked_peer;
@@ -127,26 +127,34 @@ struct kv1_job {
 	uint64_t deadline_ns; /* gen B: answered "Timeout waiting for P side ready." after it */
 };
 
+/* ROUTER thread (kv1_router.c). start: binds the ROUTER (gen A: the fixed port, else any) and
+ * starts the thread; kv1_worker_destroy stops and joins it. */
+int kv1_router_start(struct kv1_worker *w, char *err, size_t errsz);
 /* Sends a reply multipart [ident, (empty,) body] back through the ROUTER thread. */
 int kv1_job_reply(struct kv1_job *j, void *push, const void *body, size_t len, bool delim);
 void *kv1_job_push_open(struct kv1_worker *w);
 
-void *kv1_gena_handle(void *job); /* thread entry; frees the job */
-void *kv1_genb_handle(void *job); /* thread entry; frees the job or hands it on to be parked */
+/* What the handler slots and the parking (kv1_park.c) call in a generation's file, filled there
+ * (kv1_gena_park_ops, kv1_genb_park_ops) and handed to kv1_park_init by kv1_worker_create: the
+ * generations call the parking, never the reverse. gen A fills only handle. */
+struct kv1_park_ops {
+	void *(*handle)(void *job); /* handler thread entry; frees the job or hands it on to park */
+	void (*state_free)(void *gb);                               /* a job's gb (set: gen B) */
+	bool (*waits_on)(const struct kv1_job *j, const char *key); /* key among pending ids */
+	bool (*runnable_locked)(struct kv1_worker *w, const struct kv1_job *j); /* w->mu held */
+	void (*expire)(struct kv1_job *j, void *sock); /* timeout FINISH; frees j */
+	void (*refuse)(struct kv1_job *j, void *sock, const char *msg); /* FINISH; frees j */
+};
+extern const struct kv1_park_ops kv1_gena_park_ops, kv1_genb_park_ops;
+
 void kv1_job_free(struct kv1_job *j);
 /* A handler slot (false: KV1_MAX_HANDLERS run); spawn starts a thread in a reserved slot. */
 bool kv1_handler_reserve(struct kv1_worker *w);
 void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j);
 
-/* gen B handshake state (kv1_genb.c) as the parking needs it. */
-void kv1_genb_state_free(void *gb);
-bool kv1_genb_waits_on(const struct kv1_job *j, const char *key); /* key among pending ids */
-bool kv1_genb_runnable_locked(struct kv1_worker *w, const struct kv1_job *j);
-void kv1_genb_expire(struct kv1_job *j, void *sock);                  /* timeout FINISH; frees j */
-void kv1_genb_refuse(struct kv1_job *j, void *sock, const char *msg); /* FINISH; frees j */
-
-/* Parking (kv1_park.c): a gen B handshake whose ids are not ready waits on no thread. */
-int kv1_park_init(struct kv1_worker *w, char *err, size_t errsz); /* caps from the env */
+/* Parking (kv1_park.c): a gen B handshake whose ids are not ready waits on no thread. init: the
+ * generation's ops and the caps (env). */
+int kv1_park_init(struct kv1_worker *w, const struct kv1_park_ops *ops, char *err, size_t errsz);
 /* Rate limit of the side channel's WARNINGs: true when one may be logged now; *quiet: how many
  * were suppressed since the last one. */
 bool kv1_park_warn_due(struct kv1_worker *w, uint64_t *quiet);
@@ -158,7 +166,7 @@ void kv1_park_kick(struct kv1_worker *w); /* hands woken jobs to handlers, slots
 void kv1_park_sweep(struct kv1_worker *w, bool all); /* ROUTER thread: expired ones */
 void kv1_park_free_all(struct kv1_worker *w);
 
-/* Send table (w->mu held by the callers of the _locked forms). */
+/* Send table (kv1_send.c; w->mu held by the callers of the _locked forms). */
 struct kv1_send *kv1_send_find_locked(struct kv1_worker *w, const char *key);
 struct kv1_send *kv1_send_add_locked(struct kv1_worker *w, const char *key);
 void kv1_send_remove_locked(struct kv1_worker *w, struct kv1_send *s);
@@ -167,9 +175,9 @@ void kv1_send_remove_locked(struct kv1_worker *w, struct kv1_send *s);
  * every wake-up (another thread may free them while the lock is released). */
 struct kv1_send *kv1_send_wait_locked(struct kv1_worker *w, const char *key, uint64_t deadline_ns);
 /* One bounded (<= 100 ms) wait on the table's condition variable, w->mu held. */
-/* Waits on cv (mu held) until signalled, deadline_ns (pd_now_ns) or at most 100 ms. */
-void kv1_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns);
 void kv1_cv_wait_locked(struct kv1_worker *w, uint64_t deadline_ns);
+/* ROUTER thread: removes ready or dropped entries past expire_ns (never sent, never asked). */
+void kv1_send_reap_expired(struct kv1_worker *w);
 
 /* Held WRITEs (kv1_write.c). init: the per-block tables and the cap (env); fini: after
  * te_engine_destroy (no lane left to read a block), drops the records. */
@@ -236,6 +244,9 @@ void kv1_bl_layers_free(struct kv1_xfer_meta *m);
 int kv1_write_regions(struct kv1_worker *w, const char *host, int64_t port,
                       const struct kv1_xregion *x, size_t nx, const struct kv1_run *runs,
                       size_t nruns);
+/* Ground floor (kv1_util.c). */
+/* Waits on cv (mu held) until signalled, deadline_ns (pd_now_ns) or at most 100 ms. */
+void kv1_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns);
 /* A ZMQ socket with linger 0, ZMQ_MAXMSGSIZE = KV1_MAX_MSG and the given receive timeout. */
 void *kv1_zsock(struct kv1_worker *w, int type, int rcvtimeo_ms);
 void kv1_set_err(char *err, size_t errsz, const char *fmt, ...)

@@ -18,7 +18,8 @@
 
 void kv1_job_free(struct kv1_job *j)
 {
-	kv1_genb_state_free(j->gb);
+	if (j->gb)
+		j->w->ops->state_free(j->gb);
 	free(j->ident);
 	free(j->payload);
 	free(j);
@@ -39,7 +40,7 @@ void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j)
 
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &at, w->o.gen == CFG_GEN_A ? kv1_gena_handle : kv1_genb_handle, j)) {
+	if (pthread_create(&t, &at, w->ops->handle, j)) {
 		atomic_fetch_sub(&w->handlers, 1);
 		pd_warn("kv1: %s: cannot start a handshake thread; dropping it", w->side_addr);
 		kv1_job_free(j);
@@ -69,10 +70,11 @@ static int env_cap(const char *name, int def, int *out, char *err, size_t errsz)
 	return 0;
 }
 
-int kv1_park_init(struct kv1_worker *w, char *err, size_t errsz)
+int kv1_park_init(struct kv1_worker *w, const struct kv1_park_ops *ops, char *err, size_t errsz)
 {
 	int mib;
 
+	w->ops = ops;
 	if (env_cap("PDKV_KV1_MAX_PARKED", KV1_MAX_PARKED, &w->max_parked, err, errsz) ||
 	    env_cap("PDKV_KV1_MAX_PARKED_PER_PEER", KV1_MAX_PARKED_PER_PEER, &w->max_parked_peer,
 	            err, errsz) ||
@@ -143,7 +145,7 @@ void kv1_park_admit(struct kv1_worker *w, struct kv1_job *j)
 	uint64_t quiet;
 
 	pthread_mutex_lock(&w->mu);
-	if (kv1_genb_runnable_locked(w, j)) {
+	if (w->ops->runnable_locked(w, j)) {
 		wake_append_locked(w, j);
 		pthread_mutex_unlock(&w->mu);
 		return;
@@ -180,7 +182,7 @@ void kv1_park_admit(struct kv1_worker *w, struct kv1_job *j)
 		pd_warn("kv1: side channel %s: handshake from %s refused: %s (%llu side-channel "
 		        "warnings suppressed in the last second)",
 		        w->side_addr, j->peer, msg, (unsigned long long)quiet);
-	kv1_genb_refuse(j, w->router, msg);
+	w->ops->refuse(j, w->router, msg);
 }
 
 size_t kv1_park_wake_locked(struct kv1_worker *w, const char *key)
@@ -190,7 +192,7 @@ size_t kv1_park_wake_locked(struct kv1_worker *w, const char *key)
 	for (struct kv1_job **pp = &w->parked; *pp;) {
 		struct kv1_job *j = *pp;
 
-		if (!kv1_genb_waits_on(j, key)) {
+		if (!w->ops->waits_on(j, key)) {
 			pp = &j->next;
 			continue;
 		}
@@ -269,7 +271,7 @@ void kv1_park_sweep(struct kv1_worker *w, bool all)
 		struct kv1_job *j = done;
 
 		done = j->next;
-		kv1_genb_expire(j, w->router);
+		w->ops->expire(j, w->router);
 	}
 }
 
