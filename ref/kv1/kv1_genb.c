@@ -73,6 +73,15 @@ struct gb_state {
 	int need; /* D workers each send entry serves (vLLM's need_send) */
 };
 
+/* D asked for no block in any group (a request that only releases P's blocks). */
+static bool no_blocks(const struct kv1_req_blocks *rb)
+{
+	for (size_t k = 0; k < rb->ngroups; k++)
+		if (rb->groups[k].n)
+			return false;
+	return true;
+}
+
 /* Writes every taken request; fills ok / err lists (pointers into m). */
 static void write_taken(struct kv1_worker *w, struct gb_state *g, struct kv1_xfer_resp *r,
                         const char **emsg)
@@ -97,8 +106,13 @@ static void write_taken(struct kv1_worker *w, struct gb_state *g, struct kv1_xfe
 		if (p[i].state != 1)
 			continue;
 		p[i].state = 2;
-		if (kv1_plan(p[i].s->ids, p[i].s->n, p[i].rb->groups[0].v, p[i].rb->groups[0].n,
-		             &runs, &nr) == -ERANGE) {
+		if (g->xr && !no_blocks(p[i].rb) && p[i].rb->ngroups != 1) {
+			/* Bl (_build_transfer_params): one list per KV group; pdkv has one */
+			r->err[r->nerr++] = p[i].rb->req_id;
+			*emsg = "KV group count mismatch";
+			ret = -1;
+		} else if (kv1_plan(p[i].s->ids, p[i].s->n, p[i].rb->groups[0].v,
+		                    p[i].rb->groups[0].n, &runs, &nr) == -ERANGE) {
 			r->err[r->nerr++] = p[i].rb->req_id;
 			*emsg = "P num blocks less than D";
 			ret = -1;
@@ -451,7 +465,7 @@ static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id,
 static bool never_written(const char *msg)
 {
 	static const char *const pre[] = {"Timeout waiting for P side ready.",
-	                                  "P num blocks less than D",
+	                                  "P num blocks less than D", "KV group count mismatch",
 	                                  "P side finished the request without sending its KV"};
 
 	for (size_t i = 0; msg && i < sizeof(pre) / sizeof(pre[0]); i++)

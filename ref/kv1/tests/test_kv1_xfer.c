@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zmq.h>
+
 #include "kv1/kv1.h"
 #include "pd_util.h"
 
@@ -432,6 +434,60 @@ static void test_bl_regions(void **state)
 	pair_down(&x);
 }
 
+/* A Bl handshake whose request carries two KV-group lists (pdkv's prefill has one group):
+ * err_reqs with vLLM's "KV group count mismatch"; sent raw on a DEALER. */
+static void test_bl_group_count(void **state)
+{
+	struct pair x;
+	int64_t g0[] = {1, 2}, g1[] = {3}, lens[NBUFS], idx[NBUFS] = {0, 0, 1, 1};
+	struct kv1_ids groups[2] = {{g0, 2}, {g1, 1}};
+	struct kv1_req_blocks rb = {"r", "x", groups, 2};
+	char *names[NBUFS] = {"model.layers.0.self_attn.attn", "model.layers.0.self_attn.attn",
+	                      "model.layers.1.self_attn.attn", "model.layers.1.self_attn.attn"};
+	uint64_t bases[NBUFS] = {0x1000, 0x2000, 0x3000, 0x4000};
+	struct kv1_xfer_meta m = {.remote_hostname = "127.0.0.1",
+	                          .remote_port = 1,
+	                          .remote_tp_size = 1,
+	                          .reqs = &rb,
+	                          .nreqs = 1,
+	                          .bases = bases,
+	                          .nbases = NBUFS,
+	                          .block_lens = lens,
+	                          .nblock_lens = NBUFS,
+	                          .kv_block_lens = lens,
+	                          .nkv_block_lens = NBUFS,
+	                          .remote_pp_size = 1,
+	                          .layer_names = names,
+	                          .nlayer_names = NBUFS,
+	                          .layer_indices = idx,
+	                          .nlayer_indices = NBUFS};
+	struct kv1_xfer_resp r;
+	char *buf, rb_[512], err[256];
+	size_t len;
+	void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_DEALER);
+	int tmo = 10000, n;
+	(void)state;
+
+	for (int i = 0; i < NBUFS; i++)
+		lens[i] = BLEN;
+	pair_up(&x, CFG_GEN_BL, CFG_GEN_BL, 0, BLEN);
+	assert_int_equal(kv1_xfer_meta_encode(&m, KV1_SHAPE_BL, &buf, &len), 0);
+	zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo, sizeof(tmo));
+	assert_int_equal(zmq_connect(s, kv1_worker_side_addr(x.p)), 0);
+	assert_int_equal(zmq_send(s, buf, len, 0), (int)len);
+	n = zmq_recv(s, rb_, sizeof(rb_), 0);
+	assert_true(n > 0);
+	assert_int_equal(kv1_xfer_resp_decode(rb_, (size_t)n, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.status, KV1_FINISH);
+	assert_int_equal(r.nerr, 1);
+	assert_string_equal(r.err_msg, "KV group count mismatch");
+	kv1_xfer_resp_free(&r);
+	free(buf);
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	pair_down(&x);
+}
+
 /* TP topology (#36869), P2 -> D4: D ranks 0, 1 read P rank 0's first and second halves of each
  * block, D ranks 2, 3 P rank 1's; P rank 0 keeps the entry until both of its D ranks pulled;
  * D rank 1 sent to P rank 1 gets vLLM's pairing error. */
@@ -554,12 +610,13 @@ static void test_rdma_missing(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_plan),        cmocka_unit_test(test_gen_a),
-	    cmocka_unit_test(test_gen_bn),      cmocka_unit_test(test_gen_b0),
-	    cmocka_unit_test(test_b0_d_bn_p),   cmocka_unit_test(test_rdma_missing),
-	    cmocka_unit_test(test_landed),      cmocka_unit_test(test_gen_bl),
-	    cmocka_unit_test(test_bn_bl_mixed), cmocka_unit_test(test_bl_regions),
-	    cmocka_unit_test(test_tp_p2_d4),    cmocka_unit_test(test_tp_p4_d2),
+	    cmocka_unit_test(test_plan),           cmocka_unit_test(test_gen_a),
+	    cmocka_unit_test(test_gen_bn),         cmocka_unit_test(test_gen_b0),
+	    cmocka_unit_test(test_b0_d_bn_p),      cmocka_unit_test(test_rdma_missing),
+	    cmocka_unit_test(test_landed),         cmocka_unit_test(test_gen_bl),
+	    cmocka_unit_test(test_bn_bl_mixed),    cmocka_unit_test(test_bl_regions),
+	    cmocka_unit_test(test_bl_group_count), cmocka_unit_test(test_tp_p2_d4),
+	    cmocka_unit_test(test_tp_p4_d2),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
