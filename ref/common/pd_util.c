@@ -373,9 +373,23 @@ int pd_free_port(const char *host)
 	return port;
 }
 
+/* poll() of one fd until end_ns, through signals (EINTR: the time left is recomputed). */
+static int poll_until(struct pollfd *p, uint64_t end_ns)
+{
+	for (;;) {
+		uint64_t now = pd_now_ns();
+		int r, ms = now >= end_ns ? 0 : (int)((end_ns - now + 999999) / 1000000);
+
+		r = poll(p, 1, ms);
+		if (r >= 0 || errno != EINTR)
+			return r;
+	}
+}
+
 int pd_tcp_connect(const char *host, int port, int timeout_ms)
 {
 	struct addrinfo *res, *ai;
+	uint64_t end = pd_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
 	int ret = resolve(host, port, 0, &res);
 	if (ret)
 		return ret;
@@ -389,14 +403,15 @@ int pd_tcp_connect(const char *host, int port, int timeout_ms)
 			ret = -errno;
 			continue;
 		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS &&
+		    errno != EINTR) { /* EINTR: the connect goes on, as EINPROGRESS */
 			ret = -errno;
 			close(fd);
 			continue;
 		}
 		p.fd = fd;
 		p.events = POLLOUT;
-		if (poll(&p, 1, timeout_ms) != 1) {
+		if (poll_until(&p, end) != 1) {
 			ret = -ETIMEDOUT;
 			close(fd);
 			continue;
