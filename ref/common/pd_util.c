@@ -119,7 +119,8 @@ out:
 	return ret;
 }
 
-int pd_write_file(const char *path, const void *data, size_t len)
+/* Writes straight into path (a device, a FIFO, a symbolic link: not replaced by a rename). */
+static int write_in_place(const char *path, const void *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	int ret;
@@ -128,6 +129,31 @@ int pd_write_file(const char *path, const void *data, size_t len)
 	ret = pd_write_full(fd, data, len);
 	if (close(fd) && !ret)
 		ret = -errno;
+	return ret;
+}
+
+int pd_write_file(const char *path, const void *data, size_t len)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+	int fd, ret;
+
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return write_in_place(path, data, len);
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ret = pd_write_full(fd, data, len);
+	if (!ret && fsync(fd) && errno != EINVAL && errno != EROFS) /* EINVAL: cannot sync */
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp); /* the old file, if any, is left whole */
 	return ret;
 }
 

@@ -23,6 +23,9 @@ void pd_fine_naps(void);
 /* Reads a whole file (NUL-terminated, *len without the NUL). Refuses files over max bytes.
  * Returns 0, -ENOENT, -EISDIR, -EFBIG, or another -errno. */
 int pd_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Writes a whole file: into a temporary beside it, fsync, rename over path, so a failed write
+ * (a full disk) leaves the previous file (or none), never a truncated one. Not a regular file
+ * (/dev/stdout, a FIFO, a symbolic link): written in place. 0 or -errno (-ENOSPC, ...). */
 int pd_write_file(const char *path, const void *data, size_t len);
 int pd_mkdir_p(const char *path);
 int pd_rm_rf(const char *path); /* removes a directory tree; refuses "/" and "" */
