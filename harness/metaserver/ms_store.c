@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_util.h"
+
 struct entry {
 	struct entry *next;
 	char *key;
@@ -248,41 +250,6 @@ int ms_del(const char *key, size_t klen)
 	return 0;
 }
 
-/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF), or 0 when the bytes there are not one. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t len;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
 /* JSON string body of n bytes: escapes '"', '\\' and every byte below 0x20 (NUL included);
  * well-formed UTF-8 goes through as is, and each byte that is not part of it (binary values)
  * becomes \u0080..\u00ff, its Latin-1 reading, so /dump is always valid UTF-8 JSON (GET of
@@ -293,7 +260,7 @@ static size_t json_str(char *out, const char *s, size_t n)
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
-		size_t u = ch >= 0x80 ? utf8_seq((const unsigned char *)s + i, n - i) : 1;
+		size_t u = ch >= 0x80 ? pd_utf8_seq((const unsigned char *)s + i, n - i, false) : 1;
 		if (u > 1) {
 			if (out)
 				memcpy(out + k, s + i, u);

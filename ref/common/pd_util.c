@@ -656,6 +656,50 @@ int pd_writev_full_max(int fd, struct iovec *iov, int n, size_t max)
 	return 0;
 }
 
+size_t pd_utf8_seq(const unsigned char *s, size_t n, bool surrogates)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed && !surrogates)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+long pd_utf8_invalid_at(const char *s, size_t n, bool surrogates)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = pd_utf8_seq((const unsigned char *)s + i, n - i, surrogates);
+		if (!k)
+			return (long)i;
+		i += k;
+	}
+	return -1;
+}
+
 char *pd_vasprintf(const char *fmt, va_list ap)
 {
 	char *s = NULL;

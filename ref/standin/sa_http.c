@@ -110,6 +110,23 @@ static enum MHD_Result send_error(struct MHD_Connection *c, int status, const ch
 	return send_json(c, status, j, NULL);
 }
 
+/* A body that is not UTF-8 never reaches vLLM's request model: FastAPI's body parsing raises
+ * HTTPException(400, "There was an error parsing the body") for anything but a JSON decode error
+ * (json.loads on bytes decodes UTF-8 with surrogatepass), and vLLM's http_exception_handler
+ * answers it with type = the status phrase (vllm/entrypoints/serve/utils/server_utils.py @
+ * 0753ceeb9cb7). Issue 34, D11. */
+static enum MHD_Result send_not_utf8(struct MHD_Connection *c)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "object", "error");
+	cJSON_AddStringToObject(j, "message", "There was an error parsing the body");
+	cJSON_AddStringToObject(j, "type", "Bad Request");
+	cJSON_AddNullToObject(j, "param");
+	cJSON_AddNumberToObject(j, "code", 400);
+	return send_json(c, 400, j, NULL);
+}
+
 static enum MHD_Result send_detail(struct MHD_Connection *c, int status, const char *detail)
 {
 	cJSON *j = cJSON_CreateObject();
@@ -612,6 +629,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return send_error(c, 503, "server is shutting down");
 		if (cn->too_big)
 			return send_error(c, 400, "request body larger than 64 MiB");
+		if (pd_utf8_invalid_at(cn->body, cn->len, true) >= 0)
+			return send_not_utf8(c);
 		enum MHD_Result ret;
 		cn->rec = sa_record_begin(c, url, cn->body, cn->len, cn->t_arrival);
 		ret = completion(h, c, cn, !strcmp(url, "/v1/chat/completions"));
