@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 
 #include "httplim/pd_connlim.h"
+#include "httplim/pd_mhdlog.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
@@ -684,9 +685,10 @@ int sa_http_start(struct sa *s, struct sa_http **out, int *bound_port)
 		h->d = MHD_start_daemon(
 		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
 		        MHD_USE_ITC | MHD_USE_ERROR_LOG,
-		    0, pd_connlim_accept, h->lim, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->lfd,
-		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-		    pd_connlim_notify, h->lim, MHD_OPTION_CONNECTION_LIMIT, s->o.max_conns + 16,
+		    0, pd_connlim_accept, h->lim, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
+		    pd_mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, h->lfd, MHD_OPTION_NOTIFY_COMPLETED,
+		    on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, pd_connlim_notify, h->lim,
+		    MHD_OPTION_CONNECTION_LIMIT, s->o.max_conns + 16,
 		    MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->o.max_conns_per_client + 16,
 		    MHD_OPTION_CONNECTION_TIMEOUT, s->o.idle_timeout_s,
 		    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
