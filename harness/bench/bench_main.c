@@ -272,6 +272,11 @@ int main(int argc, char **argv)
 	if (o.buffer_size < region)
 		o.buffer_size = region;
 
+	/* loopback (the default): bind and announce 127.0.0.1 (issue 34, N11), not the host's
+	 * first non-loopback address; the spawned targets inherit it. The user's wins. */
+	if (o.mode_id == BENCH_LOOPBACK &&
+	    !(getenv("MC_TCP_BIND_ADDRESS") && *getenv("MC_TCP_BIND_ADDRESS")))
+		setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	if (o.scheme_on) {
 		char namebuf[256];
 		default_name(&o, "initiator", namebuf, sizeof(namebuf));

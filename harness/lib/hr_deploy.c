@@ -405,9 +405,22 @@ static int env_add(char **v, size_t *n, const char *name, const char *value)
 	return 0;
 }
 
+/* A local scenario (no "hosts", no --hosts) binds and announces its role's topology address
+ * (127.0.0.x; 127.0.0.1 by default), not the host's first non-loopback address (issue 34, N11),
+ * unless the scenario's env or the user's set the name. */
+static int pin_loopback(const struct hr_deploy *d, int side, char **v, size_t *n, const char *name)
+{
+	const char *mine = getenv(name), *host = side ? d->sc->decode_host : d->sc->prefill_host;
+
+	if (d->sc->hosts || d->rem || (mine && *mine) ||
+	    cJSON_GetObjectItemCaseSensitive(d->sc->env, name))
+		return 0;
+	return env_add(v, n, name, host && *host ? host : "127.0.0.1");
+}
+
 char **hr_standin_env(const struct hr_deploy *d, int side)
 {
-	size_t n = 0, max = (size_t)cJSON_GetArraySize(d->sc->env) + 2;
+	size_t n = 0, max = (size_t)cJSON_GetArraySize(d->sc->env) + 4;
 	char **v = calloc(max, sizeof(char *)), port[16];
 	if (!v)
 		return NULL;
@@ -420,6 +433,9 @@ char **hr_standin_env(const struct hr_deploy *d, int side)
 	} else {
 		n++;
 	}
+	if (pin_loopback(d, side, v, &n, "VLLM_HOST_IP") ||
+	    pin_loopback(d, side, v, &n, "MC_TCP_BIND_ADDRESS"))
+		goto fail;
 	for (const cJSON *e = d->sc->env ? d->sc->env->child : NULL; e; e = e->next)
 		if (env_add(v, &n, e->string, e->valuestring))
 			goto fail;

@@ -5,7 +5,10 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <stdlib.h>
 #include <time.h>
+
+#include "pd_util.h"
 
 static void xml_text(FILE *f, const char *s)
 {
@@ -39,7 +42,9 @@ static void xml_text(FILE *f, const char *s)
 
 int hr_report_junit(const char *path, const struct hr_report *rep)
 {
-	FILE *f = fopen(path, "w");
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *f = open_memstream(&buf, &blen); /* pd_write_file: whole or not at all */
 	size_t fails = 0, skips = 0;
 	char ts[64], host[128] = "localhost";
 	time_t now = time(NULL);
@@ -124,5 +129,8 @@ int hr_report_junit(const char *path, const struct hr_report *rep)
 	fprintf(f, "  </testsuite>\n</testsuites>\n");
 	if (fclose(f))
 		ret = -errno;
+	if (!ret)
+		ret = pd_write_file(path, buf, blen);
+	free(buf);
 	return ret;
 }

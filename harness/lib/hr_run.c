@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEFAULT_TIMEOUT_S 120.0
 #define HEALTH_BOUND_S    30.0
@@ -561,6 +562,25 @@ static char **apply_router_opts(struct hr_scenario *run, const struct hr_opts *o
 	return v;
 }
 
+/* Whether the scenario's logs can be written (issue 34, N5): a 4 KiB probe written and synced
+ * in its work dir, before the run and after it. A full disk (or a quota) otherwise leaves every
+ * log empty behind a PASS that nobody can check. 0, or -errno with why filled. */
+static int logs_writable(const char *workdir, char *why, size_t sz)
+{
+	static const char zeros[4096];
+	char probe[1100];
+	int ret = pd_mkdir_p(workdir);
+
+	snprintf(probe, sizeof(probe), "%s/.pdkv-log-probe", workdir);
+	if (!ret)
+		ret = pd_write_file(probe, zeros, sizeof(zeros));
+	unlink(probe);
+	if (ret)
+		snprintf(why, sz, "the logs under %s cannot be written: %s", workdir,
+		         strerror(-ret));
+	return ret;
+}
+
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res)
 {
 	struct hr_net net = {.run = *sc};
@@ -604,6 +624,10 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 		r.d.rem = &rem;
 	}
 
+	if (net_ret == 0 && logs_writable(r.d.workdir, why, sizeof(why))) {
+		fail(&r, "%s", why);
+		net_ret = -1;
+	}
 	for (; net_ret == 0;) {
 		run_body(&r);
 		hr_deploy_stop(&r.d);
@@ -614,6 +638,8 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 		hr_deploy_reset(&r.d);
 		pd_rm_rf(r.d.workdir);
 	}
+	if (res->status == HR_PASS && logs_writable(r.d.workdir, why, sizeof(why)))
+		fail(&r, "%s (during the run: its logs may be empty or cut)", why);
 	if (res->status != HR_NOTRUN)
 		res->logs = hr_deploy_logs(&r.d);
 	if (res->logs && net.applied[0])

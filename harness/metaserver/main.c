@@ -3,6 +3,7 @@
  */
 #include "metaserver/ms_conn.h"
 #include "httplim/pd_connlim.h"
+#include "httplim/pd_mhdlog.h"
 #include "metaserver/ms_store.h"
 #include "pd_buf.h"
 #include "pd_log.h"
@@ -462,7 +463,8 @@ int main(int argc, char **argv)
 	/* MHD's own limit (split between the 2 pool threads) sits above ours, so every refusal is
 	 * ours and logged */
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0,
-	                     pd_connlim_accept, connlim, on_request, NULL, MHD_OPTION_LISTEN_SOCKET,
+	                     pd_connlim_accept, connlim, on_request, NULL,
+	                     MHD_OPTION_EXTERNAL_LOGGER, pd_mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
 	                     fd, MHD_OPTION_THREAD_POOL_SIZE, 2u, MHD_OPTION_CONNECTION_TIMEOUT,
 	                     conn.idle_s, MHD_OPTION_CONNECTION_LIMIT, 2 * conn.max_total + 16,
 	                     MHD_OPTION_NOTIFY_CONNECTION, pd_connlim_notify, connlim,

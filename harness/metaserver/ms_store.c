@@ -1,5 +1,5 @@
 /* ms_store: the metaserver's in-memory store (hash table under one lock) and its limits; the
- * /dump writer escapes every byte so values with NUL bytes come back whole. */
+ * /dump writer escapes control and non-UTF-8 bytes, so its answer is valid UTF-8 JSON. */
 #include "metaserver/ms_store.h"
 
 #include <errno.h>
@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pd_util.h"
 
 struct entry {
 	struct entry *next;
@@ -248,21 +250,29 @@ int ms_del(const char *key, size_t klen)
 	return 0;
 }
 
-/* JSON string body of n bytes: escapes '"', '\\' and every byte below 0x20 (NUL included).
- * out NULL: only counts. */
+/* JSON string body of n bytes: escapes '"', '\\' and every byte below 0x20 (NUL included);
+ * well-formed UTF-8 goes through as is, and each byte that is not part of it (binary values)
+ * becomes \u0080..\u00ff, its Latin-1 reading, so /dump is always valid UTF-8 JSON (GET of
+ * the key returns the exact bytes). out NULL: only counts. */
 static size_t json_str(char *out, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
-		if (ch == '"' || ch == '\\') {
+		size_t u = ch >= 0x80 ? pd_utf8_seq((const unsigned char *)s + i, n - i, false) : 1;
+		if (u > 1) {
+			if (out)
+				memcpy(out + k, s + i, u);
+			k += u;
+			i += u - 1;
+		} else if (ch == '"' || ch == '\\') {
 			if (out) {
 				out[k] = '\\';
 				out[k + 1] = (char)ch;
 			}
 			k += 2;
-		} else if (ch < 0x20) {
+		} else if (ch < 0x20 || ch >= 0x80) {
 			if (out) {
 				memcpy(out + k, "\\u00", 4);
 				out[k + 4] = hex[ch >> 4];

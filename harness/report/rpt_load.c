@@ -27,6 +27,37 @@ static int err_at(char *err, size_t sz, const char *path, const char *fmt, ...)
 	return -1;
 }
 
+/* What a JSON value is, for "expected X, got Y" errors. */
+static const char *jtype(const cJSON *v)
+{
+	return !v                  ? "nothing"
+	       : cJSON_IsString(v) ? "a string"
+	       : cJSON_IsNumber(v) ? "a number"
+	       : cJSON_IsBool(v)   ? "true/false"
+	       : cJSON_IsNull(v)   ? "null"
+	       : cJSON_IsArray(v)  ? "an array"
+	       : cJSON_IsObject(v) ? "an object"
+	                           : "something else";
+}
+
+/* v (named field, optional when opt) is an array (want_array) or an object; else the error. */
+static int want_shape(const char *path, const cJSON *v, bool opt, bool want_array, char *err,
+                      size_t sz, const char *field, ...) __attribute__((format(printf, 7, 8)));
+static int want_shape(const char *path, const cJSON *v, bool opt, bool want_array, char *err,
+                      size_t sz, const char *field, ...)
+{
+	char name[256];
+	va_list ap;
+
+	if ((!v && opt) || (want_array ? cJSON_IsArray(v) : cJSON_IsObject(v)))
+		return 0;
+	va_start(ap, field);
+	vsnprintf(name, sizeof(name), field, ap);
+	va_end(ap);
+	return err_at(err, sz, path, "%s: expected %s, got %s", name,
+	              want_array ? "an array" : "an object", jtype(v));
+}
+
 static int meta_set(struct rpt_doc *d, const char *k, const char *v)
 {
 	struct rpt_kv *p;
@@ -304,6 +335,10 @@ static int load_bench(struct rpt_doc *d, const cJSON *root, char *err, size_t sz
 	size_t i = 0;
 
 	d->kind = RPT_BENCH;
+	if (want_shape(d->path, rows, false, true, err, sz, "rows") ||
+	    want_shape(d->path, cJSON_GetObjectItemCaseSensitive(root, "meta"), true, false, err,
+	               sz, "meta"))
+		return -1;
 	meta_flatten(d, cJSON_GetObjectItemCaseSensitive(root, "meta"), "");
 	for (size_t k = 0; k < PD_ARRAY_SIZE(top); k++) {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, top[k]);
@@ -410,6 +445,12 @@ static int load_run(struct rpt_doc *d, const cJSON *root, char *err, size_t sz)
 		if (!st || (strcmp(st, "PASS") && strcmp(st, "FAIL") && strcmp(st, "NOTRUN")))
 			return err_at(err, sz, d->path,
 			              "scenarios[%zu].status: expected PASS, FAIL or NOTRUN", i);
+		if (want_shape(d->path, cks, true, true, err, sz, "scenarios[%zu].checks", i) ||
+		    want_shape(d->path, cJSON_GetObjectItemCaseSensitive(x, "requests"), true,
+		               false, err, sz, "scenarios[%zu].requests", i) ||
+		    want_shape(d->path, cJSON_GetObjectItemCaseSensitive(x, "metrics"), true, false,
+		               err, sz, "scenarios[%zu].metrics", i))
+			return -1;
 		if (add_verdict(d, name, NULL, st, !strcmp(st, "PASS"), str_or(x, "reason", "")))
 			return err_at(err, sz, d->path, "out of memory");
 		cJSON_ArrayForEach(c, cks)
@@ -452,6 +493,9 @@ static int load_rows(struct rpt_doc *d, const cJSON *root, char *err, size_t sz)
 	size_t i = 0;
 
 	d->kind = RPT_ROWS;
+	if (want_shape(d->path, cJSON_GetObjectItemCaseSensitive(root, "meta"), true, false, err,
+	               sz, "meta"))
+		return -1;
 	meta_flatten(d, cJSON_GetObjectItemCaseSensitive(root, "meta"), "");
 	cJSON_ArrayForEach(x, rows)
 	{
@@ -534,8 +578,11 @@ int rpt_parse(const char *path, const char *text, struct rpt_doc *d, char *err, 
 	}
 	rows = cJSON_GetObjectItemCaseSensitive(root, "rows");
 	first = cJSON_IsArray(rows) ? cJSON_GetArrayItem(rows, 0) : NULL;
-	if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "scenarios")))
-		rc = load_run(d, root, err, sz);
+	if (!strcmp(tool, "pdkv run") ||
+	    cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(root, "scenarios")))
+		rc = want_shape(path, cJSON_GetObjectItemCaseSensitive(root, "scenarios"), false,
+		                true, err, sz, "scenarios")
+		         ?: load_run(d, root, err, sz);
 	else if (!strcmp(tool, "pdkv-bench") ||
 	         (first && cJSON_GetObjectItemCaseSensitive(first, "operation")))
 		rc = load_bench(d, root, err, sz);

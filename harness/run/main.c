@@ -149,7 +149,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 	             "and\nchecks that decode really reused the KV prefill produced. No argument: "
 	             "the default\nsuite (scenarios/ next to the build, $PDKV_SCENARIOS, or "
 	             "./scenarios).\n\n",
-	    .footer = "\nexit: 0 none failed, 1 any failed, 77 nothing could run, 2 usage error\n",
+	    .footer =
+	        "\nexit: 0 none failed, 1 any failed, 77 nothing could run, 2 usage error or a\n"
+	        "--json/--junit report that could not be written\n",
 	    .opts = opts,
 	    .nopts = PD_ARRAY_SIZE(opts),
 	    .max_pos = -1,
@@ -488,7 +490,8 @@ static int finish(const struct args *a, struct suite *su, const char *wbuf, bool
 	struct hr_report *rep = &su->rep;
 	size_t passed = 0, failed = 0;
 	bool any_kept = false;
-	int ret;
+	int ret, wret;
+	bool unwritten = false; /* a report asked for and not written: exit 2, whatever ran */
 
 	rep->interrupted = g_stop != 0;
 	rep->wall_s = pd_now_s() - t0;
@@ -500,11 +503,15 @@ static int finish(const struct args *a, struct suite *su, const char *wbuf, bool
 	}
 	mkdir_parent(a->json);
 	mkdir_parent(a->junit);
-	if (a->json && (ret = hr_report_json(a->json, rep)))
-		fprintf(stderr, "pdkv run: cannot write --json %s: %s\n", a->json, strerror(-ret));
-	if (a->junit && (ret = hr_report_junit(a->junit, rep)))
+	if (a->json && (wret = hr_report_json(a->json, rep))) {
+		fprintf(stderr, "pdkv run: cannot write --json %s: %s\n", a->json, strerror(-wret));
+		unwritten = true;
+	}
+	if (a->junit && (wret = hr_report_junit(a->junit, rep))) {
 		fprintf(stderr, "pdkv run: cannot write --junit %s: %s\n", a->junit,
-		        strerror(-ret));
+		        strerror(-wret));
+		unwritten = true;
+	}
 	if (made_workdir && !any_kept)
 		rmdir(wbuf);
 	else if (any_kept)
@@ -517,6 +524,8 @@ static int finish(const struct args *a, struct suite *su, const char *wbuf, bool
 		ret = EXIT_SKIP;
 	else
 		ret = 0;
+	if (unwritten)
+		ret = 2;
 	cJSON_Delete(rep->versions);
 	return ret;
 }

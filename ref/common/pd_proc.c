@@ -68,10 +68,13 @@ int pd_proc_spawn(struct pd_proc *p, const char *name, char *const argv[], char 
 	}
 	setpgid(pid, pid);
 	close(errpipe[1]);
-	r = read(errpipe[0], &child_err, sizeof(child_err));
+	do
+		r = read(errpipe[0], &child_err, sizeof(child_err));
+	while (r < 0 && errno == EINTR);
 	close(errpipe[0]);
 	if (r == (ssize_t)sizeof(child_err)) {
-		waitpid(pid, NULL, 0);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
 		return -child_err;
 	}
 	p->pid = pid;

@@ -119,7 +119,8 @@ out:
 	return ret;
 }
 
-int pd_write_file(const char *path, const void *data, size_t len)
+/* Writes straight into path (a device, a FIFO, a symbolic link: not replaced by a rename). */
+static int write_in_place(const char *path, const void *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	int ret;
@@ -128,6 +129,31 @@ int pd_write_file(const char *path, const void *data, size_t len)
 	ret = pd_write_full(fd, data, len);
 	if (close(fd) && !ret)
 		ret = -errno;
+	return ret;
+}
+
+int pd_write_file(const char *path, const void *data, size_t len)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+	int fd, ret;
+
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return write_in_place(path, data, len);
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ret = pd_write_full(fd, data, len);
+	if (!ret && fsync(fd) && errno != EINVAL && errno != EROFS) /* EINVAL: cannot sync */
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp); /* the old file, if any, is left whole */
 	return ret;
 }
 
@@ -373,9 +399,23 @@ int pd_free_port(const char *host)
 	return port;
 }
 
+/* poll() of one fd until end_ns, through signals (EINTR: the time left is recomputed). */
+static int poll_until(struct pollfd *p, uint64_t end_ns)
+{
+	for (;;) {
+		uint64_t now = pd_now_ns();
+		int r, ms = now >= end_ns ? 0 : (int)((end_ns - now + 999999) / 1000000);
+
+		r = poll(p, 1, ms);
+		if (r >= 0 || errno != EINTR)
+			return r;
+	}
+}
+
 int pd_tcp_connect(const char *host, int port, int timeout_ms)
 {
 	struct addrinfo *res, *ai;
+	uint64_t end = pd_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
 	int ret = resolve(host, port, 0, &res);
 	if (ret)
 		return ret;
@@ -389,14 +429,15 @@ int pd_tcp_connect(const char *host, int port, int timeout_ms)
 			ret = -errno;
 			continue;
 		}
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS &&
+		    errno != EINTR) { /* EINTR: the connect goes on, as EINPROGRESS */
 			ret = -errno;
 			close(fd);
 			continue;
 		}
 		p.fd = fd;
 		p.events = POLLOUT;
-		if (poll(&p, 1, timeout_ms) != 1) {
+		if (poll_until(&p, end) != 1) {
 			ret = -ETIMEDOUT;
 			close(fd);
 			continue;
@@ -613,6 +654,50 @@ int pd_writev_full_max(int fd, struct iovec *iov, int n, size_t max)
 		}
 	}
 	return 0;
+}
+
+size_t pd_utf8_seq(const unsigned char *s, size_t n, bool surrogates)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed && !surrogates)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+long pd_utf8_invalid_at(const char *s, size_t n, bool surrogates)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = pd_utf8_seq((const unsigned char *)s + i, n - i, surrogates);
+		if (!k)
+			return (long)i;
+		i += k;
+	}
+	return -1;
 }
 
 char *pd_vasprintf(const char *fmt, va_list ap)

@@ -4,6 +4,7 @@
 #define PD_UTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -23,8 +24,17 @@ void pd_fine_naps(void);
 /* Reads a whole file (NUL-terminated, *len without the NUL). Refuses files over max bytes.
  * Returns 0, -ENOENT, -EISDIR, -EFBIG, or another -errno. */
 int pd_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Writes a whole file: into a temporary beside it, fsync, rename over path, so a failed write
+ * (a full disk) leaves the previous file (or none), never a truncated one. Not a regular file
+ * (/dev/stdout, a FIFO, a symbolic link): written in place. 0 or -errno (-ENOSPC, ...). */
 int pd_write_file(const char *path, const void *data, size_t len);
 int pd_mkdir_p(const char *path);
+/* Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no overlong forms, nothing
+ * above U+10FFFF; encoded surrogates U+D800..DFFF only when surrogates), or 0 when the bytes
+ * there are not one. n >= 1. */
+size_t pd_utf8_seq(const unsigned char *s, size_t n, bool surrogates);
+/* Offset of the first byte of s[0..n) that is not well-formed UTF-8, or -1 when all is. */
+long pd_utf8_invalid_at(const char *s, size_t n, bool surrogates);
 int pd_rm_rf(const char *path); /* removes a directory tree; refuses "/" and "" */
 
 /* Strict number parsing: the whole string must be consumed. 0 or -EINVAL/-ERANGE. */

@@ -3,6 +3,7 @@
 #include "px_srv.h"
 #include "px_fault.h"
 #include "httplim/pd_connlim.h"
+#include "httplim/pd_mhdlog.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -394,10 +395,10 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 	}
 	s->d = MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0,
-	    pd_connlim_accept, s->lim, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
-	    MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-	    pd_connlim_notify, s->lim, MHD_OPTION_CONNECTION_LIMIT, o->max_conns + 16,
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_conns_per_client + 16,
+	    pd_connlim_accept, s->lim, handler, s, MHD_OPTION_EXTERNAL_LOGGER, pd_mhd_log, NULL,
+	    MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+	    MHD_OPTION_NOTIFY_CONNECTION, pd_connlim_notify, s->lim, MHD_OPTION_CONNECTION_LIMIT,
+	    o->max_conns + 16, MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_conns_per_client + 16,
 	    MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout_s, MHD_OPTION_END);
 	if (!s->d) {
 		pd_err("cannot start the HTTP server on %s:%d", o->host, *bound_port);

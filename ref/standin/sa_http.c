@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 
 #include "httplim/pd_connlim.h"
+#include "httplim/pd_mhdlog.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
@@ -108,6 +109,23 @@ static enum MHD_Result send_error(struct MHD_Connection *c, int status, const ch
 	cJSON_AddNullToObject(j, "param");
 	cJSON_AddNumberToObject(j, "code", status);
 	return send_json(c, status, j, NULL);
+}
+
+/* A body that is not UTF-8 never reaches vLLM's request model: FastAPI's body parsing raises
+ * HTTPException(400, "There was an error parsing the body") for anything but a JSON decode error
+ * (json.loads on bytes decodes UTF-8 with surrogatepass), and vLLM's http_exception_handler
+ * answers it with type = the status phrase (vllm/entrypoints/serve/utils/server_utils.py @
+ * 0753ceeb9cb7). Issue 34, D11. */
+static enum MHD_Result send_not_utf8(struct MHD_Connection *c)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "object", "error");
+	cJSON_AddStringToObject(j, "message", "There was an error parsing the body");
+	cJSON_AddStringToObject(j, "type", "Bad Request");
+	cJSON_AddNullToObject(j, "param");
+	cJSON_AddNumberToObject(j, "code", 400);
+	return send_json(c, 400, j, NULL);
 }
 
 static enum MHD_Result send_detail(struct MHD_Connection *c, int status, const char *detail)
@@ -612,6 +630,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return send_error(c, 503, "server is shutting down");
 		if (cn->too_big)
 			return send_error(c, 400, "request body larger than 64 MiB");
+		if (pd_utf8_invalid_at(cn->body, cn->len, true) >= 0)
+			return send_not_utf8(c);
 		enum MHD_Result ret;
 		cn->rec = sa_record_begin(c, url, cn->body, cn->len, cn->t_arrival);
 		ret = completion(h, c, cn, !strcmp(url, "/v1/chat/completions"));
@@ -665,9 +685,10 @@ int sa_http_start(struct sa *s, struct sa_http **out, int *bound_port)
 		h->d = MHD_start_daemon(
 		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
 		        MHD_USE_ITC | MHD_USE_ERROR_LOG,
-		    0, pd_connlim_accept, h->lim, on_request, h, MHD_OPTION_LISTEN_SOCKET, h->lfd,
-		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_NOTIFY_CONNECTION,
-		    pd_connlim_notify, h->lim, MHD_OPTION_CONNECTION_LIMIT, s->o.max_conns + 16,
+		    0, pd_connlim_accept, h->lim, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
+		    pd_mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, h->lfd, MHD_OPTION_NOTIFY_COMPLETED,
+		    on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, pd_connlim_notify, h->lim,
+		    MHD_OPTION_CONNECTION_LIMIT, s->o.max_conns + 16,
 		    MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->o.max_conns_per_client + 16,
 		    MHD_OPTION_CONNECTION_TIMEOUT, s->o.idle_timeout_s,
 		    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);

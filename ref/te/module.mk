@@ -22,6 +22,10 @@ TESTS += test_te_tcp
 TESTS += test_te_hostile
 test_te_hostile_SRCS := ref/te/tests/test_te_hostile.c
 test_te_hostile_LIBS := te temeta pdtestsvc pdcommon
+# signals without SA_RESTART and SIGSTOP mid-transfer (issue 34, N2): EINTR is not a lost peer
+TESTS += test_te_eintr
+test_te_eintr_SRCS := ref/te/tests/test_te_eintr.c
+test_te_eintr_LIBS := te temeta pdcommon
 test_te_tcp_SRCS := ref/te/tests/test_te_tcp.c
 test_te_tcp_LIBS := te temeta pdtestsvc pdcommon
 # CUDA memory over TCP (te_gpu.c loads libcudart at run time); skips (77) without a GPU

@@ -186,7 +186,9 @@ static void drain_to_eof(int fd)
 		ssize_t r;
 		if (poll(&p, 1, 100) <= 0)
 			continue;
-		r = recv(fd, junk, sizeof(junk), 0);
+		r = recv(fd, junk, sizeof(junk), MSG_DONTWAIT);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+			continue;
 		if (r <= 0)
 			break;
 	}

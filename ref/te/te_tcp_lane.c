@@ -92,6 +92,33 @@ static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t
 	return 0;
 }
 
+/* v2 WRITE statuses: as many of the nwrites outstanding as are in, at least one, never past the
+ * last of them (a READ's body may follow); *got = bytes (a multiple of 8). The first is read in
+ * full: a signal (EINTR, or a short count under MSG_WAITALL, e.g. on resuming from SIGSTOP) is
+ * not a lost peer. */
+static int recv_statuses(int fd, unsigned char *stbuf, size_t nwrites, size_t *got)
+{
+	ssize_t r;
+	int err = pd_read_full(fd, stbuf, 8);
+
+	*got = 0;
+	if (err)
+		return err;
+	*got = 8;
+	if (nwrites < 2)
+		return 0;
+	do
+		r = recv(fd, stbuf + 8, (nwrites - 1) * 8, MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r > 0)
+		*got += (size_t)r;
+	if (*got % 8) {
+		err = pd_read_full(fd, stbuf + *got, 8 - *got % 8);
+		*got += 8 - *got % 8;
+	}
+	return err;
+}
+
 static void put_header(unsigned char h[TCP_HDR_LEN], uint64_t size, uint64_t addr, uint8_t op)
 {
 	uint64_t s = htole64(size), a = htole64(addr);
@@ -200,19 +227,9 @@ static void *lane_rcv_main(void *arg)
 		if (nwrites) {
 			/* v2 WRITE statuses: read as many as are outstanding in one call, never
 			 * past the last of them (a READ's body may follow). */
-			ssize_t r = recv(fd, stbuf, 8, MSG_WAITALL);
-			size_t got = r > 0 ? (size_t)r : 0;
-			if (r == 8 && nwrites > 1) {
-				ssize_t r2 = recv(fd, stbuf + 8, (nwrites - 1) * 8, MSG_DONTWAIT);
-				if (r2 > 0)
-					got += (size_t)r2;
-				if (got % 8) {
-					err = pd_read_full(fd, stbuf + got, 8 - got % 8);
-					got += 8 - got % 8;
-				}
-			} else if (r != 8) {
-				err = r == 0 ? -EPIPE : -errno;
-			}
+			size_t got = 0;
+
+			err = recv_statuses(fd, stbuf, nwrites, &got);
 			pthread_mutex_lock(&l->mu);
 			for (size_t i = 0; !err && i < got / 8; i++) {
 				uint64_t v;

@@ -84,6 +84,15 @@ check "D8 /dump" 200 "$(code "$U/dump")"
 grep -qF '"n":	"x\u0000y\"\\"' "$TMP/body"; check "D8 /dump keeps bytes after NUL" 0 $?
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["n"]=="x\x00y\"\\" and d["a"]=="one"' "$TMP/body" 2>/dev/null
 check "D8 /dump is JSON with the exact values" 0 $?
+# issue 34 N8: binary bytes (not UTF-8) in a value: /dump stays valid UTF-8 JSON, each such
+# byte as \u00XX; well-formed UTF-8 (here U+00E9 and U+1F600) goes through as is
+printf 'b\xff\xfe\xc3\xa9\xc3\xed\xa0\x80\xf0\x9f\x98\x80z' >"$TMP/bin"
+check "N8 PUT binary value" 200 "$(code -X PUT --data-binary @"$TMP/bin" "$U/metadata?key=u")"
+check "N8 /dump with a binary value" 200 "$(code "$U/dump")"
+python3 -c 'import json,sys; t=open(sys.argv[1],"rb").read().decode("utf-8"); d=json.loads(t); assert d["u"]=="b\xff\xfe\xe9\xc3\xed\xa0\x80\U0001F600z", ascii(d["u"])' "$TMP/body"
+check "N8 /dump is valid UTF-8 JSON, non-UTF-8 bytes escaped" 0 $?
+code "$U/metadata?key=u" >/dev/null; cmp -s "$TMP/bin" "$TMP/body"; check "N8 GET binary value byte-exact" 0 $?
+check "N8 DELETE binary value" 200 "$(code -X DELETE "$U/metadata?key=u")"
 head -c 1500 /dev/zero | tr '\0' v >"$TMP/v1500"
 check "D8 PUT 1500 B" 200 "$(code -X PUT --data-binary @"$TMP/v1500" "$U/metadata?key=b")"
 check "D8 4th key over --max-keys" 507 "$(code -X PUT --data-binary x "$U/metadata?key=c4")"

@@ -313,6 +313,40 @@ static void test_bad_files(void **st)
 	rpt_doc_free(&d);
 }
 
+/* Issue 34, N7: a field of the wrong JSON type is an error naming file and field, for every
+ * input kind, never an empty document that compares as "0 regressions". */
+static void test_wrong_shapes(void **st)
+{
+	static const struct {
+		const char *text, *want;
+	} c[] = {
+	    {"{\"tool\":\"pdkv-bench\",\"rows\":\"oops\"}",
+	     "b.json: rows: expected an array, got a string"},
+	    {"{\"tool\":\"pdkv-bench\"}", "b.json: rows: expected an array, got nothing"},
+	    {"{\"tool\":\"pdkv-bench\",\"rows\":[],\"meta\":3}",
+	     "b.json: meta: expected an object, got a number"},
+	    {"{\"tool\":\"pdkv run\",\"scenarios\":{}}",
+	     "b.json: scenarios: expected an array, got an object"},
+	    {"{\"scenarios\":[{\"name\":\"a\",\"status\":\"PASS\",\"checks\":\"x\"}]}",
+	     "b.json: scenarios[0].checks: expected an array, got a string"},
+	    {"{\"scenarios\":[{\"name\":\"a\",\"status\":\"PASS\",\"metrics\":[1]}]}",
+	     "b.json: scenarios[0].metrics: expected an object, got an array"},
+	    {"{\"scenarios\":[{\"name\":\"a\",\"status\":\"PASS\",\"requests\":1}]}",
+	     "b.json: scenarios[0].requests: expected an object, got a number"},
+	    {"{\"rows\":[],\"meta\":\"m\"}", "b.json: meta: expected an object, got a string"},
+	};
+	(void)st;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct rpt_doc d;
+		char err[256] = "";
+		int rc = rpt_parse("b.json", c[i].text, &d, err, sizeof(err));
+		if (rc != -1 || !strstr(err, c[i].want))
+			fail_msg("%s: rc %d, error \"%s\", expected \"%s\"", c[i].text, rc, err,
+			         c[i].want);
+		rpt_doc_free(&d);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +360,7 @@ int main(void)
 	    cmocka_unit_test(test_compare_rows),
 	    cmocka_unit_test(test_run_diff),
 	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_wrong_shapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

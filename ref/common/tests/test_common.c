@@ -4,6 +4,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <cmocka.h>
 
 #include <errno.h>
@@ -209,6 +212,38 @@ static void test_files(void **state)
 	free(sub);
 }
 
+/* A write that fails part-way (here: over RLIMIT_FSIZE, as on a full disk) leaves the previous
+ * file whole and no temporary beside it; /dev/full reports ENOSPC (issue 34, N5). */
+static void test_write_file_fails_whole(void **state)
+{
+	char dir[] = "/tmp/pdkv-common-XXXXXX", *path, *data, big[65536];
+	struct rlimit old, lim;
+	size_t len;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	path = pd_asprintf("%s/report.json", dir);
+	assert_int_equal(pd_write_file(path, "previous", 8), 0);
+	memset(big, 'x', sizeof(big));
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 4096;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(pd_write_file(path, big, sizeof(big)), -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	assert_int_equal(pd_read_file(path, 100, &data, &len), 0);
+	assert_string_equal(data, "previous");
+	free(data);
+	assert_int_equal(pd_dir_count(dir), 1); /* no temporary left */
+	assert_int_equal(pd_write_file("/dev/full", "x", 1), -ENOSPC);
+	assert_int_equal(pd_write_file(path, big, sizeof(big)), 0);
+	assert_int_equal(pd_read_file(path, sizeof(big), &data, &len), 0);
+	assert_int_equal(len, sizeof(big));
+	free(data);
+	assert_int_equal(pd_rm_rf(dir), 0);
+	free(path);
+}
+
 static void test_proc(void **state)
 {
 	struct pd_proc p;
@@ -261,8 +296,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_numbers), cmocka_unit_test(test_hostport),
 	    cmocka_unit_test(test_sockets),       cmocka_unit_test(test_files),
-	    cmocka_unit_test(test_proc),          cmocka_unit_test(test_helpers),
-	    cmocka_unit_test(test_recv_chunk),    cmocka_unit_test(test_recv_spin),
+	    cmocka_unit_test(test_proc),          cmocka_unit_test(test_write_file_fails_whole),
+	    cmocka_unit_test(test_helpers),       cmocka_unit_test(test_recv_chunk),
+	    cmocka_unit_test(test_recv_spin),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

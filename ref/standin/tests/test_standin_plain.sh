@@ -91,6 +91,16 @@ check "chat stream [DONE]" grep -qx 'data: \[DONE\]' "$TMP/sse"
 c=$(code "$U/v1/completions" -d '{"prompt": "x",')
 check "bad JSON 400 (got $c)" [ "$c" = 400 ]
 check "bad JSON error object" grep -q '"object":"error".*"type":"BadRequestError".*"code":400' "$TMP/body"
+# issue 34 D11: a prompt that is not UTF-8 is refused as vLLM does (FastAPI cannot parse the
+# body); well-formed UTF-8 and an escaped lone surrogate still pass
+printf '{"prompt":"caf\xe9 \xff","max_tokens":3}' >"$TMP/latin1"
+c=$(code "$U/v1/completions" --data-binary @"$TMP/latin1")
+check "non-UTF-8 prompt 400 (got $c)" [ "$c" = 400 ]
+check "non-UTF-8 prompt: vLLM's message" grep -q '"message":"There was an error parsing the body","type":"Bad Request"' "$TMP/body"
+c=$(code "$U/v1/chat/completions" --data-binary $'{"messages":[{"role":"user","content":"\xc3"}],"max_tokens":3}')
+check "non-UTF-8 chat content 400 (got $c)" [ "$c" = 400 ]
+c=$(code "$U/v1/completions" --data-binary $'{"prompt":"caf\xc3\xa9 \xe2\x82\xac","max_tokens":3}')
+check "UTF-8 prompt 200 (got $c)" [ "$c" = 200 ]
 c=$(code "$U/v1/completions" -d '{"max_tokens":3}')
 check "missing prompt 400 (got $c)" [ "$c" = 400 ]
 long=$(head -c 250 /dev/zero | tr '\0' 'a')
@@ -107,7 +117,7 @@ c=$(code "$U/nope"); check "unknown path 404 (got $c)" [ "$c" = 404 ]
 c=$(code "$U/v1/completions"); check "GET on POST route 405 (got $c)" [ "$c" = 405 ]
 
 code "$U/metrics" >/dev/null
-check "requests counted" grep -qx 'pdkv_requests_total 12' "$TMP/body"
+check "requests counted" grep -qx 'pdkv_requests_total 13' "$TMP/body"
 check "nothing reused/recomputed on a plain instance" bash -c "grep -qx 'pdkv_kv_reused_tokens_total 0' '$TMP/body' && grep -qx 'pdkv_kv_recomputed_tokens_total 0' '$TMP/body'"
 check "request log line" grep -q "role=plain prompt_tokens=18 reused=0 recomputed=0" "$TMP/log"
 
