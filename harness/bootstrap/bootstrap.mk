@@ -2,4 +2,4 @@
 # for prefills started with kv_connector_extra_config.bootstrap_server_address
 BINS += pdkv-bootstrap
 pdkv-bootstrap_SRCS := harness/bootstrap/main.c
-pdkv-bootstrap_LIBS = kv1 cfg $(filter te temeta,$(LIBS)) pdcommon
+pdkv-bootstrap_LIBS = kv1 pdhttplim cfg $(filter te temeta,$(LIBS)) pdcommon

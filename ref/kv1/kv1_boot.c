@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 
+#include "httplim/pd_mhdlog.h"
 #include "kv1_boot.h"
 #include "pd_log.h"
 #include "pd_util.h"
@@ -353,11 +354,12 @@ int kv1_boot_start_lim(const char *host, int port, enum kv1_shape shape,
 		return ret;
 	}
 	/* Limits: lim's connections and idle timeout, 64 KiB bodies (checked above). */
-	b->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG,
-	                        0, NULL, NULL, on_request, b, MHD_OPTION_LISTEN_SOCKET, b->lfd,
-	                        MHD_OPTION_NOTIFY_COMPLETED, on_done, b,
-	                        MHD_OPTION_CONNECTION_LIMIT, lim->max_connections,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s, MHD_OPTION_END);
+	b->d =
+	    MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0,
+	                     NULL, NULL, on_request, b, MHD_OPTION_EXTERNAL_LOGGER, pd_mhd_log,
+	                     NULL, MHD_OPTION_LISTEN_SOCKET, b->lfd, MHD_OPTION_NOTIFY_COMPLETED,
+	                     on_done, b, MHD_OPTION_CONNECTION_LIMIT, lim->max_connections,
+	                     MHD_OPTION_CONNECTION_TIMEOUT, lim->idle_timeout_s, MHD_OPTION_END);
 	if (!b->d) {
 		close(b->lfd);
 		pthread_mutex_destroy(&b->mu);
