@@ -39,7 +39,7 @@ struct kv1_opts {
 	/* consumer: seconds the blocks of a receive that did not end cleanly stay out of the free
 	 * list (0: PDKV_KV1_RECV_HOLD_S, else the producer's bound, see kv1_rhold.c); 0..86400 */
 	int recv_hold_s;
-	int nbufs;        /* registered KV buffers: 2 per layer, 1 per layer with MLA */
+	int nbufs;        /* registered KV buffers: 2 per layer, or 1 per layer (MLA, Bl LBHNC) */
 	size_t block_len; /* bytes of one block of one buffer */
 	size_t num_blocks;
 	/* Where the KV buffers live: NULL / "cpu:0" = mmap'd host memory; "cuda:N" = cudaMalloc'd
@@ -62,7 +62,8 @@ struct kv1_opts {
 	void *piece_ud;
 	/* ---- behaviours of later vLLM releases (the stand-in maps cfg_vllm_info.feat here) ----
 	 */
-	/* Bl: KV buffers per layer, [L0.K, L0.V, L1.K, ...] (2) or one per layer (1, MLA); 0 = 2
+	/* Bl: KV buffers per layer, [L0.K, L0.V, L1.K, ...] (2) or one per layer (1: MLA, or K and
+	 * V in one block as vLLM's LBHNC layout, ref/standin/sa_v1_layout.c); 0 = 2
 	 * when nbufs is even, else 1. Buffer i is registered as layer i / layer_bufs, its name
 	 * repeated once per buffer (vLLM matches them by occurrence). */
 	int layer_bufs;

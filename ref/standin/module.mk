@@ -8,3 +8,6 @@ TESTS += test_sa_kv
 test_sa_kv_SRCS := ref/standin/tests/test_sa_kv.c ref/standin/sa_kv.c ref/standin/sa_v0hash.c \
 	ref/standin/sa_kvdiff.c
 test_sa_kv_LIBS := mdl pdcommon
+TESTS += test_sa_layout
+test_sa_layout_SRCS := ref/standin/tests/test_sa_layout.c ref/standin/sa_v1_layout.c
+test_sa_layout_LIBS = kv1 cfg te temeta pdcommon

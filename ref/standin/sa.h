@@ -14,6 +14,7 @@
 #include "kv1/kv1.h"
 #include "kvc/kvc.h"
 #include "model/mdl.h"
+#include "sa_v1_layout.h"
 
 #define SA_VERSION   "0.1"
 #define SA_MAX_NAMES 8
@@ -160,7 +161,8 @@ struct sa {
 	struct sa_hist ttft, xfer_time, xfer_bytes, xfer_desc;
 	/* latency (vLLM's names and buckets) and pdkv's hand-off histograms, every generation */
 	struct sa_hist itl, tpot, e2e, handoff_s, handoff_bytes;
-	struct sa_gpu *gpu; /* KV blocks in GPU memory (sa_gpu.c), NULL = host */
+	struct sa_gpu *gpu;          /* KV blocks in GPU memory (sa_gpu.c), NULL = host */
+	enum sa_kv_layout kv_layout; /* V1: the KV buffers (sa_v1_layout.c), set at start */
 };
 
 /* One completion request after parsing. */

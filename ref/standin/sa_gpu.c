@@ -157,7 +157,9 @@ static size_t run_len(const int64_t *blk, size_t b, size_t nb)
 }
 
 /* Queues the copies between the rank's rows [L][T][hs][D] (k, v: device or host) and its blocks:
- * one per (buffer, run of consecutive blocks), not one per block. */
+ * split buffers, one per (buffer, run of consecutive blocks), not one per block; joined (one
+ * buffer per layer, a block = [K rows | V rows], sa_v1_layout.c) one per (block, K or V). The
+ * kernel fills the rows as before: only where they go differs. */
 static int copy_rows(struct sa *s, struct kv1_worker *w, uint8_t *k, uint8_t *v, size_t T,
                      size_t row, const int64_t *blk, bool to_blocks)
 {
@@ -166,11 +168,12 @@ static int copy_rows(struct sa *s, struct kv1_worker *w, uint8_t *k, uint8_t *v,
 
 	for (int l = 0; l < s->o.geom.layers; l++)
 		for (size_t b = 0; b < nb;) {
-			size_t n = run_len(blk, b, nb), t0 = b * bs;
+			bool joined = s->kv_layout == SA_KV_JOINED;
+			size_t n = joined ? 1 : run_len(blk, b, nb), t0 = b * bs;
 			size_t nt = (b + n) * bs > T ? T - t0 : n * bs, len = nt * row;
 			size_t off = ((size_t)l * T + t0) * row;
-			uint8_t *bk = kv1_block(w, 2 * l, blk[b]),
-			        *bv = kv1_block(w, 2 * l + 1, blk[b]);
+			uint8_t *bk = kv1_block(w, joined ? l : 2 * l, blk[b]),
+			        *bv = joined ? bk + bs * row : kv1_block(w, 2 * l + 1, blk[b]);
 			int ddev = to_blocks ? g->dev : -1,
 			    sdev = g->dev; /* blocks: always device */
 			if (te_gpu_copy_async(g->dev, to_blocks ? bk : k + off, ddev,

@@ -36,7 +36,7 @@ struct blkmap {
 
 int sa_v1_buf(const struct sa *s, bool value, int l)
 {
-	return s->o.kv_mla ? l : 2 * l + (value ? 1 : 0);
+	return s->kv_layout == SA_KV_SPLIT ? 2 * l + (value ? 1 : 0) : l;
 }
 
 uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k)
@@ -44,7 +44,14 @@ uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l,
 	size_t row = row_bytes(s), bs = (size_t)s->o.block_size;
 	uint8_t *b = kv1_block(s->w[dp][k], sa_v1_buf(s, value, l), blk[k][t / bs]);
 
-	return b + (t % bs) * row * (s->o.kv_mla ? 2 : 1) + (s->o.kv_mla && value ? row : 0);
+	switch (s->kv_layout) {
+	case SA_KV_MLA: /* per token: its K row, its V row */
+		return b + (t % bs) * 2 * row + (value ? row : 0);
+	case SA_KV_JOINED: /* [K rows of the block | V rows] */
+		return b + (value ? bs * row : 0) + (t % bs) * row;
+	default:
+		return b + (t % bs) * row;
+	}
 }
 
 static uint8_t *blk_seg(void *ud, bool value, int l, size_t t, int k)
@@ -83,7 +90,10 @@ static int v1_start(struct sa *s)
 	char boot_url[320], err[768];
 	int bport = 0, order[KV1_MAX_BUFS];
 
-	bool keys_first = !s->o.kv_mla && 2 * (size_t)g->layers <= KV1_MAX_BUFS;
+	s->kv_layout = sa_v1_layout(s->o.kv_mla, s->gen);
+	/* split buffers: every layer's keys before any values, the order the consumer hashes
+	 * them in while they land (sa_v1_check.c); one buffer per layer: layer order */
+	bool keys_first = s->kv_layout == SA_KV_SPLIT && 2 * (size_t)g->layers <= KV1_MAX_BUFS;
 
 	for (int l = 0; keys_first && l < g->layers; l++) {
 		order[l] = 2 * l;
@@ -134,18 +144,13 @@ static int v1_start(struct sa *s)
 			                    : o.d_fail_report   ? (s->abort_timeout_s + 60) * 1000
 			                                        : (s->abort_timeout_s + 10) * 1000;
 			o.tp_topology = (s->vi.feat & CFG_F_TP_TOPOLOGY) != 0;
-			o.mla = s->o.kv_mla;
-			o.layer_bufs = s->o.kv_mla ? 1 : 2; /* [L0.K, L0.V, ...] or one per layer */
-			o.nbufs = s->o.kv_mla ? g->layers : 2 * g->layers;
-			o.block_len = bs * row * (s->o.kv_mla ? 2 : 1);
+			sa_v1_layout_opts(s->kv_layout, g->layers, bs * row, &o);
 			o.num_blocks = nblocks;
 			o.location = sa_gpu_location(s);
-			/* every layer's keys before any values: the order the consumer hashes them
-			 * in while they land (sa_v1_check.c) */
 			o.write_order = keys_first ? order : NULL;
 			o.on_xfer = on_xfer;
 			o.ud = s;
-			if (s->consumer && !s->o.kv_mla &&
+			if (s->consumer && s->kv_layout != SA_KV_MLA &&
 			    (!s->o.kv_cache_device || !strcmp(s->o.kv_cache_device, "cpu"))) {
 				s->own[d][r] = sa_owners_new(s, d, r, nblocks);
 				o.on_piece = s->own[d][r] ? sa_v1_piece : NULL;
@@ -157,10 +162,10 @@ static int v1_start(struct sa *s)
 				return -1;
 			}
 			pd_info("dp %d rank %d: gen %s, engine %s, segment %s, %d KV buffers x %zu "
-			        "blocks x %zu bytes (block_size %d), side channel %s",
+			        "blocks x %zu bytes (block_size %d, layout %s), side channel %s",
 			        d, r, cfg_gen_name(s->gen), s->engine_ids[d],
 			        kv1_worker_segment(s->w[d][r]), o.nbufs, nblocks, o.block_len,
-			        s->o.block_size,
+			        s->o.block_size, sa_v1_layout_name(s->kv_layout),
 			        s->producer ? kv1_worker_side_addr(s->w[d][r])
 			                    : "(consumer: none)");
 		}

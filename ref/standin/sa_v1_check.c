@@ -99,43 +99,63 @@ static void own_blocks(struct sa_verify *v, bool on)
 	}
 }
 
+/* Sums the rows of whole tokens in a piece of a part (layer, keys or values) that starts off
+ * bytes into the part's rows of the request's j-th block, at their place in the part (position
+ * t, head: row t * heads + rank's first head + h). */
+static void piece_part(struct sa_owners *o, struct sa_verify *v, int part, size_t j, size_t off,
+                       const uint8_t *data, size_t len)
+{
+	const struct mdl_geom *g = &o->s->o.geom;
+	size_t rb = mdl_kv_row_bytes(g), H = (size_t)g->kv_heads, hs = H / (size_t)o->s->o.tp,
+	       tokb = hs * rb;
+	size_t t0 = j * (size_t)o->s->o.block_size + off / tokb, nt = len / tokb;
+	struct mdl_ks ks;
+	uint64_t acc = 0;
+
+	if (t0 >= v->ntok || !nt)
+		return;
+	nt = nt < v->ntok - t0 ? nt : v->ntok - t0;
+	mdl_ks_init(&ks, mdl_kv_part_seed(part), rb);
+	if (hs == H) /* one rank: a block's rows are its part's, in order */
+		acc = mdl_ks_piece(&ks, t0 * H, data, nt * tokb);
+	else
+		for (size_t i = 0; i < nt; i++)
+			acc += mdl_ks_piece(&ks, (t0 + i) * H + (size_t)o->rank * hs,
+			                    data + i * tokb, tokb);
+	__atomic_fetch_add(&v->facc[part], acc, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&v->fbytes[part], nt * tokb, __ATOMIC_SEQ_CST);
+}
+
 /* kv1's on_piece, on the engine's server thread right after the receive: the rows of whole
- * tokens in this piece of block `block` of KV buffer `buf` are summed into their part (layer,
- * keys or values) at their place in it (position t, head: row t * heads + rank's first head
- * + h), while they are in this core's cache. A piece not cut at tokens is left to the
- * read-back (its bytes are not counted, so its part is not complete here). */
+ * tokens in this piece of block `block` of KV buffer `buf` are summed into their part while
+ * they are in this core's cache. Split buffers: buffer 2 l + values is one part. Joined (one
+ * buffer per layer, a block = [K rows | V rows]): a piece that crosses the middle of the block
+ * is cut there, its halves summed into the layer's keys and values. A piece not cut at tokens
+ * is left to the read-back (its bytes are not counted, so its part is not complete here). */
 void sa_v1_piece(void *ud, int buf, int64_t block, size_t off, const uint8_t *data, size_t len)
 {
 	struct sa_owners *o = ud;
 	struct sa *s = o->s;
 	const struct mdl_geom *g = &s->o.geom;
-	size_t rb = mdl_kv_row_bytes(g), H = (size_t)g->kv_heads, hs = H / (size_t)s->o.tp,
-	       tokb = hs * rb, bs = (size_t)s->o.block_size;
+	size_t tokb = mdl_kv_row_bytes(g) * (size_t)(g->kv_heads / s->o.tp),
+	       half = tokb * (size_t)s->o.block_size;
 	struct sa_verify *v;
 
 	if (block < 0 || (size_t)block >= o->n || off % tokb || len % tokb)
 		return;
 	pthread_rwlock_rdlock(&o->lk);
 	v = o->e[block].v;
-	if (v && v->facc) {
-		int part = (buf % 2 ? g->layers : 0) + buf / 2; /* buf = 2 layer + values */
-		size_t t0 = o->e[block].j * bs + off / tokb, nt = len / tokb;
-		struct mdl_ks ks;
-		uint64_t acc = 0;
+	if (v && v->facc && s->kv_layout == SA_KV_JOINED && off + len <= 2 * half) {
+		size_t k = off < half ? (len < half - off ? len : half - off) : 0;
 
-		if (t0 < v->ntok) {
-			nt = nt < v->ntok - t0 ? nt : v->ntok - t0;
-			mdl_ks_init(&ks, mdl_kv_part_seed(part), rb);
-			if (hs == H) /* one rank: a block's rows are its part's, in order */
-				acc = mdl_ks_piece(&ks, t0 * H, data, nt * tokb);
-			else
-				for (size_t i = 0; i < nt; i++)
-					acc +=
-					    mdl_ks_piece(&ks, (t0 + i) * H + (size_t)o->rank * hs,
-					                 data + i * tokb, tokb);
-			__atomic_fetch_add(&v->facc[part], acc, __ATOMIC_SEQ_CST);
-			__atomic_fetch_add(&v->fbytes[part], nt * tokb, __ATOMIC_SEQ_CST);
-		}
+		if (k)
+			piece_part(o, v, buf, o->e[block].j, off, data, k);
+		if (len > k)
+			piece_part(o, v, g->layers + buf, o->e[block].j, off + k - half, data + k,
+			           len - k);
+	} else if (v && v->facc && s->kv_layout != SA_KV_JOINED) {
+		piece_part(o, v, (buf % 2 ? g->layers : 0) + buf / 2, o->e[block].j, off, data,
+		           len);
 	}
 	pthread_rwlock_unlock(&o->lk);
 }

@@ -70,6 +70,17 @@ check "tp2: reused = $N" [ "$(metric $PORT_Dtp pdkv_kv_reused_tokens_total)" = "
 check "tp2: every part summed as it landed on both ranks' engines" [ "$(metric $PORT_Dtp pdkv_kv_check_parts_landed_total)" = 8 ]
 check "tp2: no rescan" [ "$(metric $PORT_Dtp pdkv_kv_check_rescans_total)" = 0 ]
 
+# Bl, TP=2: one KV buffer per layer holding its K and V (vLLM's LBHNC registration,
+# sa_v1_layout.c); the decode's per-piece check cuts pieces at the K|V middle of a block
+pair bltp 0.18 bl -tp 2 -- -tp 2
+OUT=$(route_b $PORT_Pbltp $PORT_Dbltp $BOOT "$PROMPT" 12 0 | text)
+check "bl tp2: decode text equals the plain stand-in's" [ "$OUT" = "$REF" ]
+check "bl tp2: decode lays its KV out as one buffer per layer" \
+	grep -q "4 KV buffers x .*layout joined" "$TMP/Dbltp.log"
+check "bl tp2: reused = $N" [ "$(metric $PORT_Dbltp pdkv_kv_reused_tokens_total)" = "$N" ]
+check "bl tp2: every part summed as it landed" [ "$(metric $PORT_Dbltp pdkv_kv_check_parts_landed_total)" = 8 ]
+check "bl tp2: no checksum failure" [ "$(metric $PORT_Dbltp pdkv_kv_checksum_failures_total)" = 0 ]
+
 # DP=2: two dp engines in one prefill process, one bootstrap server, routed by X-data-parallel-rank
 pair dp 0.18 bn -dp 2 -- -dp 2
 Q=$(curl -s http://127.0.0.1:$BOOT/query)
