@@ -10,4 +10,4 @@ test_sa_kv_SRCS := ref/standin/tests/test_sa_kv.c ref/standin/sa_kv.c ref/standi
 test_sa_kv_LIBS := mdl pdcommon
 TESTS += test_sa_layout
 test_sa_layout_SRCS := ref/standin/tests/test_sa_layout.c ref/standin/sa_v1_layout.c
-test_sa_layout_LIBS = kv1 cfg te temeta pdcommon
+test_sa_layout_LIBS = kv1 pdhttplim cfg te temeta pdcommon
