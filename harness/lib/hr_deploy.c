@@ -408,14 +408,24 @@ static int env_add(char **v, size_t *n, const char *name, const char *value)
 /* A local scenario (no "hosts", no --hosts) binds and announces its role's topology address
  * (127.0.0.x; 127.0.0.1 by default), not the host's first non-loopback address (issue 34, N11),
  * unless the scenario's env or the user's set the name. */
-static int pin_loopback(const struct hr_deploy *d, int side, char **v, size_t *n, const char *name)
+static bool env_given(const struct hr_deploy *d, const char *name)
 {
-	const char *mine = getenv(name), *host = side ? d->sc->decode_host : d->sc->prefill_host;
+	const char *mine = getenv(name);
 
-	if (d->sc->hosts || d->rem || (mine && *mine) ||
-	    cJSON_GetObjectItemCaseSensitive(d->sc->env, name))
+	return (mine && *mine) || cJSON_GetObjectItemCaseSensitive(d->sc->env, name);
+}
+
+/* The two go together: a stand-in that binds one address and announces another is refused by
+ * its peers (-1005), so when the user or the scenario gives either, pdkv pins neither. */
+static int pin_loopback(const struct hr_deploy *d, int side, char **v, size_t *n)
+{
+	const char *host = side ? d->sc->decode_host : d->sc->prefill_host;
+
+	if (d->sc->hosts || d->rem || env_given(d, "VLLM_HOST_IP") ||
+	    env_given(d, "MC_TCP_BIND_ADDRESS"))
 		return 0;
-	return env_add(v, n, name, host && *host ? host : "127.0.0.1");
+	host = host && *host ? host : "127.0.0.1";
+	return env_add(v, n, "VLLM_HOST_IP", host) || env_add(v, n, "MC_TCP_BIND_ADDRESS", host);
 }
 
 char **hr_standin_env(const struct hr_deploy *d, int side)
@@ -433,8 +443,7 @@ char **hr_standin_env(const struct hr_deploy *d, int side)
 	} else {
 		n++;
 	}
-	if (pin_loopback(d, side, v, &n, "VLLM_HOST_IP") ||
-	    pin_loopback(d, side, v, &n, "MC_TCP_BIND_ADDRESS"))
+	if (pin_loopback(d, side, v, &n))
 		goto fail;
 	for (const cJSON *e = d->sc->env ? d->sc->env->child : NULL; e; e = e->next)
 		if (env_add(v, &n, e->string, e->valuestring))
