@@ -13,7 +13,10 @@
 #include "kv1_boot.h"
 #include "kv1_wire.h"
 
-#define KV1_MAX_BUFS 2048
+#define KV1_MAX_BUFS       2048
+#define KV1_MAX_TP_TARGETS 4096 /* remote ranks one rank pairs with (the TP ratio's bound) */
+#define KV1_MAX_PULLS      64   /* P ranks one D rank pulls from (P.tp / D.tp) */
+#define KV1_LAYER_NAME_MAX 48   /* "model.layers.<int>.self_attn.attn" and its NUL */
 
 /* The gen-B struct shape a generation speaks (B0 for gen A / V0, which have none). */
 static inline enum kv1_shape kv1_shape_of(enum cfg_gen g)
@@ -57,6 +60,19 @@ struct kv1_opts {
 	void (*on_piece)(void *piece_ud, int buf, int64_t block, size_t off, const uint8_t *data,
 	                 size_t len);
 	void *piece_ud;
+	/* ---- behaviours of later vLLM releases (the stand-in maps cfg_vllm_info.feat here) ----
+	 */
+	/* Bl: KV buffers per layer, [L0.K, L0.V, L1.K, ...] (2) or one per layer (1, MLA); 0 = 2
+	 * when nbufs is even, else 1. Buffer i is registered as layer i / layer_bufs, its name
+	 * repeated once per buffer (vLLM matches them by occurrence). */
+	int layer_bufs;
+	bool mla; /* MLA: KV replicated over TP ranks; vLLM skips the region length checks */
+	/* CFG_F_TP_TOPOLOGY (vLLM #36869): TP pairing by TransferTopology.handshake_target_ranks
+	 * and head slices (src / dst offsets in a block); off: D rank d <-> P rank d % P.tp */
+	bool tp_topology;
+	/* CFG_F_D_FAIL_REPORT: the consumer's DEALER waits abort_timeout_s + 60 s for an answer
+	 * (used when recv_timeout_ms is 0) */
+	bool d_fail_report;
 };
 
 struct kv1_worker;
@@ -131,6 +147,42 @@ struct kv1_run {
  * nr; fewer is -ERANGE ("P num blocks less than D"). *runs malloc'd. */
 int kv1_plan(const int64_t *local, size_t nl, const int64_t *remote, size_t nr,
              struct kv1_run **runs, size_t *nruns);
+
+/* ---- Bl regions and TP topology (kv1_regions.c, exposed for tests) ---- */
+struct kv1_region {
+	const char *name; /* registered layer name */
+	int64_t index, group;
+	uint64_t base;
+	int64_t block_len, kv_block_len;
+};
+int kv1_layer_bufs(const struct kv1_opts *o);
+void kv1_layer_name(int layer, char *out, size_t outsz); /* "model.layers.<l>.self_attn.attn" */
+/* A decoded handshake's regions as vLLM's _expand_transfer_regions builds them: 0, or -EINVAL
+ * with msg vLLM's assertion text (lengths differ); *out malloc'd, names point into m. */
+int kv1_regions_expand(const struct kv1_xfer_meta *m, struct kv1_region **out, size_t *n, char *msg,
+                       size_t msz);
+/* _align_transfer_regions: map[i] = the remote region of local region i, matched by (layer
+ * name, occurrence), or -1 (skipped: allow_partial and the layer is not the consumer's).
+ * 0, or -EINVAL with vLLM's text. */
+int kv1_regions_align(const struct kv1_region *loc, size_t nl, const struct kv1_region *rem,
+                      size_t nr, bool allow_partial, long *map, char *msg, size_t msz);
+/* _validate_asymmetric_region_lengths over the aligned pairs (P is local). */
+int kv1_regions_check_lens(const struct kv1_region *loc, size_t nl, const struct kv1_region *rem,
+                           const long *map, int local_tp, int remote_tp, char *msg, size_t msz);
+/* TransferTopology.tp_ratio: local/remote when local >= remote, else -(remote/local); 0 when one
+ * does not divide the other. */
+int kv1_tp_ratio(int local_tp, int remote_tp);
+/* handshake_target_ranks: the remote ranks rank pairs with (at most max); the count. */
+int kv1_tp_targets(int rank, int tp, int remote_tp, int *ranks, int max);
+/* _compute_sender_transfer_plan for P rank p_rank writing to D rank d_rank: bytes [src_off,
+ * src_off + len) of P's block go to [dst_off, ..) of D's block; send false: another P rank
+ * sends them (replicated KV). */
+struct kv1_tp_plan {
+	bool send;
+	int64_t src_off, dst_off, len;
+};
+void kv1_tp_plan(int p_rank, int p_tp, int d_rank, int d_tp, int64_t p_kv_len, int64_t d_kv_len,
+                 bool replicated, struct kv1_tp_plan *out);
 
 struct kv1_stats {
 	uint64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;

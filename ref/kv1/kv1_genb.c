@@ -37,19 +37,6 @@ static void send_error(struct kv1_job *j, void *push, const char *msg)
 	send_resp(j, push, &r);
 }
 
-/* Homogeneous or D-larger TP: D rank d reads from P rank d % P.tp. */
-static bool targeted(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
-                     size_t msz)
-{
-	int64_t t = m->remote_tp_rank % w->o.tp_size;
-
-	if (t == w->o.tp_rank)
-		return true;
-	snprintf(msg, msz, "This P tp_rank %d not in remote D target ranks [%lld]", w->o.tp_rank,
-	         (long long)t);
-	return false;
-}
-
 static bool lens_match(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
                        size_t msz)
 {
@@ -76,11 +63,33 @@ struct pend {
 	int state; /* 0 pending, 1 taken, 2 done, 3 dropped by P (answered with an error) */
 };
 
+/* A decoded handshake and its progress: kept in the job while it is parked. */
+struct gb_state {
+	struct kv1_xfer_meta m;
+	struct pend *p;
+	struct kv1_xfer_resp r;
+	struct kv1_xregion *xr; /* Bl: the aligned regions (NULL: Bn / B0, buffer by buffer) */
+	size_t nxr;
+	int need; /* D workers each send entry serves (vLLM's need_send) */
+};
+
+/* D asked for no block in any group (a request that only releases P's blocks). */
+static bool no_blocks(const struct kv1_req_blocks *rb)
+{
+	for (size_t k = 0; k < rb->ngroups; k++)
+		if (rb->groups[k].n)
+			return false;
+	return true;
+}
+
 /* Writes every taken request; fills ok / err lists (pointers into m). */
-static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, struct pend *p,
-                        size_t n, struct kv1_xfer_resp *r, const char **emsg)
+static void write_taken(struct kv1_worker *w, struct gb_state *g, struct kv1_xfer_resp *r,
+                        const char **emsg)
 {
 	static char tebuf[96];
+	const struct kv1_xfer_meta *m = &g->m;
+	struct pend *p = g->p;
+	size_t n = m->nreqs, woken = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		struct kv1_run *runs = NULL;
@@ -97,8 +106,13 @@ static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, str
 		if (p[i].state != 1)
 			continue;
 		p[i].state = 2;
-		if (kv1_plan(p[i].s->ids, p[i].s->n, p[i].rb->groups[0].v, p[i].rb->groups[0].n,
-		             &runs, &nr) == -ERANGE) {
+		if (g->xr && !no_blocks(p[i].rb) && p[i].rb->ngroups != 1) {
+			/* Bl (_build_transfer_params): one list per KV group; pdkv has one */
+			r->err[r->nerr++] = p[i].rb->req_id;
+			*emsg = "KV group count mismatch";
+			ret = -1;
+		} else if (kv1_plan(p[i].s->ids, p[i].s->n, p[i].rb->groups[0].v,
+		                    p[i].rb->groups[0].n, &runs, &nr) == -ERANGE) {
 			r->err[r->nerr++] = p[i].rb->req_id;
 			*emsg = "P num blocks less than D";
 			ret = -1;
@@ -106,8 +120,10 @@ static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, str
 			pd_dbg("Sending kv_caches for request %s (%zu blocks) to %s:%lld",
 			       p[i].rb->req_id, p[i].rb->groups[0].n, m->remote_hostname,
 			       (long long)m->remote_port);
-			ret = kv1_write_blocks(w, m->remote_hostname, m->remote_port, m->bases,
-			                       m->nbases, runs, nr);
+			ret = g->xr ? kv1_write_regions(w, m->remote_hostname, m->remote_port,
+			                                g->xr, g->nxr, runs, nr)
+			            : kv1_write_blocks(w, m->remote_hostname, m->remote_port,
+			                               m->bases, m->nbases, runs, nr);
 			if (ret) {
 				snprintf(tebuf, sizeof(tebuf),
 				         "Mooncake transfer engine returned %d", ret);
@@ -119,11 +135,19 @@ static void write_taken(struct kv1_worker *w, const struct kv1_xfer_meta *m, str
 		}
 		free(runs);
 		pthread_mutex_lock(&w->mu);
-		kv1_send_remove_locked(w, p[i].s);
+		if (!ret && ++p[i].s->sent < g->need) {
+			/* another D worker still reads these blocks (heterogeneous TP) */
+			p[i].s->busy = false;
+			woken += kv1_park_wake_locked(w, p[i].rb->transfer_id);
+		} else {
+			kv1_send_remove_locked(w, p[i].s);
+		}
 		pthread_cond_broadcast(&w->cv);
 		pthread_mutex_unlock(&w->mu);
 		p[i].s = NULL;
 	}
+	if (woken)
+		kv1_park_kick(w);
 }
 
 /* Takes ready entries (w->mu held); returns how many are still pending. Entries D asks for
@@ -157,13 +181,6 @@ static size_t take_ready_locked(struct kv1_worker *w, struct pend *p, size_t n, 
 	return left;
 }
 
-/* A decoded handshake and its progress: kept in the job while it is parked. */
-struct gb_state {
-	struct kv1_xfer_meta m;
-	struct pend *p;
-	struct kv1_xfer_resp r;
-};
-
 static void kv1_genb_state_free(void *gb)
 {
 	struct gb_state *g = gb;
@@ -171,6 +188,7 @@ static void kv1_genb_state_free(void *gb)
 	if (!g)
 		return;
 	kv1_xfer_meta_free(&g->m);
+	free(g->xr);
 	free(g->p);
 	free(g->r.ok);
 	free(g->r.err);
@@ -288,7 +306,7 @@ static bool serve(struct kv1_job *j, void *push)
 		}
 		r->nok = r->nerr = 0;
 		emsg = NULL;
-		write_taken(w, &g->m, g->p, g->m.nreqs, r, &emsg);
+		write_taken(w, g, r, &emsg);
 		r->status = left ? KV1_CONTINUE : KV1_FINISH;
 		r->has_ok = r->nok > 0;
 		r->has_err = r->nerr > 0;
@@ -320,7 +338,9 @@ static bool admit(struct kv1_job *j, void *push)
 	free(j->payload); /* decoded: a parked handshake keeps only its decoded form */
 	j->payload = NULL;
 	j->len = 0;
-	if (!targeted(w, &g->m, msg, sizeof(msg)) || !lens_match(w, &g->m, msg, sizeof(msg))) {
+	if (!kv1_genb_paired(w, &g->m, msg, sizeof(msg)) ||
+	    (shape_of(w) >= KV1_SHAPE_BL ? kv1_bl_plan(w, &g->m, &g->xr, &g->nxr, msg, sizeof(msg))
+	                                 : !lens_match(w, &g->m, msg, sizeof(msg)))) {
 		atomic_fetch_add(&w->rejected, 1);
 		send_error(j, push, msg);
 		return false;
@@ -332,6 +352,17 @@ static bool admit(struct kv1_job *j, void *push)
 		return false;
 	for (size_t i = 0; i < g->m.nreqs; i++)
 		g->p[i].rb = &g->m.reqs[i];
+	/* resolve_need_send: every D rank paired with us reads each entry once, times D's PP
+	 * stages when they differ from ours */
+	g->need = 1;
+	if (w->o.tp_topology) {
+		int t[KV1_MAX_TP_TARGETS];
+
+		g->need = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, (int)g->m.remote_tp_size, t,
+		                         KV1_MAX_TP_TARGETS);
+	}
+	if (shape_of(w) >= KV1_SHAPE_BL && g->m.remote_pp_size > 1)
+		g->need *= (int)g->m.remote_pp_size; /* our PP size is 1 */
 	j->deadline_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 	return true;
 }
@@ -368,13 +399,15 @@ const struct kv1_park_ops kv1_genb_park_ops = {
 
 /* ------------------------------------------------------------------ consumer */
 
-/* worker_addr of the P tp rank paired with ours, from the (cached) /query answer. */
-static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id, char *addr,
-                  size_t asz, int *p_tp, char *err, size_t errsz)
+/* The P tp ranks paired with ours (without TP topology: tp_rank % P.tp; with it vLLM's
+ * handshake_target_ranks), their worker_addr from the (cached) /query answer; *naddr of them. */
+static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id,
+                  char (*addr)[KV1_BOOT_ADDR_MAX + 1], int *naddr, char *err, size_t errsz)
 {
 	const struct kv1_boot_engine *e = NULL;
-	int ret = 0;
+	int ret = 0, t[KV1_MAX_PULLS];
 
+	*naddr = 0;
 	pthread_mutex_lock(&w->bmu);
 	for (int pass = 0; pass < 2 && !e; pass++) {
 		if (pass || strcmp(w->boot_cached, boot)) {
@@ -399,14 +432,28 @@ static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id,
 		            engine_id, boot);
 		ret = -ENOENT;
 	}
-	if (!ret) {
-		*p_tp = e->ntp ? w->o.tp_rank % e->ntp : 0;
-		if (!e->ntp || !e->addr[*p_tp]) {
+	if (!ret && w->o.tp_topology && e->ntp) {
+		int n = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, e->ntp, t, KV1_MAX_PULLS);
+
+		if (!n) {
+			kv1_set_err(
+			    err, errsz,
+			    "TP sizes %d (decode) and %d (prefill %s) do not divide one another",
+			    w->o.tp_size, e->ntp, engine_id);
+			ret = -EINVAL;
+		}
+		*naddr = n;
+	} else if (!ret) {
+		t[0] = e->ntp ? w->o.tp_rank % e->ntp : 0;
+		*naddr = 1;
+	}
+	for (int i = 0; !ret && i < *naddr; i++) {
+		if (!e->ntp || t[i] >= e->ntp || !e->addr[t[i]]) {
 			kv1_set_err(err, errsz, "bootstrap server %s: engine %s has no tp rank %d",
-			            boot, engine_id, *p_tp);
+			            boot, engine_id, t[i]);
 			ret = -ENOENT;
 		} else {
-			snprintf(addr, asz, "%s", e->addr[*p_tp]);
+			snprintf(addr[i], KV1_BOOT_ADDR_MAX + 1, "%s", e->addr[t[i]]);
 		}
 	}
 	pthread_mutex_unlock(&w->bmu);
@@ -418,7 +465,7 @@ static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id,
 static bool never_written(const char *msg)
 {
 	static const char *const pre[] = {"Timeout waiting for P side ready.",
-	                                  "P num blocks less than D",
+	                                  "P num blocks less than D", "KV group count mismatch",
 	                                  "P side finished the request without sending its KV"};
 
 	for (size_t i = 0; msg && i < sizeof(pre) / sizeof(pre[0]); i++)
@@ -494,52 +541,17 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 	return ok ? 0 : -EIO;
 }
 
-int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
-               const char *transfer_id, const char *req_id, const int64_t *ids, size_t n, char *err,
-               size_t errsz)
+/* One handshake with the P worker at addr: sends buf, awaits its answers. */
+static int pull_one(struct kv1_worker *w, const char *addr, const char *buf, size_t len, int tmo,
+                    const char *transfer_id, const char *req_id, const int64_t *ids, size_t n,
+                    char *err, size_t errsz)
 {
-	uint64_t bases[KV1_MAX_BUFS];
-	int64_t lens[KV1_MAX_BUFS];
-	struct kv1_ids bl = {(int64_t *)ids, n};
-	struct kv1_req_blocks rb = {(char *)req_id, (char *)transfer_id, &bl, 1};
-	struct kv1_xfer_meta m;
-	char addr[KV1_BOOT_ADDR_MAX + 1], host[128], *buf = NULL;
-	int p_tp = 0, rport = 0, ret, tmo, hold = 0;
-	size_t len;
-	void *s = NULL;
+	int ret, hold = 0;
+	void *s;
 
-	ret = lookup(w, bootstrap_addr, engine_id, addr, sizeof(addr), &p_tp, err, errsz);
+	ret = kv1_rhold_room(w, addr, pd_now_ns() + (uint64_t)tmo * 1000000ull, err, errsz);
 	if (ret)
 		return ret;
-	for (int i = 0; i < w->o.nbufs; i++) {
-		bases[i] = (uint64_t)(uintptr_t)w->bufs[i];
-		lens[i] = (int64_t)w->o.block_len;
-	}
-	pd_split_hostport(w->seg, host, sizeof(host), &rport);
-	m = (struct kv1_xfer_meta){w->ip,
-	                           rport,
-	                           w->o.tp_size,
-	                           w->o.tp_rank,
-	                           &rb,
-	                           1,
-	                           bases,
-	                           (size_t)w->o.nbufs,
-	                           lens,
-	                           (size_t)w->o.nbufs,
-	                           lens,
-	                           (size_t)w->o.nbufs,
-	                           1};
-	if (kv1_xfer_meta_encode(&m, shape_of(w), &buf, &len)) {
-		kv1_set_err(err, errsz, "cannot encode MooncakeXferMetadata");
-		return -EINVAL;
-	}
-	pd_dbg("Size of encoded MooncakeXferMetadata: %zu bytes", len);
-	tmo = w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms : 60000;
-	ret = kv1_rhold_room(w, addr, pd_now_ns() + (uint64_t)tmo * 1000000ull, err, errsz);
-	if (ret) {
-		free(buf);
-		return ret;
-	}
 	kv1_landed_reset(w, ids, n); /* the hold's early end counts this transfer's bytes only */
 	s = kv1_zsock(w, ZMQ_DEALER, tmo);
 	PD_TSAN_WIRE_SEND();
@@ -557,11 +569,71 @@ int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *eng
 			kv1_rhold_add(w, ids, n, addr, why, hold == 1);
 		}
 	}
+	if (s)
+		zmq_close(s);
+	return ret;
+}
+
+int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
+               const char *transfer_id, const char *req_id, const int64_t *ids, size_t n, char *err,
+               size_t errsz)
+{
+	uint64_t bases[KV1_MAX_BUFS];
+	int64_t lens[KV1_MAX_BUFS];
+	struct kv1_ids bl = {(int64_t *)ids, n};
+	struct kv1_req_blocks rb = {(char *)req_id, (char *)transfer_id, &bl, 1};
+	struct kv1_xfer_meta m;
+	char(*addr)[KV1_BOOT_ADDR_MAX + 1] = calloc(KV1_MAX_PULLS, KV1_BOOT_ADDR_MAX + 1);
+	char host[128], *buf = NULL;
+	int rport = 0, ret, tmo, naddr = 0;
+	size_t len;
+
+	if (!addr) {
+		kv1_set_err(err, errsz, "out of memory");
+		return -ENOMEM;
+	}
+	ret = lookup(w, bootstrap_addr, engine_id, addr, &naddr, err, errsz);
+	if (ret) {
+		free(addr);
+		return ret;
+	}
+	for (int i = 0; i < w->o.nbufs; i++) {
+		bases[i] = (uint64_t)(uintptr_t)w->bufs[i];
+		lens[i] = (int64_t)w->o.block_len;
+	}
+	pd_split_hostport(w->seg, host, sizeof(host), &rport);
+	m = (struct kv1_xfer_meta){.remote_hostname = w->ip,
+	                           .remote_port = rport,
+	                           .remote_tp_size = w->o.tp_size,
+	                           .remote_tp_rank = w->o.tp_rank,
+	                           .reqs = &rb,
+	                           .nreqs = 1,
+	                           .bases = bases,
+	                           .nbases = (size_t)w->o.nbufs,
+	                           .block_lens = lens,
+	                           .nblock_lens = (size_t)w->o.nbufs,
+	                           .kv_block_lens = lens,
+	                           .nkv_block_lens = (size_t)w->o.nbufs,
+	                           .remote_pp_size = 1};
+	ret = shape_of(w) >= KV1_SHAPE_BL ? kv1_bl_layers(w, &m) : 0;
+	if (ret || kv1_xfer_meta_encode(&m, shape_of(w), &buf, &len)) {
+		kv1_set_err(err, errsz, "cannot encode MooncakeXferMetadata");
+		kv1_bl_layers_free(&m);
+		free(addr);
+		return -EINVAL;
+	}
+	kv1_bl_layers_free(&m);
+	pd_dbg("Size of encoded MooncakeXferMetadata: %zu bytes", len);
+	tmo = w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms
+	      : w->o.d_fail_report     ? (w->o.abort_timeout_s + 60) * 1000
+	                               : 60000;
+	/* one pull per paired P rank (several when P.tp > D.tp), each writing its heads */
+	for (int i = 0; !ret && i < naddr; i++)
+		ret = pull_one(w, addr[i], buf, len, tmo, transfer_id, req_id, ids, n, err, errsz);
 	if (!ret)
 		atomic_fetch_add(&w->bytes_recv,
 		                 (uint64_t)n * w->o.block_len * (uint64_t)w->o.nbufs);
-	if (s)
-		zmq_close(s);
 	free(buf);
+	free(addr);
 	return ret;
 }

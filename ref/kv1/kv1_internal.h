@@ -23,6 +23,7 @@ struct kv1_send {
 	size_t n;
 	bool ready, busy;
 	bool dropped;       /* gen B: P will not send it (discarded); a handshake fails at once */
+	int sent;           /* gen B, TP topology: D ranks served so far (vLLM's need_send) */
 	uint64_t expire_ns; /* ready / dropped entries: freed after this if never sent / asked */
 };
 
@@ -219,6 +220,30 @@ size_t kv1_rhold_count(struct kv1_worker *w);
 int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const uint64_t *rbases,
                      size_t nrbases, const struct kv1_run *runs, size_t nruns);
 
+/* Bl: one aligned region of a handshake (kv1_genb.c): bytes [src_off, src_off + len) of each
+ * block of local buffer buf go to rbase + block * rblock_len + dst_off on D. */
+struct kv1_xregion {
+	int buf;
+	uint64_t rbase;
+	int64_t rblock_len, src_off, dst_off, len;
+};
+/* gen B pairing check of a handshake (kv1_regions.c): false with msg the prefill's err_msg
+ * (vLLM's texts; TransferTopology's with o.tp_topology). */
+bool kv1_genb_paired(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
+                     size_t msz);
+/* Bl: send_kv_to_decode's checks before it waits — expand both sides' regions (the metadata
+ * length assertion), align them by (layer name, occurrence), check their lengths — and the
+ * copies of the aligned pairs (*xr malloc'd). 0, or non-zero with msg the ERROR's err_msg. */
+int kv1_bl_plan(const struct kv1_worker *w, const struct kv1_xfer_meta *m, struct kv1_xregion **xr,
+                size_t *nxr, char *msg, size_t msz);
+/* Bl decode: m's registered_* lists for our buffers (kv1_bl_layers_free frees them). */
+int kv1_bl_layers(const struct kv1_worker *w, struct kv1_xfer_meta *m);
+void kv1_bl_layers_free(struct kv1_xfer_meta *m);
+/* One engine WRITE batch over the regions: one descriptor per run where a region moves whole
+ * blocks at offset 0 on both sides, else one per block (vLLM's coalescing rule). */
+int kv1_write_regions(struct kv1_worker *w, const char *host, int64_t port,
+                      const struct kv1_xregion *x, size_t nx, const struct kv1_run *runs,
+                      size_t nruns);
 /* Ground floor (kv1_util.c). */
 /* Waits on cv (mu held) until signalled, deadline_ns (pd_now_ns) or at most 100 ms. */
 void kv1_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns);

@@ -84,10 +84,86 @@ int kv1_agent_meta_encode(const struct kv1_agent_meta *m, char **out, size_t *le
 	return finish(&sb, out, len);
 }
 
+/* Map entries of a gen-B struct: the required ones, then each defaulted field not at its default
+ * (msgspec's omit_defaults; a default_factory list / dict is at its default when empty). */
+static uint32_t xfer_meta_entries(const struct kv1_xfer_meta *m, enum kv1_shape shape)
+{
+	uint32_t n = shape >= KV1_SHAPE_BN ? 8 + (m->remote_pp_size != 1) : 6;
+
+	if (shape >= KV1_SHAPE_BL)
+		n += (m->nlayer_names > 0) + (m->nlayer_indices > 0) + (m->ngroup_indices > 0) +
+		     (m->replay_protocol != 0) + (m->replay_layout != NULL) +
+		     (m->nreplay_ckpts > 0);
+	return n;
+}
+
+static void pk_req_blocks(msgpack_packer *pk, const struct kv1_xfer_meta *m, bool bn)
+{
+	msgpack_pack_map(pk, m->nreqs);
+	for (size_t i = 0; i < m->nreqs; i++) {
+		const struct kv1_req_blocks *rb = &m->reqs[i];
+
+		pk_str(pk, rb->req_id);
+		msgpack_pack_array(pk, 2);
+		pk_str(pk, rb->transfer_id);
+		if (!bn) {
+			pk_ids(pk, &rb->groups[0]);
+			continue;
+		}
+		msgpack_pack_array(pk, rb->ngroups);
+		for (size_t g = 0; g < rb->ngroups; g++)
+			pk_ids(pk, &rb->groups[g]);
+	}
+}
+
+/* Bl's defaulted fields, in declaration order, each only when not at its default. */
+static void pk_bl_tail(msgpack_packer *pk, const struct kv1_xfer_meta *m, bool bl)
+{
+	if (bl && m->nlayer_names) {
+		pk_str(pk, "registered_layer_names");
+		pk_strs(pk, m->layer_names, m->nlayer_names);
+	}
+	if (bl && m->nlayer_indices) {
+		pk_str(pk, "registered_layer_indices");
+		pk_i64s(pk, m->layer_indices, m->nlayer_indices);
+	}
+	if (bl && m->ngroup_indices) {
+		pk_str(pk, "registered_group_indices");
+		pk_i64s(pk, m->group_indices, m->ngroup_indices);
+	}
+	if (m->remote_pp_size != 1) {
+		pk_str(pk, "remote_pp_size");
+		msgpack_pack_int64(pk, m->remote_pp_size);
+	}
+	if (!bl)
+		return;
+	if (m->replay_protocol) {
+		pk_str(pk, "prefix_replay_protocol");
+		msgpack_pack_int64(pk, m->replay_protocol);
+	}
+	if (m->replay_layout) {
+		pk_str(pk, "prefix_replay_layout");
+		pk_str(pk, m->replay_layout);
+	}
+	if (m->nreplay_ckpts) {
+		pk_str(pk, "prefix_replay_checkpoints");
+		msgpack_pack_map(pk, m->nreplay_ckpts);
+		for (size_t i = 0; i < m->nreplay_ckpts; i++) {
+			const struct kv1_replay_ckpt *c = &m->replay_ckpts[i];
+
+			pk_str(pk, c->req_id);
+			msgpack_pack_array(pk, 3); /* a tuple is an array */
+			msgpack_pack_int64(pk, c->boundary);
+			msgpack_pack_int64(pk, c->local_hits);
+			pk_str(pk, c->digest);
+		}
+	}
+}
+
 int kv1_xfer_meta_encode(const struct kv1_xfer_meta *m, enum kv1_shape shape, char **out,
                          size_t *len)
 {
-	bool bn = shape >= KV1_SHAPE_BN;
+	bool bn = shape >= KV1_SHAPE_BN, bl = shape >= KV1_SHAPE_BL;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
@@ -97,9 +173,15 @@ int kv1_xfer_meta_encode(const struct kv1_xfer_meta *m, enum kv1_shape shape, ch
 		if (!m->reqs[i].req_id || !m->reqs[i].transfer_id || m->reqs[i].ngroups < 1 ||
 		    (!bn && m->reqs[i].ngroups != 1))
 			return -EINVAL;
+	for (size_t i = 0; bl && i < m->nlayer_names; i++)
+		if (!m->layer_names[i])
+			return -EINVAL;
+	for (size_t i = 0; bl && i < m->nreplay_ckpts; i++)
+		if (!m->replay_ckpts[i].req_id || !m->replay_ckpts[i].digest)
+			return -EINVAL;
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, bn ? 8 + (m->remote_pp_size != 1) : 6);
+	msgpack_pack_map(&pk, xfer_meta_entries(m, shape));
 	pk_str(&pk, "remote_hostname");
 	pk_str(&pk, m->remote_hostname);
 	pk_str(&pk, "remote_port");
@@ -109,21 +191,7 @@ int kv1_xfer_meta_encode(const struct kv1_xfer_meta *m, enum kv1_shape shape, ch
 	pk_str(&pk, "remote_tp_rank");
 	msgpack_pack_int64(&pk, m->remote_tp_rank);
 	pk_str(&pk, "req_blocks");
-	msgpack_pack_map(&pk, m->nreqs);
-	for (size_t i = 0; i < m->nreqs; i++) {
-		const struct kv1_req_blocks *rb = &m->reqs[i];
-
-		pk_str(&pk, rb->req_id);
-		msgpack_pack_array(&pk, 2);
-		pk_str(&pk, rb->transfer_id);
-		if (!bn) {
-			pk_ids(&pk, &rb->groups[0]);
-			continue;
-		}
-		msgpack_pack_array(&pk, rb->ngroups);
-		for (size_t g = 0; g < rb->ngroups; g++)
-			pk_ids(&pk, &rb->groups[g]);
-	}
+	pk_req_blocks(&pk, m, bn);
 	pk_str(&pk, "kv_caches_base_addr");
 	pk_u64s(&pk, m->bases, m->nbases);
 	if (bn) {
@@ -131,12 +199,9 @@ int kv1_xfer_meta_encode(const struct kv1_xfer_meta *m, enum kv1_shape shape, ch
 		pk_i64s(&pk, m->block_lens, m->nblock_lens);
 		pk_str(&pk, "kv_block_lens");
 		pk_i64s(&pk, m->kv_block_lens, m->nkv_block_lens);
-		/* registered_layer_* lists default to [] and are omitted; remote_pp_size
-		 * follows them in declaration order. */
-		if (m->remote_pp_size != 1) {
-			pk_str(&pk, "remote_pp_size");
-			msgpack_pack_int64(&pk, m->remote_pp_size);
-		}
+		/* Bn: the registered_layer_* lists are never filled (the decode predates them)
+		 * and so always omitted; remote_pp_size follows them in declaration order. */
+		pk_bl_tail(&pk, m, bl);
 	}
 	return finish(&sb, out, len);
 }
@@ -164,81 +229,6 @@ int kv1_xfer_resp_encode(const struct kv1_xfer_resp *r, char **out, size_t *len)
 		pk_str(&pk, r->err_msg);
 	}
 	return finish(&sb, out, len);
-}
-
-/* ------------------------------------------------------------------ pre-check */
-
-/* msgpack-c allocates a container's elements from the declared count before reading them, so a
- * 6-byte message could ask for gigabytes. This walk checks every declared count against the bytes
- * left (each element needs at least one byte), the nesting depth and the total length first. */
-static int be(const uint8_t *p, int n, uint64_t *v)
-{
-	*v = 0;
-	for (int i = 0; i < n; i++)
-		*v = *v << 8 | p[i];
-	return 0;
-}
-
-static int walk(const uint8_t *p, size_t n, size_t *pos, int depth)
-{
-	uint64_t cnt = 0, skip = 0;
-	int pairs = 0;
-	uint8_t b;
-
-	if (depth > KV1_MAX_DEPTH || *pos >= n)
-		return -1;
-	b = p[(*pos)++];
-	if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
-		return 0;
-	if ((b & 0xe0) == 0xa0) {
-		skip = b & 0x1f;
-	} else if ((b & 0xf0) == 0x90) {
-		cnt = b & 0x0f;
-	} else if ((b & 0xf0) == 0x80) {
-		cnt = b & 0x0f;
-		pairs = 1;
-	} else {
-		static const int8_t fixed[] = {
-		    /* c4..df: bin8 bin16 bin32 ext8 ext16 ext32 f32 f64 u8 u16 u32 u64 i8 i16
-		       i32 i64 fixext1 2 4 8 16 str8 str16 str32 arr16 arr32 map16 map32 */
-		    -1, -2, -4, -1, -2, -4, 4,  8,  1,  2,  4,  8,  1,  2,
-		    4,  8,  2,  3,  5,  9,  17, -1, -2, -4, -2, -4, -2, -4};
-		int f, hl;
-
-		if (b < 0xc4 || b > 0xdf)
-			return -1;
-		f = fixed[b - 0xc4];
-		if (f > 0) {
-			skip = (uint64_t)f;
-		} else {
-			hl = -f;
-			if (n - *pos < (size_t)hl)
-				return -1;
-			be(p + *pos, hl, &cnt);
-			*pos += (size_t)hl;
-			if (b <= 0xc6 || (b >= 0xd9 && b <= 0xdb)) {
-				skip = cnt;
-				cnt = 0;
-			} else if (b <= 0xc9) {
-				skip = cnt + 1; /* ext: type byte + data */
-				cnt = 0;
-			} else {
-				pairs = b >= 0xde;
-			}
-		}
-	}
-	if (skip) {
-		if (n - *pos < skip)
-			return -1;
-		*pos += skip;
-		return 0;
-	}
-	if (cnt > (n - *pos) >> pairs)
-		return -1;
-	for (uint64_t i = 0; i < cnt << pairs; i++)
-		if (walk(p, n, pos, depth + 1))
-			return -1;
-	return 0;
 }
 
 /* ------------------------------------------------------------------ decoding */
@@ -417,7 +407,7 @@ static int top_map(struct dec *d, const void *buf, size_t len, msgpack_unpacked 
 
 	if (!buf || len == 0 || len > KV1_MAX_MSG)
 		return fail(d, "message of %zu bytes (expected 1..%u)", len, KV1_MAX_MSG);
-	if (walk(buf, len, &pos, 0) || pos != len)
+	if (kv1_wire_walk(buf, len, &pos, 0) || pos != len)
 		return fail(d, "not one well-formed msgpack value (%zu bytes)", len);
 	if (msgpack_unpack_next(u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
 		return fail(d, "msgpack-c could not unpack the message");
@@ -541,16 +531,87 @@ static int get_req_blocks(struct dec *d, const msgpack_object *o, bool bn, struc
 	return 0;
 }
 
+/* prefix_replay_checkpoints: {D request id: [boundary, local-hit tokens, sha256 digest]}. */
+static int get_replay_ckpts(struct dec *d, const msgpack_object *o, struct kv1_xfer_meta *m)
+{
+	const char *f = "prefix_replay_checkpoints";
+	int ret;
+
+	if (o->type != MSGPACK_OBJECT_MAP)
+		return fail(d, "expected `object`, got `%s` - at `$.%s`", tname(o), f);
+	if (o->via.map.size > KV1_MAX_REQS)
+		return fail(d, "`%s`: %u entries (limit %u)", f, o->via.map.size, KV1_MAX_REQS);
+	m->nreplay_ckpts = o->via.map.size;
+	m->replay_ckpts = calloc(m->nreplay_ckpts ? m->nreplay_ckpts : 1, sizeof(*m->replay_ckpts));
+	if (!m->replay_ckpts)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nreplay_ckpts; i++) {
+		const msgpack_object *v = &o->via.map.ptr[i].val;
+		struct kv1_replay_ckpt *c = &m->replay_ckpts[i];
+
+		if ((ret = get_str(d, &o->via.map.ptr[i].key, f, &c->req_id)))
+			return ret;
+		if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != 3)
+			return fail(d,
+			            "expected a 3-element array (boundary, local-hit tokens, "
+			            "digest) - at `$.%s[...]`",
+			            f);
+		if ((ret =
+		         get_int(d, &v->via.array.ptr[0], f, INT64_MIN, INT64_MAX, &c->boundary)) ||
+		    (ret = get_int(d, &v->via.array.ptr[1], f, INT64_MIN, INT64_MAX,
+		                   &c->local_hits)) ||
+		    (ret = get_str(d, &v->via.array.ptr[2], f, &c->digest)))
+			return ret;
+	}
+	return 0;
+}
+
+/* Bl's defaulted fields (fv[8..14], NULL when absent): registered_* lists, then the
+ * prefix-replay triple, kept as sent. */
+static int get_bl_fields(struct dec *d, const msgpack_object *const *fv, const char *const *names,
+                         struct kv1_xfer_meta *m)
+{
+	int ret;
+
+	if ((fv[8] && (ret = get_strs(d, fv[8], names[8], &m->layer_names, &m->nlayer_names))) ||
+	    (fv[9] &&
+	     (ret = get_i64s(d, fv[9], names[9], 0, &m->layer_indices, &m->nlayer_indices))) ||
+	    (fv[10] &&
+	     (ret = get_i64s(d, fv[10], names[10], 0, &m->group_indices, &m->ngroup_indices))) ||
+	    (fv[12] &&
+	     (ret = get_int(d, fv[12], names[12], INT64_MIN, INT64_MAX, &m->replay_protocol))) ||
+	    (fv[13] && fv[13]->type != MSGPACK_OBJECT_NIL &&
+	     (ret = get_str(d, fv[13], names[13], &m->replay_layout))) ||
+	    (fv[14] && (ret = get_replay_ckpts(d, fv[14], m))))
+		return ret;
+	return 0;
+}
+
 int kv1_xfer_meta_decode(const void *buf, size_t len, enum kv1_shape shape, struct kv1_xfer_meta *m,
                          char *err, size_t errsz)
 {
-	static const char *const names[] = {
-	    "remote_hostname",     "remote_port", "remote_tp_size", "remote_tp_rank", "req_blocks",
-	    "kv_caches_base_addr", "block_lens",  "kv_block_lens",  "remote_pp_size"};
+	/* declaration order of vLLM's MooncakeXferMetadata (mooncake_connector.py @ 00f4240e) */
+	static const char *const names[] = {"remote_hostname",
+	                                    "remote_port",
+	                                    "remote_tp_size",
+	                                    "remote_tp_rank",
+	                                    "req_blocks",
+	                                    "kv_caches_base_addr",
+	                                    "block_lens",
+	                                    "kv_block_lens",
+	                                    "registered_layer_names",
+	                                    "registered_layer_indices",
+	                                    "registered_group_indices",
+	                                    "remote_pp_size",
+	                                    "prefix_replay_protocol",
+	                                    "prefix_replay_layout",
+	                                    "prefix_replay_checkpoints"};
+	enum { NF = sizeof(names) / sizeof(names[0]) };
 	struct dec d = {"MooncakeXferMetadata", err, errsz};
-	const msgpack_object *o = NULL, *fv[9] = {0};
+	const msgpack_object *o = NULL, *fv[NF] = {0};
 	bool bn = shape >= KV1_SHAPE_BN;
-	int nf = bn ? 9 : 6;
+	/* the fields this shape knows; the others are unknown keys to it, ignored */
+	int nf = shape >= KV1_SHAPE_BL ? NF : bn ? 12 : 6;
 	msgpack_unpacked u;
 	unsigned seen = 0;
 	int ret;
@@ -563,7 +624,7 @@ int kv1_xfer_meta_decode(const void *buf, size_t len, enum kv1_shape shape, stru
 	for (uint32_t i = 0; i < o->via.map.size; i++) {
 		int k = field_index(&o->via.map.ptr[i].key, names, nf);
 
-		if (k >= 0) {
+		if (k >= 0 && (shape >= KV1_SHAPE_BL || k < 8 || k == 11)) {
 			fv[k] = &o->via.map.ptr[i].val;
 			seen |= 1u << k;
 		}
@@ -579,7 +640,8 @@ int kv1_xfer_meta_decode(const void *buf, size_t len, enum kv1_shape shape, stru
 	if (bn &&
 	    ((ret = get_i64s(&d, fv[6], names[6], 0, &m->block_lens, &m->nblock_lens)) ||
 	     (ret = get_i64s(&d, fv[7], names[7], 0, &m->kv_block_lens, &m->nkv_block_lens)) ||
-	     (fv[8] && (ret = get_int(&d, fv[8], names[8], 1, 1024, &m->remote_pp_size)))))
+	     (fv[11] && (ret = get_int(&d, fv[11], names[11], 1, 1024, &m->remote_pp_size))) ||
+	     (ret = get_bl_fields(&d, fv, names, m))))
 		goto out;
 	ret = 0;
 out:
@@ -663,6 +725,15 @@ void kv1_xfer_meta_free(struct kv1_xfer_meta *m)
 	free(m->bases);
 	free(m->block_lens);
 	free(m->kv_block_lens);
+	free_strs(m->layer_names, m->nlayer_names);
+	free(m->layer_indices);
+	free(m->group_indices);
+	free(m->replay_layout);
+	for (size_t i = 0; m->replay_ckpts && i < m->nreplay_ckpts; i++) {
+		free(m->replay_ckpts[i].req_id);
+		free(m->replay_ckpts[i].digest);
+	}
+	free(m->replay_ckpts);
 	memset(m, 0, sizeof(*m));
 }
 

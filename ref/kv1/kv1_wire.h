@@ -1,5 +1,5 @@
 /* kv1_wire: the vLLM V1 MooncakeConnector's msgpack structs (gen A MooncakeAgentMetadata, gen B
- * MooncakeXferMetadata in shapes B0 / Bn, MooncakeXferResponse), encoded as msgspec does. */
+ * MooncakeXferMetadata in shapes B0 / Bn / Bl, MooncakeXferResponse), encoded as msgspec does. */
 #ifndef KV1_WIRE_H
 #define KV1_WIRE_H
 
@@ -50,6 +50,13 @@ struct kv1_req_blocks {
 	size_t ngroups;
 };
 
+/* One prefix_replay_checkpoints entry: D request id -> (boundary, local-hit tokens, digest). */
+struct kv1_replay_ckpt {
+	char *req_id;
+	int64_t boundary, local_hits;
+	char *digest;
+};
+
 struct kv1_xfer_meta {
 	char *remote_hostname;
 	int64_t remote_port, remote_tp_size, remote_tp_rank;
@@ -63,6 +70,19 @@ struct kv1_xfer_meta {
 	int64_t *kv_block_lens;
 	size_t nkv_block_lens;
 	int64_t remote_pp_size; /* Bn, default 1 (omitted when 1) */
+	/* Bl (vLLM #44528, mooncake_connector.py @ 00f4240e): one entry per region, each list
+	 * defaulting to [] (omitted when empty); a real decode always fills them. */
+	char **layer_names; /* registered_layer_names, e.g. "model.layers.0.self_attn.attn" */
+	size_t nlayer_names;
+	int64_t *layer_indices; /* registered_layer_indices */
+	size_t nlayer_indices;
+	int64_t *group_indices; /* registered_group_indices */
+	size_t ngroup_indices;
+	/* Bl, prefill-side SWA replay (opt-in, DeepSeek-V4.1): kept as sent, not acted on */
+	int64_t replay_protocol;              /* prefix_replay_protocol, default 0 */
+	char *replay_layout;                  /* prefix_replay_layout, NULL = None */
+	struct kv1_replay_ckpt *replay_ckpts; /* prefix_replay_checkpoints, default {} */
+	size_t nreplay_ckpts;
 };
 
 struct kv1_xfer_resp {
@@ -93,6 +113,11 @@ int kv1_xfer_resp_decode(const void *buf, size_t len, struct kv1_xfer_resp *r, c
 void kv1_agent_meta_free(struct kv1_agent_meta *m);
 void kv1_xfer_meta_free(struct kv1_xfer_meta *m);
 void kv1_xfer_resp_free(struct kv1_xfer_resp *r);
+
+/* msgpack-c allocates a container's elements from the declared count before reading them: this
+ * walks one value at p[*pos..n), checking each count against the bytes left and the depth
+ * against KV1_MAX_DEPTH. 0 (then *pos is past the value) or -1. */
+int kv1_wire_walk(const uint8_t *p, size_t n, size_t *pos, int depth);
 
 /* The text msgspec puts in str(ValidationError) for a decode err from kv1_*_decode: the part
  * after "Struct: ", with "missing required field" spelt "Object missing required field". */

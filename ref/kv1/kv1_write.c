@@ -312,6 +312,26 @@ static int write_batch(struct kv1_worker *w, struct te_request *r, size_t n, con
 	return ret ? ret : TE_ERR_TIMEOUT;
 }
 
+/* Submits the batch r[0..n) (freed here), waits for it and counts it. */
+static int submit_counted(struct kv1_worker *w, struct te_request *r, size_t n, const char *seg,
+                          uint64_t bytes, uint64_t t0, const struct kv1_run *runs, size_t nruns)
+{
+	int ret = write_batch(w, r, n, seg, bytes, write_deadline_ns(t0, bytes), runs, nruns);
+
+	atomic_fetch_add(&w->xfers, 1);
+	if (ret)
+		atomic_fetch_add(&w->xfer_failures, 1);
+	else
+		atomic_fetch_add(&w->bytes_sent, bytes);
+	pd_dbg("kv1: WRITE %llu bytes in %zu requests to %s: %.1f ms (t=%llu)",
+	       (unsigned long long)bytes, n, seg, (double)(pd_now_ns() - t0) / 1e6,
+	       (unsigned long long)t0);
+	if (w->o.on_xfer)
+		w->o.on_xfer(w->o.ud, (double)(pd_now_ns() - t0) / 1e9, ret ? 0 : bytes, n, !ret);
+	free(r);
+	return ret;
+}
+
 int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const uint64_t *rbases,
                      size_t nrbases, const struct kv1_run *runs, size_t nruns)
 {
@@ -329,8 +349,14 @@ int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const
 	if (!r)
 		return TE_ERR_MEMORY;
 	ret = te_open_segment(w->te, seg, &segid);
-	if (ret)
-		goto out;
+	if (ret) {
+		atomic_fetch_add(&w->xfers, 1);
+		atomic_fetch_add(&w->xfer_failures, 1);
+		if (w->o.on_xfer)
+			w->o.on_xfer(w->o.ud, (double)(pd_now_ns() - t0) / 1e9, 0, n, false);
+		free(r);
+		return ret;
+	}
 	for (size_t o = 0, b; o < (size_t)w->o.nbufs; o++)
 		for (size_t i = 0; (b = (size_t)w->order[o]) < nb && i < nruns; i++) {
 			size_t len = w->o.block_len * (size_t)runs[i].n;
@@ -340,18 +366,70 @@ int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const
 			    rbases[b] + (uint64_t)runs[i].remote * w->o.block_len, len};
 			bytes += len;
 		}
-	ret = write_batch(w, r, n, seg, bytes, write_deadline_ns(t0, bytes), runs, nruns);
-out:
-	atomic_fetch_add(&w->xfers, 1);
-	if (ret)
-		atomic_fetch_add(&w->xfer_failures, 1);
-	else
-		atomic_fetch_add(&w->bytes_sent, bytes);
-	pd_dbg("kv1: WRITE %llu bytes in %zu requests to %s: %.1f ms (t=%llu)",
-	       (unsigned long long)bytes, n, seg, (double)(pd_now_ns() - t0) / 1e6,
-	       (unsigned long long)t0);
-	if (w->o.on_xfer)
-		w->o.on_xfer(w->o.ud, (double)(pd_now_ns() - t0) / 1e9, ret ? 0 : bytes, n, !ret);
-	free(r);
-	return ret;
+	return submit_counted(w, r, n, seg, bytes, t0, runs, nruns);
+}
+
+/* A region copies whole runs in one descriptor when both offsets are 0 and it moves whole
+ * blocks of the same length on both sides (vLLM's _can_coalesce_block_transfers). */
+static bool coalesces(const struct kv1_worker *w, const struct kv1_xregion *x)
+{
+	return !x->src_off && !x->dst_off && x->len == (int64_t)w->o.block_len &&
+	       x->len == x->rblock_len;
+}
+
+int kv1_write_regions(struct kv1_worker *w, const char *host, int64_t port,
+                      const struct kv1_xregion *x, size_t nx, const struct kv1_run *runs,
+                      size_t nruns)
+{
+	size_t n = 0, k = 0, blocks = 0;
+	struct te_request *r;
+	char seg[300];
+	uint64_t segid, bytes = 0, t0 = pd_now_ns();
+	int ret;
+
+	for (size_t i = 0; i < nruns; i++)
+		blocks += (size_t)runs[i].n;
+	for (size_t j = 0; j < nx; j++)
+		n += coalesces(w, &x[j]) ? nruns : blocks;
+	if (!n)
+		return 0;
+	snprintf(seg, sizeof(seg), "%s:%lld", host, (long long)port);
+	r = calloc(n, sizeof(*r));
+	if (!r)
+		return TE_ERR_MEMORY;
+	ret = te_open_segment(w->te, seg, &segid);
+	if (ret) {
+		free(r);
+		return ret;
+	}
+	/* in the buffers' write order (o.write_order) */
+	for (size_t o = 0; o < (size_t)w->o.nbufs; o++)
+		for (size_t j = 0; j < nx; j++) {
+			const struct kv1_xregion *e = &x[j];
+			uint8_t *src = w->bufs[e->buf] + e->src_off;
+
+			if (e->buf != w->order[o])
+				continue;
+			for (size_t i = 0; i < nruns; i++) {
+				const struct kv1_run *u = &runs[i];
+
+				for (int64_t b = 0; b < u->n; b++) {
+					bool all = coalesces(w, e);
+					size_t len = (size_t)e->len * (size_t)(all ? u->n : 1);
+
+					r[k++] = (struct te_request){
+					    TE_WRITE, src + (size_t)(u->local + b) * w->o.block_len,
+					    segid,
+					    e->rbase +
+					        (uint64_t)(u->remote + b) *
+					            (uint64_t)e->rblock_len +
+					        (uint64_t)e->dst_off,
+					    len};
+					bytes += len;
+					if (all)
+						break;
+				}
+			}
+		}
+	return submit_counted(w, r, k, seg, bytes, t0, runs, nruns);
 }

@@ -20,3 +20,6 @@ test_kv1_abandon_LIBS = kv1 te temeta pdcommon
 TESTS += test_kv1_rhold
 test_kv1_rhold_SRCS := ref/kv1/tests/test_kv1_rhold.c ref/te/tests/te_gate.c
 test_kv1_rhold_LIBS = kv1 te temeta pdcommon
+TESTS += test_kv1_regions
+test_kv1_regions_SRCS := ref/kv1/tests/test_kv1_regions.c
+test_kv1_regions_LIBS = kv1 te temeta pdcommon

@@ -285,7 +285,9 @@ static int select_version(struct sa *s)
 			    v, cfg_gen_name(s->gen));
 			return -1;
 		}
-		s->gen = !strcmp(s->o.v1_shape, "bn") ? CFG_GEN_BN : CFG_GEN_B0;
+		s->gen = !strcmp(s->o.v1_shape, "bl")   ? CFG_GEN_BL
+		         : !strcmp(s->o.v1_shape, "bn") ? CFG_GEN_BN
+		                                        : CFG_GEN_B0;
 	}
 	if (!cfg_gen_is_v1(s->gen) && s->o.dp > 1) {
 		fprintf(stderr, "pdkv-standin: error: --data-parallel-size > 1 needs a V1 release "

@@ -54,7 +54,7 @@ struct sa_opts {
 	bool dry_run;
 	/* V1 */
 	const char *vllm_version; /* --vllm-version; NULL = cfg_vllm_newest */
-	const char *v1_shape;     /* --v1-shape b0|bn; NULL = the release's */
+	const char *v1_shape;     /* --v1-shape b0|bn|bl; NULL = the release's */
 	bool list_versions;
 	int dp;                 /* -dp / --data-parallel-size */
 	int block_size;         /* tokens per block (16) */

@@ -94,9 +94,8 @@ static int v1_start(struct sa *s)
 		return -1;
 
 	if (s->producer && cfg_gen_is_b(s->gen) && !s->boot_addr[0]) {
-		int ret = kv1_boot_start(NULL, s->bootstrap_port,
-		                         s->gen == CFG_GEN_BN ? KV1_SHAPE_BN : KV1_SHAPE_B0,
-		                         &s->boot, &bport);
+		int ret =
+		    kv1_boot_start(NULL, s->bootstrap_port, kv1_shape_of(s->gen), &s->boot, &bport);
 
 		if (ret) {
 			fprintf(
@@ -125,8 +124,18 @@ static int v1_start(struct sa *s)
 			o.engine_id = s->engine_ids[d];
 			o.bootstrap_url = s->boot || s->boot_addr[0] ? boot_url : NULL;
 			o.abort_timeout_s = s->abort_timeout_s;
-			o.recv_timeout_ms =
-			    s->gen == CFG_GEN_A ? 60000 : (s->abort_timeout_s + 10) * 1000;
+			/* the consumer's wait for P's answer: gen A's REQ 60 s; gen B's DEALER
+			 * abort timeout + 60 s since vLLM reports failed pulls
+			 * (CFG_F_D_FAIL_REPORT: RCVTIMEO in receive_kv_from_single_worker,
+			 * mooncake_connector.py @ 00f4240e); earlier gen B rows: pdkv's own
+			 * bound of abort timeout + 10 s */
+			o.d_fail_report = (s->vi.feat & CFG_F_D_FAIL_REPORT) != 0;
+			o.recv_timeout_ms = s->gen == CFG_GEN_A ? 60000
+			                    : o.d_fail_report   ? (s->abort_timeout_s + 60) * 1000
+			                                        : (s->abort_timeout_s + 10) * 1000;
+			o.tp_topology = (s->vi.feat & CFG_F_TP_TOPOLOGY) != 0;
+			o.mla = s->o.kv_mla;
+			o.layer_bufs = s->o.kv_mla ? 1 : 2; /* [L0.K, L0.V, ...] or one per layer */
 			o.nbufs = s->o.kv_mla ? g->layers : 2 * g->layers;
 			o.block_len = bs * row * (s->o.kv_mla ? 2 : 1);
 			o.num_blocks = nblocks;
@@ -300,7 +309,7 @@ static bool track_send(struct sa *s, struct sa_req *r)
 		return true;
 	}
 	if (!r->kvp.transfer_id[0]) {
-		if (s->gen == CFG_GEN_BN)
+		if (s->gen >= CFG_GEN_BN)
 			pd_warn("Missing transfer_id in kv_transfer_params from router!");
 		else
 			pd_warn("Got invalid KVTransferParams: %s. This request will not utilize "

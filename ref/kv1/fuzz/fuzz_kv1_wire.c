@@ -1,5 +1,5 @@
 /* fuzz_kv1_wire: V1 bytes a remote peer controls — the msgpack messages of kv1_wire.h (agent
- * metadata, MooncakeXferMetadata in both shapes, the transfer response) and the bootstrap
+ * metadata, MooncakeXferMetadata in its three shapes, the transfer response) and the bootstrap
  * server's POST /register body, sent to a live kv1_boot server. First byte picks the parser. */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +16,29 @@
 
 static struct kv1_boot *boot;
 static int boot_port;
+
+static void xfer_case(enum kv1_shape sh, const uint8_t *p, size_t n)
+{
+	char err[256];
+	struct kv1_xfer_meta m;
+	memset(&m, 0, sizeof(m));
+	if (kv1_xfer_meta_decode(p, n, sh, &m, err, sizeof(err)) == 0) {
+		char *out = NULL;
+		size_t len = 0;
+		if (kv1_xfer_meta_encode(&m, sh, &out, &len) == 0) {
+			struct kv1_xfer_meta m2;
+			memset(&m2, 0, sizeof(m2));
+			if (kv1_xfer_meta_decode(out, len, sh, &m2, err, sizeof(err)))
+				abort(); /* what we encode must decode */
+			kv1_xfer_meta_free(&m2);
+		}
+		free(out);
+		kv1_xfer_meta_free(&m);
+	} else {
+		char msg[300];
+		kv1_wire_err_to_msgspec(err, msg, sizeof(msg));
+	}
+}
 
 static void wire_case(int which, const uint8_t *p, size_t n)
 {
@@ -37,25 +60,9 @@ static void wire_case(int which, const uint8_t *p, size_t n)
 			kv1_agent_meta_free(&m);
 		}
 	} else if (which == 1 || which == 2) {
-		enum kv1_shape sh = which == 1 ? KV1_SHAPE_B0 : KV1_SHAPE_BN;
-		struct kv1_xfer_meta m;
-		memset(&m, 0, sizeof(m));
-		if (kv1_xfer_meta_decode(p, n, sh, &m, err, sizeof(err)) == 0) {
-			char *out = NULL;
-			size_t len = 0;
-			if (kv1_xfer_meta_encode(&m, sh, &out, &len) == 0) {
-				struct kv1_xfer_meta m2;
-				memset(&m2, 0, sizeof(m2));
-				if (kv1_xfer_meta_decode(out, len, sh, &m2, err, sizeof(err)))
-					abort();
-				kv1_xfer_meta_free(&m2);
-			}
-			free(out);
-			kv1_xfer_meta_free(&m);
-		} else {
-			char msg[300];
-			kv1_wire_err_to_msgspec(err, msg, sizeof(msg));
-		}
+		/* 2: the Bn and the Bl decoders read the same bytes */
+		for (int k = which == 1 ? 0 : 1; k <= (which == 1 ? 0 : 2); k++)
+			xfer_case((enum kv1_shape)k, p, n);
 	} else {
 		struct kv1_xfer_resp r;
 		memset(&r, 0, sizeof(r));

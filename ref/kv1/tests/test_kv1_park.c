@@ -76,8 +76,18 @@ static void rogue_send_ids(void *s, const char *tag, int n, size_t nids)
 		char rid[64], xid[64], *buf;
 		size_t len;
 		struct kv1_req_blocks rb = {rid, xid, &g, 1};
-		struct kv1_xfer_meta m = {"127.0.0.1", 1,    1,     0,    &rb,   1, bases,
-		                          NBUFS,       lens, NBUFS, lens, NBUFS, 1};
+		struct kv1_xfer_meta m = {.remote_hostname = "127.0.0.1",
+		                          .remote_port = 1,
+		                          .remote_tp_size = 1,
+		                          .reqs = &rb,
+		                          .nreqs = 1,
+		                          .bases = bases,
+		                          .nbases = NBUFS,
+		                          .block_lens = lens,
+		                          .nblock_lens = NBUFS,
+		                          .kv_block_lens = lens,
+		                          .nkv_block_lens = NBUFS,
+		                          .remote_pp_size = 1};
 
 		snprintf(rid, sizeof(rid), "rogue-req-%s-%d", tag, i);
 		snprintf(xid, sizeof(xid), "rogue-xfer-%s-%d", tag, i);
@@ -304,8 +314,18 @@ static void test_continue_then_park(void **state)
 		struct kv1_ids ga = {da, 2}, gb = {db, 2};
 		struct kv1_req_blocks rb[2] = {{"req-a", "xfer-a", &ga, 1},
 		                               {"req-b", "xfer-b", &gb, 1}};
-		struct kv1_xfer_meta m = {"127.0.0.1", dport, 1,     0,    rb,    2, bases,
-		                          NBUFS,       lens,  NBUFS, lens, NBUFS, 1};
+		struct kv1_xfer_meta m = {.remote_hostname = "127.0.0.1",
+		                          .remote_port = dport,
+		                          .remote_tp_size = 1,
+		                          .reqs = rb,
+		                          .nreqs = 2,
+		                          .bases = bases,
+		                          .nbases = NBUFS,
+		                          .block_lens = lens,
+		                          .nblock_lens = NBUFS,
+		                          .kv_block_lens = lens,
+		                          .nkv_block_lens = NBUFS,
+		                          .remote_pp_size = 1};
 
 		assert_int_equal(kv1_xfer_meta_encode(&m, KV1_SHAPE_BN, &buf, &len), 0);
 	}

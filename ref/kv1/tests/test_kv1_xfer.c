@@ -1,7 +1,7 @@
 /* kv1 producer/consumer pairs in one process over loopback TE/TCP and real ZMQ sockets: gen A
- * and gen B (B0, Bn) transfers verified byte for byte, the gen A unknown-id hazard (trans_done,
- * nothing written), gen B's ERROR answers with vLLM's messages, and the consumer's view of
- * landed blocks. */
+ * and gen B (B0, Bn, Bl) transfers verified byte for byte, the gen A unknown-id hazard
+ * (trans_done, nothing written), gen B's ERROR answers with vLLM's messages, Bl's region checks
+ * and TP topology, and the consumer's view of landed blocks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,12 +16,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zmq.h>
+
 #include "kv1/kv1.h"
 #include "pd_util.h"
 
 #define NBUFS 4
 #define BLEN  512
 #define NBLK  64
+
+/* per-test overrides of the workers mk() makes */
+static size_t mk_blen = BLEN;
+static int mk_layer_bufs;
+static bool mk_topo;
 
 static struct kv1_worker *mk(enum cfg_gen gen, bool producer, int base, const char *boot,
                              const char *engine, int tp_size, int tp_rank, int abort_s)
@@ -41,8 +48,10 @@ static struct kv1_worker *mk(enum cfg_gen gen, bool producer, int base, const ch
 	o.abort_timeout_s = abort_s;
 	o.recv_timeout_ms = 10000;
 	o.nbufs = NBUFS;
-	o.block_len = BLEN;
+	o.block_len = mk_blen;
 	o.num_blocks = NBLK;
+	o.layer_bufs = mk_layer_bufs;
+	o.tp_topology = mk_topo;
 	if (kv1_worker_create(&o, &w, err, sizeof(err)))
 		fail_msg("kv1_worker_create: %s", err);
 	return w;
@@ -171,7 +180,7 @@ static void *make_ready_later(void *arg)
 
 static void run_gen_b(enum cfg_gen gen)
 {
-	enum kv1_shape sh = gen == CFG_GEN_BN ? KV1_SHAPE_BN : KV1_SHAPE_B0;
+	enum kv1_shape sh = kv1_shape_of(gen);
 	struct kv1_boot *b;
 	int bport;
 	char boot[64], err[512];
@@ -340,6 +349,245 @@ static void test_b0_d_bn_p(void **state)
 	kv1_boot_stop(b);
 }
 
+static void test_gen_bl(void **state)
+{
+	(void)state;
+	run_gen_b(CFG_GEN_BL);
+}
+
+/* A P and a D of the given generations on a fresh bootstrap server; D pulls 2 blocks. */
+struct pair {
+	struct kv1_boot *b;
+	char boot[64];
+	struct kv1_worker *p, *d;
+	int64_t pi[2], di[2];
+};
+
+static void pair_up(struct pair *x, enum cfg_gen pg, enum cfg_gen dg, int d_layer_bufs,
+                    size_t d_blen)
+{
+	int bport;
+
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, kv1_shape_of(pg), &x->b, &bport), 0);
+	snprintf(x->boot, sizeof(x->boot), "http://127.0.0.1:%d", bport);
+	x->p = mk(pg, true, 0, x->boot, "e", 1, 0, 2);
+	mk_layer_bufs = d_layer_bufs;
+	mk_blen = d_blen;
+	x->d = mk(dg, false, 0, NULL, NULL, 1, 0, 2);
+	mk_layer_bufs = 0;
+	mk_blen = BLEN;
+	assert_int_equal(kv1_alloc(x->p, 2, x->pi), 0);
+	assert_int_equal(kv1_alloc(x->d, 2, x->di), 0);
+	fill(x->p, x->pi, 2, 3);
+	assert_int_equal(kv1_send_ready(x->p, "x", x->pi, 2), 0);
+}
+
+static int pair_pull(struct pair *x, char *err, size_t errsz)
+{
+	return kv1_recv_b(x->d, x->boot, "e", "x", "r", x->di, 2, err, errsz);
+}
+
+static void pair_down(struct pair *x)
+{
+	kv1_worker_destroy(x->d);
+	kv1_worker_destroy(x->p);
+	kv1_boot_stop(x->b);
+}
+
+/* A pre-#44528 (Bn) decode against a v0.31 (Bl) prefill: vLLM's assertion on every handshake;
+ * a Bl decode against a Bn prefill: the extra keys are ignored and the KV moves. */
+static void test_bn_bl_mixed(void **state)
+{
+	struct pair x;
+	char err[512];
+	(void)state;
+
+	pair_up(&x, CFG_GEN_BL, CFG_GEN_BN, 0, BLEN);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "Mooncake transfer regions require matching metadata lengths, "
+	                            "got base_addrs=4, block_lens=4, kv_block_lens=4, "
+	                            "layer_names=0, layer_indices=0."));
+	pair_down(&x);
+	pair_up(&x, CFG_GEN_BN, CFG_GEN_BL, 0, BLEN);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), 0);
+	assert_true(same(x.p, x.pi, x.d, x.di, 2));
+	pair_down(&x);
+}
+
+/* Bl region checks answered with vLLM's texts: a layer occurrence D lacks (D registers one
+ * buffer per layer, P two), a region length mismatch. */
+static void test_bl_regions(void **state)
+{
+	struct pair x;
+	char err[512];
+	(void)state;
+
+	pair_up(&x, CFG_GEN_BL, CFG_GEN_BL, 1, BLEN);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "Mooncake producer registered layer has no matching consumer "
+	                            "occurrence: model.layers.0.self_attn.attn occurrence 1."));
+	pair_down(&x);
+	pair_up(&x, CFG_GEN_BL, CFG_GEN_BL, 0, BLEN / 2);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "Mooncake KV region length mismatch for homogeneous TP at "
+	                            "region 0: local=512, remote=256."));
+	pair_down(&x);
+}
+
+/* A Bl handshake whose request carries two KV-group lists (pdkv's prefill has one group):
+ * err_reqs with vLLM's "KV group count mismatch"; sent raw on a DEALER. */
+static void test_bl_group_count(void **state)
+{
+	struct pair x;
+	int64_t g0[] = {1, 2}, g1[] = {3}, lens[NBUFS], idx[NBUFS] = {0, 0, 1, 1};
+	struct kv1_ids groups[2] = {{g0, 2}, {g1, 1}};
+	struct kv1_req_blocks rb = {"r", "x", groups, 2};
+	char *names[NBUFS] = {"model.layers.0.self_attn.attn", "model.layers.0.self_attn.attn",
+	                      "model.layers.1.self_attn.attn", "model.layers.1.self_attn.attn"};
+	uint64_t bases[NBUFS] = {0x1000, 0x2000, 0x3000, 0x4000};
+	struct kv1_xfer_meta m = {.remote_hostname = "127.0.0.1",
+	                          .remote_port = 1,
+	                          .remote_tp_size = 1,
+	                          .reqs = &rb,
+	                          .nreqs = 1,
+	                          .bases = bases,
+	                          .nbases = NBUFS,
+	                          .block_lens = lens,
+	                          .nblock_lens = NBUFS,
+	                          .kv_block_lens = lens,
+	                          .nkv_block_lens = NBUFS,
+	                          .remote_pp_size = 1,
+	                          .layer_names = names,
+	                          .nlayer_names = NBUFS,
+	                          .layer_indices = idx,
+	                          .nlayer_indices = NBUFS};
+	struct kv1_xfer_resp r;
+	char *buf, rb_[512], err[256];
+	size_t len;
+	void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_DEALER);
+	int tmo = 10000, n;
+	(void)state;
+
+	for (int i = 0; i < NBUFS; i++)
+		lens[i] = BLEN;
+	pair_up(&x, CFG_GEN_BL, CFG_GEN_BL, 0, BLEN);
+	assert_int_equal(kv1_xfer_meta_encode(&m, KV1_SHAPE_BL, &buf, &len), 0);
+	zmq_setsockopt(s, ZMQ_RCVTIMEO, &tmo, sizeof(tmo));
+	assert_int_equal(zmq_connect(s, kv1_worker_side_addr(x.p)), 0);
+	assert_int_equal(zmq_send(s, buf, len, 0), (int)len);
+	n = zmq_recv(s, rb_, sizeof(rb_), 0);
+	assert_true(n > 0);
+	assert_int_equal(kv1_xfer_resp_decode(rb_, (size_t)n, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.status, KV1_FINISH);
+	assert_int_equal(r.nerr, 1);
+	assert_string_equal(r.err_msg, "KV group count mismatch");
+	kv1_xfer_resp_free(&r);
+	free(buf);
+	zmq_close(s);
+	zmq_ctx_term(ctx);
+	pair_down(&x);
+}
+
+/* TP topology (#36869), P2 -> D4: D ranks 0, 1 read P rank 0's first and second halves of each
+ * block, D ranks 2, 3 P rank 1's; P rank 0 keeps the entry until both of its D ranks pulled;
+ * D rank 1 sent to P rank 1 gets vLLM's pairing error. */
+static void test_tp_p2_d4(void **state)
+{
+	struct kv1_boot *b;
+	struct kv1_worker *p[2], *d[4];
+	int64_t pi[2][2], di[4][2];
+	int bport;
+	char boot[64], err[512];
+	(void)state;
+
+	mk_topo = true;
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_BL, &b, &bport), 0);
+	snprintf(boot, sizeof(boot), "http://127.0.0.1:%d", bport);
+	for (int r = 0; r < 2; r++) {
+		p[r] = mk(CFG_GEN_BL, true, 0, boot, "p", 2, r, 2);
+		assert_int_equal(kv1_alloc(p[r], 2, pi[r]), 0);
+		fill(p[r], pi[r], 2, (uint8_t)(40 + r));
+		assert_int_equal(kv1_send_ready(p[r], "x", pi[r], 2), 0);
+	}
+	mk_blen = BLEN / 2;
+	for (int r = 0; r < 4; r++) {
+		d[r] = mk(CFG_GEN_BL, false, 0, NULL, NULL, 4, r, 2);
+		assert_int_equal(kv1_alloc(d[r], 2, di[r]), 0);
+	}
+	mk_blen = BLEN;
+	for (int r = 0; r < 4; r++) {
+		if (kv1_recv_b(d[r], boot, "p", "x", "r", di[r], 2, err, sizeof(err)))
+			fail_msg("D rank %d: %s", r, err);
+		for (int bf = 0; bf < NBUFS; bf++)
+			for (int i = 0; i < 2; i++)
+				assert_memory_equal(kv1_block(d[r], bf, di[r][i]),
+				                    kv1_block(p[r / 2], bf, pi[r / 2][i]) +
+				                        (r % 2) * (BLEN / 2),
+				                    BLEN / 2);
+	}
+	/* both D ranks of each P rank pulled: the entries are gone (a third pull waits) */
+	{
+		struct kv1_stats st;
+
+		kv1_worker_stats(p[0], &st);
+		assert_int_equal(st.xfers, 2);
+	}
+	/* D rank 1 sent to P rank 1: registered as rank 0 of engine "q" */
+	assert_int_equal(kv1_boot_register(boot, "q", 1, 0, 0, kv1_worker_side_addr(p[1]),
+	                                   KV1_SHAPE_BL, 2000, err, sizeof(err)),
+	                 0);
+	assert_int_equal(kv1_boot_register(boot, "q", 1, 1, 0, kv1_worker_side_addr(p[0]),
+	                                   KV1_SHAPE_BL, 2000, err, sizeof(err)),
+	                 0);
+	assert_int_equal(kv1_recv_b(d[1], boot, "q", "y", "r", di[1], 2, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "This D tp_rank 1 is not paired with P tp_rank 1; expected one "
+	                            "of [2, 3]."));
+	for (int r = 0; r < 4; r++)
+		kv1_worker_destroy(d[r]);
+	for (int r = 0; r < 2; r++)
+		kv1_worker_destroy(p[r]);
+	kv1_boot_stop(b);
+	mk_topo = false;
+}
+
+/* TP topology, P4 -> D2: D rank 0 pulls from P ranks 0 and 1, each writing its heads at its
+ * offset in D's twice-larger block. */
+static void test_tp_p4_d2(void **state)
+{
+	struct kv1_boot *b;
+	struct kv1_worker *p[4], *d;
+	int64_t pi[4][2], di[2];
+	int bport;
+	char boot[64], err[512];
+	(void)state;
+
+	mk_topo = true;
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_BL, &b, &bport), 0);
+	snprintf(boot, sizeof(boot), "http://127.0.0.1:%d", bport);
+	for (int r = 0; r < 4; r++) {
+		p[r] = mk(CFG_GEN_BL, true, 0, boot, "p", 4, r, 2);
+		assert_int_equal(kv1_alloc(p[r], 2, pi[r]), 0);
+		fill(p[r], pi[r], 2, (uint8_t)(70 + r));
+		assert_int_equal(kv1_send_ready(p[r], "x", pi[r], 2), 0);
+	}
+	mk_blen = 2 * BLEN;
+	d = mk(CFG_GEN_BL, false, 0, NULL, NULL, 2, 0, 2);
+	mk_blen = BLEN;
+	assert_int_equal(kv1_alloc(d, 2, di), 0);
+	if (kv1_recv_b(d, boot, "p", "x", "r", di, 2, err, sizeof(err)))
+		fail_msg("%s", err);
+	for (int bf = 0; bf < NBUFS; bf++)
+		for (int i = 0; i < 2; i++)
+			for (int r = 0; r < 2; r++)
+				assert_memory_equal(kv1_block(d, bf, di[i]) + r * BLEN,
+				                    kv1_block(p[r], bf, pi[r][i]), BLEN);
+	kv1_worker_destroy(d);
+	for (int r = 0; r < 4; r++)
+		kv1_worker_destroy(p[r]);
+	kv1_boot_stop(b);
+	mk_topo = false;
+}
+
 static void test_rdma_missing(void **state)
 {
 	struct kv1_opts o = {0};
@@ -362,10 +610,13 @@ static void test_rdma_missing(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_plan),      cmocka_unit_test(test_gen_a),
-	    cmocka_unit_test(test_gen_bn),    cmocka_unit_test(test_gen_b0),
-	    cmocka_unit_test(test_b0_d_bn_p), cmocka_unit_test(test_rdma_missing),
-	    cmocka_unit_test(test_landed),
+	    cmocka_unit_test(test_plan),           cmocka_unit_test(test_gen_a),
+	    cmocka_unit_test(test_gen_bn),         cmocka_unit_test(test_gen_b0),
+	    cmocka_unit_test(test_b0_d_bn_p),      cmocka_unit_test(test_rdma_missing),
+	    cmocka_unit_test(test_landed),         cmocka_unit_test(test_gen_bl),
+	    cmocka_unit_test(test_bn_bl_mixed),    cmocka_unit_test(test_bl_regions),
+	    cmocka_unit_test(test_bl_group_count), cmocka_unit_test(test_tp_p2_d4),
+	    cmocka_unit_test(test_tp_p4_d2),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
