@@ -1,5 +1,6 @@
 /* kv1_wire: the vLLM V1 MooncakeConnector's msgpack structs (gen A MooncakeAgentMetadata, gen B
- * MooncakeXferMetadata in shapes B0 / Bn / Bl, MooncakeXferResponse), encoded as msgspec does. */
+ * MooncakeXferMetadata in shapes B0 / B1 / B2 / Bn / Bl, MooncakeXferResponse), encoded as msgspec
+ * does. */
 #ifndef KV1_WIRE_H
 #define KV1_WIRE_H
 
@@ -21,7 +22,13 @@
 #define KV1_TRANS_ERROR "trans_error"
 
 /* gen-B struct shapes, in the order vLLM introduced them (cfg_vllm.h's CFG_GEN_B0 ..). */
-enum kv1_shape { KV1_SHAPE_B0 = 0, KV1_SHAPE_BN = 1, KV1_SHAPE_BL = 2 };
+enum kv1_shape {
+	KV1_SHAPE_B0 = 0,
+	KV1_SHAPE_B1 = 1, /* + block_lens (vLLM #36869) */
+	KV1_SHAPE_B2 = 2, /* req_blocks per KV-cache group (vLLM #40860) */
+	KV1_SHAPE_BN = 3, /* + kv_block_lens */
+	KV1_SHAPE_BL = 4  /* + registered_layer_* (vLLM #44528) */
+};
 enum kv1_status { KV1_FINISH = 0, KV1_CONTINUE = 1, KV1_ERROR = 2 };
 
 struct kv1_ids {

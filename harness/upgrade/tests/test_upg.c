@@ -113,13 +113,13 @@ static void change_list(void **st)
 	char err[512];
 	cJSON *a;
 	(void)st;
-	assert_int_equal(upg_plan_init(&p, "0.16", "0.17", err, sizeof(err)), 0);
+	assert_int_equal(upg_plan_init(&p, "0.16", "0.21", err, sizeof(err)), 0);
 	p.ver[0].feat = CFG_F_TP_TOPOLOGY;
 	p.ver[1].feat = CFG_F_BOOT_ADDR | (1u << 20); /* bit 20: one this file does not know */
 	a = upg_changes(&p);
-	assert_true(has_change(a, "wire", "b0 -> bn"));
+	assert_true(has_change(a, "wire", "b0 -> b2"));
 	assert_true(has_change(a, "default", "kv_load_failure_policy default recompute -> fail"));
-	assert_true(has_change(a, "metrics", "+ vllm:mooncake_*"));
+	assert_true(has_change(a, "metrics", "- vllm:prompt_tokens_recomputed"));
 	assert_true(
 	    has_change(a, "config", "+ kv_connector_extra_config.bootstrap_server_address"));
 	assert_true(has_change(a, "behaviour", "- heterogeneous TP"));
