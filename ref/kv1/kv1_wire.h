@@ -48,8 +48,8 @@ struct kv1_agent_meta {
 	size_t nblock_ids;
 };
 
-/* One entry of req_blocks: D request id -> (transfer_id, block ids). B0 has one flat list
- * (ngroups = 1 on decode, groups[0] encoded flat); Bn one list per KV-cache group. */
+/* One entry of req_blocks: D request id -> (transfer_id, block ids). B0 and B1 have one flat
+ * list (ngroups = 1 on decode, groups[0] encoded flat); B2 on one list per KV-cache group. */
 struct kv1_req_blocks {
 	char *req_id;
 	char *transfer_id;
@@ -71,7 +71,7 @@ struct kv1_xfer_meta {
 	size_t nreqs;
 	uint64_t *bases;
 	size_t nbases;
-	/* Bn only (required there) */
+	/* block_lens: B1 on; kv_block_lens: Bn on (required where the shape has them) */
 	int64_t *block_lens;
 	size_t nblock_lens;
 	int64_t *kv_block_lens;
