@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 	}
 	printf("pdkv-bootstrap: listening on http://%s%s%s:%d (shape %s)\n",
 	       strchr(a.host, ':') ? "[" : "", a.host, strchr(a.host, ':') ? "]" : "", bound,
-	       shape == KV1_SHAPE_B0 ? "b0" : "bn");
+	       shape < KV1_SHAPE_BN ? "b0" : "bn"); /* b1 / b2 serve as b0 does */
 	fflush(stdout);
 	while (sigwait(&sigs, &sig) || (sig != SIGINT && sig != SIGTERM))
 		;

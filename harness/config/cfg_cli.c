@@ -37,11 +37,11 @@ static int release_flags(struct cfg_cli *c, const char *prog, bool vllm_given)
 	}
 	if (c->o.v1_shape &&
 	    (cfg_gen_parse(c->o.v1_shape, &g) || !cfg_gen_is_b(g) || !cfg_gen_is_b(info.gen))) {
-		fprintf(
-		    stderr,
-		    "%s: --v1-shape: expected b0 or bn for a gen B release (>= 0.16), got \"%s\" "
-		    "with vLLM %s (gen %s)\n",
-		    prog, c->o.v1_shape, ver, cfg_gen_name(info.gen));
+		fprintf(stderr,
+		        "%s: --v1-shape: expected b0, b1, b2, bn or bl for a gen B release (>= "
+		        "0.16), got \"%s\" "
+		        "with vLLM %s (gen %s)\n",
+		        prog, c->o.v1_shape, ver, cfg_gen_name(info.gen));
 		return 2;
 	}
 	if (vllm_given && (c->o.vllm == CFG_VLLM_V1) != cfg_gen_is_v1(info.gen)) {
@@ -106,8 +106,8 @@ static int with_spec(struct cfg_cli *c, struct cli_seen *seen, const char *prog,
 	    {.name = "v1-shape",
 	     .type = PD_OPT_STR,
 	     .dst = &c->o.v1_shape,
-	     .arg = "b0|bn",
-	     .want = "b0 or bn",
+	     .arg = "b0|b1|b2|bn|bl",
+	     .want = "b0, b1, b2, bn or bl",
 	     .help = "gen B struct shape (default: the release's; without\n"
 	             "--vllm-version: the newest release)"},
 	    {.name = "list-versions",
@@ -150,13 +150,14 @@ static int with_spec(struct cfg_cli *c, struct cli_seen *seen, const char *prog,
 	    .nopts = PD_ARRAY_SIZE(opts),
 	    .max_pos = 0,
 	};
-	snprintf(usage, sizeof(usage),
-	         "usage: %s [--mooncake-config FILE] [--kv-transfer-config JSON] [--vllm v0|v1]\n"
-	         "          [--vllm-version X.Y[.Z]] [--v1-shape b0|bn] [--list-versions]\n"
-	         "          [--tp N] [--dp N] [--json]\n"
-	         "          [--prefill-port N] [--decode-port N] [--proxy-port N]\n"
-	         "          [--prefill-host H] [--decode-host H] [--proxy-host H]\n\n",
-	         prog);
+	snprintf(
+	    usage, sizeof(usage),
+	    "usage: %s [--mooncake-config FILE] [--kv-transfer-config JSON] [--vllm v0|v1]\n"
+	    "          [--vllm-version X.Y[.Z]] [--v1-shape b0|b1|b2|bn|bl] [--list-versions]\n"
+	    "          [--tp N] [--dp N] [--json]\n"
+	    "          [--prefill-port N] [--decode-port N] [--proxy-port N]\n"
+	    "          [--prefill-host H] [--decode-host H] [--proxy-host H]\n\n",
+	    prog);
 	if (help) {
 		pd_opt_help(&spec, help);
 		return 0;

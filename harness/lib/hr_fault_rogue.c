@@ -130,9 +130,9 @@ static void pk_str(msgpack_packer *pk, const char *s)
 static void unknown_ids_msg(int gen, int nbufs, long block_len, msgpack_sbuffer *sb)
 {
 	msgpack_packer pk;
-	bool bn = cfg_gen_has_bn((enum cfg_gen)gen);
+	bool bn = cfg_gen_has_bn((enum cfg_gen)gen), b1 = cfg_gen_has_block_lens((enum cfg_gen)gen);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, gen == CFG_GEN_A ? 5 : bn ? 8 : 6);
+	msgpack_pack_map(&pk, gen == CFG_GEN_A ? 5 : bn ? 8 : b1 ? 7 : 6);
 	pk_str(&pk, "remote_hostname");
 	pk_str(&pk, "127.0.0.1");
 	pk_str(&pk, "remote_port");
@@ -151,7 +151,7 @@ static void unknown_ids_msg(int gen, int nbufs, long block_len, msgpack_sbuffer 
 		pk_str(&pk, "rogue-request-1");
 		msgpack_pack_array(&pk, 2);
 		pk_str(&pk, "rogue-transfer-1");
-		if (bn)
+		if (cfg_gen_grouped((enum cfg_gen)gen))
 			msgpack_pack_array(&pk, 1);
 		msgpack_pack_array(&pk, 2);
 		msgpack_pack_int64(&pk, 1);
@@ -166,8 +166,8 @@ static void unknown_ids_msg(int gen, int nbufs, long block_len, msgpack_sbuffer 
 		msgpack_pack_array(&pk, 2);
 		msgpack_pack_int64(&pk, 1);
 		msgpack_pack_int64(&pk, 2);
-	} else if (bn) {
-		for (int k = 0; k < 2; k++) {
+	} else if (b1) { /* b1, b2: block_lens; bn on: kv_block_lens too */
+		for (int k = 0; k < (bn ? 2 : 1); k++) {
 			pk_str(&pk, k ? "kv_block_lens" : "block_lens");
 			msgpack_pack_array(&pk, (size_t)nbufs);
 			for (int i = 0; i < nbufs; i++)

@@ -9,13 +9,14 @@
 #include <string.h>
 
 /* The release a generation stands for when a scenario names only the generation: the first
- * release of gen A (no request-id randomisation), the release that carries B0, the newest that
- * speaks BN (cfg_vllm.c: bl from 0.24, vLLM #44528), the newest (BL). Each must be a row of
- * that generation (test_hr_gen checks it). */
-static const char *const representative[CFG_GEN_COUNT] = {"0.8.5", "0.12", "0.16", "0.23", NULL};
+ * release of gen A (no request-id randomisation), the first that carries B0, B1 (vLLM #36869)
+ * and B2 (#40860), the newest that speaks BN (cfg_vllm.c: bl from 0.24, #44528), the newest
+ * (BL). Each must be a row of that generation (test_hr_gen checks it). */
+static const char *const representative[CFG_GEN_COUNT] = {"0.8.5", "0.12", "0.16", "0.19",
+                                                          "0.21",  "0.23", NULL};
 
-static const char *const contract_of_gen[CFG_GEN_COUNT] = {"v0", "toy", "mooncake", "mooncake",
-                                                           "mooncake"};
+static const char *const contract_of_gen[CFG_GEN_COUNT] = {
+    "v0", "toy", "mooncake", "mooncake", "mooncake", "mooncake", "mooncake"};
 
 static int gerr(const char *path, char *err, size_t errsz, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -51,7 +52,7 @@ static int parse_versions(const char *path, const cJSON *root, struct hr_scenari
 		            "expected a vLLM release such as \"0.15\", or {\"prefill\": "
 		            "\"0.16\", \"decode\": \"0.17\"}");
 	if (g && (!str_field(root, "generation") || cfg_gen_parse(g->valuestring, &gen)))
-		return gerr(path, err, errsz, "generation", "expected v0, a, b0, bn or bl");
+		return gerr(path, err, errsz, "generation", "expected v0, a, b0, b1, b2, bn or bl");
 	if (v) {
 		if (cfg_vllm_lookup(v->valuestring, &info, why, sizeof(why)))
 			return gerr(path, err, errsz, "vllm", "%s", why);

@@ -101,11 +101,11 @@ static void errors(void **st)
 	expect_error("{\"name\":\"t\",\"vllm\":\"0.15\",\"metadata\":\"etcd\"}",
 	             "metadata: vLLM V1 connectors (generation a) publish nothing");
 	expect_error("{\"name\":\"t\",\"vllm\":\"0.18\",\"mooncake\":{}}",
-	             "mooncake: vLLM V1 connectors (generation bn) read no mooncake.json");
+	             "mooncake: vLLM V1 connectors (generation b0) read no mooncake.json");
 	expect_error("{\"name\":\"t\",\"vllm\":\"0.10\"}", "vllm: --vllm-version 0.10");
 	expect_error("{\"name\":\"t\",\"vllm\":15}", "vllm: expected a vLLM release");
 	expect_error("{\"name\":\"t\",\"generation\":\"c\"}",
-	             "generation: expected v0, a, b0, bn or bl");
+	             "generation: expected v0, a, b0, b1, b2, bn or bl");
 	expect_error("{\"name\":\"t\",\"vllm\":\"0.15\",\"generation\":\"bn\"}",
 	             "generation: vLLM 0.15 speaks generation a");
 	expect_error("{\"name\":\"t\",\"vllm\":\"0.8\",\"generation\":\"a\",\"metadata\":\"etcd\"}",

@@ -54,17 +54,17 @@ static void per_side_newer_side_wins(void **st)
 	struct hr_scenario sc;
 	char buf[64];
 	(void)st;
-	parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.17\"}}", &sc);
+	parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.21\"}}", &sc);
 	assert_string_equal(sc.vllm_side[0], "0.16");
-	assert_string_equal(sc.vllm_side[1], "0.17");
+	assert_string_equal(sc.vllm_side[1], "0.21");
 	assert_int_equal(sc.gen_side[0], CFG_GEN_B0);
-	assert_int_equal(sc.gen_side[1], CFG_GEN_BN);
-	assert_string_equal(sc.vllm, "0.17");
-	assert_int_equal(sc.gen, CFG_GEN_BN);
+	assert_int_equal(sc.gen_side[1], CFG_GEN_B2);
+	assert_string_equal(sc.vllm, "0.21");
+	assert_int_equal(sc.gen, CFG_GEN_B2);
 	assert_int_equal(sc.meta, HR_META_P2P);
 	assert_string_equal(sc.proxy_contract, "mooncake");
 	assert_string_equal(hr_scenario_vllm_label(&sc, buf, sizeof(buf)),
-	                    "prefill 0.16, decode 0.17");
+	                    "prefill 0.16, decode 0.21");
 	hr_scenario_free(&sc);
 
 	/* the newer on prefill; within one generation the later release (patch counts) */
@@ -131,7 +131,7 @@ static void each_standin_gets_its_release(void **st)
 	char err[256];
 	cJSON *p, *q, *plain;
 	(void)st;
-	parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.17\"}}", &sc);
+	parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.19\"}}", &sc);
 	memset(&d, 0, sizeof(d));
 	d.sc = &sc;
 	snprintf(d.standin_exe, sizeof(d.standin_exe), "pdkv-standin");
@@ -143,8 +143,8 @@ static void each_standin_gets_its_release(void **st)
 	assert_non_null(plain);
 	assert_string_equal(arg_after(p, "--vllm-version"), "0.16");
 	assert_string_equal(arg_after(p, "--v1-shape"), "b0");
-	assert_string_equal(arg_after(q, "--vllm-version"), "0.17");
-	assert_string_equal(arg_after(q, "--v1-shape"), "bn");
+	assert_string_equal(arg_after(q, "--vllm-version"), "0.19");
+	assert_string_equal(arg_after(q, "--v1-shape"), "b1");
 	assert_null(arg_after(plain, "--vllm-version"));
 	cJSON_Delete(p);
 	cJSON_Delete(q);

@@ -17,8 +17,12 @@ static const char *const gen_wire[CFG_GEN_COUNT] = {
     "matched by engine request id",
     "V1 gen B (shape b0): HTTP bootstrap server, worker ROUTERs, MooncakeXferMetadata "
     "(6 fields), matched by the router's transfer_id",
-    "gen B shape bn: MooncakeXferMetadata gains block_lens, kv_block_lens and per-group block "
-    "lists (8 fields)",
+    "gen B shape b1: MooncakeXferMetadata gains block_lens (7 fields), the prefill checks "
+    "region lengths and pairs TP ranks (vLLM #36869)",
+    "gen B shape b2: MooncakeXferMetadata with block_lens (7 fields) and one block list per "
+    "KV-cache group in req_blocks (vLLM #40860)",
+    "gen B shape bn: MooncakeXferMetadata gains kv_block_lens (8 fields: block_lens, "
+    "kv_block_lens, per-group block lists)",
     "gen B shape bl: bn plus registered_layer_names / _indices / _group_indices, the prefill "
     "aligns regions by layer name (vLLM #44528)",
 };

@@ -225,10 +225,11 @@ static int resolve_release(struct cfg_report *r, struct cfg_check_opts *o)
 	if (o->v1_shape) {
 		if (cfg_gen_parse(o->v1_shape, &shape) || !cfg_gen_is_b(shape) ||
 		    !cfg_gen_is_b(r->release.gen)) {
-			cfg_diag_add(&r->diags, CFG_ERROR, "--v1-shape",
-			             "--v1-shape %s: expected b0 or bn, for a gen B release (>= "
-			             "0.16); vLLM %s is gen %s",
-			             o->v1_shape, ver, cfg_gen_name(r->release.gen));
+			cfg_diag_add(
+			    &r->diags, CFG_ERROR, "--v1-shape",
+			    "--v1-shape %s: expected b0, b1, b2, bn or bl, for a gen B release (>= "
+			    "0.16); vLLM %s is gen %s",
+			    o->v1_shape, ver, cfg_gen_name(r->release.gen));
 			return -1;
 		}
 		r->release.gen = shape;

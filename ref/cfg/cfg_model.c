@@ -24,6 +24,26 @@ static const struct cfg_model_field f_xfer_b0[] = {
     {"req_blocks", "dict[ReqId, tuple[TransferId, list[int]]]", NULL, 0},
     {"kv_caches_base_addr", "list[int]", NULL, 0},
 };
+/* Gen B1: the same file @ b745e8b5d (vLLM #36869, heterogeneous TP) adds block_lens; gen B2 @
+ * 4d51588e2 (#40860, DeepSeek V4) turns req_blocks' list into one list per KV-cache group. */
+static const struct cfg_model_field f_xfer_b1[] = {
+    {"remote_hostname", "str", NULL, 0},
+    {"remote_port", "int", NULL, 0},
+    {"remote_tp_size", "int", NULL, 0},
+    {"remote_tp_rank", "int", NULL, 0},
+    {"req_blocks", "dict[ReqId, tuple[TransferId, list[int]]]", NULL, 0},
+    {"kv_caches_base_addr", "list[int]", NULL, 0},
+    {"block_lens", "list[int]", NULL, 0},
+};
+static const struct cfg_model_field f_xfer_b2[] = {
+    {"remote_hostname", "str", NULL, 0},
+    {"remote_port", "int", NULL, 0},
+    {"remote_tp_size", "int", NULL, 0},
+    {"remote_tp_rank", "int", NULL, 0},
+    {"req_blocks", "dict[ReqId, tuple[TransferId, list[list[int]]]]", NULL, 0},
+    {"kv_caches_base_addr", "list[int]", NULL, 0},
+    {"block_lens", "list[int]", NULL, 0},
+};
 /* Gen BN: per-group block lists, block_lens, kv_block_lens (docs/wire-v1.md). Gen BL: the same
  * file @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 — registered_layer_* (#44528),
  * remote_pp_size (#56033), prefix_replay_* (DeepSeek-V4.1 prefill-side SWA replay). */
@@ -79,6 +99,12 @@ static const struct cfg_model_struct st_a[] = {
 static const struct cfg_model_struct st_b0[] = {
     S("MooncakeXferMetadata", "omit_defaults=True", f_xfer_b0),
     S("MooncakeXferResponse", "omit_defaults=True", f_resp)};
+static const struct cfg_model_struct st_b1[] = {
+    S("MooncakeXferMetadata", "omit_defaults=True", f_xfer_b1),
+    S("MooncakeXferResponse", "omit_defaults=True", f_resp)};
+static const struct cfg_model_struct st_b2[] = {
+    S("MooncakeXferMetadata", "omit_defaults=True", f_xfer_b2),
+    S("MooncakeXferResponse", "omit_defaults=True", f_resp)};
 static const struct cfg_model_struct st_bn[] = {
     S("MooncakeXferMetadata", "omit_defaults=True", f_xfer_bn),
     S("MooncakeXferResponse", "omit_defaults=True", f_resp)};
@@ -122,7 +148,7 @@ static const char *const routes_b[][3] = {
 };
 
 /* err_msg texts P sends in MooncakeXferResponse ({} = a formatted value); docs/wire-v1.md for
- * B0/BN, mooncake_connector.py @ 00f4240ee645 for BL's pairing text. */
+ * B0/BN, mooncake_connector.py @ b745e8b5d (#36869) for the pairing text of B1, B2 and BL. */
 static const char *const err_b[] = {
     "Mooncake transfer engine returned {}",
     "P num blocks less than D",
@@ -174,7 +200,8 @@ void cfg_model_for_gen(enum cfg_gen g, struct cfg_model_view *v)
 	v->gen = g;
 	v->feat = g == CFG_GEN_BL ? ~0u : 0; /* the later CFG_F_* fields and keys are bl's */
 	v->row = cfg_gen_name(g);
-	v->policy = g == CFG_GEN_V0 ? NULL : (g >= CFG_GEN_BN ? "fail" : "recompute");
+	/* fail from 0.17 (#34896), before B1 (#36869) shipped */
+	v->policy = g == CFG_GEN_V0 ? NULL : (g >= CFG_GEN_B1 ? "fail" : "recompute");
 }
 
 int cfg_model_for_version(const char *version, int gen_override, struct cfg_model_view *v,
@@ -201,6 +228,12 @@ int cfg_model_structs(const struct cfg_model_view *v, const struct cfg_model_str
 	case CFG_GEN_B0:
 		*out = st_b0;
 		return N(st_b0);
+	case CFG_GEN_B1:
+		*out = st_b1;
+		return N(st_b1);
+	case CFG_GEN_B2:
+		*out = st_b2;
+		return N(st_b2);
 	case CFG_GEN_BN:
 		*out = st_bn;
 		return N(st_bn);
@@ -277,7 +310,8 @@ int cfg_model_err_msgs(const struct cfg_model_view *v, const char *const **out)
 {
 	if (!cfg_gen_is_b(v->gen))
 		return *out = NULL, 0;
-	if (v->gen == CFG_GEN_BL)
+	/* B1 / B2 (@ b745e8b5d, 4d51588e2) already have #36869's pairing text */
+	if (v->gen == CFG_GEN_BL || v->gen == CFG_GEN_B1 || v->gen == CFG_GEN_B2)
 		return *out = err_bl, N(err_bl);
 	return *out = err_b, N(err_b);
 }

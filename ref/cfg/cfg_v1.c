@@ -68,7 +68,8 @@ static void extra_device(struct cfg_report *r, const cJSON *it)
 		    &r->diags, CFG_WARNING, F_EXTRA,
 		    "device_name \"%s\" contains whitespace; write the list without spaces",
 		    it->valuestring);
-	if (r->release_pinned && (g == CFG_GEN_A || g == CFG_GEN_B0) && *it->valuestring)
+	/* device_name is read from bn on (not in mooncake_connector.py up to 6f955986e, b2) */
+	if (r->release_pinned && cfg_gen_is_v1(g) && !cfg_gen_has_bn(g) && *it->valuestring)
 		cfg_diag_add(&r->diags, CFG_WARNING, F_EXTRA,
 		             "device_name \"%s\" is not used by vLLM %s (gen %s initialises the "
 		             "engine with device_name \"\"; only gen bn reads it)",

@@ -63,38 +63,52 @@ static const struct row rows[] = {
      "without writing (decode reads unwritten blocks) unless "
      "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION=1"},
     {0, 16, 0, 0, 16, 9999, "0.16", CFG_GEN_B0, "recompute", false, CFG_SRC_N_1, true, 0,
-     "#31034 (gen B, with #24718 the initial integration per RFC #36948), #33290 "
-     "(prompt_tokens_by_source, approved 2026-02-03), #34896 (policy "
-     "fail, 2026-02-19)",
-     "which gen-B struct shape 0.16 ships (b0 assumed; --v1-shape bn for the other); whether "
-     "the kv_load_failure_policy change to fail (#34896, 2026-02-19, five days before the "
-     "0.16.0 cut) is in it",
+     "#31034 (gen B, mooncake_connector.py @ 0d6ccf68f, 2026-02-04: 6-field "
+     "MooncakeXferMetadata; with #24718 the initial integration per RFC #36948), #33290 "
+     "(prompt_tokens_by_source, approved 2026-02-03), #34896 (policy fail, 2026-02-19)",
+     "whether the kv_load_failure_policy change to fail (#34896, 2026-02-19, five days before "
+     "the 0.16.0 cut) is in it",
      NOTE_B},
-    {0, 17, 0, 0, 19, 9999, "0.17 - 0.19", CFG_GEN_BN, "fail", false, CFG_SRC_N_1, true, 0,
+    {0, 17, 0, 0, 18, 9999, "0.17 - 0.18", CFG_GEN_B0, "fail", false, CFG_SRC_N_1, true, 0,
      "#34896 (kv_load_failure_policy fail), #33290 (by-source: external N, local_compute 1, "
-     "prompt_tokens_recomputed 1 per transfer); opendatahub-io/opendatahub-tests #1946 "
-     "(0.19.1 counts local_compute 1)",
-     "the release that first sends block_lens/kv_block_lens (bn); heterogeneous TP (#36869, "
-     "reviewed 2026-03-13..18) may already be in 0.19",
-     "gen B, bn struct shape; kv_load_failure_policy defaults to fail"},
-    {0, 20, 0, 0, 20, 9999, "0.20", CFG_GEN_BN, "fail", false, CFG_SRC_N_1, true, 0,
-     "#37460 (PrefillStats, merged by 2026-04-14 per #39808), #38709 (drops "
-     "prompt_tokens_recomputed, opened 2026-04-01); v0.20.0 out by 2026-04-29",
-     "by-source counting: #37460 landed after 0.19 and before the 0.20.0 release, so 0.20 "
-     "most likely counts as 0.21 does (local_compute 0, no prompt_tokens_recomputed); pdkv "
-     "keeps the older counting until a 0.20 is read, and `pdkv run --external` reads the era "
-     "from the decode's /metrics",
-     "gen B, bn struct shape; kv_load_failure_policy defaults to fail"},
-    {0, 21, 0, 0, 21, 9999, "0.21", CFG_GEN_BN, "fail", false, CFG_SRC_N_0, false, F_TP,
-     "#37460 + #39808 (local_compute 0 for a transfer), #38709 (no prompt_tokens_recomputed); "
-     "opendatahub-tests #1946 (0.21.0 counts local_compute 0); #36869 (heterogeneous TP, "
-     "\"This D tp_rank ... is not paired with P tp_rank ...\"); v0.21.0 released 2026-05-15",
-     "the first release with #36869 (0.19 - 0.21)",
-     "gen B, bn struct shape; heterogeneous TP pairs ranks by TransferTopology"},
-    {0, 22, 0, 0, 23, 9999, "0.22 - 0.23", CFG_GEN_BN, "fail", false, CFG_SRC_N_0, false, F_HMA,
-     "#41847 (HMA on by default for connectors that support it, opened 2026-05-06); v0.22.0 "
-     "released 2026-05-30, v0.23.0 2026-06-12",
-     "whether 0.21 (2026-05-15, nine days after #41847 opened) already carries it",
+     "prompt_tokens_recomputed 1 per transfer); mooncake_connector.py history: b0 from "
+     "0d6ccf68f (#31034) until b745e8b5d (#36869, merged 2026-03-25)",
+     "whether 0.18 already sends block_lens (b1): #36869 merged 2026-03-25, eight days before "
+     "0.18.0 (~2026-04-02); the later release is taken (--v1-shape b1 for the other)",
+     "gen B, b0 struct shape; kv_load_failure_policy defaults to fail"},
+    {0, 19, 0, 0, 20, 9999, "0.19 - 0.20", CFG_GEN_B1, "fail", false, CFG_SRC_N_1, true, F_TP,
+     "#36869 (mooncake_connector.py @ b745e8b5d, 2026-03-25: block_lens, region length checks, "
+     "\"This D tp_rank ... is not paired with P tp_rank ...\"); opendatahub-io/"
+     "opendatahub-tests #1946 (0.19.1 counts local_compute 1); #37460 (PrefillStats, merged by "
+     "2026-04-14 per #39808), #38709 (drops prompt_tokens_recomputed, opened 2026-04-01); "
+     "v0.20.0 out by 2026-04-29",
+     "whether 0.20 already has per-group block lists (b2): #40860 merged 2026-04-26, three days "
+     "before 0.20.0 (the later release is taken; --v1-shape b2 for the other); by-source "
+     "counting: #37460 landed after 0.19 and before 0.20.0, so 0.20 most likely counts as 0.21 "
+     "does (local_compute 0, no prompt_tokens_recomputed); pdkv keeps the older counting until "
+     "a 0.20 is read, and `pdkv run --external` reads the era from the decode's /metrics",
+     "gen B, b1 struct shape (block_lens); heterogeneous TP pairs ranks by the TP ratio"},
+    {0, 21, 0, 0, 21, 9999, "0.21", CFG_GEN_B2, "fail", false, CFG_SRC_N_0, false, F_TP,
+     "#40860 (mooncake_connector.py @ 4d51588e2, 2026-04-26: req_blocks one list per KV-cache "
+     "group, \"KV group count mismatch\"); #37460 + #39808 (local_compute 0 for a transfer), "
+     "#38709 (no prompt_tokens_recomputed); opendatahub-tests #1946 (0.21.0 counts "
+     "local_compute 0); v0.21.0 released 2026-05-15",
+     "the first release with #40860 (0.20 or 0.21)",
+     "gen B, b2 struct shape (block_lens, per-group block lists); heterogeneous TP pairs ranks "
+     "by TransferTopology"},
+    {0, 22, 0, 0, 22, 9999, "0.22", CFG_GEN_B2, "fail", false, CFG_SRC_N_0, false, F_HMA,
+     "#41847 (HMA on by default for connectors that support it, opened 2026-05-06); "
+     "mooncake_connector.py @ 6f955986e (2026-05-26) still b2; v0.22.0 released 2026-05-30",
+     "whether 0.21 (2026-05-15, nine days after #41847 opened) already carries HMA; whether "
+     "kv_block_lens (bn) landed in the four days between the newest history read (2026-05-26) "
+     "and 0.22.0",
+     "gen B, b2 struct shape; hybrid KV cache manager on: one block list per KV group"},
+    {0, 23, 0, 0, 23, 9999, "0.23", CFG_GEN_BN, "fail", false, CFG_SRC_N_0, false, F_HMA,
+     "kv_block_lens: read only in the newer mooncake_connector.py (@ 00f4240ee645, beside "
+     "#44528's fields), no PR pinned; "
+     "#41847 (HMA on); v0.23.0 released 2026-06-12",
+     "the first release that sends kv_block_lens (bn) is not in any history read (after "
+     "2026-05-26, at the latest with #44528); 0.23 is taken as bn, --v1-shape b2 for the other",
      "gen B, bn struct shape; hybrid KV cache manager on: one block list per KV group"},
     {0, 24, 0, 0, 25, 9999, "0.24 - 0.25", CFG_GEN_BL, "fail", false, CFG_SRC_N_0, false, F_HMA,
      "#44528 (PP on the prefill side: registered_layer_names/_indices/_group_indices, regions "
@@ -123,7 +137,7 @@ static const struct row rows[] = {
      "gen B, bl; the newest release pdkv's table was written against"},
 };
 
-static const char *const gen_names[CFG_GEN_COUNT] = {"v0", "a", "b0", "bn", "bl"};
+static const char *const gen_names[CFG_GEN_COUNT] = {"v0", "a", "b0", "b1", "b2", "bn", "bl"};
 
 const char *cfg_gen_name(enum cfg_gen g)
 {

@@ -7,12 +7,21 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* Connector generations. B0 = the first gen-B struct shape (6-field MooncakeXferMetadata), BN =
- * block_lens, kv_block_lens and per-group block lists (8 fields), BL = BN plus the
- * registered_layer_names / _indices / _group_indices the prefill aligns regions by (vLLM #44528).
- * Later shapes are appended, so `g >= CFG_GEN_BN` reads "has BN's fields". */
-enum cfg_gen { CFG_GEN_V0 = 0, CFG_GEN_A, CFG_GEN_B0, CFG_GEN_BN, CFG_GEN_BL };
-#define CFG_GEN_COUNT 5
+/* Connector generations. B0 = the first gen-B struct shape (6-field MooncakeXferMetadata, vLLM
+ * #31034), B1 = B0 + block_lens (7 fields, #36869), B2 = B1 with one block list per KV-cache
+ * group in req_blocks (#40860), BN = B2 + kv_block_lens (8 fields), BL = BN plus the
+ * registered_layer_names / _indices / _group_indices the prefill aligns regions by (#44528).
+ * Shapes are in the order vLLM introduced them, so `g >= CFG_GEN_BN` reads "has BN's fields". */
+enum cfg_gen {
+	CFG_GEN_V0 = 0,
+	CFG_GEN_A,
+	CFG_GEN_B0,
+	CFG_GEN_B1,
+	CFG_GEN_B2,
+	CFG_GEN_BN,
+	CFG_GEN_BL
+};
+#define CFG_GEN_COUNT 7
 
 /* Behaviours a row has (struct cfg_vllm_info.feat), each from a vLLM PR the row cites. */
 #define CFG_F_TP_TOPOLOGY                                                                          \
@@ -65,12 +74,22 @@ int cfg_vllm_row(size_t i, const char **range, const char **cite, int *gen);
  * connector pdkv emulates). */
 int cfg_vllm_lookup(const char *version, struct cfg_vllm_info *out, char *err, size_t errsz);
 
-/* "v0" | "a" | "b0" | "bn" | "bl" <-> enum; parse returns -1 on anything else. */
+/* "v0" | "a" | "b0" | "b1" | "b2" | "bn" | "bl" <-> enum; parse returns -1 on anything else. */
 const char *cfg_gen_name(enum cfg_gen g);
 int cfg_gen_parse(const char *s, enum cfg_gen *out);
 static inline bool cfg_gen_is_b(enum cfg_gen g)
 {
 	return g >= CFG_GEN_B0;
+}
+/* Gen B that sends block_lens (B1 and every later shape). */
+static inline bool cfg_gen_has_block_lens(enum cfg_gen g)
+{
+	return g >= CFG_GEN_B1;
+}
+/* Gen B whose req_blocks carry one block list per KV-cache group (B2 and later). */
+static inline bool cfg_gen_grouped(enum cfg_gen g)
+{
+	return g >= CFG_GEN_B2;
 }
 /* Gen B with BN's fields (block_lens, kv_block_lens, per-group lists): BN and every later shape. */
 static inline bool cfg_gen_has_bn(enum cfg_gen g)

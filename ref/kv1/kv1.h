@@ -21,7 +21,8 @@
 /* The gen-B struct shape a generation speaks (B0 for gen A / V0, which have none). */
 static inline enum kv1_shape kv1_shape_of(enum cfg_gen g)
 {
-	return g >= CFG_GEN_BL ? KV1_SHAPE_BL : g == CFG_GEN_BN ? KV1_SHAPE_BN : KV1_SHAPE_B0;
+	/* enum kv1_shape mirrors cfg_gen's gen-B order from B0 on */
+	return g >= CFG_GEN_B0 ? (enum kv1_shape)(g - CFG_GEN_B0) : KV1_SHAPE_B0;
 }
 
 struct kv1_opts {

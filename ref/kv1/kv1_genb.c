@@ -37,11 +37,58 @@ static void send_error(struct kv1_job *j, void *push, const char *msg)
 	send_resp(j, push, &r);
 }
 
+/* B1 / B2 (send_kv_to_decode @ b745e8b5d, 4d51588e2): _expand_transfer_regions' assertion on
+ * the list lengths, then _validate_asymmetric_region_lengths over the regions with kv_block_len
+ * = block_len (no kv_block_lens on the wire; pdkv's layout is not blocks-first), homogeneous TP
+ * as Bn's check has it. */
+static bool lens_match_b12(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
+                           size_t msz)
+{
+	size_t n = (size_t)w->o.nbufs;
+	struct kv1_region *loc, *rem;
+	long *map;
+	bool ok;
+
+	if (m->nbases != m->nblock_lens) {
+		snprintf(msg, msz,
+		         "Mooncake transfer regions require matching numbers of base addresses and "
+		         "block lengths, got %zu and %zu.",
+		         m->nbases, m->nblock_lens);
+		return false;
+	}
+	if (m->nbases != n) {
+		snprintf(msg, msz,
+		         "Mooncake asymmetric TP requires matching KV region counts "
+		         "between producer and consumer.");
+		return false;
+	}
+	loc = calloc(n + 1, sizeof(*loc));
+	rem = calloc(n + 1, sizeof(*rem));
+	map = calloc(n + 1, sizeof(*map));
+	ok = loc && rem && map;
+	for (size_t i = 0; ok && i < n; i++) {
+		loc[i].block_len = loc[i].kv_block_len = (int64_t)w->o.block_len;
+		rem[i].block_len = rem[i].kv_block_len = m->block_lens[i];
+		map[i] = (long)i;
+	}
+	if (!ok)
+		snprintf(msg, msz, "out of memory");
+	else
+		ok =
+		    !kv1_regions_check_lens(loc, n, rem, map, w->o.tp_size, w->o.tp_size, msg, msz);
+	free(loc);
+	free(rem);
+	free(map);
+	return ok;
+}
+
 static bool lens_match(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
                        size_t msz)
 {
-	if (!cfg_gen_has_bn(w->o.gen))
+	if (!cfg_gen_has_block_lens(w->o.gen))
 		return true;
+	if (!cfg_gen_has_bn(w->o.gen))
+		return lens_match_b12(w, m, msg, msz);
 	for (size_t i = 0; i < (size_t)w->o.nbufs; i++) {
 		int64_t r = i < m->nblock_lens ? m->block_lens[i] : -1;
 
@@ -106,8 +153,10 @@ static void write_taken(struct kv1_worker *w, struct gb_state *g, struct kv1_xfe
 		if (p[i].state != 1)
 			continue;
 		p[i].state = 2;
-		if (g->xr && !no_blocks(p[i].rb) && p[i].rb->ngroups != 1) {
-			/* Bl (_build_transfer_params): one list per KV group; pdkv has one */
+		if ((g->xr || shape_of(w) == KV1_SHAPE_B2) && !no_blocks(p[i].rb) &&
+		    p[i].rb->ngroups != 1) {
+			/* B2 (@ 4d51588e2) and Bl (_build_transfer_params): one list per KV
+			 * group; pdkv has one */
 			r->err[r->nerr++] = p[i].rb->req_id;
 			*emsg = "KV group count mismatch";
 			ret = -1;

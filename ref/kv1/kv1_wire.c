@@ -88,7 +88,9 @@ int kv1_agent_meta_encode(const struct kv1_agent_meta *m, char **out, size_t *le
  * (msgspec's omit_defaults; a default_factory list / dict is at its default when empty). */
 static uint32_t xfer_meta_entries(const struct kv1_xfer_meta *m, enum kv1_shape shape)
 {
-	uint32_t n = shape >= KV1_SHAPE_BN ? 8 + (m->remote_pp_size != 1) : 6;
+	uint32_t n = shape >= KV1_SHAPE_BN   ? 8 + (m->remote_pp_size != 1)
+	             : shape >= KV1_SHAPE_B1 ? 7 /* B1 / B2: + block_lens */
+	                                     : 6;
 
 	if (shape >= KV1_SHAPE_BL)
 		n += (m->nlayer_names > 0) + (m->nlayer_indices > 0) + (m->ngroup_indices > 0) +
@@ -97,7 +99,8 @@ static uint32_t xfer_meta_entries(const struct kv1_xfer_meta *m, enum kv1_shape 
 	return n;
 }
 
-static void pk_req_blocks(msgpack_packer *pk, const struct kv1_xfer_meta *m, bool bn)
+/* grouped (B2 on): one list per KV-cache group; before it (B0, B1) one flat list. */
+static void pk_req_blocks(msgpack_packer *pk, const struct kv1_xfer_meta *m, bool grouped)
 {
 	msgpack_pack_map(pk, m->nreqs);
 	for (size_t i = 0; i < m->nreqs; i++) {
@@ -106,7 +109,7 @@ static void pk_req_blocks(msgpack_packer *pk, const struct kv1_xfer_meta *m, boo
 		pk_str(pk, rb->req_id);
 		msgpack_pack_array(pk, 2);
 		pk_str(pk, rb->transfer_id);
-		if (!bn) {
+		if (!grouped) {
 			pk_ids(pk, &rb->groups[0]);
 			continue;
 		}
@@ -164,6 +167,7 @@ int kv1_xfer_meta_encode(const struct kv1_xfer_meta *m, enum kv1_shape shape, ch
                          size_t *len)
 {
 	bool bn = shape >= KV1_SHAPE_BN, bl = shape >= KV1_SHAPE_BL;
+	bool grouped = shape >= KV1_SHAPE_B2;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 
@@ -171,7 +175,7 @@ int kv1_xfer_meta_encode(const struct kv1_xfer_meta *m, enum kv1_shape shape, ch
 		return -EINVAL;
 	for (size_t i = 0; i < m->nreqs; i++)
 		if (!m->reqs[i].req_id || !m->reqs[i].transfer_id || m->reqs[i].ngroups < 1 ||
-		    (!bn && m->reqs[i].ngroups != 1))
+		    (!grouped && m->reqs[i].ngroups != 1))
 			return -EINVAL;
 	for (size_t i = 0; bl && i < m->nlayer_names; i++)
 		if (!m->layer_names[i])
@@ -191,12 +195,14 @@ int kv1_xfer_meta_encode(const struct kv1_xfer_meta *m, enum kv1_shape shape, ch
 	pk_str(&pk, "remote_tp_rank");
 	msgpack_pack_int64(&pk, m->remote_tp_rank);
 	pk_str(&pk, "req_blocks");
-	pk_req_blocks(&pk, m, bn);
+	pk_req_blocks(&pk, m, grouped);
 	pk_str(&pk, "kv_caches_base_addr");
 	pk_u64s(&pk, m->bases, m->nbases);
-	if (bn) {
+	if (shape >= KV1_SHAPE_B1) {
 		pk_str(&pk, "block_lens");
 		pk_i64s(&pk, m->block_lens, m->nblock_lens);
+	}
+	if (bn) {
 		pk_str(&pk, "kv_block_lens");
 		pk_i64s(&pk, m->kv_block_lens, m->nkv_block_lens);
 		/* Bn: the registered_layer_* lists are never filled (the decode predates them)
@@ -483,7 +489,8 @@ out:
 	return ret;
 }
 
-static int get_req_blocks(struct dec *d, const msgpack_object *o, bool bn, struct kv1_xfer_meta *m)
+static int get_req_blocks(struct dec *d, const msgpack_object *o, bool grouped,
+                          struct kv1_xfer_meta *m)
 {
 	const char *f = "req_blocks";
 	int ret;
@@ -509,7 +516,7 @@ static int get_req_blocks(struct dec *d, const msgpack_object *o, bool bn, struc
 		if ((ret = get_str(d, &v->via.array.ptr[0], f, &rb->transfer_id)))
 			return ret;
 		lists = &v->via.array.ptr[1];
-		if (!bn) {
+		if (!grouped) {
 			rb->ngroups = 1;
 			rb->groups = calloc(1, sizeof(*rb->groups));
 			if (!rb->groups)
@@ -609,9 +616,10 @@ int kv1_xfer_meta_decode(const void *buf, size_t len, enum kv1_shape shape, stru
 	enum { NF = sizeof(names) / sizeof(names[0]) };
 	struct dec d = {"MooncakeXferMetadata", err, errsz};
 	const msgpack_object *o = NULL, *fv[NF] = {0};
-	bool bn = shape >= KV1_SHAPE_BN;
-	/* the fields this shape knows; the others are unknown keys to it, ignored */
-	int nf = shape >= KV1_SHAPE_BL ? NF : bn ? 12 : 6;
+	bool bn = shape >= KV1_SHAPE_BN, b1 = shape >= KV1_SHAPE_B1;
+	/* the fields this shape knows; the others are unknown keys to it, ignored (B1 / B2: the
+	 * first seven, mooncake_connector.py @ b745e8b5d / 4d51588e2) */
+	int nf = shape >= KV1_SHAPE_BL ? NF : bn ? 12 : b1 ? 7 : 6;
 	msgpack_unpacked u;
 	unsigned seen = 0;
 	int ret;
@@ -629,17 +637,21 @@ int kv1_xfer_meta_decode(const void *buf, size_t len, enum kv1_shape shape, stru
 			seen |= 1u << k;
 		}
 	}
-	if ((ret = missing(&d, seen, bn ? 0xff : 0x3f, names, nf)) ||
+	if ((ret = missing(&d, seen,
+	                   bn   ? 0xff
+	                   : b1 ? 0x7f
+	                        : 0x3f,
+	                   names, nf)) ||
 	    (ret = get_str(&d, fv[0], names[0], &m->remote_hostname)) ||
 	    (ret = get_int(&d, fv[1], names[1], 0, 65535, &m->remote_port)) ||
 	    (ret = get_int(&d, fv[2], names[2], 1, 4096, &m->remote_tp_size)) ||
 	    (ret = get_int(&d, fv[3], names[3], 0, 4095, &m->remote_tp_rank)) ||
-	    (ret = get_req_blocks(&d, fv[4], bn, m)) ||
-	    (ret = get_bases(&d, fv[5], &m->bases, &m->nbases)))
+	    (ret = get_req_blocks(&d, fv[4], shape >= KV1_SHAPE_B2, m)) ||
+	    (ret = get_bases(&d, fv[5], &m->bases, &m->nbases)) ||
+	    (b1 && (ret = get_i64s(&d, fv[6], names[6], 0, &m->block_lens, &m->nblock_lens))))
 		goto out;
 	if (bn &&
-	    ((ret = get_i64s(&d, fv[6], names[6], 0, &m->block_lens, &m->nblock_lens)) ||
-	     (ret = get_i64s(&d, fv[7], names[7], 0, &m->kv_block_lens, &m->nkv_block_lens)) ||
+	    ((ret = get_i64s(&d, fv[7], names[7], 0, &m->kv_block_lens, &m->nkv_block_lens)) ||
 	     (fv[11] && (ret = get_int(&d, fv[11], names[11], 1, 1024, &m->remote_pp_size))) ||
 	     (ret = get_bl_fields(&d, fv, names, m))))
 		goto out;

@@ -1,5 +1,6 @@
 /* kv1_wire: the vLLM V1 MooncakeConnector's msgpack structs (gen A MooncakeAgentMetadata, gen B
- * MooncakeXferMetadata in shapes B0 / Bn / Bl, MooncakeXferResponse), encoded as msgspec does. */
+ * MooncakeXferMetadata in shapes B0 / B1 / B2 / Bn / Bl, MooncakeXferResponse), encoded as msgspec
+ * does. */
 #ifndef KV1_WIRE_H
 #define KV1_WIRE_H
 
@@ -21,7 +22,13 @@
 #define KV1_TRANS_ERROR "trans_error"
 
 /* gen-B struct shapes, in the order vLLM introduced them (cfg_vllm.h's CFG_GEN_B0 ..). */
-enum kv1_shape { KV1_SHAPE_B0 = 0, KV1_SHAPE_BN = 1, KV1_SHAPE_BL = 2 };
+enum kv1_shape {
+	KV1_SHAPE_B0 = 0,
+	KV1_SHAPE_B1 = 1, /* + block_lens (vLLM #36869) */
+	KV1_SHAPE_B2 = 2, /* req_blocks per KV-cache group (vLLM #40860) */
+	KV1_SHAPE_BN = 3, /* + kv_block_lens */
+	KV1_SHAPE_BL = 4  /* + registered_layer_* (vLLM #44528) */
+};
 enum kv1_status { KV1_FINISH = 0, KV1_CONTINUE = 1, KV1_ERROR = 2 };
 
 struct kv1_ids {
@@ -41,8 +48,8 @@ struct kv1_agent_meta {
 	size_t nblock_ids;
 };
 
-/* One entry of req_blocks: D request id -> (transfer_id, block ids). B0 has one flat list
- * (ngroups = 1 on decode, groups[0] encoded flat); Bn one list per KV-cache group. */
+/* One entry of req_blocks: D request id -> (transfer_id, block ids). B0 and B1 have one flat
+ * list (ngroups = 1 on decode, groups[0] encoded flat); B2 on one list per KV-cache group. */
 struct kv1_req_blocks {
 	char *req_id;
 	char *transfer_id;
@@ -64,7 +71,7 @@ struct kv1_xfer_meta {
 	size_t nreqs;
 	uint64_t *bases;
 	size_t nbases;
-	/* Bn only (required there) */
+	/* block_lens: B1 on; kv_block_lens: Bn on (required where the shape has them) */
 	int64_t *block_lens;
 	size_t nblock_lens;
 	int64_t *kv_block_lens;

@@ -23,3 +23,6 @@ test_kv1_rhold_LIBS = kv1 pdhttplim te temeta pdcommon
 TESTS += test_kv1_regions
 test_kv1_regions_SRCS := ref/kv1/tests/test_kv1_regions.c
 test_kv1_regions_LIBS = kv1 pdhttplim te temeta pdcommon
+TESTS += test_kv1_wire_shapes
+test_kv1_wire_shapes_SRCS := ref/kv1/tests/test_kv1_wire_shapes.c
+test_kv1_wire_shapes_LIBS := kv1 pdhttplim pdcommon

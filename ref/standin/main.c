@@ -285,9 +285,9 @@ static int select_version(struct sa *s)
 			    v, cfg_gen_name(s->gen));
 			return -1;
 		}
-		s->gen = !strcmp(s->o.v1_shape, "bl")   ? CFG_GEN_BL
-		         : !strcmp(s->o.v1_shape, "bn") ? CFG_GEN_BN
-		                                        : CFG_GEN_B0;
+		/* sa_args.c accepts only gen-B names, so this parse succeeds */
+		if (cfg_gen_parse(s->o.v1_shape, &s->gen) || !cfg_gen_is_b(s->gen))
+			s->gen = CFG_GEN_B0;
 	}
 	if (!cfg_gen_is_v1(s->gen) && s->o.dp > 1) {
 		fprintf(stderr, "pdkv-standin: error: --data-parallel-size > 1 needs a V1 release "

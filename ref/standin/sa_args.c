@@ -109,7 +109,7 @@ static const char usage_line[] =
     "                    [--kv-select-timeout MS] [--kv-frame-format pickle|u64be]\n"
     "                    [--kv-miss-mode old|new] [--kv-zmq-bind-host HOST] [--fault KIND] "
     "[--dry-run]\n"
-    "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|bn|bl] [--list-versions]\n"
+    "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|b1|b2|bn|bl] [--list-versions]\n"
     "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
     "                    [--kv-cache-device cpu|cuda|cuda:N]\n"
     "                    [--kv-mla] [--enable-prompt-tokens-details] [--version] [-h]\n"
@@ -382,10 +382,10 @@ static int value_flag(const char *name, const char *val, const char *inl, int ar
 	} else if (!strcmp(name, "--vllm-version")) {
 		o->vllm_version = val;
 	} else if (!strcmp(name, "--v1-shape")) {
-		static const char *const shapes[] = {"b0", "bn", "bl"};
+		static const char *const shapes[] = {"b0", "b1", "b2", "bn", "bl"};
 		int k;
 
-		if (choice(name, val, shapes, 3, &k))
+		if (choice(name, val, shapes, 5, &k))
 			return 2;
 		o->v1_shape = shapes[k];
 	} else if (!strcmp(name, "--data-parallel-size") || !strcmp(name, "-dp")) {

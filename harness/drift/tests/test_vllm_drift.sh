@@ -24,20 +24,27 @@ run() {
 jq_() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>/dev/null; }
 has() { grep -qF -- "$2" "$T/$1.out" "$T/$1.err"; }
 
-# a release row each shape pdkv models: bn at 0.17, gen A at 0.13 (single-file connector)
-run bn --vllm $F/v0.17-bn
-check "v0.17-bn: exit 0" [ "$RC" = 0 ]
-check "v0.17-bn: models" has bn "verdict: pdkv models this vLLM"
-check "v0.17-bn: rows named" grep -qE "same as row [^(]*0\.17[^(]* \(bn\), field 8" "$T/bn.out"
+# a release row each shape pdkv models: bn at 0.23, gen A at 0.13 (single-file connector)
+run bn --vllm $F/v0.23-bn
+check "v0.23-bn: exit 0" [ "$RC" = 0 ]
+check "v0.23-bn: models" has bn "verdict: pdkv models this vLLM"
+check "v0.23-bn: rows named" grep -qE "same as row [^(]*0\.23[^(]* \(bn\), field 8" "$T/bn.out"
+# b1 at 0.19 (vLLM #36869: block_lens, flat block lists, the D-paired text); named as a bn
+# release its structs are pdkv's b1, listed off the wire
+run b1 --vllm $F/v0.19-b1
+check "v0.19-b1: exit 0, models" [ "$RC" = 0 ]
+check "v0.19-b1: shape b1" has b1 "your vLLM 0.19.1: pdkv models it (row 0.19 - 0.20, shape b1)"
+run b1n --vllm $F/v0.19-b1 --vllm-version 0.23 --json -
+check "b1 tree as 0.23: shape item" grep -qF "the structs are pdkv's b1 (run pdkv with --v1-shape b1)" <<<"$(jq_ $T/b1n.out '[i["detail"] for i in d["items"] if i["category"] == "shape"][0]')"
 run a --vllm $F/v0.13-a --json -
 check "v0.13-a: exit 0" [ "$RC" = 0 ]
 check "v0.13-a: verdict models, shape a" [ "$(jq_ $T/a.out 'd["verdict"], d["gen"]')" = "models a" ]
 check "v0.13-a: trans_done known" [ "$(jq_ $T/a.out '[i["status"] for i in d["items"] if i["name"] == "TRANS_DONE"][0]')" = known ]
 
 # the installed-package form (a directory named vllm) and a wheel (a zip file, read unpacked)
-run pkg --vllm $F/v0.17-bn/vllm --json -
+run pkg --vllm $F/v0.23-bn/vllm --json -
 check "package dir: models, kind package" [ "$(jq_ $T/pkg.out 'd["verdict"], d["vllm"]["kind"]')" = "models package" ]
-python3 - "$F/v0.17-bn" "$T/vllm-0.17.1-py3-none-any.whl" <<'EOF'
+python3 - "$F/v0.23-bn" "$T/vllm-0.23.0-py3-none-any.whl" <<'EOF'
 import os, sys, zipfile
 root, whl = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(whl, "w") as z:
@@ -45,22 +52,22 @@ with zipfile.ZipFile(whl, "w") as z:
         for f in files:
             p = os.path.join(d, f)
             z.write(p, os.path.relpath(p, root))
-    z.writestr("vllm-0.17.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: vllm\nVersion: 0.17.1\n")
+    z.writestr("vllm-0.23.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: vllm\nVersion: 0.23.0\n")
 EOF
-run whl --vllm "$T/vllm-0.17.1-py3-none-any.whl" --json -
+run whl --vllm "$T/vllm-0.23.0-py3-none-any.whl" --json -
 check "wheel: exit 0" [ "$RC" = 0 ]
-check "wheel: version from metadata, kind wheel" [ "$(jq_ $T/whl.out 'd["vllm"]["version"], d["vllm"]["kind"]')" = "0.17.1 wheel" ]
+check "wheel: version from metadata, kind wheel" [ "$(jq_ $T/whl.out 'd["vllm"]["version"], d["vllm"]["kind"]')" = "0.23.0 wheel" ]
 
 # a new field, a removed field: the wire is not modelled (exit 1)
 run new --vllm $F/new-field --json -
 check "new-field: exit 1" [ "$RC" = 1 ]
 check "new-field: verdict" [ "$(jq_ $T/new.out 'd["verdict"]')" = wire_differs ]
 check "new-field: the item" [ "$(jq_ $T/new.out '[(i["status"], i["wire"]) for i in d["items"] if i["name"] == "MooncakeXferMetadata.remote_dp_rank"]')" = "[('new', True)]" ]
-check "new-field: summary line" grep -qE "^your vLLM 0.17.1: 1 new struct field pdkv does not model \(wire; row [^,]*0\.17[^,]*, shape bn\)$" <<<"$(jq_ $T/new.out 'd["summary"]')"
+check "new-field: summary line" grep -qE "^your vLLM 0.23.0: 1 new struct field pdkv does not model \(wire; row [^,]*0\.23[^,]*, shape bn\)$" <<<"$(jq_ $T/new.out 'd["summary"]')"
 check "new-field: an err_msg a helper returns is new, off the wire" [ "$(jq_ $T/new.out '[(i["status"], i["wire"]) for i in d["items"] if i["name"] == "region counts differ: local={}, remote={}."]')" = "[('new', False)]" ]
 run gone --vllm $F/removed-field
 check "removed-field: exit 1" [ "$RC" = 1 ]
-check "removed-field: gone kv_block_lens" grep -qE "gone +MooncakeXferMetadata.kv_block_lens" "$T/gone.out"
+check "removed-field: gone block_lens" grep -qE "gone +MooncakeXferMetadata.block_lens" "$T/gone.out"
 check "removed-field: verdict text" has gone "verdict: pdkv does not model this vLLM's wire"
 
 # a renamed env var: off the wire (exit 0, listed)
@@ -85,12 +92,12 @@ check "0.99.1: newer than the table" has new99 "is newer than pdkv's newest row"
 # the bn tree named 0.16 (row b0): bn matches, so off the wire with the shape listed
 run m16 --model --vllm-version 0.16
 if [ "$(jq_ $T/m16.out 'd["gen"]')" = b0 ]; then
-	run b16 --vllm $F/v0.17-bn --vllm-version 0.16 --json -
+	run b16 --vllm $F/v0.23-bn --vllm-version 0.16 --json -
 	check "bn tree as 0.16: exit 0, off the wire" [ "$RC $(jq_ $T/b16.out 'd["verdict"]')" = "0 models_off_wire" ]
 	check "bn tree as 0.16: shape item" grep -qF "says b0; the structs are pdkv's bn (run pdkv with --v1-shape bn)" <<<"$(jq_ $T/b16.out '[i["detail"] for i in d["items"] if i["category"] == "shape"][0]')"
 fi
 # --shape forces the comparison
-run shp --vllm $F/v0.17-bn --shape b0
+run shp --vllm $F/v0.23-bn --shape b0
 check "--shape b0 on bn: exit 1" [ "$RC" = 1 ]
 
 # errors: exit 2 with what is wrong
@@ -108,7 +115,7 @@ echo "not a zip" >"$T/bad.whl"
 run badwhl --vllm "$T/bad.whl"
 check "unreadable wheel: exit 2" [ "$RC" = 2 ]
 check "unreadable wheel: message" has badwhl "cannot read it as a wheel"
-PDKV_PYTHON=$T/no-python run nopy --vllm $F/v0.17-bn
+PDKV_PYTHON=$T/no-python run nopy --vllm $F/v0.23-bn
 check "python3 missing: exit 2" [ "$RC" = 2 ]
 check "python3 missing: message" has nopy "not found"
 run usage --bogus
@@ -116,16 +123,16 @@ check "unknown flag: exit 2" [ "$RC" = 2 ]
 
 # never imported: a tree whose modules would fail on import still reads, also when found via
 # python3's own search path (the default, no --vllm)
-cp -r $F/v0.17-bn "$T/poison"
+cp -r $F/v0.23-bn "$T/poison"
 printf 'raise SystemExit("vllm was imported")\n' >>"$T/poison/vllm/__init__.py"
 printf 'import torch\nraise SystemExit("imported")\n' >>"$T/poison/vllm/envs.py"
 PYTHONPATH=$T/poison run dflt --json -
 check "default path (python3's vllm), never imported: models" [ "$RC $(jq_ $T/dflt.out 'd["verdict"], d["vllm"]["kind"]')" = "0 models package" ]
 
 # --model and --json keys
-run model --model --vllm-version 0.17
+run model --model --vllm-version 0.23
 check "--model keys" [ "$(jq_ $T/model.out 'all(k in d for k in ("version","row","gen","structs","routes","sockets","env","extra_config","kv_load_failure_policy","metrics","err_msgs"))')" = True ]
-check "--model 0.17: bn, 8 fields" [ "$(jq_ $T/model.out 'd["gen"], len(d["structs"][0]["fields"])')" = "bn 8" ]
+check "--model 0.23: bn, 8 fields" [ "$(jq_ $T/model.out 'd["gen"], len(d["structs"][0]["fields"])')" = "bn 8" ]
 run mbl --model --shape bl
 check "--model --shape bl: 15 fields" [ "$(jq_ $T/mbl.out 'len(d["structs"][0]["fields"])')" = 15 ]
 check "--json keys" [ "$(jq_ $T/new.out 'all(k in d for k in ("vllm","row","gen","note","items","verdict","verdict_text","summary","exit"))')" = True ]
@@ -136,7 +143,7 @@ check "pdkv dispatches vllm-drift" "$BIN/pdkv" vllm-drift --help >/dev/null
 if [ -x "$BIN/pdkv-run" ]; then
 	NOWHERE=prefill=http://127.0.0.1:9,decode=http://127.0.0.1:9,proxy=http://127.0.0.1:9
 	PDKV_VLLM=$F/new-field "$BIN/pdkv-run" --external $NOWHERE scenarios/external/live-1p1d.json >"$T/ext.out" 2>&1
-	check "run --external: the drift line" grep -q "^# external: your vLLM 0.17.1: 1 new struct field pdkv does not model" "$T/ext.out"
+	check "run --external: the drift line" grep -q "^# external: your vLLM 0.23.0: 1 new struct field pdkv does not model" "$T/ext.out"
 	PDKV_VLLM=$T/nowhere "$BIN/pdkv-run" --external $NOWHERE scenarios/external/live-1p1d.json >"$T/ext2.out" 2>&1
 	check "run --external: silent without a vLLM to see" bash -c "! grep -q 'your vLLM' '$T/ext2.out'"
 fi

@@ -52,7 +52,8 @@ static void model_round_trips(void **st)
 		assert_int_equal(verdict(t, NULL, g, NULL, 0), CFG_DRIFT_MODELS);
 		cJSON_Delete(t);
 	}
-	const char *rel[] = {"0.12", "0.13.1", "0.16", "0.17.1", "0.21", cfg_vllm_newest};
+	const char *rel[] = {"0.12", "0.13.1", "0.16", "0.17.1",
+	                     "0.19", "0.21",   "0.23", cfg_vllm_newest};
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 		cJSON *t = tree_of(rel[i], -1);
 		assert_int_equal(verdict(t, rel[i], -1, NULL, 0), CFG_DRIFT_MODELS);
@@ -65,42 +66,42 @@ static void wire_edits(void **st)
 	char line[512];
 	(void)st;
 	/* a new defaulted field */
-	cJSON *t = tree_of("0.17", -1), *f = cJSON_CreateObject();
+	cJSON *t = tree_of("0.23", -1), *f = cJSON_CreateObject();
 	cJSON_AddStringToObject(f, "name", "remote_dp_rank");
 	cJSON_AddStringToObject(f, "type", "int");
 	cJSON_AddStringToObject(f, "default", "0");
 	cJSON_AddItemToArray(xfer_fields(t), f);
-	assert_int_equal(verdict(t, "0.17.1", -1, line, sizeof(line)), CFG_DRIFT_WIRE);
+	assert_int_equal(verdict(t, "0.23.0", -1, line, sizeof(line)), CFG_DRIFT_WIRE);
 	assert_non_null(strstr(line, "1 new struct field pdkv does not model"));
 	cJSON_Delete(t);
 	/* a removed field, two swapped fields, a changed type, a changed option */
-	t = tree_of("0.17", -1);
-	cJSON_DeleteItemFromArray(xfer_fields(t), 7);
-	assert_int_equal(verdict(t, "0.17", -1, NULL, 0), CFG_DRIFT_WIRE);
+	t = tree_of("0.23", -1);
+	cJSON_DeleteItemFromArray(xfer_fields(t), 6); /* without kv_block_lens it would be b2 */
+	assert_int_equal(verdict(t, "0.23", -1, NULL, 0), CFG_DRIFT_WIRE);
 	cJSON_Delete(t);
-	t = tree_of("0.17", -1);
+	t = tree_of("0.23", -1);
 	cJSON *first = cJSON_DetachItemFromArray(xfer_fields(t), 0);
 	cJSON_AddItemToArray(xfer_fields(t), first);
-	assert_int_equal(verdict(t, "0.17", -1, line, sizeof(line)), CFG_DRIFT_WIRE);
+	assert_int_equal(verdict(t, "0.23", -1, line, sizeof(line)), CFG_DRIFT_WIRE);
 	assert_non_null(strstr(line, "changed struct"));
 	cJSON_Delete(t);
-	t = tree_of("0.17", -1);
+	t = tree_of("0.23", -1);
 	cJSON *rb = cJSON_GetArrayItem(xfer_fields(t), 4);
 	cJSON_ReplaceItemInObject(rb, "type", cJSON_CreateString("dict[str, list[int]]"));
-	assert_int_equal(verdict(t, "0.17", -1, NULL, 0), CFG_DRIFT_WIRE);
+	assert_int_equal(verdict(t, "0.23", -1, NULL, 0), CFG_DRIFT_WIRE);
 	cJSON_Delete(t);
-	t = tree_of("0.17", -1);
+	t = tree_of("0.23", -1);
 	cJSON *opts = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(t, "structs"), 0),
 	                                  "options");
 	cJSON_AddTrueToObject(opts, "array_like");
-	assert_int_equal(verdict(t, "0.17", -1, NULL, 0), CFG_DRIFT_WIRE);
+	assert_int_equal(verdict(t, "0.23", -1, NULL, 0), CFG_DRIFT_WIRE);
 	cJSON_Delete(t);
 	/* type aliases and spacing are not differences */
-	t = tree_of("0.17", -1);
+	t = tree_of("0.23", -1);
 	rb = cJSON_GetArrayItem(xfer_fields(t), 4);
 	cJSON_ReplaceItemInObject(rb, "type",
 	                          cJSON_CreateString("dict[str,tuple[str,list[list[int]]]]"));
-	assert_int_equal(verdict(t, "0.17", -1, NULL, 0), CFG_DRIFT_MODELS);
+	assert_int_equal(verdict(t, "0.23", -1, NULL, 0), CFG_DRIFT_MODELS);
 	cJSON_Delete(t);
 }
 
@@ -108,14 +109,14 @@ static void off_wire_edits(void **st)
 {
 	char line[512];
 	(void)st;
-	cJSON *t = tree_of("0.17", -1);
+	cJSON *t = tree_of("0.23", -1);
 	cJSON *env = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "env"), 0);
 	cJSON_ReplaceItemInObject(env, "name", cJSON_CreateString("VLLM_MOONCAKE_ABORT_TIMEOUT"));
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(t, "kv_load_failure_policy"), "default",
 	                          cJSON_CreateString("recompute"));
 	cJSON_AddItemToArray(cJSON_GetObjectItem(t, "err_msgs"),
 	                     cJSON_CreateRaw("{\"text\": \"a new text {}\"}"));
-	assert_int_equal(verdict(t, "0.17", -1, line, sizeof(line)), CFG_DRIFT_NON_WIRE);
+	assert_int_equal(verdict(t, "0.23", -1, line, sizeof(line)), CFG_DRIFT_NON_WIRE);
 	assert_non_null(strstr(line, "1 gone env var"));
 	assert_non_null(strstr(line, "1 changed policy default"));
 	cJSON_Delete(t);
@@ -147,7 +148,7 @@ static void summary_call(void **st)
 	assert_int_equal(
 	    cfg_drift_summary("fixtures/vllm-drift/new-field", NULL, 120000, line, sizeof(line)),
 	    CFG_DRIFT_WIRE);
-	assert_non_null(strstr(line, "your vLLM 0.17.1: 1 new struct field pdkv does not model "
+	assert_non_null(strstr(line, "your vLLM 0.23.0: 1 new struct field pdkv does not model "
 	                             "(wire; row "));
 	assert_non_null(strstr(line, ", shape bn)"));
 	assert_int_equal(

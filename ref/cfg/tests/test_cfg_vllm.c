@@ -43,8 +43,15 @@ static void boundaries(void **st)
 	assert_int_equal(gen_of("0.15.1"), CFG_GEN_A);
 	assert_int_equal(gen_of("0.16"), CFG_GEN_B0);
 	assert_int_equal(gen_of("0.16.0rc1"), CFG_GEN_B0);
-	assert_int_equal(gen_of("0.17.1+cu128"), CFG_GEN_BN);
-	assert_int_equal(gen_of("0.20"), CFG_GEN_BN);
+	/* mooncake_connector.py's history: b0 until #36869 (b1), #40860 (b2), then bn */
+	assert_int_equal(gen_of("0.17.1+cu128"), CFG_GEN_B0);
+	assert_int_equal(gen_of("0.18.0"), CFG_GEN_B0);
+	assert_int_equal(gen_of("0.19"), CFG_GEN_B1);
+	assert_int_equal(gen_of("0.19.1"), CFG_GEN_B1);
+	assert_int_equal(gen_of("0.20"), CFG_GEN_B1);
+	assert_int_equal(gen_of("0.21.0"), CFG_GEN_B2);
+	assert_int_equal(gen_of("0.22"), CFG_GEN_B2);
+	assert_int_equal(gen_of("0.23"), CFG_GEN_BN);
 	assert_int_equal(gen_of("0.23.1"), CFG_GEN_BN); /* the BL boundary (#44528) */
 	assert_int_equal(gen_of("0.24"), CFG_GEN_BL);
 	assert_int_equal(gen_of("v0.29.0"), CFG_GEN_BL);
@@ -70,7 +77,15 @@ static void eras(void **st)
 	i = info_of("0.17");
 	assert_int_equal(i.src, CFG_SRC_N_1);
 	assert_string_equal(i.policy, "fail");
+	assert_int_equal(i.feat, 0);
+	assert_non_null(strstr(i.uncertain, "#36869")); /* 0.18 may already be b1 */
+	/* #36869 brought block_lens (b1) and the TP pairing together */
+	i = info_of("0.19");
+	assert_int_equal(i.gen, CFG_GEN_B1);
+	assert_true(i.feat & CFG_F_TP_TOPOLOGY);
+	assert_non_null(strstr(i.cite, "b745e8b5d"));
 	i = info_of("0.20.1");
+	assert_non_null(strstr(i.uncertain, "#40860")); /* 0.20 may already be b2 */
 	assert_int_equal(i.src, CFG_SRC_N_1);
 	assert_true(i.recomputed);
 	assert_non_null(strstr(i.uncertain, "#37460"));
@@ -144,7 +159,7 @@ static void defaults_per_release(void **st)
 	assert_int_equal(cfg_vllm_lookup("0.17", &i, err, sizeof(err)), 0);
 	assert_string_equal(i.policy, "fail");
 	assert_int_equal(cfg_vllm_lookup("0.18.1", &i, err, sizeof(err)), 0);
-	assert_string_equal(i.row, "0.17 - 0.19");
+	assert_string_equal(i.row, "0.17 - 0.18");
 	assert_non_null(i.cite);
 }
 
@@ -175,6 +190,18 @@ static void names(void **st)
 		assert_int_equal(cfg_gen_parse(cfg_gen_name((enum cfg_gen)k), &g), 0);
 		assert_int_equal(g, k);
 	}
+	assert_string_equal(cfg_gen_name(CFG_GEN_B1), "b1");
+	assert_string_equal(cfg_gen_name(CFG_GEN_B2), "b2");
+	assert_int_equal(cfg_gen_parse("b2", &g), 0);
+	assert_int_equal(g, CFG_GEN_B2);
+	/* the shapes keep vLLM's order, so the "has" tests are comparisons */
+	assert_false(cfg_gen_has_block_lens(CFG_GEN_B0));
+	assert_true(cfg_gen_has_block_lens(CFG_GEN_B1));
+	assert_false(cfg_gen_grouped(CFG_GEN_B1));
+	assert_true(cfg_gen_grouped(CFG_GEN_B2));
+	assert_false(cfg_gen_has_bn(CFG_GEN_B2));
+	assert_true(cfg_gen_has_bn(CFG_GEN_BN));
+	assert_true(cfg_gen_grouped(CFG_GEN_BL));
 	assert_int_equal(cfg_gen_parse("b", &g), -1);
 	assert_int_equal(cfg_gen_parse(NULL, &g), -1);
 	assert_true(cfg_gen_is_b(CFG_GEN_BN));
@@ -192,7 +219,7 @@ static void table_prints(void **st)
 	fclose(f);
 	assert_non_null(strstr(buf, "0.13 - 0.15"));
 	assert_non_null(strstr(buf, "uncertain:"));
-	assert_non_null(strstr(buf, "evidence: #37460"));
+	assert_non_null(strstr(buf, "evidence: #36869"));
 	assert_non_null(strstr(buf, "0.31 "));
 	assert_null(strstr(buf, "0.32"));
 	free(buf);

@@ -1,5 +1,5 @@
 /* fuzz_kv1_wire: V1 bytes a remote peer controls — the msgpack messages of kv1_wire.h (agent
- * metadata, MooncakeXferMetadata in its three shapes, the transfer response) and the bootstrap
+ * metadata, MooncakeXferMetadata in its shapes, the transfer response) and the bootstrap
  * server's POST /register body, sent to a live kv1_boot server. First byte picks the parser. */
 #include <stdint.h>
 #include <stdio.h>
@@ -60,8 +60,12 @@ static void wire_case(int which, const uint8_t *p, size_t n)
 			kv1_agent_meta_free(&m);
 		}
 	} else if (which == 1 || which == 2) {
-		/* 2: the Bn and the Bl decoders read the same bytes */
-		for (int k = which == 1 ? 0 : 1; k <= (which == 1 ? 0 : 2); k++)
+		/* 1: the B0, B1 and B2 decoders, 2: the Bn and the Bl decoders read the same bytes
+		 */
+		int lo = which == 1 ? KV1_SHAPE_B0 : KV1_SHAPE_BN;
+		int hi = which == 1 ? KV1_SHAPE_B2 : KV1_SHAPE_BL;
+
+		for (int k = lo; k <= hi; k++)
 			xfer_case((enum kv1_shape)k, p, n);
 	} else {
 		struct kv1_xfer_resp r;

@@ -607,6 +607,60 @@ static void test_rdma_missing(void **state)
 	assert_non_null(strstr(err, "kv_connector_extra_config.mooncake_protocol"));
 }
 
+/* B1 (#36869) and B2 (#40860) end to end: the KV moves and lands byte for byte, the errors
+ * are vLLM's (run_gen_b); P checks the block lengths D sends (kv_block_len = block_len). */
+static void test_gen_b1(void **state)
+{
+	(void)state;
+	run_gen_b(CFG_GEN_B1);
+}
+
+static void test_gen_b2(void **state)
+{
+	(void)state;
+	run_gen_b(CFG_GEN_B2);
+}
+
+/* Mixed shapes as vLLM's msgspec decoder on the prefill meets them: a B0 decode lacks B1's
+ * block_lens; B1's extra key means nothing to a B0 prefill; B2's per-group lists are not B1's
+ * ints, nor B1's ints B2's lists; Bn's kv_block_lens is ignored by B2. B1's length check. */
+static void test_b1_b2_mixed(void **state)
+{
+	struct pair x;
+	char err[512];
+	(void)state;
+
+	pair_up(&x, CFG_GEN_B1, CFG_GEN_B0, 0, BLEN);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "Object missing required field `block_lens`"));
+	pair_down(&x);
+	pair_up(&x, CFG_GEN_B0, CFG_GEN_B1, 0, BLEN);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), 0);
+	assert_true(same(x.p, x.pi, x.d, x.di, 2));
+	pair_down(&x);
+	pair_up(&x, CFG_GEN_B1, CFG_GEN_B2, 0, BLEN);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "Expected `int`, got `array`"));
+	pair_down(&x);
+	pair_up(&x, CFG_GEN_B2, CFG_GEN_B1, 0, BLEN);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "Expected `array`, got `int`"));
+	pair_down(&x);
+	pair_up(&x, CFG_GEN_B2, CFG_GEN_BN, 0, BLEN);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), 0);
+	assert_true(same(x.p, x.pi, x.d, x.di, 2));
+	pair_down(&x);
+	pair_up(&x, CFG_GEN_BN, CFG_GEN_B2, 0, BLEN);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "Object missing required field `kv_block_lens`"));
+	pair_down(&x);
+	pair_up(&x, CFG_GEN_B1, CFG_GEN_B1, 0, BLEN / 2);
+	assert_int_equal(pair_pull(&x, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "Mooncake KV region length mismatch for homogeneous TP at "
+	                            "region 0: local=512, remote=256."));
+	pair_down(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -616,7 +670,8 @@ int main(void)
 	    cmocka_unit_test(test_landed),         cmocka_unit_test(test_gen_bl),
 	    cmocka_unit_test(test_bn_bl_mixed),    cmocka_unit_test(test_bl_regions),
 	    cmocka_unit_test(test_bl_group_count), cmocka_unit_test(test_tp_p2_d4),
-	    cmocka_unit_test(test_tp_p4_d2),
+	    cmocka_unit_test(test_tp_p4_d2),       cmocka_unit_test(test_gen_b1),
+	    cmocka_unit_test(test_gen_b2),         cmocka_unit_test(test_b1_b2_mixed),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
