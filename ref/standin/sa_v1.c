@@ -314,12 +314,8 @@ static bool track_send(struct sa *s, struct sa_req *r)
 		return true;
 	}
 	if (!r->kvp.transfer_id[0]) {
-		if (s->gen >= CFG_GEN_BN)
-			pd_warn("Missing transfer_id in kv_transfer_params from router!");
-		else
-			pd_warn("Got invalid KVTransferParams: %s. This request will not utilize "
-			        "KVTransfer",
-			        r->kvp.text);
+		/* every gen-B prefill since #31034 (mooncake_connector.py @ 0d6ccf68f, the b0 shape) */
+		pd_warn("Missing transfer_id in kv_transfer_params from router!");
 		return false;
 	}
 	snprintf(r->send_key, sizeof(r->send_key), "%s", r->kvp.transfer_id);

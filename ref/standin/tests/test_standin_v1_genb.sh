@@ -56,9 +56,7 @@ for shape in bn b0; do
 	check "$shape: without transfer_id decode recomputes ($N tokens)" [ "$(metric $D pdkv_kv_recomputed_tokens_total)" = "$N" ]
 	check "$shape: ... and still answers the same text" [ "$OUT" = "$REF" ]
 	check "$shape: decode logs Got invalid KVTransferParams" grep -q "Got invalid KVTransferParams" "$TMP/D$shape.log"
-	if [ $shape = bn ]; then
-		check "bn: prefill logs Missing transfer_id" grep -q "Missing transfer_id in kv_transfer_params from router!" "$TMP/P$shape.log"
-	fi
+	check "$shape: prefill logs Missing transfer_id" grep -q "Missing transfer_id in kv_transfer_params from router!" "$TMP/P$shape.log"
 done
 
 # TP=2: one ROUTER and segment per rank, heads split
