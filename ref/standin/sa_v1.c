@@ -314,7 +314,8 @@ static bool track_send(struct sa *s, struct sa_req *r)
 		return true;
 	}
 	if (!r->kvp.transfer_id[0]) {
-		/* every gen-B prefill since #31034 (mooncake_connector.py @ 0d6ccf68f, the b0 shape) */
+		/* every gen-B prefill since #31034 (mooncake_connector.py @ 0d6ccf68f, the b0
+		 * shape) */
 		pd_warn("Missing transfer_id in kv_transfer_params from router!");
 		return false;
 	}
