@@ -14,6 +14,7 @@ PKGS=(
   clang-format clang-tidy clang libclang-rt-dev
   help2man man-db dpkg-dev openssh-server openssh-client nftables iputils-ping
   python3
+  prometheus libxml2-utils lintian
 )
 
 missing=()
@@ -31,8 +32,10 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # Debian starts these daemons on install where an init system runs; pdkv starts its own on free
-# ports (and its test sshd inside namespaces), so stop the packaged ones to keep 2379/6379/22 free (ignore failures: no init in containers).
-for s in etcd redis-server ssh; do
+# ports (and its test sshd inside namespaces), so stop the packaged ones to keep 2379/6379/22/9090
+# free (ignore failures: no init in containers). prometheus is here for promtool (the /metrics
+# check), libxml2-utils for xmllint (the JUnit schema check), lintian for the .deb.
+for s in etcd redis-server ssh prometheus; do
   $SUDO systemctl disable --now "$s" >/dev/null 2>&1 || true
 done
 echo "install-deps: done"

@@ -77,3 +77,19 @@ tl_closed_count() {
 	echo $n
 }
 tl_unflood() { local fd; for fd in "${FLOOD[@]}"; do exec {fd}>&-; done; FLOOD=(); }
+
+# tl_promtool WHAT URL: `promtool check metrics` (Debian's prometheus package) on URL's /metrics.
+# vLLM's own names carry a colon ("vllm:..."), which promtool's linter flags as a style point;
+# that one lint is accepted for vllm: names (faithful to vLLM), anything else fails the check.
+tl_promtool() {
+	local what=$1 url=$2 out
+	if ! command -v promtool >/dev/null; then
+		bad "$what: promtool not installed (run ci/install-deps.sh)"
+		return
+	fi
+	out=$(curl -sS -m 10 "$url" | promtool check metrics 2>&1 |
+		grep -vE '^vllm:[a-zA-Z0-9_:]+ metric names should not contain .:.$')
+	if [ -z "$out" ]; then ok "$what: promtool check metrics clean"; else
+		bad "$what: promtool check metrics: $out"
+	fi
+}

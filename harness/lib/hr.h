@@ -238,6 +238,7 @@ struct hr_result {
 	char workdir[512];
 	bool kept;
 	char *router; /* the router graded (its command line and contract), NULL = none */
+	bool error;   /* FAIL because the scenario could not be loaded (JUnit <error>) */
 };
 /* The per-router table: check, PASS/FAIL, evidence (hr_report_text.c). */
 void hr_report_router_table(FILE *f, const struct hr_result *r);

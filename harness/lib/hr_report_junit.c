@@ -1,5 +1,7 @@
 /* hr_report_junit: --junit FILE — JUnit XML for CI dashboards: one testcase per scenario, a
- * <failure> carrying the numbers, <skipped> with the reason for NOTRUN. */
+ * <failure> carrying the numbers, <error> for a scenario that could not be loaded, <skipped> with
+ * the reason for NOTRUN; valid against Jenkins xUnit's JUnit schema
+ * (harness/tests/junit-jenkins.xsd). */
 #include "hr.h"
 
 #include <errno.h>
@@ -45,7 +47,7 @@ int hr_report_junit(const char *path, const struct hr_report *rep)
 	char *buf = NULL;
 	size_t blen = 0;
 	FILE *f = open_memstream(&buf, &blen); /* pd_write_file: whole or not at all */
-	size_t fails = 0, skips = 0;
+	size_t fails = 0, skips = 0, errors = 0;
 	char ts[64], host[128] = "localhost";
 	time_t now = time(NULL);
 	struct utsname u;
@@ -57,29 +59,32 @@ int hr_report_junit(const char *path, const struct hr_report *rep)
 		snprintf(host, sizeof(host), "%s", u.nodename);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", gmtime(&now));
 	for (size_t i = 0; i < rep->n; i++) {
-		fails += rep->v[i].status == HR_FAIL;
+		fails += rep->v[i].status == HR_FAIL && !rep->v[i].error;
+		errors += rep->v[i].status == HR_FAIL && rep->v[i].error;
 		skips += rep->v[i].status == HR_NOTRUN;
 	}
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 	fprintf(f,
-	        "<testsuites name=\"pdkv run\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\" "
-	        "errors=\"0\" time=\"%.3f\">\n",
-	        rep->n, fails, skips, rep->wall_s);
+	        "<testsuites name=\"pdkv run\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" "
+	        "time=\"%.3f\">\n",
+	        rep->n, fails, errors, rep->wall_s);
 	fprintf(f,
 	        "  <testsuite name=\"pdkv.scenarios\" tests=\"%zu\" failures=\"%zu\" "
-	        "skipped=\"%zu\" errors=\"0\" time=\"%.3f\" timestamp=\"%s\" hostname=\"",
-	        rep->n, fails, skips, rep->wall_s, ts);
+	        "skipped=\"%zu\" errors=\"%zu\" time=\"%.3f\" timestamp=\"%s\" hostname=\"",
+	        rep->n, fails, skips, errors, rep->wall_s, ts);
 	xml_text(f, host);
 	fprintf(f, "\">\n");
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct hr_result *r = &rep->v[i];
 		fprintf(f, "    <testcase classname=\"pdkv.scenarios\" name=\"");
 		xml_text(f, r->name);
-		fprintf(f, "\" file=\"");
-		xml_text(f, r->path);
 		fprintf(f, "\" time=\"%.3f\">\n", r->secs);
 		if (r->status == HR_NOTRUN) {
 			fprintf(f, "      <skipped message=\"");
+			xml_text(f, r->reason);
+			fprintf(f, "\"/>\n");
+		} else if (r->status == HR_FAIL && r->error) {
+			fprintf(f, "      <error type=\"load\" message=\"");
 			xml_text(f, r->reason);
 			fprintf(f, "\"/>\n");
 		} else if (r->status == HR_FAIL) {
@@ -105,8 +110,14 @@ int hr_report_junit(const char *path, const struct hr_report *rep)
 			}
 			fprintf(f, "</failure>\n");
 		}
-		if (r->nchecks || (r->kept && r->workdir[0])) {
+		/* the scenario file: Jenkins' schema has no testcase/@file, so it goes here */
+		if (r->path || r->nchecks || (r->kept && r->workdir[0])) {
 			fprintf(f, "      <system-out>");
+			if (r->path) {
+				fprintf(f, "file: ");
+				xml_text(f, r->path);
+				fputc('\n', f);
+			}
 			for (size_t k = 0; k < r->nchecks && r->status != HR_FAIL; k++) {
 				bool want_fail =
 				    r->expect_fail && !strcmp(r->expect_fail, r->checks[k].name);

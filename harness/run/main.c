@@ -312,6 +312,7 @@ static void load_scenarios(const struct args *a, struct suite *su)
 			r->name = strdup(base ? base + 1 : su->files[i]);
 			r->path = strdup(su->files[i]);
 			r->status = HR_FAIL;
+			r->error = true;
 			snprintf(r->reason, sizeof(r->reason), "%s", err);
 			continue;
 		}

@@ -32,6 +32,9 @@ J
 [ "$(run "$T/bad.json")" = 1 ] || fail "broken scenario should exit 1"
 grep -q "$T/bad.json: workload.stream: expected true or false" "$T/out" || fail "parse error text"
 tail -n 1 "$T/out" | grep -qx '0 passed, 1 failed, 0 skipped' || fail "summary for a broken file"
+run --junit "$T/bad.xml" "$T/bad.json" >/dev/null
+grep -q '<error type="load" message="[^"]*workload.stream: expected true or false' "$T/bad.xml" ||
+	fail "a scenario that cannot be loaded is a JUnit <error>"
 
 # nothing runnable: 77; under --strict: 1
 cat >"$T/rdma.json" <<J
@@ -66,6 +69,8 @@ grep -q "# logs: $T/w1/drop-unexpected" "$T/out" || fail "failed work dir not ke
 [ -s "$T/w1/drop-unexpected/decode.log" ] || fail "decode.log not kept"
 [ -e "$T/w1/ok" ] && fail "passed work dir should be removed without --keep"
 grep -q '<failure type="kv_reused"' "$T/j.xml" || fail "JUnit <failure>"
+xmllint --noout --schema harness/tests/junit-jenkins.xsd "$T/j.xml" 2>/dev/null ||
+	fail "--junit fails the Jenkins xUnit JUnit schema"
 tail -n 1 "$T/out" | grep -qx '1 passed, 1 failed, 0 skipped' || fail "summary"
 
 # only the good one: exit 0

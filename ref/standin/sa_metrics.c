@@ -248,9 +248,10 @@ static void by_source(struct sa *s, struct buf *b, const char *l)
 	     reused);
 	if (s->vi.recomputed)
 		bput(b,
-		     "# HELP vllm:prompt_tokens_recomputed Number of cached prompt tokens "
+		     /* prometheus_client names a counter's HELP/TYPE with _total too */
+		     "# HELP vllm:prompt_tokens_recomputed_total Number of cached prompt tokens "
 		     "recomputed (the last token of a fully cached prompt).\n"
-		     "# TYPE vllm:prompt_tokens_recomputed counter\n"
+		     "# TYPE vllm:prompt_tokens_recomputed_total counter\n"
 		     "vllm:prompt_tokens_recomputed_total{%s} %llu\n",
 		     l, t);
 }

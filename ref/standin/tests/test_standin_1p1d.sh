@@ -119,6 +119,8 @@ rx=$(metric $PORT_DA pdkv_kv_bytes_received_total)
 check "decode received >= 57344 B/token x $total ($rx)" [ "${rx:-0}" -ge $((57344 * total)) ]
 tx=$(metric $PORT_PA pdkv_kv_bytes_sent_total)
 check "prefill sent the same KV bytes ($tx)" [ "${tx:-0}" -ge $((57344 * total)) ]
+tl_promtool "V0 prefill" "http://127.0.0.1:$PORT_PA/metrics"
+tl_promtool "V0 decode" "http://127.0.0.1:$PORT_DA/metrics"
 # never prefilled -> silent recompute (vLLM default), with a WARNING naming the request
 c=$(post $PORT_DA '{"prompt":"never prefilled","max_tokens":4}')
 check "miss -> 200 under recompute" [ "$c" = 200 ]

@@ -56,6 +56,7 @@ for m in 'vllm:prompt_tokens_total{model_name="qwen"} 0' 'vllm:generation_tokens
 	'vllm:num_requests_running{model_name="qwen"} 0'; do
 	check "metric $m" grep -qxF "$m" "$TMP/body"
 done
+tl_promtool "plain stand-in" "$U/metrics"
 c=$(code "$U/health"); check "/health 200 (got $c)" [ "$c" = 200 ]
 c=$(code "$U/v1/models"); check "/v1/models 200" [ "$c" = 200 ]
 check "/v1/models lists the served name" grep -q '"id":"qwen"' "$TMP/body"

@@ -30,6 +30,8 @@ OUT=$(route_a $PORT_Pa $PORT_Da "$PROMPT" 12 | text)
 check "gen A: decode text equals the plain stand-in's ('$OUT')" [ "$OUT" = "$REF" ]
 check "gen A: reused = $N, recomputed = 0" [ "$(metric $PORT_Da pdkv_kv_reused_tokens_total)" = "$N" -a "$(metric $PORT_Da pdkv_kv_recomputed_tokens_total)" = 0 ]
 check "gen A: vllm:prompt_tokens_cached_total = n-1" [ "$(metric $PORT_Da 'vllm:prompt_tokens_cached_total')" = $((N - 1)) ]
+tl_promtool "gen A prefill" "http://127.0.0.1:$PORT_Pa/metrics"
+tl_promtool "gen A decode" "http://127.0.0.1:$PORT_Da/metrics"
 check "gen A: no by_source metric on 0.15" [ -z "$(curl -s http://127.0.0.1:$PORT_Da/metrics | grep prompt_tokens_by_source)" ]
 OUT=$(route_a $PORT_Pa $PORT_Da "$PROMPT" 12 drop | text)
 check "gen A: router not copying P's params -> decode recomputes" [ "$(metric $PORT_Da pdkv_kv_recomputed_tokens_total)" = "$N" -a "$OUT" = "$REF" ]

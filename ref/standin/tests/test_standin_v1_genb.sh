@@ -40,6 +40,8 @@ for shape in bn b0; do
 	check "$shape: prefill logs vLLM's KV Transfer metrics line for its one WRITE" \
 		grep -qE "KV Transfer metrics: Num successful transfers=1, Avg xfer time \(ms\)=[0-9.]+, P90 xfer time \(ms\)=[0-9.]+, Avg MB per transfer=[0-9.]+, Throughput \(MB/s\)=[0-9.]+, Avg number of descriptors=[0-9.]+, Num failed transfers=0, Num failed recvs=0, Num KV expired reqs=0" "$TMP/P$shape.log"
 	curl -sS -m 10 "http://127.0.0.1:$P/metrics" >"$TMP/m$shape"
+	tl_promtool "$shape: prefill" "http://127.0.0.1:$P/metrics"
+	tl_promtool "$shape: decode" "http://127.0.0.1:$D/metrics"
 	for m in pdkv_kv1_writes_abandoned_total pdkv_kv1_writes_abandoned_held \
 		pdkv_kv1_writes_refused_total; do
 		check "$shape: prefill /metrics has $m 0" grep -q "^$m 0" "$TMP/m$shape"
