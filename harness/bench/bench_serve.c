@@ -3,7 +3,6 @@
  * the stand-ins' hand-off histograms around each point, and the text / JSON / CSV / PNG output. */
 #include <curl/curl.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +10,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cJSON.h>
 
 #include "bench_serve.h"
 #include "lib/hr.h"
@@ -104,6 +105,43 @@ static void scrape(const char *url, struct hmet *m)
 	free(t);
 }
 
+/* GET <metrics URL's base>/pdkv/handoffs?after=SEQ (pdkv stand-ins): the hand-offs one by one;
+ * *seq = the stand-in's count. Returns the number of entries, -1 when the endpoint is absent. */
+static long fetch_ho(const char *metrics_url, unsigned long long after, unsigned long long *seq,
+                     double **secs, double **bytes)
+{
+	char url[600], *t;
+	const char *m = metrics_url ? strstr(metrics_url, "/metrics") : NULL;
+	cJSON *o, *sv, *bv;
+	long n = -1;
+
+	*secs = *bytes = NULL;
+	if (!m)
+		return -1;
+	snprintf(url, sizeof(url), "%.*s/pdkv/handoffs?after=%llu", (int)(m - metrics_url),
+	         metrics_url, after);
+	if (!(t = http_get(url)))
+		return -1;
+	o = cJSON_Parse(t);
+	free(t);
+	sv = cJSON_GetObjectItemCaseSensitive(o, "seconds");
+	bv = cJSON_GetObjectItemCaseSensitive(o, "bytes");
+	if (cJSON_IsArray(sv) && cJSON_IsArray(bv) &&
+	    cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "seq"))) {
+		int k = cJSON_GetArraySize(sv);
+		*seq = (unsigned long long)cJSON_GetObjectItemCaseSensitive(o, "seq")->valuedouble;
+		*secs = calloc((size_t)k + 1, sizeof(double));
+		*bytes = calloc((size_t)k + 1, sizeof(double));
+		n = 0;
+		for (int i = 0; *secs && *bytes && i < k && i < cJSON_GetArraySize(bv); i++) {
+			(*secs)[n] = cJSON_GetArrayItem(sv, i)->valuedouble;
+			(*bytes)[n++] = cJSON_GetArrayItem(bv, i)->valuedouble;
+		}
+	}
+	cJSON_Delete(o);
+	return n;
+}
+
 static void hist_delta(struct hist *a, const struct hist *b) /* a = a - b */
 {
 	for (int i = 0; i < a->n && i < b->n; i++)
@@ -152,25 +190,111 @@ static double pct(const double *v, size_t n, double p)
 	return i + 1 < n ? v[i] + (v[i + 1] - v[i]) * (k - (double)i) : v[n - 1];
 }
 
-static struct dist dist_of(double *v, size_t n) /* seconds in, ms out */
+/* seconds in, ms out: mean, median, std (numpy's, ddof 0), p90, p99 and the asked percentiles,
+ * by numpy's default (linear between closest ranks), as vllm bench serve computes them */
+static struct dist dist_of(const struct serve_opts *o, double *v, size_t n)
 {
-	struct dist d = {NAN, NAN, NAN, NAN};
-	double s = 0;
+	struct dist d = {NAN, NAN, NAN, NAN, NAN, {0}};
+	double s = 0, ss = 0;
 
+	for (int k = 0; k < SERVE_MAX_PCT; k++)
+		d.pv[k] = NAN;
 	if (!n)
 		return d;
 	qsort(v, n, sizeof(*v), cmpd);
 	for (size_t i = 0; i < n; i++)
 		s += v[i];
 	d.mean = s / (double)n * 1e3;
+	for (size_t i = 0; i < n; i++)
+		ss += (v[i] * 1e3 - d.mean) * (v[i] * 1e3 - d.mean);
+	d.std = sqrt(ss / (double)n);
 	d.median = pct(v, n, 50) * 1e3;
 	d.p90 = pct(v, n, 90) * 1e3;
 	d.p99 = pct(v, n, 99) * 1e3;
+	for (int k = 0; k < o->npct; k++)
+		d.pv[k] = pct(v, n, o->pcts[k]) * 1e3;
+	return d;
+}
+
+/* vLLM's peaks: output tokens per 1 s window of the run, requests in flight at once */
+static void peaks(const struct serve_point *pt, struct result *r)
+{
+	size_t nb = (size_t)ceil(pt->duration) + 2;
+	double *tok = calloc(nb, sizeof(double)), t0 = INFINITY;
+	int maxc = 0;
+
+	for (size_t i = 0; i < pt->n; i++)
+		if (pt->reqs[i].sent && pt->reqs[i].start < t0)
+			t0 = pt->reqs[i].start;
+	for (size_t i = 0; tok && i < pt->n; i++) {
+		const struct serve_req *q = &pt->reqs[i];
+		double t;
+		int c = 0;
+
+		if (!q->ok)
+			continue;
+		t = q->start - t0 + q->ttft;
+		for (size_t k = 0; k <= q->nitl; k++) {
+			size_t b = (size_t)(t > 0 ? t : 0);
+			if (b < nb)
+				tok[b] += 1;
+			if (k < q->nitl)
+				t += q->itl[k];
+		}
+		for (size_t k = 0; k < pt->n; k++) /* in flight when q started */
+			c += pt->reqs[k].sent && pt->reqs[k].start <= q->start &&
+			     pt->reqs[k].start + pt->reqs[k].e2e > q->start;
+		if (c > maxc)
+			maxc = c;
+	}
+	for (size_t b = 0; tok && b < nb; b++)
+		if (tok[b] > r->max_out_tps)
+			r->max_out_tps = tok[b];
+	r->max_conc = maxc;
+	free(tok);
+}
+
+/* a request within every --goodput SLO (vLLM: ttft, tpot, e2el in ms) */
+static bool good(const struct serve_opts *o, double ttft, double tpot, double e2e)
+{
+	return (!o->goodput_ttft || ttft * 1e3 <= o->goodput_ttft) &&
+	       (!o->goodput_tpot || tpot * 1e3 <= o->goodput_tpot) &&
+	       (!o->goodput_e2el || e2e * 1e3 <= o->goodput_e2el);
+}
+
+/* vllm bench serve's per-request lists for --save-result */
+static cJSON *detail_of(const struct serve_point *pt)
+{
+	cJSON *d = cJSON_CreateObject();
+	cJSON *il = cJSON_AddArrayToObject(d, "input_lens"),
+	      *ol = cJSON_AddArrayToObject(d, "output_lens"),
+	      *tt = cJSON_AddArrayToObject(d, "ttfts"), *it = cJSON_AddArrayToObject(d, "itls"),
+	      *st = cJSON_AddArrayToObject(d, "start_times"),
+	      *er = cJSON_AddArrayToObject(d, "errors");
+
+	for (size_t i = 0; i < pt->n; i++) {
+		const struct serve_req *q = &pt->reqs[i];
+		cJSON *a = cJSON_CreateArray();
+
+		if (!q->sent || q->interrupted)
+			continue;
+		cJSON_AddItemToArray(il, cJSON_CreateNumber(q->in_len));
+		cJSON_AddItemToArray(ol, cJSON_CreateNumber(q->ok ? (double)q->ntok : 0));
+		cJSON_AddItemToArray(tt, cJSON_CreateNumber(q->ok ? q->ttft : 0));
+		for (size_t k = 0; k < q->nitl; k++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(q->itl[k]));
+		cJSON_AddItemToArray(it, a);
+		cJSON_AddItemToArray(st, cJSON_CreateNumber(q->start));
+		cJSON_AddItemToArray(er, cJSON_CreateString(q->ok    ? ""
+		                                            : q->err ? q->err
+		                                                     : "failed"));
+	}
 	return d;
 }
 
 static void summarise(const struct serve_point *pt, struct result *r)
 {
+	const struct serve_opts *o = pt->o;
 	size_t n = pt->n, k = 0, ni = 0;
 	double *ttft = calloc(n + 1, sizeof(double)), *tpot = calloc(n + 1, sizeof(double)),
 	       *e2e = calloc(n + 1, sizeof(double)), *itl;
@@ -182,6 +306,10 @@ static void summarise(const struct serve_point *pt, struct result *r)
 	for (size_t i = 0; ttft && tpot && e2e && itl && i < n; i++) {
 		const struct serve_req *q = &pt->reqs[i];
 
+		if (!q->sent || q->interrupted) { /* cut short by a signal: not a failure */
+			r->interrupted = true;
+			continue;
+		}
 		if (!q->ok) {
 			r->failed++;
 			continue;
@@ -189,6 +317,7 @@ static void summarise(const struct serve_point *pt, struct result *r)
 		ttft[k] = q->ttft;
 		e2e[k] = q->e2e;
 		tpot[k] = q->ntok > 1 ? (q->e2e - q->ttft) / (double)(q->ntok - 1) : 0;
+		r->good += good(o, ttft[k], tpot[k], e2e[k]);
 		memcpy(itl + ni, q->itl, q->nitl * sizeof(double));
 		ni += q->nitl;
 		r->in_tok += q->in_len;
@@ -197,72 +326,158 @@ static void summarise(const struct serve_point *pt, struct result *r)
 	}
 	r->ok = k;
 	r->duration = pt->duration;
-	r->ttft = dist_of(ttft, k);
-	r->tpot = dist_of(tpot, k);
-	r->e2e = dist_of(e2e, k);
-	r->itl = dist_of(itl, ni);
+	r->ttft = dist_of(o, ttft, k);
+	r->tpot = dist_of(o, tpot, k);
+	r->e2e = dist_of(o, e2e, k);
+	r->itl = dist_of(o, itl, ni);
+	peaks(pt, r);
+	if (o->save_result)
+		r->detail = detail_of(pt);
 	free(ttft);
 	free(tpot);
 	free(e2e);
 	free(itl);
 }
 
-static void print_dist(const char *title, const char *abbr, const struct dist *d)
+/* "P99.9" / "P50": vLLM's p_word */
+void serve_pct_word(double p, char *buf, size_t sz)
 {
-	int pad = (int)(50 - strlen(title) - 2) / 2;
+	if (p == floor(p))
+		snprintf(buf, sz, "%d", (int)p);
+	else
+		snprintf(buf, sz, "%g", p);
+}
 
-	printf("%.*s%s%.*s\n", pad, "------------------------------", title,
-	       50 - pad - (int)strlen(title), "------------------------------");
-	const char *k[4] = {"Mean", "Median", "P90", "P99"};
-	const double v[4] = {d->mean, d->median, d->p90, d->p99};
+static void rule(const char *title, char c)
+{
+	int n = (int)strlen(title), left = (50 - n) / 2;
 
-	for (int i = 0; i < 4; i++) {
-		char l[64];
+	for (int i = 0; i < left; i++)
+		putchar(c);
+	fputs(title, stdout);
+	for (int i = left + n; i < 50; i++)
+		putchar(c);
+	putchar('\n');
+}
 
-		snprintf(l, sizeof(l), "%s %s (ms):", k[i], abbr);
-		printf("%-40s%-10.2f\n", l, v[i]);
+static void print_metric(const struct serve_opts *o, unsigned bit, const char *title,
+                         const char *abbr, const struct dist *d)
+{
+	char l[64], w[16];
+
+	if (!(o->pct_metrics & bit))
+		return;
+	rule(title, '-');
+	snprintf(l, sizeof(l), "Mean %s (ms):", abbr);
+	printf("%-40s %-10.2f\n", l, d->mean);
+	snprintf(l, sizeof(l), "Median %s (ms):", abbr);
+	printf("%-40s %-10.2f\n", l, d->median);
+	for (int k = 0; k < o->npct; k++) {
+		serve_pct_word(o->pcts[k], w, sizeof(w));
+		snprintf(l, sizeof(l), "P%s %s (ms):", w, abbr);
+		printf("%-40s %-10.2f\n", l, d->pv[k]);
 	}
 }
 
-/* vllm bench serve's result block, plus pdkv's hand-off section */
-static void print_block(const struct result *r)
+/* vllm bench serve's result block as vllm/benchmarks/serve.py prints it ("{:<40} {:<10}"),
+ * after a line naming the point, plus pdkv's hand-off section */
+static void print_block(const struct serve_opts *o, const struct result *r)
 {
-	printf("============ Serving Benchmark Result ============\n");
-	printf("%-40s%s\n", "Target:", r->target);
-	if (r->rate > 0)
-		printf("%-40s%g\n", "Traffic request rate:", r->rate);
-	else
-		printf("%-40s%s\n", "Traffic request rate:", "inf");
+	printf("# point: %s%s\n", r->name, r->interrupted ? " (interrupted: partial)" : "");
+	rule(" Serving Benchmark Result ", '=');
+	printf("%-40s %-10zu\n", "Successful requests:", r->ok);
+	printf("%-40s %-10zu\n", "Failed requests:", r->failed);
 	if (r->conc > 0)
-		printf("%-40s%d\n", "Max request concurrency:", r->conc);
-	else
-		printf("%-40s%s\n", "Max request concurrency:", "None");
-	printf("%-40s%-10zu\n", "Successful requests:", r->ok);
-	printf("%-40s%-10zu\n", "Failed requests:", r->failed);
-	printf("%-40s%-10.2f\n", "Benchmark duration (s):", r->duration);
-	printf("%-40s%-10.0f\n", "Total input tokens:", r->in_tok);
-	printf("%-40s%-10.0f\n", "Total generated tokens:", r->out_tok);
-	printf("%-40s%-10.2f\n", "Request throughput (req/s):", (double)r->ok / r->duration);
-	printf("%-40s%-10.2f\n", "Output token throughput (tok/s):", r->out_tok / r->duration);
-	printf("%-40s%-10.2f\n",
-	       "Total Token throughput (tok/s):", (r->in_tok + r->out_tok) / r->duration);
-	print_dist("Time to First Token", "TTFT", &r->ttft);
-	print_dist("Time per Output Token (excl. 1st token)", "TPOT", &r->tpot);
-	print_dist("Inter-token Latency", "ITL", &r->itl);
-	print_dist("End-to-end Latency", "E2EL", &r->e2e);
+		printf("%-40s %-10d\n", "Maximum request concurrency:", r->conc);
+	if (r->rate > 0)
+		printf("%-40s %-10.2f\n", "Request rate configured (RPS):", r->rate);
+	printf("%-40s %-10.2f\n", "Benchmark duration (s):", r->duration);
+	printf("%-40s %-10.0f\n", "Total input tokens:", r->in_tok);
+	printf("%-40s %-10.0f\n", "Total generated tokens:", r->out_tok);
+	printf("%-40s %-10.2f\n", "Request throughput (req/s):", (double)r->ok / r->duration);
+	if (o->goodput_ttft || o->goodput_tpot || o->goodput_e2el)
+		printf("%-40s %-10.2f\n",
+		       "Request goodput (req/s):", (double)r->good / r->duration);
+	printf("%-40s %-10.2f\n", "Output token throughput (tok/s):", r->out_tok / r->duration);
+	printf("%-40s %-10.2f\n", "Peak output token throughput (tok/s):", r->max_out_tps);
+	printf("%-40s %-10.2f\n", "Peak concurrent requests:", r->max_conc);
+	printf("%-40s %-10.2f\n",
+	       "Total token throughput (tok/s):", (r->in_tok + r->out_tok) / r->duration);
+	print_metric(o, SERVE_M_TTFT, "Time to First Token", "TTFT", &r->ttft);
+	print_metric(o, SERVE_M_TPOT, "Time per Output Token (excl. 1st token)", "TPOT", &r->tpot);
+	print_metric(o, SERVE_M_ITL, "Inter-token Latency", "ITL", &r->itl);
+	print_metric(o, SERVE_M_E2EL, "End-to-end Latency", "E2EL", &r->e2e);
 	if (r->ho_n > 0) {
-		printf("---------------KV hand-off (pdkv)-----------------\n");
-		printf("%-40s%-10.0f\n", "Decode hand-offs:", r->ho_n);
-		printf("%-40s%-10.2f\n%-40s%-10.2f\n%-40s%-10.2f\n",
+		rule("KV hand-off (pdkv)", '-');
+		printf("%-40s %-10.0f\n", "Decode hand-offs:", r->ho_n);
+		printf("%-40s %-10.2f\n%-40s %-10.2f\n%-40s %-10.2f\n",
 		       "Mean hand-off, P + D (ms):", r->ho_mean, "Median hand-off (ms):", r->ho_p50,
 		       "P90 hand-off (ms):", r->ho_p90);
-		printf("%-40s%-10.2f\n", "Hand-off goodput (GB/s):", r->ho_gbs);
-		printf("%-40s%-10.2f\n", "  of which on the prefill (ms):", r->ho_p_mean);
+		printf("%-40s %-10.2f\n", "Hand-off goodput (GB/s):", r->ho_gbs);
+		printf("%-40s %-10.2f\n", "  of which on the prefill (ms):", r->ho_p_mean);
 	}
-	printf("==================================================\n");
+	rule("", '=');
 }
 
 /* ---------------------------------------------------------------- one target, the sweep */
+
+/* the point's name: "pd rate=inf conc=2", with "in=N" when prompt lengths are swept */
+static void point_name(const struct serve_opts *o, struct result *r)
+{
+	char rs[32] = "inf", cs[32] = "none", t[sizeof(r->target)];
+
+	memcpy(t, r->target, sizeof(t));
+	if (r->rate > 0)
+		snprintf(rs, sizeof(rs), "%g", r->rate);
+	if (r->conc > 0)
+		snprintf(cs, sizeof(cs), "%d", r->conc);
+	if (o->nin > 1)
+		snprintf(r->name, sizeof(r->name), "%s in=%d rate=%s conc=%s", t, r->in_len, rs,
+		         cs);
+	else
+		snprintf(r->name, sizeof(r->name), "%s rate=%s conc=%s", t, rs, cs);
+}
+
+/* The hand-off figures of a point: from the stand-ins' per-request list when they serve one
+ * (exact percentiles), else from their histograms (interpolated inside a bucket) */
+static void handoff_figures(struct result *r, const struct hmet *pa, const struct hmet *da,
+                            double *ps, long np, double *ds, double *db, long nd)
+{
+	if (nd > 0) {
+		double psum = 0, dsum = 0, bsum = 0, pm;
+
+		for (long i = 0; i < np; i++)
+			psum += ps[i];
+		for (long i = 0; i < nd; i++)
+			dsum += ds[i], bsum += db[i];
+		pm = np > 0 ? psum / (double)np : 0;
+		qsort(ds, (size_t)nd, sizeof(double), cmpd);
+		if (np > 0)
+			qsort(ps, (size_t)np, sizeof(double), cmpd);
+		r->ho_n = (double)nd;
+		r->ho_p_mean = pm * 1e3;
+		r->ho_mean = (pm + dsum / (double)nd) * 1e3;
+		r->ho_p50 =
+		    ((np > 0 ? pct(ps, (size_t)np, 50) : 0) + pct(ds, (size_t)nd, 50)) * 1e3;
+		r->ho_p90 =
+		    ((np > 0 ? pct(ps, (size_t)np, 90) : 0) + pct(ds, (size_t)nd, 90)) * 1e3;
+		r->ho_gbs = r->ho_mean > 0 ? bsum / (double)nd / (r->ho_mean / 1e3) / 1e9 : NAN;
+		return;
+	}
+	if (da->sec.count > 0) {
+		double pm = pa->sec.count > 0 ? pa->sec.sum / pa->sec.count : 0,
+		       dm = da->sec.sum / da->sec.count;
+
+		r->ho_n = da->sec.count;
+		r->ho_p_mean = pm * 1e3;
+		r->ho_mean = (pm + dm) * 1e3;
+		r->ho_p50 = (pa->sec.count > 0 ? hist_q(&pa->sec, 0.5) : 0) * 1e3 +
+		            hist_q(&da->sec, 0.5) * 1e3;
+		r->ho_p90 = (pa->sec.count > 0 ? hist_q(&pa->sec, 0.9) : 0) * 1e3 +
+		            hist_q(&da->sec, 0.9) * 1e3;
+		r->ho_gbs = pm + dm > 0 ? da->bytes.sum / da->sec.count / (pm + dm) / 1e9 : NAN;
+	}
+}
 
 static int run_point(struct run_ctx *c, const char *target, const char *url, const char *pm,
                      const char *dm, double rate, int conc, int in_len)
@@ -271,6 +486,9 @@ static int run_point(struct run_ctx *c, const char *target, const char *url, con
 	    .o = c->o, .base_url = url, .rate = rate, .concurrency = conc, .input_len = in_len};
 	struct result *r = &c->res[c->nres];
 	struct hmet pb, pa, db, da;
+	unsigned long long pseq = 0, dseq = 0, junk;
+	double *ps = NULL, *pbytes = NULL, *ds = NULL, *dbytes = NULL;
+	long np, nd;
 
 	if (c->nres >= (int)(sizeof(c->res) / sizeof(c->res[0]))) {
 		fprintf(stderr, "pdkv bench serve: too many sweep points (at most %zu)\n",
@@ -283,50 +501,36 @@ static int run_point(struct run_ctx *c, const char *target, const char *url, con
 	r->rate = rate;
 	r->conc = conc;
 	r->in_len = in_len;
-	{
-		char rs[32] = "inf", cs[32] = "none";
-
-		if (rate > 0)
-			snprintf(rs, sizeof(rs), "%g", rate);
-		if (conc > 0)
-			snprintf(cs, sizeof(cs), "%d", conc);
-		if (c->o->nin > 1)
-			snprintf(r->name, sizeof(r->name), "%s in=%d rate=%s conc=%s", target,
-			         in_len, rs, cs);
-		else
-			snprintf(r->name, sizeof(r->name), "%s rate=%s conc=%s", target, rs, cs);
-	}
+	point_name(c->o, r);
+	pt.label = r->name;
 	scrape(pm, &pb);
 	scrape(dm, &db);
+	fetch_ho(pm, ~0ull, &pseq, &ps, &pbytes); /* after = max: only the count */
+	free(ps), free(pbytes);
+	fetch_ho(dm, ~0ull, &dseq, &ds, &dbytes);
+	free(ds), free(dbytes);
 	if (serve_point_run(&pt)) {
 		serve_point_free(&pt);
 		return -1;
 	}
 	scrape(pm, &pa);
 	scrape(dm, &da);
+	np = fetch_ho(pm, pseq, &junk, &ps, &pbytes);
+	nd = fetch_ho(dm, dseq, &junk, &ds, &dbytes);
 	summarise(&pt, r);
 	serve_point_free(&pt);
 	hist_delta(&da.sec, &db.sec);
 	hist_delta(&da.bytes, &db.bytes);
 	hist_delta(&pa.sec, &pb.sec);
-	/* hand-off = the prefill's part + the decode's part (each side's histogram) */
-	if (da.sec.count > 0) {
-		double pm = pa.sec.count > 0 ? pa.sec.sum / pa.sec.count : 0,
-		       dm = da.sec.sum / da.sec.count;
-
-		r->ho_n = da.sec.count;
-		r->ho_p_mean = pm * 1e3;
-		r->ho_mean = (pm + dm) * 1e3;
-		r->ho_p50 = (pa.sec.count > 0 ? hist_q(&pa.sec, 0.5) : 0) * 1e3 +
-		            hist_q(&da.sec, 0.5) * 1e3;
-		r->ho_p90 = (pa.sec.count > 0 ? hist_q(&pa.sec, 0.9) : 0) * 1e3 +
-		            hist_q(&da.sec, 0.9) * 1e3;
-		r->ho_gbs = pm + dm > 0 ? da.bytes.sum / da.sec.count / (pm + dm) / 1e9 : NAN;
+	/* hand-off = the prefill's part + the decode's part */
+	handoff_figures(r, &pa, &da, ps, np, ds, dbytes, nd);
+	free(ps), free(pbytes), free(ds), free(dbytes);
+	if (r->ok || r->failed) {
+		print_block(c->o, r);
+		fflush(stdout);
+		c->nres++;
 	}
-	print_block(r);
-	fflush(stdout);
-	c->nres++;
-	return r->ok ? 0 : -1;
+	return r->interrupted || r->ok ? 0 : -1;
 }
 
 static int sweep(struct run_ctx *c, const char *url, const char *pm, const char *dm)
@@ -339,8 +543,10 @@ static int sweep(struct run_ctx *c, const char *url, const char *pm, const char 
 			for (int j = 0; j < o->nconc; j++) {
 				int in = o->in_lens[l];
 
+				if (serve_stop)
+					return rc;
 				rc |= run_point(c, "pd", url, pm, dm, o->rates[i], o->conc[j], in);
-				if (c->single_url)
+				if (c->single_url && !serve_stop)
 					rc |= run_point(c, "single", c->single_url, NULL, NULL,
 					                o->rates[i], o->conc[j], in);
 			}
@@ -356,7 +562,8 @@ static pid_t start_single(const struct serve_opts *o, char *url, size_t usz, cha
 
 	if (hr_find_bin("pdkv-standin", exe, sizeof(exe)))
 		return -1;
-	snprintf(logp, 200, "/tmp/pdkv-serve-single-%d.log", (int)getpid());
+	snprintf(logp, 600, "%s/pdkv-serve-single-%d.log",
+	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
 	pid = fork();
 	if (pid == 0) {
 		char *argv[64] = {exe,         "--port",          "0",    "--host",
@@ -402,269 +609,96 @@ static int on_deployed(const char *proxy, const char *pm, const char *dm, void *
 	return sweep(ud, proxy, pm, dm);
 }
 
-/* ---------------------------------------------------------------- flags */
+volatile sig_atomic_t serve_stop;
 
-static void usage(FILE *f)
+static void on_signal(int sig)
 {
-	fprintf(f,
-	        "usage: pdkv bench serve [SCENARIO.json] [flags]   (flags as vllm bench serve)\n"
-	        "  SCENARIO.json               the runner starts the scenario's deployment\n"
-	        "  --base-url URL | --host H --port P\n"
-	        "                              or drive a running proxy\n"
-	        "  --prefill-metrics URL --decode-metrics URL\n"
-	        "                              stand-ins' /metrics (hand-off histograms)\n"
-	        "  --request-rate LIST         inf or req/s, Poisson arrivals (inf)\n"
-	        "  --max-concurrency LIST      concurrency caps (none)\n"
-	        "  --num-prompts N             requests per point (1000)\n"
-	        "  --random-input-len LIST     prompt tokens (1024; alias --input-len)\n"
-	        "  --random-output-len N       output tokens (128; alias --output-len)\n"
-	        "  --seed N                    prompts and arrivals (0)\n"
-	        "  --model NAME --endpoint PATH (/v1/completions)\n"
-	        "  --compare-single[=URL]      same load on a plain stand-in (started here\n"
-	        "                              without URL, with --single-args \"FLAGS\")\n"
-	        "  --json FILE --csv FILE --plot FILE.png --timeout S (per request, 600)\n"
-	        "Exit: 0 ok; 1 a point had failed requests or the deployment failed; 2 usage.\n");
+	if (!serve_stop)
+		serve_stop = sig;
 }
 
-static int parse_list(const char *s, double *v, int *n, bool ints, const char *flag)
+/* Runs the sweep against the scenario's deployment (the runner library starts and stops it). */
+static int run_scenario(struct run_ctx *c, const struct serve_opts *o)
 {
-	char *d = strdup(s), *save = NULL;
+	struct hr_scenario sc;
+	struct hr_opts ho = {0};
+	struct hr_result res;
+	char err[1024], wd[600];
+	int rc;
 
-	*n = 0;
-	for (char *t = strtok_r(d, ",", &save); t && *n < SERVE_MAX_POINTS;
-	     t = strtok_r(NULL, ",", &save)) {
-		char *end;
-		double x = (!ints && !strcmp(t, "inf")) ? 0 : strtod(t, &end);
-
-		if ((ints || strcmp(t, "inf")) && (*end || x <= 0 || (ints && x != floor(x)))) {
-			fprintf(stderr, "pdkv bench serve: %s: '%s' is not %s\n", flag, t,
-			        ints ? "a positive integer" : "inf or a positive number");
-			free(d);
-			return -1;
-		}
-		v[(*n)++] = x;
+	if (hr_scenario_load(o->scenario, &sc, err, sizeof(err))) {
+		fprintf(stderr, "pdkv bench serve: %s\n", err);
+		return 2;
 	}
-	free(d);
-	return *n ? 0 : -1;
-}
-
-static int pos_int(const char *s, const char *flag, int *out)
-{
-	int64_t v;
-
-	if (pd_parse_i64(s, &v) || v < 1 || v > 100000000) {
-		fprintf(stderr, "pdkv bench serve: %s: '%s' is not a positive integer\n", flag, s);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
-
-/* getopt_long ids of the long flags (all above any short option's char). */
-enum {
-	O_BASE = 1000,
-	O_HOST,
-	O_PORT,
-	O_PM,
-	O_DM,
-	O_RATE,
-	O_CONC,
-	O_NP,
-	O_IN,
-	O_OUT,
-	O_SEED,
-	O_MODEL,
-	O_EP,
-	O_CMP,
-	O_SA,
-	O_JSON,
-	O_CSV,
-	O_PLOT,
-	O_TMO,
-	O_HELP
-};
-
-static const struct option serve_lo[] = {{"base-url", 1, 0, O_BASE},
-                                         {"host", 1, 0, O_HOST},
-                                         {"port", 1, 0, O_PORT},
-                                         {"prefill-metrics", 1, 0, O_PM},
-                                         {"decode-metrics", 1, 0, O_DM},
-                                         {"request-rate", 1, 0, O_RATE},
-                                         {"max-concurrency", 1, 0, O_CONC},
-                                         {"num-prompts", 1, 0, O_NP},
-                                         {"random-input-len", 1, 0, O_IN},
-                                         {"input-len", 1, 0, O_IN},
-                                         {"random-output-len", 1, 0, O_OUT},
-                                         {"output-len", 1, 0, O_OUT},
-                                         {"seed", 1, 0, O_SEED},
-                                         {"model", 1, 0, O_MODEL},
-                                         {"endpoint", 1, 0, O_EP},
-                                         {"compare-single", 2, 0, O_CMP},
-                                         {"single-args", 1, 0, O_SA},
-                                         {"json", 1, 0, O_JSON},
-                                         {"csv", 1, 0, O_CSV},
-                                         {"plot", 1, 0, O_PLOT},
-                                         {"timeout", 1, 0, O_TMO},
-                                         {"help", 0, 0, O_HELP},
-                                         {0, 0, 0, 0}};
-
-/* vllm bench serve's defaults (and the model the scenarios serve). */
-static void serve_defaults(struct serve_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->model = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4";
-	o->endpoint = "/v1/completions";
-	o->rates[0] = 0;
-	o->nrates = 1;
-	o->conc[0] = 0;
-	o->nconc = 1;
-	o->num_prompts = 1000;
-	o->input_len = 1024;
-	o->in_lens[0] = 1024;
-	o->nin = 1;
-	o->output_len = 128;
-	o->timeout_s = 600;
-}
-
-/* The load flags: rates, caps, prompt counts and lengths, seed, timeout. 0 or 2 (usage). */
-static int parse_load(int c, const char *arg, struct serve_opts *o)
-{
-	double cv[SERVE_MAX_POINTS];
-	int tmp;
-
-	switch (c) {
-	case O_RATE:
-		return parse_list(arg, o->rates, &o->nrates, false, "--request-rate") ? 2 : 0;
-	case O_CONC:
-		if (parse_list(arg, cv, &o->nconc, true, "--max-concurrency"))
-			return 2;
-		for (int i = 0; i < o->nconc; i++)
-			o->conc[i] = (int)cv[i];
-		return 0;
-	case O_NP:
-		return pos_int(arg, "--num-prompts", &o->num_prompts) ? 2 : 0;
-	case O_IN:
-		if (parse_list(arg, cv, &o->nin, true, "--random-input-len"))
-			return 2;
-		for (int i = 0; i < o->nin; i++)
-			o->in_lens[i] = (int)cv[i];
-		o->input_len = o->in_lens[0];
-		return 0;
-	case O_OUT:
-		return pos_int(arg, "--random-output-len", &o->output_len) ? 2 : 0;
-	case O_SEED:
-		if (pos_int(arg, "--seed", &tmp) && strcmp(arg, "0"))
-			return 2;
-		o->seed = strcmp(arg, "0") ? tmp : 0;
-		return 0;
-	case O_TMO:
-		if (pos_int(arg, "--timeout", &tmp))
-			return 2;
-		o->timeout_s = tmp;
-		return 0;
-	}
-	return 0;
-}
-
-/* One getopt_long result. 0 go on, 1 help printed, 2 usage error. */
-static int parse_opt(int c, const char *arg, struct serve_opts *o, const char **host, int *port)
-{
-	switch (c) {
-	case O_BASE:
-		o->base_url = arg;
-		return 0;
-	case O_HOST:
-		*host = arg;
-		return 0;
-	case O_PORT:
-		return pos_int(arg, "--port", port) || *port > 65535 ? 2 : 0;
-	case O_PM:
-		o->prefill_metrics = arg;
-		return 0;
-	case O_DM:
-		o->decode_metrics = arg;
-		return 0;
-	case O_MODEL:
-		o->model = arg;
-		return 0;
-	case O_EP:
-		o->endpoint = arg;
-		return 0;
-	case O_CMP:
-		o->compare_single = true;
-		o->single_url = arg ? arg : "";
-		return 0;
-	case O_SA:
-		o->single_args = arg;
-		return 0;
-	case O_JSON:
-		o->json = arg;
-		return 0;
-	case O_CSV:
-		o->csv = arg;
-		return 0;
-	case O_PLOT:
-		o->plot = arg;
-		return 0;
-	case O_RATE:
-	case O_CONC:
-	case O_NP:
-	case O_IN:
-	case O_OUT:
-	case O_SEED:
-	case O_TMO:
-		return parse_load(c, arg, o);
-	case O_HELP:
-	case 'h':
-		usage(stdout);
+	snprintf(wd, sizeof(wd), "%s/pdkv-serve-XXXXXX",
+	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(wd)) {
+		fprintf(stderr, "pdkv bench serve: cannot make a work dir %s: %s\n", wd,
+		        strerror(errno));
+		hr_scenario_free(&sc);
 		return 1;
-	default:
-		usage(stderr);
-		return 2;
 	}
+	ho.workdir = wd;
+	ho.timeout_s = 3600;
+	ho.progress = stderr;
+	ho.serve = on_deployed;
+	ho.serve_ud = c;
+	ho.stop = &serve_stop;
+	hr_run_scenario(&sc, &ho, &res);
+	rc = res.status == HR_PASS ? 0 : 1;
+	if (rc && !serve_stop) {
+		fprintf(stderr, "pdkv bench serve: scenario %s: %s (logs in %s)\n", sc.name,
+		        res.reason[0] ? res.reason : "failed", res.workdir);
+	} else {
+		pd_rm_rf(wd); /* nothing left in $TMPDIR after the run */
+		if (res.workdir[0] && strcmp(res.workdir, wd))
+			pd_rm_rf(res.workdir);
+	}
+	hr_result_free(&res);
+	hr_scenario_free(&sc);
+	return rc;
 }
 
-static int parse(int argc, char **argv, struct serve_opts *o, char *urlbuf, size_t ubsz)
+/* what was measured: the table and every file asked for (partial after a signal) */
+static int write_outputs(const struct run_ctx *c, const struct serve_opts *o)
 {
-	const char *host = NULL;
-	int port = 0, c, rc;
+	int rc = 0;
 
-	serve_defaults(o);
-	optind = 1;
-	opterr = 1;
-	while ((c = getopt_long(argc, argv, "h", serve_lo, NULL)) != -1)
-		if ((rc = parse_opt(c, optarg, o, &host, &port)))
-			return rc;
-	if (optind < argc)
-		o->scenario = argv[optind++];
-	if (optind < argc) {
-		fprintf(stderr, "pdkv bench serve: unexpected argument '%s'\n", argv[optind]);
-		return 2;
+	serve_print_table(c);
+	if (o->json && serve_write_json(c, o->json)) {
+		fprintf(stderr, "pdkv bench serve: cannot write --json %s: %s\n", o->json,
+		        strerror(errno));
+		rc = 1;
 	}
-	if (!o->base_url && host && port) {
-		snprintf(urlbuf, ubsz, "http://%s:%d", host, port);
-		o->base_url = urlbuf;
+	if (o->csv && serve_write_csv(c, o->csv)) {
+		fprintf(stderr, "pdkv bench serve: cannot write --csv %s: %s\n", o->csv,
+		        strerror(errno));
+		rc = 1;
 	}
-	if (!o->scenario == !o->base_url) {
-		fprintf(stderr, "pdkv bench serve: give either SCENARIO.json or the proxy "
-		                "(--base-url URL, or --host H --port P)\n");
-		return 2;
-	}
-	return 0;
+	if (o->save_result && serve_save_results(c))
+		rc = 1;
+	if (o->plot && c->nres)
+		serve_write_plot(c, o->plot);
+	return rc;
 }
 
 int bench_serve_main(int argc, char **argv)
 {
 	static struct run_ctx c;
 	struct serve_opts o;
-	char urlbuf[300], single[300] = "", logp[200] = "";
+	struct sigaction sa = {0};
+	char urlbuf[300], single[300] = "", logp[600] = "";
 	pid_t spid = 0;
 	int rc;
 
-	rc = parse(argc, argv, &o, urlbuf, sizeof(urlbuf));
+	rc = serve_parse(argc, argv, &o, urlbuf, sizeof(urlbuf));
 	if (rc)
 		return rc == 1 ? 0 : 2;
 	c.o = &o;
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	curl_global_init(CURL_GLOBAL_ALL);
 	if (o.compare_single) {
 		if (*o.single_url) {
@@ -674,55 +708,33 @@ int bench_serve_main(int argc, char **argv)
 			        "pdkv bench serve: --compare-single: could not start a plain "
 			        "pdkv-standin (log %s)\n",
 			        logp);
+			curl_global_cleanup();
 			return 1;
 		}
 		c.single_url = single;
 	}
-	if (o.scenario) {
-		struct hr_scenario sc;
-		struct hr_opts ho = {0};
-		struct hr_result res;
-		char err[1024], wd[] = "/tmp/pdkv-serve-XXXXXX";
-
-		if (hr_scenario_load(o.scenario, &sc, err, sizeof(err))) {
-			fprintf(stderr, "pdkv bench serve: %s\n", err);
-			rc = 2;
-			goto out;
-		}
-		if (!mkdtemp(wd)) {
-			rc = 1;
-			hr_scenario_free(&sc);
-			goto out;
-		}
-		ho.workdir = wd;
-		ho.timeout_s = 3600;
-		ho.progress = stderr;
-		ho.serve = on_deployed;
-		ho.serve_ud = &c;
-		hr_run_scenario(&sc, &ho, &res);
-		rc = res.status == HR_PASS ? 0 : 1;
-		if (rc)
-			fprintf(stderr, "pdkv bench serve: scenario %s: %s (logs in %s)\n", sc.name,
-			        res.reason[0] ? res.reason : "failed", res.workdir);
-		else
-			pd_rm_rf(wd);
-		hr_result_free(&res);
-		hr_scenario_free(&sc);
-	} else {
+	if (o.scenario)
+		rc = run_scenario(&c, &o);
+	else
 		rc = sweep(&c, o.base_url, o.prefill_metrics, o.decode_metrics) ? 1 : 0;
-	}
-	serve_print_table(&c);
-	if (o.json && serve_write_json(&c, o.json))
+	if (rc != 2 && write_outputs(&c, &o))
 		rc = 1;
-	if (o.csv && serve_write_csv(&c, o.csv))
-		rc = 1;
-	if (o.plot)
-		serve_write_plot(&c, o.plot);
-out:
 	if (spid > 0) {
 		kill(spid, SIGTERM);
 		waitpid(spid, NULL, 0);
+		if (!rc || serve_stop)
+			unlink(logp);
 	}
+	serve_dataset_free();
+	for (int i = 0; i < c.nres; i++)
+		cJSON_Delete(c.res[i].detail);
 	curl_global_cleanup();
+	if (serve_stop) {
+		fprintf(stderr,
+		        "pdkv bench serve: interrupted (%s): %d point(s) written, "
+		        "everything started here stopped\n",
+		        serve_stop == SIGINT ? "SIGINT" : "SIGTERM", c.nres);
+		return 128 + serve_stop;
+	}
 	return rc;
 }

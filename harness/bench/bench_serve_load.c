@@ -1,16 +1,35 @@
-/* bench_serve_load: the load of `pdkv bench serve` — streamed completions through a proxy with
- * Poisson arrivals (or all at once) under a concurrency cap, timing TTFT, inter-token gaps and
- * end-to-end latency per request (vllm bench serve's definitions). */
+/* bench_serve_load: the load of `pdkv bench serve` — streamed completions or chat completions
+ * through a proxy with Poisson or gamma arrivals (or all at once) under a concurrency cap,
+ * timing TTFT, inter-token gaps and end-to-end latency per request (vllm bench serve's
+ * definitions), a progress line a second, and a stop on SIGINT/SIGTERM. */
+#include <cJSON.h>
 #include <curl/curl.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_serve.h"
 #include "pd_util.h"
+
+/* xorshift64*: the arrivals depend on --seed only */
+static uint64_t rnd(uint64_t *st)
+{
+	*st ^= *st >> 12;
+	*st ^= *st << 25;
+	*st ^= *st >> 27;
+	return *st * 2685821657736338717ULL;
+}
+
+/* uniform in (0, 1] */
+static double unif(uint64_t *st)
+{
+	return ((double)(rnd(st) >> 11) + 1.0) / 9007199254740993.0;
+}
 
 struct req_ctx {
 	const struct serve_point *pt;
@@ -73,20 +92,54 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 	return len;
 }
 
+/* vllm/benchmarks/lib/endpoint_request_func.py: the completions and chat payloads, streamed
+ * with usage; ignore_eos only when asked */
+static char *request_body(const struct serve_opts *o, const struct serve_req *q)
+{
+	cJSON *b = cJSON_CreateObject(), *so;
+	char *txt;
+
+	cJSON_AddStringToObject(b, "model", o->model);
+	if (o->backend == SERVE_OPENAI_CHAT) {
+		cJSON *msgs = cJSON_AddArrayToObject(b, "messages"), *m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "role", "user");
+		cJSON_AddStringToObject(m, "content", q->prompt);
+		cJSON_AddItemToArray(msgs, m);
+		cJSON_AddNumberToObject(b, "max_completion_tokens", q->out_len);
+	} else {
+		cJSON_AddStringToObject(b, "prompt", q->prompt);
+		cJSON_AddNumberToObject(b, "max_tokens", q->out_len);
+	}
+	cJSON_AddNumberToObject(b, "temperature", 0); /* pdkv: outputs comparable across runs */
+	cJSON_AddBoolToObject(b, "stream", true);
+	so = cJSON_AddObjectToObject(b, "stream_options");
+	cJSON_AddBoolToObject(so, "include_usage", true);
+	if (o->ignore_eos)
+		cJSON_AddBoolToObject(b, "ignore_eos", true);
+	txt = cJSON_PrintUnformatted(b);
+	cJSON_Delete(b);
+	return txt;
+}
+
+/* libcurl's progress callback: a non-zero return aborts the transfer */
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	(void)ud, (void)a, (void)b, (void)c, (void)d;
+	return serve_stop != 0;
+}
+
 static void one_request(const struct serve_point *pt, struct serve_req *q)
 {
 	const struct serve_opts *o = pt->o;
 	struct req_ctx c = {.pt = pt, .q = q};
-	char url[600], *body;
+	char url[600], *body = request_body(o, q);
 	struct curl_slist *h = NULL;
 	CURL *e = curl_easy_init();
 	long code = 0;
+	CURLcode cc;
 
 	snprintf(url, sizeof(url), "%s%s", pt->base_url, o->endpoint);
-	body =
-	    pd_asprintf("{\"model\":\"%s\",\"prompt\":\"%s\",\"max_tokens\":%d,\"temperature\":0,"
-	                "\"ignore_eos\":true,\"stream\":true}",
-	                o->model, q->prompt, q->out_len);
+	q->sent = true;
 	if (!e || !body) {
 		q->err = "out of memory";
 		goto out;
@@ -99,10 +152,17 @@ static void one_request(const struct serve_point *pt, struct serve_req *q)
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &c);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout_s * 1000));
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
 	c.t0 = pd_now_s();
 	q->start = c.t0;
-	if (curl_easy_perform(e) != CURLE_OK)
+	cc = curl_easy_perform(e);
+	if (cc == CURLE_ABORTED_BY_CALLBACK) {
+		q->interrupted = true;
+		q->err = "interrupted";
+	} else if (cc != CURLE_OK) {
 		q->err = "transport error or timeout";
+	}
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	q->e2e = pd_now_s() - c.t0;
 	if (!q->err && code != 200)
@@ -114,14 +174,15 @@ out:
 	curl_slist_free_all(h);
 	if (e)
 		curl_easy_cleanup(e);
-	free(body);
+	cJSON_free(body);
 }
 
 struct sched {
 	const struct serve_point *pt;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	size_t next, running;
+	size_t next;
+	atomic_size_t done, failed;
+	atomic_bool finished;
 	double *arrive; /* absolute start times */
 };
 
@@ -140,20 +201,71 @@ static void *worker(void *arg)
 		}
 		i = s->next++;
 		pthread_mutex_unlock(&s->mu);
-		wait = s->arrive[i] - pd_now_s();
-		if (wait > 0)
-			pd_sleep_ms((int)(wait * 1000));
+		while (!serve_stop && (wait = s->arrive[i] - pd_now_s()) > 0)
+			pd_sleep_ms(wait > 0.1 ? 100 : (int)(wait * 1000) + 1);
+		if (serve_stop)
+			return NULL;
 		one_request(s->pt, &s->pt->reqs[i]);
+		atomic_fetch_add(&s->done, 1);
+		if (!s->pt->reqs[i].ok && !s->pt->reqs[i].interrupted)
+			atomic_fetch_add(&s->failed, 1);
 	}
 }
 
-/* xorshift64*: the prompts and arrivals depend on --seed only */
-static uint64_t rnd(uint64_t *st)
+/* One progress line a second on stderr, as vllm bench serve's tqdm bar: requests done of the
+ * point's total, failures, elapsed and the ETA at the rate so far ("\r" on a terminal). */
+static void *progress(void *arg)
 {
-	*st ^= *st >> 12;
-	*st ^= *st << 25;
-	*st ^= *st >> 27;
-	return *st * 2685821657736338717ULL;
+	struct sched *s = arg;
+	double t0 = pd_now_s();
+	bool tty = isatty(2);
+
+	while (!atomic_load(&s->finished)) {
+		for (int i = 0; i < 10 && !atomic_load(&s->finished); i++)
+			pd_sleep_ms(100);
+		size_t done = atomic_load(&s->done), fail = atomic_load(&s->failed), n = s->pt->n;
+		double el = pd_now_s() - t0,
+		       eta = done ? el / (double)done * (double)(n - done) : NAN;
+		char etas[32] = "?", fs[48] = "";
+
+		if (!isnan(eta))
+			snprintf(etas, sizeof(etas), "%.0f s", eta);
+		if (fail)
+			snprintf(fs, sizeof(fs), " (%zu failed)", fail);
+		fprintf(stderr, "%s[%s] %zu/%zu requests%s, %.1f s elapsed, ETA %s%s",
+		        tty ? "\r\033[K" : "", s->pt->label ? s->pt->label : "point", done, n, fs,
+		        el, etas, tty ? "" : "\n");
+		fflush(stderr);
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+	return NULL;
+}
+
+/* standard normal (Box-Muller) and gamma(shape k, scale 1) (Marsaglia-Tsang; k < 1 by the
+ * boost gamma(k) = gamma(k + 1) * U^(1/k)) for vLLM's --burstiness arrivals */
+static double normal(uint64_t *st)
+{
+	return sqrt(-2.0 * log(unif(st))) * cos(2 * M_PI * unif(st));
+}
+
+static double gamma_draw(double k, uint64_t *st)
+{
+	double d, c;
+
+	if (k < 1)
+		return gamma_draw(k + 1, st) * pow(unif(st), 1.0 / k);
+	d = k - 1.0 / 3.0;
+	c = 1.0 / sqrt(9.0 * d);
+	for (;;) {
+		double x = normal(st), v = 1 + c * x, u;
+		if (v <= 0)
+			continue;
+		v = v * v * v;
+		u = unif(st);
+		if (log(u) < 0.5 * x * x + d - d * v + d * log(v))
+			return d * v;
+	}
 }
 
 int serve_point_run(struct serve_point *pt)
@@ -162,37 +274,35 @@ int serve_point_run(struct serve_point *pt)
 	size_t nw = pt->concurrency > 0 ? (size_t)pt->concurrency : pt->n;
 	uint64_t st = (uint64_t)o->seed * 2654435761ULL + 88172645463325252ULL;
 	struct sched s = {.pt = pt};
-	pthread_t *th;
+	pthread_t *th, pth;
 	double t = 0, t0;
-	static const char alpha[] = "abcdefghijklmnopqrstuvwxyz ";
+	bool have_pth;
 
+	if (nw > pt->n)
+		nw = pt->n;
 	pt->reqs = calloc(pt->n, sizeof(*pt->reqs));
 	s.arrive = calloc(pt->n, sizeof(double));
 	th = calloc(nw, sizeof(*th));
-	if (!pt->reqs || !s.arrive || !th)
+	if (!pt->reqs || !s.arrive || !th ||
+	    serve_dataset_fill(o, pt->input_len, pt->reqs, pt->n)) {
+		free(s.arrive);
+		free(th);
 		return -1;
+	}
 	for (size_t i = 0; i < pt->n; i++) {
-		struct serve_req *q = &pt->reqs[i];
-
-		q->in_len = pt->input_len;
-		q->out_len = o->output_len;
-		q->prompt = malloc((size_t)q->in_len + 1);
-		if (!q->prompt)
-			return -1;
-		for (int k = 0; k < q->in_len; k++)
-			q->prompt[k] = alpha[rnd(&st) % (sizeof(alpha) - 1)];
-		q->prompt[q->in_len] = 0;
-		if (pt->rate > 0) { /* Poisson process: exponential gaps */
-			double u = ((double)(rnd(&st) >> 11) + 1.0) / 9007199254740993.0;
-
-			t += -log(u) / pt->rate;
-		}
+		/* vllm/benchmarks/serve.py get_request: gaps ~ gamma(burstiness, 1/(rate *
+		 * burstiness)); burstiness 1 is the exponential of a Poisson process */
+		if (pt->rate > 0)
+			t += o->burstiness == 1.0
+			         ? -log(unif(&st)) / pt->rate
+			         : gamma_draw(o->burstiness, &st) / (pt->rate * o->burstiness);
 		s.arrive[i] = t;
 	}
 	pthread_mutex_init(&s.mu, NULL);
 	t0 = pd_now_s();
 	for (size_t i = 0; i < pt->n; i++)
 		s.arrive[i] += t0;
+	have_pth = !pthread_create(&pth, NULL, progress, &s);
 	for (size_t i = 0; i < nw; i++)
 		if (pthread_create(&th[i], NULL, worker, &s))
 			th[i] = 0;
@@ -200,6 +310,9 @@ int serve_point_run(struct serve_point *pt)
 		if (th[i])
 			pthread_join(th[i], NULL);
 	pt->duration = pd_now_s() - t0;
+	atomic_store(&s.finished, true);
+	if (have_pth)
+		pthread_join(pth, NULL);
 	pthread_mutex_destroy(&s.mu);
 	free(s.arrive);
 	free(th);

@@ -8,7 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "bench_serve.h"
+#include "pd_util.h"
 
 void serve_print_table(const struct run_ctx *c)
 {
@@ -24,34 +27,44 @@ void serve_print_table(const struct run_ctx *c)
 	printf("(ms; HO = KV hand-off on the decode, from its /metrics)\n");
 }
 
-static void jrow(FILE *f, bool *first, const char *name, const char *metric, const char *unit,
+static void jrow(cJSON *rows, const struct result *r, const char *metric, const char *unit,
                  const char *better, double v)
 {
+	cJSON *o;
+
 	if (isnan(v) || isinf(v))
 		return;
-	fprintf(
-	    f,
-	    "%s\n  {\"name\": \"%s\", \"metric\": \"%s\", \"unit\": \"%s\", \"better\": \"%s\", "
-	    "\"value\": %.6g}",
-	    *first ? "" : ",", name, metric, unit, better, v);
-	*first = false;
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", r->name);
+	cJSON_AddStringToObject(o, "metric", metric);
+	cJSON_AddStringToObject(o, "unit", unit);
+	cJSON_AddStringToObject(o, "better", better);
+	cJSON_AddNumberToObject(o, "value", v);
+	cJSON_AddItemToArray(rows, o);
 }
 
+/* The rows JSON `pdkv report compare` reads; the point's input length and rate in each point's
+ * "points" entry (a length sweep has one per length). */
 int serve_write_json(const struct run_ctx *c, const char *path)
 {
-	FILE *f = fopen(path, "w");
-	bool first = true;
-	char host[256] = "";
+	cJSON *j = cJSON_CreateObject(), *meta, *rows, *pts;
+	char host[256] = "", *txt;
+	int rc;
 
-	if (!f)
-		return -errno;
 	gethostname(host, sizeof(host) - 1);
-	fprintf(
-	    f,
-	    "{\"tool\": \"pdkv bench serve\", \"meta\": {\"hostname\": \"%s\", \"num_prompts\": "
-	    "%d, \"input_len\": %d, \"output_len\": %d, \"seed\": %ld, \"model\": \"%s\"},\n"
-	    "\"rows\": [",
-	    host, c->o->num_prompts, c->o->input_len, c->o->output_len, c->o->seed, c->o->model);
+	cJSON_AddStringToObject(j, "tool", "pdkv bench serve");
+	meta = cJSON_AddObjectToObject(j, "meta");
+	cJSON_AddStringToObject(meta, "hostname", host);
+	cJSON_AddNumberToObject(meta, "num_prompts", c->o->num_prompts);
+	if (c->o->dataset == SERVE_DS_RANDOM && c->o->nin == 1)
+		cJSON_AddNumberToObject(meta, "input_len", c->o->input_len);
+	cJSON_AddNumberToObject(meta, "output_len", c->o->output_len);
+	cJSON_AddNumberToObject(meta, "seed", c->o->seed);
+	cJSON_AddStringToObject(meta, "model", c->o->model);
+	cJSON_AddStringToObject(meta, "dataset",
+	                        c->o->dataset == SERVE_DS_SHAREGPT ? "sharegpt" : "random");
+	pts = cJSON_AddArrayToObject(j, "points");
+	rows = cJSON_AddArrayToObject(j, "rows");
 	for (int i = 0; i < c->nres; i++) {
 		const struct result *r = &c->res[i];
 		const struct {
@@ -59,54 +72,86 @@ int serve_write_json(const struct run_ctx *c, const char *path)
 			const struct dist *d;
 		} ds[4] = {
 		    {"ttft", &r->ttft}, {"tpot", &r->tpot}, {"itl", &r->itl}, {"e2el", &r->e2e}};
+		cJSON *pt = cJSON_CreateObject();
 
-		jrow(f, &first, r->name, "completed", "requests", "higher", (double)r->ok);
-		jrow(f, &first, r->name, "request_throughput", "req/s", "higher",
-		     (double)r->ok / r->duration);
-		jrow(f, &first, r->name, "output_throughput", "tok/s", "higher",
-		     r->out_tok / r->duration);
-		jrow(f, &first, r->name, "total_token_throughput", "tok/s", "higher",
+		cJSON_AddStringToObject(pt, "name", r->name);
+		cJSON_AddStringToObject(pt, "target", r->target);
+		if (r->rate > 0)
+			cJSON_AddNumberToObject(pt, "request_rate", r->rate);
+		else
+			cJSON_AddStringToObject(pt, "request_rate", "inf");
+		if (r->conc > 0)
+			cJSON_AddNumberToObject(pt, "max_concurrency", r->conc);
+		else
+			cJSON_AddNullToObject(pt, "max_concurrency");
+		/* the point's own mean prompt length (a length sweep, or the dataset's) */
+		cJSON_AddNumberToObject(pt, "input_len",
+		                        r->ok ? r->in_tok / (double)r->ok : r->in_len);
+		cJSON_AddBoolToObject(pt, "interrupted", r->interrupted);
+		cJSON_AddItemToArray(pts, pt);
+		jrow(rows, r, "completed", "requests", "higher", (double)r->ok);
+		jrow(rows, r, "failed", "requests", "lower", (double)r->failed);
+		jrow(rows, r, "request_throughput", "req/s", "higher", (double)r->ok / r->duration);
+		jrow(rows, r, "output_throughput", "tok/s", "higher", r->out_tok / r->duration);
+		jrow(rows, r, "total_token_throughput", "tok/s", "higher",
 		     (r->in_tok + r->out_tok) / r->duration);
 		for (int k = 0; k < 4; k++) {
 			char m[32];
 
 			snprintf(m, sizeof(m), "mean_%s", ds[k].m);
-			jrow(f, &first, r->name, m, "ms", "lower", ds[k].d->mean);
+			jrow(rows, r, m, "ms", "lower", ds[k].d->mean);
 			snprintf(m, sizeof(m), "median_%s", ds[k].m);
-			jrow(f, &first, r->name, m, "ms", "lower", ds[k].d->median);
+			jrow(rows, r, m, "ms", "lower", ds[k].d->median);
 			snprintf(m, sizeof(m), "p90_%s", ds[k].m);
-			jrow(f, &first, r->name, m, "ms", "lower", ds[k].d->p90);
+			jrow(rows, r, m, "ms", "lower", ds[k].d->p90);
 			snprintf(m, sizeof(m), "p99_%s", ds[k].m);
-			jrow(f, &first, r->name, m, "ms", "lower", ds[k].d->p99);
+			jrow(rows, r, m, "ms", "lower", ds[k].d->p99);
 		}
-		jrow(f, &first, r->name, "handoff_count", "hand-offs", "none", r->ho_n);
-		jrow(f, &first, r->name, "handoff_mean", "ms", "lower", r->ho_mean);
-		jrow(f, &first, r->name, "handoff_p50", "ms", "lower", r->ho_p50);
-		jrow(f, &first, r->name, "handoff_p90", "ms", "lower", r->ho_p90);
-		jrow(f, &first, r->name, "handoff_goodput", "GB/s", "higher", r->ho_gbs);
+		jrow(rows, r, "handoff_count", "hand-offs", "none", r->ho_n);
+		jrow(rows, r, "handoff_mean", "ms", "lower", r->ho_mean);
+		jrow(rows, r, "handoff_p50", "ms", "lower", r->ho_p50);
+		jrow(rows, r, "handoff_p90", "ms", "lower", r->ho_p90);
+		jrow(rows, r, "handoff_goodput", "GB/s", "higher", r->ho_gbs);
 	}
-	fprintf(f, "\n]}\n");
-	return fclose(f) ? -errno : 0;
+	txt = cJSON_Print(j);
+	cJSON_Delete(j);
+	if (!txt)
+		return -ENOMEM;
+	rc = pd_write_file(path, txt, strlen(txt));
+	cJSON_free(txt);
+	if (rc)
+		errno = -rc;
+	return rc;
 }
 
+/* One line per point; the rate as vLLM writes it ("inf"), the point's mean prompt length. */
 int serve_write_csv(const struct run_ctx *c, const char *path)
 {
-	FILE *f = fopen(path, "w");
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *f = open_memstream(&buf, &blen);
+	int rc;
 
 	if (!f)
 		return -errno;
-	fprintf(f, "target,request_rate,max_concurrency,completed,failed,duration_s,input_tokens,"
-	           "output_tokens,request_throughput,output_throughput,mean_ttft_ms,median_ttft_ms,"
-	           "p90_ttft_ms,p99_ttft_ms,mean_tpot_ms,median_tpot_ms,p90_tpot_ms,p99_tpot_ms,"
-	           "mean_itl_ms,median_itl_ms,p90_itl_ms,p99_itl_ms,mean_e2el_ms,median_e2el_ms,"
-	           "p90_e2el_ms,p99_e2el_ms,handoffs,handoff_mean_ms,handoff_p50_ms,handoff_p90_ms,"
-	           "handoff_goodput_gbs\n");
+	fprintf(f, "target,request_rate,max_concurrency,input_len,completed,failed,duration_s,"
+	           "input_tokens,output_tokens,request_throughput,output_throughput,mean_ttft_ms,"
+	           "median_ttft_ms,p90_ttft_ms,p99_ttft_ms,mean_tpot_ms,median_tpot_ms,p90_tpot_ms,"
+	           "p99_tpot_ms,mean_itl_ms,median_itl_ms,p90_itl_ms,p99_itl_ms,mean_e2el_ms,"
+	           "median_e2el_ms,p90_e2el_ms,p99_e2el_ms,handoffs,handoff_mean_ms,handoff_p50_ms,"
+	           "handoff_p90_ms,handoff_goodput_gbs,interrupted\n");
 	for (int i = 0; i < c->nres; i++) {
 		const struct result *r = &c->res[i];
+		char rate[32] = "inf", conc[16] = "";
 
-		fprintf(f, "%s,%g,%d,%zu,%zu,%.4f,%.0f,%.0f,%.4f,%.4f", r->target, r->rate, r->conc,
-		        r->ok, r->failed, r->duration, r->in_tok, r->out_tok,
-		        (double)r->ok / r->duration, r->out_tok / r->duration);
+		if (r->rate > 0)
+			snprintf(rate, sizeof(rate), "%g", r->rate);
+		if (r->conc > 0)
+			snprintf(conc, sizeof(conc), "%d", r->conc);
+		fprintf(f, "%s,%s,%s,%.0f,%zu,%zu,%.4f,%.0f,%.0f,%.4f,%.4f", r->target, rate, conc,
+		        r->ok ? r->in_tok / (double)r->ok : r->in_len, r->ok, r->failed,
+		        r->duration, r->in_tok, r->out_tok, (double)r->ok / r->duration,
+		        r->out_tok / r->duration);
 		for (int k = 0; k < 4; k++) {
 			const struct dist *d = k == 0   ? &r->ttft
 			                       : k == 1 ? &r->tpot
@@ -115,10 +160,18 @@ int serve_write_csv(const struct run_ctx *c, const char *path)
 
 			fprintf(f, ",%.4f,%.4f,%.4f,%.4f", d->mean, d->median, d->p90, d->p99);
 		}
-		fprintf(f, ",%.0f,%.4f,%.4f,%.4f,%.4f\n", r->ho_n, r->ho_mean, r->ho_p50, r->ho_p90,
-		        r->ho_gbs);
+		fprintf(f, ",%.0f,%.4f,%.4f,%.4f,%.4f,%s\n", r->ho_n, r->ho_mean, r->ho_p50,
+		        r->ho_p90, r->ho_gbs, r->interrupted ? "true" : "false");
 	}
-	return fclose(f) ? -errno : 0;
+	if (fclose(f)) {
+		free(buf);
+		return -errno;
+	}
+	rc = pd_write_file(path, buf, blen);
+	free(buf);
+	if (rc)
+		errno = -rc;
+	return rc;
 }
 
 /* Rate for the plot's x axis: "inf" (0 in a result) sits right of the highest finite rate. */
@@ -139,8 +192,9 @@ static bool same_series(const struct result *a, const struct result *b)
 }
 
 /* One data block per series (target, input length, concurrency), rows by rising rate, its
- * title first; then one block of (prompt tokens, hand-off GB/s). Returns the series count. */
-static int write_plot_data(FILE *f, const struct run_ctx *c)
+ * title first; then one block of (prompt tokens, hand-off GB/s) per rate x concurrency
+ * (*nho of them). Returns the series count. */
+static int write_plot_data(FILE *f, const struct run_ctx *c, int *nho)
 {
 	int nser = 0;
 	for (int i = 0; i < c->nres; i++) {
@@ -169,10 +223,31 @@ static int write_plot_data(FILE *f, const struct run_ctx *c)
 		fprintf(f, "\n\n");
 		nser++;
 	}
-	fprintf(f, "\"hand-off\"\n");
-	for (int i = 0; i < c->nres; i++)
-		if (!strcmp(c->res[i].target, "pd") && !isnan(c->res[i].ho_gbs))
-			fprintf(f, "%d %.3f\n", c->res[i].in_len, c->res[i].ho_gbs);
+	/* hand-off: one block per (rate, concurrency) of the pd target, so points at one prompt
+	 * length are told apart by their marker and title */
+	for (int i = 0; i < c->nres; i++) {
+		bool seen = false;
+		if (strcmp(c->res[i].target, "pd"))
+			continue;
+		for (int k = 0; k < i && !seen; k++)
+			seen = !strcmp(c->res[k].target, "pd") &&
+			       c->res[k].rate == c->res[i].rate && c->res[k].conc == c->res[i].conc;
+		if (seen)
+			continue;
+		if (c->res[i].rate > 0)
+			fprintf(f, "\"rate=%g conc=%d\"\n", c->res[i].rate, c->res[i].conc);
+		else
+			fprintf(f, "\"rate=inf conc=%d\"\n", c->res[i].conc);
+		for (int k = i; k < c->nres; k++)
+			if (!strcmp(c->res[k].target, "pd") && c->res[k].rate == c->res[i].rate &&
+			    c->res[k].conc == c->res[i].conc && !isnan(c->res[k].ho_gbs))
+				fprintf(f, "%.0f %.3f\n",
+				        c->res[k].ok ? c->res[k].in_tok / (double)c->res[k].ok
+				                     : c->res[k].in_len,
+				        c->res[k].ho_gbs);
+		fprintf(f, "\n\n");
+		(*nho)++;
+	}
 	return nser;
 }
 
@@ -180,29 +255,43 @@ static int write_plot_data(FILE *f, const struct run_ctx *c)
  * ("inf" drawn right of the highest rate); and hand-off goodput vs prompt length. */
 int serve_write_plot(const struct run_ctx *c, const char *png)
 {
-	char dat[600], gp[600], cmd[1400];
+	char dat[600], gp[600], cmd[1400], xt[128] = "";
 	FILE *f;
-	int nser;
+	int nser, nho = 0;
+	bool has_inf = false;
 
 	snprintf(dat, sizeof(dat), "%s.dat", png);
 	snprintf(gp, sizeof(gp), "%s.gp", png);
 	if (!(f = fopen(dat, "w")))
 		return -errno;
-	nser = write_plot_data(f, c);
+	nser = write_plot_data(f, c, &nho);
 	fclose(f);
+	for (int i = 0; i < c->nres; i++)
+		has_inf |= c->res[i].rate <= 0;
+	/* "inf" is drawn right of the highest rate: its tick says "inf", not a number */
+	if (has_inf)
+		snprintf(xt, sizeof(xt), "set xtics add (\"inf\" %g)\n", plot_rate(c, 0));
 	if (!(f = fopen(gp, "w")))
 		return -errno;
 	fprintf(f,
-	        "set terminal pngcairo size 1200,480\nset output '%s'\nset multiplot layout 1,2\n"
-	        "set title 'TTFT p50 vs request rate (rightmost point: inf)'\n"
-	        "set xlabel 'request rate (req/s)'\nset ylabel 'ms'\nset key top left\n"
-	        "set logscale y\n"
-	        "plot for [i=0:%d] '%s' index i using 1:2 with linespoints title columnheader(1)\n"
-	        "unset logscale y\nset title 'KV hand-off goodput vs prompt length'\n"
-	        "set xlabel 'prompt tokens'\nset ylabel 'GB/s'\nset yrange [0:*]\n"
-	        "plot '%s' index %d using 1:2 with points pt 7 title columnheader(1)\n"
-	        "unset multiplot\n",
-	        png, nser - 1, dat, dat, nser);
+	        "set terminal pngcairo size 1400,520\nset output '%s'\nset multiplot layout 1,2\n"
+	        "set title 'TTFT p50 vs request rate'\n"
+	        "set xlabel 'request rate (req/s)'\nset ylabel 'ms'\n"
+	        "set key below vertical maxrows 3\nset logscale y\n%s"
+	        "plot for [i=0:%d] '%s' index i using 1:2 with linespoints pt (i+5) title "
+	        "columnheader(1)\n"
+	        "unset logscale y\nset xtics autofreq\nset title 'KV hand-off goodput vs prompt "
+	        "length'\n"
+	        "set xlabel 'prompt tokens'\nset ylabel 'GB/s'\nset yrange [0:*]\n",
+	        png, xt, nser - 1, dat);
+	if (nho > 0)
+		fprintf(f,
+		        "plot for [i=%d:%d] '%s' index i using 1:2 with linespoints pt (i-%d+5) ps "
+		        "1.5 title columnheader(1)\n",
+		        nser, nser + nho - 1, dat, nser);
+	else
+		fprintf(f, "set label 'no hand-off measured' at graph 0.3,0.5\nplot NaN notitle\n");
+	fprintf(f, "unset multiplot\n");
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "gnuplot '%s' 2>/dev/null", gp);
 	if (system(cmd) != 0) {

@@ -505,5 +505,6 @@ int main(int argc, char **argv)
 	        (unsigned long long)atomic_load(&s.n.recomputed),
 	        (unsigned long long)atomic_load(&s.n.checksum_failures),
 	        (unsigned long long)atomic_load(&s.n.transfer_failures));
+	sa_metrics_free(&s);
 	return 0;
 }

@@ -161,6 +161,7 @@ struct sa {
 	struct sa_hist ttft, xfer_time, xfer_bytes, xfer_desc;
 	/* latency (vLLM's names and buckets) and pdkv's hand-off histograms, every generation */
 	struct sa_hist itl, tpot, e2e, handoff_s, handoff_bytes;
+	struct sa_ho_ring *ho_ring;  /* the last hand-offs one by one (GET /pdkv/handoffs) */
 	struct sa_gpu *gpu;          /* KV blocks in GPU memory (sa_gpu.c), NULL = host */
 	enum sa_kv_layout kv_layout; /* V1: the KV buffers (sa_v1_layout.c), set at start */
 };
@@ -305,6 +306,12 @@ void sa_metrics_done(struct sa *s, const struct sa_req *r, long long gen);
 /* One hand-off seen from this side: secs from "prefill has the KV" (P) / the start of the pull
  * (D) to "handed over" (P: WRITE done / inserted) / "verified" (D), and the KV bytes. */
 void sa_metrics_handoff(struct sa *s, double secs, uint64_t bytes);
+/* GET /pdkv/handoffs?after=SEQ: {"seq": last, "seconds": [...], "bytes": [...]} — the hand-offs
+ * numbered after SEQ still in the ring (the last SA_HO_RING), for exact per-request percentiles
+ * (`pdkv bench serve`); malloc'd JSON text */
+#define SA_HO_RING 16384
+char *sa_metrics_handoffs_json(struct sa *s, unsigned long long after);
+void sa_metrics_free(struct sa *s);
 
 /* Prometheus text; malloc'd. */
 char *sa_metrics_text(struct sa *s);

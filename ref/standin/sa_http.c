@@ -608,6 +608,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		free(m);
 		return ret;
 	}
+	if (!strcmp(url, "/pdkv/handoffs") && get) { /* per-request hand-offs: pdkv bench serve */
+		const char *a = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after");
+		char *m = sa_metrics_handoffs_json(s, a ? strtoull(a, NULL, 10) : 0);
+		enum MHD_Result ret;
+
+		if (!m)
+			return MHD_NO;
+		ret = queue(c, 200, "application/json", m, strlen(m), NULL);
+		free(m);
+		return ret;
+	}
 	if (!strcmp(url, "/version") && get)
 		return queue(c, 200, "application/json",
 		             "{\"version\":\"pdkv-standin " SA_VERSION "\"}",

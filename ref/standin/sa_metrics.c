@@ -1,5 +1,6 @@
 /* sa_metrics: /metrics in Prometheus text format — pdkv's fixed names (the runner reads them),
  * vLLM's own names where vLLM counts the same thing, and the connector's raw statistics. */
+#include <cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,14 +110,71 @@ void sa_metrics_done(struct sa *s, const struct sa_req *r, long long gen)
 		                (double)(r->t_last_tok - r->t_first_tok) / 1e9 / (double)(gen - 1));
 }
 
+struct sa_ho_ring {
+	pthread_mutex_t mu;
+	unsigned long long seq; /* hand-offs recorded so far; entry k sits at (k - 1) % RING */
+	double secs[SA_HO_RING];
+	uint64_t bytes[SA_HO_RING];
+};
+
 void sa_metrics_handoff(struct sa *s, double secs, uint64_t bytes)
 {
+	struct sa_ho_ring *g = s->ho_ring;
+
 	sa_hist_observe(&s->handoff_s, secs);
 	sa_hist_observe(&s->handoff_bytes, (double)bytes);
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->secs[g->seq % SA_HO_RING] = secs;
+	g->bytes[g->seq % SA_HO_RING] = bytes;
+	g->seq++;
+	pthread_mutex_unlock(&g->mu);
+}
+
+char *sa_metrics_handoffs_json(struct sa *s, unsigned long long after)
+{
+	struct sa_ho_ring *g = s->ho_ring;
+	cJSON *o = cJSON_CreateObject(), *sv, *bv;
+	char *txt;
+
+	if (!o)
+		return NULL;
+	sv = cJSON_AddArrayToObject(o, "seconds");
+	bv = cJSON_AddArrayToObject(o, "bytes");
+	if (g) {
+		pthread_mutex_lock(&g->mu);
+		unsigned long long first = g->seq > SA_HO_RING ? g->seq - SA_HO_RING : 0;
+		if (after > first)
+			first = after;
+		for (unsigned long long k = first; k < g->seq; k++) {
+			cJSON_AddItemToArray(sv, cJSON_CreateNumber(g->secs[k % SA_HO_RING]));
+			cJSON_AddItemToArray(bv,
+			                     cJSON_CreateNumber((double)g->bytes[k % SA_HO_RING]));
+		}
+		cJSON_AddNumberToObject(o, "seq", (double)g->seq);
+		pthread_mutex_unlock(&g->mu);
+	} else {
+		cJSON_AddNumberToObject(o, "seq", 0);
+	}
+	txt = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return txt;
+}
+
+void sa_metrics_free(struct sa *s)
+{
+	if (s->ho_ring)
+		pthread_mutex_destroy(&s->ho_ring->mu);
+	free(s->ho_ring);
+	s->ho_ring = NULL;
 }
 
 void sa_metrics_init(struct sa *s)
 {
+	s->ho_ring = calloc(1, sizeof(*s->ho_ring));
+	if (s->ho_ring)
+		pthread_mutex_init(&s->ho_ring->mu, NULL);
 	HSET(s->itl, itl_le);
 	HSET(s->tpot, itl_le);
 	HSET(s->e2e, e2e_le);

@@ -53,4 +53,63 @@ PY
 check "csv: header and 4 rows" [ "$(wc -l <"$T/s.csv")" = 5 ]
 "$BIN/pdkv-report" compare "$T/s.json" "$T/s.json" >"$T/cmp" 2>&1
 check "pdkv report compare reads the rows" [ $? = 0 ]
-[ $fails = 0 ] || { tail -30 "$T/out"; echo "$fails check(s) failed"; exit 1; }
+
+# vllm bench serve's flags: ShareGPT prompts, chat backend, percentiles, goodput, --save-result
+timeout 120 "$B" serve "$SC" --backend openai-chat --dataset-name sharegpt \
+	--dataset-path fixtures/sharegpt/pdkv-mini.json --num-prompts 6 --request-rate 50 \
+	--burstiness 0.5 --ignore-eos --percentile-metrics ttft,e2el --metric-percentiles 50,99.9 \
+	--goodput "ttft:60000 e2el:60000" --save-result --result-dir "$T/res" --csv "$T/g.csv" \
+	--plot "$T/g.png" >"$T/out2" 2>"$T/err2"
+rc=$?
+check "sharegpt + chat sweep exits 0 ($rc)" [ $rc = 0 ]
+check "text: P99.9 TTFT and P50 E2EL, no TPOT block" bash -c "grep -q '^P99.9 TTFT (ms):' '$T/out2' && grep -q '^P50 E2EL (ms):' '$T/out2' && ! grep -q '^Mean TPOT' '$T/out2'"
+check "text: request goodput with --goodput" grep -q '^Request goodput (req/s): ' "$T/out2"
+check "progress: a line per second with done/total and ETA" grep -qE '^\[pd rate=50 conc=none\] [0-9]+/6 requests.*elapsed, ETA' "$T/err2"
+f=$(ls "$T"/res/openai-chat-50.0qps-Qwen2.5-7B-Instruct-GPTQ-Int4-*.json 2>/dev/null | head -1)
+check "--save-result: vLLM's file name ($f)" [ -n "$f" ]
+check "--save-result: vLLM's keys, ShareGPT lengths" python3 - "$f" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("date", "backend", "model_id", "num_prompts", "request_rate", "burstiness",
+          "max_concurrency", "duration", "completed", "failed", "total_input_tokens",
+          "total_output_tokens", "request_throughput", "request_goodput", "output_throughput",
+          "total_token_throughput", "input_lens", "output_lens", "ttfts", "itls", "errors",
+          "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p50_ttft_ms", "p99.9_ttft_ms",
+          "p99.9_e2el_ms"):
+    assert k in d, k
+assert d["backend"] == "openai-chat" and d["request_rate"] == 50 and d["burstiness"] == 0.5
+assert d["max_concurrency"] is None and d["completed"] == 6 and d["failed"] == 0
+# the fixture's usable prompts (10 of 13), one token per byte, repeated to 6 requests
+assert len(d["input_lens"]) == 6 and all(4 <= n <= 1024 for n in d["input_lens"]), d["input_lens"]
+assert d["request_goodput"] > 0 and "mean_tpot_ms" not in d
+PY
+check "csv: rate and input length columns" bash -c "head -1 '$T/g.csv' | grep -q 'request_rate,max_concurrency,input_len,' && sed -n 2p '$T/g.csv' | grep -q '^pd,50,,'"
+grep -q '^pd,inf,2,300,' "$T/s.csv"; check "csv: rate inf written as inf, input length 300" [ $? = 0 ]
+check "plot written (gnuplot)" [ -s "$T/g.png" ]
+
+# interrupted mid-sweep: partial results written, nothing left running, exit 130
+mkdir -p "$T/tmp"
+TMPDIR=$T/tmp "$B" serve "$SC" --num-prompts 400 --request-rate 40,inf --max-concurrency 2 --random-input-len 200 \
+	--output-len 6 --compare-single --single-args "--kv-layers 4 --kv-heads 2 --head-dim 64 --ns-per-token 2000" \
+	--json "$T/i.json" --csv "$T/i.csv" >"$T/out3" 2>"$T/err3" &
+pid=$!
+for _ in $(seq 100); do grep -qE '\[pd rate=40 conc=2\] [1-9][0-9]*/400' "$T/err3" && break; sleep 0.2; done
+kill -INT $pid
+wait $pid
+rc=$?
+check "SIGINT mid-sweep exits 130 ($rc)" [ $rc = 130 ]
+check "partial point written (interrupted)" python3 - "$T/i.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["points"]
+assert len(p) == 1 and p[0]["interrupted"] and p[0]["name"] == "pd rate=40 conc=2", p
+c = {r["metric"]: r["value"] for r in d["rows"]}
+assert 0 < c["completed"] < 400 and c["failed"] == 0, c
+PY
+check "csv marks the point interrupted" grep -q ',true$' "$T/i.csv"
+sleep 0.5
+left=$(pgrep -f "pdkv-serve-" || true)
+check "nothing it started is left running ($left)" [ -z "$left" ]
+check "nothing left in TMPDIR ($(ls "$T/tmp"))" [ -z "$(ls -A "$T/tmp")" ]
+
+[ $fails = 0 ] || { tail -30 "$T/out"; tail -n 5 "$T/err2" "$T/err3"; echo "$fails check(s) failed"; exit 1; }
