@@ -45,7 +45,7 @@ ip netns del "pdkv-$$.nsnr" 2>/dev/null
 
 before=$(ls /run/netns 2>/dev/null | grep -c '^pdkv-')
 unshare -m --propagation private bash "$T/chroot.sh" "$BIN/pdkv-run" --workdir "$T/w" \
-	--json "$T/r.json" scenarios/30-netns-1p1d-v0.json scenarios/31-netns-link-cut.json \
+	--json "$T/r.json" scenarios/30-netns-1p1d-v0.json scenarios/hostile/31-netns-link-cut.json \
 	>"$T/out" 2>&1
 rc=$?
 cat "$T/out"
