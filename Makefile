@@ -27,7 +27,7 @@ LIBFILES   := $(foreach l,$(LIBS),$(BUILD)/lib/lib$(l).a)
 BINFILES   := $(foreach b,$(BINS),$(BUILD)/bin/$(b))
 TESTFILES  := $(foreach t,$(TESTS),$(BUILD)/tests/$(t))
 
-.PHONY: all test asan tsan fuzz fuzz-build run bench test-rxe test-interop test-gpu clean deps format check-format tidy
+.PHONY: all test asan tsan fuzz fuzz-build run run-hostile bench test-rxe test-interop test-gpu clean deps format check-format tidy
 all: $(BINFILES) $(TESTFILES)
 
 # Fresh machine: install the Debian packages once (ci/install-deps.sh is idempotent).
@@ -113,6 +113,12 @@ fuzz:
 # The README's main command: the default scenario suite on local TCP with a local etcd.
 run: all
 	@$(BUILD)/bin/pdkv run --json reports/out/run.json --junit reports/out/junit.xml
+
+# Faults and hostile peers (scenarios/hostile/: killed nodes, cut links, rogue peers, floods),
+# apart so that `make run` stays quick; `make test` runs them too (harness/tests/run_hostile.sh).
+run-hostile: all
+	@$(BUILD)/bin/pdkv run --json reports/out/run-hostile.json \
+	  --junit reports/out/junit-hostile.xml scenarios/hostile
 
 bench: all
 	@BUILD=$(BUILD) bash ci/bench.sh

@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +23,14 @@
 #include "pd_opt.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
+#include "te/te_internal.h" /* te_conn_parse: the engine's own reading of CONN */
 
 enum { OK, WARN, FAIL };
 static const char *const lvl_name[] = {"OK", "WARN", "FAIL"};
 
 struct opts {
 	const char *metadata, *config, *devices, *protocol;
-	bool json, rdma_wanted;
+	bool json, rdma_wanted, vllm_auto; /* vllm_auto: no --vllm, both plans */
 	int vllm;
 };
 
@@ -298,10 +301,62 @@ static void check_gpu(void)
 		       "no CUDA GPU (KV buffers on cpu only)");
 }
 
+/* A TCP connect to host:port within 2 s: 0, or the errno (ECONNREFUSED: nothing listens). */
+static int tcp_reach(const char *host, int port)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+	char ps[16];
+	int fd, err = EHOSTUNREACH;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	if (getaddrinfo(host, ps, &hints, &ai) || !ai)
+		return EHOSTUNREACH;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			err = 0;
+		} else if (errno == EINPROGRESS) {
+			struct pollfd pf = {.fd = fd, .events = POLLOUT};
+			socklen_t l = sizeof(err);
+			if (poll(&pf, 1, 2000) != 1)
+				err = ETIMEDOUT;
+			else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l))
+				err = errno;
+		} else {
+			err = errno;
+		}
+		close(fd);
+	}
+	freeaddrinfo(ai);
+	return err;
+}
+
+/* "start etcd (...)": how to bring up the store the connection string names at host:port */
+static void start_hint(const struct te_conn_info *ci, char *out, size_t n)
+{
+	if (ci->kind == TE_META_REDIS)
+		snprintf(out, n,
+		         "start redis (`redis-server --bind %s --port %d`) or fix metadata_server",
+		         ci->host, ci->port);
+	else if (ci->kind == TE_META_HTTP)
+		snprintf(
+		    out, n,
+		    "start the HTTP metadata server (`pdkv metaserver --host %s --port %d`, or "
+		    "Mooncake's) or fix metadata_server",
+		    ci->host, ci->port);
+	else
+		snprintf(
+		    out, n,
+		    "start etcd (`etcd --listen-client-urls http://%s:%d --advertise-client-urls "
+		    "http://%s:%d`) or fix metadata_server",
+		    ci->host, ci->port, ci->host, ci->port);
+}
+
 static void check_metadata(const char *conn)
 {
-	char err[256] = "";
+	char err[256] = "", fix[900];
 	double t0 = pd_now_s();
+	struct te_conn_info ci;
 	bool opened;
 	int rc;
 
@@ -310,20 +365,36 @@ static void check_metadata(const char *conn)
 		       "P2PHANDSHAKE: no store; peers are host:rpc_port");
 		return;
 	}
-	rc = te_inspect_meta_probe(conn, &opened, err, sizeof(err));
-	if (rc && !opened)
+	if (te_conn_parse(conn, &ci, err, sizeof(err))) {
 		report(FAIL, "metadata server",
-		       "use etcd://h:p, h:p, redis://h:p, http://h:p/path or "
-		       "P2PHANDSHAKE",
-		       "\"%s\": %s", conn, err[0] ? err : te_strerror(rc));
-	else if (rc == 0)
+		       "use etcd://h:p, h:p, redis://h:p, http://h:p/path or P2PHANDSHAKE",
+		       "\"%s\": %s", conn, err);
+		return;
+	}
+	/* the address parses: whether anything listens there decides the advice */
+	start_hint(&ci, fix, sizeof(fix));
+	rc = tcp_reach(ci.host, ci.port);
+	if (rc == ECONNREFUSED) {
+		report(FAIL, "metadata server", fix, "nothing listens on %s:%d (\"%s\", %s)",
+		       ci.host, ci.port, conn, te_meta_kind_name(ci.kind));
+		return;
+	}
+	if (rc) {
+		report(FAIL, "metadata server", fix,
+		       "%s:%d does not answer a TCP connect (%s; \"%s\")", ci.host, ci.port,
+		       strerror(rc), conn);
+		return;
+	}
+	rc = te_inspect_meta_probe(conn, &opened, err, sizeof(err));
+	if (rc == 0)
 		report(OK, "metadata server", NULL, "%s answers (%.0f ms)", conn,
 		       (pd_now_s() - t0) * 1e3);
 	else
 		report(FAIL, "metadata server",
-		       "start it (etcd, redis or a Mooncake HTTP metadata "
-		       "server) or fix metadata_server",
-		       "%s: %s", conn, te_strerror(rc));
+		       "what listens there is not the store metadata_server names: point it at "
+		       "the store's client address",
+		       "%s:%d accepts connections but is not a working %s store: %s", ci.host,
+		       ci.port, te_meta_kind_name(ci.kind), err[0] ? err : te_strerror(rc));
 }
 
 static bool local_host(const char *h)
@@ -337,6 +408,46 @@ static bool local_host(const char *h)
 	return !strcmp(h, ip);
 }
 
+/* Binds every port of dep's plan that is on this host: a FAIL per port in use. */
+static void check_ports(const struct cfg_deploy *dep, const char *gen, size_t *checked,
+                        size_t *taken)
+{
+	struct cfg_diags d = {0};
+	struct cfg_port *p = NULL;
+	size_t n = 0;
+
+	if (cfg_ports_plan(dep, &p, &n, &d))
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		int fd, one = 1;
+		struct sockaddr_in a = {.sin_family = AF_INET,
+		                        .sin_port = htons((uint16_t)p[i].port)};
+
+		if (!p[i].binds || p[i].port <= 0 || !local_host(p[i].host))
+			continue;
+		(*checked)++;
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0)
+			continue;
+		/* as the servers bind (SO_REUSEADDR): a TIME_WAIT leftover is no finding */
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) && errno == EADDRINUSE) {
+			char fix[160];
+
+			snprintf(fix, sizeof(fix),
+			         "stop what holds it (`ss -ltnp 'sport = :%d'`) or "
+			         "move the base port in the config",
+			         p[i].port);
+			report(FAIL, "port", fix, "%d (%s%s %s) is already in use", p[i].port, gen,
+			       p[i].side, p[i].purpose);
+			(*taken)++;
+		}
+		close(fd);
+	}
+	free(p);
+	cfg_diags_free(&d);
+}
+
 static char cfg_devices[512], cfg_conn[1024];
 
 static void check_config(struct opts *o)
@@ -344,9 +455,8 @@ static void check_config(struct opts *o)
 	struct cfg_mooncake mc = {0};
 	struct cfg_diags d = {0};
 	struct cfg_deploy dep = {0};
-	struct cfg_port *p = NULL;
 	char *verr = NULL;
-	size_t n = 0, taken = 0, checked = 0;
+	size_t taken = 0, checked = 0;
 
 	if (cfg_mooncake_load(o->config, o->vllm, &mc, &d, &verr)) {
 		report(FAIL, "mooncake config", "fix the file (pdkv config explains every field)",
@@ -370,39 +480,21 @@ static void check_config(struct opts *o)
 		o->metadata = cfg_conn;
 	}
 	dep.mc = &mc;
-	dep.vllm = o->vllm;
 	dep.tp = dep.dp = 1;
-	if (cfg_ports_plan(&dep, &p, &n, &d))
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		int fd;
-		struct sockaddr_in a = {.sin_family = AF_INET,
-		                        .sin_port = htons((uint16_t)p[i].port)};
-
-		if (!p[i].binds || p[i].port <= 0 || !local_host(p[i].host))
-			continue;
-		checked++;
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (fd < 0)
-			continue;
-		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) && errno == EADDRINUSE) {
-			char fix[160];
-
-			snprintf(fix, sizeof(fix),
-			         "stop what holds it (`ss -ltnp 'sport = :%d'`) or "
-			         "move the base port in the config",
-			         p[i].port);
-			report(FAIL, "port", fix, "%d (%s %s) is already in use", p[i].port,
-			       p[i].side, p[i].purpose);
-			taken++;
-		}
-		close(fd);
+	/* without --vllm both generations' binds are checked: V0's pipe ports (B+9, B+10) come
+	 * from this very file, and a taken one kills the V0 stand-in with "Address in use" */
+	if (o->vllm_auto || o->vllm == CFG_VLLM_V0) {
+		dep.vllm = CFG_VLLM_V0;
+		check_ports(&dep, o->vllm_auto ? "vLLM V0 " : "", &checked, &taken);
+	}
+	if (o->vllm_auto || o->vllm == CFG_VLLM_V1) {
+		dep.vllm = CFG_VLLM_V1;
+		check_ports(&dep, o->vllm_auto ? "vLLM V1 " : "", &checked, &taken);
 	}
 	if (!taken)
-		report(OK, "ports", NULL, "%zu port(s) the config binds on this host are free",
-		       checked);
+		report(OK, "ports", NULL, "%zu port(s) the config binds on this host are free%s",
+		       checked, o->vllm_auto ? " (vLLM V0 and V1 plans; --vllm picks one)" : "");
 out:
-	free(p);
 	free(verr);
 	cfg_mooncake_free(&mc);
 	cfg_diags_free(&d);
@@ -411,7 +503,7 @@ out:
 /* 0, 1 after --help, 2 on bad usage (printed). */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	int proto = -1, vllm = 1, rc;
+	int proto = -1, vllm = -1, rc;
 	const struct pd_opt opts[] = {
 	    {.name = "metadata_server",
 	     .type = PD_OPT_STR,
@@ -438,7 +530,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	     .type = PD_OPT_CHOICE,
 	     .dst = &vllm,
 	     .arg = "=v0|v1",
-	     .help = "which vLLM generation reads the config (v1)",
+	     .help = "which vLLM generation reads the config (default: check both plans)",
 	     .choices = "v0|v1"},
 	    {.name = "json", .type = PD_OPT_FLAG, .dst = &o->json, .help = "one JSON document"},
 	};
@@ -461,6 +553,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		o->rdma_wanted = proto == 0;
 	}
 	o->vllm = vllm == 0 ? CFG_VLLM_V0 : CFG_VLLM_V1;
+	o->vllm_auto = vllm < 0;
 	return 0;
 }
 

@@ -172,13 +172,35 @@ static void *fault_thread(void *ud)
 			pd_sleep_ms(20);
 		if (net->stop)
 			break;
-		if (hr_netns_link(&net->nn, link, up, err, sizeof(err)))
+		if (hr_netns_link(&net->nn, link, up, err, sizeof(err))) {
 			note(net, "link %s %s failed: %s", link, up ? "up" : "down", err);
-		else
-			note(net, "link %s %s at +%.1fs", link, up ? "up" : "down",
-			     pd_now_s() - net->t0);
+			continue;
+		}
+		note(net, "link %s %s at +%.1fs", link, up ? "up" : "down", pd_now_s() - net->t0);
+		for (size_t i = 0; i < net->nn.n; i++)
+			if (!strcmp(net->nn.h[i].name, link))
+				net->down[i] = !up;
 	}
 	return NULL;
+}
+
+/* After the workload, as an operator would after an outage: every link the faults left down
+ * comes back up, so /metrics of the node behind it can be read and the checks judged. */
+static void restore_links(struct hr_net *net)
+{
+	for (size_t i = 0; i < net->nn.n; i++) {
+		char err[400];
+		if (!net->down[i])
+			continue;
+		if (hr_netns_link(&net->nn, net->nn.h[i].name, true, err, sizeof(err))) {
+			note(net, "link %s restored after the workload: failed: %s",
+			     net->nn.h[i].name, err);
+			continue;
+		}
+		net->down[i] = false;
+		note(net, "link %s restored (up) after the workload, before /metrics",
+		     net->nn.h[i].name);
+	}
 }
 
 void hr_net_faults_start(struct hr_net *net)
@@ -187,6 +209,7 @@ void hr_net_faults_start(struct hr_net *net)
 		return;
 	net->stop = 0;
 	net->t0 = pd_now_s();
+	memset(net->down, 0, sizeof(net->down));
 	net->faults_on = pthread_create(&net->faults, NULL, fault_thread, net) == 0;
 }
 
@@ -197,6 +220,7 @@ void hr_net_faults_stop(struct hr_net *net)
 	net->stop = 1;
 	pthread_join(net->faults, NULL);
 	net->faults_on = false;
+	restore_links(net);
 }
 
 void hr_net_teardown(struct hr_net *net)

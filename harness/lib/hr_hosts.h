@@ -25,8 +25,9 @@ struct hr_net {
 	pthread_t faults;
 	bool faults_on;
 	volatile int stop;
-	double t0;         /* the workload's start (pd_now_s) */
-	char applied[600]; /* what the fault thread did, for the report */
+	double t0;               /* the workload's start (pd_now_s) */
+	bool down[HR_NETNS_MAX]; /* nn.h[i]'s link is down (a fault); restored after the workload */
+	char applied[600];       /* what the fault thread did, for the report */
 };
 
 /* 0 when the scenario has no hosts or they are ready (net->on), 77 when this host cannot make
@@ -34,7 +35,8 @@ struct hr_net {
 int hr_net_setup(struct hr_net *net, const struct hr_scenario *sc, char *why, size_t sz);
 /* The namespace whose address is addr, NULL when addr is on the runner's stack. */
 const char *hr_net_ns_of(const struct hr_net *net, const char *addr);
-/* Starts the scenario's faults, timed from now (the workload's start); stop joins them. */
+/* Starts the scenario's faults, timed from now (the workload's start); stop joins them and
+ * brings up every link they left down (noted in applied), before the runner reads /metrics. */
 void hr_net_faults_start(struct hr_net *net);
 void hr_net_faults_stop(struct hr_net *net);
 /* Removes every namespace and link; idempotent. */

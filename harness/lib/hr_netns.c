@@ -145,9 +145,25 @@ bool hr_netns_name_ok(const char *host)
 	       n;
 }
 
+/* setns into the namespace at path from a child, as hr_netns_enter does: 0 or -errno */
+static int probe_setns(const char *path)
+{
+	int st = 0;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		_exit(fd < 0 ? (errno & 0x7f) : setns(fd, CLONE_NEWNET) ? (errno & 0x7f) : 0);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -EINTR;
+	return -WEXITSTATUS(st);
+}
+
 int hr_netns_probe(char *why, size_t sz)
 {
-	char name[64], err[400];
+	char name[64], path[128], err[400];
 	int ret;
 	snprintf(name, sizeof(name), HR_NETNS_PREFIX "%d.probe", (int)getpid());
 	ret = cmd(err, sizeof(err), "ip", "netns", "add", name, NULL);
@@ -160,7 +176,21 @@ int hr_netns_probe(char *why, size_t sz)
 		          (int)getuid(), err);
 		return -EPERM;
 	}
+	/* what a run does next: `ip -n` / `ip netns exec` (a mount namespace with / made rslave:
+	 * fails in a chroot, whose / is no mount point) and setns from a forked child */
+	snprintf(path, sizeof(path), NETNS_DIR "/%s", name);
+	ret = cmd(err, sizeof(err), "ip", "netns", "exec", name, "ip", "link", "set", "lo", "up",
+	          NULL);
+	if (ret == 0 && (ret = probe_setns(path)))
+		snprintf(err, sizeof(err), "setns into %s: %s", path, strerror(-ret));
 	cmd(NULL, 0, "ip", "netns", "del", name, NULL);
+	if (ret) {
+		pd_seterr(why, sz,
+		          "this host can add a network namespace but not enter it (a chroot or a "
+		          "container without CAP_SYS_ADMIN?): %s",
+		          err);
+		return -EPERM;
+	}
 	return 0;
 }
 

@@ -46,6 +46,16 @@ expect "metadata server up -> OK" "grep -q '^OK   metadata server' $T/m1"
 kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null; pids=()
 "$B/pdkv-doctor" --protocol=tcp --metadata_server="http://127.0.0.1:$port/metadata" >"$T/m2" 2>&1; rc=$?
 expect "metadata server down -> FAIL, exit 1" "grep -q '^FAIL metadata server' $T/m2 && [ $rc = 1 ]"
+expect "metadata server down -> 'nothing listens' with the start command" \
+	"grep -q \"nothing listens on 127.0.0.1:$port\" $T/m2 && grep -q 'fix: start the HTTP metadata server' $T/m2"
+# etcd not running at the address: say so and how to start it, not connection-string syntax
+"$B/pdkv-doctor" --protocol=tcp --metadata_server="127.0.0.1:$port" >"$T/m3" 2>&1; rc=$?
+grep -A1 'metadata server' "$T/m3"
+expect "etcd down -> nothing listens on 127.0.0.1:$port: start etcd" \
+	"grep -q '^FAIL metadata server .*nothing listens on 127.0.0.1:$port' $T/m3 && grep -q 'fix: start etcd (.etcd --listen-client-urls http://127.0.0.1:$port' $T/m3 && [ $rc = 1 ]"
+expect "etcd down -> no connection-string syntax advice" "! grep -q 'use etcd://h:p' $T/m3"
+"$B/pdkv-doctor" --protocol=tcp --metadata_server="etcd+x://127.0.0.1:$port" >"$T/m4" 2>&1
+expect "bad scheme -> the syntax advice" "grep -q 'fix: use etcd://h:p' $T/m4"
 "$B/pdkv-doctor" --protocol=bogus >"$T/bad" 2>&1; rc=$?
 expect "bad --protocol -> exit 2 with the expected values" "[ $rc = 2 ] && grep -q 'expected rdma or tcp' $T/bad"
 
@@ -60,6 +70,11 @@ J
 grep -E 'config|port' "$T/c"
 expect "config read" "grep -q 'mooncake config' $T/c"
 expect "taken port $busy reported with its purpose" "grep -q \"^FAIL port .*$busy (prefill\" $T/c"
+# without --vllm (as the README shows it) the V0 pipe ports are checked too
+"$B/pdkv-doctor" --mooncake-config="$T/mooncake.json" --protocol=tcp >"$T/c2" 2>&1; rc=$?
+grep -E 'port' "$T/c2"
+expect "no --vllm: taken V0 port $busy reported, exit 1" \
+	"grep -q \"^FAIL port .*$busy (vLLM V0 prefill v0 zmq data PUSH\" $T/c2 && [ $rc = 1 ] && ! grep -q '^OK   ports' $T/c2"
 
 echo "test_doctor: $fails failure(s)"
 exit $fails
