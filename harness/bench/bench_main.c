@@ -116,6 +116,9 @@ static void add_row(struct runner *r, struct bench_row *row, double c0, double t
 		printf("# cpu: initiator %.2f s, target %.2f s = %.2f s per GB moved\n",
 		       row->cpu_init_s, row->cpu_target_s,
 		       (row->cpu_init_s + row->cpu_target_s) / ((double)row->bytes / 1e9));
+	if (row->conns)
+		printf("# socket: %d connection%s opened\n", row->conns,
+		       row->conns == 1 ? "" : "s");
 	if (row->wrong || row->failed) {
 		fprintf(stderr,
 		        "pdkv-bench: %s %s %llu B: %llu wrong bytes, %llu failed transfers\n",
@@ -224,6 +227,28 @@ static int mode_target(struct bench_opts *o, const uint64_t *sizes, size_t ns)
 	return rc;
 }
 
+/* Under the banner: how many TCP connections each side of the comparison ran. */
+static void lanes_line(const struct bench_opts *o)
+{
+	bool tcp = !o->protocol || !strcmp(o->protocol, "tcp");
+	int lanes = te_tcp_lanes_per_peer(), c;
+
+	if (tcp && o->baseline_id != BENCH_BASELINE_SOCKET_ONLY)
+		printf("# lanes: pdkv %d TCP connection%s to the target (%s; %ld CPUs)\n", lanes,
+		       lanes == 1 ? "" : "s",
+		       getenv("MC_TCP_LANES_PER_PEER") ? "MC_TCP_LANES_PER_PEER"
+		                                       : "1 up to 4 CPUs, 2 up to 15, 4 from 16",
+		       sysconf(_SC_NPROCESSORS_ONLN));
+	if (o->baseline_id == BENCH_BASELINE_NONE)
+		return;
+	c = bench_sock_conns(o);
+	printf("# lanes: socket baseline %d connection%s, one thread each%s (%llu transfers in "
+	       "flight over them, as pdkv's batch x threads)\n",
+	       c, c == 1 ? "" : "s", tcp ? ", as many as pdkv's lanes (iperf3 -P)" : "",
+	       (unsigned long long)(o->batch * o->threads));
+	fflush(stdout);
+}
+
 /* --mode=initiator (and loopback's initiator): every row, then the reports. */
 static int mode_initiator(struct bench_opts *o, const struct bench_run_ops *ro, uint64_t region,
                           const uint64_t *sizes, size_t ns, pid_t target_pid)
@@ -253,6 +278,7 @@ static int mode_initiator(struct bench_opts *o, const struct bench_run_ops *ro, 
 	}
 	bench_banner(o, r.te ? bench_te_local_name(r.te) : "-", o->segment,
 	             r.te ? bench_te_remote_size(r.te) : o->buffer_size);
+	lanes_line(o);
 	run_all(&r, ro);
 	rc = r.rc;
 	if (o->compare_perftest &&
