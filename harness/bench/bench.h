@@ -111,6 +111,7 @@ struct bench_row {
 	double pct_line_rate;            /* % of o->line_rate_gbps; < 0 = unknown */
 	double perftest_bw; /* ib_write_bw at this block size, report units; 0 = none */
 	struct bench_scheme_row *scheme; /* --scheme: the pairs behind this aggregate; else NULL */
+	int conns;                       /* socket rows: connections opened; else 0 */
 };
 
 /* One pair of a --scheme row: initiator engine -> target segment, and its own row. */
@@ -282,8 +283,14 @@ struct bench_sock_ctx {
 };
 int bench_sock_ctx_init(struct bench_sock_ctx *c, const char *server, uint64_t roff, uint64_t loff);
 extern const struct bench_backend bench_sock_backend; /* ctx: a struct bench_sock_ctx */
+/* A row on bench_sock_conns(o) connections, one thread each, o->batch x o->threads transfers in
+ * flight over them (reported with o's batch and threads). */
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
                    struct bench_row *row);
+/* Connections the socket baseline opens: as many as the engine's TCP lanes per peer
+ * (te_tcp_lanes_per_peer, as iperf3 -P), fewer when batch x threads does not divide; rdma: one
+ * per thread. */
+int bench_sock_conns(const struct bench_opts *o);
 
 /* line rate (bench_rdmarate.c): sum over the devices in `devices` (comma list; NULL/"" = all)
  * of port 1's active speed x width, in Gb/s, when ACTIVE. desc gets "rxe0 1x 2.5 Gb/s + ...".

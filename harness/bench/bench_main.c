@@ -72,20 +72,53 @@ struct runner {
 	int rc;
 };
 
+/* A Mooncake row: its latency columns say "-" (transfer_engine_bench prints none), then its CPU:
+ * the child's own (wait4), or "not measured". */
+static void mooncake_row_print(const struct bench_opts *o, const struct bench_row *r)
+{
+	char bw[24];
+	snprintf(bw, sizeof(bw), "%s/s", o->unit);
+	printf("  %-6s %-5s %12llu %6llu %4llu %10.*f %12.0f %12s %12s %10s %8llu\n", r->kind,
+	       r->op ? "write" : "read", (unsigned long long)r->block, (unsigned long long)r->batch,
+	       (unsigned long long)r->threads, o->precision, r->bw,
+	       r->seconds > 0 ? (double)r->transfers / r->seconds : 0, "-", "-", "-",
+	       (unsigned long long)r->failed);
+	printf("Test completed: duration %.2f, batch count %llu, throughput %.*f %s\n", r->seconds,
+	       (unsigned long long)r->batches, o->precision, r->bw, bw);
+	if (r->cpu_init_s >= 0 && r->bytes)
+		printf(
+		    "# cpu: Mooncake initiator %.2f s (its process, wait4), target %.2f s = %.2f s "
+		    "per GB moved; latency not measured (transfer_engine_bench prints none)\n",
+		    r->cpu_init_s, r->cpu_target_s,
+		    (r->cpu_init_s + r->cpu_target_s) / ((double)r->bytes / 1e9));
+	else
+		printf("# cpu: Mooncake not measured; latency not measured\n");
+	fflush(stdout);
+}
+
+/* c0 < 0: the row's cpu_init_s is already set (a Mooncake child's own) */
 static void add_row(struct runner *r, struct bench_row *row, double c0, double t0)
 {
 	double t1 = bench_cpu_of(r->target_pid);
-	row->cpu_init_s = bench_cpu_self() - c0;
+	bool mc = !strcmp(row->kind, "mooncake");
+	if (c0 >= 0)
+		row->cpu_init_s = bench_cpu_self() - c0;
 	row->cpu_target_s = t0 >= 0 && t1 >= 0 ? t1 - t0 : 0;
 	row->pct_line_rate =
 	    r->o->line_rate_gbps > 0 && row->seconds > 0
 	        ? (double)row->bytes * 8 / row->seconds / 1e9 / r->o->line_rate_gbps * 100
 	        : -1;
-	bench_table_row(r->o, row);
-	if (row->bytes)
+	if (mc)
+		mooncake_row_print(r->o, row);
+	else
+		bench_table_row(r->o, row);
+	if (row->bytes && !mc)
 		printf("# cpu: initiator %.2f s, target %.2f s = %.2f s per GB moved\n",
 		       row->cpu_init_s, row->cpu_target_s,
 		       (row->cpu_init_s + row->cpu_target_s) / ((double)row->bytes / 1e9));
+	if (row->conns)
+		printf("# socket: %d connection%s opened\n", row->conns,
+		       row->conns == 1 ? "" : "s");
 	if (row->wrong || row->failed) {
 		fprintf(stderr,
 		        "pdkv-bench: %s %s %llu B: %llu wrong bytes, %llu failed transfers\n",
@@ -136,10 +169,11 @@ static void run_all(struct runner *r, const struct bench_run_ops *ro)
 					best_p = prow.bw;
 				if (o->compare_mooncake) {
 					struct bench_row mrow;
+					t0 = bench_cpu_of(r->target_pid);
 					if (bench_mooncake_row(o, sizes[i], &mrow))
 						r->rc = 1;
 					else
-						add_row(r, &mrow, bench_cpu_self(), -1);
+						add_row(r, &mrow, -1, t0);
 					if (mrow.bw > best_m)
 						best_m = mrow.bw;
 				}
@@ -193,6 +227,28 @@ static int mode_target(struct bench_opts *o, const uint64_t *sizes, size_t ns)
 	return rc;
 }
 
+/* Under the banner: how many TCP connections each side of the comparison ran. */
+static void lanes_line(const struct bench_opts *o)
+{
+	bool tcp = !o->protocol || !strcmp(o->protocol, "tcp");
+	int lanes = te_tcp_lanes_per_peer(), c;
+
+	if (tcp && o->baseline_id != BENCH_BASELINE_SOCKET_ONLY)
+		printf("# lanes: pdkv %d TCP connection%s to the target (%s; %ld CPUs)\n", lanes,
+		       lanes == 1 ? "" : "s",
+		       getenv("MC_TCP_LANES_PER_PEER") ? "MC_TCP_LANES_PER_PEER"
+		                                       : "1 up to 4 CPUs, 2 up to 15, 4 from 16",
+		       sysconf(_SC_NPROCESSORS_ONLN));
+	if (o->baseline_id == BENCH_BASELINE_NONE)
+		return;
+	c = bench_sock_conns(o);
+	printf("# lanes: socket baseline %d connection%s, one thread each%s (%llu transfers in "
+	       "flight over them, as pdkv's batch x threads)\n",
+	       c, c == 1 ? "" : "s", tcp ? ", as many as pdkv's lanes (iperf3 -P)" : "",
+	       (unsigned long long)(o->batch * o->threads));
+	fflush(stdout);
+}
+
 /* --mode=initiator (and loopback's initiator): every row, then the reports. */
 static int mode_initiator(struct bench_opts *o, const struct bench_run_ops *ro, uint64_t region,
                           const uint64_t *sizes, size_t ns, pid_t target_pid)
@@ -222,6 +278,7 @@ static int mode_initiator(struct bench_opts *o, const struct bench_run_ops *ro, 
 	}
 	bench_banner(o, r.te ? bench_te_local_name(r.te) : "-", o->segment,
 	             r.te ? bench_te_remote_size(r.te) : o->buffer_size);
+	lanes_line(o);
 	run_all(&r, ro);
 	rc = r.rc;
 	if (o->compare_perftest &&

@@ -1,6 +1,6 @@
 /* bench_sock: the plain-socket baseline — the same batch shape as the engine runs (24-byte
- * request header, WRITE body follows / READ body returns, one ack per WRITE batch) on one
- * blocking TCP connection per thread, with no engine in between. */
+ * request header, WRITE body follows / READ body returns, one ack per WRITE batch) on as many
+ * blocking TCP connections as the engine opens lanes (one thread each), no engine in between. */
 #include "bench.h"
 
 #include <errno.h>
@@ -18,6 +18,7 @@
 
 #include "pd_tsan.h"
 #include "pd_util.h"
+#include "te/te.h"
 
 #define OP_READ  BENCH_READ
 #define OP_WRITE BENCH_WRITE
@@ -150,6 +151,7 @@ static int sock_batch(struct bench_thread *th, int op, char *base, bool record, 
 
 static char *s_local, *s_scratch;
 static uint64_t s_cap;
+static int s_connects; /* connections opened, for bench_row.conns */
 
 /* Buffers are kept across rows (like the engine's registered ones) and touched here, before
  * any row, so first-touch page faults are in no row's CPU time. */
@@ -186,6 +188,8 @@ static int sock_thread_init(struct bench_thread *th)
 	th->local = s_local + c->loff;
 	th->scratch = s_scratch + c->loff;
 	p->fd = pd_tcp_connect(c->host, c->port, 5000);
+	if (p->fd >= 0)
+		__atomic_add_fetch(&s_connects, 1, __ATOMIC_RELAXED);
 	return p->fd < 0 ? p->fd : 0;
 }
 
@@ -218,11 +222,25 @@ int bench_sock_ctx_init(struct bench_sock_ctx *c, const char *server, uint64_t r
 	return 0;
 }
 
+int bench_sock_conns(const struct bench_opts *o)
+{
+	uint64_t want = o->batch * o->threads;
+	int c;
+
+	if (o->protocol && strcmp(o->protocol, "tcp"))
+		return (int)o->threads; /* the engine's TCP lanes do not apply */
+	c = te_tcp_lanes_per_peer();
+	while (c > 1 && want % (uint64_t)c)
+		c--;
+	return c;
+}
+
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
                    struct bench_row *row)
 {
 	struct bench_sock_ctx c;
-	int err;
+	struct bench_opts so = *o;
+	int err, n0, conns = bench_sock_conns(o);
 
 	if (bench_sock_ctx_init(&c, server, 0, 0)) {
 		memset(row, 0, sizeof(*row));
@@ -235,7 +253,16 @@ int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t bloc
 	}
 	if (bench_sock_prepare(block * o->batch * o->threads))
 		return 1;
-	err = bench_run_row(&bench_sock_backend, &c, o, block, row);
+	/* as many connections as the engine's lanes (iperf3 -P): one per thread, the same
+	 * transfers in flight in all (batch x threads), the same region covered */
+	so.batch = o->batch * o->threads / (uint64_t)conns;
+	so.threads = (uint64_t)conns;
+	n0 = __atomic_load_n(&s_connects, __ATOMIC_RELAXED);
+	err = bench_run_row(&bench_sock_backend, &c, &so, block, row);
+	row->conns = __atomic_load_n(&s_connects, __ATOMIC_RELAXED) - n0;
+	row->batch = o->batch;
+	row->threads = o->threads;
+	row->batches = row->transfers / o->batch; /* in o's batches, as the engine's rows */
 	if (err) {
 		fprintf(stderr, "pdkv-bench: socket baseline to %s failed: %s\n", server,
 		        strerror(-err));

@@ -85,6 +85,9 @@ int te_engine_rpc_port(const struct te_engine *eng);
  * lost keys back; PDKV_TE_REPUBLISH_S, default 5 s); true with P2PHANDSHAKE. */
 bool te_engine_meta_ok(const struct te_engine *eng);
 const char *te_engine_protocol(const struct te_engine *eng); /* "tcp" | "rdma" */
+/* TCP connections (lanes) an engine opens to each peer: 1 on hosts with <= 4 CPUs, 2 up to 15,
+ * 4 from 16; MC_TCP_LANES_PER_PEER (1..16) overrides (read at each call). */
+int te_tcp_lanes_per_peer(void);
 
 /* Target side: fn(ud, addr, len) runs on an engine server thread as each piece of a peer's
  * WRITE into this engine's host memory lands (TCP: each socket read of the body, at most

@@ -96,20 +96,21 @@ int te_json_get_uint(const struct cJSON *item, uint64_t max, uint64_t *out);
 
 /* ================================================================ Mooncake release
  * (te_meta_compat.c) PDKV_MOONCAKE_VERSION picks the release whose bytes pdkv writes where releases
- * differ. Unset, pdkv writes the newest released form wherever every release reads it (extra JSON
- * keys are ignored by all of them) and the oldest where the newer readers accept both (the
- * trailing "\n"); metadata_version, in no tagged release yet, only when asked for. */
+ * differ. Unset (or unparsable), pdkv writes what the newest release it knows writes,
+ * TE_COMPAT_NEWEST: no trailing "\n" on HTTP store values, the 0.3.12 RDMA fields and handshake,
+ * no metadata_version (in no tagged release yet; 0.3.13 asks for it). */
+#define TE_COMPAT_NEWEST 312 /* v0.3.12.post1 */
 /* "0.3.6" / "v0.3.12.post1" -> 306 / 312 (major*10000+minor*100+patch); NULL/"" 0; bad -1. */
 int te_compat_parse(const char *s);
-int te_compat_version(void); /* PDKV_MOONCAKE_VERSION (read at each call); 0 = unset */
-/* HTTP store values end with "\n" (unset or < 0.3.6; redis, etcd and P2P always have it). */
+int te_compat_version(void); /* PDKV_MOONCAKE_VERSION (read at each call), else TE_COMPAT_NEWEST */
+/* HTTP store values end with "\n" (< 0.3.6; redis, etcd and P2P always have it). */
 bool te_compat_http_newline(void);
-/* RDMA descriptors carry tcp_data_port 0 / tcp_proto_version 1 (unset or >= 0.3.12). */
+/* RDMA descriptors carry tcp_data_port 0 / tcp_proto_version 1 (>= 0.3.12). */
 bool te_compat_rdma_tcp_fields(void);
 /* RDMA Connection handshake in the current form: local_gid, local_lid, payload, ready_ack
- * (unset or >= 0.3.11); else the older 4-key form. Both forms are always accepted. */
+ * (>= 0.3.11); else the older 4-key form. Both forms are always accepted. */
 bool te_compat_rdma_hs_current(void);
-/* Descriptors and rpc_meta carry "metadata_version" (Mooncake #3837; >= 0.3.13, off when
+/* Descriptors and rpc_meta carry "metadata_version" (Mooncake #3837; >= 0.3.13, so off when
  * unset: no tagged release has it yet). */
 bool te_compat_metadata_version(void);
 

@@ -175,11 +175,28 @@ static void tcp_destroy(struct te_transport *tp)
 	free(tp);
 }
 
+/* Lanes per peer: 2, but 1 on small hosts (<= 4 CPUs online), where each lane's sender and
+ * receiver threads compete with the caller and the target for the cores and a second lane costs
+ * more than it overlaps (2 cores, loopback: 1 MiB write 0.56 -> 0.75 of a plain socket), and 4 on
+ * hosts with 16 or more, where batches gain more than one request at a time loses (16 cores,
+ * loopback, batches of 32 against 2 lanes: 1 MiB READs 10-11 -> 15-18 GB/s, WRITEs 8.4-8.6 ->
+ * 11.7-12.2, 64 KiB unchanged; one 1 MiB WRITE at a time 4.0 -> 3.6). MC_TCP_LANES_PER_PEER
+ * (1..16) overrides. */
+int te_tcp_lanes_per_peer(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *e = getenv("MC_TCP_LANES_PER_PEER");
+	int64_t v;
+
+	if (e && !pd_parse_i64(e, &v) && v >= 1 && v <= TCP_MAX_LANES)
+		return (int)v;
+	return ncpu >= 16 ? 4 : ncpu > 4 ? 2 : 1;
+}
+
 static int tcp_install(struct te_engine *eng, struct te_transport **out)
 {
 	struct te_transport *tp = calloc(1, sizeof(*tp));
 	const char *e;
-	int64_t v;
 
 	*out = NULL;
 	if (!tp)
@@ -187,21 +204,7 @@ static int tcp_install(struct te_engine *eng, struct te_transport **out)
 	tp->eng = eng;
 	tp->lfd = -1;
 	pthread_mutex_init(&tp->peers_mu, NULL);
-	/* Lanes per peer: 2, but 1 on small hosts (<= 4 CPUs online), where each lane's sender
-	 * and receiver threads compete with the caller and the target for the cores and a second
-	 * lane costs more than it overlaps (2 cores, loopback: 1 MiB write 0.56 -> 0.75 of a plain
-	 * socket), and 4 on hosts with 16 or more, where batches gain more than one request at a
-	 * time loses (16 cores, loopback, batches of 32 against 2 lanes: 1 MiB READs 10-11 ->
-	 * 15-18 GB/s, WRITEs 8.4-8.6 -> 11.7-12.2, 64 KiB unchanged; one 1 MiB WRITE at a time
-	 * 4.0 -> 3.6). MC_TCP_LANES_PER_PEER (1..16) overrides. */
-	{
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-		tp->nlanes = ncpu >= 16 ? 4 : ncpu > 4 ? 2 : 1;
-	}
-	e = getenv("MC_TCP_LANES_PER_PEER");
-	if (e && !pd_parse_i64(e, &v) && v >= 1 && v <= TCP_MAX_LANES)
-		tp->nlanes = (int)v;
+	tp->nlanes = te_tcp_lanes_per_peer();
 	e = getenv("MC_TCP_PROTO");
 	tp->proto_v1_only = e && !strcmp(e, "1");
 

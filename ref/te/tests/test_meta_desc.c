@@ -85,10 +85,15 @@ static void test_compat_version(void **state)
 	assert_int_equal(te_compat_parse(NULL), 0);
 	assert_int_equal(te_compat_parse("0.3"), -1);
 	assert_int_equal(te_compat_parse("0.3.6x"), -1);
+	/* unset: the newest release pdkv knows (0.3.12.post1): no "\n" on HTTP values, the
+	 * current RDMA forms, no metadata_version */
 	unsetenv("PDKV_MOONCAKE_VERSION");
-	assert_true(te_compat_http_newline());
+	assert_int_equal(te_compat_version(), TE_COMPAT_NEWEST);
+	assert_int_equal(te_compat_version(), te_compat_parse("v0.3.12.post1"));
+	assert_false(te_compat_http_newline());
 	assert_true(te_compat_rdma_tcp_fields());
 	assert_true(te_compat_rdma_hs_current());
+	assert_false(te_compat_metadata_version());
 	setenv("PDKV_MOONCAKE_VERSION", "0.3.5", 1);
 	assert_true(te_compat_http_newline());
 	assert_false(te_compat_rdma_hs_current());
@@ -98,8 +103,8 @@ static void test_compat_version(void **state)
 	setenv("PDKV_MOONCAKE_VERSION", "0.3.12", 1);
 	assert_true(te_compat_rdma_tcp_fields());
 	assert_true(te_compat_rdma_hs_current());
-	setenv("PDKV_MOONCAKE_VERSION", "bogus", 1); /* warned about, pdkv's defaults */
-	assert_int_equal(te_compat_version(), 0);
+	setenv("PDKV_MOONCAKE_VERSION", "bogus", 1); /* warned about, the newest */
+	assert_int_equal(te_compat_version(), TE_COMPAT_NEWEST);
 	unsetenv("PDKV_MOONCAKE_VERSION");
 }
 

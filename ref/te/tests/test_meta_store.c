@@ -73,6 +73,16 @@ static void check_value(struct te_meta *m, const char *key, const char *want)
 	free(v);
 }
 
+/* What a backend stores for val: HTTP drops the trailing "\n" as the newest Mooncake release does
+ * (PDKV_MOONCAKE_VERSION unset), the others keep it. Returns buf. */
+static const char *stored(enum pd_svc_kind k, const char *val, char *buf, size_t len)
+{
+	size_t n = strlen(val);
+	snprintf(buf, len, "%.*s", (int)(n - (k == PD_SVC_METASERVER && n && val[n - 1] == '\n')),
+	         val);
+	return buf;
+}
+
 /* The same contract on every backend. */
 static void exercise(enum pd_svc_kind k)
 {
@@ -84,10 +94,12 @@ static void exercise(enum pd_svc_kind k)
 	};
 	const char *val = "{\"ip_or_host_name\":\"10.0.0.2\",\"rpc_port\":15423}\n";
 	struct te_meta *m;
-	char *v = (char *)1, *big;
+	char *v = (char *)1, *big, want[128], want2[32];
 
 	if (!have[k])
 		skip();
+	stored(k, val, want, sizeof(want));
+	stored(k, "{\"v\":2}\n", want2, sizeof(want2));
 	m = open_ok(svc[k].conn);
 	assert_int_equal(te_meta_kind(m), k == PD_SVC_ETCD    ? TE_META_ETCD
 	                                  : k == PD_SVC_REDIS ? TE_META_REDIS
@@ -96,12 +108,12 @@ static void exercise(enum pd_svc_kind k)
 		assert_int_equal(te_meta_get(m, keys[i], &v), TE_ERR_NOT_FOUND);
 		assert_null(v);
 		assert_int_equal(te_meta_put(m, keys[i], val), 0);
-		check_value(m, keys[i], val);
+		check_value(m, keys[i], want);
 	}
 	/* overwrite, then delete: gone, and a second delete says so */
 	assert_int_equal(te_meta_put(m, keys[0], "{\"v\":2}\n"), 0);
-	check_value(m, keys[0], "{\"v\":2}\n");
-	check_value(m, keys[1], val); /* neighbours untouched */
+	check_value(m, keys[0], want2);
+	check_value(m, keys[1], want); /* neighbours untouched */
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		assert_int_equal(te_meta_del(m, keys[i]), 0);
 		assert_int_equal(te_meta_get(m, keys[i], &v), TE_ERR_NOT_FOUND);
@@ -203,7 +215,7 @@ static void test_http_escaping(void **state)
 	                                      err, sizeof(err)),
 	                 0);
 	assert_int_equal(status, 200);
-	assert_string_equal(resp, "{\"a\":1}\n");
+	assert_string_equal(resp, "{\"a\":1}"); /* no "\n" by default (the newest release) */
 	free(resp);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/dump", svc[PD_SVC_METASERVER].port);
 	assert_int_equal(te_meta_http_request("GET", url, NULL, 0, NULL, 3000, &status, &resp, NULL,
@@ -224,7 +236,8 @@ static void *hammer(void *arg)
 	char key[64], val[64], *v;
 	for (int i = 0; i < 20; i++) {
 		snprintf(key, sizeof(key), "mooncake/ram/t%d", id);
-		snprintf(val, sizeof(val), "{\"i\":%d}\n", i);
+		snprintf(val, sizeof(val), "{\"i\":%d}",
+		         i); /* no "\n": the same on every backend */
 		if (te_meta_put(m, key, val) || te_meta_get(m, key, &v))
 			bad++;
 		else if (strcmp(v, val) || (free(v), 0))
@@ -394,7 +407,8 @@ static void test_http_non_200(void **state)
 	close(fake.fd);
 }
 
-/* HTTP values lose FastWriter's "\n" from Mooncake 0.3.6 on (PR #815); redis keeps it. */
+/* HTTP values lose FastWriter's "\n" from Mooncake 0.3.6 on (PR #815), and so by default (the
+ * newest release); redis keeps it. */
 static void test_http_newline_era(void **state)
 {
 	const char *val = "{\"ip_or_host_name\":\"10.0.0.2\",\"rpc_port\":15423}\n";
@@ -413,7 +427,7 @@ static void test_http_newline_era(void **state)
 		r = open_ok(svc[PD_SVC_REDIS].conn);
 		assert_int_equal(te_meta_put(h, "mooncake/rpc_meta/10.0.0.2:13003", val), 0);
 		assert_int_equal(te_meta_put(r, "mooncake/rpc_meta/10.0.0.2:13003", val), 0);
-		snprintf(want, sizeof(want), "%.*s", (int)strlen(val) - (era == 2), val);
+		snprintf(want, sizeof(want), "%.*s", (int)strlen(val) - (era != 1), val);
 		check_value(h, "mooncake/rpc_meta/10.0.0.2:13003", want);
 		check_value(r, "mooncake/rpc_meta/10.0.0.2:13003", val);
 		assert_int_equal(te_meta_del(h, "mooncake/rpc_meta/10.0.0.2:13003"), 0);

@@ -587,7 +587,9 @@ static void check_key(struct te_meta *m, const char *key, bool want, const char 
 			fail_msg("key %s: %s", key, te_strerror(r));
 		if (needle && !strstr(v, needle))
 			fail_msg("key %s: %s lacks %s", key, v, needle);
-		assert_true(v[strlen(v) - 1] == '\n');
+		/* "\n"-terminated as Mooncake's FastWriter, except on HTTP: the newest release
+		 * (the default) writes none there */
+		assert_true((v[strlen(v) - 1] == '\n') == (te_meta_kind(m) != TE_META_HTTP));
 	} else if (r != TE_ERR_NOT_FOUND) {
 		fail_msg("key %s should be gone, got %d %s", key, r, v ? v : "");
 	}

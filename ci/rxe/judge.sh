@@ -1,0 +1,73 @@
+# judge.sh — the Soft-RoCE tier's verdict on a bandwidth ratio to ib_write_bw (sourced by
+# tier-guest.sh; unit test harness/bench/tests/test_rxe_judge.sh). One rule, printed with every verdict.
+#
+# rxe_judge --ratios="R1 R2 .." --expect=N [--goal=G] [--max=M] [--refs="B1 B2 .."] [--cv=C]
+#   ratios: pdkv / ib_write_bw in percent, one per round or size that produced both figures
+#   expect: how many there should be (rounds x figures, or sizes)
+#   goal:   the median must reach G % (0 = no goal: only the sanity rules below)
+#   max:    a ratio above M % is a broken measurement (default 150)
+#   refs:   repeated ib_write_bw figures (any unit) taken on this host in this run: their
+#           coefficient of variation (stdev / mean) measures how noisy the host is
+#   cv:     noise limit in percent (default 20)
+# Prints one line "PASS|FAIL|NOTRUN <reason>" and returns 0 | 1 | 77. In order:
+#   1. fewer ratios than expected (ib_write_bw or the figure did not complete) -> NOTRUN
+#   2. fewer than 2 refs, or their CV above the limit -> NOTRUN (too noisy to measure)
+#   3. any ratio above max -> FAIL (broken measurement, never a pass)
+#   4. the median below goal -> FAIL
+#   5. else PASS
+rxe_judge() {
+	local ratios="" expect=0 goal=0 max=150 refs="" cv=20 a
+	for a in "$@"; do
+		case $a in
+		--ratios=*) ratios=${a#*=} ;;
+		--expect=*) expect=${a#*=} ;;
+		--goal=*) goal=${a#*=} ;;
+		--max=*) max=${a#*=} ;;
+		--refs=*) refs=${a#*=} ;;
+		--cv=*) cv=${a#*=} ;;
+		*) echo "FAIL rxe_judge: unknown argument \"$a\""; return 1 ;;
+		esac
+	done
+	awk -v ratios="$ratios" -v expect="$expect" -v goal="$goal" -v max="$max" -v refs="$refs" \
+		-v cvlim="$cv" '
+	function median(v, n,   i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+		return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	}
+	BEGIN {
+		n = split(ratios, r, " "); m = split(refs, b, " ")
+		for (i = 1; i <= n; i++) if (r[i] !~ /^[0-9.]+$/) { bad = r[i]; break }
+		if (bad != "") { printf "FAIL ratio \"%s\" is not a number\n", bad; exit 1 }
+		if (n == 0 || n < expect) {
+			printf "NOTRUN incomplete: %d of %d ratios measured (ib_write_bw or the figure did not complete every run/size)\n", n, expect
+			exit 77
+		}
+		s = 0; for (i = 1; i <= m; i++) s += b[i]
+		if (m < 2 || s <= 0) {
+			printf "NOTRUN noise not measurable: %d ib_write_bw reference run(s), need >= 2\n", m
+			exit 77
+		}
+		mean = s / m; ss = 0
+		for (i = 1; i <= m; i++) ss += (b[i] - mean) ^ 2
+		cvv = sqrt(ss / (m - 1)) / mean * 100
+		noise = sprintf("ib_write_bw CV %.1f%% over %d runs", cvv, m)
+		if (cvv > cvlim) {
+			printf "NOTRUN too noisy to measure: %s > %g%% limit\n", noise, cvlim
+			exit 77
+		}
+		hi = 0; for (i = 1; i <= n; i++) if (r[i] + 0 > hi) hi = r[i] + 0
+		if (hi > max) {
+			printf "FAIL broken measurement: %.1f%% of ib_write_bw > %g%% (%s)\n", hi, max, noise
+			exit 1
+		}
+		med = median(r, n)
+		if (goal > 0 && med < goal) {
+			printf "FAIL median %.1f%% of ib_write_bw below the goal %g%% (%s)\n", med, goal, noise
+			exit 1
+		}
+		g = goal > 0 ? sprintf(" >= goal %g%%", goal) : " (no goal; sane)"
+		printf "PASS median %.1f%% of ib_write_bw%s (%s)\n", med, g, noise
+		exit 0
+	}'
+}

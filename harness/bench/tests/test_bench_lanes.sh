@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# test_bench_lanes: pdkv bench's socket baseline opens as many connections as pdkv's TCP lanes
+# (as iperf3 -P), with the same transfers in flight; the banner says how many lanes ran; both
+# rows report CPU seconds per GB; every byte still checked.
+set -u
+B=${PDKV_BIN:-build/bin}/pdkv-bench
+[ -x "$B" ] || { echo "SKIP: pdkv-bench not built"; exit 77; }
+. ci/testlib.sh
+export MC_TCP_BIND_ADDRESS=127.0.0.1
+T=$(mktemp -d /tmp/pdkv-test-benchlanes.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+run() { # run LANES OUT ARGS...: a short loopback write with the socket baseline
+	local l=$1 out=$2
+	shift 2
+	MC_TCP_LANES_PER_PEER=$l timeout 120 "$B" --mode=loopback --baseline=socket --protocol=tcp \
+		--operation=write --block_size=65536 --duration=0.3 --check "$@" >"$out" 2>&1
+}
+run 4 "$T/a" --batch_size=8 --json="$T/a.json"
+check "4 lanes: exit 0 (every byte checked)" [ $? = 0 ]
+check "banner: pdkv 4 TCP connections" grep -q "^# lanes: pdkv 4 TCP connections to the target" "$T/a"
+check "banner: socket baseline 4 connections" grep -q "^# lanes: socket baseline 4 connections, one thread each, as many as pdkv's lanes" "$T/a"
+check "the socket row opened 4 connections" grep -q "^# socket: 4 connections opened" "$T/a"
+check "both rows report CPU s per GB" [ "$(grep -c '^# cpu: initiator .* s per GB moved' "$T/a")" = 2 ]
+check "json: the socket row keeps pdkv's shape (batch 8, 1 thread, counted in batches of 8)" python3 - "$T/a.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+s = [r for r in rows if r["kind"] == "socket"][0]
+assert s["batch_size"] == 8 and s["threads"] == 1 and s["wrong"] == 0, s
+assert s["batches"] == s["transfers"] // 8 and s["transfers"] > 0, s
+assert s["cpu_initiator_s"] > 0, s
+PY
+run 3 "$T/b" --batch_size=4
+check "3 lanes, 4 in flight: 2 connections (3 does not divide 4)" grep -q "^# socket: 2 connections opened" "$T/b"
+run 1 "$T/c" --batch_size=4 --threads=2
+check "1 lane, 2 threads: the socket opens 1 connection too" grep -q "^# socket: 1 connection opened" "$T/c"
+check "1 lane: the banner says so" grep -q "^# lanes: pdkv 1 TCP connection to the target" "$T/c"
+[ "$fails" = 0 ] || { cat "$T/a"; exit 1; }

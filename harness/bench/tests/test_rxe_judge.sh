@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# test_rxe_judge: the Soft-RoCE tier's ratio verdict (ci/rxe/judge.sh) on the bad cases of issue 33
+# — 64.6 % against a 90 % goal, 2869 % and 372 % of ib_write_bw, sizes ib_write_bw did not
+# complete, a noisy host — none is a PASS; a sane ratio above its goal is.
+set -u
+. ci/testlib.sh
+. ci/rxe/judge.sh
+QUIET="--refs=30.1 31.0 29.5" # ib_write_bw MB/s of three rounds: CV 2.5 %
+verdict() { # verdict WANT ARGS...: rxe_judge's first word and exit code match WANT
+	local want=$1 out rc code
+	shift
+	out=$(rxe_judge "$@")
+	rc=$?
+	case $want in PASS) code=0 ;; FAIL) code=1 ;; NOTRUN) code=77 ;; esac
+	echo "    $out"
+	[ "${out%% *}" = "$want" ] && [ $rc = "$code" ]
+}
+check "64.6 % with goal 90 %: FAIL" verdict FAIL --ratios="64.6 63.0 66.1" --expect=3 --goal=90 "$QUIET"
+check "the FAIL says the median and the goal" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="64.6 63.0 66.1" --expect=3 --goal=90 "--refs=30.1 31.0 29.5" | grep -q "median 64.6% of ib_write_bw below the goal 90%"'
+check "2869 %: broken measurement, FAIL" verdict FAIL --ratios="2869" --expect=1 "$QUIET"
+check "372 % with goal 90 %: FAIL, not a pass" verdict FAIL --ratios="95 372 97" --expect=3 --goal=90 "$QUIET"
+check "372 % says broken measurement" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="372" --expect=1 "--refs=30 30.5" | grep -q "^FAIL broken measurement: 372.0%"'
+check "1 of 2 sizes (ib_write_bw did not complete): NOTRUN" verdict NOTRUN --ratios="91" --expect=2 "$QUIET"
+check "no ratio at all: NOTRUN" verdict NOTRUN --ratios="" --expect=2 "$QUIET"
+check "noisy host (ib_write_bw 12, 30, 31 MB/s): NOTRUN, not PASS" verdict NOTRUN --ratios="95 96 97" --expect=3 --goal=90 "--refs=12 30 31"
+check "the NOTRUN states the rule" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="95" --expect=1 "--refs=12 30 31" | grep -q "too noisy to measure: ib_write_bw CV [0-9.]*% over 3 runs > 20% limit"'
+check "one reference run: noise unknown, NOTRUN" verdict NOTRUN --ratios="95" --expect=1 "--refs=30"
+check "95 % with goal 90 %, quiet host: PASS" verdict PASS --ratios="92 95 97" --expect=3 --goal=90 "$QUIET"
+check "no goal, sane ratios: PASS" verdict PASS --ratios="71 80" --expect=2 "$QUIET"
+check "150 % is still sane" verdict PASS --ratios="150" --expect=1 "$QUIET"
+check "150.1 % is not" verdict FAIL --ratios="150.1" --expect=1 "$QUIET"
+check "a non-number ratio: FAIL" verdict FAIL --ratios="95 ?" --expect=2 "$QUIET"
+[ "$fails" = 0 ]
