@@ -15,6 +15,7 @@
 #include "bench_serve.h"
 #include "lib/hr.h"
 #include "pd_log.h"
+#include "pd_stats.h"
 #include "pd_util.h"
 
 /* ---------------------------------------------------------------- /metrics */
@@ -112,60 +113,26 @@ static void hist_delta(struct hist *a, const struct hist *b) /* a = a - b */
 	a->count -= b->count;
 }
 
-/* Quantile from cumulative buckets, linear inside the bucket (Prometheus' histogram_quantile) */
+/* Quantile (0..1) from cumulative buckets, linear inside the bucket (Prometheus'
+ * histogram_quantile): pd_stats_hist_pct */
 static double hist_q(const struct hist *h, double q)
 {
-	double want = q * h->count, lo = 0, prev = 0;
-
-	if (h->count <= 0)
-		return NAN;
-	for (int i = 0; i < h->n; i++) {
-		if (h->cnt[i] >= want) {
-			double hi = isinf(h->le[i]) ? lo : h->le[i], in = h->cnt[i] - prev;
-
-			return in > 0 ? lo + (hi - lo) * (want - prev) / in : hi;
-		}
-		prev = h->cnt[i];
-		lo = h->le[i];
-	}
-	return lo;
+	return pd_stats_hist_pct(h->le, h->cnt, h->n > 0 ? (size_t)h->n : 0, h->count, q * 100);
 }
 
 /* ---------------------------------------------------------------- statistics */
 
-static int cmpd(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	double k;
-	size_t i;
-
-	if (!n)
-		return NAN;
-	k = p / 100.0 * (double)(n - 1);
-	i = (size_t)k;
-	return i + 1 < n ? v[i] + (v[i + 1] - v[i]) * (k - (double)i) : v[n - 1];
-}
-
 static struct dist dist_of(double *v, size_t n) /* seconds in, ms out */
 {
 	struct dist d = {NAN, NAN, NAN, NAN};
-	double s = 0;
 
 	if (!n)
 		return d;
-	qsort(v, n, sizeof(*v), cmpd);
-	for (size_t i = 0; i < n; i++)
-		s += v[i];
-	d.mean = s / (double)n * 1e3;
-	d.median = pct(v, n, 50) * 1e3;
-	d.p90 = pct(v, n, 90) * 1e3;
-	d.p99 = pct(v, n, 99) * 1e3;
+	pd_stats_sort(v, n);
+	d.mean = pd_stats_mean(v, n) * 1e3;
+	d.median = pd_stats_pct_sorted(v, n, 50) * 1e3;
+	d.p90 = pd_stats_pct_sorted(v, n, 90) * 1e3;
+	d.p99 = pd_stats_pct_sorted(v, n, 99) * 1e3;
 	return d;
 }
 

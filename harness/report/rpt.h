@@ -8,22 +8,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "pd_stats.h" /* median, min/max, the Mann-Whitney U test: ref/common/pd_stats.h */
+
 /* Fewer samples than this on either side: "too few samples" (no test). With alpha 0.05 the
  * smallest two-sided exact p-value of 3 vs 3 samples is 0.1, of 4 vs 4 it is 0.029. */
 #define RPT_MIN_SAMPLES 4
-/* Up to this many samples in all (and no ties) the exact U distribution is used. */
-#define RPT_EXACT_MAX 50
-
-/* ---- statistics (rpt_stats.c) ---------------------------------------------------------------- */
-double rpt_median(const double *v, size_t n); /* NAN when n == 0 */
-void rpt_minmax(const double *v, size_t n, double *lo, double *hi);
-/* Two-sided Mann-Whitney U test of x against y. *u gets U of x (the number of pairs where x
- * is above y, ties counting 1/2). Exact distribution when n+m <= RPT_EXACT_MAX and there are no
- * ties, otherwise the normal approximation with tie and continuity correction. *method gets
- * "exact" or "normal". Returns the p-value (1 when every value is tied; NAN when a side is
- * empty). */
-double rpt_mann_whitney(const double *x, size_t n, const double *y, size_t m, double *u,
-                        const char **method);
 
 /* ---- the model (rpt_load.c) ------------------------------------------------------------------ */
 enum rpt_kind { RPT_BENCH = 1, RPT_RUN, RPT_ROWS };

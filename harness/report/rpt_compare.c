@@ -131,8 +131,8 @@ static void decide(struct rpt_cmp *c, struct rpt_row *r)
 	double diff;
 	int dir;
 
-	r->med_o = rpt_median(o->v, o->n);
-	r->med_n = rpt_median(n->v, n->n);
+	r->med_o = pd_stats_median(o->v, o->n);
+	r->med_n = pd_stats_median(n->v, n->n);
 	r->p = r->u = NAN;
 	diff = r->med_n - r->med_o;
 	r->change_pct = r->med_o != 0 ? diff / fabs(r->med_o) * 100 : diff == 0 ? 0 : NAN;
@@ -152,7 +152,7 @@ static void decide(struct rpt_cmp *c, struct rpt_row *r)
 		r->out = RPT_FEW;
 		return;
 	}
-	r->p = rpt_mann_whitney(o->v, o->n, n->v, n->n, &r->u, &r->test);
+	r->p = pd_stats_mann_whitney(o->v, o->n, n->v, n->n, &r->u, &r->test);
 	if (!(r->p < c->opt.alpha))
 		r->out = RPT_SAME;
 	else if (!dir)
@@ -177,8 +177,8 @@ static int add_row(struct rpt_cmp *c, const struct rpt_series *o, const struct r
 	memset(p, 0, sizeof(*p));
 	p->o = o;
 	p->n = n;
-	p->med_o = o ? rpt_median(o->v, o->n) : NAN;
-	p->med_n = n ? rpt_median(n->v, n->n) : NAN;
+	p->med_o = o ? pd_stats_median(o->v, o->n) : NAN;
+	p->med_n = n ? pd_stats_median(n->v, n->n) : NAN;
 	p->change_pct = p->p = p->u = NAN;
 	if (o && n)
 		decide(c, p);

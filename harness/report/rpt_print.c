@@ -31,9 +31,9 @@ static void fmt_side(char *buf, size_t len, const struct rpt_series *s)
 		snprintf(buf, len, "-");
 		return;
 	}
-	med = rpt_median(s->v, s->n);
+	med = pd_stats_median(s->v, s->n);
 	rpt_fmt_num(m, sizeof(m), med);
-	rpt_minmax(s->v, s->n, &lo, &hi);
+	pd_stats_minmax(s->v, s->n, &lo, &hi);
 	spread = med != 0 ? fmax(hi - med, med - lo) / fabs(med) * 100 : 0;
 	if (s->n > 1)
 		snprintf(buf, len, "%s ±%.0f%%", m, spread);
@@ -218,9 +218,9 @@ static cJSON *side_json(const struct rpt_series *s)
 {
 	cJSON *o = cJSON_CreateObject();
 	double lo, hi;
-	rpt_minmax(s->v, s->n, &lo, &hi);
+	pd_stats_minmax(s->v, s->n, &lo, &hi);
 	cJSON_AddNumberToObject(o, "n", (double)s->n);
-	cJSON_AddNumberToObject(o, "median", rpt_median(s->v, s->n));
+	cJSON_AddNumberToObject(o, "median", pd_stats_median(s->v, s->n));
 	cJSON_AddNumberToObject(o, "min", lo);
 	cJSON_AddNumberToObject(o, "max", hi);
 	cJSON_AddItemToObject(o, "samples", cJSON_CreateDoubleArray(s->v, (int)s->n));

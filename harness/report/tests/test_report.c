@@ -18,9 +18,9 @@ static void test_median(void **st)
 {
 	(void)st;
 	double odd[] = {5, 1, 3}, even[] = {4, 1, 3, 2};
-	assert_true(rpt_median(odd, 3) == 3);
-	assert_true(rpt_median(even, 4) == 2.5);
-	assert_true(isnan(rpt_median(odd, 0)));
+	assert_true(pd_stats_median(odd, 3) == 3);
+	assert_true(pd_stats_median(even, 4) == 2.5);
+	assert_true(isnan(pd_stats_median(odd, 0)));
 }
 
 /* complete separation of 5 vs 5: only 1 of C(10,5) = 252 splits is as extreme, each side */
@@ -29,12 +29,12 @@ static void test_mw_exact_separated(void **st)
 	(void)st;
 	double x[] = {1, 2, 3, 4, 5}, y[] = {6, 7, 8, 9, 10}, u;
 	const char *m;
-	double p = rpt_mann_whitney(x, 5, y, 5, &u, &m);
+	double p = pd_stats_mann_whitney(x, 5, y, 5, &u, &m);
 	assert_string_equal(m, "exact");
 	assert_true(u == 0);
 	assert_true(fabs(p - 2.0 / 252) < 1e-12);
 	/* symmetric: the other way round gives U = 25 and the same p */
-	p = rpt_mann_whitney(y, 5, x, 5, &u, &m);
+	p = pd_stats_mann_whitney(y, 5, x, 5, &u, &m);
 	assert_true(u == 25);
 	assert_true(fabs(p - 2.0 / 252) < 1e-12);
 }
@@ -45,11 +45,11 @@ static void test_mw_exact_small(void **st)
 	(void)st;
 	double x[] = {1, 2, 3, 5}, y[] = {4, 6, 7, 8}, u;
 	const char *m;
-	double p = rpt_mann_whitney(x, 4, y, 4, &u, &m);
+	double p = pd_stats_mann_whitney(x, 4, y, 4, &u, &m);
 	assert_true(u == 1);
 	assert_true(fabs(p - 4.0 / 70) < 1e-12);
 	/* 3 vs 3 can never reach 0.05: the smallest two-sided p is 2/20 */
-	p = rpt_mann_whitney(x, 3, y + 1, 3, &u, &m);
+	p = pd_stats_mann_whitney(x, 3, y + 1, 3, &u, &m);
 	assert_true(fabs(p - 0.1) < 1e-12);
 }
 
@@ -60,7 +60,7 @@ static void test_mw_exact_bruteforce(void **st)
 	double x[] = {1.1, 2.5, 3.9, 4.2, 7.7}, y[] = {3.0, 5.5, 6.1, 8.8, 9.2, 10.4}, all[11], u;
 	const char *m;
 	size_t lo = 0, hi = 0, tot = 0;
-	double p = rpt_mann_whitney(x, 5, y, 6, &u, &m);
+	double p = pd_stats_mann_whitney(x, 5, y, 6, &u, &m);
 	memcpy(all, x, sizeof(x));
 	memcpy(all + 5, y, sizeof(y));
 	for (unsigned mask = 0; mask < (1u << 11); mask++) {
@@ -88,22 +88,22 @@ static void test_mw_normal(void **st)
 	(void)st;
 	double x[] = {1, 2, 2, 3, 3, 3, 4}, y[] = {3, 4, 4, 5, 5, 6, 6}, u, a[30], b[30];
 	const char *m;
-	double p = rpt_mann_whitney(x, 7, y, 7, &u, &m);
+	double p = pd_stats_mann_whitney(x, 7, y, 7, &u, &m);
 	assert_string_equal(m, "normal");
 	assert_true(u == 3.5);
 	assert_true(fabs(p - 0.007590932197742906) < 1e-9);
-	/* 60 values (> RPT_EXACT_MAX): normal even without ties */
+	/* 60 values (> PD_STATS_EXACT_MAX): normal even without ties */
 	for (int i = 0; i < 30; i++) {
 		a[i] = 10 + 0.37 * i;
 		b[i] = 12 + 0.41 * i;
 	}
-	p = rpt_mann_whitney(a, 30, b, 30, &u, &m);
+	p = pd_stats_mann_whitney(a, 30, b, 30, &u, &m);
 	assert_string_equal(m, "normal");
 	assert_true(u == 274);
 	assert_true(fabs(p - 0.009468269708615272) < 1e-9);
 	/* all tied: nothing tells the sides apart */
 	double t1[] = {2, 2, 2, 2}, t2[] = {2, 2, 2, 2};
-	assert_true(rpt_mann_whitney(t1, 4, t2, 4, &u, &m) == 1);
+	assert_true(pd_stats_mann_whitney(t1, 4, t2, 4, &u, &m) == 1);
 }
 
 /* ---------------------------------------------------------------- compare */
