@@ -27,8 +27,11 @@ struct rpt_series {
 	char *group;  /* bench: the row without its kind (history: pdkv and socket share a plot) */
 	char *kind;   /* bench: "pdkv" | "socket"; else NULL */
 	int better;   /* RPT_HIGHER | RPT_LOWER | RPT_NONE (information only) */
-	bool scalar;  /* one value per run, not repetitions: compared by --threshold alone */
+	bool scalar;  /* one value per run, not repetitions: no U test */
 	bool exact;   /* a count of a deterministic workload: any change is real */
+	/* bench, a pdkv row measured beside a baseline in the same run: the ratio row that
+	 * decides ("pdkv/socket", "x ib_write_bw"); NULL = this row decides itself */
+	const char *ratio_row;
 	double *v;
 	size_t n, cap;
 };
@@ -77,7 +80,7 @@ enum rpt_outcome {
 	RPT_WORSE,      /* significant, in the bad direction, within the threshold */
 	RPT_REGRESSION, /* significant, bad direction, beyond the threshold: exit 1 */
 	RPT_CHANGED,    /* significant, a metric without a direction */
-	RPT_FEW,        /* too few samples */
+	RPT_FEW, /* too few samples for the U test (one value per run, or < RPT_MIN_SAMPLES) */
 	RPT_ONLY_OLD,
 	RPT_ONLY_NEW,
 };
@@ -88,6 +91,7 @@ struct rpt_row {
 	const char *test; /* "exact" | "normal" | "threshold" | NULL */
 	enum rpt_outcome out;
 	char note[160]; /* paired despite different settings: what differed */
+	char why[160];  /* why a change is not gated ("the ratio to socket decides"), or "" */
 };
 
 struct rpt_vdiff {
@@ -107,6 +111,7 @@ struct rpt_cmp {
 	char **notes; /* differences expected between runs (commit, version) */
 	size_t nnotes;
 	size_t regressions, improvements, worse_verdicts, new_notrun;
+	size_t few_moved; /* too few samples for a verdict, moved beyond the threshold */
 };
 
 int rpt_compare(const struct rpt_doc *a, const struct rpt_doc *b, const struct rpt_opts *opt,

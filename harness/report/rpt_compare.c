@@ -125,6 +125,35 @@ static int verdicts(struct rpt_cmp *c)
 	return 0;
 }
 
+/* a row that measures the host, not pdkv: the plain socket, Mooncake, ... of a bench run */
+static bool is_baseline(const struct rpt_series *s)
+{
+	return s->kind && strcmp(s->kind, "pdkv") && strncmp(s->kind, "pdkv/", 5);
+}
+
+/* single values (one per run): a count of a steady workload by any change; anything else has
+ * no verdict — one sample says nothing about the noise */
+static void decide_scalar(struct rpt_cmp *c, struct rpt_row *r, double diff, int dir)
+{
+	const struct rpt_series *o = r->o, *n = r->n;
+	if (o->exact && n->exact) {
+		r->test = "count";
+		r->out = diff == 0 || isnan(diff) ? RPT_SAME
+		         : dir > 0                ? RPT_BETTER
+		         : dir < 0                ? RPT_REGRESSION
+		                                  : RPT_CHANGED;
+		return;
+	}
+	r->out = diff == 0 ? RPT_SAME : RPT_FEW;
+	if (r->out == RPT_FEW &&
+	    (isnan(r->change_pct) || fabs(r->change_pct) > c->opt.threshold_pct))
+		c->few_moved++;
+}
+
+/* A row is a REGRESSION only when (a) each side has RPT_MIN_SAMPLES samples, (b) the U test
+ * says the change is significant at alpha, (c) it is in the bad direction beyond the threshold,
+ * and (d) it is not a baseline, nor a pdkv row whose ratio to the baseline of the same run is
+ * there to decide (noise on a shared host moves pdkv and its baseline together). */
 static void decide(struct rpt_cmp *c, struct rpt_row *r)
 {
 	const struct rpt_series *o = r->o, *n = r->n;
@@ -138,14 +167,7 @@ static void decide(struct rpt_cmp *c, struct rpt_row *r)
 	r->change_pct = r->med_o != 0 ? diff / fabs(r->med_o) * 100 : diff == 0 ? 0 : NAN;
 	dir = diff > 0 ? o->better : diff < 0 ? -o->better : 0;
 	if (o->scalar || n->scalar) {
-		r->test = "threshold";
-		if (diff == 0 || isnan(diff))
-			r->out = RPT_SAME;
-		else if (!o->exact && !isnan(r->change_pct) &&
-		         fabs(r->change_pct) <= c->opt.threshold_pct)
-			r->out = RPT_SAME;
-		else
-			r->out = dir > 0 ? RPT_BETTER : dir < 0 ? RPT_REGRESSION : RPT_CHANGED;
+		decide_scalar(c, r, diff, dir);
 		return;
 	}
 	if (o->n < RPT_MIN_SAMPLES || n->n < RPT_MIN_SAMPLES) {
@@ -159,12 +181,17 @@ static void decide(struct rpt_cmp *c, struct rpt_row *r)
 		r->out = RPT_CHANGED;
 	else if (dir > 0)
 		r->out = RPT_BETTER;
-	else if (o->kind && !strcmp(o->kind, "socket"))
-		r->out = RPT_WORSE; /* the baseline measures the host, not pdkv: said, not gated */
-	else
-		r->out = !isnan(r->change_pct) && fabs(r->change_pct) <= c->opt.threshold_pct
-		             ? RPT_WORSE
-		             : RPT_REGRESSION;
+	else if (!isnan(r->change_pct) && fabs(r->change_pct) <= c->opt.threshold_pct)
+		r->out = RPT_WORSE;
+	else if (is_baseline(o)) {
+		r->out = RPT_WORSE; /* a slower baseline says the host is busier: said, not gated */
+		snprintf(r->why, sizeof(r->why), "a baseline: not gated");
+	} else if (o->ratio_row && n->ratio_row) {
+		r->out = RPT_WORSE;
+		snprintf(r->why, sizeof(r->why), "not gated: %s of the same run decides",
+		         o->ratio_row);
+	} else
+		r->out = RPT_REGRESSION;
 }
 
 static int add_row(struct rpt_cmp *c, const struct rpt_series *o, const struct rpt_series *n)

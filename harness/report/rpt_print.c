@@ -58,16 +58,42 @@ static void fmt_evidence(char *buf, size_t len, const struct rpt_row *r)
 	size_t no = r->o ? r->o->n : 0, nn = r->n ? r->n->n : 0;
 	if (!isnan(r->p))
 		snprintf(buf, len, "p=%.3f n=%zu+%zu", r->p, no, nn);
-	else if (r->test && !strcmp(r->test, "threshold"))
-		snprintf(buf, len, "%s", r->o && r->o->exact ? "count" : "1 value");
+	else if (r->test && !strcmp(r->test, "count"))
+		snprintf(buf, len, "count");
 	else
 		snprintf(buf, len, "n=%zu+%zu", no, nn);
 }
 
-/* run files list every metric of every scenario: people see the ones that moved */
+/* beyond the threshold although there are too few samples to tell it from noise */
+static bool few_moved(const struct rpt_cmp *c, const struct rpt_row *r)
+{
+	return r->out == RPT_FEW &&
+	       (isnan(r->change_pct) || fabs(r->change_pct) > c->opt.threshold_pct);
+}
+
+/* run files list every metric of every scenario: people see the ones that moved, single
+ * values (too few samples) only beyond the threshold */
 static bool shown(const struct rpt_cmp *c, const struct rpt_row *r)
 {
-	return c->a->kind != RPT_RUN || r->out != RPT_SAME;
+	if (c->a->kind != RPT_RUN)
+		return true;
+	return r->out == RPT_FEW ? few_moved(c, r) : r->out != RPT_SAME;
+}
+
+/* "REGRESSION", "too few samples (n=1+1)", "worse  (not gated: pdkv/socket ...)" */
+static void fmt_verdict(char *buf, size_t len, const struct rpt_row *r, bool md)
+{
+	size_t k;
+	if (r->out == RPT_FEW)
+		k = (size_t)snprintf(buf, len, "too few samples (n=%zu+%zu)", r->o->n, r->n->n);
+	else
+		k = (size_t)snprintf(buf, len, "%s",
+		                     md && r->out == RPT_REGRESSION ? "**REGRESSION**"
+		                                                    : rpt_outcome_name(r->out));
+	if (r->why[0] && k < len)
+		k += (size_t)snprintf(buf + k, len - k, "%s(%s)", md ? " " : "  ", r->why);
+	if (r->note[0] && k < len)
+		snprintf(buf + k, len - k, "%s(paired: %s)", md ? " " : "  ", r->note);
 }
 
 static const char *label_of(const struct rpt_row *r)
@@ -81,7 +107,13 @@ static void footer(FILE *f, const struct rpt_cmp *c, const char *pre)
 	for (size_t i = 0; i < c->nrows; i++)
 		hidden += !shown(c, &c->rows[i]);
 	if (hidden)
-		fprintf(f, "%s%zu metrics unchanged (not listed)\n", pre, hidden);
+		fprintf(f, "%s%zu metrics unchanged or single values within %g%% (not listed)\n",
+		        pre, hidden, c->opt.threshold_pct);
+	if (c->few_moved)
+		fprintf(f,
+		        "%s%zu moved beyond %g%% with too few samples for a verdict (one value per "
+		        "run, or < %d a side): not gated\n",
+		        pre, c->few_moved, c->opt.threshold_pct, RPT_MIN_SAMPLES);
 	fprintf(f,
 	        "%s%zu regression%s beyond %g%% (alpha %g; the U test needs >= %d samples a side), "
 	        "%zu improvement%s",
@@ -166,12 +198,13 @@ void rpt_print_text(FILE *f, const struct rpt_cmp *c)
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct rpt_row *r = &c->rows[i];
 		struct cells x;
+		char vd[400];
 		if (!shown(c, r))
 			continue;
 		row_cells(&x, r);
-		fprintf(f, "%-*.*s %-*s %14s %14s %8s %17s  %s%s%s%s\n", w, w, label_of(r), mw,
-		        x.metric, x.so, x.sn, x.ch, x.ev, rpt_outcome_name(r->out),
-		        r->note[0] ? "  (paired: " : "", r->note, r->note[0] ? ")" : "");
+		fmt_verdict(vd, sizeof(vd), r, false);
+		fprintf(f, "%-*.*s %-*s %14s %14s %8s %17s  %s\n", w, w, label_of(r), mw, x.metric,
+		        x.so, x.sn, x.ch, x.ev, vd);
 	}
 	footer(f, c, "");
 }
@@ -202,13 +235,13 @@ void rpt_print_markdown(FILE *f, const struct rpt_cmp *c)
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct rpt_row *r = &c->rows[i];
 		struct cells x;
+		char vd[400];
 		if (!shown(c, r))
 			continue;
 		row_cells(&x, r);
-		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s%s%s%s |\n", label_of(r), x.metric,
-		        x.so, x.sn, x.ch, x.ev,
-		        r->out == RPT_REGRESSION ? "**REGRESSION**" : rpt_outcome_name(r->out),
-		        r->note[0] ? " (paired: " : "", r->note, r->note[0] ? ")" : "");
+		fmt_verdict(vd, sizeof(vd), r, true);
+		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s |\n", label_of(r), x.metric, x.so,
+		        x.sn, x.ch, x.ev, vd);
 	}
 	fprintf(f, "\n");
 	footer(f, c, "");
@@ -306,6 +339,8 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 		cJSON_AddStringToObject(o, "verdict", rpt_outcome_name(r->out));
 		if (r->note[0])
 			cJSON_AddStringToObject(o, "paired_despite", r->note);
+		if (r->why[0])
+			cJSON_AddStringToObject(o, "not_gated", r->why);
 		cJSON_AddItemToArray(arr, o);
 	}
 	sum = cJSON_AddObjectToObject(root, "summary");
@@ -314,6 +349,7 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 	cJSON_AddNumberToObject(sum, "improvements", (double)c->improvements);
 	cJSON_AddNumberToObject(sum, "worse_verdicts", (double)c->worse_verdicts);
 	cJSON_AddNumberToObject(sum, "new_notrun", (double)c->new_notrun);
+	cJSON_AddNumberToObject(sum, "too_few_samples_moved", (double)c->few_moved);
 	cJSON_AddNumberToObject(root, "exit", rpt_cmp_status(c));
 	return root;
 }
