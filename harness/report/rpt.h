@@ -88,6 +88,9 @@ enum rpt_outcome {
 struct rpt_row {
 	const struct rpt_series *o, *n; /* either may be NULL (row on one side only) */
 	double med_o, med_n, change_pct, p, u;
+	double p_gate;    /* p after Holm's correction over the gated family (rows with family) */
+	bool family;      /* can gate: U-tested, has a direction, measures pdkv (not a baseline) */
+	int dir;          /* +1 the good direction, -1 the bad one, 0 none or no change */
 	const char *test; /* "exact" | "normal" | "threshold" | NULL */
 	enum rpt_outcome out;
 	char note[160]; /* paired despite different settings: what differed */
@@ -112,6 +115,7 @@ struct rpt_cmp {
 	size_t nnotes;
 	size_t regressions, improvements, worse_verdicts, new_notrun;
 	size_t few_moved; /* too few samples for a verdict, moved beyond the threshold */
+	size_t family;    /* rows that can gate: the m of Holm's correction */
 };
 
 int rpt_compare(const struct rpt_doc *a, const struct rpt_doc *b, const struct rpt_opts *opt,

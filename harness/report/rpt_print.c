@@ -115,10 +115,11 @@ static void footer(FILE *f, const struct rpt_cmp *c, const char *pre)
 		        "run, or < %d a side): not gated\n",
 		        pre, c->few_moved, c->opt.threshold_pct, RPT_MIN_SAMPLES);
 	fprintf(f,
-	        "%s%zu regression%s beyond %g%% (alpha %g; the U test needs >= %d samples a side), "
-	        "%zu improvement%s",
+	        "%s%zu regression%s beyond %g%% (alpha %g, Holm over %zu gated row%s; the U test "
+	        "needs >= %d samples a side), %zu improvement%s",
 	        pre, c->regressions, c->regressions == 1 ? "" : "s", c->opt.threshold_pct,
-	        c->opt.alpha, RPT_MIN_SAMPLES, c->improvements, c->improvements == 1 ? "" : "s");
+	        c->opt.alpha, c->family, c->family == 1 ? "" : "s", RPT_MIN_SAMPLES,
+	        c->improvements, c->improvements == 1 ? "" : "s");
 	if (c->a->kind == RPT_RUN)
 		fprintf(f, ", %zu verdict%s worse, %zu new NOTRUN", c->worse_verdicts,
 		        c->worse_verdicts == 1 ? "" : "s", c->new_notrun);
@@ -286,6 +287,7 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 	cJSON_AddNumberToObject(root, "threshold_pct", c->opt.threshold_pct);
 	cJSON_AddNumberToObject(root, "alpha", c->opt.alpha);
 	cJSON_AddNumberToObject(root, "min_samples", RPT_MIN_SAMPLES);
+	cJSON_AddNumberToObject(root, "gated_rows", (double)c->family);
 	arr = cJSON_AddArrayToObject(root, "warnings");
 	for (size_t i = 0; i < c->nwarn; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(c->warn[i]));
@@ -331,6 +333,8 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 			cJSON_AddNullToObject(o, "new");
 		add_num(o, "change_pct", r->change_pct);
 		add_num(o, "p_value", r->p);
+		if (r->family)
+			add_num(o, "p_gate", r->p_gate);
 		add_num(o, "u", r->u);
 		if (r->test)
 			cJSON_AddStringToObject(o, "test", r->test);

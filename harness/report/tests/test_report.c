@@ -381,6 +381,49 @@ static void test_compare_ratio_gate(void **st)
 	assert_int_equal(s, RPT_SAME);
 }
 
+/* Holm: one row at p = 8/252 = 0.032 (5 vs 5, U = 2, -25 %) is a REGRESSION alone; beside three
+ * more gated rows that did not move its corrected p is 4 x 0.032 = 0.127: said, not gated */
+static void test_compare_holm(void **st)
+{
+	(void)st;
+	const char *row = "{\"name\":\"%s\",\"metric\":\"gbps\",\"better\":\"higher\","
+	                  "\"samples\":[%s]}";
+	const char *old = "10,11,12,13,14", *moved = "8,9,10.5,10.8,7";
+	for (int family = 1; family <= 4; family += 3) {
+		char a[1024], b[1024], one[256];
+		size_t la = 0, lb = 0;
+		struct rpt_doc da, db;
+		struct rpt_cmp c;
+		struct rpt_opts o = {.threshold_pct = 5, .alpha = 0.05};
+		char err[256];
+		la += (size_t)snprintf(a + la, sizeof(a) - la, "{\"rows\":[");
+		lb += (size_t)snprintf(b + lb, sizeof(b) - lb, "{\"rows\":[");
+		for (int i = 0; i < family; i++) {
+			char name[8];
+			snprintf(name, sizeof(name), "r%d", i);
+			snprintf(one, sizeof(one), row, name, old);
+			la += (size_t)snprintf(a + la, sizeof(a) - la, "%s%s", i ? "," : "", one);
+			snprintf(one, sizeof(one), row, name, i ? old : moved);
+			lb += (size_t)snprintf(b + lb, sizeof(b) - lb, "%s%s", i ? "," : "", one);
+		}
+		snprintf(a + la, sizeof(a) - la, "]}");
+		snprintf(b + lb, sizeof(b) - lb, "]}");
+		assert_int_equal(rpt_parse("a", a, &da, err, sizeof(err)), 0);
+		assert_int_equal(rpt_parse("b", b, &db, err, sizeof(err)), 0);
+		assert_int_equal(rpt_compare(&da, &db, &o, &c), 0);
+		assert_int_equal(c.family, (size_t)family);
+		assert_true(fabs(c.rows[0].p - 8.0 / 252) < 1e-12);
+		assert_true(fabs(c.rows[0].p_gate - family * 8.0 / 252) < 1e-12);
+		assert_int_equal(c.rows[0].out, family == 1 ? RPT_REGRESSION : RPT_WORSE);
+		assert_int_equal(rpt_cmp_status(&c), family == 1 ? 1 : 0);
+		if (family > 1)
+			assert_non_null(strstr(c.rows[0].why, "Holm"));
+		rpt_cmp_free(&c);
+		rpt_doc_free(&da);
+		rpt_doc_free(&db);
+	}
+}
+
 static void test_bad_files(void **st)
 {
 	(void)st;
@@ -456,6 +499,7 @@ int main(void)
 	    cmocka_unit_test(test_compare_rows),
 	    cmocka_unit_test(test_run_diff),
 	    cmocka_unit_test(test_compare_ratio_gate),
+	    cmocka_unit_test(test_compare_holm),
 	    cmocka_unit_test(test_bad_files),
 	    cmocka_unit_test(test_wrong_shapes),
 	};
