@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pd_stats.h"
 #include "pd_util.h"
 
 /* PDKV_GIT_COMMIT: `git describe` of the tree built (bench.mk generates pdkv_git.h) */
@@ -45,20 +46,15 @@ void bench_lat_merge(struct bench_lat *dst, struct bench_lat *src)
 	memset(src, 0, sizeof(*src));
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
+/* p50 / p99 by pd_stats' one definition (linear interpolation between closest ranks) */
 void bench_lat_pct(struct bench_lat *l, double *p50, double *p99)
 {
 	*p50 = *p99 = 0;
 	if (!l->n)
 		return;
-	qsort(l->v, l->n, sizeof(double), cmp_d);
-	*p50 = l->v[(size_t)((double)(l->n - 1) * 0.50)];
-	*p99 = l->v[(size_t)((double)(l->n - 1) * 0.99)];
+	pd_stats_sort(l->v, l->n);
+	*p50 = pd_stats_pct_sorted(l->v, l->n, 50);
+	*p99 = pd_stats_pct_sorted(l->v, l->n, 99);
 }
 
 /* ---------------------------------------------------------------- pattern */

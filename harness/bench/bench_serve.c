@@ -16,6 +16,7 @@
 #include "bench_serve.h"
 #include "lib/hr.h"
 #include "pd_log.h"
+#include "pd_stats.h"
 #include "pd_util.h"
 
 /* ---------------------------------------------------------------- /metrics */
@@ -150,44 +151,24 @@ static void hist_delta(struct hist *a, const struct hist *b) /* a = a - b */
 	a->count -= b->count;
 }
 
-/* Quantile from cumulative buckets, linear inside the bucket (Prometheus' histogram_quantile) */
+/* Quantile (0..1) from cumulative buckets, linear inside the bucket (Prometheus'
+ * histogram_quantile): pd_stats_hist_pct */
 static double hist_q(const struct hist *h, double q)
 {
-	double want = q * h->count, lo = 0, prev = 0;
-
-	if (h->count <= 0)
-		return NAN;
-	for (int i = 0; i < h->n; i++) {
-		if (h->cnt[i] >= want) {
-			double hi = isinf(h->le[i]) ? lo : h->le[i], in = h->cnt[i] - prev;
-
-			return in > 0 ? lo + (hi - lo) * (want - prev) / in : hi;
-		}
-		prev = h->cnt[i];
-		lo = h->le[i];
-	}
-	return lo;
+	return pd_stats_hist_pct(h->le, h->cnt, h->n > 0 ? (size_t)h->n : 0, h->count, q * 100);
 }
 
 /* ---------------------------------------------------------------- statistics */
 
+/* pdkv's one percentile definition (pd_stats: numpy's default, as vLLM's np.percentile) */
 static int cmpd(const void *a, const void *b)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
+	return pd_stats_cmp(a, b);
 }
 
 static double pct(const double *v, size_t n, double p)
 {
-	double k;
-	size_t i;
-
-	if (!n)
-		return NAN;
-	k = p / 100.0 * (double)(n - 1);
-	i = (size_t)k;
-	return i + 1 < n ? v[i] + (v[i + 1] - v[i]) * (k - (double)i) : v[n - 1];
+	return pd_stats_pct_sorted(v, n, p);
 }
 
 /* seconds in, ms out: mean, median, std (numpy's, ddof 0), p90, p99 and the asked percentiles,

@@ -285,6 +285,7 @@ uint64_t bench_te_remote_size(struct bench_te *b)
 /* ---------------------------------------------------------------- the engine back-end */
 struct te_thr {
 	uint64_t est_ns; /* last batch's time: sets the polling interval */
+	long slow_pct;   /* PDKV_TEST_SLOWDOWN_PCT: test only */
 };
 
 static int te_thread_init(struct bench_thread *th)
@@ -295,7 +296,19 @@ static int te_thread_init(struct bench_thread *th)
 	th->scratch = b->scratch;
 	th->vram = th->o->use_vram;
 	th->priv = calloc(1, sizeof(struct te_thr));
-	return th->priv ? 0 : TE_ERR_MEMORY;
+	if (!th->priv)
+		return TE_ERR_MEMORY;
+	/* PDKV_TEST_SLOWDOWN_PCT (test only, never set in production): every batch of pdkv's
+	 * engine back-end takes that many percent longer (a sleep inside its timed region), and
+	 * nothing else does (not the socket baseline): the slowdown of pdkv alone that the
+	 * regression gate must catch (harness/report/tests/test_verdict_noise.sh). 1..1000;
+	 * anything else is 0. */
+	{
+		const char *d = getenv("PDKV_TEST_SLOWDOWN_PCT");
+		long pct = d ? strtol(d, NULL, 10) : 0;
+		((struct te_thr *)th->priv)->slow_pct = pct > 0 && pct <= 1000 ? pct : 0;
+	}
+	return 0;
 }
 
 static void te_thread_fini(struct bench_thread *th)
@@ -368,6 +381,11 @@ static int te_batch(struct bench_thread *th, int opcode, char *lbase, bool recor
 		nanosleep(&nap, NULL);
 	}
 	p->est_ns = pd_now_ns() - t0;
+	if (p->slow_pct) { /* PDKV_TEST_SLOWDOWN_PCT: test only */
+		uint64_t ns = p->est_ns * (uint64_t)p->slow_pct / 100;
+		nanosleep(&(struct timespec){(time_t)(ns / 1000000000), (long)(ns % 1000000000)},
+		          NULL);
+	}
 	*secs = (double)(pd_now_ns() - t0) / 1e9;
 	ret = te_batch_free(b->eng, bid);
 out:

@@ -5,6 +5,7 @@
 #include "hr_launch.h"
 #include "hr_router.h"
 #include "pd_log.h"
+#include "pd_stats.h"
 #include "pd_util.h"
 
 #include <errno.h>
@@ -150,12 +151,6 @@ static void metrics_copy(struct hr_metrics *dst, const struct hr_metrics *src)
 	free(text);
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return a < b ? -1 : a > b;
-}
-
 cJSON *hr_request_summary(const struct hr_req *q, size_t n)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -175,10 +170,10 @@ cJSON *hr_request_summary(const struct hr_req *q, size_t n)
 	cJSON_AddNumberToObject(o, "ok", (double)ok);
 	cJSON_AddNumberToObject(o, "prompt_tokens", tokens);
 	if (ok && lat) {
-		qsort(lat, ok, sizeof(double), cmp_double);
-		cJSON_AddNumberToObject(o, "latency_p50_s", lat[ok / 2]);
-		cJSON_AddNumberToObject(o, "latency_p99_s",
-		                        lat[ok * 99 / 100 < ok ? ok * 99 / 100 : ok - 1]);
+		/* pd_stats' one percentile definition (linear between closest ranks) */
+		pd_stats_sort(lat, ok);
+		cJSON_AddNumberToObject(o, "latency_p50_s", pd_stats_pct_sorted(lat, ok, 50));
+		cJSON_AddNumberToObject(o, "latency_p99_s", pd_stats_pct_sorted(lat, ok, 99));
 		cJSON_AddNumberToObject(o, "latency_max_s", lat[ok - 1]);
 	}
 	free(lat);

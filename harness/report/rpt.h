@@ -8,22 +8,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "pd_stats.h" /* median, min/max, the Mann-Whitney U test: ref/common/pd_stats.h */
+
 /* Fewer samples than this on either side: "too few samples" (no test). With alpha 0.05 the
  * smallest two-sided exact p-value of 3 vs 3 samples is 0.1, of 4 vs 4 it is 0.029. */
 #define RPT_MIN_SAMPLES 4
-/* Up to this many samples in all (and no ties) the exact U distribution is used. */
-#define RPT_EXACT_MAX 50
-
-/* ---- statistics (rpt_stats.c) ---------------------------------------------------------------- */
-double rpt_median(const double *v, size_t n); /* NAN when n == 0 */
-void rpt_minmax(const double *v, size_t n, double *lo, double *hi);
-/* Two-sided Mann-Whitney U test of x against y. *u gets U of x (the number of pairs where x
- * is above y, ties counting 1/2). Exact distribution when n+m <= RPT_EXACT_MAX and there are no
- * ties, otherwise the normal approximation with tie and continuity correction. *method gets
- * "exact" or "normal". Returns the p-value (1 when every value is tied; NAN when a side is
- * empty). */
-double rpt_mann_whitney(const double *x, size_t n, const double *y, size_t m, double *u,
-                        const char **method);
 
 /* ---- the model (rpt_load.c) ------------------------------------------------------------------ */
 enum rpt_kind { RPT_BENCH = 1, RPT_RUN, RPT_ROWS };
@@ -38,8 +27,11 @@ struct rpt_series {
 	char *group;  /* bench: the row without its kind (history: pdkv and socket share a plot) */
 	char *kind;   /* bench: "pdkv" | "socket"; else NULL */
 	int better;   /* RPT_HIGHER | RPT_LOWER | RPT_NONE (information only) */
-	bool scalar;  /* one value per run, not repetitions: compared by --threshold alone */
+	bool scalar;  /* one value per run, not repetitions: no U test */
 	bool exact;   /* a count of a deterministic workload: any change is real */
+	/* bench, a pdkv row measured beside a baseline in the same run: the ratio row that
+	 * decides ("pdkv/socket", "x ib_write_bw"); NULL = this row decides itself */
+	const char *ratio_row;
 	double *v;
 	size_t n, cap;
 };
@@ -88,7 +80,7 @@ enum rpt_outcome {
 	RPT_WORSE,      /* significant, in the bad direction, within the threshold */
 	RPT_REGRESSION, /* significant, bad direction, beyond the threshold: exit 1 */
 	RPT_CHANGED,    /* significant, a metric without a direction */
-	RPT_FEW,        /* too few samples */
+	RPT_FEW, /* too few samples for the U test (one value per run, or < RPT_MIN_SAMPLES) */
 	RPT_ONLY_OLD,
 	RPT_ONLY_NEW,
 };
@@ -96,9 +88,13 @@ enum rpt_outcome {
 struct rpt_row {
 	const struct rpt_series *o, *n; /* either may be NULL (row on one side only) */
 	double med_o, med_n, change_pct, p, u;
+	double p_gate;    /* p after Holm's correction over the gated family (rows with family) */
+	bool family;      /* can gate: U-tested, has a direction, measures pdkv (not a baseline) */
+	int dir;          /* +1 the good direction, -1 the bad one, 0 none or no change */
 	const char *test; /* "exact" | "normal" | "threshold" | NULL */
 	enum rpt_outcome out;
 	char note[160]; /* paired despite different settings: what differed */
+	char why[160];  /* why a change is not gated ("the ratio to socket decides"), or "" */
 };
 
 struct rpt_vdiff {
@@ -118,6 +114,8 @@ struct rpt_cmp {
 	char **notes; /* differences expected between runs (commit, version) */
 	size_t nnotes;
 	size_t regressions, improvements, worse_verdicts, new_notrun;
+	size_t few_moved; /* too few samples for a verdict, moved beyond the threshold */
+	size_t family;    /* rows that can gate: the m of Holm's correction */
 };
 
 int rpt_compare(const struct rpt_doc *a, const struct rpt_doc *b, const struct rpt_opts *opt,

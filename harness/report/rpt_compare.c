@@ -125,46 +125,126 @@ static int verdicts(struct rpt_cmp *c)
 	return 0;
 }
 
+/* a row that measures the host, not pdkv: the plain socket, Mooncake, ... of a bench run */
+static bool is_baseline(const struct rpt_series *s)
+{
+	return s->kind && strcmp(s->kind, "pdkv") && strncmp(s->kind, "pdkv/", 5);
+}
+
+/* single values (one per run): a count of a steady workload by any change; anything else has
+ * no verdict — one sample says nothing about the noise */
+static void decide_scalar(struct rpt_cmp *c, struct rpt_row *r, double diff, int dir)
+{
+	const struct rpt_series *o = r->o, *n = r->n;
+	if (o->exact && n->exact) {
+		r->test = "count";
+		r->out = diff == 0 || isnan(diff) ? RPT_SAME
+		         : dir > 0                ? RPT_BETTER
+		         : dir < 0                ? RPT_REGRESSION
+		                                  : RPT_CHANGED;
+		return;
+	}
+	r->out = diff == 0 ? RPT_SAME : RPT_FEW;
+	if (r->out == RPT_FEW &&
+	    (isnan(r->change_pct) || fabs(r->change_pct) > c->opt.threshold_pct))
+		c->few_moved++;
+}
+
+/* The verdict of a row with samples from its p-value for the gate (r->p_gate). */
+static void judge(struct rpt_cmp *c, struct rpt_row *r)
+{
+	const struct rpt_series *o = r->o, *n = r->n;
+	r->why[0] = '\0';
+	if (!(r->p < c->opt.alpha))
+		r->out = RPT_SAME;
+	else if (!r->dir)
+		r->out = RPT_CHANGED;
+	else if (r->dir > 0)
+		r->out = RPT_BETTER;
+	else if (!isnan(r->change_pct) && fabs(r->change_pct) <= c->opt.threshold_pct)
+		r->out = RPT_WORSE;
+	else if (is_baseline(o)) {
+		r->out = RPT_WORSE; /* a slower baseline says the host is busier: said, not gated */
+		snprintf(r->why, sizeof(r->why), "a baseline: not gated");
+	} else if (o->ratio_row && n->ratio_row) {
+		r->out = RPT_WORSE;
+		snprintf(r->why, sizeof(r->why), "not gated: %s of the same run decides",
+		         o->ratio_row);
+	} else if (!(r->p_gate < c->opt.alpha)) {
+		r->out = RPT_WORSE;
+		snprintf(r->why, sizeof(r->why),
+		         "not gated: p=%.3f after Holm's correction over %zu gated rows", r->p_gate,
+		         c->family);
+	} else
+		r->out = RPT_REGRESSION;
+}
+
+/* A row is a REGRESSION only when (a) each side has RPT_MIN_SAMPLES samples, (b) the U test
+ * says the change is significant at alpha — after Holm's correction over the rows that can
+ * gate, so that two runs of one commit show a REGRESSION anywhere with a chance of at most
+ * alpha, however many rows there are — (c) it is in the bad direction beyond the threshold,
+ * and (d) it is not a baseline, nor a pdkv row whose ratio to the baseline of the same run is
+ * there to decide (noise on a shared host moves pdkv and its baseline together). */
 static void decide(struct rpt_cmp *c, struct rpt_row *r)
 {
 	const struct rpt_series *o = r->o, *n = r->n;
 	double diff;
-	int dir;
 
-	r->med_o = rpt_median(o->v, o->n);
-	r->med_n = rpt_median(n->v, n->n);
-	r->p = r->u = NAN;
+	r->med_o = pd_stats_median(o->v, o->n);
+	r->med_n = pd_stats_median(n->v, n->n);
+	r->p = r->u = r->p_gate = NAN;
 	diff = r->med_n - r->med_o;
 	r->change_pct = r->med_o != 0 ? diff / fabs(r->med_o) * 100 : diff == 0 ? 0 : NAN;
-	dir = diff > 0 ? o->better : diff < 0 ? -o->better : 0;
+	r->dir = diff > 0 ? o->better : diff < 0 ? -o->better : 0;
 	if (o->scalar || n->scalar) {
-		r->test = "threshold";
-		if (diff == 0 || isnan(diff))
-			r->out = RPT_SAME;
-		else if (!o->exact && !isnan(r->change_pct) &&
-		         fabs(r->change_pct) <= c->opt.threshold_pct)
-			r->out = RPT_SAME;
-		else
-			r->out = dir > 0 ? RPT_BETTER : dir < 0 ? RPT_REGRESSION : RPT_CHANGED;
+		decide_scalar(c, r, diff, r->dir);
 		return;
 	}
 	if (o->n < RPT_MIN_SAMPLES || n->n < RPT_MIN_SAMPLES) {
 		r->out = RPT_FEW;
 		return;
 	}
-	r->p = rpt_mann_whitney(o->v, o->n, n->v, n->n, &r->u, &r->test);
-	if (!(r->p < c->opt.alpha))
-		r->out = RPT_SAME;
-	else if (!dir)
-		r->out = RPT_CHANGED;
-	else if (dir > 0)
-		r->out = RPT_BETTER;
-	else if (o->kind && !strcmp(o->kind, "socket"))
-		r->out = RPT_WORSE; /* the baseline measures the host, not pdkv: said, not gated */
-	else
-		r->out = !isnan(r->change_pct) && fabs(r->change_pct) <= c->opt.threshold_pct
-		             ? RPT_WORSE
-		             : RPT_REGRESSION;
+	r->p = r->p_gate = pd_stats_mann_whitney(o->v, o->n, n->v, n->n, &r->u, &r->test);
+	/* the family of rows that can gate: tested, with a direction, measuring pdkv itself */
+	r->family = o->better != RPT_NONE && !is_baseline(o) && !(o->ratio_row && n->ratio_row) &&
+	            !isnan(r->p);
+	c->family += r->family;
+}
+
+static int cmp_p(const void *a, const void *b)
+{
+	const struct rpt_row *x = *(const struct rpt_row *const *)a,
+	                     *y = *(const struct rpt_row *const *)b;
+	return x->p < y->p ? -1 : x->p > y->p;
+}
+
+/* Holm-Bonferroni: the k-th smallest of m p-values times (m - k + 1), never below the one
+ * before it (the adjusted p-values); then every row's verdict and the counts. */
+static int holm_and_count(struct rpt_cmp *c)
+{
+	struct rpt_row **f = calloc(c->family + 1, sizeof(*f));
+	size_t m = 0;
+	double prev = 0;
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < c->nrows; i++)
+		if (c->rows[i].family)
+			f[m++] = &c->rows[i];
+	qsort(f, m, sizeof(*f), cmp_p);
+	for (size_t k = 0; k < m; k++) {
+		double adj = f[k]->p * (double)(m - k);
+		prev = adj > prev ? adj : prev;
+		f[k]->p_gate = prev > 1 ? 1 : prev;
+	}
+	free(f);
+	for (size_t i = 0; i < c->nrows; i++) {
+		struct rpt_row *r = &c->rows[i];
+		if (!isnan(r->p))
+			judge(c, r);
+		c->regressions += r->out == RPT_REGRESSION;
+		c->improvements += r->out == RPT_BETTER;
+	}
+	return 0;
 }
 
 static int add_row(struct rpt_cmp *c, const struct rpt_series *o, const struct rpt_series *n)
@@ -177,15 +257,13 @@ static int add_row(struct rpt_cmp *c, const struct rpt_series *o, const struct r
 	memset(p, 0, sizeof(*p));
 	p->o = o;
 	p->n = n;
-	p->med_o = o ? rpt_median(o->v, o->n) : NAN;
-	p->med_n = n ? rpt_median(n->v, n->n) : NAN;
-	p->change_pct = p->p = p->u = NAN;
+	p->med_o = o ? pd_stats_median(o->v, o->n) : NAN;
+	p->med_n = n ? pd_stats_median(n->v, n->n) : NAN;
+	p->change_pct = p->p = p->u = p->p_gate = NAN;
 	if (o && n)
 		decide(c, p);
 	else
 		p->out = o ? RPT_ONLY_OLD : RPT_ONLY_NEW;
-	c->regressions += p->out == RPT_REGRESSION;
-	c->improvements += p->out == RPT_BETTER;
 	return 0;
 }
 
@@ -297,7 +375,7 @@ int rpt_compare(const struct rpt_doc *a, const struct rpt_doc *b, const struct r
 	c->b = b;
 	c->opt = *opt;
 	meta_diff(c);
-	if (rows(c) || verdicts(c)) {
+	if (rows(c) || holm_and_count(c) || verdicts(c)) {
 		rpt_cmp_free(c);
 		return -1;
 	}

@@ -212,11 +212,11 @@ static int collect_doc(struct hist *h, size_t k, const struct rpt_doc *d)
 {
 	for (size_t i = 0; i < d->ns; i++) {
 		const struct rpt_series *s = &d->s[i];
-		double med = rpt_median(s->v, s->n), lo, hi;
+		double med = pd_stats_median(s->v, s->n), lo, hi;
 		char stem[300], title[300];
 		const char *what = s->label ? s->label : s->key;
 		struct hplot *p;
-		rpt_minmax(s->v, s->n, &lo, &hi);
+		pd_stats_minmax(s->v, s->n, &lo, &hi);
 		if (d->kind == RPT_RUN || !s->n)
 			continue; /* run files: the verdict table of the index */
 		if (d->kind == RPT_ROWS) {

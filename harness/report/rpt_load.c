@@ -206,6 +206,15 @@ static const char *str_or(const cJSON *o, const char *k, const char *dflt)
 	return cJSON_IsString(x) ? x->valuestring : dflt;
 }
 
+/* every metric of row identity key except the ratios themselves: decided by ratio_row */
+static void mark_ratio(struct rpt_doc *d, const char *key, const char *ratio_row)
+{
+	for (size_t i = 0; i < d->ns; i++)
+		if (!strcmp(d->s[i].key, key) && strncmp(d->s[i].metric, "x ", 2) &&
+		    !d->s[i].ratio_row)
+			d->s[i].ratio_row = ratio_row;
+}
+
 static int bench_row(struct rpt_doc *d, const cJSON *x, size_t i, const cJSON *root, char *err,
                      size_t sz)
 {
@@ -275,6 +284,9 @@ static int bench_row(struct rpt_doc *d, const cJSON *x, size_t i, const cJSON *r
 		} else if (series_add(s, v->valuedouble))
 			return err_at(err, sz, d->path, "out of memory");
 	}
+	/* measured beside ib_write_bw in this run: that ratio decides for the row's raw figures */
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(x, "ratio_vs_ib_write_bw")))
+		mark_ratio(d, key, "x ib_write_bw");
 	return 0;
 }
 
@@ -323,6 +335,8 @@ static int bench_ratios(struct rpt_doc *d)
 		for (size_t k = 0; k < p->n; k++)
 			if (series_add(r, p->v[k] / q->v[k]))
 				return -1;
+		snprintf(key, sizeof(key), "%s", p->key);
+		mark_ratio(d, key, "pdkv/socket");
 	}
 	return 0;
 }
@@ -388,12 +402,25 @@ static int run_direction(const char *name, bool *exact)
 	return RPT_NONE;
 }
 
-static int run_metric(struct rpt_doc *d, const char *scen, const char *where, const cJSON *x)
+/* A histogram's buckets, summed over their le labels by the runner: a cumulative count that
+ * grows when requests get faster (more of them fall under the low bounds) — no scalar to
+ * compare. The _sum and _count beside them are kept. */
+static bool is_bucket(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 7 && !strcmp(name + n - 7, "_bucket");
+}
+
+/* steady: the scenario passed, expects no failure and every request succeeded, so its workload
+ * ran as written and its counts (tokens reused, bytes, ...) are deterministic; with a fault or a
+ * failed request they follow the timing of the fault, and are single samples like a latency */
+static int run_metric(struct rpt_doc *d, const char *scen, const char *where, const cJSON *x,
+                      bool steady)
 {
 	char key[512], label[512];
 	struct rpt_series *s;
 	bool exact;
-	if (!cJSON_IsNumber(x) || !x->string)
+	if (!cJSON_IsNumber(x) || !x->string || is_bucket(x->string))
 		return 0;
 	snprintf(key, sizeof(key), "%s|%s", scen, where);
 	snprintf(label, sizeof(label), "%s %s", scen, where);
@@ -402,7 +429,7 @@ static int run_metric(struct rpt_doc *d, const char *scen, const char *where, co
 		return -1;
 	set_str(&s->label, label);
 	s->better = run_direction(x->string, &exact);
-	s->exact = exact;
+	s->exact = exact && steady;
 	s->scalar = true;
 	s->n = 0; /* a scenario listed twice: the last one counts */
 	return series_add(s, x->valuedouble);
@@ -437,8 +464,9 @@ static int load_run(struct rpt_doc *d, const cJSON *root, char *err, size_t sz)
 	cJSON_ArrayForEach(x, sc)
 	{
 		const char *name = str_or(x, "name", NULL), *st = str_or(x, "status", NULL);
-		const cJSON *cks = cJSON_GetObjectItemCaseSensitive(x, "checks"), *c, *q;
+		const cJSON *cks = cJSON_GetObjectItemCaseSensitive(x, "checks"), *c, *q, *rq;
 		size_t j = 0;
+		bool steady;
 		if (!name)
 			return err_at(err, sz, d->path, "scenarios[%zu].name: expected a string",
 			              i);
@@ -468,16 +496,20 @@ static int load_run(struct rpt_doc *d, const cJSON *root, char *err, size_t sz)
 				return err_at(err, sz, d->path, "out of memory");
 			j++;
 		}
-		cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(x, "requests"))
+		rq = cJSON_GetObjectItemCaseSensitive(x, "requests");
+		steady = !strcmp(st, "PASS") && !str_or(x, "expect_fail", NULL) &&
+		         (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rq, "total")) ||
+		          num_or(rq, "ok", -1) == num_or(rq, "total", -1));
+		cJSON_ArrayForEach(q, rq)
 		{
-			if (run_metric(d, name, "requests", q))
+			if (run_metric(d, name, "requests", q, steady))
 				return err_at(err, sz, d->path, "out of memory");
 		}
 		cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(x, "metrics"))
 		{
 			cJSON_ArrayForEach(q, m)
 			{
-				if (m->string && run_metric(d, name, m->string, q))
+				if (m->string && run_metric(d, name, m->string, q, steady))
 					return err_at(err, sz, d->path, "out of memory");
 			}
 		}

@@ -31,9 +31,9 @@ static void fmt_side(char *buf, size_t len, const struct rpt_series *s)
 		snprintf(buf, len, "-");
 		return;
 	}
-	med = rpt_median(s->v, s->n);
+	med = pd_stats_median(s->v, s->n);
 	rpt_fmt_num(m, sizeof(m), med);
-	rpt_minmax(s->v, s->n, &lo, &hi);
+	pd_stats_minmax(s->v, s->n, &lo, &hi);
 	spread = med != 0 ? fmax(hi - med, med - lo) / fabs(med) * 100 : 0;
 	if (s->n > 1)
 		snprintf(buf, len, "%s ±%.0f%%", m, spread);
@@ -58,16 +58,42 @@ static void fmt_evidence(char *buf, size_t len, const struct rpt_row *r)
 	size_t no = r->o ? r->o->n : 0, nn = r->n ? r->n->n : 0;
 	if (!isnan(r->p))
 		snprintf(buf, len, "p=%.3f n=%zu+%zu", r->p, no, nn);
-	else if (r->test && !strcmp(r->test, "threshold"))
-		snprintf(buf, len, "%s", r->o && r->o->exact ? "count" : "1 value");
+	else if (r->test && !strcmp(r->test, "count"))
+		snprintf(buf, len, "count");
 	else
 		snprintf(buf, len, "n=%zu+%zu", no, nn);
 }
 
-/* run files list every metric of every scenario: people see the ones that moved */
+/* beyond the threshold although there are too few samples to tell it from noise */
+static bool few_moved(const struct rpt_cmp *c, const struct rpt_row *r)
+{
+	return r->out == RPT_FEW &&
+	       (isnan(r->change_pct) || fabs(r->change_pct) > c->opt.threshold_pct);
+}
+
+/* run files list every metric of every scenario: people see the ones that moved, single
+ * values (too few samples) only beyond the threshold */
 static bool shown(const struct rpt_cmp *c, const struct rpt_row *r)
 {
-	return c->a->kind != RPT_RUN || r->out != RPT_SAME;
+	if (c->a->kind != RPT_RUN)
+		return true;
+	return r->out == RPT_FEW ? few_moved(c, r) : r->out != RPT_SAME;
+}
+
+/* "REGRESSION", "too few samples (n=1+1)", "worse  (not gated: pdkv/socket ...)" */
+static void fmt_verdict(char *buf, size_t len, const struct rpt_row *r, bool md)
+{
+	size_t k;
+	if (r->out == RPT_FEW)
+		k = (size_t)snprintf(buf, len, "too few samples (n=%zu+%zu)", r->o->n, r->n->n);
+	else
+		k = (size_t)snprintf(buf, len, "%s",
+		                     md && r->out == RPT_REGRESSION ? "**REGRESSION**"
+		                                                    : rpt_outcome_name(r->out));
+	if (r->why[0] && k < len)
+		k += (size_t)snprintf(buf + k, len - k, "%s(%s)", md ? " " : "  ", r->why);
+	if (r->note[0] && k < len)
+		snprintf(buf + k, len - k, "%s(paired: %s)", md ? " " : "  ", r->note);
 }
 
 static const char *label_of(const struct rpt_row *r)
@@ -81,12 +107,19 @@ static void footer(FILE *f, const struct rpt_cmp *c, const char *pre)
 	for (size_t i = 0; i < c->nrows; i++)
 		hidden += !shown(c, &c->rows[i]);
 	if (hidden)
-		fprintf(f, "%s%zu metrics unchanged (not listed)\n", pre, hidden);
+		fprintf(f, "%s%zu metrics unchanged or single values within %g%% (not listed)\n",
+		        pre, hidden, c->opt.threshold_pct);
+	if (c->few_moved)
+		fprintf(f,
+		        "%s%zu moved beyond %g%% with too few samples for a verdict (one value per "
+		        "run, or < %d a side): not gated\n",
+		        pre, c->few_moved, c->opt.threshold_pct, RPT_MIN_SAMPLES);
 	fprintf(f,
-	        "%s%zu regression%s beyond %g%% (alpha %g; the U test needs >= %d samples a side), "
-	        "%zu improvement%s",
+	        "%s%zu regression%s beyond %g%% (alpha %g, Holm over %zu gated row%s; the U test "
+	        "needs >= %d samples a side), %zu improvement%s",
 	        pre, c->regressions, c->regressions == 1 ? "" : "s", c->opt.threshold_pct,
-	        c->opt.alpha, RPT_MIN_SAMPLES, c->improvements, c->improvements == 1 ? "" : "s");
+	        c->opt.alpha, c->family, c->family == 1 ? "" : "s", RPT_MIN_SAMPLES,
+	        c->improvements, c->improvements == 1 ? "" : "s");
 	if (c->a->kind == RPT_RUN)
 		fprintf(f, ", %zu verdict%s worse, %zu new NOTRUN", c->worse_verdicts,
 		        c->worse_verdicts == 1 ? "" : "s", c->new_notrun);
@@ -166,12 +199,13 @@ void rpt_print_text(FILE *f, const struct rpt_cmp *c)
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct rpt_row *r = &c->rows[i];
 		struct cells x;
+		char vd[400];
 		if (!shown(c, r))
 			continue;
 		row_cells(&x, r);
-		fprintf(f, "%-*.*s %-*s %14s %14s %8s %17s  %s%s%s%s\n", w, w, label_of(r), mw,
-		        x.metric, x.so, x.sn, x.ch, x.ev, rpt_outcome_name(r->out),
-		        r->note[0] ? "  (paired: " : "", r->note, r->note[0] ? ")" : "");
+		fmt_verdict(vd, sizeof(vd), r, false);
+		fprintf(f, "%-*.*s %-*s %14s %14s %8s %17s  %s\n", w, w, label_of(r), mw, x.metric,
+		        x.so, x.sn, x.ch, x.ev, vd);
 	}
 	footer(f, c, "");
 }
@@ -202,13 +236,13 @@ void rpt_print_markdown(FILE *f, const struct rpt_cmp *c)
 	for (size_t i = 0; i < c->nrows; i++) {
 		const struct rpt_row *r = &c->rows[i];
 		struct cells x;
+		char vd[400];
 		if (!shown(c, r))
 			continue;
 		row_cells(&x, r);
-		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s%s%s%s |\n", label_of(r), x.metric,
-		        x.so, x.sn, x.ch, x.ev,
-		        r->out == RPT_REGRESSION ? "**REGRESSION**" : rpt_outcome_name(r->out),
-		        r->note[0] ? " (paired: " : "", r->note, r->note[0] ? ")" : "");
+		fmt_verdict(vd, sizeof(vd), r, true);
+		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s |\n", label_of(r), x.metric, x.so,
+		        x.sn, x.ch, x.ev, vd);
 	}
 	fprintf(f, "\n");
 	footer(f, c, "");
@@ -218,9 +252,9 @@ static cJSON *side_json(const struct rpt_series *s)
 {
 	cJSON *o = cJSON_CreateObject();
 	double lo, hi;
-	rpt_minmax(s->v, s->n, &lo, &hi);
+	pd_stats_minmax(s->v, s->n, &lo, &hi);
 	cJSON_AddNumberToObject(o, "n", (double)s->n);
-	cJSON_AddNumberToObject(o, "median", rpt_median(s->v, s->n));
+	cJSON_AddNumberToObject(o, "median", pd_stats_median(s->v, s->n));
 	cJSON_AddNumberToObject(o, "min", lo);
 	cJSON_AddNumberToObject(o, "max", hi);
 	cJSON_AddItemToObject(o, "samples", cJSON_CreateDoubleArray(s->v, (int)s->n));
@@ -253,6 +287,7 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 	cJSON_AddNumberToObject(root, "threshold_pct", c->opt.threshold_pct);
 	cJSON_AddNumberToObject(root, "alpha", c->opt.alpha);
 	cJSON_AddNumberToObject(root, "min_samples", RPT_MIN_SAMPLES);
+	cJSON_AddNumberToObject(root, "gated_rows", (double)c->family);
 	arr = cJSON_AddArrayToObject(root, "warnings");
 	for (size_t i = 0; i < c->nwarn; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(c->warn[i]));
@@ -298,6 +333,8 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 			cJSON_AddNullToObject(o, "new");
 		add_num(o, "change_pct", r->change_pct);
 		add_num(o, "p_value", r->p);
+		if (r->family)
+			add_num(o, "p_gate", r->p_gate);
 		add_num(o, "u", r->u);
 		if (r->test)
 			cJSON_AddStringToObject(o, "test", r->test);
@@ -306,6 +343,8 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 		cJSON_AddStringToObject(o, "verdict", rpt_outcome_name(r->out));
 		if (r->note[0])
 			cJSON_AddStringToObject(o, "paired_despite", r->note);
+		if (r->why[0])
+			cJSON_AddStringToObject(o, "not_gated", r->why);
 		cJSON_AddItemToArray(arr, o);
 	}
 	sum = cJSON_AddObjectToObject(root, "summary");
@@ -314,6 +353,7 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 	cJSON_AddNumberToObject(sum, "improvements", (double)c->improvements);
 	cJSON_AddNumberToObject(sum, "worse_verdicts", (double)c->worse_verdicts);
 	cJSON_AddNumberToObject(sum, "new_notrun", (double)c->new_notrun);
+	cJSON_AddNumberToObject(sum, "too_few_samples_moved", (double)c->few_moved);
 	cJSON_AddNumberToObject(root, "exit", rpt_cmp_status(c));
 	return root;
 }

@@ -16,3 +16,6 @@ test_pd_buf_LIBS := pdcommon
 # pdhttplim: connection limits (total, per client address) for the libmicrohttpd servers
 LIBS += pdhttplim
 pdhttplim_SRCS := $(wildcard ref/common/httplim/*.c)
+TESTS += test_pd_stats
+test_pd_stats_SRCS := ref/common/tests/test_pd_stats.c
+test_pd_stats_LIBS := pdcommon

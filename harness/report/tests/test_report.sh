@@ -117,10 +117,26 @@ grep -q "0 regressions.*0 verdicts worse, 0 new NOTRUN" "$T/out" || fail "run di
 grep -Eq "^s1 +\(scenario\) +PASS +FAIL +worse" "$T/out" || fail "run diff: scenario verdict change not listed"
 grep -Eq "^s1 +kv_reused +PASS +FAIL +worse +reused 0" "$T/out" || fail "run diff: check change not listed"
 grep -Eq "^s2 +\(scenario\) +PASS +NOTRUN +worse" "$T/out" || fail "run diff: new NOTRUN not listed"
-grep -q "pdkv_kv_reused_tokens_total.*-100.0%.*REGRESSION" "$T/out" || fail "run diff: reused tokens drop"
+grep -q "pdkv_kv_reused_tokens_total.*-100.0%.*too few samples (n=1+1)" "$T/out" || fail "run diff: a failed scenario's count is no verdict"
 grep -q "1 new NOTRUN" "$T/out" || fail "run diff: NOTRUN count"
+# a scenario that passes both times but reuses half the tokens: a count of a steady workload
+run "$T/r4.json" PASS PASS 282 PASS
+"$R" diff "$T/r1.json" "$T/r4.json" >"$T/out" 2>&1; [ $? -eq 1 ] || fail "run diff reused tokens halved: want 1"
+grep -Eq "pdkv_kv_reused_tokens_total +564 +282 +-50.0% +count +REGRESSION" "$T/out" || fail "run diff: reused tokens drop not a REGRESSION"
 "$R" diff "$T/r3.json" "$T/r1.json" --json >"$T/d.json" 2>&1; [ $? -eq 0 ] || fail "run diff FAIL->PASS: want 0"
 grep -q '"better":[[:space:]]*true' "$T/d.json" || fail "run diff --json: no better verdict"
+
+# issue 33: two `pdkv run --json` of one commit (5 scenarios, run back to back on a busy 2-core
+# host; fixtures/) differ by noise only: 0 regressions, exit 0; single-value latencies are "too
+# few samples", never a verdict; histogram bucket sums are not compared at all
+F=$(dirname "$0")/fixtures
+"$R" diff "$F/run-same-commit-1.json" "$F/run-same-commit-2.json" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "same-commit run diff: want exit 0, got $rc"
+grep -q "^0 regressions" "$T/out" || fail "same-commit run diff: not 0 regressions"
+grep -Eq "^1p1d-tcp-etcd requests +latency_p50_s .*too few samples \(n=1\+1\)" "$T/out" ||
+  fail "same-commit run diff: a moved single-value latency is not 'too few samples (n=1+1)'"
+grep -q "REGRESSION" "$T/out" && fail "same-commit run diff: a REGRESSION row"
+grep -q "_bucket" "$T/out" && fail "same-commit run diff: a histogram bucket sum compared"
 
 # history: two runs in the history layout, one plot per series as PNG and SVG, an index
 mkdir -p "$T/h/20260101T100000Z-aaa1111" "$T/h/20260102T100000Z-bbb2222"

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# test_verdict_noise: issue 33's proof that `make bench`'s gate (ci/bench.sh, on by default) is
+# sound: two runs of one commit, a CPU hog beside the second, give no REGRESSION and exit 0; pdkv
+# made slower alone (PDKV_TEST_SLOWDOWN_PCT, a test-only knob the socket baseline never sees)
+# is a REGRESSION of its pdkv/socket ratio and fails the run; PDKV_BENCH_GATE=0 reports it
+# without failing. Small shape (batch 8, 0.1 s rows, 8 interleaved pairs): ~40 s on 2 cores.
+set -u
+BIN=${PDKV_BIN:-build/bin}
+BUILD=$(cd "$BIN/.." && pwd)
+T=$(mktemp -d /tmp/pdkv-test-verdict.XXXXXX)
+HOG=
+cleanup() {
+  [ -n "$HOG" ] && kill "$HOG" 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -f "$T/log" ] && tail -40 "$T/log"; exit 1; }
+[ -x "$BIN/pdkv-bench" ] && [ -x "$BIN/pdkv-report" ] || { echo "SKIP: pdkv-bench/pdkv-report not built"; exit 77; }
+
+export BUILD PDKV_BENCH_OUT=$T/out PDKV_BENCH_HISTORY=$T/hist PDKV_BENCH_SERVE=0
+export PDKV_BENCH_DURATION=0.1 PDKV_BENCH_REPEAT=8 PDKV_BENCH_BATCH=8 MC_TCP_BIND_ADDRESS=127.0.0.1
+unset PDKV_BENCH_GATE PDKV_TEST_SLOWDOWN_PCT MOONCAKE_BENCH
+bench() { bash ci/bench.sh >"$T/log" 2>&1; }
+last_compare() { ls -d "$T"/hist/2*/ | sort | tail -n 1; }
+
+# 1. the first run: nothing to compare with
+bench || fail "first run: exit $?"
+grep -q "first run in" "$T/log" || fail "first run: not said"
+
+# 2. the same commit again, with a CPU hog beside it: pdkv and the socket both slow down, the
+#    pdkv/socket ratio of each interleaved pair holds -> no REGRESSION, exit 0
+yes >/dev/null &
+HOG=$!
+bench
+rc=$?
+kill "$HOG"
+wait "$HOG" 2>/dev/null
+HOG=
+[ $rc -eq 0 ] || fail "same commit beside a CPU hog: want exit 0, got $rc"
+grep -Eq "^0 regressions beyond 5% \(alpha 0.05, Holm over 4 gated rows" "$T/log" ||
+  fail "same commit beside a CPU hog: not '0 regressions' over the 4 ratio rows"
+grep -Eq "^pdkv/socket write 64 KiB b8 t1 tcp +x socket .* n=8\+8 " "$T/log" ||
+  fail "same commit: no pdkv/socket row with 6+6 samples"
+
+# 3. pdkv alone four times as slow (robust on a busy 2-core host), gate off: the REGRESSION is reported, the run still exits 0
+PDKV_BENCH_GATE=0 PDKV_TEST_SLOWDOWN_PCT=300 bench || fail "slowed pdkv, PDKV_BENCH_GATE=0: want exit 0, got $?"
+grep -Eq "^pdkv/socket .* x socket .* REGRESSION" "$T/log" || fail "slowed pdkv, gate off: no pdkv/socket REGRESSION"
+grep -q "not gated: PDKV_BENCH_GATE=0" "$T/log" || fail "slowed pdkv, gate off: not said"
+python3 - "$(last_compare)compare.json" <<'PY' || fail "compare.json: wrong verdicts"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit"] == 1 and d["summary"]["regressions"] >= 1, d["summary"]
+for r in d["rows"]:
+    k = r["label"].split()[0]
+    if k == "socket":  # the baseline is never a regression
+        assert r["verdict"] != "REGRESSION", r
+    if k == "pdkv" and r["verdict"] == "worse" and r["change_pct"] < -5:
+        assert "pdkv/socket" in r.get("not_gated", ""), r
+PY
+
+# 4. the same slowdown with the gate on (the default), against the first (quiet) run: exit 1
+ls -d "$T"/hist/2*/ | sort | tail -n +2 | xargs rm -rf
+PDKV_TEST_SLOWDOWN_PCT=300 bench
+rc=$?
+[ $rc -eq 1 ] || fail "slowed pdkv, gate on: want exit 1, got $rc"
+grep -Eq "^pdkv/socket .* x socket .* REGRESSION" "$T/log" || fail "slowed pdkv, gate on: no pdkv/socket REGRESSION"
+grep -q "REGRESSION: pdkv is significantly slower" "$T/log" || fail "slowed pdkv, gate on: not said"
+grep -q "FAILED: pdkv-bench exited" "$T/log" && fail "slowed pdkv: blamed on pdkv-bench"
+echo "test_verdict_noise.sh: ok"
