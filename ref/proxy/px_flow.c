@@ -479,6 +479,8 @@ enum MHD_Result px_do_completion(struct MHD_Connection *c, struct px_req *r)
 		x.engine_id = pair.engine_id;
 		x.bootstrap_addr = pair.bootstrap_addr;
 		snprintf(x.transfer_id, sizeof(x.transfer_id), "xfer-%.36s", r->rid);
+		if (s->o.faults & PX_FAULT_REUSE_TRANSFER_ID)
+			px_fault_transfer_id(x.transfer_id, sizeof(x.transfer_id));
 	} else {
 		r->p_idx = (int)(__atomic_fetch_add(&s->rr_prefill, 1, __ATOMIC_RELAXED) %
 		                 (unsigned)s->o.n_prefill);
