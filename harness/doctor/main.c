@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cfg/cfg.h"
+#include "doc_boot.h"
 #include "pd_ibrate.h"
 #include "pd_log.h"
 #include "pd_opt.h"
@@ -29,7 +30,7 @@ enum { OK, WARN, FAIL };
 static const char *const lvl_name[] = {"OK", "WARN", "FAIL"};
 
 struct opts {
-	const char *metadata, *config, *devices, *protocol;
+	const char *metadata, *config, *devices, *protocol, *bootstrap;
 	bool json, rdma_wanted, vllm_auto; /* vllm_auto: no --vllm, both plans */
 	int vllm;
 };
@@ -533,6 +534,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	     .help = "which vLLM generation reads the config (default: check both plans)",
 	     .choices = "v0|v1"},
 	    {.name = "json", .type = PD_OPT_FLAG, .dst = &o->json, .help = "one JSON document"},
+	    {.name = "bootstrap",
+	     .type = PD_OPT_STR,
+	     .dst = &o->bootstrap,
+	     .arg = "=URL",
+	     .help = "a gen B bootstrap server: exposure and its workers (doc_boot.c)"},
 	};
 	const struct pd_opt_spec spec = {
 	    .prog = "pdkv doctor",
@@ -610,6 +616,8 @@ int main(int argc, char **argv)
 	check_memlock(&o);
 	if (o.metadata)
 		check_metadata(o.metadata);
+	if (o.bootstrap)
+		doc_check_bootstrap(o.bootstrap, report);
 	check_libs();
 	check_gpu();
 	return print_results(&o);

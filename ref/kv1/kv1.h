@@ -199,6 +199,11 @@ struct kv1_stats {
 	 * (timeout, error, a WRITE maybe in flight), whose blocks were held out of the free list;
 	 * blocks held now; receives refused meanwhile (PDKV_KV1_RECV_HOLD_MAX_BLOCKS held) */
 	uint64_t recv_holds, recv_held_blocks, recvs_refused;
+	/* consumer, gen B: pulls the prefill ended with "Timeout waiting for P side ready." (an
+	 * unknown, already served or never ready transfer_id: vLLM answers it after
+	 * VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT), and pulls with no answer within the receive
+	 * timeout; both are load failures the kv_load_failure_policy handles */
+	uint64_t recv_p_timeouts, recv_no_answer;
 };
 void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st);
 

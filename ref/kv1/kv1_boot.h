@@ -6,10 +6,11 @@
 #include <stddef.h>
 
 #include "kv1_wire.h"
+#include "pd_ranks.h"
 
-#define KV1_BOOT_BODY_MAX  (64u << 10) /* a /register body */
-#define KV1_BOOT_QUERY_MAX (1u << 20)  /* a /query answer a client accepts */
-#define KV1_BOOT_MAX_DP    1024
+#define KV1_BOOT_BODY_MAX  (64u << 10)     /* a /register body */
+#define KV1_BOOT_QUERY_MAX (1u << 20)      /* a /query answer a client accepts */
+#define KV1_BOOT_MAX_DP    PD_MAX_DP_RANKS /* the bound pdkv-proxy routes over too */
 #define KV1_BOOT_MAX_TP    4096
 #define KV1_BOOT_MAX_PP    64
 #define KV1_BOOT_ADDR_MAX  300

@@ -549,6 +549,8 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 			                ? "no MooncakeXferResponse within the receive timeout"
 			                : zmq_strerror(e));
 			*hold = 2;
+			if (e == EAGAIN)
+				atomic_fetch_add(&w->recv_no_answer, 1);
 			return e == EAGAIN ? -ETIMEDOUT : -EIO;
 		}
 		st = kv1_xfer_resp_decode(zmq_msg_data(&msg), zmq_msg_size(&msg), &r, derr,
@@ -569,6 +571,9 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 				            "Error happens during tranfering kvcache for %s: %s",
 				            req_id, r.err_msg ? r.err_msg : "(no err_msg)");
 				*hold = never_written(r.err_msg) ? 0 : 1;
+				if (r.err_msg &&
+				    !strcmp(r.err_msg, "Timeout waiting for P side ready."))
+					atomic_fetch_add(&w->recv_p_timeouts, 1);
 				kv1_xfer_resp_free(&r);
 				return -EIO;
 			}
@@ -583,7 +588,6 @@ static int await(struct kv1_worker *w, void *s, const char *req_id, char *err, s
 		if (st == KV1_FINISH)
 			break;
 	}
-	(void)w;
 	if (!ok)
 		kv1_set_err(err, errsz,
 		            "pulling kv_caches for %s failed: FINISH without the request", req_id);

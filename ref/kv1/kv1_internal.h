@@ -77,6 +77,8 @@ struct kv1_worker {
 	size_t rhold_blocks, rhold_max;
 	uint64_t rhold_s; /* 0: computed per hold */
 	atomic_uint_fast64_t recv_holds, recvs_refused;
+	/* consumer, gen B: pulls P answered "Timeout waiting for P side ready." / not at all */
+	atomic_uint_fast64_t recv_p_timeouts, recv_no_answer;
 	/* send table */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;

@@ -221,12 +221,53 @@ int kv1_regions_check_lens(const struct kv1_region *loc, size_t nl, const struct
 /* Without TP topology: D rank d reads from P rank d % P.tp. With it (vLLM #36869): P accepts
  * the D ranks of TransferTopology.handshake_target_ranks(D.tp), and tp_ratio's assertion text
  * when one size does not divide the other. */
+/* Handshakes no decode sends (issue 34, N9), refused at once instead of parked until the abort
+ * timeout. remote_tp_rank outside 0..remote_tp_size-1: with TP topology no target rank matches
+ * and vLLM's pairing text follows in kv1_genb_paired; without it (B0) vLLM never reads
+ * remote_tp_rank (get_target_remote_ranks(remote_tp_size)) and would wait, so pdkv refuses with
+ * its own text. An empty kv_caches_base_addr: B1..Bn answer with the text of vLLM's
+ * _expand_transfer_regions assertion (mooncake_connector.py @ b745e8b5d, #36869) or of
+ * _validate_asymmetric_region_lengths (@ 00f4240e) when block_lens is empty too; Bl's
+ * kv1_regions_expand has its own; B0 zips the empty list and would write nothing, so pdkv
+ * refuses with its own text. */
+static bool genb_sane(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
+                      size_t msz)
+{
+	if (!w->o.tp_topology &&
+	    (m->remote_tp_rank < 0 || m->remote_tp_rank >= m->remote_tp_size)) {
+		snprintf(msg, msz,
+		         "MooncakeXferMetadata: remote_tp_rank %lld is outside remote_tp_size %lld "
+		         "(refused by pdkv; vLLM before #36869 does not check it and waits)",
+		         (long long)m->remote_tp_rank, (long long)m->remote_tp_size);
+		return false;
+	}
+	if (m->nbases || w->o.gen >= CFG_GEN_BL)
+		return true;
+	if (w->o.gen == CFG_GEN_B0)
+		snprintf(
+		    msg, msz,
+		    "MooncakeXferMetadata: kv_caches_base_addr is empty (refused by pdkv; vLLM's "
+		    "gen B0 would write nothing)");
+	else if (m->nblock_lens)
+		snprintf(msg, msz,
+		         "Mooncake transfer regions require matching numbers of base addresses and "
+		         "block lengths, got 0 and %zu.",
+		         m->nblock_lens);
+	else
+		snprintf(msg, msz,
+		         "Mooncake asymmetric TP requires matching KV region counts between "
+		         "producer and consumer.");
+	return false;
+}
+
 bool kv1_genb_paired(const struct kv1_worker *w, const struct kv1_xfer_meta *m, char *msg,
                      size_t msz)
 {
 	int t[KV1_MAX_TP_TARGETS], n, k;
 	int64_t d = m->remote_tp_rank;
 
+	if (!genb_sane(w, m, msg, msz))
+		return false;
 	if (!w->o.tp_topology) {
 		int64_t t0 = d % w->o.tp_size;
 

@@ -89,6 +89,13 @@ int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, si
 		s = kv1_send_add_locked(w, key);
 	if (!s || s->ready) {
 		pthread_mutex_unlock(&w->mu);
+		if (s) /* issue 34 N3: name the id so a report shows it */
+			pd_warn(
+			    "kv1: duplicate transfer_id %s: a second request made it ready while "
+			    "the first is still pending (the router reused it; vLLM keeps one "
+			    "entry per transfer_id, fix PR #49796 open); the second's blocks are "
+			    "freed",
+			    key);
 		kv1_free(w, ids, n);
 		free(cp);
 		return s ? -EEXIST : -ENOMEM;

@@ -288,5 +288,7 @@ void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st)
 	st->writes_abandoned_held = kv1_hold_count(w);
 	st->recv_holds = atomic_load(&w->recv_holds);
 	st->recvs_refused = atomic_load(&w->recvs_refused);
+	st->recv_p_timeouts = atomic_load(&w->recv_p_timeouts);
+	st->recv_no_answer = atomic_load(&w->recv_no_answer);
 	st->recv_held_blocks = kv1_rhold_count(w);
 }

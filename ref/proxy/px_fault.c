@@ -5,6 +5,7 @@
 #include "px_fault.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ static const struct {
     {"drop-transfer-id", PX_FAULT_DROP_TRANSFER_ID},
     {"no-copy-params", PX_FAULT_NO_COPY_PARAMS},
     {"ignore-prefill-errors", PX_FAULT_IGNORE_PREFILL_ERRORS},
+    {"reuse-transfer-id", PX_FAULT_REUSE_TRANSFER_ID},
 };
 
 int px_fault_parse(const char *spec, unsigned *out, char *err, size_t errsz)
@@ -30,8 +32,9 @@ int px_fault_parse(const char *spec, unsigned *out, char *err, size_t errsz)
 				break;
 		if (i == sizeof(names) / sizeof(names[0])) {
 			snprintf(err, errsz,
-			         "--fault: expected drop-transfer-id, no-copy-params or "
-			         "ignore-prefill-errors (comma list), got \"%.64s\"",
+			         "--fault: expected drop-transfer-id, no-copy-params, "
+			         "ignore-prefill-errors or reuse-transfer-id (comma list), got "
+			         "\"%.64s\"",
 			         tok);
 			free(copy);
 			return -EINVAL;
@@ -93,4 +96,18 @@ const struct px_contract *px_fault_contract(const struct px_contract *k, unsigne
 	faulty.prefill_edit = f_prefill_edit;
 	faulty.decode_params = f_decode_params;
 	return &faulty;
+}
+
+void px_fault_transfer_id(char *tid, size_t n)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static char last[128];
+	static unsigned long k;
+
+	pthread_mutex_lock(&mu);
+	if (k++ % 2)
+		snprintf(tid, n, "%s", last);
+	else
+		snprintf(last, sizeof(last), "%s", tid);
+	pthread_mutex_unlock(&mu);
 }

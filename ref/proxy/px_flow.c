@@ -462,12 +462,25 @@ enum MHD_Result px_do_completion(struct MHD_Connection *c, struct px_req *r)
 	if (!(root = parse_body(c, r, &ret)))
 		return ret;
 	if (k->readiness) {
+		char why[640];
+
 		px_ready_pick(s->ready, &pair);
 		r->p_idx = pair.prefill;
+		r->dp_rank = pair.dp_rank;
+		/* The original keeps this rank's turn in its round robin and the decode would wait
+		 * for a worker that never answers; pdkv keeps the turn but fails it at once. */
+		if (px_ready_rank_check(s->ready, &pair, why, sizeof(why))) {
+			cJSON_Delete(root);
+			__atomic_add_fetch(&s->n_prefill_fail, 1, __ATOMIC_RELAXED);
+			snprintf(r->p_note, sizeof(r->p_note), "RANK-DOWN");
+			return px_send_error(c, r, 503, "ServiceUnavailable", "%s", why);
+		}
 		r->dp_rank = x.dp_rank = pair.dp_rank;
 		x.engine_id = pair.engine_id;
 		x.bootstrap_addr = pair.bootstrap_addr;
 		snprintf(x.transfer_id, sizeof(x.transfer_id), "xfer-%.36s", r->rid);
+		if (s->o.faults & PX_FAULT_REUSE_TRANSFER_ID)
+			px_fault_transfer_id(x.transfer_id, sizeof(x.transfer_id));
 	} else {
 		r->p_idx = (int)(__atomic_fetch_add(&s->rr_prefill, 1, __ATOMIC_RELAXED) %
 		                 (unsigned)s->o.n_prefill);

@@ -8,7 +8,12 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +21,20 @@
 
 #define QUERY_MAX_BYTES (1u << 20)
 
+/* A rank's last probe (px_ready_rank_check): under mu, reused for PROBE_TTL_NS. */
+struct rank_state {
+	struct px_rank rk;
+	pthread_mutex_t mu;
+	uint64_t checked_ns;
+	int dead; /* -1 never probed */
+	char why[600];
+};
+
+#define PROBE_TTL_NS 1000000000ull
+
 struct px_prefill_dp {
 	int n_dp;
-	char engine_id[PX_MAX_DP][PX_ENGINE_ID_MAX];
+	struct rank_state *rank; /* [n_dp], set once before ready */
 	char bootstrap_addr[PX_URL_MAX];
 };
 
@@ -35,11 +51,33 @@ struct px_ready {
 	struct px_prefill_dp pf[PX_MAX_BACKENDS];
 };
 
-int px_ready_parse_query(const char *body, size_t len, char (*ids)[PX_ENGINE_ID_MAX], char *why,
+/* worker_addr {tp: {pp: addr}}: the pp "0" address of the first PX_RANK_WORKERS tp ranks
+ * (anything else is left for the decode to judge, as the original router never reads it). */
+static void parse_workers(const cJSON *wa, struct px_rank *rk)
+{
+	const cJSON *tp;
+
+	rk->nworkers = 0;
+	cJSON_ArrayForEach(tp, wa)
+	{
+		const char *a = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tp, "0"));
+
+		if (rk->nworkers < PX_RANK_WORKERS && a && strlen(a) < PX_WORKER_MAX)
+			snprintf(rk->worker[rk->nworkers++], PX_WORKER_MAX, "%s", a);
+	}
+}
+
+int px_ready_parse_query(const char *body, size_t len, struct px_rank *ranks, char *why,
                          size_t whysz)
 {
 	cJSON *root = body ? cJSON_ParseWithLength(body, len) : NULL, *it;
-	int seen[PX_MAX_DP] = {0}, n = 0, ret = -EPROTO;
+	int n = 0, ret = -EPROTO;
+	unsigned char *seen = calloc(PX_MAX_DP, 1);
+
+	if (!seen) {
+		snprintf(why, whysz, "out of memory");
+		goto out;
+	}
 
 	if (!cJSON_IsObject(root)) {
 		snprintf(why, whysz, "not a JSON object");
@@ -71,7 +109,8 @@ int px_ready_parse_query(const char *body, size_t len, char (*ids)[PX_ENGINE_ID_
 				         (int)dp);
 				goto out;
 			}
-		memcpy(ids[dp], s, sl + 1);
+		memcpy(ranks[dp].engine_id, s, sl + 1);
+		parse_workers(cJSON_GetObjectItemCaseSensitive(it, "worker_addr"), &ranks[dp]);
 		n++;
 	}
 	if (!n) {
@@ -86,6 +125,7 @@ int px_ready_parse_query(const char *body, size_t len, char (*ids)[PX_ENGINE_ID_
 		}
 	ret = n;
 out:
+	free(seen);
 	cJSON_Delete(root);
 	return ret;
 }
@@ -123,12 +163,31 @@ static int probe(struct px_ready *r, const char *url, size_t keep, struct px_ans
 	return px_fetch(&c, keep, a, why, whysz);
 }
 
+/* The parsed table into prefill pf's rank states. 0 or -ENOMEM. */
+static int keep_ranks(struct px_prefill_dp *pf, const struct px_rank *rk, int n)
+{
+	pf->rank = calloc((size_t)n, sizeof(*pf->rank));
+	if (!pf->rank)
+		return -ENOMEM;
+	for (int k = 0; k < n; k++) {
+		pf->rank[k].rk = rk[k];
+		pf->rank[k].dead = -1;
+		pthread_mutex_init(&pf->rank[k].mu, NULL);
+	}
+	pf->n_dp = n;
+	return 0;
+}
+
 /* Waits until prefill i is up and its bootstrap table is valid. 0, or -1 when stopped. */
 static int wait_prefill(struct px_ready *r, int i)
 {
 	struct px_prefill_dp *pf = &r->pf[i];
 	char url[PX_URL_MAX + 16], why[400], last[400] = "";
 	int tries = 0;
+	struct px_rank *rk = calloc(PX_MAX_DP, sizeof(*rk));
+
+	if (!rk)
+		return -1;
 	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
 		struct px_answer a;
 		int n;
@@ -145,14 +204,13 @@ static int wait_prefill(struct px_ready *r, int i)
 		set_waiting(r, url);
 		if (probe(r, url, QUERY_MAX_BYTES, &a, why, sizeof(why)) == 0) {
 			n = a.truncated ? -EPROTO
-			                : px_ready_parse_query(a.body, a.len, pf->engine_id, why,
-			                                       sizeof(why));
+			                : px_ready_parse_query(a.body, a.len, rk, why, sizeof(why));
 			if (a.truncated)
 				snprintf(why, sizeof(why), "answer larger than %u bytes",
 				         QUERY_MAX_BYTES);
 			px_answer_free(&a);
-			if (n > 0) {
-				pf->n_dp = n;
+			if (n > 0 && !keep_ranks(pf, rk, n)) {
+				free(rk);
 				return 0;
 			}
 		} else {
@@ -165,6 +223,7 @@ static int wait_prefill(struct px_ready *r, int i)
 		snprintf(last, sizeof(last), "%s", why);
 		nap(r, 1000);
 	}
+	free(rk);
 	return -1;
 }
 
@@ -178,7 +237,7 @@ static void *ready_main(void *arg)
 		pairs += r->pf[i].n_dp;
 		pd_info("Inited prefiller %s with dp_size=%d (bootstrap %s; engine_id[0] %s)",
 		        r->o->prefill[i], r->pf[i].n_dp, r->pf[i].bootstrap_addr,
-		        r->pf[i].engine_id[0]);
+		        r->pf[i].rank[0].rk.engine_id);
 	}
 	pthread_mutex_lock(&r->mu);
 	r->n_pairs = pairs;
@@ -227,6 +286,11 @@ void px_ready_stop(struct px_ready *r)
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	pthread_join(r->thread, NULL);
+	for (int i = 0; i < r->o->n_prefill; i++) {
+		for (int k = 0; r->pf[i].rank && k < r->pf[i].n_dp; k++)
+			pthread_mutex_destroy(&r->pf[i].rank[k].mu);
+		free(r->pf[i].rank);
+	}
 	pthread_cond_destroy(&r->cv);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
@@ -251,10 +315,100 @@ void px_ready_pick(struct px_ready *r, struct px_pair *p)
 		if (k < (unsigned)r->pf[i].n_dp) {
 			p->prefill = i;
 			p->dp_rank = (int)k;
-			p->engine_id = r->pf[i].engine_id[k];
+			p->engine_id = r->pf[i].rank[k].rk.engine_id;
 			p->bootstrap_addr = r->pf[i].bootstrap_addr;
 			return;
 		}
 		k -= (unsigned)r->pf[i].n_dp;
 	}
+}
+
+/* A TCP connect to "tcp://host:port" within ms. 0, or -errno with why. */
+static int probe_tcp(const char *addr, int ms, char *why, size_t whysz)
+{
+	char host[PX_WORKER_MAX], port[16];
+	const char *hp = strncmp(addr, "tcp://", 6) ? NULL : addr + 6, *colon;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	int fd = -1, ret = -EINVAL, err = 0;
+	socklen_t el = sizeof(err);
+
+	colon = hp ? strrchr(hp, ':') : NULL;
+	if (!colon || (size_t)(colon - hp) >= sizeof(host) || strlen(colon + 1) >= sizeof(port)) {
+		snprintf(why, whysz, "not a tcp://host:port address");
+		return -EINVAL;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - hp), hp);
+	snprintf(port, sizeof(port), "%s", colon + 1);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	if (getaddrinfo(host, port, &hints, &ai) || !ai) {
+		snprintf(why, whysz, "cannot resolve %s", host);
+		return -EHOSTUNREACH;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+		ret = -errno;
+	} else if (fd >= 0) {
+		struct pollfd pf = {.fd = fd, .events = POLLOUT};
+		int n = poll(&pf, 1, ms);
+
+		if (n == 0)
+			ret = -ETIMEDOUT;
+		else if (n < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el))
+			ret = -errno;
+		else
+			ret = err ? -err : 0;
+	} else {
+		ret = -errno;
+	}
+	if (ret)
+		snprintf(why, whysz, "connect: %s%s", strerror(-ret),
+		         ret == -ETIMEDOUT ? " (no answer)" : "");
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return ret;
+}
+
+int px_ready_rank_check(struct px_ready *r, const struct px_pair *p, char *why, size_t whysz)
+{
+	struct rank_state *st = &r->pf[p->prefill].rank[p->dp_rank];
+	int ms = r->o->connect_timeout_ms > 0 && r->o->connect_timeout_ms < 1000
+	             ? (int)r->o->connect_timeout_ms
+	             : 1000;
+	uint64_t now = pd_now_ns();
+	int dead;
+
+	pthread_mutex_lock(&st->mu);
+	if (st->dead < 0 || now - st->checked_ns > PROBE_TTL_NS) {
+		int was = st->dead;
+		char e[200];
+
+		st->dead = 0;
+		for (int k = 0; k < st->rk.nworkers && !st->dead; k++)
+			if (probe_tcp(st->rk.worker[k], ms, e, sizeof(e))) {
+				st->dead = 1;
+				snprintf(
+				    st->why, sizeof(st->why),
+				    "prefill %.160s dp rank %d (engine %.64s): worker %.160s does "
+				    "not answer (%.120s)",
+				    r->o->prefill[p->prefill], p->dp_rank, st->rk.engine_id,
+				    st->rk.worker[k], e);
+			}
+		st->checked_ns = pd_now_ns();
+		if (st->dead != was && (st->dead || was > 0)) {
+			if (st->dead)
+				pd_warn("%s; its requests fail at once", st->why);
+			else
+				pd_info("prefill %.200s dp rank %d answers again",
+				        r->o->prefill[p->prefill], p->dp_rank);
+		}
+	}
+	dead = st->dead;
+	if (dead)
+		snprintf(why, whysz, "%s", st->why);
+	pthread_mutex_unlock(&st->mu);
+	return dead ? -EHOSTUNREACH : 0;
 }

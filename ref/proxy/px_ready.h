@@ -5,8 +5,20 @@
 
 #include <stddef.h>
 
-#define PX_MAX_DP        64
+#include "pd_ranks.h"
+
+#define PX_MAX_DP        PD_MAX_DP_RANKS /* what the bootstrap server accepts (pd_ranks.h) */
 #define PX_ENGINE_ID_MAX 256
+#define PX_RANK_WORKERS  8   /* worker addresses of a dp rank probed before routing to it */
+#define PX_WORKER_MAX    320 /* "tcp://host:port" */
+
+/* One dp rank of a prefill's /query table: its engine id and the side-channel addresses of its
+ * first PX_RANK_WORKERS tp ranks (pp 0), which the decode will connect to. */
+struct px_rank {
+	char engine_id[PX_ENGINE_ID_MAX];
+	char worker[PX_RANK_WORKERS][PX_WORKER_MAX];
+	int nworkers;
+};
 
 struct px_opts;
 struct px_ready;
@@ -27,10 +39,15 @@ struct px_pair {
 	const char *bootstrap_addr;
 };
 void px_ready_pick(struct px_ready *r, struct px_pair *p);
+/* Whether the pair's workers answer a TCP connect (each bounded by min(--connect-timeout,
+ * 1 s); a result is reused for 1 s). 0, or -EHOSTUNREACH with why naming the rank and the
+ * address that did not answer. A rank /query listed without workers is not probed. */
+int px_ready_rank_check(struct px_ready *r, const struct px_pair *p, char *why, size_t whysz);
 
-/* Parses a /query answer: {"<dp>": {"engine_id": "...", ...}, ...} with dp ranks exactly
- * 0..n-1, n >= 1. Fills ids[n][PX_ENGINE_ID_MAX]. n, or -EPROTO with why filled. */
-int px_ready_parse_query(const char *body, size_t len, char (*ids)[PX_ENGINE_ID_MAX], char *why,
+/* Parses a /query answer: {"<dp>": {"engine_id": "...", "worker_addr": {tp: {pp: addr}}}, ...}
+ * with dp ranks exactly 0..n-1, 1 <= n <= PX_MAX_DP. Fills ranks[0..n-1] (ranks has PX_MAX_DP
+ * entries). n, or -EPROTO with why filled. */
+int px_ready_parse_query(const char *body, size_t len, struct px_rank *ranks, char *why,
                          size_t whysz);
 
 #endif

@@ -50,6 +50,7 @@ struct sa_opts {
 	int frame_format;
 	int miss_mode;
 	const char *zmq_bind_host;
+	const char *boot_host;  /* --bootstrap-host: gen B bootstrap server bind (NULL = 0.0.0.0) */
 	const char *fault_spec; /* --fault, else PDKV_FAULT */
 	struct sa_fault fault;
 	bool dry_run;

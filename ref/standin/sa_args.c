@@ -109,6 +109,7 @@ static const char usage_line[] =
     "                    [--kv-select-timeout MS] [--kv-frame-format pickle|u64be]\n"
     "                    [--kv-miss-mode old|new] [--kv-zmq-bind-host HOST] [--fault KIND] "
     "[--dry-run]\n"
+    "                    [--bootstrap-host HOST]\n"
     "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|b1|b2|bn|bl] [--list-versions]\n"
     "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
     "                    [--kv-cache-device cpu|cuda|cuda:N]\n"
@@ -278,6 +279,7 @@ static int missing_value(const char *name, const char *a)
 	    "--kv-frame-format",
 	    "--kv-miss-mode",
 	    "--kv-zmq-bind-host",
+	    "--bootstrap-host",
 	    "--fault",
 	    "--vllm-version",
 	    "--v1-shape",
@@ -310,6 +312,8 @@ static int value_flag(const char *name, const char *val, const char *inl, int ar
 		o->model = val;
 	} else if (!strcmp(name, "--host")) {
 		o->host = val;
+	} else if (!strcmp(name, "--bootstrap-host")) {
+		o->boot_host = val; /* pdkv's own: vLLM always binds 0.0.0.0 */
 	} else if (!strcmp(name, "--port")) {
 		if (parse_int(name, val, 0, 65535, &v))
 			return 2;

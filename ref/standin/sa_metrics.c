@@ -278,6 +278,8 @@ static void kv1_totals(struct sa *s, struct kv1_stats *t)
 				t->recv_holds += k.recv_holds;
 				t->recv_held_blocks += k.recv_held_blocks;
 				t->recvs_refused += k.recvs_refused;
+				t->recv_p_timeouts += k.recv_p_timeouts;
+				t->recv_no_answer += k.recv_no_answer;
 			}
 }
 
@@ -391,6 +393,16 @@ static void kv1_hold_metrics(struct buf *b, const struct kv1_stats *k)
 	metric(b, "pdkv_kv1_recvs_refused_total", "counter",
 	       "V1 receives refused because too many blocks of failed receives were still held.",
 	       "", k->recvs_refused);
+	metric(b, "pdkv_kv1_recv_p_timeouts_total", "counter",
+	       "V1 gen B decode pulls the prefill answered \"Timeout waiting for P side ready.\" "
+	       "after VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (a transfer_id it never made ready: "
+	       "unknown, already served, or its prefill too slow); each is a load failure the "
+	       "kv_load_failure_policy handles.",
+	       "", k->recv_p_timeouts);
+	metric(b, "pdkv_kv1_recv_no_answer_total", "counter",
+	       "V1 gen B decode pulls with no prefill answer within the receive timeout "
+	       "(abort timeout + 60 s where vLLM reports failed pulls).",
+	       "", k->recv_no_answer);
 }
 
 char *sa_metrics_text(struct sa *s)

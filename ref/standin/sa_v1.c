@@ -104,20 +104,26 @@ static int v1_start(struct sa *s)
 		return -1;
 
 	if (s->producer && cfg_gen_is_b(s->gen) && !s->boot_addr[0]) {
+		/* vLLM: MooncakeBootstrapServer("0.0.0.0", port) (mooncake_connector.py @
+		 * 00f4240e); --bootstrap-host narrows it (issue 34) */
+		const char *bh = s->o.boot_host ? s->o.boot_host : "0.0.0.0";
 		int ret =
-		    kv1_boot_start(NULL, s->bootstrap_port, kv1_shape_of(s->gen), &s->boot, &bport);
+		    kv1_boot_start(bh, s->bootstrap_port, kv1_shape_of(s->gen), &s->boot, &bport);
 
 		if (ret) {
-			fprintf(
-			    stderr,
-			    "pdkv-standin: error: Mooncake Bootstrap Server cannot bind 0.0.0.0:%d "
-			    "(VLLM_MOONCAKE_BOOTSTRAP_PORT): %s\n",
-			    s->bootstrap_port, strerror(-ret));
+			fprintf(stderr,
+			        "pdkv-standin: error: Mooncake Bootstrap Server cannot bind %s:%d "
+			        "(--bootstrap-host, VLLM_MOONCAKE_BOOTSTRAP_PORT): %s\n",
+			        bh, s->bootstrap_port, strerror(-ret));
 			return -1;
 		}
-		pd_info("Mooncake Bootstrap Server started at 0.0.0.0:%d", bport);
+		pd_info("Mooncake Bootstrap Server started at %s:%d", bh, bport);
 	}
 	snprintf(boot_url, sizeof(boot_url), "http://127.0.0.1:%d", bport);
+	if (s->o.boot_host && strcmp(s->o.boot_host, "0.0.0.0") && strcmp(s->o.boot_host, "::"))
+		snprintf(boot_url, sizeof(boot_url),
+		         strchr(s->o.boot_host, ':') ? "http://[%s]:%d" : "http://%s:%d",
+		         s->o.boot_host, bport);
 	if (s->boot_addr[0]) /* bootstrap_server_address: register there (main.c) */
 		snprintf(boot_url, sizeof(boot_url), "http://%s", s->boot_addr);
 	for (int d = 0; d < s->o.dp; d++)

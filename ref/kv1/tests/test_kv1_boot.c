@@ -135,6 +135,18 @@ static void test_server(enum kv1_shape shape)
 	                      &r),
 	                 422);
 	assert_non_null(strstr(r.p, "\"dp_rank\""));
+	/* the dp rank bound is the one pdkv-proxy routes over (pd_ranks.h): its last rank is
+	 * taken, the next refused (the proxy's /query parse refuses it too: test_proxy_opts) */
+	{
+		char b[256];
+
+		snprintf(b, sizeof(b),
+		         "{\"engine_id\":\"e0\",\"dp_rank\":%d,\"tp_rank\":0,\"pp_rank\":0,"
+		         "\"addr\":\"a\"}",
+		         PD_MAX_DP_RANKS);
+		assert_int_equal(call(port, "/register", b, &r), 422);
+		assert_non_null(strstr(r.p, "\"dp_rank\""));
+	}
 	/* body limit */
 	{
 		size_t n = KV1_BOOT_BODY_MAX + 10;

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,11 +34,31 @@ static volatile int never; /* a flag nobody sets: holds a fake until fb_reset */
 /* flags the fakes wait on live here, not on a test's stack: a fake may outlive a failed test */
 static volatile int gate, d_arrived;
 
-static const char *QUERY_P0 =
-    "{\"0\":{\"engine_id\":\"eng-p0-dp0\",\"worker_addr\":{\"0\":{\"0\":\"tcp://127.0.0.1:1\"}}},"
-    "\"1\":{\"engine_id\":\"eng-p0-dp1\",\"worker_addr\":{\"0\":{\"0\":\"tcp://127.0.0.1:2\"}}}}";
-static const char *QUERY_P1 =
-    "{\"0\":{\"engine_id\":\"eng-p1-dp0\",\"worker_addr\":{\"0\":{\"0\":\"tcp://127.0.0.1:3\"}}}}";
+/* /query tables whose workers listen (worker_fd): pdkv-proxy fails a rank whose worker does not
+ * answer a connect (issue 34) */
+static char QUERY_P0[512], QUERY_P1[256];
+static int worker_fd = -1;
+
+static void make_queries(void)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	int port;
+
+	worker_fd = pd_tcp_listen("127.0.0.1", 0, 64);
+	assert_true(worker_fd >= 0);
+	assert_int_equal(getsockname(worker_fd, (struct sockaddr *)&a, &al), 0);
+	port = ntohs(a.sin_port);
+	snprintf(QUERY_P0, sizeof(QUERY_P0),
+	         "{\"0\":{\"engine_id\":\"eng-p0-dp0\",\"worker_addr\":{\"0\":{\"0\":"
+	         "\"tcp://127.0.0.1:%d\"}}},\"1\":{\"engine_id\":\"eng-p0-dp1\",\"worker_addr\":"
+	         "{\"0\":{\"0\":\"tcp://127.0.0.1:%d\"}}}}",
+	         port, port);
+	snprintf(QUERY_P1, sizeof(QUERY_P1),
+	         "{\"0\":{\"engine_id\":\"eng-p1-dp0\",\"worker_addr\":{\"0\":{\"0\":"
+	         "\"tcp://127.0.0.1:%d\"}}}}",
+	         port);
+}
 
 static int completions(struct fb *f)
 {
@@ -575,6 +597,7 @@ static int teardown(void **state)
 
 int main(void)
 {
+	make_queries();
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_prefill_4xx_passthrough),
 	    cmocka_unit_test(test_decode_cut),

@@ -298,9 +298,9 @@ static void test_uuid4(void **state)
 
 static void query_bad(const char *body, const char *needle)
 {
-	static char ids[PX_MAX_DP][PX_ENGINE_ID_MAX];
+	static struct px_rank rk[PX_MAX_DP];
 	char why[200] = "";
-	int n = px_ready_parse_query(body, strlen(body), ids, why, sizeof(why));
+	int n = px_ready_parse_query(body, strlen(body), rk, why, sizeof(why));
 	if (n != -EPROTO)
 		fail_msg("/query %s: got %d, want -EPROTO", body, n);
 	if (!strstr(why, needle))
@@ -309,18 +309,25 @@ static void query_bad(const char *body, const char *needle)
 
 static void test_query_parse(void **state)
 {
-	static char ids[PX_MAX_DP][PX_ENGINE_ID_MAX];
-	const char *ok = "{\"1\":{\"engine_id\":\"e1\",\"worker_addr\":{}},"
+	static struct px_rank rk[PX_MAX_DP];
+	const char *ok = "{\"1\":{\"engine_id\":\"e1\",\"worker_addr\":{\"0\":{\"0\":"
+	                 "\"tcp://127.0.0.1:5\"},\"1\":{\"0\":\"tcp://127.0.0.1:6\"}}},"
 	                 "\"0\":{\"engine_id\":\"e0\",\"extra\":[1]}}";
-	char why[200];
+	char why[200], big[64];
 	(void)state;
-	assert_int_equal(px_ready_parse_query(ok, strlen(ok), ids, why, sizeof(why)), 2);
-	assert_string_equal(ids[0], "e0");
-	assert_string_equal(ids[1], "e1");
+	assert_int_equal(px_ready_parse_query(ok, strlen(ok), rk, why, sizeof(why)), 2);
+	assert_string_equal(rk[0].engine_id, "e0");
+	assert_int_equal(rk[0].nworkers, 0);
+	assert_string_equal(rk[1].engine_id, "e1");
+	assert_int_equal(rk[1].nworkers, 2);
+	assert_string_equal(rk[1].worker[1], "tcp://127.0.0.1:6");
+	/* the bootstrap server's bound (pd_ranks.h) is the router's: its last rank is routable */
+	snprintf(big, sizeof(big), "{\"%d\":{\"engine_id\":\"e\"}}", PD_MAX_DP_RANKS - 1);
+	query_bad(big, "rank 0 missing");
 	query_bad("{}", "no dp rank registered yet");
 	query_bad("[]", "not a JSON object");
 	query_bad("{\"x\":{\"engine_id\":\"e\"}}", "key \"x\" is not a dp rank");
-	query_bad("{\"64\":{\"engine_id\":\"e\"}}", "is not a dp rank 0..63");
+	query_bad("{\"1024\":{\"engine_id\":\"e\"}}", "is not a dp rank 0..1023");
 	query_bad("{\"1\":{\"engine_id\":\"e\"}}", "rank 0 missing");
 	query_bad("{\"0\":{\"engine_id\":5}}", "\"0\".engine_id: expected a string");
 	query_bad("{\"0\":{\"engine_id\":\"\"}}", "\"0\".engine_id: expected a string");
