@@ -26,3 +26,6 @@ test_kv1_regions_LIBS = kv1 pdhttplim te temeta pdcommon
 TESTS += test_kv1_wire_shapes
 test_kv1_wire_shapes_SRCS := ref/kv1/tests/test_kv1_wire_shapes.c
 test_kv1_wire_shapes_LIBS := kv1 pdhttplim pdcommon
+TESTS += test_kv1_groups
+test_kv1_groups_SRCS := ref/kv1/tests/test_kv1_groups.c
+test_kv1_groups_LIBS = kv1 pdhttplim te temeta pdcommon

@@ -55,6 +55,18 @@ uint8_t *sa_v1_seg_id(struct sa *s, int dp, int k, int64_t id, bool value, int l
 	}
 }
 
+uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_glay *gl,
+                     bool value, int l, size_t t, int k)
+{
+	size_t bs = (size_t)s->o.block_size, b = t / bs, g;
+	if (!gl || gl->ng < 2)
+		return sa_v1_seg(s, dp, blk, value, l, t, k);
+	g = (size_t)sa_hyb_group(s, l);
+	if (b < gl->first[g] || b - gl->first[g] >= gl->cnt[g])
+		return NULL;
+	return sa_v1_seg_id(s, dp, k, blk[k][gl->off[g] + b - gl->first[g]], value, l, t);
+}
+
 static uint8_t *blk_seg(void *ud, bool value, int l, size_t t, int k)
 {
 	struct blkmap *m = ud;

@@ -113,18 +113,6 @@ void sa_hyb_buf_groups(const struct sa *s, uint8_t *bg, int nbufs)
 		bg[i] = (uint8_t)sa_hyb_group(s, s->kv_layout == SA_KV_SPLIT ? i / 2 : i);
 }
 
-uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_glay *gl,
-                     bool value, int l, size_t t, int k)
-{
-	size_t bs = (size_t)s->o.block_size, b = t / bs, g;
-	if (!gl || gl->ng < 2)
-		return sa_v1_seg(s, dp, blk, value, l, t, k);
-	g = (size_t)sa_hyb_group(s, l);
-	if (b < gl->first[g] || b - gl->first[g] >= gl->cnt[g])
-		return NULL;
-	return sa_v1_seg_id(s, dp, k, blk[k][gl->off[g] + b - gl->first[g]], value, l, t);
-}
-
 int sa_hyb_start(struct sa *s)
 {
 	bool hma = (s->vi.feat & CFG_F_HMA) != 0;
