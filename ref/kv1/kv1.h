@@ -17,6 +17,7 @@
 #define KV1_MAX_TP_TARGETS 4096 /* remote ranks one rank pairs with (the TP ratio's bound) */
 #define KV1_MAX_PULLS      64   /* P ranks one D rank pulls from (P.tp / D.tp) */
 #define KV1_LAYER_NAME_MAX 48   /* "model.layers.<int>.self_attn.attn" and its NUL */
+#define KV1_MAX_KV_GROUPS  8    /* KV-cache groups of one worker (HMA: full, sliding, ...) */
 
 /* The gen-B struct shape a generation speaks (B0 for gen A / V0, which have none). */
 static inline enum kv1_shape kv1_shape_of(enum cfg_gen g)
@@ -75,6 +76,14 @@ struct kv1_opts {
 	/* CFG_F_D_FAIL_REPORT: the consumer's DEALER waits abort_timeout_s + 60 s for an answer
 	 * (used when recv_timeout_ms is 0) */
 	bool d_fail_report;
+	/* CFG_F_HMA (vLLM #41847, mooncake_connector.py @ 00f4240e): KV-cache groups. kv_groups
+	 * 0 or 1: one group. Else buf_group[i] (copied; values below kv_groups) is buffer i's
+	 * group: registered_group_indices on the Bl wire, and a request's block ids are one list
+	 * per group (kv1_send_ready_g / kv1_recv_b_g), each region written with its own group's
+	 * blocks
+	 * (_build_transfer_params). Needs a gen-B shape from B2 on. */
+	int kv_groups;
+	const uint8_t *buf_group;
 };
 
 struct kv1_worker;
@@ -108,6 +117,11 @@ int kv1_send_expect(struct kv1_worker *w, const char *key);
 /* The request finished with its blocks: a handshake may now push them. kv1 owns the ids from
  * here and frees them once sent or after abort_timeout_s. */
 int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, size_t n);
+/* The same with one list per KV-cache group (o.kv_groups): ids holds the groups' lists one after
+ * the other, gcnt[g] ids each, ng of them (ng == o.kv_groups; a request D asks with another
+ * number of lists is answered "KV group count mismatch"). */
+int kv1_send_ready_g(struct kv1_worker *w, const char *key, const int64_t *ids, size_t n,
+                     const size_t *gcnt, size_t ng);
 /* The request will not be sent (finished by a stop token): drops the entry. */
 void kv1_send_discard(struct kv1_worker *w, const char *key);
 
@@ -128,6 +142,11 @@ int kv1_recv_a(struct kv1_worker *w, const char *host, int port, const char *req
 int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
                const char *transfer_id, const char *req_id, const int64_t *ids, size_t n, char *err,
                size_t errsz);
+
+/* gen B with one block list per KV-cache group (ids and gcnt as kv1_send_ready_g). */
+int kv1_recv_b_g(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
+                 const char *transfer_id, const char *req_id, const int64_t *ids, size_t n,
+                 const size_t *gcnt, size_t ng, char *err, size_t errsz);
 
 /* ---- consumer: blocks landed so far (kv1_landed.c) ----
  * Lets a consumer work on a request's KV while the producer is still writing it: reset the

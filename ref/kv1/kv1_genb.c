@@ -129,18 +129,71 @@ static bool no_blocks(const struct kv1_req_blocks *rb)
 	return true;
 }
 
+/* _build_transfer_params for one request: the copy plan of each KV-cache group, P's list g
+ * against D's list g (P having more sends its last ones). 0, or -1 with *emsg vLLM's text. */
+static int plan_groups(const struct kv1_worker *w, const struct kv1_send *s,
+                       const struct kv1_req_blocks *rb, struct kv1_run **gruns, size_t *gnr,
+                       const char **emsg)
+{
+	size_t ng = s->ng ? s->ng : 1, off = 0;
+	size_t one = s->n;
+	const size_t *cnt = s->ng ? s->gcnt : &one;
+
+	/* B2 (@ 4d51588e2) and Bl: one list per KV group, as many as P's */
+	if (shape_of(w) >= KV1_SHAPE_B2 && !no_blocks(rb) && rb->ngroups != ng) {
+		pd_err("req %s: KV group count mismatch: local=%zu, remote=%zu", rb->req_id, ng,
+		       rb->ngroups);
+		*emsg = "KV group count mismatch";
+		return -1;
+	}
+	for (size_t k = 0; k < ng; k++) {
+		const struct kv1_ids *r = k < rb->ngroups ? &rb->groups[k] : &rb->groups[0];
+
+		if (kv1_plan(s->ids + off, cnt[k], r->v, r->n, &gruns[k], &gnr[k]) == -ERANGE) {
+			pd_err("req %s: local blocks(%zu) < remote blocks(%zu) in a KV cache group",
+			       rb->req_id, cnt[k], r->n);
+			*emsg = "P num blocks less than D";
+			return -1;
+		}
+		off += cnt[k];
+	}
+	return 0;
+}
+
+/* Plans and writes one taken request: 0, or -1 with *emsg set. */
+static int write_one(struct kv1_worker *w, struct gb_state *g, struct pend *p, const char **emsg)
+{
+	static _Thread_local char tebuf[96];
+	const struct kv1_xfer_meta *m = &g->m;
+	struct kv1_run *gruns[KV1_MAX_KV_GROUPS] = {0};
+	size_t gnr[KV1_MAX_KV_GROUPS] = {0}, ng = p->s->ng ? p->s->ng : 1;
+	int ret = plan_groups(w, p->s, p->rb, gruns, gnr, emsg);
+
+	if (!ret) {
+		pd_dbg("Sending kv_caches for request %s (%zu blocks) to %s:%lld", p->rb->req_id,
+		       p->s->n, m->remote_hostname, (long long)m->remote_port);
+		ret = g->xr ? kv1_write_regions_g(w, m->remote_hostname, m->remote_port, g->xr,
+		                                  g->nxr, gruns, gnr, ng)
+		            : kv1_write_blocks(w, m->remote_hostname, m->remote_port, m->bases,
+		                               m->nbases, gruns[0], gnr[0]);
+		if (ret) {
+			snprintf(tebuf, sizeof(tebuf), "Mooncake transfer engine returned %d", ret);
+			*emsg = tebuf;
+		}
+	}
+	for (size_t k = 0; k < ng; k++)
+		free(gruns[k]);
+	return ret;
+}
+
 /* Writes every taken request; fills ok / err lists (pointers into m). */
 static void write_taken(struct kv1_worker *w, struct gb_state *g, struct kv1_xfer_resp *r,
                         const char **emsg)
 {
-	static char tebuf[96];
-	const struct kv1_xfer_meta *m = &g->m;
 	struct pend *p = g->p;
-	size_t n = m->nreqs, woken = 0;
+	size_t n = g->m.nreqs, woken = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		struct kv1_run *runs = NULL;
-		size_t nr = 0;
 		int ret;
 
 		if (p[i].state == 3) {
@@ -153,36 +206,11 @@ static void write_taken(struct kv1_worker *w, struct gb_state *g, struct kv1_xfe
 		if (p[i].state != 1)
 			continue;
 		p[i].state = 2;
-		if ((g->xr || shape_of(w) == KV1_SHAPE_B2) && !no_blocks(p[i].rb) &&
-		    p[i].rb->ngroups != 1) {
-			/* B2 (@ 4d51588e2) and Bl (_build_transfer_params): one list per KV
-			 * group; pdkv has one */
+		ret = write_one(w, g, &p[i], emsg);
+		if (ret)
 			r->err[r->nerr++] = p[i].rb->req_id;
-			*emsg = "KV group count mismatch";
-			ret = -1;
-		} else if (kv1_plan(p[i].s->ids, p[i].s->n, p[i].rb->groups[0].v,
-		                    p[i].rb->groups[0].n, &runs, &nr) == -ERANGE) {
-			r->err[r->nerr++] = p[i].rb->req_id;
-			*emsg = "P num blocks less than D";
-			ret = -1;
-		} else {
-			pd_dbg("Sending kv_caches for request %s (%zu blocks) to %s:%lld",
-			       p[i].rb->req_id, p[i].rb->groups[0].n, m->remote_hostname,
-			       (long long)m->remote_port);
-			ret = g->xr ? kv1_write_regions(w, m->remote_hostname, m->remote_port,
-			                                g->xr, g->nxr, runs, nr)
-			            : kv1_write_blocks(w, m->remote_hostname, m->remote_port,
-			                               m->bases, m->nbases, runs, nr);
-			if (ret) {
-				snprintf(tebuf, sizeof(tebuf),
-				         "Mooncake transfer engine returned %d", ret);
-				*emsg = tebuf;
-				r->err[r->nerr++] = p[i].rb->req_id;
-			} else {
-				r->ok[r->nok++] = p[i].rb->req_id;
-			}
-		}
-		free(runs);
+		else
+			r->ok[r->nok++] = p[i].rb->req_id;
 		pthread_mutex_lock(&w->mu);
 		if (!ret && ++p[i].s->sent < g->need) {
 			/* another D worker still reads these blocks (heterogeneous TP) */
@@ -366,6 +394,22 @@ static bool serve(struct kv1_job *j, void *push)
 	}
 }
 
+/* B2 / Bn with KV-cache groups: D's buffers matched by position (those shapes carry no layer
+ * names), each region moving its buffer's group (our own group of that buffer). */
+static int identity_regions(const struct kv1_worker *w, struct gb_state *g)
+{
+	size_t n = g->m.nbases < (size_t)w->o.nbufs ? g->m.nbases : (size_t)w->o.nbufs;
+	int64_t bl = (int64_t)w->o.block_len;
+
+	g->xr = calloc(n + 1, sizeof(*g->xr));
+	if (!g->xr)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		g->xr[i] = (struct kv1_xregion){(int)i, w->grp[i], g->m.bases[i], bl, 0, 0, bl};
+	g->nxr = n;
+	return 0;
+}
+
 /* Decodes and checks the handshake into j->gb. false: answered with ERROR. */
 static bool admit(struct kv1_job *j, void *push)
 {
@@ -394,6 +438,8 @@ static bool admit(struct kv1_job *j, void *push)
 		send_error(j, push, msg);
 		return false;
 	}
+	if (!g->xr && w->o.kv_groups > 1 && identity_regions(w, g))
+		return false;
 	g->p = calloc(g->m.nreqs ? g->m.nreqs : 1, sizeof(*g->p));
 	g->r.ok = calloc(g->m.nreqs + 1, sizeof(char *));
 	g->r.err = calloc(g->m.nreqs + 1, sizeof(char *));
@@ -631,10 +677,39 @@ int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *eng
                const char *transfer_id, const char *req_id, const int64_t *ids, size_t n, char *err,
                size_t errsz)
 {
+	return kv1_recv_b_g(w, bootstrap_addr, engine_id, transfer_id, req_id, ids, n, &n, 1, err,
+	                    errsz);
+}
+
+/* Bytes a receive of gcnt[g] blocks per group lands: each buffer its group's blocks. */
+static uint64_t recv_bytes(const struct kv1_worker *w, const size_t *gcnt, size_t ng)
+{
+	uint64_t b = 0;
+
+	for (int i = 0; i < w->o.nbufs; i++)
+		b += (uint64_t)gcnt[ng > 1 ? w->grp[i] : 0] * w->o.block_len;
+	return b;
+}
+
+int kv1_recv_b_g(struct kv1_worker *w, const char *bootstrap_addr, const char *engine_id,
+                 const char *transfer_id, const char *req_id, const int64_t *ids, size_t n,
+                 const size_t *gcnt, size_t ng, char *err, size_t errsz)
+{
 	uint64_t bases[KV1_MAX_BUFS];
 	int64_t lens[KV1_MAX_BUFS];
-	struct kv1_ids bl = {(int64_t *)ids, n};
-	struct kv1_req_blocks rb = {(char *)req_id, (char *)transfer_id, &bl, 1};
+	struct kv1_ids bl[KV1_MAX_KV_GROUPS];
+	struct kv1_req_blocks rb = {(char *)req_id, (char *)transfer_id, bl, ng};
+	size_t sum = 0;
+
+	for (size_t g = 0; g < ng && ng <= KV1_MAX_KV_GROUPS; sum += gcnt[g], g++)
+		bl[g] = (struct kv1_ids){(int64_t *)ids + sum, gcnt[g]};
+	if (!ng || ng > KV1_MAX_KV_GROUPS || sum != n ||
+	    (ng > 1 && (shape_of(w) < KV1_SHAPE_B2 || (int)ng != w->o.kv_groups))) {
+		kv1_set_err(err, errsz,
+		            "kv1: %zu block lists (%zu ids) for a worker with %d KV-cache groups",
+		            ng, n, w->o.kv_groups);
+		return -EINVAL;
+	}
 	struct kv1_xfer_meta m;
 	char(*addr)[KV1_BOOT_ADDR_MAX + 1] = calloc(KV1_MAX_PULLS, KV1_BOOT_ADDR_MAX + 1);
 	char host[128], *buf = NULL;
@@ -684,8 +759,7 @@ int kv1_recv_b(struct kv1_worker *w, const char *bootstrap_addr, const char *eng
 	for (int i = 0; !ret && i < naddr; i++)
 		ret = pull_one(w, addr[i], buf, len, tmo, transfer_id, req_id, ids, n, err, errsz);
 	if (!ret)
-		atomic_fetch_add(&w->bytes_recv,
-		                 (uint64_t)n * w->o.block_len * (uint64_t)w->o.nbufs);
+		atomic_fetch_add(&w->bytes_recv, recv_bytes(w, gcnt, ng));
 	free(buf);
 	free(addr);
 	return ret;

@@ -22,8 +22,10 @@ struct kv1_send {
 	int64_t *ids;
 	size_t n;
 	bool ready, busy;
-	bool dropped;       /* gen B: P will not send it (discarded); a handshake fails at once */
-	int sent;           /* gen B, TP topology: D ranks served so far (vLLM's need_send) */
+	bool dropped; /* gen B: P will not send it (discarded); a handshake fails at once */
+	int sent;     /* gen B, TP topology: D ranks served so far (vLLM's need_send) */
+	size_t gcnt[KV1_MAX_KV_GROUPS]; /* ids of each KV-cache group, one list after another */
+	size_t ng;                      /* groups (1 without HMA) */
 	uint64_t expire_ns; /* ready / dropped entries: freed after this if never sent / asked */
 };
 
@@ -52,7 +54,8 @@ struct kv1_worker {
 	int side_port;
 	struct te_engine *te;
 	uint8_t *bufs[KV1_MAX_BUFS];
-	int order[KV1_MAX_BUFS]; /* o.write_order, or 0..nbufs-1 */
+	int order[KV1_MAX_BUFS];   /* o.write_order, or 0..nbufs-1 */
+	uint8_t grp[KV1_MAX_BUFS]; /* o.buf_group, or all 0 */
 	size_t buf_bytes;
 	int gpu_dev; /* -1: host buffers (mmap), else cudaMalloc'd on this CUDA device */
 	/* allocator: FIFO ring of free ids */
@@ -225,7 +228,7 @@ int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const
 /* Bl: one aligned region of a handshake (kv1_genb.c): bytes [src_off, src_off + len) of each
  * block of local buffer buf go to rbase + block * rblock_len + dst_off on D. */
 struct kv1_xregion {
-	int buf;
+	int buf, group; /* group: the KV-cache group whose block ids this region moves */
 	uint64_t rbase;
 	int64_t rblock_len, src_off, dst_off, len;
 };
@@ -246,6 +249,11 @@ void kv1_bl_layers_free(struct kv1_xfer_meta *m);
 int kv1_write_regions(struct kv1_worker *w, const char *host, int64_t port,
                       const struct kv1_xregion *x, size_t nx, const struct kv1_run *runs,
                       size_t nruns);
+/* The same with the runs of each KV-cache group (HMA): region x[j] moves the runs of group
+ * x[j].group, gruns[g] / gnruns[g]; one batch. */
+int kv1_write_regions_g(struct kv1_worker *w, const char *host, int64_t port,
+                        const struct kv1_xregion *x, size_t nx, struct kv1_run *const *gruns,
+                        const size_t *gnruns, size_t ng);
 /* Ground floor (kv1_util.c). */
 /* Waits on cv (mu held) until signalled, deadline_ns (pd_now_ns) or at most 100 ms. */
 void kv1_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns);

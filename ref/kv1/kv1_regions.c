@@ -94,8 +94,8 @@ int kv1_regions_expand(const struct kv1_xfer_meta *m, struct kv1_region **out, s
 		        m->nlayer_indices);
 		return -EINVAL;
 	}
-	/* [] means "derive from the names": vLLM looks each name up in its own groups; pdkv has
-	 * one KV group, so every region is group 0 */
+	/* [] means "derive from the names": vLLM looks each name up in its own groups
+	 * (_get_transfer_regions); a pdkv decode always sends them, so [] reads as group 0 */
 	if (m->ngroup_indices && m->ngroup_indices != m->nlayer_names) {
 		set_msg(msg, msz,
 		        "Mooncake transfer regions require matching group metadata lengths, got "
@@ -328,7 +328,7 @@ static struct kv1_region *local_regions(const struct kv1_worker *w, char **names
 		kv1_layer_name((int)i / lb, nm, KV1_LAYER_NAME_MAX);
 		r[i] = (struct kv1_region){nm,
 		                           (int64_t)i / lb,
-		                           0,
+		                           w->grp[i], /* one group (0) without HMA */
 		                           (uint64_t)(uintptr_t)w->bufs[i],
 		                           (int64_t)w->o.block_len,
 		                           (int64_t)w->o.block_len};
@@ -368,8 +368,8 @@ static int plan_regions(const struct kv1_worker *w, const struct kv1_xfer_meta *
 			         "Destination transfer region exceeds remote KV block size.");
 			return -EINVAL;
 		}
-		(*xr)[(*nxr)++] =
-		    (struct kv1_xregion){i, b->base, b->block_len, pl.src_off, pl.dst_off, pl.len};
+		(*xr)[(*nxr)++] = (struct kv1_xregion){
+		    i, (int)a->group, b->base, b->block_len, pl.src_off, pl.dst_off, pl.len};
 	}
 	return 0;
 }
@@ -428,7 +428,7 @@ int kv1_bl_layers(const struct kv1_worker *w, struct kv1_xfer_meta *m)
 		m->layer_names[i] = pool + i * KV1_LAYER_NAME_MAX;
 		kv1_layer_name((int)i / lb, m->layer_names[i], KV1_LAYER_NAME_MAX);
 		m->layer_indices[i] = (int64_t)i / lb;
-		m->group_indices[i] = 0; /* one KV-cache group */
+		m->group_indices[i] = w->grp[i]; /* transfer_group_index_by_layer */
 	}
 	m->nlayer_names = m->nlayer_indices = m->ngroup_indices = n;
 	return 0;

@@ -76,10 +76,25 @@ int kv1_send_expect(struct kv1_worker *w, const char *key)
 
 int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, size_t n)
 {
+	return kv1_send_ready_g(w, key, ids, n, &n, 1);
+}
+
+int kv1_send_ready_g(struct kv1_worker *w, const char *key, const int64_t *ids, size_t n,
+                     const size_t *gcnt, size_t ng)
+{
 	struct kv1_send *s;
 	int64_t *cp = malloc((n ? n : 1) * sizeof(*cp));
 	size_t woken;
 
+	size_t sum = 0;
+
+	for (size_t g = 0; g < ng && ng <= KV1_MAX_KV_GROUPS; g++)
+		sum += gcnt[g];
+	if (!ng || ng > KV1_MAX_KV_GROUPS || sum != n) {
+		free(cp);
+		kv1_free(w, ids, n);
+		return -EINVAL;
+	}
 	if (!cp)
 		return -ENOMEM;
 	memcpy(cp, ids, n * sizeof(*cp));
@@ -102,6 +117,8 @@ int kv1_send_ready(struct kv1_worker *w, const char *key, const int64_t *ids, si
 	}
 	s->ids = cp;
 	s->n = n;
+	s->ng = ng;
+	memcpy(s->gcnt, gcnt, ng * sizeof(*gcnt));
 	s->ready = true;
 	s->dropped = false;
 	s->expire_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;

@@ -165,6 +165,24 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 			w->order[i] = b;
 		}
 	}
+	if (o->kv_groups > 1 &&
+	    (o->kv_groups > KV1_MAX_KV_GROUPS || !o->buf_group || o->gen < CFG_GEN_B2)) {
+		kv1_set_err(err, errsz,
+		            "kv1: %d KV-cache groups need a gen-B shape from b2 on, a group per "
+		            "buffer and at most %d groups",
+		            o->kv_groups, KV1_MAX_KV_GROUPS);
+		goto fail;
+	}
+	for (int i = 0; o->kv_groups > 1 && i < o->nbufs; i++) {
+		if (o->buf_group[i] >= o->kv_groups) {
+			kv1_set_err(err, errsz,
+			            "kv1: buffer %d's KV-cache group %d is not below %d", i,
+			            o->buf_group[i], o->kv_groups);
+			goto fail;
+		}
+		w->grp[i] = o->buf_group[i];
+	}
+	w->o.buf_group = NULL; /* copied into w->grp */
 	if (map_buffers(w, err, errsz) || kv1_hold_init(w, err, errsz) ||
 	    kv1_rhold_init(w, err, errsz))
 		goto fail;

@@ -381,25 +381,60 @@ int kv1_write_regions(struct kv1_worker *w, const char *host, int64_t port,
                       const struct kv1_xregion *x, size_t nx, const struct kv1_run *runs,
                       size_t nruns)
 {
-	size_t n = 0, k = 0, blocks = 0;
+	struct kv1_run *one = (struct kv1_run *)runs;
+
+	return kv1_write_regions_g(w, host, port, x, nx, &one, &nruns, 1);
+}
+
+/* The runs of region e's group (every region reads group 0's with one group). */
+static size_t runs_of(const struct kv1_xregion *e, struct kv1_run *const *gruns,
+                      const size_t *gnruns, size_t ng, const struct kv1_run **runs)
+{
+	size_t g = ng > 1 && e->group >= 0 && (size_t)e->group < ng ? (size_t)e->group : 0;
+
+	*runs = gruns[g];
+	return gnruns[g];
+}
+
+int kv1_write_regions_g(struct kv1_worker *w, const char *host, int64_t port,
+                        const struct kv1_xregion *x, size_t nx, struct kv1_run *const *gruns,
+                        const size_t *gnruns, size_t ng)
+{
+	size_t n = 0, k = 0, nall = 0;
 	struct te_request *r;
+	struct kv1_run *all;
 	char seg[300];
 	uint64_t segid, bytes = 0, t0 = pd_now_ns();
 	int ret;
 
-	for (size_t i = 0; i < nruns; i++)
-		blocks += (size_t)runs[i].n;
-	for (size_t j = 0; j < nx; j++)
+	for (size_t j = 0; j < nx; j++) {
+		const struct kv1_run *runs;
+		size_t nruns = runs_of(&x[j], gruns, gnruns, ng, &runs), blocks = 0;
+
+		for (size_t i = 0; i < nruns; i++)
+			blocks += (size_t)runs[i].n;
 		n += coalesces(w, &x[j]) ? nruns : blocks;
+	}
 	if (!n)
 		return 0;
+	for (size_t g = 0; g < ng; g++)
+		nall += gnruns[g];
 	snprintf(seg, sizeof(seg), "%s:%lld", host, (long long)port);
 	r = calloc(n, sizeof(*r));
-	if (!r)
+	all =
+	    calloc(nall + 1, sizeof(*all)); /* every group's runs: the blocks a held WRITE reads */
+	if (!r || !all) {
+		free(r);
+		free(all);
 		return TE_ERR_MEMORY;
+	}
+	for (size_t g = 0, o = 0; g < ng; o += gnruns[g], g++)
+		if (gnruns[g])
+			memcpy(all + o, gruns[g], gnruns[g] * sizeof(*all));
 	ret = te_open_segment(w->te, seg, &segid);
 	if (ret) {
 		free(r);
+		free(all);
 		return ret;
 	}
 	/* in the buffers' write order (o.write_order) */
@@ -407,6 +442,8 @@ int kv1_write_regions(struct kv1_worker *w, const char *host, int64_t port,
 		for (size_t j = 0; j < nx; j++) {
 			const struct kv1_xregion *e = &x[j];
 			uint8_t *src = w->bufs[e->buf] + e->src_off;
+			const struct kv1_run *runs;
+			size_t nruns = runs_of(e, gruns, gnruns, ng, &runs);
 
 			if (e->buf != w->order[o])
 				continue;
@@ -414,8 +451,8 @@ int kv1_write_regions(struct kv1_worker *w, const char *host, int64_t port,
 				const struct kv1_run *u = &runs[i];
 
 				for (int64_t b = 0; b < u->n; b++) {
-					bool all = coalesces(w, e);
-					size_t len = (size_t)e->len * (size_t)(all ? u->n : 1);
+					bool whole = coalesces(w, e);
+					size_t len = (size_t)e->len * (size_t)(whole ? u->n : 1);
 
 					r[k++] = (struct te_request){
 					    TE_WRITE, src + (size_t)(u->local + b) * w->o.block_len,
@@ -426,10 +463,12 @@ int kv1_write_regions(struct kv1_worker *w, const char *host, int64_t port,
 					        (uint64_t)e->dst_off,
 					    len};
 					bytes += len;
-					if (all)
+					if (whole)
 						break;
 				}
 			}
 		}
-	return submit_counted(w, r, k, seg, bytes, t0, runs, nruns);
+	ret = submit_counted(w, r, k, seg, bytes, t0, all, nall);
+	free(all);
+	return ret;
 }

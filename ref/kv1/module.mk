@@ -29,3 +29,6 @@ test_kv1_wire_shapes_LIBS := kv1 pdhttplim pdcommon
 TESTS += test_kv1_hostile
 test_kv1_hostile_SRCS := ref/kv1/tests/test_kv1_hostile.c
 test_kv1_hostile_LIBS = kv1 pdhttplim cfg te temeta pdcommon
+TESTS += test_kv1_groups
+test_kv1_groups_SRCS := ref/kv1/tests/test_kv1_groups.c
+test_kv1_groups_LIBS = kv1 pdhttplim te temeta pdcommon

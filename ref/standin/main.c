@@ -399,6 +399,19 @@ int main(int argc, char **argv)
 	if (select_version(&s))
 		return 2;
 	s.conn = cfg_gen_is_v1(s.gen) ? &sa_conn_v1 : &sa_conn_v0;
+	if (s.o.kv_groups) { /* hybrid model (sa_v1_hyb.c): the plain stand-in reads it too */
+		char herr[256];
+
+		if (!cfg_gen_is_v1(s.gen) ||
+		    sa_hyb_parse(s.o.kv_groups, &s.hyb, herr, sizeof(herr))) {
+			fprintf(stderr, "pdkv-standin: error: %s\n",
+			        cfg_gen_is_v1(s.gen)
+			            ? herr
+			            : "--kv-groups: the hybrid-model mode needs a "
+			              "V1 connector (--vllm-version 0.12 or later)");
+			return 2;
+		}
+	}
 	sa_metrics_init(&s);
 	if (s.kv) {
 		if (cfg_gen_is_v1(s.gen) ? load_config_v1(&s) : load_config(&s))

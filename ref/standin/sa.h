@@ -62,6 +62,7 @@ struct sa_opts {
 	int block_size;         /* tokens per block (16) */
 	int64_t num_gpu_blocks; /* --num-gpu-blocks-override; 0 = 4 max-model-len requests */
 	bool kv_mla;            /* one KV buffer per layer */
+	const char *kv_groups;  /* --kv-groups SPEC: hybrid model (sa_v1_hyb.c); NULL = off */
 	bool prompt_tokens_details;
 	/* sa_limits.c (issue 11): --max-connections, --max-connections-per-client,
 	 * --idle-timeout (s), --kv-zmq-max-msg-bytes (0 = kvc's 4096), --kv-insert-timeout-ms
@@ -135,6 +136,19 @@ struct sa_conn {
 };
 extern const struct sa_conn sa_conn_v0, sa_conn_v1;
 
+#define SA_MAX_GROUPS 8
+struct sa_hyb {
+	int ng;                 /* groups; 0 = no --kv-groups */
+	int win[SA_MAX_GROUPS]; /* group g's sliding window in tokens, 0 = full attention */
+	bool wire;              /* one block list per group on the wire (else one list) */
+};
+/* A request's block ids on each rank, the groups' lists one after another: group g's cnt[g]
+ * ids from off[g] hold its logical blocks first[g] .. first[g] + cnt[g] - 1. */
+struct sa_glay {
+	size_t ng, total;
+	size_t off[SA_MAX_GROUPS], cnt[SA_MAX_GROUPS], first[SA_MAX_GROUPS];
+};
+
 struct sa {
 	struct sa_opts o;
 	bool kv; /* a --kv-transfer-config was given */
@@ -165,7 +179,27 @@ struct sa {
 	struct sa_ho_ring *ho_ring;  /* the last hand-offs one by one (GET /pdkv/handoffs) */
 	struct sa_gpu *gpu;          /* KV blocks in GPU memory (sa_gpu.c), NULL = host */
 	enum sa_kv_layout kv_layout; /* V1: the KV buffers (sa_v1_layout.c), set at start */
+	struct sa_hyb hyb;           /* --kv-groups (sa_v1_hyb.c) */
 };
+
+/* sa_v1_hyb.c: the hybrid-model mode (--kv-groups SPEC, e.g. "full,sliding:128"): layer l is
+ * in KV-cache group l % ng; a sliding group keeps the last cdiv(W, block_size) + 1 blocks of a
+ * request (vLLM's get_sw_clipped_blocks), and the fake model only has those rows of its layers.
+ * With HMA on the wire (CFG_F_HMA, from b2) each group is its own block list. */
+int sa_hyb_parse(const char *spec, struct sa_hyb *h, char *err, size_t errsz);
+/* V1 start: checks the mode against the generation and the KV placement, sets wire, logs. */
+int sa_hyb_start(struct sa *s);
+/* ntok tokens' layout: clipped (what is sent / received) or every block (P computing). */
+void sa_hyb_layout(const struct sa *s, size_t ntok, bool clipped, struct sa_glay *gl);
+/* *t0 (malloc'd, layers entries): each layer's first kept position; NULL when no mode. */
+int sa_hyb_t0(const struct sa *s, size_t ntok, size_t **t0);
+/* kv1's buffer -> group table for nbufs buffers (layout of sa_v1_buf). */
+void sa_hyb_buf_groups(const struct sa *s, uint8_t *bg, int nbufs);
+int sa_hyb_group(const struct sa *s, int layer);
+/* P, at the request's end: rank w's ids in layout all (every block) -> out, the window-clipped
+ * lists one after another (gcnt[g] each); the blocks left out are freed. The count in out. */
+size_t sa_hyb_clip_send(struct sa *s, struct kv1_worker *w, size_t ntok, const struct sa_glay *all,
+                        const int64_t *ids, int64_t *out, size_t *gcnt);
 
 /* One completion request after parsing. */
 struct sa_req {
@@ -196,6 +230,7 @@ struct sa_req {
 	char send_key[160];
 	int64_t *blk[SA_MAX_TP];
 	size_t nblk;
+	struct sa_glay glay; /* V1: the groups in blk (one group of nblk without --kv-groups) */
 	size_t cached_tokens;
 	bool first_token_seen;
 	char *kvtp_out; /* JSON object text for the response's kv_transfer_params */
@@ -212,8 +247,11 @@ struct sa_req {
 /* Where rank k's heads of row (layer l, position t) of keys / values live (kv_heads / nsh x
  * head_dim x dtype_bytes bytes). */
 struct sa_kvmap {
-	uint8_t *(*seg)(void *ud, bool value, int l, size_t t, int k);
+	uint8_t *(*seg)(void *ud, bool value, int l, size_t t, int k); /* NULL: hash only */
 	void *ud;
+	/* t0[l]: layer l's first position the model keeps (a sliding window's, sa_v1_hyb.c);
+	 * rows before it are neither written, read nor hashed. NULL: every position. */
+	const size_t *t0;
 };
 /* Writes the fake model's KV of tokens for nsh ranks where map says (NULL: nowhere, rows are only
  * hashed), hashing as it goes: *seed = mdl_kv_checksum of the whole KV, sums[k] (if sums) of rank
@@ -281,6 +319,12 @@ int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_allo
  * row of position t sits in the request's blocks blk[k]. */
 int sa_v1_buf(const struct sa *s, bool value, int l);
 uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k);
+/* Rank k's row of (layer l, position t) in block id. */
+uint8_t *sa_v1_seg_id(struct sa *s, int dp, int k, int64_t id, bool value, int l, size_t t);
+/* The same in a grouped layout (gl NULL: one group); NULL for a position outside its group's
+ * blocks. */
+uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_glay *gl,
+                     bool value, int l, size_t t, int k);
 /* The check of a request's received blocks (sa_v1_check.c): start before the handshake (its
  * thread hashes layers as they land); transfer_done after the receive; join gives the hash of
  * the blocks; free ends it. Streamed requests hand it over to r instead (r->seed = expect) and

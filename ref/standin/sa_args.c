@@ -113,7 +113,8 @@ static const char usage_line[] =
     "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|b1|b2|bn|bl] [--list-versions]\n"
     "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
     "                    [--kv-cache-device cpu|cuda|cuda:N]\n"
-    "                    [--kv-mla] [--enable-prompt-tokens-details] [--version] [-h]\n"
+    "                    [--kv-mla] [--kv-groups full|sliding:W,...]\n"
+    "                    [--enable-prompt-tokens-details] [--version] [-h]\n"
     "                    [--max-connections N] [--max-connections-per-client N]\n"
     "                    [--idle-timeout SEC] [--kv-zmq-max-msg-bytes N]\n"
     "                    [--kv-insert-timeout-ms MS] [--kv-block-wait-timeout-ms MS]\n";
@@ -288,6 +289,7 @@ static int missing_value(const char *name, const char *a)
 	    "--block-size",
 	    "--num-gpu-blocks-override",
 	    "--kv-cache-device",
+	    "--kv-groups",
 	    "--record-requests",
 	};
 	for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
@@ -402,6 +404,8 @@ static int value_flag(const char *name, const char *val, const char *inl, int ar
 		o->block_size = (int)v;
 	} else if (!strcmp(name, "--kv-cache-device")) {
 		o->kv_cache_device = val; /* checked at startup (sa_gpu.c) */
+	} else if (!strcmp(name, "--kv-groups")) {
+		o->kv_groups = val; /* parsed at startup (sa_v1_hyb.c) */
 	} else if (!strcmp(name, "--num-gpu-blocks-override")) {
 		if (parse_int(name, val, 1, 1 << 24, &v))
 			return 2;

@@ -40,9 +40,11 @@ static void run_part(void *ud, int part, int worker)
 	mdl_ks_init(&full, mdl_kv_part_seed(part), rb);
 	for (int k = 0; j->per && k < j->nsh; k++)
 		mdl_ks_init(&per[k], mdl_kv_part_seed(part), rb);
-	for (size_t t = 0; t < j->n; t++)
+	bool put = j->map && j->map->seg;
+
+	for (size_t t = j->map && j->map->t0 ? j->map->t0[l] : 0; t < j->n; t++)
 		for (int k = 0; k < j->nsh; k++) {
-			uint8_t *d = j->map ? j->map->seg(j->map->ud, value, l, t, k) : NULL;
+			uint8_t *d = put ? j->map->seg(j->map->ud, value, l, t, k) : NULL;
 
 			if (j->gen) {
 				/* the model's rows: written where they go (if anywhere) and summed
@@ -51,7 +53,7 @@ static void run_part(void *ud, int part, int worker)
 					uint64_t a, b;
 
 					mdl_kv_row_ab(j->pre[t], l, k * hs + h, value, &a, &b);
-					if (j->map)
+					if (put)
 						mdl_kv_row_put(g, a, b, d + (size_t)h * rb);
 					mdl_ks_affine_row(&full, a, b);
 					if (j->per)
@@ -177,7 +179,7 @@ int sa_kv_scan(const struct mdl_geom *g, const int64_t *tokens, size_t n, int ns
 	struct job t = {.g = g, .n = n, .nsh = nsh, .map = map, .verify = same != NULL}, *j;
 	int th = pd_par_threads();
 
-	if (!args_ok(g, n, nsh) || !map)
+	if (!args_ok(g, n, nsh) || !map || !map->seg)
 		return -EINVAL;
 	if (!(j = job_start(&t, tokens, (same && th < 2 ? 2 : th) - 1, false, false)))
 		return -ENOMEM;

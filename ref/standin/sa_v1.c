@@ -22,16 +22,12 @@ static size_t row_bytes(const struct sa *s)
 	return (size_t)(g->kv_heads / s->o.tp) * (size_t)g->head_dim * (size_t)g->dtype_bytes;
 }
 
-static size_t nblocks_for(const struct sa *s, size_t ntok)
-{
-	return (ntok + (size_t)s->o.block_size - 1) / (size_t)s->o.block_size;
-}
-
 /* Where rank k's heads of (layer, token) sit in the request's blocks (sa_kvmap). */
 struct blkmap {
 	struct sa *s;
 	int dp;
 	int64_t **blk;
+	const struct sa_glay *gl; /* NULL: one group */
 };
 
 int sa_v1_buf(const struct sa *s, bool value, int l)
@@ -41,8 +37,13 @@ int sa_v1_buf(const struct sa *s, bool value, int l)
 
 uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k)
 {
+	return sa_v1_seg_id(s, dp, k, blk[k][t / (size_t)s->o.block_size], value, l, t);
+}
+
+uint8_t *sa_v1_seg_id(struct sa *s, int dp, int k, int64_t id, bool value, int l, size_t t)
+{
 	size_t row = row_bytes(s), bs = (size_t)s->o.block_size;
-	uint8_t *b = kv1_block(s->w[dp][k], sa_v1_buf(s, value, l), blk[k][t / bs]);
+	uint8_t *b = kv1_block(s->w[dp][k], sa_v1_buf(s, value, l), id);
 
 	switch (s->kv_layout) {
 	case SA_KV_MLA: /* per token: its K row, its V row */
@@ -54,11 +55,23 @@ uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l,
 	}
 }
 
+uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_glay *gl,
+                     bool value, int l, size_t t, int k)
+{
+	size_t bs = (size_t)s->o.block_size, b = t / bs, g;
+	if (!gl || gl->ng < 2)
+		return sa_v1_seg(s, dp, blk, value, l, t, k);
+	g = (size_t)sa_hyb_group(s, l);
+	if (b < gl->first[g] || b - gl->first[g] >= gl->cnt[g])
+		return NULL;
+	return sa_v1_seg_id(s, dp, k, blk[k][gl->off[g] + b - gl->first[g]], value, l, t);
+}
+
 static uint8_t *blk_seg(void *ud, bool value, int l, size_t t, int k)
 {
 	struct blkmap *m = ud;
 
-	return sa_v1_seg(m->s, m->dp, m->blk, value, l, t, k);
+	return sa_v1_seg_g(m->s, m->dp, m->blk, m->gl, value, l, t, k);
 }
 
 /* ------------------------------------------------------------------ lifetime */
@@ -89,6 +102,7 @@ static int v1_start(struct sa *s)
 	                                         : 4 * (((size_t)s->o.max_model_len + bs - 1) / bs);
 	char boot_url[320], err[768];
 	int bport = 0, order[KV1_MAX_BUFS];
+	uint8_t bgrp[KV1_MAX_BUFS];
 
 	s->kv_layout = sa_v1_layout(s->o.kv_mla, s->gen);
 	/* split buffers: every layer's keys before any values, the order the consumer hashes
@@ -100,7 +114,7 @@ static int v1_start(struct sa *s)
 		order[g->layers + l] = 2 * l + 1;
 	}
 
-	if (sa_gpu_setup(s))
+	if (sa_gpu_setup(s) || sa_hyb_start(s))
 		return -1;
 
 	if (s->producer && cfg_gen_is_b(s->gen) && !s->boot_addr[0]) {
@@ -151,12 +165,18 @@ static int v1_start(struct sa *s)
 			                                        : (s->abort_timeout_s + 10) * 1000;
 			o.tp_topology = (s->vi.feat & CFG_F_TP_TOPOLOGY) != 0;
 			sa_v1_layout_opts(s->kv_layout, g->layers, bs * row, &o);
+			if (s->hyb.wire) { /* HMA: registered_group_indices, a list per group */
+				o.kv_groups = s->hyb.ng;
+				o.buf_group = bgrp;
+				sa_hyb_buf_groups(s, bgrp, o.nbufs);
+			}
 			o.num_blocks = nblocks;
 			o.location = sa_gpu_location(s);
 			o.write_order = keys_first ? order : NULL;
 			o.on_xfer = on_xfer;
 			o.ud = s;
-			if (s->consumer && s->kv_layout != SA_KV_MLA &&
+			/* hybrid: checked after the receive (use_blocks), window rows only */
+			if (s->consumer && s->kv_layout != SA_KV_MLA && s->hyb.ng < 2 &&
 			    (!s->o.kv_cache_device || !strcmp(s->o.kv_cache_device, "cpu"))) {
 				s->own[d][r] = sa_owners_new(s, d, r, nblocks);
 				o.on_piece = s->own[d][r] ? sa_v1_piece : NULL;
@@ -269,10 +289,15 @@ static int produce(struct sa *s, struct sa_req *r)
 {
 	int d = r->dp, ret;
 	uint64_t t0 = pd_now_ns(), ts = t0;
-	struct blkmap m = {s, r->dp, r->blk};
-	struct sa_kvmap map = {blk_seg, &m};
+	struct blkmap m = {s, r->dp, r->blk, &r->glay};
+	struct sa_kvmap map = {blk_seg, &m, NULL};
+	size_t *w0 = NULL;
 
-	r->nblk = nblocks_for(s, r->ntok);
+	sa_hyb_layout(s, r->ntok, false, &r->glay); /* every group, every block */
+	r->nblk = r->glay.total;
+	if (sa_hyb_t0(s, r->ntok, &w0))
+		return -ENOMEM;
+	map.t0 = w0;
 	for (int k = 0; k < s->o.tp; k++) {
 		char why[256];
 
@@ -287,6 +312,7 @@ static int produce(struct sa *s, struct sa_req *r)
 	 * by the GPU kernel straight into the device blocks */
 	ret = sa_kv_gen(&s->o.geom, r->tokens, r->ntok, s->o.tp, s->gpu ? NULL : &map, &r->seed,
 	                NULL);
+	free(w0);
 	if (ret)
 		return ret;
 	for (int k = 0; s->gpu && k < s->o.tp; k++) {
@@ -333,7 +359,15 @@ static bool track_send(struct sa *s, struct sa_req *r)
 static int local_compute(struct sa *s, struct sa_req *r, bool recompute)
 {
 	uint64_t t0 = pd_now_ns(), ts = t0;
-	int ret = sa_kv_gen(&s->o.geom, r->tokens, r->ntok, 1, NULL, &r->seed, NULL);
+	size_t *w0 = NULL;
+	struct sa_kvmap win = {NULL, NULL, NULL}; /* hybrid: a sliding layer's window only */
+	int ret = sa_hyb_t0(s, r->ntok, &w0);
+
+	win.t0 = w0;
+	if (!ret)
+		ret =
+		    sa_kv_gen(&s->o.geom, r->tokens, r->ntok, 1, w0 ? &win : NULL, &r->seed, NULL);
+	free(w0);
 
 	sa_stage(r, "gen+seed", &ts);
 	if (!ret) {
@@ -399,7 +433,20 @@ static void v1_finished(struct sa *s, struct sa_req *r, const char *finish)
 	for (int k = 0; k < s->o.tp; k++) {
 		if (!r->blk[k])
 			continue;
-		if (length && !s->o.fault.drop) {
+		if (length && !s->o.fault.drop && r->glay.ng > 1) {
+			size_t gcnt[SA_MAX_GROUPS], n;
+			int64_t *cl = malloc(r->nblk * sizeof(*cl));
+
+			if (!cl) {
+				kv1_send_discard(s->w[d][k], r->send_key);
+				kv1_free(s->w[d][k], r->blk[k], r->nblk);
+			} else {
+				n = sa_hyb_clip_send(s, s->w[d][k], r->ntok, &r->glay, r->blk[k],
+				                     cl, gcnt);
+				kv1_send_ready_g(s->w[d][k], r->send_key, cl, n, gcnt, r->glay.ng);
+				free(cl);
+			}
+		} else if (length && !s->o.fault.drop) {
 			kv1_send_ready(s->w[d][k], r->send_key, r->blk[k], r->nblk);
 		} else {
 			kv1_send_discard(s->w[d][k], r->send_key);
@@ -452,8 +499,9 @@ static int take_blocks(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb,
 	return 0;
 }
 
-/* Pulls every rank's blocks; 0 or -errno with why set. */
-static int fetch(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb, char *why, size_t wsz)
+/* Pulls every rank's blocks (gl: one list per KV-cache group); 0 or -errno with why set. */
+static int fetch(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb, const struct sa_glay *gl,
+                 char *why, size_t wsz)
 {
 	for (int k = 0; k < s->o.tp; k++) {
 		struct kv1_worker *w = s->w[r->dp][k];
@@ -462,6 +510,10 @@ static int fetch(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb, char 
 		if (s->gen == CFG_GEN_A)
 			ret = kv1_recv_a(w, r->kvp.remote_host, (int)r->kvp.remote_port,
 			                 r->engine_id, blk[k], nb, why, wsz);
+		else if (gl->ng > 1)
+			ret = kv1_recv_b_g(w, r->kvp.bootstrap, r->kvp.remote_engine_id,
+			                   r->kvp.transfer_id, r->engine_id, blk[k], nb, gl->cnt,
+			                   gl->ng, why, wsz);
 		else
 			ret = kv1_recv_b(w, r->kvp.bootstrap, r->kvp.remote_engine_id,
 			                 r->kvp.transfer_id, r->engine_id, blk[k], nb, why, wsz);
@@ -480,12 +532,14 @@ struct expect {
 	int ret;
 	struct sa_kvjob *job; /* NULL: not started (no memory), computed when needed */
 	bool started;
+	struct sa_kvmap win; /* hybrid: t0 = each layer's first kept position (else NULL) */
 };
 
 /* below the transfer's threads: it fills idle cycles, it must not slow the transfer */
 static void expect_start(struct expect *e)
 {
-	e->job = sa_kv_gen_start(&e->s->o.geom, e->r->tokens, e->r->ntok, 1, NULL, true);
+	e->job = sa_kv_gen_start(&e->s->o.geom, e->r->tokens, e->r->ntok, 1,
+	                         e->win.t0 ? &e->win : NULL, true);
 	e->started = e->job != NULL;
 }
 
@@ -496,7 +550,8 @@ static void expect_finish(struct expect *e)
 	if (e->started)
 		sa_kv_gen_finish(e->job, &e->sum);
 	else
-		e->ret = sa_kv_gen(&e->s->o.geom, e->r->tokens, e->r->ntok, 1, NULL, &e->sum, NULL);
+		e->ret = sa_kv_gen(&e->s->o.geom, e->r->tokens, e->r->ntok, 1,
+		                   e->win.t0 ? &e->win : NULL, &e->sum, NULL);
 	e->job = NULL;
 	e->started = false;
 }
@@ -516,10 +571,11 @@ static uint8_t *host_seg(void *ud, bool value, int l, size_t t, int k)
 
 /* Reads the KV actually in the blocks, seeds generation from it and checks it against the
  * fake model's checksum (a mismatch is counted, the text follows the blocks). */
-static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, struct expect *e)
+static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, const struct sa_glay *gl,
+                      struct expect *e)
 {
-	struct blkmap m = {s, r->dp, blk};
-	struct sa_kvmap map = {blk_seg, &m};
+	struct blkmap m = {s, r->dp, blk, gl};
+	struct sa_kvmap map = {blk_seg, &m, e->win.t0};
 	struct hostrows hr = {NULL, NULL, r->ntok, row_bytes(s)};
 	uint64_t ts = pd_now_ns();
 	int ret = 0;
@@ -540,7 +596,7 @@ static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, struct expe
 			          ? -EIO
 			          : 0;
 		}
-		map = (struct sa_kvmap){host_seg, &hr};
+		map = (struct sa_kvmap){host_seg, &hr, NULL};
 	}
 	if (!ret)
 		ret = sa_kv_scan(&s->o.geom, r->tokens, r->ntok, s->o.tp, &map, &r->seed,
@@ -612,9 +668,13 @@ static int check_blocks(struct sa *s, struct sa_req *r, struct sa_verify **vp, i
 static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	int64_t *blk[SA_MAX_TP] = {0};
-	size_t nb = nblocks_for(s, r->ntok);
+	struct sa_glay gl; /* the window-clipped lists D asks for (get_sw_clipped_blocks) */
+	size_t nb, *t0 = NULL;
 	char why[768] = "";
 	int ret;
+
+	sa_hyb_layout(s, r->ntok, true, &gl);
+	nb = gl.total;
 
 	if (!params_valid(s, r)) {
 		if (r->kvp.present)
@@ -632,17 +692,20 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 		pd_sleep_ms(s->o.fault.delay_ms);
 	}
 	uint64_t ts = pd_now_ns();
-	struct expect e = {s, r, 0, 0, NULL, false};
+	struct expect e = {s, r, 0, 0, NULL, false, {NULL, NULL, NULL}};
 
 	struct sa_verify *v = NULL;
 
+	if (sa_hyb_t0(s, r->ntok, &t0))
+		return 500;
+	e.win.t0 = t0;
 	expect_start(&e);
 	ret = take_blocks(s, r, blk, nb, why, sizeof(why));
 	/* host blocks: hashed layer by layer as the WRITEs land (sa_v1_check.c) */
-	if (!ret && !s->gpu)
+	if (!ret && !s->gpu && !t0)
 		v = sa_check_start(s, r, blk, nb);
 	if (!ret)
-		ret = fetch(s, r, blk, nb, why, sizeof(why));
+		ret = fetch(s, r, blk, nb, &gl, why, sizeof(why));
 	sa_stage(r, "fetch", &ts);
 	/* P pushes: the WRITE is the prefill's part of the hand-off (its histogram); the
 	 * decode's part runs from the blocks' arrival to the verified KV */
@@ -658,7 +721,7 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 			snprintf(why, sizeof(why), "cannot read the received blocks: %s",
 			         strerror(-ret));
 	} else if (!ret) {
-		ret = use_blocks(s, r, blk, &e);
+		ret = use_blocks(s, r, blk, &gl, &e);
 		sa_stage(r, "use_blocks", &ts);
 		r->t_kv_verified = ts;
 		if (!ret)
@@ -671,6 +734,7 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 	sa_check_free(v);
 	if (e.started)
 		expect_finish(&e);
+	free(t0);
 	for (int k = 0; k < s->o.tp; k++)
 		if (blk[k]) {
 			kv1_free(s->w[r->dp][k], blk[k], nb);

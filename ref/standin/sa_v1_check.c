@@ -278,7 +278,7 @@ int sa_check_join(struct sa_verify *v, uint64_t expect, uint64_t *got)
 	/* a layer hashed before the receive ended may have held a stale write's bytes that the
 	 * transfer then replaced: a mismatch is only believed from a hash of the final blocks */
 	if (v->got != expect && v->early) {
-		struct sa_kvmap map = {map_seg, v};
+		struct sa_kvmap map = {map_seg, v, NULL};
 
 		atomic_fetch_add(&v->s->n.check_rescans, 1);
 		int r =
