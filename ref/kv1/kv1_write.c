@@ -24,10 +24,12 @@
 
 int kv1_hold_init(struct kv1_worker *w, char *err, size_t errsz)
 {
-	const char *e = getenv("PDKV_KV1_MAX_HELD_WRITES");
+	const char *e;
 	int64_t v;
 
 	w->max_held = KV1_MAX_HELD;
+	w->write_phases = (e = getenv("PDKV_KV1_PHASES")) && !strcmp(e, "1");
+	e = getenv("PDKV_KV1_MAX_HELD_WRITES");
 	if (e && (pd_parse_i64(e, &v) || v < 1 || v > 4096)) {
 		kv1_set_err(err, errsz, "PDKV_KV1_MAX_HELD_WRITES=%s: expected 1..4096", e);
 		return -1;
@@ -233,15 +235,44 @@ static uint64_t write_deadline_ns(uint64_t t0, uint64_t bytes)
 	return t0 + (uint64_t)s * 1000000000ull + bytes;
 }
 
-/* Polls the batch to its end. Naps scale with the bytes still owed (as if they moved at 16 GB/s,
- * faster than any loopback or NIC here), so a long WRITE costs tens of wake-ups, not one every
- * 50 us: on a small host those wake-ups take CPU from the transfer itself. Gives up at end, on
- * the engine's slice timeout (MC_SLICE_TIMEOUT: a task reported TE_TIMEOUT) or when the worker
- * stops, with *next the first task not seen finished and *why set; the caller then holds the
- * batch (kv1_hold_add). */
-static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_request *r, size_t n,
-                      uint64_t end, size_t *next, const char **why)
+/* One WRITE's moments (pd_now_ns), for the PDKV_KV1_PHASES=1 log line. */
+struct wphases {
+	uint64_t t0, seg, room, alloc, submit, first, done, freed, napped;
+	unsigned polls;
+};
+
+/* The nap before the next look at a batch submitted el ns ago whose unfinished tasks the last
+ * WRITE's rate says take est ns more (0: no rate yet): half of est, or, with no rate, from
+ * 10 us, 1.5x longer per pass. Never more than half of el (a rate from a slower path, TCP
+ * before CUDA IPC, costs at most half the WRITE's time once) nor 2 ms, nor less than 10 us: a
+ * long WRITE costs tens of wake-ups, not one every 50 us (on a small host those take CPU from
+ * the transfer itself), and a CUDA IPC hand-off is seen done within tens of us, not after a nap
+ * sized for 16 GB/s (issue 33: 0.52 of each 1.0 ms hand-off of 58.7 MB on an H200 was that nap).
+ */
+static long nap_ns(uint64_t el, uint64_t est, long *backoff)
 {
+	long ns;
+
+	if (est) {
+		ns = (long)(est / 2);
+	} else {
+		*backoff = !*backoff ? 10000 : *backoff < 2000000 ? *backoff * 3 / 2 : 2000000;
+		ns = *backoff;
+	}
+	if ((uint64_t)ns > el / 2)
+		ns = (long)(el / 2);
+	return ns < 10000 ? 10000 : ns > 2000000 ? 2000000 : ns;
+}
+
+/* Polls the batch to its end, paced by nap_ns. Gives up at end, on the engine's slice timeout
+ * (MC_SLICE_TIMEOUT: a task reported TE_TIMEOUT) or when the worker stops, with *next the first
+ * task not seen finished and *why set; the caller then holds the batch (kv1_hold_add). */
+static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_request *r, size_t n,
+                      uint64_t bytes, uint64_t end, size_t *next, const char **why,
+                      struct wphases *ph)
+{
+	uint64_t fs = atomic_load(&w->write_fs_per_byte);
+	long backoff = 0;
 	int ret = 0;
 
 	*next = 0;
@@ -249,7 +280,6 @@ static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_requ
 	pd_fine_naps(); /* a 20 us nap is 20 us, not 70 */
 	for (size_t i = 0; i < n; *next = i) {
 		struct te_task_status st;
-		uint64_t left = 0;
 		int e = te_batch_status(w->te, batch, i, &st);
 
 		if (e) {
@@ -259,6 +289,8 @@ static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_requ
 		if (st.status == TE_COMPLETED || st.status == TE_FAILED) {
 			if (st.status == TE_FAILED)
 				ret = TE_ERR_ENDPOINT;
+			if (!i)
+				ph->first = pd_now_ns();
 			i++;
 			continue;
 		}
@@ -268,13 +300,20 @@ static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_requ
 		                                 : NULL;
 		if (*why)
 			return TE_ERR_TIMEOUT;
+		uint64_t left = 0;
+
 		for (size_t k = i; k < n; k++)
 			left += r[k].length;
-		left /= 16; /* ns at 16 bytes/ns */
-		struct timespec ts = {0, (long)(left < 20000     ? 20000
-		                                : left > 2000000 ? 2000000
-		                                                 : left)};
+		struct timespec ts = {
+		    0, nap_ns(pd_now_ns() - ph->alloc, left * fs / 1000000, &backoff)};
+		ph->polls++;
+		ph->napped += (uint64_t)ts.tv_nsec;
 		nanosleep(&ts, NULL);
+	}
+	ph->done = pd_now_ns();
+	if (!ret && bytes) { /* this WRITE's rate paces the next one's polling */
+		uint64_t f = (ph->done - ph->alloc) * 1000000 / bytes;
+		atomic_store(&w->write_fs_per_byte, f < 1 ? 1 : f > 100000000 ? 100000000 : f);
 	}
 	return ret;
 }
@@ -282,27 +321,32 @@ static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_requ
 /* Submits one batch and waits for it; a batch given up in flight (or that cannot be freed) is
  * held with the runs' blocks. */
 static int write_batch(struct kv1_worker *w, struct te_request *r, size_t n, const char *seg,
-                       uint64_t bytes, uint64_t end, const struct kv1_run *runs, size_t nruns)
+                       uint64_t bytes, uint64_t end, const struct kv1_run *runs, size_t nruns,
+                       struct wphases *ph)
 {
 	const char *why;
 	uint64_t batch;
 	size_t next;
 	int ret = kv1_hold_room(w, seg, end);
 
+	ph->room = pd_now_ns();
 	if (ret)
 		return ret;
 	ret = te_batch_alloc(w->te, n, &batch);
+	ph->alloc = pd_now_ns();
 	if (ret)
 		return ret;
 	ret = te_batch_submit(w->te, batch, r, n);
+	ph->submit = pd_now_ns();
 	if (ret) {
 		te_batch_free(w->te, batch); /* nothing of it was started */
 		return ret;
 	}
-	ret = wait_batch(w, batch, r, n, end, &next, &why);
+	ret = wait_batch(w, batch, r, n, bytes, end, &next, &why, ph);
 	if (!why) {
 		int fr = te_batch_free(w->te, batch);
 
+		ph->freed = pd_now_ns();
 		if (!fr)
 			return ret;
 		why = "its batch could not be freed";
@@ -312,11 +356,19 @@ static int write_batch(struct kv1_worker *w, struct te_request *r, size_t n, con
 	return ret ? ret : TE_ERR_TIMEOUT;
 }
 
+static double ms_since(uint64_t a, uint64_t b)
+{
+	return b >= a && a ? (double)(b - a) / 1e6 : -1.0;
+}
+
 /* Submits the batch r[0..n) (freed here), waits for it and counts it. */
 static int submit_counted(struct kv1_worker *w, struct te_request *r, size_t n, const char *seg,
-                          uint64_t bytes, uint64_t t0, const struct kv1_run *runs, size_t nruns)
+                          uint64_t bytes, struct wphases *ph, const struct kv1_run *runs,
+                          size_t nruns)
 {
-	int ret = write_batch(w, r, n, seg, bytes, write_deadline_ns(t0, bytes), runs, nruns);
+	int ret =
+	    write_batch(w, r, n, seg, bytes, write_deadline_ns(ph->t0, bytes), runs, nruns, ph);
+	uint64_t t1 = pd_now_ns();
 
 	atomic_fetch_add(&w->xfers, 1);
 	if (ret)
@@ -324,10 +376,20 @@ static int submit_counted(struct kv1_worker *w, struct te_request *r, size_t n, 
 	else
 		atomic_fetch_add(&w->bytes_sent, bytes);
 	pd_dbg("kv1: WRITE %llu bytes in %zu requests to %s: %.1f ms (t=%llu)",
-	       (unsigned long long)bytes, n, seg, (double)(pd_now_ns() - t0) / 1e6,
-	       (unsigned long long)t0);
+	       (unsigned long long)bytes, n, seg, (double)(t1 - ph->t0) / 1e6,
+	       (unsigned long long)ph->t0);
+	if (w->write_phases) /* ms from the previous moment; -1: not reached */
+		pd_info(
+		    "kv1: WRITE phases to %s: %llu bytes, %zu requests: open %.3f room %.3f "
+		    "alloc %.3f submit %.3f first %.3f done %.3f free %.3f = %.3f ms; %u polls, "
+		    "%.3f ms napped",
+		    seg, (unsigned long long)bytes, n, ms_since(ph->t0, ph->seg),
+		    ms_since(ph->seg, ph->room), ms_since(ph->room, ph->alloc),
+		    ms_since(ph->alloc, ph->submit), ms_since(ph->submit, ph->first),
+		    ms_since(ph->submit, ph->done), ms_since(ph->done, ph->freed),
+		    ms_since(ph->t0, t1), ph->polls, (double)ph->napped / 1e6);
 	if (w->o.on_xfer)
-		w->o.on_xfer(w->o.ud, (double)(pd_now_ns() - t0) / 1e9, ret ? 0 : bytes, n, !ret);
+		w->o.on_xfer(w->o.ud, (double)(t1 - ph->t0) / 1e9, ret ? 0 : bytes, n, !ret);
 	free(r);
 	return ret;
 }
@@ -339,7 +401,8 @@ int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const
 	       k = 0;
 	struct te_request *r;
 	char seg[300];
-	uint64_t segid, bytes = 0, t0 = pd_now_ns();
+	uint64_t segid, bytes = 0;
+	struct wphases ph = {.t0 = pd_now_ns()};
 	int ret;
 
 	if (!n)
@@ -349,11 +412,12 @@ int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const
 	if (!r)
 		return TE_ERR_MEMORY;
 	ret = te_open_segment(w->te, seg, &segid);
+	ph.seg = pd_now_ns();
 	if (ret) {
 		atomic_fetch_add(&w->xfers, 1);
 		atomic_fetch_add(&w->xfer_failures, 1);
 		if (w->o.on_xfer)
-			w->o.on_xfer(w->o.ud, (double)(pd_now_ns() - t0) / 1e9, 0, n, false);
+			w->o.on_xfer(w->o.ud, (double)(ph.seg - ph.t0) / 1e9, 0, n, false);
 		free(r);
 		return ret;
 	}
@@ -366,7 +430,7 @@ int kv1_write_blocks(struct kv1_worker *w, const char *host, int64_t port, const
 			    rbases[b] + (uint64_t)runs[i].remote * w->o.block_len, len};
 			bytes += len;
 		}
-	return submit_counted(w, r, n, seg, bytes, t0, runs, nruns);
+	return submit_counted(w, r, n, seg, bytes, &ph, runs, nruns);
 }
 
 /* A region copies whole runs in one descriptor when both offsets are 0 and it moves whole
@@ -404,7 +468,8 @@ int kv1_write_regions_g(struct kv1_worker *w, const char *host, int64_t port,
 	struct te_request *r;
 	struct kv1_run *all;
 	char seg[300];
-	uint64_t segid, bytes = 0, t0 = pd_now_ns();
+	uint64_t segid, bytes = 0;
+	struct wphases ph = {.t0 = pd_now_ns()};
 	int ret;
 
 	for (size_t j = 0; j < nx; j++) {
@@ -432,6 +497,7 @@ int kv1_write_regions_g(struct kv1_worker *w, const char *host, int64_t port,
 		if (gnruns[g])
 			memcpy(all + o, gruns[g], gnruns[g] * sizeof(*all));
 	ret = te_open_segment(w->te, seg, &segid);
+	ph.seg = pd_now_ns();
 	if (ret) {
 		free(r);
 		free(all);
@@ -468,7 +534,7 @@ int kv1_write_regions_g(struct kv1_worker *w, const char *host, int64_t port,
 				}
 			}
 		}
-	ret = submit_counted(w, r, k, seg, bytes, t0, all, nall);
+	ret = submit_counted(w, r, k, seg, bytes, &ph, all, nall);
 	free(all);
 	return ret;
 }

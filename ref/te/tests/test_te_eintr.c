@@ -128,6 +128,10 @@ static int rounds_of_transfers(struct te_engine *a, struct te_engine *b, char *l
 			pd_err("round %d: WRITE batch: %d failed", k, r);
 			return r;
 		}
+		/* v1 WRITEs end when sent: wait for them to land before the READs (other lanes) */
+		for (uint64_t end = pd_now_ns() + 10000000000ull;
+		     memcmp(lb, la, BUF) && pd_now_ns() < end;)
+			pd_sleep_ms(1);
 		memset(la, 0x5a, BUF);
 		if ((r = batch(a, seg, TE_READ, la, lb))) {
 			pd_err("round %d: READ batch: %d failed", k, r);

@@ -304,7 +304,13 @@ static void run_transfers(struct te_engine *a, struct te_engine *b, char *la, ch
 		assert_int_equal(te_batch_submit(a, batch, r, n), 0);
 		wait_done(a, batch, n, TE_COMPLETED);
 		assert_int_equal(te_batch_free(a, batch), 0);
-		/* v1 WRITE completes when sent: read back to be sure it landed */
+		/* a v1 WRITE completes when sent, before the target has received it: wait for the
+		 * bytes to land, or a READ on another lane (round-robin, 4 lanes on 16 CPUs) may
+		 * overtake them (issue 33) */
+		for (uint64_t end = pd_now_ns() + 10000000000ull;
+		     memcmp(lb, la, n * sz) && pd_now_ns() < end;)
+			pd_sleep_ms(1);
+		/* then read back to be sure it landed */
 		memset(la, 0x5a, n * sz);
 		for (size_t i = 0; i < n; i++)
 			r[i].opcode = TE_READ;

@@ -304,10 +304,19 @@ static int write_pieces_child(struct child *c)
 		struct te_engine_opts o = {"P2PHANDSHAKE", "pieces", "tcp", NULL};
 		struct te_engine *e = NULL;
 
-		if (v)
+		/* v1 WRITEs end when sent and the target is another process: one lane, so the
+		 * target serves each READ after the WRITE before it (round-robin lanes would let a
+		 * READ overtake the WRITE of its range on another lane, issue 33) */
+		if (v) {
 			setenv("MC_TCP_PROTO", "1", 1);
-		if (!l || te_engine_create(&o, &e) || te_register(e, l, TBUF, "cpu:0") ||
-		    te_open_segment(e, c->name, &seg) || te_batch_alloc(e, 4 * N, &b))
+			setenv("MC_TCP_LANES_PER_PEER", "1", 1);
+		}
+		int cr = !l || te_engine_create(&o, &e);
+
+		unsetenv("MC_TCP_PROTO");
+		unsetenv("MC_TCP_LANES_PER_PEER");
+		if (cr || te_register(e, l, TBUF, "cpu:0") || te_open_segment(e, c->name, &seg) ||
+		    te_batch_alloc(e, 4 * N, &b))
 			return 2;
 		for (int round = 0; round < 2 && !bad; round++) {
 			uint8_t x = (uint8_t)(0x3c + 2 * v + round);
