@@ -12,6 +12,8 @@
 # Prints one line "PASS|FAIL|NOTRUN <reason>" and returns 0 | 1 | 77. In order:
 #   1. fewer ratios than expected (ib_write_bw or the figure did not complete) -> NOTRUN
 #   2. fewer than 2 refs, or their CV above the limit -> NOTRUN (too noisy to measure)
+#   2b. with a goal (repeated rounds of one figure): the rounds' own CV above the limit ->
+#       NOTRUN (the emulated host moved pdkv's figure between rounds: too noisy to judge)
 #   3. any ratio above max -> FAIL (broken measurement, never a pass)
 #   4. the median below goal -> FAIL
 #   5. else PASS
@@ -55,6 +57,16 @@ rxe_judge() {
 		if (cvv > cvlim) {
 			printf "NOTRUN too noisy to measure: %s > %g%% limit\n", noise, cvlim
 			exit 77
+		}
+		if (goal > 0 && n >= 2) {
+			rs = 0; for (i = 1; i <= n; i++) rs += r[i]
+			rm = rs / n; rss = 0
+			for (i = 1; i <= n; i++) rss += (r[i] - rm) ^ 2
+			rcv = sqrt(rss / (n - 1)) / rm * 100
+			if (rcv > cvlim) {
+				printf "NOTRUN too noisy to judge: pdkv rounds %s%% spread CV %.1f%% > %g%% limit (%s)\n", ratios, rcv, cvlim, noise
+				exit 77
+			}
 		}
 		hi = 0; for (i = 1; i <= n; i++) if (r[i] + 0 > hi) hi = r[i] + 0
 		if (hi > max) {

@@ -18,7 +18,10 @@ verdict() { # verdict WANT ARGS...: rxe_judge's first word and exit code match W
 check "64.6 % with goal 90 %: FAIL" verdict FAIL --ratios="64.6 63.0 66.1" --expect=3 --goal=90 "$QUIET"
 check "the FAIL says the median and the goal" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="64.6 63.0 66.1" --expect=3 --goal=90 "--refs=30.1 31.0 29.5" | grep -q "median 64.6% of ib_write_bw below the goal 90%"'
 check "2869 %: broken measurement, FAIL" verdict FAIL --ratios="2869" --expect=1 "$QUIET"
-check "372 % with goal 90 %: FAIL, not a pass" verdict FAIL --ratios="95 372 97" --expect=3 --goal=90 "$QUIET"
+check "372 % among 95 and 97 with goal 90 %: NOTRUN (rounds too spread), not a pass" verdict NOTRUN --ratios="95 372 97" --expect=3 --goal=90 "$QUIET"
+check "372-380 % in every round: FAIL, broken measurement" verdict FAIL --ratios="372 380 375" --expect=3 --goal=90 "$QUIET"
+check "TCG rounds 91/169/110 (ib_write_bw steady): NOTRUN stating the spread" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="91 169 110" --expect=3 --goal=90 "--refs=30.1 31.0 29.5" | grep -q "^NOTRUN too noisy to judge: pdkv rounds 91 169 110% spread CV"'
+check "a steady 64.6 % is still a FAIL" verdict FAIL --ratios="64.6 66 63" --expect=3 --goal=90 "$QUIET"
 check "372 % says broken measurement" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="372" --expect=1 "--refs=30 30.5" | grep -q "^FAIL broken measurement: 372.0%"'
 check "1 of 2 sizes (ib_write_bw did not complete): NOTRUN" verdict NOTRUN --ratios="91" --expect=2 "$QUIET"
 check "no ratio at all: NOTRUN" verdict NOTRUN --ratios="" --expect=2 "$QUIET"
