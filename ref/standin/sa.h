@@ -70,6 +70,9 @@ struct sa_opts {
 	int kv_insert_timeout_ms;
 	/* V1: --kv-block-wait-timeout-ms, how long a request waits for free KV blocks (0 = not) */
 	int kv_block_wait_ms;
+	/* --max-body (one request's body, bytes) and --max-body-in-flight (all bodies being
+	 * received or held at once) (issue 34, D7) */
+	int64_t max_body, max_body_in_flight;
 	const char *kv_cache_device; /* --kv-cache-device cpu|cuda|cuda:N (NULL = cpu) */
 	const char *record_requests; /* --record-requests FILE: JSON lines (sa_record.c) */
 };
@@ -80,6 +83,8 @@ struct sa_opts {
 #define SA_DEFAULT_MAX_CONNS_PER_CLIENT 2048u
 #define SA_DEFAULT_IDLE_TIMEOUT_S       300u
 #define SA_DEFAULT_KV_BLOCK_WAIT_MS     120000
+#define SA_DEFAULT_MAX_BODY             (64ll << 20)
+#define SA_DEFAULT_MAX_BODY_IN_FLIGHT   (256ll << 20)
 void sa_limits_default(struct sa_opts *o);
 bool sa_limits_is_flag(const char *name);
 /* 0 = taken, 1 = not one of these flags, 2 = bad value (message printed). */
