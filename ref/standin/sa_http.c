@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 
 #include "httplim/pd_connlim.h"
+#include "httplim/pd_mhdhdr.h"
 #include "httplim/pd_mhdlog.h"
 #include "pd_log.h"
 #include "pd_util.h"
@@ -635,6 +636,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)version;
 
 	if (!cn) {
+		pd_mhdhdr_headers_done(c); /* the header deadline stops here (issue 34, D6) */
 		cn = calloc(1, sizeof(*cn));
 		if (!cn)
 			return MHD_NO;
@@ -704,9 +706,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	struct sa_http *h = cls;
 	struct conn *cn = *con_cls;
-	(void)c;
 	(void)toe;
 
+	pd_mhdhdr_request_done(c);
 	if (!cn)
 		return;
 	if (cn->counted)
@@ -740,7 +742,7 @@ int sa_http_start(struct sa *s, struct sa_http **out, int *bound_port)
 		                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	/* our limiter refuses (and logs) first; MHD's limits stay as a backstop above it */
 	h->lim = pd_connlim_new("pdkv-standin", s->o.max_conns, s->o.max_conns_per_client);
-	if (h->lim)
+	if (h->lim && !pd_connlim_header_deadline(h->lim, s->o.idle_timeout_s))
 		h->d = MHD_start_daemon(
 		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
 		        MHD_USE_ITC | MHD_USE_ERROR_LOG,
