@@ -129,6 +129,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *c
 		MHD_add_response_header(resp, "X-PDKV-Reused-Tokens", num);
 		snprintf(num, sizeof(num), "%zu", r->recomputed);
 		MHD_add_response_header(resp, "X-PDKV-Recomputed-Tokens", num);
+		if (r->kv_check_failed) /* issue 34, N4: visible, whatever the policy did */
+			MHD_add_response_header(resp, "X-PDKV-KV-Check", "failed");
 	}
 	ret = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);

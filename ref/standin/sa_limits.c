@@ -31,6 +31,8 @@ void sa_limits_default(struct sa_opts *o)
 
 bool sa_limits_is_flag(const char *name)
 {
+	if (!strcmp(name, "--kv-integrity-policy"))
+		return true;
 	for (size_t i = 0; i < PD_ARRAY_SIZE(flags); i++)
 		if (!strcmp(name, flags[i].name))
 			return true;
@@ -39,6 +41,19 @@ bool sa_limits_is_flag(const char *name)
 
 int sa_limits_flag(const char *name, const char *val, struct sa_opts *o)
 {
+	if (!strcmp(name, "--kv-integrity-policy")) {
+		static const char *const pol[] = {"off", "fail", "recompute"};
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(val, pol[i])) {
+				o->kv_integrity_policy = i;
+				return 0;
+			}
+		fprintf(stderr,
+		        "pdkv-standin: error: argument --kv-integrity-policy: invalid choice: '%s' "
+		        "(choose from 'off', 'fail', 'recompute')\n",
+		        val);
+		return 2;
+	}
 	for (size_t i = 0; i < PD_ARRAY_SIZE(flags); i++) {
 		int64_t v;
 		if (strcmp(name, flags[i].name))
