@@ -38,7 +38,19 @@ struct req_ctx {
 	char line[512];
 	size_t nline;
 	size_t cap_itl;
+	bool kv_check_failed; /* X-PDKV-KV-Check: failed (pdkv-standin, issue 34 N4) */
 };
+
+/* A pdkv-standin decode marks an answer whose received KV failed its checksum; such an answer
+ * is a failed request even with status 200 (its text followed the wrong KV). */
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+	struct req_ctx *c = ud;
+	size_t len = sz * n;
+	if (len >= 24 && !strncasecmp(p, "X-PDKV-KV-Check: failed", 23))
+		c->kv_check_failed = true;
+	return len;
+}
 
 static void add_itl(struct req_ctx *c, double gap)
 {
@@ -150,6 +162,8 @@ static void one_request(const struct serve_point *pt, struct serve_req *q)
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &c);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, &c);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout_s * 1000));
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
@@ -167,6 +181,8 @@ static void one_request(const struct serve_point *pt, struct serve_req *q)
 	q->e2e = pd_now_s() - c.t0;
 	if (!q->err && code != 200)
 		q->err = "HTTP status not 200";
+	if (!q->err && c.kv_check_failed)
+		q->err = "KV failed the decode's integrity check (X-PDKV-KV-Check: failed)";
 	if (!q->err && q->ntok == 0)
 		q->err = "no tokens streamed";
 	q->ok = !q->err;

@@ -146,6 +146,7 @@ struct hr_req {
 	long usage_cached; /* usage.prompt_tokens_details.cached_tokens, -1 when absent */
 	double secs;
 	char curl_err[128];
+	bool kv_check_failed; /* X-PDKV-KV-Check: failed (a pdkv-standin decode; issue 34 N4) */
 };
 /* Deterministic prompt of about ntok tokens for request idx (unique per idx and seed). */
 char *hr_prompt_text(int idx, int ntok, unsigned seed);

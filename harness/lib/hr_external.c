@@ -175,7 +175,7 @@ enum hr_status hr_external_kv_reused(const struct hr_run_data *rd, char *detail,
 	char note[300];
 	for (size_t i = 0; i < rd->nreqs; i++) {
 		const struct hr_req *r = &rd->reqs[i];
-		if (r->status != 200 || r->invalid || r->usage_prompt <= 0)
+		if (r->status != 200 || r->invalid || r->usage_prompt <= 0 || r->kv_check_failed)
 			continue;
 		ok++;
 		n += (double)r->usage_prompt;

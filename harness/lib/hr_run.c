@@ -158,7 +158,7 @@ cJSON *hr_request_summary(const struct hr_req *q, size_t n)
 	size_t ok = 0, sent = 0;
 	for (size_t i = 0; i < n; i++) {
 		sent += q[i].status != 0 || q[i].curl_err[0];
-		if (q[i].status == 200 && !q[i].invalid) {
+		if (q[i].status == 200 && !q[i].invalid && !q[i].kv_check_failed) {
 			if (lat)
 				lat[ok] = q[i].secs;
 			ok++;

@@ -260,6 +260,17 @@ char *hr_request_body(const struct hr_scenario *sc, const char *prompt)
 	return s;
 }
 
+/* pdkv-standin marks an answer whose received KV failed the decode's checksum: a failed request
+ * even with status 200 (--external, the request summary). */
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+	struct hr_req *r = ud;
+	size_t len = sz * n;
+	if (len >= 23 && !strncasecmp(p, "X-PDKV-KV-Check: failed", 23))
+		r->kv_check_failed = true;
+	return len;
+}
+
 static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 {
 	const struct hr_scenario *sc = w->sc;
@@ -286,6 +297,8 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pd_buf_curl_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left * 1000));
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

@@ -3,6 +3,7 @@
  */
 #include "metaserver/ms_conn.h"
 #include "httplim/pd_connlim.h"
+#include "httplim/pd_mhdhdr.h"
 #include "httplim/pd_mhdlog.h"
 #include "metaserver/ms_store.h"
 #include "pd_buf.h"
@@ -192,6 +193,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)version;
 
 	if (!rq) {
+		pd_mhdhdr_headers_done(c); /* the header deadline stops here (issue 34, D6) */
 		const char *cl =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		uint64_t n;
@@ -242,8 +244,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	struct req *rq = *con_cls;
 	(void)cls;
-	(void)c;
 	(void)toe;
+	pd_mhdhdr_request_done(c);
 	if (rq) {
 		pd_buf_free(&rq->body);
 		free(rq);
@@ -442,7 +444,7 @@ int main(int argc, char **argv)
 	lim.max_value = opt.max_body;
 	ms_store_limits(&lim);
 	connlim = pd_connlim_new("pdkv-metaserver", conn.max_total, conn.max_per);
-	if (!connlim)
+	if (!connlim || pd_connlim_header_deadline(connlim, conn.idle_s))
 		return 1;
 	/* block the signals before MHD starts its threads, so only sigwait sees them */
 	sigemptyset(&sigs);

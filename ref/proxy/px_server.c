@@ -3,6 +3,7 @@
 #include "px_srv.h"
 #include "px_fault.h"
 #include "httplim/pd_connlim.h"
+#include "httplim/pd_mhdhdr.h"
 #include "httplim/pd_mhdlog.h"
 #include "pd_log.h"
 #include "pd_util.h"
@@ -239,6 +240,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 	if (!r) {
 		const char *v;
+		pd_mhdhdr_headers_done(c); /* the header deadline stops here (issue 34, D6) */
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return MHD_NO;
@@ -333,7 +335,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
 	struct px_req *r = *con_cls;
-	(void)cls, (void)c;
+	(void)cls;
+	pd_mhdhdr_request_done(c);
 	if (!r)
 		return;
 	r->toe = toe;
@@ -380,7 +383,7 @@ int px_server_start(const struct px_opts *o, struct px_server **out, int *bound_
 	/* a thread per connection, so the connection limits bound the threads; MHD's own limit
 	 * is a backstop above ours (ours logs which flag was hit) */
 	s->lim = pd_connlim_new("pdkv-proxy", o->max_conns, o->max_conns_per_client);
-	if (!s->lim) {
+	if (!s->lim || pd_connlim_header_deadline(s->lim, o->idle_timeout_s)) {
 		close(fd);
 		server_free(s);
 		return -ENOMEM;

@@ -72,6 +72,13 @@ struct sa_opts {
 	int kv_insert_timeout_ms;
 	/* V1: --kv-block-wait-timeout-ms, how long a request waits for free KV blocks (0 = not) */
 	int kv_block_wait_ms;
+	/* --max-body (one request's body, bytes) and --max-body-in-flight (all bodies being
+	 * received or held at once) (issue 34, D7) */
+	int64_t max_body, max_body_in_flight;
+	/* --kv-integrity-policy off|fail|recompute: what a decode does with KV that fails its
+	 * checksum (off: decode from it, as vLLM, which has no checksum; the answer is marked
+	 * X-PDKV-KV-Check: failed either way) (issue 34, N4) */
+	int kv_integrity_policy;
 	const char *kv_cache_device; /* --kv-cache-device cpu|cuda|cuda:N (NULL = cpu) */
 	const char *record_requests; /* --record-requests FILE: JSON lines (sa_record.c) */
 };
@@ -82,6 +89,9 @@ struct sa_opts {
 #define SA_DEFAULT_MAX_CONNS_PER_CLIENT 2048u
 #define SA_DEFAULT_IDLE_TIMEOUT_S       300u
 #define SA_DEFAULT_KV_BLOCK_WAIT_MS     120000
+enum { SA_KVI_OFF, SA_KVI_FAIL, SA_KVI_RECOMPUTE };
+#define SA_DEFAULT_MAX_BODY           (64ll << 20)
+#define SA_DEFAULT_MAX_BODY_IN_FLIGHT (256ll << 20)
 void sa_limits_default(struct sa_opts *o);
 bool sa_limits_is_flag(const char *name);
 /* 0 = taken, 1 = not one of these flags, 2 = bad value (message printed). */
@@ -213,8 +223,9 @@ struct sa_req {
 	bool stream, include_usage;
 	uint64_t seed; /* generation seed = checksum of the KV used */
 	size_t reused, recomputed;
-	const char *kv_note; /* "hit", "miss", "computed", ... for the log line */
-	double kv_ms;        /* prefill step: KV fetched + verified, or computed (+ inserted) */
+	bool kv_check_failed; /* the received KV failed the decode's checksum: X-PDKV-KV-Check */
+	const char *kv_note;  /* "hit", "miss", "computed", ... for the log line */
+	double kv_ms;         /* prefill step: KV fetched + verified, or computed (+ inserted) */
 	uint64_t t0_ns;
 	/* V1 */
 	char engine_id[160]; /* the engine request id (vLLM's, with the random suffix if any) */

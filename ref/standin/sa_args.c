@@ -117,7 +117,9 @@ static const char usage_line[] =
     "                    [--enable-prompt-tokens-details] [--version] [-h]\n"
     "                    [--max-connections N] [--max-connections-per-client N]\n"
     "                    [--idle-timeout SEC] [--kv-zmq-max-msg-bytes N]\n"
-    "                    [--kv-insert-timeout-ms MS] [--kv-block-wait-timeout-ms MS]\n";
+    "                    [--kv-insert-timeout-ms MS] [--kv-block-wait-timeout-ms MS]\n"
+    "                    [--max-body BYTES] [--max-body-in-flight BYTES]\n"
+    "                    [--kv-integrity-policy off|fail|recompute]\n";
 
 static void usage_error(const char *fmt, const char *a, const char *b)
 {

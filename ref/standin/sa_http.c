@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 
 #include "httplim/pd_connlim.h"
+#include "httplim/pd_mhdhdr.h"
 #include "httplim/pd_mhdlog.h"
 #include "pd_log.h"
 #include "pd_util.h"
@@ -20,40 +21,95 @@
 #include "sa_record.h"
 #include "sa_req.h"
 
-#define BODY_MAX (64u << 20)
-
 struct sa_http {
 	struct sa *s;
 	struct MHD_Daemon *d;
 	struct pd_connlim *lim; /* --max-connections[-per-client]: bounds the threads too */
 	int lfd;
 	atomic_int completions; /* --fault fail-after=N counts them */
+	/* bytes of request bodies held now (reserved on Content-Length, or as a chunked body
+	 * grows), bounded by --max-body-in-flight (issue 34, D7) */
+	_Atomic int64_t body_bytes;
 };
 
 struct conn {
 	char *body;
 	size_t len, cap;
-	bool too_big, counted;
+	size_t held;        /* of h->body_bytes: released in on_completed */
+	bool too_big, busy; /* over --max-body; over --max-body-in-flight */
+	bool counted;
 	double t_arrival; /* --record-requests */
 	cJSON *rec;
 	int status;
 };
 
-/* The size limit is checked on Content-Length before a byte is buffered (413 without reading
- * into memory), and a body that fits is held in one allocation of its announced size. */
-static void body_reserve(struct MHD_Connection *c, struct conn *cn)
+/* Takes n more bytes of the in-flight bound; false (nothing taken) when they do not fit. */
+static bool body_take(struct sa_http *h, struct conn *cn, size_t n)
+{
+	int64_t cur = atomic_load(&h->body_bytes);
+	do {
+		if (cur + (int64_t)n > h->s->o.max_body_in_flight)
+			return false;
+	} while (!atomic_compare_exchange_weak(&h->body_bytes, &cur, cur + (int64_t)n));
+	cn->held += n;
+	return true;
+}
+
+/* The size limits are checked on Content-Length before a byte is buffered (413, or 503 when
+ * the bodies in flight would pass --max-body-in-flight, without reading into memory), and a
+ * body that fits is held in one allocation of its announced size. */
+static void body_reserve(struct sa_http *h, struct MHD_Connection *c, struct conn *cn)
 {
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 	uint64_t n;
 
 	if (!cl || pd_parse_u64(cl, &n))
 		return;
-	if (n > BODY_MAX) {
+	if (n > (uint64_t)h->s->o.max_body) {
 		cn->too_big = true;
+		return;
+	}
+	if (!body_take(h, cn, (size_t)n + 1)) {
+		cn->busy = true;
 		return;
 	}
 	cn->body = malloc((size_t)n + 1);
 	cn->cap = cn->body ? (size_t)n + 1 : 0;
+}
+
+/* Appends one piece of the body; a body past either bound is dropped (its bytes are read and
+ * discarded, the answer is 413 / 503). MHD_NO when memory runs out. */
+static enum MHD_Result body_add(struct sa_http *h, struct conn *cn, const char *p, size_t n)
+{
+	if (cn->too_big || cn->busy)
+		return MHD_YES;
+	if (cn->len + n > (size_t)h->s->o.max_body) {
+		cn->too_big = true;
+	} else if (cn->len + n + 1 > cn->cap) {
+		size_t nc = (cn->len + n + 1) * 2;
+		char *nb;
+
+		if (nc > (size_t)h->s->o.max_body + 1)
+			nc = (size_t)h->s->o.max_body + 1;
+		if (nc > cn->held && !body_take(h, cn, nc - cn->held)) {
+			cn->busy = true;
+		} else if (!(nb = realloc(cn->body, nc))) {
+			return MHD_NO;
+		} else {
+			cn->body = nb;
+			cn->cap = nc;
+		}
+	}
+	if (cn->too_big || cn->busy) {
+		free(cn->body);
+		cn->body = NULL;
+		cn->len = cn->cap = 0;
+		return MHD_YES;
+	}
+	memcpy(cn->body + cn->len, p, n);
+	cn->len += n;
+	cn->body[cn->len] = 0;
+	return MHD_YES;
 }
 
 static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *ctype,
@@ -73,6 +129,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *c
 		MHD_add_response_header(resp, "X-PDKV-Reused-Tokens", num);
 		snprintf(num, sizeof(num), "%zu", r->recomputed);
 		MHD_add_response_header(resp, "X-PDKV-Recomputed-Tokens", num);
+		if (r->kv_check_failed) /* issue 34, N4: visible, whatever the policy did */
+			MHD_add_response_header(resp, "X-PDKV-KV-Check", "failed");
 	}
 	ret = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
@@ -100,6 +158,7 @@ static enum MHD_Result send_error(struct MHD_Connection *c, int status, const ch
 	const char *type = status == 400   ? "BadRequestError"
 	                   : status == 401 ? "Unauthorized"
 	                   : status == 404 ? "NotFoundError"
+	                   : status == 413 ? "PayloadTooLarge"
 	                   : status == 503 ? "ServiceUnavailableError"
 	                                   : "InternalServerError";
 
@@ -109,6 +168,23 @@ static enum MHD_Result send_error(struct MHD_Connection *c, int status, const ch
 	cJSON_AddNullToObject(j, "param");
 	cJSON_AddNumberToObject(j, "code", status);
 	return send_json(c, status, j, NULL);
+}
+
+/* 413 / 503 for a body over --max-body / --max-body-in-flight, naming the flag. */
+static enum MHD_Result send_body_refused(struct sa_http *h, struct MHD_Connection *c,
+                                         const struct conn *cn)
+{
+	char msg[200];
+	if (cn->too_big) {
+		snprintf(msg, sizeof(msg), "request body larger than %lld bytes (--max-body)",
+		         (long long)h->s->o.max_body);
+		return send_error(c, 413, msg);
+	}
+	snprintf(
+	    msg, sizeof(msg),
+	    "request bodies in flight would pass %lld bytes (--max-body-in-flight); retry later",
+	    (long long)h->s->o.max_body_in_flight);
+	return send_error(c, 503, msg);
 }
 
 /* A body that is not UTF-8 never reaches vLLM's request model: FastAPI's body parsing raises
@@ -562,6 +638,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)version;
 
 	if (!cn) {
+		pd_mhdhdr_headers_done(c); /* the header deadline stops here (issue 34, D6) */
 		cn = calloc(1, sizeof(*cn));
 		if (!cn)
 			return MHD_NO;
@@ -569,28 +646,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		cn->counted = true;
 		cn->t_arrival = sa_record_now();
 		atomic_fetch_add(&s->n.inflight, 1);
-		body_reserve(c, cn);
+		body_reserve(h, c, cn);
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!cn->too_big && cn->len + *upload_size <= BODY_MAX) {
-			if (cn->len + *upload_size + 1 > cn->cap) {
-				size_t nc = (cn->len + *upload_size + 1) * 2;
-				char *nb = realloc(cn->body, nc);
-
-				if (!nb)
-					return MHD_NO;
-				cn->body = nb;
-				cn->cap = nc;
-			}
-			memcpy(cn->body + cn->len, upload, *upload_size);
-			cn->len += *upload_size;
-			cn->body[cn->len] = 0;
-		} else {
-			cn->too_big = true;
-		}
+		enum MHD_Result r = body_add(h, cn, upload, *upload_size);
 		*upload_size = 0;
-		return MHD_YES;
+		return r;
 	}
 	if (!strcmp(url, "/health")) {
 		if (!get)
@@ -639,8 +701,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return get_models(s, c);
 		if (atomic_load(&s->stopping))
 			return send_error(c, 503, "server is shutting down");
-		if (cn->too_big)
-			return send_error(c, 400, "request body larger than 64 MiB");
+		if (cn->too_big || cn->busy)
+			return send_body_refused(h, c, cn);
 		if (pd_utf8_invalid_at(cn->body, cn->len, true) >= 0)
 			return send_not_utf8(c);
 		enum MHD_Result ret;
@@ -657,13 +719,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	struct sa_http *h = cls;
 	struct conn *cn = *con_cls;
-	(void)c;
 	(void)toe;
 
+	pd_mhdhdr_request_done(c);
 	if (!cn)
 		return;
 	if (cn->counted)
 		atomic_fetch_sub(&h->s->n.inflight, 1);
+	atomic_fetch_sub(&h->body_bytes, (int64_t)cn->held);
 	sa_record_end(cn->rec);
 	free(cn->body);
 	free(cn);
@@ -692,7 +755,7 @@ int sa_http_start(struct sa *s, struct sa_http **out, int *bound_port)
 		                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	/* our limiter refuses (and logs) first; MHD's limits stay as a backstop above it */
 	h->lim = pd_connlim_new("pdkv-standin", s->o.max_conns, s->o.max_conns_per_client);
-	if (h->lim)
+	if (h->lim && !pd_connlim_header_deadline(h->lim, s->o.idle_timeout_s))
 		h->d = MHD_start_daemon(
 		    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
 		        MHD_USE_ITC | MHD_USE_ERROR_LOG,

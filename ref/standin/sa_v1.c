@@ -621,6 +621,7 @@ static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, const struc
 		same = e->sum == r->seed;
 	}
 	if (!same) {
+		r->kv_check_failed = true;
 		atomic_fetch_add(&s->n.checksum_failures, 1);
 		pd_warn("request %s: the KV in the received blocks is not the prompt's (checksum "
 		        "%016llx, expected %016llx): decoding from it anyway, as vLLM would",
@@ -657,6 +658,7 @@ static int check_blocks(struct sa *s, struct sa_req *r, struct sa_verify **vp, i
 	sa_metrics_handoff(s, (double)(r->t_kv_verified - t_arrived) / 1e9,
 	                   mdl_kv_bytes_per_token(&s->o.geom, s->o.geom.kv_heads) * r->ntok);
 	if (got != e->sum) {
+		r->kv_check_failed = true;
 		atomic_fetch_add(&s->n.checksum_failures, 1);
 		pd_warn("request %s: the KV in the received blocks is not the prompt's (checksum "
 		        "%016llx, expected %016llx): decoding from it anyway, as vLLM would",
@@ -740,6 +742,20 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 			kv1_free(s->w[r->dp][k], blk[k], nb);
 			free(blk[k]);
 		}
+	if (!ret && r->kv_check_failed && s->o.kv_integrity_policy == SA_KVI_FAIL) {
+		*msg_alloc = pd_asprintf("KV for request %s failed the decode's integrity check; "
+		                         "--kv-integrity-policy fail",
+		                         r->id);
+		*msg = NULL;
+		return 500;
+	}
+	if (!ret && r->kv_check_failed && s->o.kv_integrity_policy == SA_KVI_RECOMPUTE) {
+		pd_warn(
+		    "request %s: --kv-integrity-policy recompute: recomputing %zu prompt tokens",
+		    r->id, r->ntok);
+		r->kv_note = "recomputed(kv check failed)";
+		return local_compute(s, r, true) ? 500 : 0;
+	}
 	if (!ret) {
 		uint64_t t0 = pd_now_ns();
 

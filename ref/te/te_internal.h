@@ -192,6 +192,10 @@ struct te_net_server;
 int te_net_server_start(int lfd, const char *name, int max_conns, te_net_serve_fn serve, void *ctx,
                         struct te_net_server **out);
 void te_net_server_stop(struct te_net_server *s);
+/* Called by a serve function on its own thread: true when it starts waiting for a peer's next
+ * request, false when bytes came. A full table makes room for a new peer by closing the
+ * longest idle connection of a peer holding more than its fair share (table / peers). */
+void te_net_conn_idle(bool idle);
 
 /* ================================================================ handshake (te_handshake.c)
  * Frames: docs/handshake.md. */

@@ -10,9 +10,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -81,6 +84,14 @@ void te_net_tune_socket(int fd)
 }
 
 /* ---------------------------------------------------------------- the shared accept loop */
+/* One slot per open connection: its socket, its peer's address (no port) and, while its serve
+ * waits between requests (te_net_conn_idle), when that wait began. */
+struct net_slot {
+	int fd; /* -1 = free: stop() shuts the open ones down */
+	unsigned char peer[16];
+	_Atomic uint64_t idle_since; /* pd_now_ns() of the idle wait's start, 0 = busy */
+};
+
 struct te_net_server {
 	int lfd; /* the caller's; not closed here */
 	int wake[2];
@@ -91,7 +102,8 @@ struct te_net_server {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int max_conns, nconns;
-	int *conn_fds; /* max_conns slots, -1 = free: stop() shuts the open ones down */
+	struct net_slot *slots; /* max_conns */
+	uint64_t evicted;
 	bool stopping;
 };
 
@@ -100,10 +112,20 @@ struct net_conn {
 	int fd, slot;
 };
 
+static __thread struct net_conn *tl_conn; /* the connection this serve thread runs */
+
+void te_net_conn_idle(bool idle)
+{
+	struct net_conn *c = tl_conn;
+	if (c)
+		atomic_store(&c->s->slots[c->slot].idle_since, idle ? pd_now_ns() : 0);
+}
+
 static void release_slot(struct te_net_server *s, int slot, int fd)
 {
 	pthread_mutex_lock(&s->mu);
-	s->conn_fds[slot] = -1;
+	s->slots[slot].fd = -1;
+	atomic_store(&s->slots[slot].idle_since, 0);
 	close(fd);
 	s->nconns--;
 	pthread_cond_broadcast(&s->cv);
@@ -113,28 +135,114 @@ static void release_slot(struct te_net_server *s, int slot, int fd)
 static void *conn_main(void *arg)
 {
 	struct net_conn *c = arg;
+	tl_conn = c;
 	c->s->serve(c->s->ctx, c->fd);
+	tl_conn = NULL;
 	release_slot(c->s, c->slot, c->fd);
 	free(c);
 	return NULL;
 }
 
+/* The peer's address without its port (IPv4 as a v4-mapped IPv6 address). */
+static void peer_key(const struct sockaddr_storage *ss, unsigned char key[16])
+{
+	memset(key, 0, 16);
+	if (ss->ss_family == AF_INET) {
+		key[10] = key[11] = 0xff;
+		memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		memcpy(key, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	}
+}
+
 /* A free slot for fd, or -1 when every slot is busy (or the server is stopping). */
-static int take_slot(struct te_net_server *s, int fd)
+static int take_slot(struct te_net_server *s, int fd, const unsigned char peer[16])
 {
 	int slot = -1;
 	pthread_mutex_lock(&s->mu);
 	for (int i = 0; i < s->max_conns && !s->stopping; i++)
-		if (s->conn_fds[i] < 0) {
+		if (s->slots[i].fd < 0) {
 			slot = i;
 			break;
 		}
 	if (slot >= 0) {
-		s->conn_fds[slot] = fd;
+		s->slots[slot].fd = fd;
+		memcpy(s->slots[slot].peer, peer, 16);
+		atomic_store(&s->slots[slot].idle_since, 0);
 		s->nconns++;
 	}
 	pthread_mutex_unlock(&s->mu);
 	return slot;
+}
+
+/* How many open connections come from peer (s->mu held). */
+static int peer_count(const struct te_net_server *s, const unsigned char peer[16])
+{
+	int n = 0;
+	for (int i = 0; i < s->max_conns; i++)
+		n += s->slots[i].fd >= 0 && !memcmp(s->slots[i].peer, peer, 16);
+	return n;
+}
+
+/* The table is full and a connection from newp waits (s->mu held): the fair share is the table
+ * divided among the peers that hold slots, newp included. The idle connection that has waited
+ * longest among the peers holding more than their share is shut down (its serve sees EOF and
+ * frees the slot); -1 when there is none, so busy connections and peers within their share are
+ * never cut for a newcomer. */
+static int evict_over_share(struct te_net_server *s, const unsigned char newp[16])
+{
+	int npeers = 1, share, victim = -1;
+	uint64_t oldest = UINT64_MAX;
+
+	for (int i = 0; i < s->max_conns; i++) {
+		bool seen = !memcmp(s->slots[i].peer, newp, 16);
+		for (int j = 0; j < i && !seen; j++)
+			seen = !memcmp(s->slots[j].peer, s->slots[i].peer, 16);
+		npeers += !seen;
+	}
+	share = s->max_conns / npeers;
+	if (share < 1)
+		share = 1;
+	for (int i = 0; i < s->max_conns; i++) {
+		uint64_t t = atomic_load(&s->slots[i].idle_since);
+		if (s->slots[i].fd < 0 || t == 0 || t >= oldest)
+			continue;
+		if (peer_count(s, s->slots[i].peer) > share) {
+			oldest = t;
+			victim = i;
+		}
+	}
+	if (victim >= 0) {
+		shutdown(s->slots[victim].fd, SHUT_RDWR);
+		atomic_store(&s->slots[victim].idle_since, 0); /* not picked twice */
+		s->evicted++;
+	}
+	return victim;
+}
+
+/* Full table: frees a slot for a connection from peer when fair share allows it, waiting up to
+ * 2 s for the evicted connection's serve to return; true when a slot is free. */
+static bool make_room(struct te_net_server *s, const unsigned char peer[16])
+{
+	bool ok = false;
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	pthread_mutex_lock(&s->mu);
+	if (!s->stopping && evict_over_share(s, peer) >= 0) {
+		while (s->nconns >= s->max_conns && !s->stopping)
+			if (pthread_cond_timedwait(&s->cv, &s->mu, &until))
+				break;
+		ok = s->nconns < s->max_conns && !s->stopping;
+		if (s->evicted == 1 || s->evicted % 100 == 0)
+			pd_warn(
+			    "%s: %d connections open; closed an idle one of a peer holding more "
+			    "than its share (%llu so far)",
+			    s->name, s->max_conns, (unsigned long long)s->evicted);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ok;
 }
 
 static void spawn_conn(struct te_net_server *s, int fd, int slot)
@@ -153,7 +261,7 @@ static void spawn_conn(struct te_net_server *s, int fd, int slot)
 	if (!c || pthread_create(&t, &at, conn_main, c)) {
 		free(c);
 		pthread_mutex_lock(&s->mu);
-		s->conn_fds[slot] = -1;
+		s->slots[slot].fd = -1;
 		s->nconns--;
 		pthread_mutex_unlock(&s->mu);
 		close(fd);
@@ -167,6 +275,9 @@ static void *accept_main(void *arg)
 
 	for (;;) {
 		struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
+		struct sockaddr_storage ss = {0};
+		socklen_t sl = sizeof(ss);
+		unsigned char peer[16];
 		int fd, slot;
 
 		if (poll(p, 2, -1) < 0) {
@@ -178,13 +289,16 @@ static void *accept_main(void *arg)
 			break;
 		if (!(p[0].revents & POLLIN))
 			continue;
-		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+		fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
 				pd_sleep_ms(50);
 			continue;
 		}
-		slot = take_slot(s, fd);
+		peer_key(&ss, peer);
+		slot = take_slot(s, fd, peer);
+		if (slot < 0 && make_room(s, peer))
+			slot = take_slot(s, fd, peer);
 		if (slot < 0) {
 			pd_warn("%s: %d connections open, refusing one", s->name, s->max_conns);
 			close(fd);
@@ -204,7 +318,7 @@ static void server_free(struct te_net_server *s)
 	}
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
-	free(s->conn_fds);
+	free(s->slots);
 	free(s);
 }
 
@@ -214,7 +328,7 @@ int te_net_server_start(int lfd, const char *name, int max_conns, te_net_serve_f
 	struct te_net_server *s = calloc(1, sizeof(*s));
 
 	*out = NULL;
-	if (!s || !(s->conn_fds = malloc((size_t)max_conns * sizeof(int)))) {
+	if (!s || !(s->slots = calloc((size_t)max_conns, sizeof(*s->slots)))) {
 		free(s);
 		return TE_ERR_MEMORY;
 	}
@@ -224,7 +338,7 @@ int te_net_server_start(int lfd, const char *name, int max_conns, te_net_serve_f
 	s->ctx = ctx;
 	s->max_conns = max_conns;
 	for (int i = 0; i < max_conns; i++)
-		s->conn_fds[i] = -1;
+		s->slots[i].fd = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	if (pipe2(s->wake, O_CLOEXEC)) {
@@ -252,8 +366,8 @@ void te_net_server_stop(struct te_net_server *s)
 	pthread_mutex_lock(&s->mu);
 	s->stopping = true;
 	for (int i = 0; i < s->max_conns; i++)
-		if (s->conn_fds[i] >= 0)
-			shutdown(s->conn_fds[i], SHUT_RDWR);
+		if (s->slots[i].fd >= 0)
+			shutdown(s->slots[i].fd, SHUT_RDWR);
 	while (s->nconns > 0)
 		pthread_cond_wait(&s->cv, &s->mu);
 	pthread_mutex_unlock(&s->mu);

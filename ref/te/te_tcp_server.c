@@ -116,6 +116,7 @@ static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, st
 {
 	uint64_t t0 = pd_now_ns(); /* the wait (idle or for the header) started here */
 	size_t started = in->len - in->pos;
+	bool marked = false; /* told te_net this connection waits idle (fair share, D4) */
 
 	while (in->len - in->pos < TCP_HDR_LEN) {
 		size_t have = in->len - in->pos;
@@ -133,6 +134,10 @@ static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, st
 			int ms = srv_wait_ms(tp, in, have, t0, &idle), pr;
 			if (ms == 0)
 				return srv_header_timeout(tp, in, have, idle);
+			if (!have && !marked) {
+				te_net_conn_idle(true);
+				marked = true;
+			}
 			pr = poll(&p, 1, ms);
 			if (pr == 0 && atomic_load(&tp->stopping))
 				return have ? -EPROTO : 1;
@@ -141,6 +146,9 @@ static int srv_read_header(struct te_transport *tp, int fd, unsigned char *h, st
 		}
 		r = recv(fd, in->b + have, SRV_INBUF - have, MSG_DONTWAIT);
 		if (r > 0) {
+			if (marked)
+				te_net_conn_idle(false);
+			marked = false;
 			in->len += (size_t)r;
 			continue;
 		}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "httplim/pd_mhdhdr.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -26,7 +27,15 @@ struct pd_connlim {
 	unsigned max_total, max_per, open;
 	struct client *clients;
 	uint64_t last_log, refused_since_log, refused;
+	struct pd_mhdhdr *hdr; /* the header deadline, when set (issue 34, D6) */
 };
+
+int pd_connlim_header_deadline(struct pd_connlim *l, unsigned idle_s)
+{
+	if (!l->hdr)
+		l->hdr = pd_mhdhdr_new(l->who, idle_s * 1000u);
+	return l->hdr ? 0 : -1;
+}
 
 struct pd_connlim *pd_connlim_new(const char *who, unsigned max_total, unsigned max_per_client)
 {
@@ -44,6 +53,7 @@ void pd_connlim_free(struct pd_connlim *l)
 {
 	if (!l)
 		return;
+	pd_mhdhdr_free(l->hdr);
 	while (l->clients) {
 		struct client *c = l->clients;
 		l->clients = c->next;
@@ -155,8 +165,7 @@ void pd_connlim_notify(void *cls, struct MHD_Connection *c, void **socket_contex
 	const union MHD_ConnectionInfo *ci;
 	uint8_t a[16];
 	int fam;
-	(void)socket_context;
-
+	pd_mhdhdr_notify(l->hdr, c, socket_context, toe);
 	if (toe != MHD_CONNECTION_NOTIFY_CLOSED)
 		return;
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);

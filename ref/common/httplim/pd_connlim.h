@@ -17,6 +17,10 @@ enum MHD_Result pd_connlim_accept(void *cls, const struct sockaddr *addr, sockle
 /* MHD_OPTION_NOTIFY_CONNECTION (cls = the limiter) */
 void pd_connlim_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                        enum MHD_ConnectionNotificationCode toe);
+/* Adds the whole-header deadline (pd_mhdhdr.h) to the server: its handlers then call
+ * pd_mhdhdr_headers_done on a request's first call and pd_mhdhdr_request_done when it completed;
+ * idle_s is the server's idle timeout. Call before MHD starts; -1 without memory or thread. */
+int pd_connlim_header_deadline(struct pd_connlim *l, unsigned idle_s);
 unsigned pd_connlim_open(struct pd_connlim *l);    /* connections held now */
 uint64_t pd_connlim_refused(struct pd_connlim *l); /* refused since start */
 

@@ -55,6 +55,35 @@ c=$(served 127.0.0.2)
 check "served again once the flood is gone (HTTP $c)" [ "$c" = 200 ]
 tl_stop
 
+# ---- D7 (issue 34): --max-body and --max-body-in-flight ----
+start --max-body 4000000 --max-body-in-flight 10000000
+head -c 5000000 /dev/zero | tr '\0' a >"$TMP/5m"
+c=$(curl -sS -m 20 -o "$TMP/body" -w '%{http_code}' "$U/v1/completions" \
+	-H 'Content-Type: application/json' --data-binary @"$TMP/5m")
+check "body over --max-body -> 413 (HTTP $c)" [ "$c" = 413 ]
+check "the 413 names --max-body" grep -q "larger than 4000000 bytes (--max-body)" "$TMP/body"
+# three bodies of 3 MB announced and half sent hold 9 MB of the 10 MB bound
+for i in 3 4 5; do
+	eval "exec $i<>/dev/tcp/127.0.0.1/$PORT"
+	printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 3000000\r\n\r\n' >&$i
+	head -c 1500000 /dev/zero | tr '\0' a >&$i
+done
+sleep 0.3
+{ printf '{"model":"m","max_tokens":1,"prompt":"'; head -c 2000000 /dev/zero | tr '\0' b; printf '"}'; } >"$TMP/2m"
+c=$(curl -sS -m 20 -o "$TMP/body" -w '%{http_code}' "$U/v1/completions" \
+	-H 'Content-Type: application/json' -H 'Expect:' --data-binary @"$TMP/2m" 2>/dev/null)
+check "a fourth large body past --max-body-in-flight -> 503 (HTTP $c)" [ "$c" = 503 ]
+check "the 503 names --max-body-in-flight" grep -q "(--max-body-in-flight)" "$TMP/body"
+c=$(served 127.0.0.1)
+check "a small request is still served (HTTP $c)" [ "$c" = 200 ]
+exec 3>&- 4>&- 5>&-
+sleep 0.3
+c=$(curl -sS -m 20 -o "$TMP/body" -w '%{http_code}' "$U/v1/completions" \
+	-H 'Content-Type: application/json' -H 'Expect:' --data-binary @"$TMP/2m")
+check "once they are gone the large body is read again (HTTP $c, 400 on its length)" [ "$c" = 400 ]
+rm -f "$TMP/5m" "$TMP/2m"
+tl_stop
+
 # ---- D7: a 48 MB prompt against --max-model-len 1000 ----
 start
 hwm() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$PID/status"; }

@@ -65,6 +65,19 @@ OUT=$(route_b $PORT_Pbad $PORT_Dbad $BOOT "$PROMPT" 12 0 | text)
 check "corrupt, non-streamed: HTTP 200" [ "$(cat $TMP/status)" = 200 ]
 check "corrupt, non-streamed: text follows the wrong KV ('$OUT')" [ "$OUT" != "$REF" ]
 check "corrupt, non-streamed: 2 checksum failures" [ "$(metric $PORT_Dbad pdkv_kv_checksum_failures_total)" = 2 ]
+check "corrupt, non-streamed: marked X-PDKV-KV-Check: failed (issue 34, N4)" grep -qi "^X-PDKV-KV-Check: failed" "$TMP/hdr"
+OUT=$(route_b $PORT_Pok $PORT_Dok $BOOT "$PROMPT" 12 0 | text)
+check "good KV: no X-PDKV-KV-Check header" bash -c "! grep -qi '^X-PDKV-KV-Check' '$TMP/hdr'"
+
+pair pf --fault corrupt -- --kv-integrity-policy fail
+OUT=$(route_b $PORT_Ppf $PORT_Dpf $BOOT "$PROMPT" 12 0)
+check "corrupt, --kv-integrity-policy fail: HTTP 500" [ "$(cat $TMP/status)" = 500 ]
+check "... the error names the policy" grep -q "kv-integrity-policy fail" "$TMP/resp"
+pair pr --fault corrupt -- --kv-integrity-policy recompute
+OUT=$(route_b $PORT_Ppr $PORT_Dpr $BOOT "$PROMPT" 12 0 | text)
+check "corrupt, --kv-integrity-policy recompute: HTTP 200" [ "$(cat $TMP/status)" = 200 ]
+check "... text equals the plain stand-in's ('$OUT')" [ "$OUT" = "$REF" ]
+check "... still marked X-PDKV-KV-Check: failed" grep -qi "^X-PDKV-KV-Check: failed" "$TMP/hdr"
 
 pair tp -tp 2 -- -tp 2
 OUT=$(route_bs $PORT_Ptp $PORT_Dtp $BOOT "$PROMPT" 12)

@@ -13,6 +13,7 @@
 #include <endian.h>
 #include <poll.h>
 #include <pthread.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -99,6 +100,69 @@ static void test_data_port_silent_flood(void **state)
 		assert_true(closed_by_peer(fds[i], 10000));
 		close(fds[i]);
 	}
+	te_engine_destroy(a);
+	te_engine_destroy(b);
+	free(la);
+	free(lb);
+}
+
+/* A connection from src (a loopback address other than 127.0.0.1: another peer) to port. */
+static int connect_from(const char *src, int port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET}, b = {.sin_family = AF_INET};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	inet_pton(AF_INET, src, &a.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &b.sin_addr);
+	b.sin_port = htons((uint16_t)port);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    connect(fd, (struct sockaddr *)&b, sizeof(b))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* D4 (issue 34): 256 connections from other peers that each make one valid 8-byte READ and then
+ * idle used to hold the whole table for the 900 s idle timeout; a full table now closes the
+ * longest idle connection of a peer above its fair share, so the legitimate initiator gets in. */
+static void test_data_port_idle_fair_share(void **state)
+{
+	enum { N = TCP_MAX_SERVER_CONNS };
+	struct te_engine *a, *b;
+	char *la = calloc(1, BUF), *lb = calloc(1, BUF);
+	unsigned char h[TCP_HDR_LEN] = {0};
+	int fds[N], port, closed = 0;
+	uint64_t v;
+	(void)state;
+
+	a = mk("P2PHANDSHAKE", "ia");
+	b = mk("P2PHANDSHAKE", "ib");
+	assert_int_equal(te_register(a, la, BUF, "cpu:0"), 0);
+	assert_int_equal(te_register(b, lb, BUF, "cpu:0"), 0);
+	port = te_engine_rpc_port(b) + 1;
+	v = htole64(8);
+	memcpy(h, &v, 8);
+	v = htole64((uint64_t)(uintptr_t)lb);
+	memcpy(h + 8, &v, 8);
+	h[16] = TE_READ;
+	for (int i = 0; i < N; i++) {
+		char src[32], body[8];
+		snprintf(src, sizeof(src), "127.0.0.%d", 2 + i % 4);
+		fds[i] = connect_from(src, port);
+		assert_true(fds[i] >= 0);
+		te_net_set_timeouts_ms(fds[i], 5000);
+		assert_int_equal(send(fds[i], h, sizeof(h), MSG_NOSIGNAL), (ssize_t)sizeof(h));
+		assert_int_equal(pd_read_full(fds[i], body, sizeof(body)), 0);
+	}
+	memset(la, 0x6d, 4096);
+	assert_int_equal(write_until_ok(a, b, la, lb, 8), 0);
+	assert_int_equal((unsigned char)lb[4095], 0x6d);
+	for (int i = 0; i < N; i++) {
+		closed += closed_by_peer(fds[i], 1);
+		close(fds[i]);
+	}
+	assert_true(closed >= 1); /* the room came from the idle flood, not from a free slot */
 	te_engine_destroy(a);
 	te_engine_destroy(b);
 	free(la);
@@ -268,6 +332,7 @@ int main(void)
 	const struct CMUnitTest t[] = {
 	    cmocka_unit_test(test_data_port_silent_flood),
 	    cmocka_unit_test(test_data_port_stall_and_idle),
+	    cmocka_unit_test(test_data_port_idle_fair_share),
 	    cmocka_unit_test(test_handshake_trickle),
 	    cmocka_unit_test(test_republish),
 	};
