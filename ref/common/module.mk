@@ -16,3 +16,6 @@ test_pd_buf_LIBS := pdcommon
 # pdhttplim: connection limits (total, per client address) for the libmicrohttpd servers
 LIBS += pdhttplim
 pdhttplim_SRCS := $(wildcard ref/common/httplim/*.c)
+TESTS += test_pd_env
+test_pd_env_SRCS := ref/common/tests/test_pd_env.c
+test_pd_env_LIBS := pdcommon
