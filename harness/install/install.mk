@@ -13,3 +13,7 @@ install:
 deb:
 	@$(MAKE) --no-print-directory $(BINFILES)
 	@BUILD=$(BUILD) VERSION=$(PDKV_VERSION) bash harness/install/pkg.sh deb
+# every command, without the test programs (the package build's dh_auto_build)
+.PHONY: bins
+bins:
+	@$(MAKE) --no-print-directory $(BINFILES)
