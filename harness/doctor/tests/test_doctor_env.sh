@@ -34,5 +34,8 @@ check "--man=proxy has OPENAI_API_KEY" [ $? -eq 0 ]
 check "--man of an unknown command exits 2" [ $? -eq 2 ]
 "$D" --env --bogus 2>/dev/null
 check "a bad flag exits 2" [ $? -eq 2 ]
+"$D" --env --markdown >"$T/env.md"
+check "docs/environment.md is current (pdkv doctor --env --markdown >docs/environment.md)" \
+  cmp -s "$T/env.md" docs/environment.md
 [ "$fails" -eq 0 ] && echo "test_doctor_env: PASS"
 exit "$fails"
