@@ -12,7 +12,7 @@ PKGS=(
   gnuplot-nox iperf3 curl procps psmisc
   qemu-system-x86 busybox-static
   clang-format clang-tidy clang libclang-rt-dev
-  help2man man-db dpkg-dev openssh-server openssh-client nftables iputils-ping
+  help2man man-db dpkg-dev debhelper openssh-server openssh-client nftables iputils-ping
   python3
   prometheus libxml2-utils lintian
 )

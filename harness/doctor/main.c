@@ -598,12 +598,16 @@ static int print_results(const struct opts *o)
 	return g_count[FAIL] ? 1 : 0;
 }
 
+int doctor_env_main(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.rdma_wanted = true, .vllm = CFG_VLLM_V1};
 	int rc;
 
 	pd_log_set_name("pdkv-doctor");
+	if (argc > 1 && !strcmp(argv[1], "--env")) /* harness/doctor/doctor_env.c */
+		return doctor_env_main(argc - 1, argv + 1);
 	rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc == 1 ? 0 : 2;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # pkg.sh: `make install` and `make deb` — lays out pdkv's binaries, scenarios, fixtures, docs and
-# one man page per command (help2man over each --help) under DESTDIR/PREFIX, then packs a .deb.
+# one man page per command (help2man over each --help) under DESTDIR/PREFIX; `deb` builds the
+# package with dpkg-buildpackage from harness/install/debian/.
 # Usage: pkg.sh install | deb     (BUILD, PREFIX, DESTDIR, VERSION from the environment)
 set -euo pipefail
 
@@ -37,16 +38,26 @@ bins() {
   done
 }
 
-# A man page from the command's --help; help2man when installed, else a plain page that
-# carries the same text verbatim (still readable with man(1)).
+# A man page from the command's --help (help2man), with EXIT STATUS, FILES, SEE ALSO
+# (man/common.h2m), the command's EXAMPLES (man/<command>.h2m) and ENVIRONMENT generated from
+# the pd_env table (pdkv-doctor --env --man=<command>); without help2man a plain page.
 man_page() {
-  local bin=$1 out=$2 name desc
+  local bin=$1 out=$2 name desc inc
   name=$(basename "$bin")
   desc=${WHAT[$name]:-pdkv command}
+  inc=$(mktemp)
+  {
+    cat harness/install/man/common.h2m
+    [ -f "harness/install/man/$name.h2m" ] && { echo; cat "harness/install/man/$name.h2m"; }
+    if [ -x "$BUILD/bin/pdkv-doctor" ] && [ -n "$("$BUILD/bin/pdkv-doctor" --env --man="$name")" ]; then
+      printf '\n[ENVIRONMENT]\n'
+      "$BUILD/bin/pdkv-doctor" --env --man="$name"
+    fi
+  } >"$inc"
   if command -v help2man >/dev/null; then
     help2man --no-info --no-discard-stderr --section=1 --version-string="$VERSION" \
-      --source=pdkv --manual="pdkv manual" -n "$desc" -N "$bin" >"$out" ||
-      die "help2man failed on $bin"
+      --source=pdkv --manual="pdkv manual" -n "$desc" -N -i "$inc" "$bin" >"$out" ||
+      { rm -f "$inc"; die "help2man failed on $bin"; }
   else
     {
       echo ".TH ${name^^} 1 \"\" \"pdkv $VERSION\" \"pdkv manual\""
@@ -58,6 +69,7 @@ man_page() {
       echo ".fi"
     } >"$out"
   fi
+  rm -f "$inc"
 }
 
 do_install() {
@@ -87,47 +99,31 @@ do_install() {
   echo "pkg.sh: installed $(bins | wc -l) commands under $root"
 }
 
-# Debian's own tools: dpkg-shlibdeps for the library Depends, dpkg-deb to build.
+# Debian's own tooling: a staging copy of the tree with harness/install/debian/ as debian/,
+# dpkg-buildpackage -b (debhelper: build, install, strip into -dbgsym, shlibdeps, compress man
+# pages), then lintian on the result. The packages land in $BUILD/.
 do_deb() {
-  local arch stage src deps size out
-  command -v dpkg-deb >/dev/null || die "dpkg-deb not found (apt-get install dpkg)"
-  command -v dpkg-shlibdeps >/dev/null || die "dpkg-shlibdeps not found (apt-get install dpkg-dev)"
-  arch=$(dpkg --print-architecture)
-  stage=$BUILD/deb/root
-  src=$BUILD/deb/src
-  rm -rf "$BUILD/deb"
-  DESTDIR=$stage PREFIX=/usr GZIP_MAN=1 do_install >/dev/null
-  mkdir -p "$src/debian" "$stage/DEBIAN"
-  printf 'Source: pdkv\n\nPackage: pdkv\nArchitecture: any\n' >"$src/debian/control"
-  local abs_stage
-  abs_stage=$(cd "$stage" && pwd)
-  deps=$(cd "$src" && dpkg-shlibdeps -O "$abs_stage"/usr/bin/* 2>/dev/null |
-    sed -n 's/^shlibs:Depends=//p')
-  [ -n "$deps" ] || die "dpkg-shlibdeps found no dependencies"
-  size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
-  cat >"$stage/DEBIAN/control" <<EOF
-Package: pdkv
-Version: $VERSION-$DEB_REVISION
-Architecture: $arch
-Maintainer: pdkv developers <pdkv@localhost>
-Installed-Size: $size
-Depends: $deps
-Recommends: etcd-server, redis-server, openssh-client, iproute2
-Suggests: rdma-core, ibverbs-providers, perftest, nftables, openssh-server, gnuplot-nox
-Section: devel
-Priority: optional
-Description: conformance and benchmark kit for vLLM P/D KV-cache transfer
- pdkv checks a vLLM Prefill/Decode deployment's KV-cache transfer over the
- Mooncake transfer engine: scenario runner (pdkv run), config checker,
- port planner, transfer-engine benchmark, host doctor, and reference
- stand-ins, proxy and metadata server to run the scenarios without GPUs.
-EOF
-  install -d "$stage/usr/share/doc/pdkv"
-  printf 'pdkv %s\n\nSee /usr/share/doc/pdkv/README.md.\n' "$VERSION" \
-    >"$stage/usr/share/doc/pdkv/copyright"
-  out=$BUILD/pdkv_${VERSION}-${DEB_REVISION}_${arch}.deb
-  dpkg-deb --root-owner-group -Zxz --build "$stage" "$out" >/dev/null
-  echo "pkg.sh: built $out (Depends: $deps)"
+  local src stage abs out
+  command -v dpkg-buildpackage >/dev/null || die "dpkg-buildpackage not found (apt-get install dpkg-dev)"
+  command -v dh >/dev/null || die "dh not found (apt-get install debhelper)"
+  abs=$(mkdir -p "$BUILD" && cd "$BUILD" && pwd)
+  stage=$abs/debsrc
+  src=$stage/pdkv-$VERSION
+  rm -rf "$stage" "$abs"/pdkv_*.deb "$abs"/pdkv-dbgsym_*.deb "$abs"/pdkv_*.changes "$abs"/pdkv_*.buildinfo
+  mkdir -p "$src"
+  if git rev-parse --git-dir >/dev/null 2>&1; then
+    git ls-files -z --cached --others --exclude-standard | grep -zv '^build' |
+      xargs -0 cp --parents -t "$src"
+  else
+    tar --exclude='./build*' -cf - . | tar -xf - -C "$src"
+  fi
+  cp -r harness/install/debian "$src/debian"
+  (cd "$src" && dpkg-buildpackage -b -us -uc -j"${DEB_JOBS:-2}") >"$stage/build.log" 2>&1 ||
+    { tail -30 "$stage/build.log"; die "dpkg-buildpackage failed (log $stage/build.log)"; }
+  for out in "$stage"/*.deb "$stage"/*.changes "$stage"/*.buildinfo; do
+    mv "$out" "$abs/"
+  done
+  echo "pkg.sh: built $(cd "$abs" && ls pdkv_*.deb pdkv-dbgsym_*.deb 2>/dev/null | tr '\n' ' ')"
 }
 
 case ${1:-} in

@@ -19,3 +19,6 @@ pdhttplim_SRCS := $(wildcard ref/common/httplim/*.c)
 TESTS += test_pd_stats
 test_pd_stats_SRCS := ref/common/tests/test_pd_stats.c
 test_pd_stats_LIBS := pdcommon
+TESTS += test_pd_env
+test_pd_env_SRCS := ref/common/tests/test_pd_env.c
+test_pd_env_LIBS := pdcommon

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kv1_internal.h"
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -194,14 +195,12 @@ int kv1_rhold_room(struct kv1_worker *w, const char *peer, uint64_t deadline_ns,
 /* Seconds P may still write after the receive gave up: see the file's comment. */
 static uint64_t hold_s(struct kv1_worker *w, size_t n, bool answered)
 {
-	const char *e = getenv("MC_TRANSFER_TIMEOUT");
 	uint64_t bytes = (uint64_t)n * w->o.block_len * (uint64_t)w->o.nbufs;
-	int64_t s = 30;
+	int64_t s;
 
 	if (w->rhold_s)
 		return w->rhold_s;
-	if (e && (pd_parse_i64(e, &s) || s < 5 || s > 86400))
-		s = 30;
+	pd_env_int("MC_TRANSFER_TIMEOUT", &s);
 	s += KV1_RHOLD_LANE_S + (int64_t)(bytes / 1000000000ull) + 1;
 	if (!answered && w->o.abort_timeout_s > 0)
 		s += w->o.abort_timeout_s;

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "kv1_internal.h"
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -227,11 +228,9 @@ void kv1_hold_add(struct kv1_worker *w, uint64_t batch, size_t n, size_t next,
  * as te_transfer_sync reads it) plus a nanosecond per byte. */
 static uint64_t write_deadline_ns(uint64_t t0, uint64_t bytes)
 {
-	const char *e = getenv("MC_TRANSFER_TIMEOUT");
-	int64_t s = 30;
+	int64_t s;
 
-	if (e && (pd_parse_i64(e, &s) || s < 5 || s > 86400))
-		s = 30;
+	pd_env_int("MC_TRANSFER_TIMEOUT", &s);
 	return t0 + (uint64_t)s * 1000000000ull + bytes;
 }
 

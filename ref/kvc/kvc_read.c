@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "kvc/kvc_internal.h"
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te/te.h"
@@ -69,14 +70,13 @@ static size_t chunk_bytes(size_t len)
 
 static int timeout_ms_of(const struct kvc_pipe *p, size_t len)
 {
-	const char *e = getenv("MC_TRANSFER_TIMEOUT");
-	int64_t s = 30;
+	int64_t s, ms;
 
 	if (p->transfer_timeout_ms > 0)
 		return p->transfer_timeout_ms;
-	if (e && (pd_parse_i64(e, &s) || s < 5))
-		s = 30;
-	return (int)(s * 1000 + (int64_t)(len / 1000000));
+	pd_env_int("MC_TRANSFER_TIMEOUT", &s); /* 5..86400 s: s * 1000 fits an int */
+	ms = s * 1000 + (int64_t)(len / 1000000);
+	return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
 static void land_free(struct kvc_land *l)

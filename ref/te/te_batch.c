@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_tsan.h"
 #include "pd_util.h"
@@ -375,11 +376,11 @@ out:
 /* ---------------------------------------------------------------- one transfer, waited for */
 static int transfer_timeout_ms(size_t len)
 {
-	const char *e = getenv("MC_TRANSFER_TIMEOUT");
-	int64_t s = 30;
-	if (e && (pd_parse_i64(e, &s) || s < 5))
-		s = 30;
-	return (int)(s * 1000 + (int64_t)(len / 1000000));
+	int64_t s, ms;
+
+	pd_env_int("MC_TRANSFER_TIMEOUT", &s); /* 5..86400 s: s * 1000 fits an int */
+	ms = s * 1000 + (int64_t)(len / 1000000);
+	return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
 int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, void *local,

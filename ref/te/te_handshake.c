@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -274,11 +275,10 @@ void te_hs_server_stop(struct te_hs_server *s)
 /* ---------------------------------------------------------------- client */
 static int hs_connect_timeout_ms(void)
 {
-	const char *e = getenv("MC_HANDSHAKE_CONNECT_TIMEOUT");
 	int64_t v;
-	if (e && !pd_parse_i64(e, &v) && v > 0 && v < 3600)
-		return (int)v * 1000;
-	return 5000;
+
+	pd_env_int("MC_HANDSHAKE_CONNECT_TIMEOUT", &v); /* 1..600 s, as the RDMA side reads it */
+	return (int)v * 1000;
 }
 
 int te_hs_request(const char *host, int port, int type, const char *json, char **reply,

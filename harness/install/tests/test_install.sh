@@ -44,22 +44,44 @@ grep -q "run " "$T/help.out" || fail "installed pdkv --help does not list run"
 grep -q "1p1d-tcp-etcd" "$T/list.out" || fail "installed pdkv run --list misses the default suite"
 ok "installed pdkv --help, pdkv run --list finds share/pdkv/scenarios"
 
-# the Debian package
+# man pages carry more than --help: EXIT STATUS, FILES, EXAMPLES, and ENVIRONMENT from pd_env
+page=$(MANWIDTH=200 man -l "$R/share/man/man1/pdkv-run.1" 2>/dev/null)
+for sec in "EXIT STATUS" FILES EXAMPLES ENVIRONMENT; do
+  grep -q "^$sec" <<<"$page" || fail "pdkv-run.1 has no $sec section"
+done
+grep -q "PDKV_SCENARIOS" <<<"$page" || fail "pdkv-run.1's ENVIRONMENT lacks PDKV_SCENARIOS"
+grep -q "OPENAI_API_KEY" <(MANWIDTH=200 man -l "$R/share/man/man1/pdkv-proxy.1") ||
+  fail "pdkv-proxy.1's ENVIRONMENT lacks OPENAI_API_KEY"
+ok "man pages: EXIT STATUS, FILES, EXAMPLES, ENVIRONMENT (from pdkv-doctor --env --man)"
+
+# the Debian package: dpkg-buildpackage with harness/install/debian/, then lintian
+t0=$(date +%s)
 make --no-print-directory -s deb BUILD="$BUILD" >"$T/deb.log" 2>&1 || { cat "$T/deb.log"; fail "make deb"; }
+echo "make deb: $(($(date +%s) - t0)) s"
 deb=$(ls "$BUILD"/pdkv_*.deb | head -1)
 [ -s "$deb" ] || fail "no $BUILD/pdkv_*.deb"
+ls "$BUILD"/pdkv-dbgsym_*.deb >/dev/null 2>&1 || fail "no -dbgsym package (binaries not stripped?)"
 dpkg-deb -I "$deb" >"$T/info" || fail "dpkg-deb -I $deb"
 grep -q "^ Package: pdkv$" "$T/info" || fail "control has no Package: pdkv"
+grep -q "^ Maintainer: .*@" "$T/info" && ! grep -q "localhost" "$T/info" || fail "maintainer: $(grep Maintainer "$T/info")"
 for dep in libc6 libcjson1 libcurl4 libmicrohttpd12 libhiredis0.14 libzmq5 libibverbs1; do
   grep "^ Depends:" "$T/info" | grep -q "$dep" || fail "Depends lacks $dep: $(grep Depends "$T/info")"
 done
 dpkg-deb -c "$deb" >"$T/contents" || fail "dpkg-deb -c"
 for f in ./usr/bin/pdkv ./usr/bin/pdkv-run ./usr/share/man/man1/pdkv-run.1.gz \
-  ./usr/share/pdkv/scenarios/01-1p1d-tcp-etcd.json ./usr/share/doc/pdkv/copyright; do
+  ./usr/share/pdkv/scenarios/01-1p1d-tcp-etcd.json ./usr/share/doc/pdkv/copyright \
+  ./usr/share/doc/pdkv/changelog.Debian.gz; do
   grep -q " $f$" "$T/contents" || fail "package lacks $f"
 done
 grep -q "root/root" "$T/contents" || fail "package files not owned by root"
 ok "$(basename "$deb"): $(grep '^ Depends:' "$T/info" | cut -c2-)"
+if command -v lintian >/dev/null; then
+  # errors and warnings fail; overrides (harness/install/debian/*.lintian-overrides) carry a reason
+  lintian --fail-on error,warning "$deb" >"$T/lintian" 2>&1 || { cat "$T/lintian"; fail "lintian"; }
+  ok "lintian: clean ($(grep -c . "$T/lintian") info lines)"
+else
+  echo "(lintian not installed: skipped)"
+fi
 
 if [ "$(id -u)" = 0 ]; then
   # unpack the way dpkg installs it, into a throw-away root with its own dpkg database
