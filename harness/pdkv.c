@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "pd_proc.h"
+#include "pd_version.h"
 
 static const struct {
 	const char *name, *what;
@@ -37,6 +38,10 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	char path[PATH_MAX];
+	if (argc == 2 && !strcmp(argv[1], "--version")) { /* pdkv CMD --version: CMD's own */
+		pd_version_print(stdout, "pdkv");
+		return 0;
+	}
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
 		usage(argc < 2 ? stderr : stdout);

@@ -3,11 +3,14 @@
 #include "config/cfg_cli.h"
 
 #include <string.h>
+#include "pd_version.h"
 
 int main(int argc, char **argv)
 {
 	struct cfg_cli c;
 	int rc;
+	if (pd_version_asked(argc, argv, "pdkv config"))
+		return 0;
 
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		cfg_cli_usage(stdout, "pdkv config check");

@@ -15,6 +15,7 @@
 #include "testsvc/pd_svc.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
+#include "pd_version.h"
 
 #define NSTORE 4
 #define NDIR   3
@@ -360,6 +361,8 @@ int main(int argc, char **argv)
 	struct cell m[NSTORE][NDIR];
 	char *found = NULL;
 	int ret;
+	if (pd_version_asked(argc, argv, "pdkv interop"))
+		return 0;
 
 	signal(SIGPIPE, SIG_IGN);
 	for (int i = 1; i < argc; i++) {

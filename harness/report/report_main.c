@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pd_util.h"
+#include "pd_version.h"
 
 static void usage(FILE *f)
 {
@@ -207,6 +208,8 @@ static int history(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	if (pd_version_asked(argc, argv, "pdkv report"))
+		return 0;
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -22,3 +22,7 @@ test_pd_stats_LIBS := pdcommon
 TESTS += test_pd_env
 test_pd_env_SRCS := ref/common/tests/test_pd_env.c
 test_pd_env_LIBS := pdcommon
+
+# --version's commit (pd_version.c): the header harness/bench/bench.mk rewrites at each commit
+$(BUILD)/obj/ref/common/pd_version.o: $(BUILD)/gen/pdkv_git.h
+$(BUILD)/obj/ref/common/pd_version.o: CFLAGS += -I$(BUILD)/gen

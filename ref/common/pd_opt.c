@@ -1,6 +1,7 @@
 /* pd_opt: the table-driven option parser (pd_opt.h) — matching, typed conversion with the
  * "expected X, got Y" errors, and the help text generated from the same table. */
 #include "pd_opt.h"
+#include "pd_version.h"
 
 #include <errno.h>
 #include <math.h>
@@ -217,6 +218,14 @@ static int one_option(const struct pd_opt_spec *s, int argc, char **argv, int *i
 	return 0;
 }
 
+static bool has_option(const struct pd_opt_spec *s, const char *name)
+{
+	for (size_t i = 0; i < s->nopts; i++)
+		if (s->opts[i].name && !strcmp(s->opts[i].name, name))
+			return true;
+	return false;
+}
+
 int pd_opt_parse(const struct pd_opt_spec *s, int argc, char **argv, int first, char **pos,
                  int *npos)
 {
@@ -228,6 +237,10 @@ int pd_opt_parse(const struct pd_opt_spec *s, int argc, char **argv, int first, 
 		int rc;
 		if (!only_pos && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
 			pd_opt_help(s, stdout);
+			return 1;
+		}
+		if (!only_pos && !strcmp(a, "--version") && !has_option(s, "version")) {
+			pd_version_print(stdout, s->prog);
 			return 1;
 		}
 		if (!only_pos && !strcmp(a, "--")) {
@@ -286,6 +299,9 @@ void pd_opt_help(const struct pd_opt_spec *s, FILE *f)
 			fprintf(f, "%*s", HELP_COL - 1, "");
 		}
 	}
+	if (!has_option(s, "version"))
+		fprintf(f, "%-*s %s\n", HELP_COL - 1, "  --version",
+		        "the release, commit and build options");
 	if (s->footer)
 		fputs(s->footer, f);
 }

@@ -35,7 +35,8 @@ void pd_version_print(FILE *f, const char *prog)
 			break;
 		}
 	}
-	fprintf(f, "%s %s (commit %s; build: TCP, RDMA via rdma-core verbs, CUDA at run time: %s%s)\n",
+	fprintf(f,
+	        "%s %s (commit %s; build: TCP, RDMA via rdma-core verbs, CUDA at run time: %s%s)\n",
 	        prog, PDKV_VERSION, PDKV_GIT_COMMIT, cuda, PD_SAN);
 }
 

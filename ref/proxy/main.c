@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include "pd_version.h"
 
 int main(int argc, char **argv)
 {
@@ -15,6 +16,9 @@ int main(int argc, char **argv)
 	char err[512];
 	sigset_t set;
 	int ret, port, sig = 0;
+
+	if (pd_version_asked(argc, argv, "pdkv-proxy"))
+		return 0;
 
 	pd_log_set_name("pdkv-proxy");
 	ret = px_parse_args(argc, argv, &o, err, sizeof(err));

@@ -8,6 +8,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
+#include "pd_version.h"
 
 enum argk { A_BOOL = 0, A_VALUE = 1 };
 
@@ -482,8 +483,7 @@ int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 			return 1;
 		}
 		if (!strcmp(name, "--version")) {
-			printf("pdkv-standin %s (fake model mdl, V0 MooncakeConnector via kvc)\n",
-			       SA_VERSION);
+			pd_version_print(stdout, "pdkv-standin");
 			return 1;
 		}
 		/* Boolean flags of our own. */
