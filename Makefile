@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pdkv — top-level build. Every module (ref/*/, harness/*/) owns a module.mk that appends to
 # LIBS, BINS and TESTS; this file turns those lists into rules, so adding a module never means
 # editing this file. Binaries land in $(BUILD)/bin, test programs in $(BUILD)/tests.

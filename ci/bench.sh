@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench: one command that measures a plain C socket and pdkv's TCP transport in the same
 # run (loopback, write+read, 64 KiB and 1 MiB blocks, batch 128, every byte checked) and prints
 # the ratios to the socket and, when a Mooncake transfer_engine_bench is available

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 # callcycles: file-level dependency cycles among the C files of one folder (not its subfolders).
 # Each FOLDER/*.c is compiled on its own (the Makefile's flags; $CC, $CFLAGS override) and `nm`
 # lists the symbols it defines and those it uses. File A depends on file B when A uses a symbol

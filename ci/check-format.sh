@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CI format gate: every C file git tracks or would add (untracked, not ignored) must already be
 # formatted per .clang-format. Lists the files that are not and the command that fixes them;
 # exit 1 then, 0 when all are clean.

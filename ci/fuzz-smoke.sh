@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fuzz-smoke: every libFuzzer target (make fuzz) for FUZZ_SECONDS (default 30) each; exit 1 on
 # a crash (the input lands in build-fuzz/crash/<target>/: add it to fixtures/fuzz/<target>/regress).
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs every Debian 12 package pdkv builds, tests and runs with. Idempotent: a second run
 # installs nothing and takes about a second. Run as root (or with sudo available).
 set -euo pipefail

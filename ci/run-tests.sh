@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every pdkv test program ($BUILD/tests/*) and test script (*/tests/*.sh), each with a
 # time limit, one line per test; a failing test's log tail is printed. Exit 77 from a test is
 # SKIP (capability missing). Last line: "tests: N passed, N failed, N skipped".

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ci/testlib.sh: what pdkv's bash tests share (sourced, never run): ok/bad/check counting into
 # $fails, a temp dir with one background server, reading a server's port from its log, free port
 # blocks, and the slow-connection flood of the hostile-client tests.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 BINS += pdkv
 pdkv_SRCS := harness/pdkv.c
 pdkv_LIBS := pdcommon

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv: the one command users type. `pdkv SUB ...` runs the sibling binary pdkv-SUB from the
  * same directory (git-style), so each subcommand is its own thin main and its own module. */
 #include <errno.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 # handoff.py — the GPU tier's 1P1D hand-off figures from `pdkv run --json` (the prefill's
 # pdkv_kv1_xfer_* histogram sums: vLLM has no Prometheus names for these, vllm #50374 is open)
 # and the ratio to a `pdkv bench --json` WRITE row.

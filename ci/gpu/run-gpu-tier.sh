@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # run-gpu-tier.sh — pdkv's GPU tier (`make test-gpu`): the CUDA unit tests (TCP staging, the
 # nvlink_intra CUDA-IPC transport between two processes, the GPU fill kernel), pdkv bench
 # --use_vram on one GPU (nvlink_intra and tcp, data checked, then the ratio runs) and across two

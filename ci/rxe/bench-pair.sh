@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # bench-pair.sh — `pdkv bench` between two processes on two devices of one host (the rxe guest,
 # or two NICs of one machine): a target on TDEV/TIP and an initiator on IDEV/IIP, P2PHANDSHAKE,
 # WRITE then READ of 64 KiB blocks with --check. Prints the bench output and, last,

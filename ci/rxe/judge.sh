@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # judge.sh — the Soft-RoCE tier's verdict on a bandwidth ratio to ib_write_bw (sourced by
 # tier-guest.sh; unit test harness/bench/tests/test_rxe_judge.sh). One rule, printed with every verdict.
 #

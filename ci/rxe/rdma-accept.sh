@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # rdma-accept.sh — hardware acceptance on real NICs: pdkv bench over RDMA between two hosts,
 # reported per block size as GB/s, % of line rate (sum of the initiator ports' active speed x
 # width, as pdkv bench reports it) and, with --compare-perftest, as a ratio to ib_write_bw run on the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # remote-target.sh — sourced by rdma-accept.sh two-host: the `pdkv bench` target started on a
 # hosts.txt machine through ssh with pdkv run's launcher options (harness/lib/hr_ssh*.c), its
 # ready file polled, its log fetched back and its process group stopped (remote_cleanup).

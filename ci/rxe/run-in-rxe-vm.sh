@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # run-in-rxe-vm.sh 'command' — runs a shell command inside a throw-away qemu guest with Soft-RoCE
 # (rdma_rxe) loaded and the host's / visible read-only over 9p, so host-built binaries (pdkv tests,
 # ibv_devices, ib_write_bw, rping) run unchanged. pdkv's copy of the recipe in shared/rxe-vm/.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # run-rxe-tier.sh — pdkv's Soft-RoCE tier: boots a throw-away qemu guest with two rxe devices
 # (rxe0 10.77.0.1, rxe1 10.77.0.2; see run-in-rxe-vm.sh for what the guest can and cannot do) and
 # runs ci/rxe/tier-guest.sh in it: the engine's RDMA tests (READ+WRITE both ways, data verified,

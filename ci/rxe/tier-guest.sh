@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # tier-guest.sh — the rxe tier's steps, run INSIDE the Soft-RoCE guest (pair setup: rxe0 on
 # 10.77.0.1, rxe1 on 10.77.0.2) by run-rxe-tier.sh. One "PASS|FAIL|NOTRUN <step> (<s>s) detail"
 # line per step; the last line is "rxe tier: PASS|FAIL (...)" ("PASS except NOTRUN: ..." when a

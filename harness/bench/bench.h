@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench: pdkv-bench internals — options (transfer_engine_bench and nixlbench spellings), the two
  * back-ends (pdkv's engine, a plain C socket), --scheme's pairs, the --check pattern, reports. */
 #ifndef PDKV_BENCH_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-bench (`pdkv bench`, `make bench` via ci/bench.sh): transfer_engine_bench-compatible
 # benchmark on pdkv's engine, with a plain-socket baseline.
 BINS += pdkv-bench

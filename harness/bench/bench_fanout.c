@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_fanout: the one initiator loop every back-end runs on (the engine, the plain socket) —
  * o->threads threads, warm-up, barrier, timed batches with --check, and the one reduce; several
  * such rows at once behind one barrier for --scheme's pairs. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_gpu: pdkv-bench's --use_vram — buffers from cudaMalloc on --gpu_id (through te_gpu, which
  * loads the CUDA runtime at run time), host<->buffer copies for --check, cudaMemcpy reference. */
 #include "bench.h"

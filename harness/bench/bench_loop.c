@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_loop: the targets --mode=loopback spawns (this binary as --mode=target, one per target
  * segment a scheme needs): their argv, ready files, clean exit, and the CPU they use. */
 #include "bench.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-bench: transfer_engine_bench's flags and output on pdkv's engine, plus an nccl-tests
  * size sweep, --check, a plain-socket baseline, and a loopback mode that spawns its own target. */
 #include "bench.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_mooncake: --compare-mooncake PATH — Mooncake's transfer_engine_bench as an initiator
  * against the same target, with the row's shape, run right after each pdkv row; its CPU is the
  * child's own (wait4's rusage), its latency not measured (it prints none). */

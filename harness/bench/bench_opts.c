@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_opts: pdkv-bench's options — one pd_opt table with transfer_engine_bench's spellings,
  * the defaults, and the combinations the table cannot check. */
 #include "bench.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_perftest: --compare-perftest — ib_write_bw (perftest) on the same device pairs in the
  * same run: servers on the target side (respawned per size), clients after the pdkv rows. */
 #include "bench.h"

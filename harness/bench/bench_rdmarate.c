@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_rdmarate: the line rate pdkv bench reports "% line rate" against (port 1 active speed x
  * width of every device in --device_name, summed) and the GID index ib_write_bw is given. */
 #include "bench.h"

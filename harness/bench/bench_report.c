@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_report: what pdkv-bench prints and writes — banner, perftest/nccl-tests-style rows,
  * JSON and CSV — plus the --check data pattern and latency percentiles. */
 #include "bench.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_scheme: nixlbench's --scheme on pdkv's engine — which initiator engine moves which share
  * of the bytes to or from which target segment, the engines and spawned targets behind the pairs,
  * and one concurrent run of every pair per row: aggregate, per pair, fairness, scaling. */

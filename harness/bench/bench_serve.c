@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_serve: `pdkv bench serve` — flags (vllm bench serve's names), the rate x concurrency
  * sweep against a proxy (external, or a scenario's deployment started by the runner library),
  * the stand-ins' hand-off histograms around each point, and the text / JSON / CSV / PNG output. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_serve: `pdkv bench serve` — a serving benchmark through a PD deployment's proxy with
  * vllm bench serve's flags and output, plus the stand-ins' KV hand-off histograms. */
 #ifndef BENCH_SERVE_H

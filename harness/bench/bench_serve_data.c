@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_serve_data: the prompts of `pdkv bench serve` — vllm bench serve's random dataset, or a
  * ShareGPT file sampled as vLLM samples it (vllm/benchmarks/datasets/datasets.py: conversations
  * with >= 2 turns, shuffled by --seed, prompt and answer lengths pruned by is_valid_sequence,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_serve_load: the load of `pdkv bench serve` — streamed completions or chat completions
  * through a proxy with Poisson or gamma arrivals (or all at once) under a concurrency cap,
  * timing TTFT, inter-token gaps and end-to-end latency per request (vllm bench serve's

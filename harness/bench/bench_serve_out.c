@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_serve_out: what `pdkv bench serve` writes after a sweep — the summary table, the generic
  * rows JSON that `pdkv report compare` reads, CSV, and a gnuplot PNG. */
 #include <errno.h>

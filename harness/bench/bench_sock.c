@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_sock: the plain-socket baseline — the same batch shape as the engine runs (24-byte
  * request header, WRITE body follows / READ body returns, one ack per WRITE batch) on as many
  * blocking TCP connections as the engine opens lanes (one thread each), no engine in between. */

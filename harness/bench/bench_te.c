@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench_te: pdkv-bench on pdkv's transfer engine — the target (registers a patterned buffer,
  * waits for SIGINT/SIGTERM) and the initiator threads (transfer_engine_bench's batch loop). */
 #include "bench.h"

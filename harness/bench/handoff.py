@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 # handoff.py: measures the KV hand-off path of pdkv's stand-ins (V0 pipe: decode pulls with
 # READ; V1 gen A and gen B: prefill pushes with WRITE) against a plain stand-in, one request at a
 # time, and runs `pdkv-bench` with the same protocol right before and after each prompt length's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-bootstrap (`pdkv bootstrap`): a standalone gen B bootstrap server over ref/kv1/kv1_boot.c,
 # for prefills started with kv_connector_extra_config.bootstrap_server_address
 BINS += pdkv-bootstrap

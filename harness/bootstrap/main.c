@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv bootstrap: a standalone gen B bootstrap server (POST /register, GET /query) for prefills
  * started with kv_connector_extra_config.bootstrap_server_address; a thin main over kv1_boot. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_cli: flag parsing and output for pdkv-config / pdkv-ports (issue 2's contract: exit 0
  * usable, 1 errors / collisions, 2 usage; --json prints exactly one object on stdout). */
 #include "config/cfg_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_cli: the flags `pdkv config check` and `pdkv ports` share, parsed into cfg_check_opts. */
 #ifndef CFG_CLI_H
 #define CFG_CLI_H

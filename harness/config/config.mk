@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # harness/config: thin mains for `pdkv config check` (pdkv-config) and `pdkv ports` (pdkv-ports)
 # over ref/cfg; their shared flag parsing lives in cfg_cli.c.
 BINS += pdkv-config pdkv-ports

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-config: `pdkv config check` — reads a deployment's mooncake.json and
  * --kv-transfer-config exactly as vLLM would and says what is wrong (thin main over ref/cfg). */
 #include "config/cfg_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-ports: `pdkv ports` — every port a prefill/decode/proxy deployment binds or connects,
  * per side and rank, and every collision (exit 1). Thin main over ref/cfg. */
 #include "config/cfg_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* doc_boot: pdkv doctor's gen B bootstrap finding (issue 34) — a bootstrap server that also
  * answers on a non-loopback address, or whose /query lists a worker that does not answer. */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* doc_boot: pdkv doctor's gen B bootstrap server finding (--bootstrap=URL). */
 #ifndef DOC_BOOT_H
 #define DOC_BOOT_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-doctor: host checks before a PD run (harness/doctor/main.c); owned by rdma.
 BINS += pdkv-doctor
 pdkv-doctor_SRCS := harness/doctor/main.c harness/doctor/doc_boot.c harness/doctor/doctor_env.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-doctor: checks a host before a PD run — RDMA devices, ports, GID table, MTU, line rate,
  * RLIMIT_MEMLOCK, metadata server, ports a config needs, shared libraries, GPUs — one line per
  * check (OK/WARN/FAIL + the fix) or --json; exit 0 when nothing FAILs. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-vllm-drift (`pdkv vllm-drift`): reads a vLLM tree with harness/drift/vllm_extract.py and
 # compares it with pdkv's model (ref/cfg/cfg_model.c, cfg_drift*.c); a thin main.
 BINS += pdkv-vllm-drift

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-vllm-drift: `pdkv vllm-drift [--vllm PATH]` reads the vLLM a user is about to deploy
  * (without importing it) and says what pdkv does not model yet; a thin main over cfg_drift. */
 #include <limits.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 # vllm_extract.py: reads a vLLM tree (installed package, source checkout or wheel) with `ast`,
 # never importing it, and prints what `pdkv vllm-drift` compares with pdkv's model, as JSON.
 """Usage: vllm_extract.py --root PATH

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # install: `make install PREFIX=/usr/local DESTDIR=` (binaries, scenarios, fixtures, docs, one
 # man page per command) and `make deb` (dpkg-buildpackage with harness/install/debian/, into
 # $(BUILD)/pdkv_*.deb and -dbgsym) — harness/install/pkg.sh.

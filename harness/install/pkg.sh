@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pkg.sh: `make install` and `make deb` — lays out pdkv's binaries, scenarios, fixtures, docs and
 # one man page per command (help2man over each --help) under DESTDIR/PREFIX; `deb` builds the
 # package with dpkg-buildpackage from harness/install/debian/.

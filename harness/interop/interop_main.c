@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-interop (`pdkv interop`, `make test-interop`): pdkv <-> a user's Mooncake
  * transfer_engine_bench, both directions, per metadata store; a PASS/FAIL/NOTRUN matrix. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr: the scenario runner library behind `pdkv run` — scenario files, the processes of one 1P1D
  * deployment, the OpenAI workload, /metrics scraping, the checks and the reporters. */
 #ifndef HR_H

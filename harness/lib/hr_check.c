@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check: the table of checks a scenario can name. Adding a check = one hr_check_NAME.c file
  * defining `const struct hr_check hr_check_NAME` plus one X(NAME) row below. */
 #include "hr.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_hostile_ok: after a rogue side-channel peer or a connection flood ("faults" with
  * "rogue" / "flood"), nothing hung and nothing went unsaid — every request ended with a full
  * answer or an HTTP error, a request afterwards was answered in full, and prefill noticed a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_http_ok: every request through the proxy answered 200 with a valid OpenAI body
  * (right "object", choices, usage; a stream ends with data: [DONE]). */
 #include "hr.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_integrity: no KV block arrived with a checksum that did not match what prefill
  * computed (a corrupted byte on the wire or in a reused buffer). */
 #include "hr.h"

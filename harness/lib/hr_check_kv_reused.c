@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_kv_reused: decode used the KV that prefill produced for every prompt token of every
  * request and recomputed none — the silent-recompute detector (Mooncake#456, #908). */
 #include "hr.h"

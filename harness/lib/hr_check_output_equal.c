@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_output_equal: the disaggregated answer to each request is byte-identical to the same
  * request on one plain (non-disaggregated) stand-in — greedy decoding makes that exact. */
 #include "hr.h"

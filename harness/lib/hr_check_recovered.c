@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_recovered: after the scenario's process faults ("kill" with "restart"), the system
  * works again — every fault was carried out, a request sent afterwards was answered in full, and a
  * restarted decode reused KV again (its own counters, which restart at 0). */

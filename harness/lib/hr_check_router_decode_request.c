@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_router_decode_request: what the router sent decode — the client's body unchanged,
  * plus the params of the contract: P's answer copied (toy), the same transfer_id and the right
  * remote_bootstrap_addr / remote_engine_id (mooncake) (spec 2.4). */

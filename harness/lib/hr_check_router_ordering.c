@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_router_ordering: V0 and gen A routers call decode only after prefill has answered
  * (decode needs what prefill returns, or the KV already inserted); gen B runs them together. */
 #include "hr_router.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_router_prefill_failure: while prefill answers 500 (--fault fail-marker), the router
  * must answer the client an error, never a decode answer that is a silent recompute. */
 #include "hr_router.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_router_prefill_request: what the router sent prefill — max_tokens 1, stream false,
  * no stream_options, and the kv_transfer_params the graded contract needs (spec 2.4). */
 #include "hr_router.h"

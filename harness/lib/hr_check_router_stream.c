@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_router_stream: a streamed request passes through the router as SSE, decode gets
  * stream true, and the client sees every chunk up to data: [DONE]. */
 #include "hr_router.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_check_startup: the deployment came up — every stand-in and the proxy answered /health.
  * As an expect_fail target it states that a configuration must be refused at startup. */
 #include "hr.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_deploy: the processes of one scenario — metadata service, prefill / decode / plain
  * stand-ins, proxy — started in a work dir with their logs, health-waited, and always stopped. */
 #include "hr_deploy.h"

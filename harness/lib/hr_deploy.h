@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_deploy: internal to the runner library — one scenario's processes (hr_deploy.c) as used by
  * the scenario flow (hr_run.c). */
 #ifndef HR_DEPLOY_H

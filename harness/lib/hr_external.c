@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_external: `pdkv run --external` — a scenario's workload through someone else's deployment
  * (real vLLM prefill / decode / router): nothing is started, kv_reused reads vLLM's own signals. */
 #include "cfg/cfg_drift.h"

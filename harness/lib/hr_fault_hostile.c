@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_fault_hostile: the hostile-peer faults of a scenario's "faults" list — their schema, where
  * prefill's ports are, and the idle or byte-at-a-time connection floods against named servers
  * ("flood"); the rogue side-channel peer ("rogue") is hr_fault_rogue.c. */

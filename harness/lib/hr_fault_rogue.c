@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_fault_rogue: a rogue peer on prefill's side channel during the workload — on V0 the pipe's
  * data and ACK PUSH ports, on V1 the ZMQ ROUTER — sending what the scenario's "send" names. */
 #include "hr_deploy.h"

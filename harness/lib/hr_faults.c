@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_faults: process faults of a scenario's "faults" list — {"at": "during_workload",
  * "after_ms": N, "kill": "decode"|"prefill"|"metadata", "signal": "TERM"|"KILL", "restart":
  * true, "restart_after_ms": M}, and the hostile peers of hr_fault_hostile.c ("rogue", "flood")

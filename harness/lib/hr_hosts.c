@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_hosts: scenario fields "hosts", "faults", "mtu"; the namespaces a scenario runs in, its
  * roles' addresses there, and the fault thread that cuts and restores links mid-workload. */
 #include "hr_hosts.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_hosts: a scenario's "hosts", "faults" and "mtu" — the roles placed in network namespaces
  * (hr_netns), the scenario the runner then runs on those addresses, and the timed link faults. */
 #ifndef HR_HOSTS_H

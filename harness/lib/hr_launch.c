@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_launch: the two launchers of a scenario's processes (here through pd_proc, or on a hosts.txt
  * machine through ssh/scp), placing roles on hosts, and the metadata service as a placed node. */
 #include "hr_launch.h"

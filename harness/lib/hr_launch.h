@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_launch: where one process of a scenario runs — on this host (pd_proc, inside its host's
  * namespace with "hosts") or on another machine through hr_ssh (pdkv run --hosts). */
 #ifndef HR_LAUNCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_metrics: reads a stand-in's /metrics (Prometheus text format 0.0.4) into name -> value,
  * summing the samples of one metric over its labels; the runner's one plain HTTP GET. */
 #include "hr.h"

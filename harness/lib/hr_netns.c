@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_netns: namespaces, veths, bridge, 198.18.0.0/15 addresses, link faults and nftables drops
  * for scenarios across separate network stacks; everything made is removed again (hr_netns.h). */
 #include "hr_netns.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_netns: separate network stacks on one machine — one Linux network namespace per scenario
  * host, veth pairs into a bridge, RFC 2544 addresses, link cuts and packet drops, full cleanup. */
 #ifndef HR_NETNS_H

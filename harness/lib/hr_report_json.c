@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_report_json: --json FILE — one JSON document per run (perftest --out_json habit): host and
  * versions, summary, and per scenario its status, checks with numbers, metric deltas, timings. */
 #include "hr.h"

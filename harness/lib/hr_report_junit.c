@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_report_junit: --junit FILE — JUnit XML for CI dashboards: one testcase per scenario, a
  * <failure> carrying the numbers, <error> for a scenario that could not be loaded, <skipped> with
  * the reason for NOTRUN; valid against Jenkins xUnit's JUnit schema

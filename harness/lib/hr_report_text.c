@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_report_text: the terminal report — one fabtests-style line per scenario ("%-60s%8s%8.1fs",
  * valid YAML), the numbers under a failure, and a last line "N passed, N failed, N skipped". */
 #include "hr.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_result: what one scenario run produced (status, checks, metrics) and its lifetime. */
 #include "hr.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_router: grading a user's router — its command line with {placeholders}, its readiness
  * probe, the stand-ins' request records, and the extra phases (a streamed probe, prefill 500s). */
 #include "hr_deploy.h"

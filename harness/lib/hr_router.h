@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_router: internal to the runner library — a user's router in place of pdkv-proxy, the
  * stand-ins' request records and the extra phases the router_* checks grade (hr_router.c). */
 #ifndef HR_ROUTER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_run: one scenario from start to verdict — work dir, metadata service, stand-ins, proxy,
  * workload, /metrics before and after, checks, teardown (also on failure, timeout, Ctrl-C). */
 #include "hr_deploy.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_scenario: reads a scenario file (scenarios/README.md documents the schema), fills defaults,
  * and rejects anything it does not understand with "FILE: FIELD: problem, expected ...". */
 #include "hr.h"

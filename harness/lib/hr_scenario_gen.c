@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_scenario_gen: the scenario fields that pick the connector generation ("vllm",
  * "generation"), the router contract ("proxy") and extra stand-in environment ("env"). */
 #include "hr.h"

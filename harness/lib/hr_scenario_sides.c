@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_scenario_sides: "vllm" given per side ({"prefill": "0.20", "decode": "0.31"}), a rolling
  * upgrade's mixed deployment: each side's release and generation, and which side is newer. */
 #include "hr.h"

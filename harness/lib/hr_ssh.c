@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_ssh: hosts.txt parsing and a launcher over plain ssh/scp (BatchMode, one ControlMaster per
  * host, own timeouts): remote start under setsid nohup, alive, stop by process group, copies. */
 #include "hr_ssh.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_ssh: starting a scenario's processes on other machines through plain OpenSSH — hosts.txt,
  * one ControlMaster connection per host, remote start / alive / stop by process group, scp. */
 #ifndef HR_SSH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_ssh_launch: the launcher half of hr_ssh — ssh/scp command lines, remote start under setsid
  * nohup with the pid captured, alive and stop by process group, and closing the masters. */
 #include "hr_ssh.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_subst: ${VAR} templates in scenario configs (ports, hosts, metadata connection string) and
  * the choice of free port blocks that a V0 pipe and its +100 twin can both use. */
 #include "hr.h"

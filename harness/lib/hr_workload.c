@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hr_workload: the OpenAI client side of a scenario — deterministic prompts, bounded-concurrency
  * requests over libcurl (one easy handle per worker thread), and response validation. */
 #include "hr.h"

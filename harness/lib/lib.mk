@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # hr: the scenario runner library (pdkv run): scenarios, deployment, workload, metrics, checks,
 # reporters. Its unit tests live in harness/tests/.
 LIBS += hr

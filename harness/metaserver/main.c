@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-metaserver: an in-memory HTTP metadata server with Mooncake's API (GET/PUT/DELETE
  * <any path>?key=K, 404 "metadata not found", /health), usable instead of Mooncake's Python/Go one.
  */

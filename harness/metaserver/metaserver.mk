@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-metaserver: in-memory HTTP metadata server with Mooncake's API (harness/metaserver/main.c
 # HTTP layer, ms_store.c store and limits; connection limits from ref/common/httplim)
 LIBS += metaserver

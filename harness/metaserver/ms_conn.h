@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ms_conn: pdkv-metaserver's connection-limit defaults; the limits themselves are the shared
  * libmicrohttpd limiter (ref/common/httplim/pd_connlim.h). */
 #ifndef MS_CONN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ms_store: the metaserver's in-memory store (hash table under one lock) and its limits; the
  * /dump writer escapes control and non-UTF-8 bytes, so its answer is valid UTF-8 JSON. */
 #include "metaserver/ms_store.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ms_store: pdkv-metaserver's key/value store with its limits (key, value, total bytes, key
  * count, dump size), apart from the HTTP layer so tests and the fuzzer drive it directly. */
 #ifndef MS_STORE_H

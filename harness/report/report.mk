@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # report (`pdkv report`): compares pdkv's JSON outputs with statistics (Mann-Whitney U) and
 # plots a history of them with gnuplot. Library rpt, thin main pdkv-report.
 LIBS += rpt

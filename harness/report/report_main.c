@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-report: `pdkv report compare|diff OLD NEW` (is NEW slower, with statistics) and
  * `pdkv report history DIR` (plots over time); a thin main over the rpt library. */
 #include "rpt.h"

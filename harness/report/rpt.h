@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rpt: the library behind `pdkv report` — loads pdkv's JSON outputs (bench, run, generic rows)
  * into one model, compares two of them with statistics, prints tables and plots a history. */
 #ifndef RPT_H

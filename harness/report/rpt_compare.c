@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rpt_compare: pairs the series and verdicts of two loaded files and decides, per row, whether
  * it changed (Mann-Whitney U on samples, --threshold on single values), plus metadata warnings. */
 #include "rpt.h"

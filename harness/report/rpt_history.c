@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rpt_history: `pdkv report history DIR` — every run kept in DIR (DIR/<UTC
  * time>-<commit>/NAME.json) as gnuplot series over time (median with min..max bars, ratios, % of
  * line rate) and an index. */

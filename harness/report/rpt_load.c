@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rpt_load: reads `pdkv bench --json`, `pdkv run --json` and generic rows files ({name, metric,
  * samples|value, better}: `pdkv bench serve --json`) into series, verdicts and flat metadata. */
 #include "rpt.h"

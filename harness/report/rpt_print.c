@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rpt_print: the three faces of a comparison — a terminal table (benchstat habit: "~" when no
  * significant change), Markdown for a CI job summary, and JSON for machines. */
 #include "rpt.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-run (`pdkv run`): runs scenario files — the default suite in scenarios/ when none are
  * named — and reports PASS / FAIL / NOTRUN per scenario, plus --json and --junit files. */
 #include "lib/hr.h"

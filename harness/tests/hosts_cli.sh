@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv run --hosts without machines: a hosts.txt that cannot be read or parsed is a usage error
 # naming file and line; a "hosts" host missing from it fails before any ssh; a scenario without
 # "hosts" runs here as always. (The ssh runs themselves: test_hosts, as root.)

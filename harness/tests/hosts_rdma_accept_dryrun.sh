@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # ci/rxe/rdma-accept.sh two-host --dry-run: the plan "target on B through ssh, initiator here,
 # perftest beside it" from hosts.txt, without touching the network; and its usage errors.
 # (The real two-host run over ssh is test_hosts' test_rdma_accept_two_host.)

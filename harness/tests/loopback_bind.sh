@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv run's local scenarios and a plain pdkv bench bind and announce loopback (issue 34, N11):
 # each role's topology address (127.0.0.x) for transfer engines and side channels, not the
 # host's first non-loopback address (get_ip()).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv run's own behaviour: exit codes 0 / 1 / 77 / 2, a broken scenario names file and field,
 # a real failure prints the numbers that broke it (and lands in --junit as <failure>), --strict,
 # --timeout, and Ctrl-C: the run stops, says so, and leaves no process behind.

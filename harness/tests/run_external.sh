@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv run --external against pdkv stand-ins and pdkv-proxy started here by hand (as a person
 # would point it at a live vLLM deployment): V1 gen A (signal vllm:prompt_tokens_cached_total),
 # gen B on 0.16, 0.20 and 0.31 (vllm:prompt_tokens_by_source_total in its two eras), V0 (no vLLM signal: the stand-in's own

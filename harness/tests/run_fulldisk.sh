@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv run on a full disk (issue 34, N5): a --json/--junit report that cannot be written exits 2
 # and leaves the previous file whole (no 0-byte report); a --workdir where logs cannot be written
 # is a FAIL, not a PASS with empty logs. Needs root for a small tmpfs (SKIP otherwise).

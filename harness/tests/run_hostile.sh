@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The hostile suite (scenarios/hostile/, what `make run-hostile` runs): killed and restarted
 # nodes, cut links, rogue peers and floods, kept out of the default suite so `make run` stays
 # quick. Every scenario PASS or NOTRUN, --json that parses, no process of the run left behind.

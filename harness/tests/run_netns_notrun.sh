@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Netns scenarios where namespaces can be added but not entered (issue 33): a real chroot whose /
 # is no mount point, as in a chroot'ed CI job, where `ip netns exec` fails with "mount
 # --make-rslave / failed". They are NOTRUN with that reason (exit 77), not FAIL, and leave no

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Router conformance (pdkv run --proxy-cmd / "proxy": {"cmd"}): pdkv-proxy in each contract
 # passes its own contract's router_* checks and fails the others' where they differ; the Python
 # test routers (scenarios/router/routers/byo_router.py) are caught by the check named for their

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The default scenario suite end to end (what `make run` runs): every scenario PASS or NOTRUN,
 # the last line in the plain "N passed, N failed, N skipped" form, --json and --junit files that
 # parse, and no process of the run left behind.

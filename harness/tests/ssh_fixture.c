@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ssh_fixture: namespaces with a real sshd each for the launcher tests — keys, sshd_config,
  * start and stop, and the leak checks (by command line, by network namespace). */
 #include "ssh_fixture.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ssh_fixture: shared by the sshd tests (test_ssh, test_hosts) — network namespaces with a real
  * sshd (Debian openssh-server) in each, keys made for the test, and leak counting. */
 #ifndef SSH_FIXTURE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of pdkv run --hosts: as root, three namespaces with a real sshd each stand in for three
  * machines; the 1P1D scenarios (V0 etcd, V1 gen B) run through the ssh launcher, then the failure
  * cases (unreachable, wrong key, pdkv missing, remote process dies, Ctrl-C), nothing left. */

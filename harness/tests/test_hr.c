@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the runner library: scenario parsing and its error messages, ${VAR}
  * substitution, Prometheus parsing, OpenAI response validation, checks on canned numbers, and
  * the JSON / JUnit reporters (read back and checked). */

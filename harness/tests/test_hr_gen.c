@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_hr_gen: the scenario fields that pick the connector generation, the router contract and
  * the stand-ins' extra environment — defaults per generation and every error message. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_hr_router: the pieces of router grading and external mode that need no process —
  * "proxy.cmd" / "proxy.ready" parsing, --proxy-cmd splitting, matching records by prompt, the
  * router_* checks on canned records, and external kv_reused's choice of signal. */

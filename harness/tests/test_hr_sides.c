@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_hr_sides: "vllm" per side ({"prefill": X, "decode": Y}) — each side's release and
  * generation, the newer side's router contract, every error message, and each stand-in's argv. */
 #include <setjmp.h>

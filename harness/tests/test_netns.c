@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of hr_netns on real namespaces: three hosts reach each other (ping, TCP), a cut link
  * makes a connect fail within its timeout and recovers, nftables drops, and nothing is left
  * behind (namespaces, links, processes), also after a run that died. NOTRUN (77) unprivileged. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of hr_ssh: hosts.txt parsing and its errors; then, as root, a real sshd (Debian
  * openssh-server) inside each of two test namespaces with keys made for the test: remote commands,
  * scp both ways, remote start / alive / stop, and the failure cases with nothing left running. */

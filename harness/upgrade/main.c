@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-upgrade-check (`pdkv upgrade-check --from X --to Y`): flags, work dir and signals; the
  * matrix is built and run by upg_run.c and printed by upg_report.c. */
 #include "upgrade/upg.h"

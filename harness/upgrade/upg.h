@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* upg: `pdkv upgrade-check` — a rolling-upgrade matrix (old/new prefill x old/new decode, per
  * router contract) run through the scenario runner, and what pdkv's version table says changed. */
 #ifndef UPG_H

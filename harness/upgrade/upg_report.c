@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* upg_report: what `pdkv upgrade-check` prints — a P x D matrix per router contract with the
  * first error of each failed cell, the change list from pdkv's version table, JSON and JUnit. */
 #include "upg.h"

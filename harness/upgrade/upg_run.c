@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* upg_run: the cells of `pdkv upgrade-check` — the two releases ordered, the router contracts,
  * one in-memory 1P1D scenario per cell run by the same runner as `pdkv run`, and each verdict. */
 #include "upg.h"

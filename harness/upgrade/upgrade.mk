@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-upgrade-check (`pdkv upgrade-check`): the rolling-upgrade matrix over the scenario runner
 # (harness/lib); thin main + upg_run.c (cells) + upg_report.c (matrix, change list, JSON).
 # Its bash test (tests/upgrade_check.sh) is found by ci/run-tests.sh.

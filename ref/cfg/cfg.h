@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg: reads a Mooncake + vLLM prefill/decode deployment's configuration exactly as vLLM and the
  * Mooncake adaptor read it (docs/vllm-v0.md), and says what is
  * wrong. Used by `pdkv config`, `pdkv ports`, the stand-ins, the connector and the runner. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_check: one verdict for a whole deployment — the exception vLLM would raise first (in
  * vLLM's own order: argparse, connector factory, mooncake.json, pipe, ZMQ), pdkv's own
  * diagnostics, the port plan and its collisions (the "≥ 50 apart" folklore vs the real rule). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_check_ports: the port half of cfg_check — plan, ZMQ bind/connect validity as libzmq sees
  * it, collisions between processes, and the same-host gap analysis ("≥ 50 apart" vs real). */
 #include "cfg_internal.h"

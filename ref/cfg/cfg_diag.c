@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_diag: the diagnostics list every cfg function appends to (errors, warnings, infos), each
  * naming the field, the bad value and what to write instead. */
 #include "cfg/cfg.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_drift: `pdkv vllm-drift` as a library — runs vllm_extract.py on a vLLM tree, compares what
  * it found with cfg_model, and says per item and overall whether pdkv models that vLLM. */
 #ifndef CFG_DRIFT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_drift_cmp: compares what vllm_extract.py read from a vLLM tree with cfg_model's view of
  * its release, item by item (known / changed / new / gone), and picks the verdict. */
 #include "cfg_drift.h"

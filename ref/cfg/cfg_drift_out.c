@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_drift_out: a drift comparison for people (table + verdict), as JSON, and as the one line
  * `pdkv upgrade-check` and `pdkv run --external` print. */
 #include "cfg_drift.h"

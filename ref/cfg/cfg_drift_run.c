@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_drift_run: finds vllm_extract.py and the vllm package python3 sees, and runs the extractor
  * as a child with a deadline and a bounded output, parsing its JSON. */
 #include "cfg_drift.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_env: the environment variables that change what vLLM and the transfer engine do with a
  * configuration (docs/vllm-v0.md, docs/engine.md, docs/rdma.md). */
 #include "cfg/cfg.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_internal: helpers shared by the cfg library's files — Python-faithful string/number
  * behaviour (int(), repr(), str.split) and the Python-json reader. Not a public interface. */
 #ifndef CFG_INTERNAL_H

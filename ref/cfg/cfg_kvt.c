@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_kvt: --kv-transfer-config as vLLM parses it — V0: pydantic KVTransferConfig.from_cli (lax
  * coercion, unknown keys ignored, argparse's "invalid from_cli value"); V1: the dataclass. */
 #include "cfg_internal.h"

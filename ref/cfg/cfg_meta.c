@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_meta: mooncake.json's metadata_server / metadata_backend as the V0 adaptor turns them into
  * a transfer-engine connection string (docs/metadata.md), and what the engine does with it.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_model: pdkv's model of each vLLM generation as data — the tables `pdkv vllm-drift` compares
  * a vLLM tree with, and their JSON export (`pdkv vllm-drift --model`). */
 #include "cfg_model.h"

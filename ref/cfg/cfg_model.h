@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_model: pdkv's model of what a vLLM release puts on the KV-transfer wire and around it
  * (msgspec structs, bootstrap routes, sockets, env vars, extra-config keys, metrics, error texts).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_mooncake: mooncake.json as vLLM's MooncakeTransferEngineConfig.from_file and the Mooncake
  * adaptor read it (docs/vllm-v0.md), the exception vLLM raises, and pdkv's diagnostics. */
 #include "cfg_internal.h"

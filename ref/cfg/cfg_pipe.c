@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_pipe: the V0 MooncakePipe's names and ports for one TP rank (docs/vllm-v0.md):
  * url.split(':'), the +100 rule by string compare, TE segment names and the ZMQ B+9+2r/B+10+2r. */
 #include "cfg_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_ports: the port planner — every port each prefill/decode/proxy process binds or connects
  * (V0 pipe, TE RPC/TCP, V1 side channel, HTTP), and the binds that collide on one machine. */
 #include "cfg_internal.h"

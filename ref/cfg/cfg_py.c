@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_py: small pieces of Python behaviour that vLLM's config code relies on — int() of a str,
  * repr() of a str, str.split — reproduced so pdkv reaches the same verdict as vLLM. */
 #include "cfg_internal.h"

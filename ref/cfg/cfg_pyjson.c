@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_pyjson: a JSON reader that fails exactly like CPython's json.load (and, in a second
  * wording, like pydantic's jiter), so pdkv can print the exception vLLM would raise. */
 #include "cfg_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_report: the two renderings of a cfg_check verdict — issue 2's --json object (a contract
  * that CI scripts parse) and the human report (errors first, then the port table). */
 #include "cfg_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_v1: the V1 MooncakeConnector half of cfg_check — kv_connector_extra_config types, the
  * VLLM_MOONCAKE_* environment, and what changes per release (engine_id, kv_load_failure_policy,
  * the gen A request-id hazard, RDMA on this host). Release data comes from cfg_vllm's table. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_vllm: vLLM release -> connector generation and the defaults that moved between releases.
  * Rows and their uncertainty are explained in docs/vllm-versions.md. */
 #include <ctype.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cfg_vllm: the one table that maps a vLLM release to the KV-connector contract it speaks (V0
  * pipe, V1 gen A, gen B in its two struct shapes) and to the defaults that changed between them. */
 #ifndef CFG_VLLM_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ref/cfg: config parsing library (mooncake.json, --kv-transfer-config, env), V0 pipe ports and
 # the port planner; tests run every fixture under fixtures/config/.
 LIBS += cfg

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 LIBS += pdcommon
 pdcommon_SRCS := $(wildcard ref/common/*.c)
 # pdtestsvc: real etcd / redis-server / pdkv-metaserver on free ports, for tests and the

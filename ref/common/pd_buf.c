@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_buf: growable NUL-terminated buffer (doubling, capped by max) and the libcurl write
  * callback that fills one — every string builder and HTTP-body collector in pdkv uses it. */
 #include "pd_buf.h"

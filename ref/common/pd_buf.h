@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_buf: the one growable byte/string buffer (always NUL-terminated, optional size cap) and
  * the one libcurl body collector built on it. */
 #ifndef PD_BUF_H

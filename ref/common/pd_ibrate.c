@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_ibrate: the IB speed/width code tables behind "line rate" (doctor and bench share them);
  * no verbs calls here, only the codes of ibv_port_attr. */
 #include "pd_ibrate.h"

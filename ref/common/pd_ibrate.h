@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_ibrate: InfiniBand/RoCE port rate tables — ibv_port_attr active_speed / active_width codes
  * to per-lane data rate and lane count (shared by pdkv doctor and pdkv bench's % of line rate). */
 #ifndef PD_IBRATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_log: level-filtered, timestamped, thread-safe lines on stderr.
  * One fprintf per line so concurrent threads never interleave inside a line. */
 #include "pd_log.h"

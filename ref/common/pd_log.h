@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_log: one logging entry point for every pdkv library and binary.
  * Level from PDKV_LOG (error|warn|info|debug, default info); lines go to stderr with a prefix. */
 #ifndef PD_LOG_H

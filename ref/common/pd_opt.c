@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_opt: the table-driven option parser (pd_opt.h) — matching, typed conversion with the
  * "expected X, got Y" errors, and the help text generated from the same table. */
 #include "pd_opt.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_opt: one table-driven option parser for pdkv's own commands — long and short names, typed
  * values with ranges, defaults left in the destination, help text generated from the table. */
 #ifndef PD_OPT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_par: a job's items on a few short-lived threads (no pool: the jobs here are hashes of tens
  * of MB and more, next to which a thread's start is noise). */
 #include "pd_par.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_par: one job cut into n items run on a few threads — the items are taken in order from a
  * shared counter, so with one thread they run exactly in order on the caller's thread. */
 #ifndef PD_PAR_H

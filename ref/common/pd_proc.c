@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_proc: spawn/stop helpers. Children get their own process group so that stopping one
  * also stops whatever it started (etcd, redis, shells), and die with their parent. */
 #include "pd_proc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_proc: child processes that never outlive their parent — used by the test services and
  * the scenario runner. Each child runs in its own process group with PR_SET_PDEATHSIG. */
 #ifndef PD_PROC_H

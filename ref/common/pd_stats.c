@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_stats: percentiles (linear interpolation between closest ranks), median, mean, stdev,
  * histogram quantiles and the two-sided Mann-Whitney U test (exact or normal approximation). */
 #include "pd_stats.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_stats: pdkv's one statistics module — percentiles by one definition, median, mean, stdev,
  * min/max, histogram quantiles and the two-sided Mann-Whitney U test. Every pdkv tool uses it. */
 #ifndef PD_STATS_H

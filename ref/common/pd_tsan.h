@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_tsan: happens-before annotations for ThreadSanitizer at pdkv's hand-off points that TSan
  * cannot see (bytes through a socket, a ZMQ message); they compile to nothing without TSan. */
 #ifndef PD_TSAN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_util: time, file, number and socket helpers shared by every pdkv module.
  * Nothing here logs; callers turn the returned -errno into a message that names the input. */
 #include "pd_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_util: small helpers every pdkv module needs — time, files, numbers, sockets.
  * All fallible functions return 0 or a negative errno-style code. */
 #ifndef PD_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1: the vLLM V1 MooncakeConnector's worker side on pdkv's engine — one kv1_worker per
  * (dp engine, tp rank) with its KV buffers, block allocator, TE segment and side channel
  * (gen A: ZMQ ROUTER at BASE + dp*tp + r; gen B: ROUTER on a random port + bootstrap server). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_alloc: a worker's KV blocks — their addresses, the copy plan between block lists, the FIFO
  * ring of free block ids and the bounded wait for blocks (vLLM's scheduler holds a request while
  * the KV cache is full). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_boot: the gen B bootstrap server on libmicrohttpd (bodies, status codes and texts of vLLM's
  * FastAPI MooncakeBootstrapServer) and its libcurl clients (register with retries, query). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_boot: gen B's bootstrap service — the HTTP server a prefill instance runs on
  * VLLM_MOONCAKE_BOOTSTRAP_PORT (POST /register, GET /query) and its two clients. */
 #ifndef KV1_BOOT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_gena: gen A's side channel — the producer's handshake handler (MooncakeAgentMetadata in,
  * one engine WRITE batch, raw trans_done / trans_error out) and the consumer's REQ client. */
 #include <errno.h>

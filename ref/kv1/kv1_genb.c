@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_genb: gen B's side channel — the producer's handler (MooncakeXferMetadata in, a write per
  * ready batch, MooncakeXferResponse CONTINUE / FINISH / ERROR out) and the consumer's DEALER
  * client with its bootstrap /query cache. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_internal: the worker's state and the interfaces between the files of ref/kv1 (their order,
  * bottom to top, is in README.md: each file calls only files below it). */
 #ifndef KV1_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_landed: which of a consumer's blocks a producer's WRITEs have filled so far (the engine's
  * landed hook, TCP host memory), so work on a request's KV can start before its transfer ends. */
 #include <errno.h>

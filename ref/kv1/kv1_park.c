@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_park: handshake handler slots, and gen B handshakes parked while their transfer ids are not
  * ready — on no thread, bounded in total and per peer, woken by the send table, expired by the
  * ROUTER thread. */

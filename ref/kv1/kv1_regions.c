@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_regions: gen B's Bl transfer regions (vLLM #44528) — naming pdkv's KV buffers as vLLM layers,
  * expanding and aligning a handshake's regions by (layer name, occurrence), and the TP pairing and
  * head-slice plan of vLLM #36869. Model: mooncake_connector.py and kv_connector/utils.py @

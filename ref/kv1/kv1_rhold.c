@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_rhold: the consumer's destination blocks after a receive that did not end cleanly.
  *
  * The producer pushes: once the handshake is sent, its engine may WRITE into the decode's blocks

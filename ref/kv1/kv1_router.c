@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_router: the producer's side channel — the ROUTER socket and its thread: handshakes to
  * handler threads (queued past KV1_MAX_HANDLERS), their replies back out, the periodic sweeps. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_send: the producer's send table (reqs_need_send) — entries expected, made ready, discarded,
  * waited for, and expired after abort_timeout_s; a ready id wakes the handshakes parked on it. */
 #include <errno.h>

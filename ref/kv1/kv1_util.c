@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_util: the ground floor of ref/kv1 — error strings, ZMQ sockets with kv1's bounds, and the
  * bounded condition-variable wait every other file's waits are made of. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_wire: msgpack encode/decode of the V1 connector's structs through msgpack-c. Encoding is
  * msgspec's: a map of field names in declaration order, defaults omitted, smallest forms. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_wire: the vLLM V1 MooncakeConnector's msgpack structs (gen A MooncakeAgentMetadata, gen B
  * MooncakeXferMetadata in shapes B0 / B1 / B2 / Bn / Bl, MooncakeXferResponse), encoded as msgspec
  * does. */

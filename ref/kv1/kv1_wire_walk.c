@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_wire_walk: the bounds pre-check every kv1 msgpack message passes before msgpack-c unpacks
  * it (declared counts against the bytes left, nesting depth). */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_worker: one V1 connector worker's lifetime — engine set-up as vLLM does it, lazily mapped
  * KV buffers, the parts below wired together at create and torn down in order; accessors, stats. */
 #include <errno.h>

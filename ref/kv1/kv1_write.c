@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_write: the producer's engine WRITEs (one batch per handshake, given up as vLLM's
  * batch_transfer_sync_write gives up) and the WRITEs held after being given up in flight.
  *

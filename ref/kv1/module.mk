@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ref/kv1: the vLLM V1 MooncakeConnector (gen A ZMQ side channel, gen B bootstrap server and
 # ROUTER/DEALER side channel) on pdkv's engine, with the msgpack wire of msgspec.
 LIBS += kv1

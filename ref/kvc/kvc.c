@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc: the V0 SimpleConnector on top of the pipe — producer insert + drop_select_handler thread,
  * consumer drop_select (signal, tokens, roi out; 5 tensors back), stats and orderly shutdown. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc: the vLLM V0 MooncakeConnector on pdkv's engine — MooncakePipe (ZMQ PUSH/PULL side channel
  * + TE READ by the receiver + FIFO ACKs) under SimpleBuffer (insert / drop_select keyed by tokens
  * and roi, kv_buffer_size back pressure). docs/v0-pipe.md, docs/vllm-v0.md.

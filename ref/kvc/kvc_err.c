@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_err: the connector's error texts (vLLM's exception messages where vLLM has one).
  * Kept apart from kvc.c so the engine-free parts link without the engine. */
 #include "kvc/kvc.h"

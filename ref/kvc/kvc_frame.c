@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_frame: the MooncakePipe side-channel frames as vLLM puts them on the wire — the pickled
  * (ptr, len) tuple and b'ACK' (PIPE-a/b) and the big-endian u64 pair / raw "ACK" (PIPE-c). */
 #include <stdio.h>

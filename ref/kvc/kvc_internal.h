@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_internal: the connector's building blocks — side-channel frames, the pdkv tensor blob,
  * the managed-buffer pool, SimpleBuffer state and the MooncakePipe — shared by kvc*.c and tests. */
 #ifndef KVC_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_mon: watches the two bound (PUSH) side-channel ports through libzmq socket monitors —
  * who connects, who leaves or is dropped (a protocol error or a frame over ZMQ_MAXMSGSIZE),
  * and a second peer on the data port, which would steal round-robined answers (issue 11). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_pipe: the MooncakePipe (docs/v0-pipe.md) — engine segment named own_url, the managed-buffer
  * pool, the four ZMQ sockets, send (PUSH (ptr,len), FIFO ACK release on a cleaner thread) and
  * receive (PULL (ptr,len), TE READ from the peer's buffer, ACK). Every wait is bounded and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_pool: the managed-buffer allocator behind the pipe (the adaptor's allocateManagedBuffer):
  * one registered region split by a buddy allocator into 8 KiB … 256 MiB power-of-two classes;
  * larger requests, or any request when the region is full, get a dedicated mmap + registration.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_read: the receiver's TE READ of one announced (ptr, len), polled with short naps (a READ of
  * a few ms must not end up to a 1 ms nap late, as te_transfer_sync's back-off allows), and
  * cut into chunks submitted as one batch (PDKV_KVC_READ_CHUNK, default 4 MiB: the engine spreads

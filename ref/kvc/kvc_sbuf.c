@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_sbuf: SimpleBuffer's producer-side state (docs/vllm-v0.md) — the deque of cloned items,
  * kv_buffer_size byte accounting and back pressure, prefix matching and vLLM's search order. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_tensor: the pdkv tensor blob — the payload format of every tensor on the MooncakePipe
  * (vLLM pickles torch tensors there, which a C program cannot speak) — and tensor helpers.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # kvc: the vLLM V0 MooncakeConnector (MooncakePipe + SimpleBuffer) on pdkv's engine.
 # test_kvc_unit needs no engine (frames, tensor blob, pool, SimpleBuffer); test_kvc_e2e runs a
 # prefill and a decode connector (and a rogue raw-ZMQ peer) against a real etcd;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ref/model/gpu: the fake model's KV on a CUDA device (libmdlgpu.so), built only where nvcc is
 # (pdkv itself never links CUDA: users dlopen the library). Its test skips (77) without a GPU.
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mdl: the fake model's implementation — tokenizer, chat template, hash, KV/hidden computation,
  * footer, shard placement and greedy generation. The contract is in mdl.h. */
 #include "mdl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mdl: pdkv's deterministic fake LLM — byte tokenizer, ChatML chat template, a KV cache with a
  * real model's geometry computed from the token ids, and greedy "generation" seeded by the KV
  * bytes.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ref/model: the deterministic fake model (lib mdl) used by pdkv-standin.
 LIBS += mdl
 mdl_SRCS := $(filter-out ref/model/tests/%,$(wildcard ref/model/*.c))

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-proxy: the disaggregated-prefill proxy (the integration guide's, docs/vllm-v0.md; vLLM's
  * toy or the mooncake router contract), strict about failures. Thin main: flags -> px_server. */
 #include "px.h"

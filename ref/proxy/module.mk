@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ref/proxy: pdkv-proxy (library px + thin main) and its tests.
 LIBS += px
 px_SRCS := $(filter-out ref/proxy/main.c,$(wildcard ref/proxy/px_*.c))

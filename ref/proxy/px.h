@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px: the pdkv-proxy library — flag parsing, backend URL normalisation, the router contracts
  * (v0, toy, mooncake), the libcurl forwarder and the libmicrohttpd front end. */
 #ifndef PX_H

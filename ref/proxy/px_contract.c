@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_contract: the contract table (v0 = the guide's proxy, toy = vLLM's toy_proxy_server.py,
  * mooncake = vLLM's >= 0.16 mooncake_connector_proxy.py) and the JSON edits they are made of. */
 #include "px_contract.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_contract: the router contracts pdkv-proxy can speak (v0, toy, mooncake) as one table of
  * data and body-edit functions, plus the JSON edits and the uuid4 they share. */
 #ifndef PX_CONTRACT_H

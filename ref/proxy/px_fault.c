@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_fault: --fault, a pdkv-proxy that behaves like a broken router (drops transfer_id, does
  * not copy prefill's kv_transfer_params) so that the runner's checks can be shown to catch it. */
 #include "px.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_fault: router faults for detector self-tests (pdkv-proxy --fault). */
 #ifndef PX_FAULT_H
 #define PX_FAULT_H

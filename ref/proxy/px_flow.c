@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_flow: one completion under the server's contract — prefill then decode (v0, toy) or both
  * at once (mooncake) — and the decode passthrough that never lets a broken answer look whole. */
 #include "px_srv.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_fwd: libcurl calls to prefill (drained, first bytes kept for the error message) and to
  * decode (own thread; write callback -> bounded ring -> client reader, never the whole body). */
 #include "px_fwd.h"

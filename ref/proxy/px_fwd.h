@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_fwd: pdkv-proxy's backend side on libcurl — a drained prefill call and a decode call whose
  * body flows through a bounded queue to the client, with status and headers known first. */
 #ifndef PX_FWD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_opts: pdkv-proxy's command line — the guide/PROXY-16 spellings (--prefill/--decode URL)
  * and the toy proxy's (--prefiller-host/--prefiller-port/...), normalised to base URLs. */
 #include "px.h"

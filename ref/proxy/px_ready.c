@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_ready: mooncake readiness as mooncake_connector_proxy.py does it (each prefill in order:
  * GET /health every 1 s until 2xx, then GET bootstrap /query), but retrying a bad /query. */
 #include "px_ready.h"

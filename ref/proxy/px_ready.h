@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_ready: the mooncake contract's readiness — per prefill, poll /health until 2xx, then read
  * the bootstrap server's /query table (engine_id per dp rank); picks (prefill, dp) pairs. */
 #ifndef PX_READY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_server: pdkv-proxy's front end on libmicrohttpd (a thread per connection) — routes, body
  * limits, request ids and auth per contract, health, error JSON and the access log. */
 #include "px_srv.h"

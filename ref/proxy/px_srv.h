@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* px_srv: pdkv-proxy's internals shared by the front end (px_server.c) and the completion flow
  * (px_flow.c): the server, one request's state, and the answer helpers. */
 #ifndef PX_SRV_H

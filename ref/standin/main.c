@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-standin: a vLLM stand-in launched like `vllm serve` — OpenAI HTTP API over the fake model
  * (ref/model) with the V0 MooncakeConnector (ref/kvc) when --kv-transfer-config is given. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ref/standin: pdkv-standin, the vLLM stand-in (OpenAI HTTP on the fake model + V0 connector).
 # The list is recursive (=) so that libraries from modules included after this one (ref/te,
 # terdma when the RDMA transport is built) are seen.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa: pdkv-standin's internals — options, the instance (connector ranks, counters), the request
  * pipeline (tokens -> KV from the connector or the fake model -> text) and the HTTP front end. */
 #ifndef SA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_args: pdkv-standin's command line, parsed the way vLLM's argparse does (--a-b and --a_b,
  * --flag=value, `serve MODEL` positional), plus the table of vLLM flags accepted and ignored. */
 #include <errno.h>

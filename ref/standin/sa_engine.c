@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_engine: the prefill step of one request — a producer computes the KV and inserts it into the
  * connector, a consumer asks the connector for it (verify checksum, else miss policy), a plain
  * instance computes it. Faults (drop, corrupt, delay, crash) are applied here. */

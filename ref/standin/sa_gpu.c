@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_gpu: the stand-in's KV cache in GPU memory (--kv-cache-device cuda[:N]) — the device, the
  * fill kernel (libmdlgpu.so, dlopen'd) writing the fake model's KV straight into the V1 blocks,
  * and the decode's read-back of its blocks; all CUDA through te_gpu's run-time loading. */

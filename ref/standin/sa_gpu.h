@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_gpu: the stand-in's KV cache in GPU memory (--kv-cache-device cuda[:N]): setup, the fill
  * kernel into the V1 blocks, the decode's read-back. Without the flag none of it is used. */
 #ifndef SA_GPU_H

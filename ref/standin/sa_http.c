@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_http: pdkv-standin's OpenAI-compatible HTTP front end on libmicrohttpd (thread per
  * connection): routing, request validation with vLLM's error shapes, JSON and SSE responses. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_kv: the fake model's KV generated straight into where a connector keeps it (V1 blocks, V0
  * tensors) and hashed as it goes, and the received KV hashed and checked in place — no whole-KV
  * scratch copies, each layer's keys and values a part of its own on a few threads. */

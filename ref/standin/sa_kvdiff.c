@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_kvdiff: where a V0 answer's keys and values differ from what the fake model computes for
  * its tokens. Only run after a checksum mismatch, so the report says which bytes went wrong — a
  * transport slice left unwritten (zeros), a stale range, one row — and not only that they did:

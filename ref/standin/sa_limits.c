@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_limits: pdkv-standin's server limits (issues 11, 34) — the connection, idle and body flags of
  * the HTTP server and the V0 connector's side-channel limits, parsed apart from vLLM's flags. */
 #include "sa.h"

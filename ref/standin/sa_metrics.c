@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_metrics: /metrics in Prometheus text format — pdkv's fixed names (the runner reads them),
  * vLLM's own names where vLLM counts the same thing, and the connector's raw statistics. */
 #include <cJSON.h>

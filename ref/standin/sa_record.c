@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_record: --record-requests FILE — what each completion request looked like when it reached
  * the stand-in, so a runner can grade the router in front of it (JSON lines, one per request). */
 #include "sa_record.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_record: --record-requests FILE — one JSON line per completion request as it reached the
  * stand-in (path, the headers a router sets, the body, arrival / answer / done times). */
 #ifndef SA_RECORD_H

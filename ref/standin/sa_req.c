@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_req: parses and validates one OpenAI completion / chat completion body the way vLLM's
  * OpenAI server does; messages are rendered with mdl's ChatML template and tokenized. */
 #include "sa_req.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_req: parses and validates one OpenAI completion / chat completion body the way vLLM's
  * OpenAI server does (field types, prompt forms, max_tokens vs --max-model-len). */
 #ifndef SA_REQ_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_v0hash: a V0 drop_select's hooks (kvc_piece_fn, kvc_arrive_fn) that compute the KV checksum
  * of the received keys and values chunk by chunk, as each chunk of their READs lands, so the check
  * reads bytes that are still in the cache and is done when the READ is. Over TCP the pieces are

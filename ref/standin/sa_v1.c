@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_v1: the stand-in's V1 connector (gen A, gen B) on ref/kv1 — one worker per (dp, tp rank),
  * the fake model's KV laid out in vLLM's blocks, kv_transfer_params at each step, and the
  * producer / consumer halves of a request with vLLM's log lines and kv_load_failure_policy. */

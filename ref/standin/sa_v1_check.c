@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_v1_check: the V1 consumer's check of the KV blocks it receives — hashed in the checksum's
  * order while the producer's WRITEs land (kv1_landed), so the check mostly overlaps the
  * transfer; a streamed request's first token goes out before the check ends (sa_verify_wait). */

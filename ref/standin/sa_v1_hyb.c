@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_v1_hyb: the stand-in's hybrid-model mode (--kv-groups) — KV-cache groups of full-attention
  * and sliding-window layers, the window clipping vLLM applies to a request's blocks, and the
  * per-group block layout that gen B's HMA wire carries (one list per group). */

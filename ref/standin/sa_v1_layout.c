@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_v1_layout: the stand-in's KV buffers per vLLM release — K and V registered apart, MLA, or
  * one region per layer holding K and V (vLLM's LBHNC layout); the kv1 options of each. */
 #include "sa_v1_layout.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_v1_layout: how the stand-in's V1 workers lay the fake model's KV out in kv1 buffers, per
  * the vLLM release it plays (which regions vLLM registers with Mooncake, and what they hold). */
 #ifndef SA_V1_LAYOUT_H

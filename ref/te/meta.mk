@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ref/te metadata part (lib temeta; its sources are listed in module.mk): tests owned by te-meta.
 TESTS += test_meta_desc test_meta_conn test_meta_store test_meta_svc
 test_meta_desc_SRCS := ref/te/tests/test_meta_desc.c

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ref/te is three libraries so that each owner's work-in-progress never breaks the others:
 #   temeta — descriptors, connection strings, metadata stores (te_desc*.c te_meta*.c te_conn*.c te_json*.c)
 #   terdma — the RDMA transport (te_rdma*.c), linked only where RDMA is wanted

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ref/te RDMA transport (lib terdma, sources listed in module.mk): tests owned by rdma.
 # test_rdma_* skip (exit 77) on hosts without an RDMA device; ci/rxe/run-rxe-tier.sh runs them
 # inside the Soft-RoCE guest.

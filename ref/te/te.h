@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te: pdkv's reference transfer engine — the public API. Semantics follow Mooncake's
  * TransferEngine (docs/engine.md); see te_c.h for the transfer_engine_c.h shape.
  * Every int-returning call returns 0 (or a non-negative value) on success, a TE_ERR_* (< 0) else.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_batch: batches — ids, validation and start of requests, task status, and the blocking
  * te_transfer_sync on top (docs/engine.md). Ids index a handle table (generation in the high half),
  * so a stale or bogus id is TE_ERR_BAD_BATCH instead of a wild pointer. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_c: Mooncake's transfer_engine_c.h calls mapped onto te.h, including its mixed return
  * conventions (negative ERR_* for registration, positive Status codes for batch calls). */
 #include "te_c.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_c: a C API shaped like Mooncake's transfer_engine_c.h (docs/engine.md) on top of te.h, so a
  * program written against Mooncake's C API ports by swapping the include and the library. */
 #ifndef TE_C_H

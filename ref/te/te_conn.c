@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_conn: metadata connection strings — P2PHANDSHAKE, etcd://h:p[,h:p], bare h:p (= etcd),
  * redis://h[:p], http(s)://... — and the vLLM adaptor's resolution (both: docs/metadata.md). */
 #include "te_internal.h"

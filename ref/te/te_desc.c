@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_desc: segment descriptors and rpc_meta values as Mooncake writes them (docs/metadata.md):
  * encode to FastWriter bytes with exact u64 numbers, decode with [P2] validation. */
 #include "te_internal.h"

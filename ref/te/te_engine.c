@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_engine: engine lifecycle — RPC endpoint selection (docs/engine.md), transport choice, the
  * handshake server, local registration, rpc_meta/descriptor publishing and key cleanup. */
 #include "te_engine_priv.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_engine_priv: the engine's state, shared by te_engine.c (lifecycle, registration,
  * publishing, cleanup), te_segment.c (local and peer segments) and te_batch.c (batches). */
 #ifndef TE_ENGINE_PRIV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_err: names for the engine's error codes and task states (te.h), in their own file so that
  * every part of the engine can log an error without depending on another part. */
 #include "te.h"

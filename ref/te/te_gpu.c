@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_gpu: loads the CUDA runtime with dlopen (no CUDA headers or nvcc at build time), resolves
  * the few calls the engine needs, and gives the TCP transport pinned double-buffered staging. */
 #include "te_gpu.h"

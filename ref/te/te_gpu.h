@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_gpu: CUDA device memory for the reference engine without a build dependency on CUDA — the
  * runtime (libcudart) is loaded at run time; "cuda:N" locations, copies and pinned staging. */
 #ifndef TE_GPU_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_handshake: the out-of-band handshake socket of docs/handshake.md — frame codec (u64 LE length,
  * type byte, JSON; legacy frames), the server's per-connection exchange (on te_net's accept loop)
  * and the one-shot client. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_inspect: the tools' read-only window (te_inspect.h) over the engine's private views —
  * copies out of descriptors and metadata lookups, so no tool needs te_internal.h. */
 #include "te_inspect.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_inspect: a read-only window on the engine for tools (pdkv bench, pdkv doctor) — which
  * transports are built in, the local address, views of a segment, metadata-store lookups. */
 #ifndef TE_INSPECT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_internal: the engine's private seams, grouped by concept — descriptors, metadata, sockets,
  * handshake, tasks and transports, engine services, batches, cleanup. Only ref/te includes it;
  * the harness uses te_inspect.h. A new transport or metadata backend is one file + one row. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_ipc: the "nvlink_intra" transport (Mooncake's intra-node GPU transport) — cuda:N buffers
  * published with their CUDA IPC handle, opened by peers on the same host and copied device to
  * device on streams, completion through events; host memory and other hosts take TCP staging. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_json: the JSON bytes Mooncake reads and writes — jsoncpp FastWriter output (compact, keys
  * sorted byte-wise, "\n" at the end) and a strict parser that keeps 64-bit integers exact. */
 #include "te_internal.h"

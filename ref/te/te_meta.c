@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_meta: the metadata store handle — key layout (docs/metadata.md), the backend table (one file
  * per backend: te_meta_etcd.c, te_meta_redis.c, te_meta_http.c) and the shared libcurl request. */
 #include "te_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_meta_compat: which Mooncake release's bytes pdkv writes where releases differ, from
  * PDKV_MOONCAKE_VERSION ("0.3.6", "v0.3.12.post1"); unset = the newest release pdkv knows. */
 #include "te_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_meta_etcd: etcd v3 through its JSON gateway (POST /v3/kv/put|range|deleterange with base64
  * key/value; etcd 3.4), endpoints "h:p[,h:p]" tried in order, 5 s per operation as Mooncake. */
 #include "te_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_meta_http: Mooncake's HTTP metadata protocol — <base>?key=<curl_easy_escape(key)>;
  * GET 200 = value, 404 = absent; PUT (application/json) and DELETE need 200; 3 s timeout.
  * Values end with "\n" unless the emulated release is 0.3.6 or later (te_compat_http_newline). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_meta_redis: redis via hiredis — SET/GET/DEL, MC_REDIS_PASSWORD (AUTH, with
  * MC_REDIS_USERNAME), MC_REDIS_DB_INDEX (SELECT 0-255); one connection behind a mutex. */
 #include "te_internal.h"

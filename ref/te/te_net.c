@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_net: the engine's socket plumbing — connect with a timeout, the local IP rule, socket
  * tuning, and the one accept loop that both the handshake and the TCP data server run on. */
 #include "te_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_rdma: the RDMA transport (te_rdma_transport_ops) — registration, descriptor fields
  * (devices, keys, priority matrix), slicing, one worker per device posting one-sided
  * READ/WRITE and polling the CQ, retries over fresh endpoints (docs/rdma.md). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_rdma: private types shared by the RDMA transport's files — device contexts (te_rdma_dev.c),
  * endpoints and the QP handshake (te_rdma_ep.c), slicing and workers (te_rdma.c). */
 #ifndef TE_RDMA_H

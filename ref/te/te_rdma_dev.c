@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_rdma_dev: RDMA device contexts — MC_* knobs, device open, port state, GID choice, MTU, and
  * memory registration, each failure reported with the fix a user needs (docs/rdma.md). */
 #include "te_rdma.h"

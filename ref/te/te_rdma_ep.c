@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_rdma_ep: RDMA endpoints — RC QPs per (local NIC, peer NIC path), QP state changes with the
  * attributes of docs/rdma.md, and both sides of the Connection handshake of docs/handshake.md. */
 #include "te_rdma.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_rdma_wire: the RDMA transport's JSON that needs no device — the Connection handshake body
  * in both of Mooncake's forms (docs/handshake.md) and the NIC priority matrix as Mooncake publishes
  * it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_republish: the engine's keeper thread — with a metadata store, checks every few seconds
  * that its rpc_meta and segment keys are still there and puts them back when the store lost them
  * (a restart with an empty store), so peers started afterwards find the engine. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_segment: the segments a request can target — the local one (registered-buffer lookups, the
  * published descriptor) and the peer cache (open/sync, rpc_meta lookups, P2P metadata). */
 #include "te_engine_priv.h"

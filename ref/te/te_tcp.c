@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_tcp: the TCP transport of docs/tcp.md, client side and ops — peers (lanes in
  * te_tcp_lane.c), submit (slicing, inline send or queue), the transport's ops. The validating
  * server is te_tcp_server.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_tcp: private seams of the TCP transport — wire constants, lanes/peers (client side,
  * te_tcp.c, te_tcp_lane.c) and the validating server (te_tcp_server.c). Socket helpers are
  * te_net.c's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_tcp_gpu: the TCP transport's path for CUDA device memory — socket bytes staged through
  * pinned host buffers, two chunks in flight (copy of one overlapping the socket I/O of the other).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_tcp_lane: one lane of the TCP client (docs/tcp.md) — 24-byte LE headers, pipelined READ/WRITE
  * on a persistent connection, a sender and a receiver thread, inline sends, v2 status frames. */
 #include "te_tcp.h"

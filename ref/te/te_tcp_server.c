@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_tcp_server: the TCP transport's data server (docs/tcp.md) — one thread per persistent
  * connection (te_net's accept loop), every request validated against registered memory
  * before a byte moves. */

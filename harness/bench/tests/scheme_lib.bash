@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # scheme_lib.bash: what the --scheme test scripts share (sourced, not a test itself): check,
 # the short --check run shape, and run NAME ARGS... (text in $T/NAME.out, JSON and CSV beside it).
 # The script sets B (the bench) and T (its temporary directory) first.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_bench: pdkv-bench end to end — usage errors, loopback over P2PHANDSHAKE with --check and
 # the socket baseline, --gap-ms, --min-bw failing, loopback over real etcd / redis / pdkv-metaserver, and
 # a separate target + initiator over etcd whose keys etcdctl sees while up and not after SIGINT.

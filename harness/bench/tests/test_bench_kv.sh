@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_bench_kv: pdkv-bench --kv-geometry — one batch is one prompt's block list (2 x layers
 # buffers x runs), every byte checked over loopback TCP; usage errors exit 2.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_bench_lanes: pdkv bench's socket baseline opens as many connections as pdkv's TCP lanes
 # (as iperf3 -P), with the same transfers in flight; the banner says how many lanes ran; both
 # rows report CPU seconds per GB; every byte still checked.

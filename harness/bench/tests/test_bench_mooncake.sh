@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_bench_mooncake: pdkv-bench --compare-mooncake measures the Mooncake child itself — its CPU
 # from wait4's rusage (not pdkv's own process), its latency "not measured" (JSON null), never
 # 0.00 — with a stand-in for transfer_engine_bench that burns CPU and prints its closing line.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_bench_scheme: pdkv-bench --scheme over loopback TCP with --check — pairwise sweep with
 # scaling, manytoone, onetomany, tp (prefill/decode spelling and nixlbench's) with --kv-geometry:
 # who pairs with whom, per-pair rows, fairness, JSON/CSV fields; bad values exit 2 naming the flag.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_bench_scheme_base: pdkv-bench --scheme with --baseline=socket / socket-only over loopback
 # TCP with --check — the socket run in the same topology as the engine's (who pairs with whom,
 # per-pair rows), the engine/socket ratio per point in the text, JSON and CSV, separate targets

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_bench_serve: `pdkv bench serve` end to end, bounded — usage errors (exit 2), then a tiny
 # rate x concurrency sweep against a V1 gen B scenario started by the runner library, with
 # --compare-single; checks the text block, the JSON rows (pdkv report compare's rows format),

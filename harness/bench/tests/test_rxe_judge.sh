@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_rxe_judge: the Soft-RoCE tier's ratio verdict (ci/rxe/judge.sh) on the bad cases of issue 33
 # — 64.6 % against a 90 % goal, 2869 % and 372 % of ib_write_bw, sizes ib_write_bw did not
 # complete, a noisy host — none is a PASS; a sane ratio above its goal is.

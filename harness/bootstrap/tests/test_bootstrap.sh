@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv bootstrap with vLLM's bootstrap_server_address: a gen B prefill stand-in registers at the
 # standalone server and starts none of its own; pdkv-proxy --contract mooncake reads /query there;
 # decode reuses the prompt's KV. Then a bad address, an unreachable one, usage and SIGTERM.

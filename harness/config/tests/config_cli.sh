@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # config_cli.sh: the `pdkv config check` / `pdkv ports` command-line contract — exit codes 0/1/2,
 # --json = exactly one JSON object on one stdout line, MOONCAKE_CONFIG_PATH read like vLLM.
 set -u

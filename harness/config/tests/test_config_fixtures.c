@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_config_fixtures: runs every fixtures/config/NAME.expected case (input beside it) through
  * the CLI parser, cfg_check and the --json report, and fails on any expectation that differs. */
 #include <setjmp.h>

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # test_doctor.sh — pdkv doctor on this host: readable lines and --json, a clear verdict on RDMA
 # (FAIL with the fix when rdma is wanted and absent), metadata server reachable / unreachable
 # (real pdkv-metaserver), a port the config needs already taken. Needs $PDKV_BIN.

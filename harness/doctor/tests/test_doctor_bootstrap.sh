@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv doctor --bootstrap=URL (issue 34 N1): a registered worker that does not answer is a FAIL
 # naming its rank and address; a bootstrap server bound to 0.0.0.0 is a WARN when the port also
 # answers on a non-loopback address of this host (only with PDKV_TEST_WIDE_BIND=1); loopback

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_vllm_drift: `pdkv vllm-drift` on the vLLM-shaped trees under fixtures/vllm-drift/ (each
 # release shape, a new field, a removed field, a renamed env var, no connector, a wheel built here,
 # the installed-package form found through python3) — verdicts, exit codes, --json and --model keys.

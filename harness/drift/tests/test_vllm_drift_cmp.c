@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_vllm_drift_cmp: cfg_drift's comparison without Python — pdkv's own model, exported in the
  * extractor's shape, compares clean for every shape; each kind of edit gets its verdict. */
 #include <setjmp.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_install: `make install DESTDIR=` lays out every command, man page, scenario, fixture and
 # doc, and the installed pdkv runs from there; `make deb` builds a package dpkg can read and
 # (as root) unpack into a throw-away root. Never installs into the real system.

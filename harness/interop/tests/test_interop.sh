@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_interop: the interop tier's paths that need no Mooncake — no bench anywhere -> NOTRUN
 # (77) with the reason, in text and --json; a bench that is not executable -> NOTRUN; usage -> 2.
 set -u

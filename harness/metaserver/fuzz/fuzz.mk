@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fuzz targets of the metaserver (make fuzz): request sequences against its store
 FUZZ += fuzz_ms_store
 fuzz_ms_store_SRCS := harness/metaserver/fuzz/fuzz_ms_store.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_ms_store: request sequences against the metaserver's store (PUT/GET/DELETE with keys
  * and bodies from the input, /dump and ?prefix=) under small limits; a dump must parse. */
 #include <cJSON.h>

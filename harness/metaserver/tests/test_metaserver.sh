@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_metaserver: pdkv-metaserver's HTTP contract (Mooncake's metadata API) and its flags,
 # driven with curl against a real instance on a free loopback port.
 set -u

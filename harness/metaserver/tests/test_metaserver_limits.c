@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdkv-metaserver under a slow-connection flood (issue 11 D6): connections from one client
  * address beyond --max-connections-per-client and beyond --max-connections are refused with a
  * log line, idle ones are dropped after --idle-timeout, and a legitimate client on another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_report: the statistics of `pdkv report` against values worked out independently (exact
  * U tail counts by enumeration, the normal approximation by a separate Python computation) and
  * compare's decisions on synthetic sample sets with known answers. */

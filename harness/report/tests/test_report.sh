@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_report: the pdkv report CLI — exit statuses (0 / 1 regression / 2 usage or bad file naming
 # the file and field), tables in the three formats, missing rows, metadata warnings, run-JSON diff
 # with a verdict change, history plots that are real PNG and SVG, and real pdkv bench JSON.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_verdict_noise: issue 33's proof that `make bench`'s gate (ci/bench.sh, on by default) is
 # sound: two runs of one commit, a CPU hog beside the second, give no REGRESSION and exit 0; pdkv
 # made slower alone (PDKV_TEST_SLOWDOWN_PCT, a test-only knob the socket baseline never sees)

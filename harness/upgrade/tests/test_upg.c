@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_upg: upgrade-check's plan (release order, contracts, cells), each cell's scenario, the
  * exit rule and the change list — including feature bits the version table may gain later. */
 #include <setjmp.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv upgrade-check end to end: a same-generation upgrade (gen-B shapes) and a gen A -> gen B
 # one (mixed cells INCOMPATIBLE with the error seen, both contracts), exit codes, the JSON and
 # JUnit files, bounded time, and bad input (exit 2 naming the flag).

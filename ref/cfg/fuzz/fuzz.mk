@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fuzz targets of cfg (make fuzz): --kv-transfer-config and mooncake.json
 FUZZ += fuzz_cfg
 fuzz_cfg_SRCS := ref/cfg/fuzz/fuzz_cfg.c

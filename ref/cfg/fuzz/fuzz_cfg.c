@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_cfg: the user's config bytes through ref/cfg's public API — --kv-transfer-config JSON
  * (first byte even) and mooncake.json read from a memfd (first byte odd), V0 and V1 rules. */
 #include <stdint.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pydantic_diff.sh: differential test of pdkv's --kv-transfer-config coercion against real
 # pydantic v2 driving a replica of vLLM V0's KVTransferConfig (docs/vllm-v0.md): same
 # accept/reject, same error lines (input_value excepted). SKIPs (77) without python3+pydantic 2.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pyjson_diff.sh: differential test of pdkv's Python-json reader against the real CPython
 # json.load on 200 (PDKV_PYJSON_N) mutated mooncake.json files — every exception text must match byte for byte.
 # One python3 process drives it (a few seconds). SKIPs (77) when python3 is not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_pipe: cfg_v0_pipe against the names and ports of docs/vllm-v0.md and the +100
  * rule's string-compare quirks. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_cfg_release: --kv-transfer-config parsed as one vLLM release does it — the uuid4 engine_id
  * default, the per-release kv_load_failure_policy default, the typed kv_connector_extra_config
  * fields the stand-ins read, and V0 releases ignoring V1 fields. */

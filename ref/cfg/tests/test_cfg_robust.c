@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_robust: hostile input never crashes, hangs or leaks the cfg library — random bytes, byte
  * flips of a valid config, 10000-deep nesting, huge numbers, 1 MB strings — and every result
  * still renders as one valid --json object (run under ASan/UBSan by `make asan`). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_cfg_vllm: the vLLM version table — each generation and metrics-era boundary, a citation
  * on every row, suffixes, releases past the table, and the releases pdkv refuses. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_connlim: counts a server's connections per client address under one lock; one over the
  * total or the per-client limit is refused at accept (MHD closes it), logged once a second. */
 #include "httplim/pd_connlim.h"

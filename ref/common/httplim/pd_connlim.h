@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_connlim: connection limits for a libmicrohttpd server — total and per client address,
  * checked at accept (MHD's accept-policy callback) with a rate-limited log line naming the flag. */
 #ifndef PD_CONNLIM_H

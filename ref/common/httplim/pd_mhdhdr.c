@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_mhdhdr: the header deadline — connections listed from MHD's connection notifications, a
  * deadline per connection cleared by the access handler's first call, and a watchdog thread. */
 #include "httplim/pd_mhdhdr.h"

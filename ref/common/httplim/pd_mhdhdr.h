@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_mhdhdr: a whole-header deadline for libmicrohttpd servers (nginx's client_header_timeout):
  * MHD's connection timeout counts idle time only, so a header trickled a line at a time held a
  * slot. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_mhdlog: libmicrohttpd's error log through pd_log, rate-limited with a count, and a back-off
  * on fd exhaustion (issue 34, N6: 13,432 "Too many open files" lines a second under ulimit -n). */
 #include "pd_mhdlog.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_mhdlog: libmicrohttpd's own error messages through pdkv's logger (MHD_OPTION_EXTERNAL_LOGGER)
  * at most once a second with a count of the rest, and a back-off when accept() runs out of fds. */
 #ifndef PD_MHDLOG_H

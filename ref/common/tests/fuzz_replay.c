@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_replay: runs a fuzz target's LLVMFuzzerTestOneInput over every file in
  * fixtures/fuzz/<target>/seeds and .../regress (target = this program's name without
  * "replay_"), so a plain gcc build replays the corpus and every crasher found. */

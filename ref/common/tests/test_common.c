@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for pd_util and pd_proc: strict parsing, host:port splitting, real sockets and
  * real child processes. */
 #include <setjmp.h>

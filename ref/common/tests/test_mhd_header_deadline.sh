@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole-header deadline of pdkv's libmicrohttpd servers (issue 34, D6): clients that trickle
 # one header line at a time (slowloris) are cut within PDKV_HTTP_HEADER_TIMEOUT_MS on the
 # metaserver, the stand-in and the proxy, while a normal client is served. Loopback, bounded.

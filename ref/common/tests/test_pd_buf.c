@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_pd_buf: the shared buffer — growth, NUL termination, the max cap and its sticky
  * failure, printf, and the libcurl write callback's abort past max. */
 #include <setjmp.h>

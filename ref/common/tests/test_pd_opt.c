@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_pd_opt: the table-driven option parser — every value type, both spellings, the
  * "expected X, got Y" exit 2, help from the table, positional arguments. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_pd_stats: pdkv's statistics module against worked values — percentiles as numpy / Python's
  * statistics.quantiles(method="inclusive") give them, stdev, histogram quantiles, U p-values. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_svc: starts etcd, redis-server or pdkv-metaserver on free loopback ports with a private
  * data directory, waits until each answers, and stops them again (directory removed). */
 #include "pd_svc.h"

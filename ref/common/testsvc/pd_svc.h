@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pd_svc: real metadata services on free loopback ports for tests and the scenario runner —
  * etcd (etcd-server), redis (redis-server) and pdkv-metaserver — each with a temporary data
  * directory and a log file, stopped (and the directory removed) by pd_svc_stop. */

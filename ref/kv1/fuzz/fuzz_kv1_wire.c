@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_kv1_wire: V1 bytes a remote peer controls — the msgpack messages of kv1_wire.h (agent
  * metadata, MooncakeXferMetadata in its shapes, the transfer response) and the bootstrap
  * server's POST /register body, sent to a live kv1_boot server. First byte picks the parser. */

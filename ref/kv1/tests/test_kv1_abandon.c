@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* WRITEs the producer gave up on while they were in flight (a slow decode, the worker stopping):
  * their source blocks must not go to another request before the engine has ended them, or the
  * rest of the old WRITE carries the new request's KV into the decode's blocks. Gen B (and gen

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gen B bootstrap server over real loopback HTTP: exact bodies and status codes of
  * /register and /query, both re-register rules, 422 on malformed bodies, the body limit, and the
  * client's bounded retries against a port nobody listens on. */

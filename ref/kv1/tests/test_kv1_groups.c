@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1 with KV-cache groups (HMA, vLLM #41847; mooncake_connector.py @ 00f4240e): one block list
  * per group on the wire, each region written with its own group's blocks (a sliding group's list
  * clipped), P's longer list sending its tail; group count and group index mismatches answered

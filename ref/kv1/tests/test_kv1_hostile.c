@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Issue 34, gen B over loopback TE/TCP: handshakes no decode sends (remote_tp_rank 99 of 1, an
  * empty kv_caches_base_addr) are refused at once on every shape (N9), and a decode pull for an
  * unknown or already served transfer_id ends with vLLM's timeout answer, counted (N10). */

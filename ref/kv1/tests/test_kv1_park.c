@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gen B producer under a flood of handshakes for transfer ids it never saw (issue 11): they wait
  * parked on no thread, so a legitimate transfer still completes; the parking caps (total, per
  * peer, bytes) refuse the excess at once, counted; unknown ids time out with vLLM's answer. */

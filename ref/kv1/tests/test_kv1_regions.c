@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1_regions' pure functions against vLLM's (mooncake_connector.py, kv_connector/utils.py @
  * 00f4240e): TP pairing and the sender plan for (P2,D4), (P4,D2), (P2,D2); region expansion,
  * alignment by (layer name, occurrence) and the length checks with vLLM's texts. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The decode's side of an abandoned WRITE: a receive that times out while the producer's WRITE
  * is still on its way must not hand its destination blocks to the next request, or the late
  * WRITE carries the old request's KV into the new one. Gen B producer and consumer in one

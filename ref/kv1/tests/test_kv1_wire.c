@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Byte-exact tests of kv1_wire against msgspec/python-msgpack output (the worked examples of
  * docs/wire-v1.md), plus decode robustness: key order, unknown keys, missing fields, bad types,
  * hostile lengths. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Byte-exact tests of kv1_wire's gen-B shapes B1 (block_lens, vLLM #36869) and B2 (per-group
  * block lists, #40860), the worked examples of docs/wire-v1.md, and how the shapes read each other.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kv1 producer/consumer pairs in one process over loopback TE/TCP and real ZMQ sockets: gen A
  * and gen B (B0, Bn, Bl) transfers verified byte for byte, the gen A unknown-id hazard
  * (trans_done, nothing written), gen B's ERROR answers with vLLM's messages, Bl's region checks

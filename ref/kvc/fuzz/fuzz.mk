@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fuzz targets of kvc (make fuzz): side-channel frames and the tensor blob
 FUZZ += fuzz_kvc_frames
 fuzz_kvc_frames_SRCS := ref/kvc/fuzz/fuzz_kvc_frames.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_kvc_frames: the side-channel bytes a remote peer controls — pickled (ptr, len) tuples,
  * pickled ACKs, u64be frames and the pdkv tensor blob. First byte picks the parser. */
 #include <stdint.h>

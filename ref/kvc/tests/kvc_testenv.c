@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_testenv: the shared fixture of the connector's engine tests (see kvc_testenv.h): etcd,
  * configs with identical URLs, ports below 65000 that are free, items and comparisons. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kvc_testenv: what the connector's engine tests share — a real etcd, a prefill/decode pair of
  * configs on 127.0.0.1 with identical URLs (+100 rule), realistic items and comparisons. */
 #ifndef KVC_TESTENV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* READs the receiver gave up on while they were in flight (a slow target, the pipe stopping):
  * their late bytes must not land in a buffer handed to a later request. Two real pipes over
  * loopback TCP and a real etcd; the target's engine holds back its answer to the first READ

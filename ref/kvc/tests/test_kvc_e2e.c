@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* End-to-end tests of the V0 connector: a prefill (kv_rank 0) and a decode (kv_rank 1) kvc on
  * 127.0.0.1 with identical URLs (+100 rule), TCP engine, metadata in a real etcd; plus a rogue
  * peer on raw ZMQ sockets that checks the wire bytes and feeds malformed / unreadable frames. */

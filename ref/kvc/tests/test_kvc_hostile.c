@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hostile-peer and fault tests of the V0 connector (issue 11 D1, D2, D3, D10): raw TCP peers
  * with forged ZMTP frame sizes, a rogue ZMQ PULL stealing answers, a graceful decode restart
  * and a dead decode with a small kv_buffer_size. Real libzmq, real etcd, loopback only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the connector's engine-free parts: pickle / u64be frames against exact bytes,
  * the tensor blob, SimpleBuffer prefix matching, search order, miss modes, back pressure, pool. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* End-to-end tests of the zero-copy hand-off (issue 10): an item generated into the producer's
  * registered memory goes on the wire without a copy and is freed on its ACK; the consumer gets
  * it where it was read, shown tensor by tensor to an arrival hook; the fallbacks (parked memory

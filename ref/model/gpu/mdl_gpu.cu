@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mdl_gpu: mdl_kv_compute's K/V on the GPU — the prefix chain over the tokens on the host (n
  * mixes), then one thread per 8-byte word of every [layer][token][head] row. */
 #include "mdl_gpu.h"

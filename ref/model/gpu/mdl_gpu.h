@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mdl_gpu: the fake model's keys and values generated on a CUDA device — the same bytes as
  * mdl_kv_compute's, so a stand-in can keep its KV in GPU memory without host copies. */
 #ifndef MDL_GPU_H

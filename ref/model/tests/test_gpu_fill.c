@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_fill: libmdlgpu.so's K/V equal mdl_kv_compute's bytes — several geometries (rows of
  * 8k and odd bytes, head subsets), every byte compared after a poisoned fill. Exits 77 (SKIP)
  * without a CUDA device. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the fake model (mdl): tokenizer round trip, the default geometry's KV size,
  * determinism, causality of the KV, sharding, and that one changed KV byte changes the text. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_backend: the proxy tests' stand-in for vLLM prefill/decode instances — records requests,
  * answers /v1/completions, /v1/chat/completions (JSON or SSE), /v1/models, /health. */
 #include "fake_backend.h"

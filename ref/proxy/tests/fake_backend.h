@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_backend: a minimal OpenAI-style server for the proxy tests (libmicrohttpd). It records
  * every request (body, headers, times), answers JSON or SSE like vLLM, serves a bootstrap
  * /query, and fails, stalls, holds or dies mid-answer on demand. */

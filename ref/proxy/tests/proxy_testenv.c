@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proxy_testenv: the proxy end-to-end tests' shared setup (see proxy_testenv.h): the binary, the
  * fake backends, starting and stopping pdkv-proxy. */
 #include "proxy_testenv.h"

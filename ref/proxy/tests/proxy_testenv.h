@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proxy_testenv: what the pdkv-proxy end-to-end tests share — finding the binary, starting it on
  * a free port and waiting for /health, the fake backends' lifecycle, and string assertions. */
 #ifndef PROXY_TESTENV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_client: the proxy tests' HTTP client (see test_client.h). */
 #include "test_client.h"
 #include "pd_tsan.h"

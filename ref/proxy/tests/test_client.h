@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_client: the proxy tests' HTTP client on libcurl — one request with status, body,
  * Content-Type and X-Request-Id captured, plus a small formatting helper. */
 #ifndef TEST_CLIENT_H

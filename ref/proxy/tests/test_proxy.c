@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* End-to-end tests for pdkv-proxy: the real binary between in-process fake prefill/decode
  * servers (fake_backend.c) on free loopback ports, in the default v0 contract. Checks request
  * shapes, SSE passthrough, round robin, failure mapping, limits, request ids, toy flags and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* End-to-end tests of pdkv-proxy's router contracts (v0 failure mapping, toy, mooncake): exact
  * prefill and decode bodies and headers, ordering, readiness, round robin and every failure
  * path, between in-process fake backends (fake_backend.c) on loopback. No timing assertions. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 34 N1 over loopback with real stand-ins: a gen B prefill's bootstrap server binds where
 # --bootstrap-host says (default 0.0.0.0 as vLLM); a bogus dp rank POSTed to /register with a
 # worker that does not answer; pdkv-proxy (mooncake) fails that rank's requests at once with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-proxy against a connection flood (issue 11 D6): slow connections from one address past
 # --max-connections-per-client are refused at accept (logged) while another address is served;
 # --max-connections holds the total; bad values exit 2. Loopback, bounded.

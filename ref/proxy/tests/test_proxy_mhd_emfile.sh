@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # libmicrohttpd servers out of file descriptors (issue 34, N6): under ulimit -n 64 a connection
 # flood made pdkv-proxy print ~13,000 "Too many open files" lines a second. Now each server
 # (proxy, stand-in, metaserver) logs MHD's messages through pd_log at most once a second with a

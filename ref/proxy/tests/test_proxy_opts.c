@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for pdkv-proxy's flags: every backend URL spelling (guide, PROXY-16, toy proxy),
  * list forms, defaults and the errors a bad flag must give. */
 #include <setjmp.h>

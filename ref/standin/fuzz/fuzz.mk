@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fuzz targets of the HTTP front ends (make fuzz): the stand-in's completion / chat request
 # parse and the proxy's per-contract body edits (sa_req.c is built in; the stand-in has no library)
 FUZZ += fuzz_http_body

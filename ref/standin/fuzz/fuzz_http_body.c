@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_http_body: the HTTP request bodies remote clients send — the stand-in's /v1/completions
  * and /v1/chat/completions parse (sa_req_parse) and the proxy's body edits for each contract. */
 #include <stdint.h>

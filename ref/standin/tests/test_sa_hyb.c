@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sa_v1_hyb: the --kv-groups spec, the window clipping of a request's blocks against vLLM's
  * blocks_per_sw = cdiv(W, block_size) + 1 (mooncake_connector.py @ 00f4240e) and the rows the
  * fake model keeps per layer. */

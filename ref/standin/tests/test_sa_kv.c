@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sa_kv: the stand-in's KV generation and checks (sa_kv_gen, sa_kv_scan, sa_v0hash) give
  * the fake model's checksum (mdl_kv_checksum of mdl_kv_compute's KV) on one thread and on
  * several, for one rank and for two, and a flipped byte is caught. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sa_layout: the stand-in's KV layout per vLLM release (sa_v1_layout.c) and the handshake a
  * Bl decode sends with it, caught by a fake prefill ROUTER and decoded: one region per layer, each
  * name once, block_len = kv_block_len = K part + V part (vLLM's LBHNC registration). */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 1P1D without a proxy, on a real pdkv-metaserver (http metadata) and the V0 connector over TCP:
 # prefill (max_tokens=1) then decode with the same prompt -> decode reused every prompt token and
 # its text equals a plain stand-in's; a prompt never prefilled is recomputed with a WARNING; then

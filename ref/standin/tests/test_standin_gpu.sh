@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # --kv-cache-device (KV blocks in GPU memory, sa_gpu.c) at startup: a bad value, the V0 pipe and a
 # plain instance are refused naming the flag; without a CUDA device a V1 stand-in exits 1 naming
 # the flag and the reason. With a GPU the end-to-end runs are the GPU tier's (make test-gpu).

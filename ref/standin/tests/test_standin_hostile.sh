@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-standin against hostile clients (issue 11): a slow-connection flood from one address while
 # another address is served (D6), the total limit, a huge prompt refused before it is tokenized
 # (D7: peak memory stays near the body size), raw control bytes in JSON strings refused like

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-standin with more than FD_SETSIZE (1024) connections open: the HTTP server must poll, not
 # select(), or every connection whose fd is past 1024 is reset without a word (seen at 1,000
 # concurrent requests through the proxy). Loopback, about 1,100 idle connections, bounded.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pdkv-standin without a connector: flag parsing (vLLM flags ignored, unknown flag -> exit 2,
 # bad config -> exit 1 with diagnostics), every endpoint incl. streaming and vLLM-shaped errors,
 # /metrics names present at 0 before any request, and shutdown on SIGTERM within 2 s.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # V1 gen B with a KV pool too small for the requests in flight: requests wait for free blocks
 # (as vLLM's scheduler keeps them waiting) and all complete with their KV reused; a request larger
 # than the whole pool fails at once; a prefill that offers no KV gets decode's pull refused at once.

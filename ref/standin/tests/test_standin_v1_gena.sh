@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # V1 gen A 1P1D with the router steps of vLLM's toy proxy written out: P (max_tokens 1) returns
 # its side channel in kv_transfer_params, D pulls the blocks and answers like a plain stand-in;
 # TP=2; a router that does not copy P's params makes D recompute; and the hazard: on a release

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # V1 gen B (b0 and bn) 1P1D with the router steps of vLLM's mooncake_connector_proxy written out:
 # decode reuses every prompt token (vLLM's metrics and pdkv's) and answers like a plain
 # stand-in; TP=2; two dp engines behind one bootstrap server; a router that drops transfer_id

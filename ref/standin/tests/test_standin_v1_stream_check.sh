@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # V1 gen B, the decode's check of received KV overlapped with the transfer (sa_v1_check.c):
 # streamed decodes send their first token before the check ends and still answer like a plain
 # stand-in; with the prefill's KV corrupted (--fault corrupt) a streamed decode ends with an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fuzz targets of the transfer engine (make fuzz): descriptor / rpc_meta JSON, handshake frames,
 # the TCP data header's range check
 FUZZ += fuzz_te_wire

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_te_wire: the engine's remote bytes — segment-descriptor and rpc_meta JSON from a store,
  * handshake frames (through a real socket pair, as the server reads them), and the TCP data
  * header's request checked against registered memory. First byte picks the parser. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_gate: the gate te_gate.h describes, a mutex and a condition around the server's hook. */
 #include "te_gate.h"
 

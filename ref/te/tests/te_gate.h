@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_gate: for tests, holds the engine's TCP server back on READ answers or WRITE bodies
  * (te_test_set_read_hook / te_test_set_write_hook) until released, so a transfer can be made
  * to time out while its bytes are still to come. One gate per process. */

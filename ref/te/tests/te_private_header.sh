@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # te_internal.h is the engine's private header: only ref/te may include it (tools use
 # te_inspect.h). Fails with the offending files.
 set -u

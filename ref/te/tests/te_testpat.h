@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* te_testpat: the byte pattern the transfer-engine GPU tests write and compare (xorshift64 from
  * a seed), shared so that both sides of a test agree on what a buffer must hold. */
 #ifndef TE_TESTPAT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_meta_conn: connection strings (docs/metadata.md), the vLLM adaptor's resolution table
  * (docs/metadata.md), and metadata key names with and without MC_METADATA_CLUSTER_ID. */
 #include <setjmp.h>

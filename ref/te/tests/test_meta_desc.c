@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_meta_desc: descriptor and rpc_meta JSON — byte-exact FastWriter output (docs/metadata.md
  * example round-trips), exact u64 numbers, and every [P2] decoder rejection. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_meta_store: te_meta_* against real etcd, redis-server and pdkv-metaserver on free
  * loopback ports (pd_svc) — put/get/del, not-found, big values, URL escaping, concurrency,
  * redis AUTH/SELECT, non-200 answers, and a store that is down. */

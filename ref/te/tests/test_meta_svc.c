@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_meta_svc: pd_svc starts real etcd, redis-server and pdkv-metaserver on free loopback
  * ports, each answers, and pd_svc_stop leaves no process and no data directory behind. */
 #include <setjmp.h>

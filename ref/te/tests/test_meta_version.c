@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_meta_version: Mooncake #3837's "metadata_version" — read from any peer, written with
  * PDKV_MOONCAKE_VERSION >= 0.3.13, the stale / same-version rules on a re-read through a real
  * redis, and the P2P handshake's legacy version 0. */

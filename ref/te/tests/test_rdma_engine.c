@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_rdma_engine: the RDMA transport end to end through the engine API — two engines (one per
  * device, TE_RDMA_DEV_A / TE_RDMA_DEV_B, default the first two devices) exchange data with
  * one-sided READ and WRITE in both directions, data verified; error paths provokable on rxe:

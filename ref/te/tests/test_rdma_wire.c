@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_rdma_wire: the RDMA transport's JSON that needs no device — the Connection handshake in
  * Mooncake's current form (local_gid, local_lid, payload, ready_ack) and the older 4-key form,
  * byte for byte, both parsed; and the priority matrix as Mooncake's discovery writes it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_te_eintr: a paused or signalled peer is a slow peer, not a lost one (issue 34, N2) — TCP
  * transfers of some MiB over loopback while every thread is pounded with a signal whose handler
  * has no SA_RESTART, and an initiator process stopped (SIGSTOP) mid-transfer and resumed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_te_engine: in-process engine tests — handshake framing (typed, legacy, oversize),
  * registration and batch misuse codes, status accounting, P2PHANDSHAKE loopback transfers
  * over real TCP sockets, and the C API's return conventions. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_te_gpu: CUDA device memory over the TCP transport — two engines in one process
  * (P2PHANDSHAKE on 127.0.0.1), cuda<->cuda, cpu<->cuda and cuda<->cpu, READ and WRITE, 1 B to
  * 64 MiB at unaligned offsets, batches of small blocks, v1 and v2 wire formats, every byte and

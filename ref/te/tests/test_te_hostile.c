@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_te_hostile: hostile peers against the engine's servers (issue 11) — silent and stalled
  * data connections (D4), handshake frames sent a byte at a time (D5), and a metadata store that
  * lost the engine's keys or stopped answering (D9). Loopback only, every wait bounded. */

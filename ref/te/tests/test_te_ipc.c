@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_te_ipc: the nvlink_intra transport between two real processes on one GPU — the target
  * (a forked child) exports cuda:0 buffers by CUDA IPC, the initiator copies device to device;
  * a second child that plays another host (PDKV_IPC_HOST_ID) gets the TCP staging path. WRITE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_te_ipc_desc: the nvlink_intra descriptor without a GPU — worked bytes as Mooncake writes
  * its intra-node descriptor (shm_name = upper-case hex of the 64-byte IPC handle) plus pdkv's
  * pdkv_host_id, a Mooncake descriptor without it, and every shm_name rejection. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_te_tcp: two real processes — a forked target and this initiator — moving verified data
  * over TCP with P2PHANDSHAKE and with real etcd / redis / pdkv-metaserver stores (keys checked
  * while up and gone after shutdown or SIGTERM); hostile raw peers against the data and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 # byo_router: small routers for pdkv's router conformance tests (Python 3 standard library only).
 # --style toy|mooncake|quart picks the router it imitates; --drop-transfer-id and --fall-through
 # make it non-conforming on purpose, so that pdkv's router_* checks have something to catch.
