@@ -166,6 +166,33 @@ static void serve_defaults(struct serve_opts *o)
 	o->npct = 1;
 }
 
+/* What the flags say together: the target, the endpoint by backend, the dataset file. */
+static int serve_check(const struct pd_opt_spec *spec, struct serve_opts *o, const char *host,
+                       int port, char *urlbuf, size_t ubsz)
+{
+	if (!o->base_url && host && port) {
+		snprintf(urlbuf, ubsz, "http://%s:%d", host, port);
+		o->base_url = urlbuf;
+	}
+	if (!o->scenario == !o->base_url) {
+		fprintf(stderr, "pdkv bench serve: give either SCENARIO.json or the proxy "
+		                "(--base-url URL, or --host H --port P)\n");
+		return 2;
+	}
+	if (o->backend == SERVE_OPENAI_CHAT && !o->endpoint_seen)
+		o->endpoint = "/v1/chat/completions";
+	bool need_path = o->dataset == SERVE_DS_SHAREGPT;
+	if (need_path && !o->dataset_path)
+		return pd_opt_bad(spec, "--dataset-path", "", "a ShareGPT JSON file");
+	if (!need_path && o->dataset_path)
+		return pd_opt_bad(spec, "--dataset-path", o->dataset_path,
+		                  "no file with --dataset-name random");
+	if (o->result_filename && strchr(o->result_filename, '/') && o->result_dir)
+		return pd_opt_bad(spec, "--result-filename", o->result_filename,
+		                  "a file name without '/' when --result-dir is given");
+	return 0;
+}
+
 #define STR(n, d, a, h)                                                                            \
 	{                                                                                          \
 		.name = n, .type = PD_OPT_STR, .dst = d, .arg = a, .help = h                       \
@@ -181,7 +208,6 @@ int serve_parse(int argc, char **argv, struct serve_opts *o, char *urlbuf, size_
 	const char *host = NULL;
 	char **pos;
 	int port = 0, npos = 0, timeout = 600, rc;
-	bool need_path;
 	const struct pd_opt opts[] = {
 	    STR("base-url", &o->base_url, "URL", "drive a running proxy (or --host H --port P)"),
 	    STR("host", &host, "H", NULL),
@@ -320,25 +346,5 @@ int serve_parse(int argc, char **argv, struct serve_opts *o, char *urlbuf, size_
 	if (rc)
 		return rc;
 	o->timeout_s = timeout;
-	if (!o->base_url && host && port) {
-		snprintf(urlbuf, ubsz, "http://%s:%d", host, port);
-		o->base_url = urlbuf;
-	}
-	if (!o->scenario == !o->base_url) {
-		fprintf(stderr, "pdkv bench serve: give either SCENARIO.json or the proxy "
-		                "(--base-url URL, or --host H --port P)\n");
-		return 2;
-	}
-	if (o->backend == SERVE_OPENAI_CHAT && !o->endpoint_seen)
-		o->endpoint = "/v1/chat/completions";
-	need_path = o->dataset == SERVE_DS_SHAREGPT;
-	if (need_path && !o->dataset_path)
-		return pd_opt_bad(&spec, "--dataset-path", "", "a ShareGPT JSON file");
-	if (!need_path && o->dataset_path)
-		return pd_opt_bad(&spec, "--dataset-path", o->dataset_path,
-		                  "no file with --dataset-name random");
-	if (o->result_filename && strchr(o->result_filename, '/') && o->result_dir)
-		return pd_opt_bad(&spec, "--result-filename", o->result_filename,
-		                  "a file name without '/' when --result-dir is given");
-	return 0;
+	return serve_check(&spec, o, host, port, urlbuf, ubsz);
 }

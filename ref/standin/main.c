@@ -391,6 +391,47 @@ static void idle_trim(struct sa *s)
 	}
 }
 
+/* SIGINT/SIGTERM: the heap figures, requests drained (1.5 s at most), the connector stopped,
+ * the run's totals logged. */
+static int shut_down(struct sa *s, struct sa_http *h)
+{
+	int ret;
+
+	pd_info("signal %d: shutting down", (int)__atomic_load_n(&got_signal, __ATOMIC_RELAXED));
+	{
+		struct mallinfo2 mi = mallinfo2(); /* main arena + the others' in-use sums */
+		pd_info("heap: %zu KiB in use, %zu KiB free in the arenas, %zu KiB mmapped "
+		        "(a leak shows as in-use growing with the requests served)",
+		        (mi.uordblks + mi.hblkhd) / 1024, mi.fordblks / 1024, mi.hblkhd / 1024);
+	}
+	atomic_store(&s->stopping, true);
+	ret = sa_http_quiesce(h, 1500);
+	if (ret > 0) {
+		pd_err("%d request(s) still running after 1.5 s; exiting without waiting for them "
+		       "(connector not destroyed)",
+		       ret);
+		fflush(NULL);
+		_exit(1);
+	}
+	sa_http_stop(h);
+	if (s->kv) {
+		s->conn->stop(s);
+		cfg_kv_transfer_free(&s->kt);
+		if (!cfg_gen_is_v1(s->gen))
+			cfg_mooncake_free(&s->mc);
+	}
+	pd_info("stopped: %llu requests (%llu failed), %llu prompt tokens reused, %llu recomputed, "
+	        "%llu checksum failures, %llu transfer failures",
+	        (unsigned long long)atomic_load(&s->n.requests),
+	        (unsigned long long)atomic_load(&s->n.requests_failed),
+	        (unsigned long long)atomic_load(&s->n.reused),
+	        (unsigned long long)atomic_load(&s->n.recomputed),
+	        (unsigned long long)atomic_load(&s->n.checksum_failures),
+	        (unsigned long long)atomic_load(&s->n.transfer_failures));
+	sa_metrics_free(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct sa s;
@@ -514,37 +555,5 @@ int main(int argc, char **argv)
 		idle_trim(&s);
 		pd_sleep_ms(50);
 	}
-	pd_info("signal %d: shutting down", (int)__atomic_load_n(&got_signal, __ATOMIC_RELAXED));
-	{
-		struct mallinfo2 mi = mallinfo2(); /* main arena + the others' in-use sums */
-		pd_info("heap: %zu KiB in use, %zu KiB free in the arenas, %zu KiB mmapped "
-		        "(a leak shows as in-use growing with the requests served)",
-		        (mi.uordblks + mi.hblkhd) / 1024, mi.fordblks / 1024, mi.hblkhd / 1024);
-	}
-	atomic_store(&s.stopping, true);
-	ret = sa_http_quiesce(h, 1500);
-	if (ret > 0) {
-		pd_err("%d request(s) still running after 1.5 s; exiting without waiting for them "
-		       "(connector not destroyed)",
-		       ret);
-		fflush(NULL);
-		_exit(1);
-	}
-	sa_http_stop(h);
-	if (s.kv) {
-		s.conn->stop(&s);
-		cfg_kv_transfer_free(&s.kt);
-		if (!cfg_gen_is_v1(s.gen))
-			cfg_mooncake_free(&s.mc);
-	}
-	pd_info("stopped: %llu requests (%llu failed), %llu prompt tokens reused, %llu recomputed, "
-	        "%llu checksum failures, %llu transfer failures",
-	        (unsigned long long)atomic_load(&s.n.requests),
-	        (unsigned long long)atomic_load(&s.n.requests_failed),
-	        (unsigned long long)atomic_load(&s.n.reused),
-	        (unsigned long long)atomic_load(&s.n.recomputed),
-	        (unsigned long long)atomic_load(&s.n.checksum_failures),
-	        (unsigned long long)atomic_load(&s.n.transfer_failures));
-	sa_metrics_free(&s);
-	return 0;
+	return shut_down(&s, h);
 }
