@@ -548,6 +548,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	             "Checks RDMA devices, ports, GID table, MTU, line rate, RLIMIT_MEMLOCK, the "
 	             "metadata server,\nports the config needs, shared libraries and GPUs. Exit 0 "
 	             "when no check FAILs.\n",
+	    .footer =
+	        "  pdkv doctor --env [--names|--markdown|--man=CMD]\n"
+	        "                              every environment variable pdkv reads: value,\n"
+	        "                              source (set / default), bad values (exit 1)\n",
 	    .opts = opts,
 	    .nopts = PD_ARRAY_SIZE(opts),
 	    .max_pos = 0,
