@@ -25,9 +25,10 @@ static volatile sig_atomic_t g_stop;
 static void on_signal(int sig)
 {
 	int saved = errno;
-	(void)sig;
-	/* the handler may run on any thread while workload threads poll it: atomic */
-	__atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
+	/* the handler may run on any thread while workload threads poll it: atomic; the first
+	 * signal's number decides the exit status (128 + it, as a shell reports) */
+	if (!__atomic_load_n(&g_stop, __ATOMIC_RELAXED))
+		__atomic_store_n(&g_stop, sig, __ATOMIC_RELAXED);
 	errno = saved;
 }
 
@@ -152,7 +153,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	             "./scenarios).\n\n",
 	    .footer =
 	        "\nexit: 0 none failed, 1 any failed, 77 nothing could run, 2 usage error or a\n"
-	        "--json/--junit report that could not be written\n",
+	        "--json/--junit report that could not be written, 130 / 143 interrupted by\n"
+	        "SIGINT / SIGTERM (what ran is still reported)\n",
 	    .opts = opts,
 	    .nopts = PD_ARRAY_SIZE(opts),
 	    .max_pos = -1,
@@ -520,7 +522,10 @@ static int finish(const struct args *a, struct suite *su, const char *wbuf, bool
 		fprintf(stdout, "# logs of failed%s scenarios are kept under %s\n",
 		        a->keep ? " and passed" : "", wbuf);
 	hr_report_summary(stdout, rep);
-	if (failed || rep->interrupted)
+	if (rep->interrupted)
+		ret =
+		    128 + (int)g_stop; /* 130 on Ctrl-C, 143 on SIGTERM: what was run is reported */
+	else if (failed)
 		ret = 1;
 	else if (passed == 0)
 		ret = EXIT_SKIP;

@@ -74,8 +74,10 @@ xmllint --noout --schema harness/tests/junit-jenkins.xsd "$T/j.xml" 2>/dev/null 
 	fail "--junit fails the Jenkins xUnit JUnit schema"
 tail -n 1 "$T/out" | grep -qx '1 passed, 1 failed, 0 skipped' || fail "summary"
 
-# only the good one: exit 0
-[ "$(run "$T/ok.json")" = 0 ] || fail "passing scenario should exit 0"
+# only the good one: exit 0, and nothing of the run left in $TMPDIR after it
+mkdir -p "$T/tmpd"
+[ "$(TMPDIR=$T/tmpd run "$T/ok.json")" = 0 ] || fail "passing scenario should exit 0"
+[ -z "$(ls -A "$T/tmpd")" ] || fail "a passing run left files in TMPDIR: $(ls -A "$T/tmpd")"
 
 # --timeout: a slow deployment is stopped and reported
 cat >"$T/slow.json" <<J
@@ -91,7 +93,7 @@ grep -Eq 'timed out (after 4s while|waiting for /health)' "$T/out" || fail "time
 [ $(( $(date +%s) - t0 )) -le 20 ] || fail "--timeout 4 took too long"
 [ -z "$(pgrep -f "$T/w2" || true)" ] || fail "processes left after a timeout"
 
-# Ctrl-C in the middle of the workload: stop everything, report, exit 1, nothing left behind.
+# Ctrl-C in the middle of the workload: stop everything, report, exit 130, nothing left behind.
 # The old output goes first: the background job truncates it only once it runs, and the wait
 # loop below must not see the previous run's "requests through the proxy".
 rm -f "$T/out"
@@ -110,7 +112,7 @@ kill -0 "$RPID" 2>/dev/null && fail "pdkv run still running 15s after SIGINT"
 wait "$RPID"
 rc=$?
 RPID=
-[ $rc = 1 ] || fail "SIGINT: exit $rc, want 1"
+[ $rc = 130 ] || fail "SIGINT: exit $rc, want 130 (128 + SIGINT, as a shell reports it)"
 grep -q 'interrupted while running the workload' "$T/out" || fail "SIGINT: reason"
 grep -q '(interrupted)' "$T/out" || fail "SIGINT: summary"
 for p in $kids; do
