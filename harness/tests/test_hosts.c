@@ -350,7 +350,8 @@ static void test_interrupt(void **state)
 	assert_int_equal(access(wd, F_OK), 0); /* the proxy was being started */
 	kill(p.pid, SIGINT);
 	assert_int_equal(pd_proc_wait(&p, 60000), 0);
-	assert_true(WIFEXITED(p.exit_status) && WEXITSTATUS(p.exit_status) == 1);
+	assert_true(WIFEXITED(p.exit_status) &&
+	            WEXITSTATUS(p.exit_status) == 130); /* 128 + SIGINT */
 	char *buf = NULL;
 	size_t len = 0;
 	assert_int_equal(pd_read_file(log, 1 << 20, &buf, &len), 0);
