@@ -14,6 +14,7 @@
 # pair runs 5 times, interleaved; the summary takes the best of each, the comparison all of them
 # — the U test needs >= 4 a side, Holm's correction over the 4 ratio rows >= 5),
 # PDKV_BENCH_THREADS (1), PDKV_BENCH_BATCH (128), PDKV_BENCH_OUT (reports/out),
+# PDKV_BENCH_THRESHOLD (percent a ratio must move to count, default 5),
 # PDKV_BENCH_HISTORY (the history dir, default $PDKV_BENCH_OUT/history), PDKV_BENCH_GATE (on
 # by default: the exit status follows the comparison's verdict — a REGRESSION, i.e. a pdkv/socket
 # ratio significantly worse than the previous run beyond 5 %, fails make bench; 0 turns it off),
@@ -122,7 +123,8 @@ if [ "$rc" -eq 0 ] && [ -s "$OUT/bench.json" ] && [ -x "$REPORT" ]; then
   if [ -n "$prev" ]; then
     echo
     echo "[bench] compared with the previous run ($(basename "$(dirname "$prev")")):"
-    "$REPORT" compare "$prev" "$run/bench.json" --markdown="$run/compare.md" --json="$run/compare.json"
+    "$REPORT" compare "$prev" "$run/bench.json" --threshold="${PDKV_BENCH_THRESHOLD:-5}" \
+      --markdown="$run/compare.md" --json="$run/compare.json"
     crc=$?
     if [ "$crc" -eq 1 ] && [ "$GATE" != 0 ]; then
       echo "[bench] REGRESSION: pdkv is significantly slower than in the previous run, in its ratio to" \

@@ -20,6 +20,10 @@ fail() { echo "FAIL: $*"; [ -f "$T/log" ] && tail -40 "$T/log"; exit 1; }
 
 export BUILD PDKV_BENCH_OUT=$T/out PDKV_BENCH_HISTORY=$T/hist PDKV_BENCH_SERVE=0
 export PDKV_BENCH_DURATION=0.1 PDKV_BENCH_REPEAT=8 PDKV_BENCH_BATCH=8 MC_TCP_BIND_ADDRESS=127.0.0.1
+# On 2 cores a CPU hog moves pdkv's and the socket's figures unequally (a CI run saw the 64 KiB
+# READ ratio go 0.54 -> 0.38, p = 0.003): such a host needs a wider threshold, and the 4x
+# slowdown below (-75 %) is still far beyond it.
+export PDKV_BENCH_THRESHOLD=45
 unset PDKV_BENCH_GATE PDKV_TEST_SLOWDOWN_PCT MOONCAKE_BENCH
 bench() { bash ci/bench.sh >"$T/log" 2>&1; }
 last_compare() { ls -d "$T"/hist/2*/ | sort | tail -n 1; }
