@@ -25,7 +25,7 @@
 #include "pd_opt.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
-#include "te/te_internal.h" /* te_conn_parse: the engine's own reading of CONN */
+#include "te/te_conn.h" /* te_conn_parse: the engine's own reading of CONN */
 
 enum { OK, WARN, FAIL };
 static const char *const lvl_name[] = {"OK", "WARN", "FAIL"};

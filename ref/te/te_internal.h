@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "te.h"
+#include "te_conn.h"
 
 struct cJSON;
 
@@ -117,29 +118,9 @@ bool te_compat_metadata_version(void);
 
 /* ================================================================ metadata (te_conn.c, te_meta*.c)
  * Connection strings and stores: docs/metadata.md. */
-enum te_meta_kind { TE_META_ETCD, TE_META_REDIS, TE_META_HTTP, TE_META_P2P };
-
-struct te_conn_info {
-	enum te_meta_kind kind;
-	char url[1024]; /* http: full base URL; etcd: "h:p[,h:p]"; redis: "h:p" */
-	char host[256]; /* first endpoint's host (etcd, redis) */
-	int port;       /* first endpoint's port (redis without port: 12001, as Mooncake) */
-	int nendpoints; /* etcd endpoint count */
-};
-/* Parses a connection string (bare host:port = etcd). TE_ERR_INVALID_ARGUMENT with the
- * reason in errbuf for an unknown scheme or a malformed address. */
-int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size_t errlen);
-/* Mooncake's adaptor resolution of vLLM's metadata_server/metadata_backend into a connection
- * string: backend NULL -> "h:p" becomes "etcd://h:p"; backend "etcd"/"redis" (any case) ->
- * "<backend>://h:p"; a server with "://" (or P2PHANDSHAKE) wins. Another backend ->
- * TE_ERR_INVALID_ARGUMENT with vLLM's message. */
-int te_conn_resolve(const char *metadata_server, const char *metadata_backend, char *out,
-                    size_t outlen, char *errbuf, size_t errlen);
-
 struct te_meta; /* opaque store handle; thread-safe */
 int te_meta_open(const char *conn, struct te_meta **out, char *errbuf, size_t errlen);
 enum te_meta_kind te_meta_kind(const struct te_meta *m);
-const char *te_meta_kind_name(enum te_meta_kind kind); /* "etcd" "redis" "http" "P2PHANDSHAKE" */
 const char *te_meta_conn(const struct te_meta *m); /* the connection string it was opened with */
 int te_meta_put(struct te_meta *m, const char *key, const char *value);
 /* *value malloc'd. TE_ERR_NOT_FOUND when absent, TE_ERR_UNREACHABLE when the store is down. */
