@@ -22,6 +22,8 @@ check "2869 %: broken measurement, FAIL" verdict FAIL --ratios="2869" --expect=1
 check "372 % among 95 and 97 with goal 90 %: NOTRUN (rounds too spread), not a pass" verdict NOTRUN --ratios="95 372 97" --expect=3 --goal=90 "$QUIET"
 check "372-380 % in every round: FAIL, broken measurement" verdict FAIL --ratios="372 380 375" --expect=3 --goal=90 "$QUIET"
 check "TCG rounds 91/169/110 (ib_write_bw steady): NOTRUN stating the spread" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="91 169 110" --expect=3 --goal=90 "--refs=30.1 31.0 29.5" | grep -q "^NOTRUN too noisy to judge: pdkv rounds 91 169 110% spread CV"'
+check "89.8 % vs 90 % at 2 % noise: NOTRUN (cannot tell), not PASS or FAIL" verdict NOTRUN --ratios="88.9 89.8 92.4" --expect=3 --goal=90 "--refs=30.1 31.0 29.9"
+check "80 % vs 90 % at 2 % noise: FAIL" verdict FAIL --ratios="79 80 81" --expect=3 --goal=90 "--refs=30.1 31.0 29.9"
 check "a steady 64.6 % is still a FAIL" verdict FAIL --ratios="64.6 66 63" --expect=3 --goal=90 "$QUIET"
 check "372 % says broken measurement" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="372" --expect=1 "--refs=30 30.5" | grep -q "^FAIL broken measurement: 372.0%"'
 check "1 of 2 sizes (ib_write_bw did not complete): NOTRUN" verdict NOTRUN --ratios="91" --expect=2 "$QUIET"
