@@ -161,17 +161,6 @@ static double hist_q(const struct hist *h, double q)
 
 /* ---------------------------------------------------------------- statistics */
 
-/* pdkv's one percentile definition (pd_stats: numpy's default, as vLLM's np.percentile) */
-static int cmpd(const void *a, const void *b)
-{
-	return pd_stats_cmp(a, b);
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	return pd_stats_pct_sorted(v, n, p);
-}
-
 /* seconds in, ms out: mean, median, std (numpy's, ddof 0), p90, p99 and the asked percentiles,
  * by numpy's default (linear between closest ranks), as vllm bench serve computes them */
 static struct dist dist_of(const struct serve_opts *o, double *v, size_t n)
@@ -183,18 +172,18 @@ static struct dist dist_of(const struct serve_opts *o, double *v, size_t n)
 		d.pv[k] = NAN;
 	if (!n)
 		return d;
-	qsort(v, n, sizeof(*v), cmpd);
+	qsort(v, n, sizeof(*v), pd_stats_cmp);
 	for (size_t i = 0; i < n; i++)
 		s += v[i];
 	d.mean = s / (double)n * 1e3;
 	for (size_t i = 0; i < n; i++)
 		ss += (v[i] * 1e3 - d.mean) * (v[i] * 1e3 - d.mean);
 	d.std = sqrt(ss / (double)n);
-	d.median = pct(v, n, 50) * 1e3;
-	d.p90 = pct(v, n, 90) * 1e3;
-	d.p99 = pct(v, n, 99) * 1e3;
+	d.median = pd_stats_pct_sorted(v, n, 50) * 1e3;
+	d.p90 = pd_stats_pct_sorted(v, n, 90) * 1e3;
+	d.p99 = pd_stats_pct_sorted(v, n, 99) * 1e3;
 	for (int k = 0; k < o->npct; k++)
-		d.pv[k] = pct(v, n, o->pcts[k]) * 1e3;
+		d.pv[k] = pd_stats_pct_sorted(v, n, o->pcts[k]) * 1e3;
 	return d;
 }
 
@@ -433,16 +422,18 @@ static void handoff_figures(struct result *r, const struct hmet *pa, const struc
 		for (long i = 0; i < nd; i++)
 			dsum += ds[i], bsum += db[i];
 		pm = np > 0 ? psum / (double)np : 0;
-		qsort(ds, (size_t)nd, sizeof(double), cmpd);
+		qsort(ds, (size_t)nd, sizeof(double), pd_stats_cmp);
 		if (np > 0)
-			qsort(ps, (size_t)np, sizeof(double), cmpd);
+			qsort(ps, (size_t)np, sizeof(double), pd_stats_cmp);
 		r->ho_n = (double)nd;
 		r->ho_p_mean = pm * 1e3;
 		r->ho_mean = (pm + dsum / (double)nd) * 1e3;
-		r->ho_p50 =
-		    ((np > 0 ? pct(ps, (size_t)np, 50) : 0) + pct(ds, (size_t)nd, 50)) * 1e3;
-		r->ho_p90 =
-		    ((np > 0 ? pct(ps, (size_t)np, 90) : 0) + pct(ds, (size_t)nd, 90)) * 1e3;
+		r->ho_p50 = ((np > 0 ? pd_stats_pct_sorted(ps, (size_t)np, 50) : 0) +
+		             pd_stats_pct_sorted(ds, (size_t)nd, 50)) *
+		            1e3;
+		r->ho_p90 = ((np > 0 ? pd_stats_pct_sorted(ps, (size_t)np, 90) : 0) +
+		             pd_stats_pct_sorted(ds, (size_t)nd, 90)) *
+		            1e3;
 		r->ho_gbs = r->ho_mean > 0 ? bsum / (double)nd / (r->ho_mean / 1e3) / 1e9 : NAN;
 		return;
 	}

@@ -117,6 +117,8 @@ void serve_print_table(const struct run_ctx *c);
 int serve_write_json(const struct run_ctx *c, const char *path);
 int serve_write_csv(const struct run_ctx *c, const char *path);
 int serve_write_plot(const struct run_ctx *c, const char *png);
+/* a point's "request_rate" ("inf" or a number) and "max_concurrency" (null or a number) */
+void serve_json_point(cJSON *o, const struct result *r);
 /* "99" / "99.9": how vLLM names a percentile in its output (p_word) */
 void serve_pct_word(double p, char *buf, size_t sz);
 /* --save-result: vllm bench serve's result JSON, one file per point (its file names) */

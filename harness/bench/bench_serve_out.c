@@ -28,6 +28,20 @@ void serve_print_table(const struct run_ctx *c)
 	printf("(ms; HO = KV hand-off on the decode, from its /metrics)\n");
 }
 
+/* "request_rate" (a number, or "inf") and "max_concurrency" (a number, or null) as vllm bench
+ * serve writes them */
+void serve_json_point(cJSON *o, const struct result *r)
+{
+	if (r->rate > 0)
+		cJSON_AddNumberToObject(o, "request_rate", r->rate);
+	else
+		cJSON_AddStringToObject(o, "request_rate", "inf");
+	if (r->conc > 0)
+		cJSON_AddNumberToObject(o, "max_concurrency", r->conc);
+	else
+		cJSON_AddNullToObject(o, "max_concurrency");
+}
+
 static void jrow(cJSON *rows, const struct result *r, const char *metric, const char *unit,
                  const char *better, double v)
 {
@@ -77,14 +91,7 @@ int serve_write_json(const struct run_ctx *c, const char *path)
 
 		cJSON_AddStringToObject(pt, "name", r->name);
 		cJSON_AddStringToObject(pt, "target", r->target);
-		if (r->rate > 0)
-			cJSON_AddNumberToObject(pt, "request_rate", r->rate);
-		else
-			cJSON_AddStringToObject(pt, "request_rate", "inf");
-		if (r->conc > 0)
-			cJSON_AddNumberToObject(pt, "max_concurrency", r->conc);
-		else
-			cJSON_AddNullToObject(pt, "max_concurrency");
+		serve_json_point(pt, r);
 		/* the point's own mean prompt length (a length sweep, or the dataset's) */
 		cJSON_AddNumberToObject(pt, "input_len",
 		                        r->ok ? r->in_tok / (double)r->ok : r->in_len);

@@ -60,15 +60,8 @@ static cJSON *result_json(const struct run_ctx *c, const struct result *r, const
 	cJSON_AddStringToObject(j, "model_id", o->model);
 	cJSON_AddStringToObject(j, "tokenizer_id", o->model);
 	cJSON_AddNumberToObject(j, "num_prompts", o->num_prompts);
-	if (r->rate > 0)
-		cJSON_AddNumberToObject(j, "request_rate", r->rate);
-	else
-		cJSON_AddStringToObject(j, "request_rate", "inf");
+	serve_json_point(j, r);
 	cJSON_AddNumberToObject(j, "burstiness", o->burstiness);
-	if (r->conc > 0)
-		cJSON_AddNumberToObject(j, "max_concurrency", r->conc);
-	else
-		cJSON_AddNullToObject(j, "max_concurrency");
 	cJSON_AddNumberToObject(j, "duration", r->duration);
 	cJSON_AddNumberToObject(j, "completed", (double)r->ok);
 	cJSON_AddNumberToObject(j, "failed", (double)r->failed);
