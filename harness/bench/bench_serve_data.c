@@ -2,7 +2,7 @@
 /* bench_serve_data: the prompts of `pdkv bench serve` — vllm bench serve's random dataset, or a
  * ShareGPT file sampled as vLLM samples it (vllm/benchmarks/datasets/datasets.py: conversations
  * with >= 2 turns, shuffled by --seed, prompt and answer lengths pruned by is_valid_sequence,
- * oversampled when too few). The fake model's tokenizer is one token per byte. */
+ * oversampled when too few; @ 6f955986e). The fake model's tokenizer is one token per byte. */
 #include <cJSON.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -105,8 +105,8 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 	return len;
 }
 
-/* vllm/benchmarks/lib/endpoint_request_func.py: the completions and chat payloads, streamed
- * with usage; ignore_eos only when asked */
+/* vllm/benchmarks/lib/endpoint_request_func.py @ 6f955986e: the completions and chat payloads,
+ * streamed with usage; ignore_eos only when asked */
 static char *request_body(const struct serve_opts *o, const struct serve_req *q)
 {
 	cJSON *b = cJSON_CreateObject(), *so;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_serve_opts: the flags of `pdkv bench serve`, spelt as vllm bench serve spells them
- * (vllm/benchmarks/serve.py and datasets/datasets.py), parsed by pdkv's one option parser. */
+ * (vllm/benchmarks/serve.py and datasets/datasets.py @ 6f955986e), parsed by pdkv's one option
+ * parser. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

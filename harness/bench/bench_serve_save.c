@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_serve_save: --save-result — one result JSON per sweep point with vllm bench serve's keys
  * and file names (vllm/benchmarks/serve.py: main's result_json, benchmark()'s result dict,
- * compute_result_filename), plus pdkv's own figures under "pdkv". */
+ * compute_result_filename @ 6f955986e), plus pdkv's own figures under "pdkv". */
 #include <cJSON.h>
 #include <errno.h>
 #include <math.h>
