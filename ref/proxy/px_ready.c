@@ -345,7 +345,7 @@ static int probe_tcp(const char *addr, int ms, char *why, size_t whysz)
 		host[strlen(host) - 1] = '\0';
 	}
 	if (getaddrinfo(host, port, &hints, &ai) || !ai) {
-		snprintf(why, whysz, "cannot resolve %s", host);
+		snprintf(why, whysz, "cannot resolve %.150s", host);
 		return -EHOSTUNREACH;
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
