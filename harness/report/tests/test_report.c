@@ -400,7 +400,7 @@ static void test_compare_holm(void **st)
 		la += (size_t)snprintf(a + la, sizeof(a) - la, "{\"rows\":[");
 		lb += (size_t)snprintf(b + lb, sizeof(b) - lb, "{\"rows\":[");
 		for (int i = 0; i < family; i++) {
-			char name[8];
+			char name[16];
 			snprintf(name, sizeof(name), "r%d", i);
 			snprintf(one, sizeof(one), row, name, old);
 			la += (size_t)snprintf(a + la, sizeof(a) - la, "%s%s", i ? "," : "", one);
