@@ -144,6 +144,9 @@ static const struct pd_env_var rows[] = {
       "host identity of the nvlink_intra transport (unset: the kernel's boot_id)"),
     P("PDKV_CUDART", NULL, TE, 0,
       "CUDA runtime to dlopen (unset: libcudart.so.13, .12, then libcudart.so)"),
+    B("PDKV_TE_CUDA_BATCH", "1", W, TE, 0,
+      "1: nvlink_intra queues each group of copies with one cudaMemcpyBatchAsync (CUDA 12.8+); "
+      "0: one cudaMemcpyAsync per copy"),
     Z("PDKV_GPU_CHUNK", 64 * KiB, 64 * MiB, "2M", IGN, TE,
       "bytes per staging copy between GPU memory and a socket"),
     I("PDKV_KV_THREADS", 1, PD_PAR_MAX, NULL, IGN, SA,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te.h"
@@ -67,6 +68,12 @@ static struct {
 	cuerr_t (*DeviceCanAccessPeer)(int *, int, int);
 	cuerr_t (*DeviceEnablePeerAccess)(int, unsigned);
 	int (*cuMemGetAddressRange)(uintptr_t *, size_t *, uintptr_t); /* libcuda, CUresult */
+	cuerr_t (*RuntimeGetVersion)(int *);
+	/* cudaMemcpyBatchAsync (12.8+): 12.x has a failIdx argument before the stream, 13.0
+	 * dropped it; which one is chosen by cudaRuntimeGetVersion */
+	void *MemcpyBatchAsync;
+	int rtver;
+	bool batch_off; /* PDKV_TE_CUDA_BATCH=0 */
 	int ndev;
 	char why[256];
 } cu;
@@ -131,7 +138,14 @@ static void cu_load(void)
 	OPT(MemcpyPeerAsync);
 	OPT(DeviceCanAccessPeer);
 	OPT(DeviceEnablePeerAccess);
+	OPT(RuntimeGetVersion);
+	OPT(MemcpyBatchAsync);
 #undef OPT
+	if (cu.RuntimeGetVersion && cu.RuntimeGetVersion(&cu.rtver))
+		cu.rtver = 0;
+	bool batch = true;
+	pd_env_bool("PDKV_TE_CUDA_BATCH", &batch);
+	cu.batch_off = !batch;
 	e = cu.GetDeviceCount(&n);
 	if (e || n <= 0) {
 		snprintf(cu.why, sizeof(cu.why), "%s: cudaGetDeviceCount: %s", cu.libname,
@@ -628,6 +642,49 @@ int te_gpu_event_wait(void *ev)
 {
 	cuerr_t e = cu.EventSynchronize(ev);
 	return e ? fail(e, "cudaEventSynchronize", 0) : 0;
+}
+
+/* cudaMemcpyAttributes / cudaMemLocation (12.8+) */
+struct cu_mem_loc {
+	int type, id;
+};
+struct cu_memcpy_attr {
+	int src_access_order; /* cudaMemcpySrcAccessOrderStream = 1 */
+	struct cu_mem_loc src_hint, dst_hint;
+	unsigned flags;
+};
+
+int te_gpu_copy_batch_async(int dev, void *const *dst, const void *const *src, const size_t *len,
+                            size_t n, void *stream)
+{
+	struct cu_memcpy_attr a = {.src_access_order = 1};
+	size_t idx = 0, fail_idx = 0;
+	int prev, ret;
+	cuerr_t e;
+
+	if (!ready() || !cu.MemcpyBatchAsync || cu.batch_off || cu.rtver < 12080 || !n)
+		return 1;
+	if ((ret = enter(dev, "cudaMemcpyBatchAsync", &prev)))
+		return ret;
+	if (cu.rtver >= 13000)
+		e = ((cuerr_t(*)(const void *const *, const void *const *, const size_t *, size_t,
+		                 struct cu_memcpy_attr *, size_t *, size_t,
+		                 custream_t))cu.MemcpyBatchAsync)((const void *const *)dst, src,
+		                                                  len, n, &a, &idx, 1, stream);
+	else
+		e = ((cuerr_t(*)(void *const *, const void *const *, const size_t *, size_t,
+		                 struct cu_memcpy_attr *, size_t *, size_t, size_t *,
+		                 custream_t))cu.MemcpyBatchAsync)(dst, src, len, n, &a, &idx, 1,
+		                                                  &fail_idx, stream);
+	back(prev);
+	if (e) {
+		if (cu.GetLastError)
+			cu.GetLastError();
+		pd_dbg("te: cudaMemcpyBatchAsync of %zu copies: %s (copy %zu); one call per copy",
+		       n, cu.GetErrorString(e), fail_idx);
+		return 1;
+	}
+	return 0;
 }
 
 int te_gpu_copy_async(int dev, void *dst, int ddev, const void *src, int sdev, size_t len,

@@ -83,5 +83,11 @@ int te_gpu_event_wait(void *ev); /* cudaEventSynchronize */
  * different devices (sdev, ddev >= 0), else cudaMemcpyAsync with cudaMemcpyDefault (UVA). */
 int te_gpu_copy_async(int dev, void *dst, int ddev, const void *src, int sdev, size_t len,
                       void *stream);
+/* Queues n copies on stream (of dev) in one cudaMemcpyBatchAsync call (CUDA 12.8+, stream
+ * order): 0 queued; 1 not done (a runtime without it, PDKV_TE_CUDA_BATCH=0, or the call
+ * refused them; then none or some may be queued, and the caller issues each copy itself, which
+ * writes the same bytes again). */
+int te_gpu_copy_batch_async(int dev, void *const *dst, const void *const *src, const size_t *len,
+                            size_t n, void *stream);
 
 #endif

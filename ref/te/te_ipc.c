@@ -338,6 +338,42 @@ struct ipc_copy {
 	int ddev, sdev, sdevice; /* sdevice: the stream's device */
 };
 
+/* Queues group d's copies v[0..n) on stream s: one cudaMemcpyBatchAsync where the runtime has
+ * it, else (or when it refuses them) one call per copy; a copy that cannot be queued ends its
+ * task failed. Returns the copies queued into d. */
+static size_t queue_group(struct ipc_done *d, const struct ipc_copy *v, size_t n, int dev, void *s)
+{
+	void *dst[IPC_GROUP_TASKS] = {0};
+	const void *src[IPC_GROUP_TASKS] = {0};
+	size_t len[IPC_GROUP_TASKS] = {0};
+
+	for (size_t i = 0; i < n; i++) {
+		dst[i] = v[i].dst;
+		src[i] = v[i].src;
+		len[i] = v[i].t->req.length;
+	}
+	/* a batch between devices is left to cudaMemcpyPeerAsync, as a single copy is */
+	bool same = true;
+	for (size_t i = 0; i < n && same; i++)
+		same = v[i].ddev < 0 || v[i].sdev < 0 || v[i].ddev == v[i].sdev;
+	if (same && !te_gpu_copy_batch_async(dev, dst, src, len, n, s)) {
+		for (size_t i = 0; i < n; i++) {
+			d->t[d->n] = v[i].t;
+			d->len[d->n++] = len[i];
+		}
+		return n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (te_gpu_copy_async(dev, dst[i], v[i].ddev, src[i], v[i].sdev, len[i], s)) {
+			te_task_slice_done(v[i].t, 0, false);
+			continue;
+		}
+		d->t[d->n] = v[i].t;
+		d->len[d->n++] = len[i];
+	}
+	return d->n;
+}
+
 /* Queues the copies of plan v (all of stream device dev) in groups behind one event each. */
 static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n)
 {
@@ -348,28 +384,23 @@ static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n)
 		struct ipc_done *d = calloc(1, sizeof(*d));
 		void *s = stream_of(tp, dev);
 		uint64_t bytes = 0;
+		size_t j = i;
 
-		if (d && !s) {
-			free(d);
-			d = NULL; /* no stream: this group's tasks fail */
-		}
-		if (d)
-			d->dev = dev;
-		for (; i < n && v[i].sdevice == dev && (!d || d->n < IPC_GROUP_TASKS) &&
+		/* the group: one device, at most IPC_GROUP_TASKS copies and about IPC_GROUP_BYTES
+		 */
+		for (; j < n && v[j].sdevice == dev && j - i < IPC_GROUP_TASKS &&
 		       bytes < IPC_GROUP_BYTES;
-		     i++) {
-			size_t len = v[i].t->req.length;
-			if (!d || te_gpu_copy_async(dev, v[i].dst, v[i].ddev, v[i].src, v[i].sdev,
-			                            len, s)) {
+		     j++)
+			bytes += v[j].t->req.length;
+		if (!d || !s) { /* no memory or no stream: this group's tasks fail */
+			for (; i < j; i++)
 				te_task_slice_done(v[i].t, 0, false);
-				continue;
-			}
-			d->t[d->n] = v[i].t;
-			d->len[d->n++] = len;
-			bytes += len;
-		}
-		if (!d)
+			free(d);
 			continue;
+		}
+		d->dev = dev;
+		queue_group(d, v + i, j - i, dev, s);
+		i = j;
 		if (d->n && (d->ev = event_get(tp, dev)) && !te_gpu_event_record(d->ev, s)) {
 			group_post(tp, d);
 			continue;
