@@ -310,15 +310,6 @@ static void summarise(const struct serve_point *pt, struct result *r)
 	free(itl);
 }
 
-/* "P99.9" / "P50": vLLM's p_word */
-void serve_pct_word(double p, char *buf, size_t sz)
-{
-	if (p == floor(p))
-		snprintf(buf, sz, "%d", (int)p);
-	else
-		snprintf(buf, sz, "%g", p);
-}
-
 static void rule(const char *title, char c)
 {
 	int n = (int)strlen(title), left = (50 - n) / 2;
@@ -581,8 +572,6 @@ static int on_deployed(const char *proxy, const char *pm, const char *dm, void *
 	printf("# deployment up: proxy %s, prefill metrics %s, decode metrics %s\n", proxy, pm, dm);
 	return sweep(ud, proxy, pm, dm);
 }
-
-volatile sig_atomic_t serve_stop;
 
 static void on_signal(int sig)
 {
