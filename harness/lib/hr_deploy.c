@@ -8,6 +8,7 @@
 #include "cfg/cfg_vllm.h"
 #include "testsvc/pd_svc.h"
 #include "pd_log.h"
+#include "pd_env.h"
 #include "pd_util.h"
 
 #include <curl/curl.h>
@@ -25,7 +26,7 @@
  * asked at run time, as te_gpu does; 0 with the reason in why. */
 static int cuda_devices(char *why, size_t sz)
 {
-	const char *env = getenv("PDKV_CUDART");
+	const char *env = pd_env_str("PDKV_CUDART");
 	const char *names[] = {env && *env ? env : "libcudart.so.13", "libcudart.so.12",
 	                       "libcudart.so"};
 	void *h = NULL;
@@ -48,7 +49,7 @@ static int cuda_devices(char *why, size_t sz)
 
 const char *hr_capability_missing(const struct hr_scenario *sc, char *buf, size_t sz)
 {
-	const char *sys = getenv("PDKV_SYS_INFINIBAND"); /* tests point this elsewhere */
+	const char *sys = pd_env_str("PDKV_SYS_INFINIBAND"); /* tests point this elsewhere */
 	DIR *dir;
 	struct dirent *e;
 	int n = 0;
@@ -365,7 +366,7 @@ static int env_add(char **v, size_t *n, const char *name, const char *value)
  * unless the scenario's env or the user's set the name. */
 static bool env_given(const struct hr_deploy *d, const char *name)
 {
-	const char *mine = getenv(name);
+	const char *mine = pd_env_str(name);
 
 	return (mine && *mine) || cJSON_GetObjectItemCaseSensitive(d->sc->env, name);
 }

@@ -4,6 +4,7 @@
 #include "cfg/cfg_drift.h"
 #include "hr.h"
 #include "pd_buf.h"
+#include "pd_env.h"
 #include "pd_util.h"
 #include "cfg/cfg_vllm.h"
 
@@ -84,7 +85,7 @@ static void drift_note(const struct hr_opts *o)
 	if (!o->progress || said)
 		return;
 	said = true;
-	if (cfg_drift_summary(getenv("PDKV_VLLM"), NULL, 30000, line, sizeof(line)) >= 0)
+	if (cfg_drift_summary(pd_env_str("PDKV_VLLM"), NULL, 30000, line, sizeof(line)) >= 0)
 		fprintf(o->progress, "# external: %s (pdkv vllm-drift)\n", line);
 }
 

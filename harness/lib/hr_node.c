@@ -5,6 +5,7 @@
 #include "hr_node.h"
 #include "hr_deploy.h"
 #include "hr_launch.h" /* struct hr_launch_ops */
+#include "pd_env.h"
 #include "pd_util.h"
 
 #include <errno.h>
@@ -22,7 +23,7 @@ static bool is_exec(const char *p)
 
 int hr_find_bin(const char *name, char *out, size_t outsz)
 {
-	const char *bin = getenv("PDKV_BIN");
+	const char *bin = pd_env_str("PDKV_BIN");
 	if (bin && *bin) {
 		snprintf(out, outsz, "%s/%s", bin, name);
 		if (is_exec(out))
