@@ -3,7 +3,7 @@
 # benchmark on pdkv's engine, with a plain-socket baseline.
 BINS += pdkv-bench
 pdkv-bench_SRCS := harness/bench/bench_main.c harness/bench/bench_opts.c harness/bench/bench_fanout.c harness/bench/bench_te.c \
-	harness/bench/bench_sock.c harness/bench/bench_report.c harness/bench/bench_gpu.c \
+	harness/bench/bench_sock.c harness/bench/bench_report.c harness/bench/bench_gpu.c harness/bench/bench_place.c \
 	harness/bench/bench_rdmarate.c harness/bench/bench_perftest.c harness/bench/bench_mooncake.c \
 	harness/bench/bench_serve.c harness/bench/bench_serve_load.c harness/bench/bench_serve_out.c \
 	harness/bench/bench_serve_opts.c harness/bench/bench_serve_data.c harness/bench/bench_serve_save.c \

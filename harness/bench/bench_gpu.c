@@ -74,15 +74,6 @@ int bench_mem_zero(const struct bench_opts *o, char *p, size_t len)
 	return 0;
 }
 
-const char *bench_mem_location(const struct bench_opts *o)
-{
-	static char loc[32];
-	if (!o->use_vram)
-		return "cpu:0";
-	snprintf(loc, sizeof(loc), "cuda:%d", o->gpu_id);
-	return loc;
-}
-
 /* batch copies of block bytes, repeated for ~0.3 s; seconds per batch, < 0 on error */
 static double time_copies(const struct bench_opts *o, char *dst, const char *src, uint64_t block)
 {
@@ -94,17 +85,6 @@ static double time_copies(const struct bench_opts *o, char *dst, const char *src
 		n++;
 	} while (pd_now_ns() - t0 < 300000000ull);
 	return (double)(pd_now_ns() - t0) / 1e9 / (double)n;
-}
-
-int bench_target_gpu(const struct bench_opts *o)
-{
-	return o->target_gpu_id >= 0 ? o->target_gpu_id : o->gpu_id;
-}
-
-int bench_scheme_gpu(const struct bench_opts *o, bool target, int idx)
-{
-	int n = o->scheme_ngpu > 0 ? o->scheme_ngpu : 1;
-	return ((target ? bench_target_gpu(o) : o->gpu_id) + idx) % n;
 }
 
 /* The batch as cudaMemcpyAsync (Peer between devices) on one stream, one sync per batch,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "pd_util.h"
+#include "pd_env.h"
 
 /* argv of a spawned target: the loopback's own flags that concern the target side */
 struct target_args {
@@ -73,8 +74,8 @@ int bench_loop_spawn(const struct bench_opts *o, uint64_t buffer_size, int idx,
 	snprintf(exe, sizeof(exe), "%s/pdkv-bench", pd_self_dir());
 	if (idx)
 		snprintf(sfx, sizeof(sfx), ".%d", idx);
-	snprintf(lt->ready, sizeof(lt->ready), "%s/pdkv-bench-ready.%d%s",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), sfx);
+	snprintf(lt->ready, sizeof(lt->ready), "%s/pdkv-bench-ready.%d%s", pd_env_str("TMPDIR"),
+	         (int)getpid(), sfx);
 	unlink(lt->ready);
 	target_argv(o, exe, lt->ready, buffer_size, idx, &a);
 	lt->log = pd_asprintf("%s.log", lt->ready);

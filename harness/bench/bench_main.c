@@ -20,6 +20,7 @@
 #include "pd_util.h"
 #include "te/te.h"
 #include "te/te_inspect.h"
+#include "pd_env.h"
 
 static size_t sizes_of(const struct bench_opts *o, uint64_t *out, size_t max)
 {
@@ -50,7 +51,7 @@ static void default_name(struct bench_opts *o, const char *role, char *buf, size
 /* Listening socket for the plain-socket baseline (target side). */
 static int sock_listen(char *addr, size_t len)
 {
-	const char *bind = getenv("MC_TCP_BIND_ADDRESS");
+	const char *bind = pd_env_str("MC_TCP_BIND_ADDRESS");
 	struct sockaddr_in sa;
 	socklen_t sl = sizeof(sa);
 	char ip[128];
@@ -237,8 +238,9 @@ static void lanes_line(const struct bench_opts *o)
 	if (tcp && o->baseline_id != BENCH_BASELINE_SOCKET_ONLY)
 		printf("# lanes: pdkv %d TCP connection%s to the target (%s; %ld CPUs)\n", lanes,
 		       lanes == 1 ? "" : "s",
-		       getenv("MC_TCP_LANES_PER_PEER") ? "MC_TCP_LANES_PER_PEER"
-		                                       : "1 up to 4 CPUs, 2 up to 15, 4 from 16",
+		       pd_env_set("MC_TCP_LANES_PER_PEER")
+		           ? "MC_TCP_LANES_PER_PEER"
+		           : "1 up to 4 CPUs, 2 up to 15, 4 from 16",
 		       sysconf(_SC_NPROCESSORS_ONLN));
 	if (o->baseline_id == BENCH_BASELINE_NONE)
 		return;
@@ -332,8 +334,7 @@ int main(int argc, char **argv)
 
 	/* loopback (the default): bind and announce 127.0.0.1 (issue 34, N11), not the host's
 	 * first non-loopback address; the spawned targets inherit it. The user's wins. */
-	if (o.mode_id == BENCH_LOOPBACK &&
-	    !(getenv("MC_TCP_BIND_ADDRESS") && *getenv("MC_TCP_BIND_ADDRESS")))
+	if (o.mode_id == BENCH_LOOPBACK && !pd_env_str("MC_TCP_BIND_ADDRESS"))
 		setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	if (o.scheme_on) {
 		char namebuf[256];

@@ -16,6 +16,7 @@
 
 #include "pd_proc.h"
 #include "pd_util.h"
+#include "pd_env.h"
 
 int bench_mooncake_check(const char *path)
 {
@@ -91,8 +92,8 @@ int bench_mooncake_row(const struct bench_opts *o, uint64_t block, struct bench_
 	row->batch = o->batch;
 	row->threads = o->threads;
 	row->pct_line_rate = -1;
-	snprintf(log, sizeof(log), "%s/pdkv-bench-mooncake-%d-%d.log",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), ++seq);
+	snprintf(log, sizeof(log), "%s/pdkv-bench-mooncake-%d-%d.log", pd_env_str("TMPDIR"),
+	         (int)getpid(), ++seq);
 	av[n++] = (char *)o->compare_mooncake;
 	av[n++] = "--mode=initiator";
 	av[n++] = o->op ? "--operation=write" : "--operation=read";

@@ -19,6 +19,7 @@
 #include "pd_log.h"
 #include "pd_stats.h"
 #include "pd_util.h"
+#include "pd_env.h"
 
 /* ---------------------------------------------------------------- /metrics */
 
@@ -310,15 +311,6 @@ static void summarise(const struct serve_point *pt, struct result *r)
 	free(itl);
 }
 
-/* "P99.9" / "P50": vLLM's p_word */
-void serve_pct_word(double p, char *buf, size_t sz)
-{
-	if (p == floor(p))
-		snprintf(buf, sz, "%d", (int)p);
-	else
-		snprintf(buf, sz, "%g", p);
-}
-
 static void rule(const char *title, char c)
 {
 	int n = (int)strlen(title), left = (50 - n) / 2;
@@ -535,8 +527,7 @@ static pid_t start_single(const struct serve_opts *o, char *url, size_t usz, cha
 
 	if (hr_find_bin("pdkv-standin", exe, sizeof(exe)))
 		return -1;
-	snprintf(logp, 600, "%s/pdkv-serve-single-%d.log",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	snprintf(logp, 600, "%s/pdkv-serve-single-%d.log", pd_env_str("TMPDIR"), (int)getpid());
 	pid = fork();
 	if (pid == 0) {
 		char *argv[64] = {exe,         "--port",          "0",    "--host",
@@ -582,8 +573,6 @@ static int on_deployed(const char *proxy, const char *pm, const char *dm, void *
 	return sweep(ud, proxy, pm, dm);
 }
 
-volatile sig_atomic_t serve_stop;
-
 static void on_signal(int sig)
 {
 	if (!serve_stop)
@@ -603,8 +592,7 @@ static int run_scenario(struct run_ctx *c, const struct serve_opts *o)
 		fprintf(stderr, "pdkv bench serve: %s\n", err);
 		return 2;
 	}
-	snprintf(wd, sizeof(wd), "%s/pdkv-serve-XXXXXX",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(wd, sizeof(wd), "%s/pdkv-serve-XXXXXX", pd_env_str("TMPDIR"));
 	if (!mkdtemp(wd)) {
 		fprintf(stderr, "pdkv bench serve: cannot make a work dir %s: %s\n", wd,
 		        strerror(errno));

@@ -17,6 +17,9 @@
 #include "bench_serve.h"
 #include "pd_util.h"
 
+/* Set by `pdkv bench serve`'s SIGINT/SIGTERM handler (bench_serve.c): the load stops early. */
+volatile sig_atomic_t serve_stop;
+
 /* xorshift64*: the arrivals depend on --seed only */
 static uint64_t rnd(uint64_t *st)
 {

@@ -310,3 +310,12 @@ int serve_write_plot(const struct run_ctx *c, const char *png)
 	printf("plot: %s\n", png);
 	return 0;
 }
+
+/* "P99.9" / "P50": vLLM's p_word */
+void serve_pct_word(double p, char *buf, size_t sz)
+{
+	if (p == floor(p))
+		snprintf(buf, sz, "%d", (int)p);
+	else
+		snprintf(buf, sz, "%g", p);
+}

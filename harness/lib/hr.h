@@ -208,14 +208,14 @@ struct hr_check {
 const struct hr_check *hr_check_find(const char *name);
 size_t hr_check_count(void);
 const struct hr_check *hr_check_at(size_t i);
-/* Delta of a counter between two scrapes (0 when absent in both). */
+/* Delta of a counter between two scrapes (0 when absent in both; hr_metrics.c). */
 double hr_metric_delta(const struct hr_metrics *before, const struct hr_metrics *after,
                        const char *name);
 
 /* ---- results (hr_result.c) and reporters (hr_report_*.c) ----------------------------------- */
 enum hr_status { HR_PASS = 0, HR_FAIL, HR_NOTRUN };
 /* kv_reused in external mode: vLLM's signals chosen by what decode's /metrics offers
- * (hr_external.c); NOTRUN when it offers none. */
+ * (hr_src.c); NOTRUN when it offers none. */
 enum hr_status hr_external_kv_reused(const struct hr_run_data *rd, char *detail, size_t sz);
 /* vLLM's vllm:prompt_tokens_by_source_total between two raw /metrics texts against n prompt
  * tokens in ok fully transferred requests, in the era of release vllm (NULL: the era decode's
@@ -294,7 +294,7 @@ struct hr_opts {
 };
 /* Runs sc; always stops every process it started. Fills res. */
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res);
-/* Binary next to pdkv-run or in $PDKV_BIN; 0 or -ENOENT. */
+/* Binary next to pdkv-run or in $PDKV_BIN (hr_node.c); 0 or -ENOENT. */
 int hr_find_bin(const char *name, char *out, size_t outsz);
 /* ---- router conformance (hr_router.c) and external mode (hr_external.c) ------------------- */
 /* True for the checks that grade the router from the stand-ins' records. */

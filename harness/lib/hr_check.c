@@ -4,7 +4,6 @@
 #include "hr.h"
 #include "pd_util.h"
 
-#include <math.h>
 #include <string.h>
 
 #define HR_CHECKS(X)                                                                               \
@@ -42,15 +41,4 @@ size_t hr_check_count(void)
 const struct hr_check *hr_check_at(size_t i)
 {
 	return i < PD_ARRAY_SIZE(table) ? table[i] : NULL;
-}
-
-double hr_metric_delta(const struct hr_metrics *before, const struct hr_metrics *after,
-                       const char *name)
-{
-	double a = hr_metrics_get(after, name), b = hr_metrics_get(before, name);
-	if (isnan(a))
-		a = 0;
-	if (isnan(b))
-		b = 0;
-	return a - b;
 }

@@ -5,28 +5,8 @@
 #define HR_DEPLOY_H
 
 #include "hr.h"
-#include "pd_proc.h"
+#include "hr_node.h"
 #include "testsvc/pd_svc.h"
-
-struct hr_launch_ops;
-
-struct hr_node {
-	char name[32];
-	struct pd_proc proc; /* local: the process; remote: proc.log is where its log is fetched */
-	bool started;
-	const struct hr_launch_ops *ops; /* how it runs (hr_launch.h); NULL = local */
-	char rhost[32];                  /* remote: its hosts.txt name */
-	char rdir[512];                  /* remote: its work dir there */
-	int rpid;                        /* remote: its pid (= process group) there, 0 = gone */
-	char host[64];
-	int port;
-	char base_url[128]; /* http://host:port */
-	char health_url[160];
-	char metrics_url[160];
-	/* what hr_spawn ran, kept for a restart fault (hr_faults.c) */
-	cJSON *spawn_argv;
-	char **spawn_env;
-};
 
 struct hr_net;
 struct hr_remote;
@@ -52,11 +32,12 @@ struct hr_deploy {
 	struct hr_pfaults *pf; /* process faults during the workload (hr_faults.c), or NULL */
 };
 
-/* ---- process faults (hr_faults.c): "faults" entries with "kill" ---- */
+/* ---- process faults (hr_faults.c and its kinds, hr_faults.h): "faults" entries with "kill",
+ * "rogue" or "flood" ---- */
 /* Validates one such entry (field names it in errors). 0 or -1 with err set. */
 int hr_faults_parse_entry(const char *path, const char *field, const cJSON *e, char *err,
                           size_t errsz);
-bool hr_faults_is_process(const cJSON *e); /* the entry has "kill", "rogue" or "flood" */
+bool hr_faults_is_process(const cJSON *e); /* the entry names a kind of hr_faults.c's table */
 /* Starts the fault thread for the scenario's process faults (none: nothing). */
 void hr_faults_start(struct hr_deploy *d);
 /* Waits for the faults still due (each bounded), and a probe request after restarts; what
@@ -69,32 +50,6 @@ void hr_faults_release(struct hr_deploy *d);
 /* With hostile faults (and no restart): the probe request after the faults, sent once the
  * runner has read /metrics so the counters the checks compare hold the workload alone. */
 void hr_faults_probe_hostile(struct hr_deploy *d, char *notes, size_t nsz);
-
-/* ---- hostile peers (hr_fault_hostile.c): "faults" entries with "rogue" or "flood" ---- */
-bool hr_fault_is_hostile(const cJSON *e);
-int hr_fault_hostile_parse(const char *path, const char *field, const cJSON *e, char *err,
-                           size_t errsz);
-/* where prefill's ports are, for the faults (hr_fault_hostile.c) */
-struct hr_addr {
-	char host[64];
-	int port;
-};
-/* Prefill's side channel from its log: V0 the data PUSH (ack: the ACK PUSH port), V1 the ROUTER. */
-bool hr_hostile_side_channel(struct hr_deploy *d, struct hr_addr *a, int *ack_port);
-/* V1: prefill's KV region count and block length from its log. */
-bool hr_hostile_kv_regions(struct hr_deploy *d, int *nbufs, long *block_len);
-/* A TCP connection from src (NULL: any) within 2 s, or -1. */
-int hr_hostile_connect(const char *src, const struct hr_addr *a);
-/* Did the peer close fd within ms? (what it sends is read and dropped) */
-bool hr_hostile_closed_within(int fd, int ms);
-/* A rogue peer on prefill's side channel (V0 pipe ports, V1 ROUTER): what it sent, what
- * happened, and the warnings prefill logged meanwhile, into notes. */
-void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
-                        char *notes, size_t nsz);
-/* Idle or byte-at-a-time connections against the named servers for duration_ms (*opened set
- * once they are open); what was opened and closed by each server, into notes. */
-void hr_fault_flood_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
-                        volatile sig_atomic_t *opened, char *notes, size_t nsz);
 
 /* ---- deployment plan: what to start and with which arguments ---- */
 /* Forgets what an earlier attempt picked (ports, variables) so a retry starts fresh. */
@@ -115,24 +70,12 @@ cJSON *hr_standin_argv(struct hr_deploy *d, const struct hr_node *n, const cJSON
 /* argv of the proxy in front of prefill and decode, plus the scenario's proxy_args */
 cJSON *hr_proxy_argv(struct hr_deploy *d, char *err, size_t errsz);
 
-/* ---- processes ---- */
+/* ---- processes: hr_node.h ---- */
 
-void hr_log_tail(const char *path, char *out, size_t sz);
 /* The environment of a connector stand-in (side 0 = prefill, 1 = decode): the V0 config path
  * or the V1 bootstrap port, then the scenario's "env". NULL-terminated, malloc'd strings;
  * free with hr_env_free. */
 char **hr_standin_env(const struct hr_deploy *d, int side);
-void hr_env_free(char **env);
-/* argv_json: array of strings (argv[0] = full path); env: NULL-terminated "K=V" list or NULL.
- * Log: WORKDIR/NAME.log */
-int hr_spawn(struct hr_deploy *d, struct hr_node *n, const char *name, cJSON *argv_json,
-             char *const *env);
-int hr_wait_healthy(struct hr_deploy *d, struct hr_node **nodes, size_t n, double deadline,
-                    volatile sig_atomic_t *stop, char *why, size_t sz);
-/* Through the node's launcher: running (1) or gone (0); the local path of its log (fetched
- * back first when it ran elsewhere). */
-int hr_node_alive(struct hr_deploy *d, struct hr_node *n);
-const char *hr_node_log(struct hr_deploy *d, struct hr_node *n);
 void hr_deploy_stop(struct hr_deploy *d);
 bool hr_deploy_all_gone(const struct hr_deploy *d);
 /* {"prefill": {"warnings": N, "errors": N, "first_warning": ..., "first_error": ...}, ...} */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* hr_fault_rogue: a rogue peer on prefill's side channel during the workload — on V0 the pipe's
- * data and ACK PUSH ports, on V1 the ZMQ ROUTER — sending what the scenario's "send" names. */
-#include "hr_deploy.h"
+/* hr_fault_rogue: the fault kind {"at": "during_workload", "rogue": "side-channel", "send": [...],
+ * "duration_ms": N, "repeat": R} — a rogue peer on prefill's side channel during the workload (on
+ * V0 the pipe's data and ACK PUSH ports, on V1 the ZMQ ROUTER) sending what "send" names. */
+#include "hr_faults.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +16,33 @@
 
 #include "cfg/cfg_vllm.h"
 #include "pd_util.h"
+
+static const char *const rogue_kinds[] = {"take", "garbage", "oversized", "wrong-frames",
+                                          "unknown-id"};
+
+static int rogue_parse(const char *path, const char *field, const cJSON *e, char *err, size_t sz)
+{
+	static const char *const keys[] = {"at",   "after_ms",    "rogue",
+	                                   "send", "duration_ms", "repeat"};
+	const cJSON *v;
+	int ret = hr_fault_hostile_common(
+	    path, field, e, keys, PD_ARRAY_SIZE(keys),
+	    "a rogue fault has at, after_ms, rogue, send, duration_ms, repeat", err, sz);
+
+	if (ret)
+		return ret;
+	v = cJSON_GetObjectItemCaseSensitive(e, "rogue");
+	if (!cJSON_IsString(v) || strcmp(v->valuestring, "side-channel"))
+		return pd_field_err(path, err, sz, field, "\"rogue\": expected \"side-channel\"");
+	if (!hr_fault_num_in(cJSON_GetObjectItemCaseSensitive(e, "repeat"), 1, 256))
+		return pd_field_err(path, err, sz, field, "\"repeat\": expected 1..256");
+	v = cJSON_GetObjectItemCaseSensitive(e, "send");
+	if (v && !hr_fault_names_ok(v, rogue_kinds, PD_ARRAY_SIZE(rogue_kinds)))
+		return pd_field_err(path, err, sz, field,
+		                    "\"send\": expected a list of take, garbage, oversized, "
+		                    "wrong-frames, unknown-id");
+	return 0;
+}
 
 static bool wants(const cJSON *send, const char *kind)
 {
@@ -294,8 +322,9 @@ static long log_size(const char *log)
 	return n;
 }
 
-void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
-                        char *notes, size_t nsz)
+/* What it sent, what happened, and the warnings prefill logged meanwhile, into notes. */
+static void rogue_run_on(struct hr_deploy *d, const cJSON *e, volatile sig_atomic_t *stop,
+                         char *notes, size_t nsz)
 {
 	const cJSON *send = cJSON_GetObjectItemCaseSensitive(e, "send");
 	const cJSON *dv = cJSON_GetObjectItemCaseSensitive(e, "duration_ms");
@@ -320,3 +349,15 @@ void hr_fault_rogue_run(struct hr_deploy *d, const cJSON *e, volatile sig_atomic
 	            "rogue on prefill's side channel %s prefill logged %d warning(s)%s%s", what, nw,
 	            nw ? ", first: " : "", first);
 }
+
+static void rogue_run(struct hr_pfaults *f, const cJSON *e)
+{
+	rogue_run_on(f->d, e, &f->stop, f->notes, sizeof(f->notes));
+}
+
+const struct hr_fault_kind hr_fault_rogue = {
+    .key = "rogue",
+    .hostile = true,
+    .parse = rogue_parse,
+    .run = rogue_run,
+};

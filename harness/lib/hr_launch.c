@@ -4,6 +4,7 @@
 #include "hr_launch.h"
 #include "hr_deploy.h"
 #include "hr_hosts.h"
+#include "pd_env.h"
 #include "pd_util.h"
 
 #include <errno.h>
@@ -232,7 +233,7 @@ int hr_remote_setup(struct hr_remote *rm, const struct hr_scenario *sc, const st
                     const char *workdir, char *why, size_t sz)
 {
 	char dir[600];
-	const char *user = getenv("USER");
+	const char *user = pd_env_str("USER");
 	memset(rm, 0, sizeof(*rm));
 	rm->run = *sc;
 	if (!o->hosts || !sc->hosts)
@@ -335,7 +336,7 @@ void hr_node_place(struct hr_deploy *d, struct hr_node *n, int role)
 
 static bool in_path(const char *prog)
 {
-	const char *path = getenv("PATH");
+	const char *path = pd_env_str("PATH");
 	char *copy = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin"), *save = NULL;
 	bool found = false;
 	for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir && !found;

@@ -140,3 +140,14 @@ int hr_metrics_scrape(const char *url, int timeout_ms, struct hr_metrics *m)
 	free(b.p);
 	return ret;
 }
+
+double hr_metric_delta(const struct hr_metrics *before, const struct hr_metrics *after,
+                       const char *name)
+{
+	double a = hr_metrics_get(after, name), b = hr_metrics_get(before, name);
+	if (isnan(a))
+		a = 0;
+	if (isnan(b))
+		b = 0;
+	return a - b;
+}

@@ -3,6 +3,7 @@
  * nohup with the pid captured, alive and stop by process group, and closing the masters. */
 #include "hr_ssh.h"
 #include "hr_netns.h"
+#include "pd_env.h"
 #include "pd_util.h"
 
 #include <errno.h>
@@ -54,7 +55,7 @@ static int host_index(const struct hr_ssh *s, const char *host)
 static void common_opts(struct hr_ssh *s, struct argv_buf *a, int idx)
 {
 	const struct hr_sshhost *h = &s->hosts->h[idx];
-	const char *home = getenv("HOME");
+	const char *home = pd_env_str("HOME");
 	push_opt(a, "BatchMode=yes");
 	push_opt(a, "ConnectTimeout=%d", s->connect_timeout_s);
 	push_opt(a, "ControlMaster=auto");

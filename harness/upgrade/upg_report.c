@@ -4,6 +4,7 @@
 #include "upg.h"
 #include "cfg/cfg_drift.h"
 #include "pd_util.h"
+#include "pd_env.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -53,9 +54,10 @@ static const char *drift_summary(void)
 	static char line[512];
 	static int state; /* 0 = not asked, 1 = have a line, -1 = nothing to say */
 	if (!state)
-		state = cfg_drift_summary(getenv("PDKV_VLLM"), NULL, 30000, line, sizeof(line)) >= 0
-		            ? 1
-		            : -1;
+		state =
+		    cfg_drift_summary(pd_env_str("PDKV_VLLM"), NULL, 30000, line, sizeof(line)) >= 0
+		        ? 1
+		        : -1;
 	return state > 0 ? line : NULL;
 }
 

@@ -4,6 +4,7 @@
 #include "pd_svc.h"
 #include "pd_log.h"
 #include "pd_util.h"
+#include "pd_env.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
@@ -44,7 +45,7 @@ static int is_exec(const char *path)
 /* Full path of prog found in PATH, or -ENOENT. */
 static int find_in_path(const char *prog, char *out, size_t outsz)
 {
-	const char *path = getenv("PATH");
+	const char *path = pd_env_str("PATH");
 	char *copy, *save = NULL, *dir;
 	int ret = -ENOENT;
 	if (!path || !*path)
@@ -66,7 +67,7 @@ static int find_in_path(const char *prog, char *out, size_t outsz)
 /* pdkv-metaserver: $PDKV_BIN, then next to (or ../bin of) this executable, then PATH. */
 static int find_metaserver(char *out, size_t outsz)
 {
-	const char *bin = getenv("PDKV_BIN");
+	const char *bin = pd_env_str("PDKV_BIN");
 	if (bin && *bin) {
 		snprintf(out, outsz, "%s/pdkv-metaserver", bin);
 		if (is_exec(out))
@@ -270,7 +271,7 @@ static void live_atexit(void)
 		if (!live[i].pid || live[i].owner != getpid())
 			continue;
 		pd_proc_stop(&p, 2000);
-		if (live[i].dir[0] && !getenv("PDKV_KEEP_SVC"))
+		if (live[i].dir[0] && !pd_env_set("PDKV_KEEP_SVC"))
 			pd_rm_rf(live[i].dir);
 		live[i].pid = 0;
 	}
@@ -347,7 +348,7 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 		return -EINVAL;
 	snprintf(out->host, sizeof(out->host), "%s", host && *host ? host : "127.0.0.1");
 	if (!workdir || !*workdir)
-		workdir = getenv("TMPDIR");
+		workdir = pd_env_str("TMPDIR");
 	if (!workdir || !*workdir)
 		workdir = "/tmp";
 
@@ -475,7 +476,7 @@ void pd_svc_stop(struct pd_svc *s)
 	if (s->proc.pid > 0)
 		live_del(s->proc.pid);
 	pd_proc_stop(&s->proc, 3000);
-	if (s->datadir[0] && !getenv("PDKV_KEEP_SVC"))
+	if (s->datadir[0] && !pd_env_set("PDKV_KEEP_SVC"))
 		pd_rm_rf(s->datadir);
 	s->datadir[0] = '\0';
 	s->port = 0;
