@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cfg/cfg.h"
+#include "cfg/cfg_names.h"
 #include "cfg/cfg_vllm.h"
 #include "kv1/kv1.h"
 #include "kvc/kvc.h"
