@@ -328,8 +328,10 @@ void sa_stage(struct sa_req *r, const char *name, uint64_t *t);
  * 0, or an HTTP status (>= 400) with *msg set (static or malloc'd in *msg_alloc). */
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
 
-/* V1 consumer block layout (sa_v1.c): the KV buffer of (layer, keys/values) and where rank k's
- * row of position t sits in the request's blocks blk[k]. */
+/* V1 consumer block layout (sa_v1_seg.c): bytes of one token's K (or V) row of one tp rank's
+ * heads, the KV buffer of (layer, keys/values) and where rank k's row of position t sits in the
+ * request's blocks blk[k]. */
+size_t sa_v1_row_bytes(const struct sa *s);
 int sa_v1_buf(const struct sa *s, bool value, int l);
 uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k);
 /* Rank k's row of (layer l, position t) in block id. */
