@@ -200,4 +200,3 @@ int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size
 	           "or the exact string P2PHANDSHAKE; Mooncake would abort here)",
 	           conn, scheme);
 }
-
