@@ -377,6 +377,7 @@ void sa_metrics_free(struct sa *s);
 char *sa_metrics_text(struct sa *s);
 /* Gen B: vLLM's "KV Transfer metrics: ..." line every VLLM_LOG_STATS_INTERVAL s (main loop). */
 void sa_metrics_tick(struct sa *s);
+/* sa_engine.c: no KV connector, or the connector says it is ready (/health, main). */
 bool sa_ready(struct sa *s);
 
 /* HTTP server (libmicrohttpd, thread per connection). */

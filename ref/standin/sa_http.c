@@ -44,14 +44,6 @@ struct conn {
 	int status;
 };
 
-/* Ready: no KV connector, or the connector says so (/health, and main's one "ready" line). */
-bool sa_ready(struct sa *s)
-{
-	if (!s->kv)
-		return !atomic_load(&s->stopping);
-	return s->conn->ready(s);
-}
-
 /* Takes n more bytes of the in-flight bound; false (nothing taken) when they do not fit. */
 static bool body_take(struct sa_http *h, struct conn *cn, size_t n)
 {
