@@ -3,6 +3,7 @@
  * and rejects anything it does not understand with "FILE: FIELD: problem, expected ...". */
 #include "hr.h"
 #include "hr_hosts.h"
+#include "cfg/cfg_names.h"
 #include "cfg/cfg_vllm.h"
 #include "pd_util.h"
 
@@ -221,7 +222,7 @@ static cJSON *kv_side(const cJSON *common, bool producer, const struct hr_scenar
 {
 	cJSON *o = common ? cJSON_Duplicate(common, 1) : cJSON_CreateObject();
 	if (!cJSON_HasObjectItem(o, "kv_connector"))
-		cJSON_AddStringToObject(o, "kv_connector", "MooncakeConnector");
+		cJSON_AddStringToObject(o, "kv_connector", CFG_CONNECTOR_MOONCAKE);
 	if (!cJSON_HasObjectItem(o, "kv_role"))
 		cJSON_AddStringToObject(o, "kv_role", producer ? "kv_producer" : "kv_consumer");
 	if (cfg_gen_is_v1((enum cfg_gen)sc->gen)) {

@@ -3,6 +3,7 @@
  * vLLM's own order: argparse, connector factory, mooncake.json, pipe, ZMQ), pdkv's own
  * diagnostics, the port plan and its collisions (the "≥ 50 apart" folklore vs the real rule). */
 #include "cfg_internal.h"
+#include "cfg_names.h"
 #include "pd_util.h"
 
 #include <cJSON.h>
@@ -11,47 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void first_err(struct cfg_report *r, char **e)
-{
-	if (!*e)
-		return;
-	if (!r->vllm_error)
-		r->vllm_error = *e;
-	else
-		free(*e);
-	*e = NULL;
-}
-
-void cfg_report_errf(struct cfg_report *r, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	s = pd_vasprintf(fmt, ap);
-	va_end(ap);
-	first_err(r, &s);
-}
-
-static const char *const v0_connectors[] = {"PyNcclConnector", "MooncakeConnector",
-                                            "LMCacheConnector", "MooncakeStoreConnector", NULL};
-static const char *const v1_connectors[] = {
-    "MooncakeConnector",  "NixlConnector",  "SharedStorageConnector", "P2pNcclConnector",
-    "LMCacheConnectorV1", "MultiConnector", "OffloadingConnector",    NULL};
-
-static bool listed(const char *const *l, const char *s)
-{
-	for (; *l; l++)
-		if (!strcmp(*l, s))
-			return true;
-	return false;
-}
-
-bool cfg_v1_connector_registered(const char *name)
-{
-	return name && listed(v1_connectors, name);
-}
 
 static void check_connector(struct cfg_report *r, const struct cfg_check_opts *o, bool *reads_mc)
 {
@@ -71,7 +31,7 @@ static void check_connector(struct cfg_report *r, const struct cfg_check_opts *o
 		return;
 	}
 	if (!v1) {
-		if (!listed(v0_connectors, kt->kv_connector)) {
+		if (!cfg_connector_registered(kt->kv_connector, false)) {
 			cfg_report_errf(r, "ValueError: Unsupported connector type: %s",
 			                kt->kv_connector);
 			cfg_diag_add(&r->diags, CFG_ERROR, F,
@@ -81,7 +41,7 @@ static void check_connector(struct cfg_report *r, const struct cfg_check_opts *o
 			*reads_mc = false;
 			return;
 		}
-		if (strcmp(kt->kv_connector, "MooncakeConnector")) {
+		if (strcmp(kt->kv_connector, CFG_CONNECTOR_MOONCAKE)) {
 			cfg_diag_add(&r->diags, CFG_INFO, F,
 			             "kv_connector \"%s\" does not use mooncake.json; only "
 			             "MooncakeConnector is checked in depth",
@@ -121,7 +81,8 @@ static void check_connector(struct cfg_report *r, const struct cfg_check_opts *o
 			    "writes 2)",
 			    (long long)kt->kv_parallel_size);
 	} else {
-		if (!kt->kv_connector_module_path && !listed(v1_connectors, kt->kv_connector)) {
+		if (!kt->kv_connector_module_path &&
+		    !cfg_connector_registered(kt->kv_connector, true)) {
 			cfg_report_errf(r, "ValueError: Unsupported connector type: %s",
 			                kt->kv_connector);
 			cfg_diag_add(
@@ -265,7 +226,7 @@ int cfg_check(const struct cfg_check_opts *in, struct cfg_report *r)
 	if (o.kv_transfer) {
 		r->kt_given = true;
 		r->kt_ok = kv_parse(r, o.kv_transfer, o.vllm, &r->diags, &e) == 0;
-		first_err(r, &e);
+		cfg_report_take_err(r, &e);
 	} else {
 		kv_parse(r, "{}", o.vllm, &tmp, NULL);
 		cfg_diags_free(&tmp);
@@ -284,7 +245,7 @@ int cfg_check(const struct cfg_check_opts *in, struct cfg_report *r)
 	if (o.vllm == CFG_VLLM_V0 && reads_mc) {
 		r->mc_ok = cfg_mooncake_load_ex(path, !o.mooncake_path, o.vllm, &r->mc, &r->diags,
 		                                &e) == 0;
-		first_err(r, &e);
+		cfg_report_take_err(r, &e);
 	} else if (o.mooncake_path) {
 		r->mc_ok = cfg_mooncake_load_ex(path, false, o.vllm, &r->mc, &r->diags, &e) == 0;
 		free(e);

@@ -2,6 +2,8 @@
 /* cfg_diag: the diagnostics list every cfg function appends to (errors, warnings, infos), each
  * naming the field, the bad value and what to write instead. */
 #include "cfg/cfg.h"
+#include "cfg_internal.h"
+#include "pd_util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,4 +80,27 @@ const char *cfg_severity_name(enum cfg_severity s)
 	default:
 		return "info";
 	}
+}
+
+/* ------------------------------------------------------------------ the first vLLM error */
+void cfg_report_take_err(struct cfg_report *r, char **e)
+{
+	if (!*e)
+		return;
+	if (!r->vllm_error)
+		r->vllm_error = *e;
+	else
+		free(*e);
+	*e = NULL;
+}
+
+void cfg_report_errf(struct cfg_report *r, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = pd_vasprintf(fmt, ap);
+	va_end(ap);
+	cfg_report_take_err(r, &s);
 }

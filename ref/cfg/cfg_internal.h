@@ -5,6 +5,7 @@
 #define CFG_INTERNAL_H
 
 #include "cfg/cfg.h"
+#include "cfg/cfg_names.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,14 +53,11 @@ void cfg_check_ports(struct cfg_report *r, const struct cfg_check_opts *o);
 void cfg_ascii_lower(char *dst, size_t n, const char *src);
 /* The adaptor's metadata resolution into mc->conn_string, with pdkv's diagnostics (cfg_meta.c). */
 void cfg_mc_resolve_metadata(struct cfg_mooncake *mc, enum cfg_vllm vllm, struct cfg_diags *d);
-/* A connection string the engine has a metadata plugin for (etcd, redis, http, https, bare
- * host:port = etcd, P2PHANDSHAKE); *scheme_len = length of the scheme before "://" (0 if none). */
-bool cfg_meta_scheme_known(const char *conn, size_t *scheme_len);
-/* Sets r->vllm_error unless an earlier stage already did (the exception vLLM raises first). */
+/* Sets r->vllm_error unless an earlier stage already did (the exception vLLM raises first);
+ * take_err hands *e over (or frees it) and clears it (cfg_diag.c). */
+void cfg_report_take_err(struct cfg_report *r, char **e);
 void cfg_report_errf(struct cfg_report *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* A name in vLLM V1's connector registry (the factory looks there before any module path). */
-bool cfg_v1_connector_registered(const char *name);
 /* The V1 connector's checks (cfg_v1.c); r->kt, r->gen and r->release are set. */
 void cfg_check_v1(struct cfg_report *r, const struct cfg_check_opts *o);
 

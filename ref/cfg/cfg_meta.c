@@ -3,6 +3,7 @@
  * a transfer-engine connection string (docs/metadata.md), and what the engine does with it.
  */
 #include "cfg_internal.h"
+#include "cfg_names.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,24 +18,6 @@ void cfg_ascii_lower(char *dst, size_t n, const char *src)
 	for (i = 0; src[i] && i < n - 1; i++)
 		dst[i] = (char)((src[i] >= 'A' && src[i] <= 'Z') ? src[i] + 32 : src[i]);
 	dst[i] = 0;
-}
-
-bool cfg_meta_scheme_known(const char *conn, size_t *scheme_len)
-{
-	const char *sep = conn ? strstr(conn, "://") : NULL;
-	size_t sl;
-
-	if (scheme_len)
-		*scheme_len = 0;
-	if (!conn || !strcmp(conn, "P2PHANDSHAKE"))
-		return conn != NULL;
-	if (!sep) /* bare host:port: the engine's parser takes it as etcd */
-		return true;
-	sl = (size_t)(sep - conn);
-	if (scheme_len)
-		*scheme_len = sl;
-	return (sl == 4 && !strncmp(conn, "etcd", 4)) || (sl == 5 && !strncmp(conn, "redis", 5)) ||
-	       (sl == 4 && !strncmp(conn, "http", 4)) || (sl == 5 && !strncmp(conn, "https", 5));
 }
 
 /* "P2PHANDSHAKE" through the V0 adaptor: it only knows "<scheme>://", so the bare word gets the
@@ -63,7 +46,7 @@ static void build_conn(struct cfg_mooncake *mc, struct cfg_diags *d)
 	const char *sep = strstr(ms, "://");
 	char lower[64] = "etcd";
 
-	if (sep || strcmp(ms, "P2PHANDSHAKE") == 0) {
+	if (sep || strcmp(ms, CFG_META_P2P) == 0) {
 		mc->conn_string = strdup(ms);
 		if (be && sep)
 			cfg_diag_add(
@@ -160,12 +143,12 @@ void cfg_mc_resolve_metadata(struct cfg_mooncake *mc, enum cfg_vllm vllm, struct
 		    d, CFG_ERROR, F_MS,
 		    "%s: metadata_server is empty; write e.g. \"etcd://192.168.0.139:2379\"",
 		    mc->path);
-	if (strcmp(ms, "P2PHANDSHAKE") == 0 && vllm == CFG_VLLM_V0) {
+	if (strcmp(ms, CFG_META_P2P) == 0 && vllm == CFG_VLLM_V0) {
 		v0_p2p(mc, d);
 		return;
 	}
 	build_conn(mc, d);
-	if (!mc->conn_string || strcmp(mc->conn_string, "P2PHANDSHAKE") == 0)
+	if (!mc->conn_string || strcmp(mc->conn_string, CFG_META_P2P) == 0)
 		return;
 	if (!cfg_meta_scheme_known(mc->conn_string, &sl)) {
 		cfg_diag_add(d, CFG_ERROR, F_MS,

@@ -188,7 +188,7 @@ bool cfg_v1_is_oot(const struct cfg_kv_transfer *kt)
 	/* a registered kv_connector name wins over the module path in vLLM's factory */
 	return kt && kt->kv_connector_module_path &&
 	       !strcmp(kt->kv_connector_module_path, "mooncake.mooncake_connector_v1") &&
-	       !cfg_v1_connector_registered(kt->kv_connector);
+	       !cfg_connector_registered(kt->kv_connector, true);
 }
 
 /* One V1 worker's transfer engine: P2PHANDSHAKE, so the RPC (handshake) port is random. */

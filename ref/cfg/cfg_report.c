@@ -24,7 +24,7 @@ static void v1_config(const struct cfg_report *r, cJSON *cfg)
 
 	cJSON_AddItemToObject(cfg, "prefill_url", cJSON_CreateNull());
 	cJSON_AddItemToObject(cfg, "decode_url", cJSON_CreateNull());
-	cJSON_AddItemToObject(cfg, "metadata_server", cJSON_CreateString("P2PHANDSHAKE"));
+	cJSON_AddItemToObject(cfg, "metadata_server", cJSON_CreateString(CFG_META_P2P));
 	cJSON_AddItemToObject(cfg, "metadata_backend", cJSON_CreateNull());
 	cJSON_AddItemToObject(cfg, "protocol", cJSON_CreateString(proto));
 	if (dn && cJSON_IsString(dn) && dn->valuestring[0]) {

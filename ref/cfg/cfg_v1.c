@@ -331,7 +331,7 @@ static void check_module_path(struct cfg_report *r)
 
 	if (!m || !c)
 		return;
-	if (cfg_v1_connector_registered(c))
+	if (cfg_connector_registered(c, true))
 		cfg_diag_add(&r->diags, CFG_WARNING, "kv-transfer-config: kv_connector_module_path",
 		             "\"%s\" is not used: kv_connector \"%s\" is in vLLM's registry, which "
 		             "the factory consults first%s",

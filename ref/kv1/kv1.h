@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cfg/cfg_names.h"
 #include "cfg/cfg_vllm.h"
 #include "kv1_boot.h"
 #include "kv1_wire.h"

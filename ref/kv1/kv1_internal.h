@@ -32,10 +32,8 @@ struct kv1_send {
 
 /* A WRITE batch given up while the engine's lanes may still read its source blocks and send
  * them to the decode (kv1_write.c): kept with its runs until every task is seen finished. */
-struct kv1_held {
-	struct kv1_held *link;
-	uint64_t batch;
-	size_t n, next; /* tasks; the first one not yet seen finished */
+struct kv1_held { /* a WRITE given up in flight; its batch is the engine's (te_batch_abandon) */
+	struct kv1_worker *w;
 	struct kv1_run *runs;
 	size_t nruns;
 	uint64_t bytes;
@@ -72,7 +70,6 @@ struct kv1_worker {
 	/* held WRITEs (kv1_write.c); hcv is broadcast when one ends */
 	pthread_mutex_t hmu;
 	pthread_cond_t hcv;
-	struct kv1_held *held;
 	size_t nheld, max_held;
 	atomic_uint_fast64_t writes_abandoned, writes_refused;
 	/* kv1_write.c: the last WRITE's femtoseconds per byte (0: none yet), which paces the
@@ -190,16 +187,17 @@ void kv1_cv_wait_locked(struct kv1_worker *w, uint64_t deadline_ns);
 void kv1_send_reap_expired(struct kv1_worker *w);
 
 /* Held WRITEs (kv1_write.c). init: the per-block tables and the cap (env); fini: after
- * te_engine_destroy (no lane left to read a block), drops the records. */
+ * te_engine_destroy (which released every held WRITE), frees the tables. */
 int kv1_hold_init(struct kv1_worker *w, char *err, size_t errsz);
 void kv1_hold_fini(struct kv1_worker *w);
-/* Ends the held WRITEs whose batches report every task finished: frees the batch and returns
- * the blocks their owners freed meanwhile to the free ring. */
+/* Ends the held WRITEs whose batches the engine reports ended (te_batch_reap): returns the
+ * blocks their owners freed meanwhile to the free ring. No lock of the worker held. */
 void kv1_hold_reap(struct kv1_worker *w);
 /* Before a WRITE to peer: 0 while fewer than the cap are held, else waits for one to end
  * until deadline_ns or stop; TE_ERR_TOO_MANY_REQUESTS then (logged, counted). */
 int kv1_hold_room(struct kv1_worker *w, const char *peer, uint64_t deadline_ns);
-/* A WRITE given up with tasks [next, n) of batch maybe still reading the runs' blocks. */
+/* A WRITE given up with tasks [next, n) of batch maybe still reading the runs' blocks: the
+ * batch goes to the engine (te_batch_abandon), the blocks stay held until it releases them. */
 void kv1_hold_add(struct kv1_worker *w, uint64_t batch, size_t n, size_t next,
                   const struct kv1_run *runs, size_t nruns, const char *peer, uint64_t bytes,
                   const char *why);

@@ -122,7 +122,7 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 		goto fail;
 	}
 	memset(&eo, 0, sizeof(eo));
-	eo.metadata_conn = "P2PHANDSHAKE";
+	eo.metadata_conn = CFG_META_P2P;
 	eo.local_server_name = ip ? ip : "127.0.0.1";
 	eo.protocol = o->protocol;
 	eo.device_names = o->device_name && *o->device_name ? o->device_name : NULL;

@@ -7,11 +7,12 @@
  * the decode, so those blocks must not go to another request yet. The batch is kept with its
  * runs, every block it reads carries a hold count, and a block its owner frees meanwhile
  * (kv1_free) joins the free ring only when the last held WRITE reading it has ended. The engine
- * ends every task eventually (a TCP lane fails its slices when the connection breaks or its
- * socket times out, and at engine destroy); the ROUTER thread and every new WRITE reap the
- * finished ones and te_batch_free their batches. At most max_held are kept before new WRITEs
- * wait for room (WRITEs already in flight may still add theirs, so up to max_held +
- * KV1_MAX_HANDLERS); the worker's destroy drops the rest after the engine is gone. */
+ * owns that lifecycle (te_batch_abandon): it ends every task eventually (a TCP lane fails its
+ * slices when the connection breaks or its socket times out, and at engine destroy), and the
+ * ROUTER thread and every new WRITE reap (te_batch_reap), which calls held_release for each
+ * batch whose tasks have all ended. At most max_held are kept before new WRITEs wait for room
+ * (WRITEs already in flight may still add theirs, so up to max_held + KV1_MAX_HANDLERS); the
+ * engine's destroy releases the rest once its lanes are gone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,13 +56,7 @@ static void held_free(struct kv1_held *h)
 
 void kv1_hold_fini(struct kv1_worker *w)
 {
-	while (w->held) {
-		struct kv1_held *h = w->held;
-
-		w->held = h->link;
-		held_free(h);
-	}
-	w->nheld = 0;
+	/* after te_engine_destroy, which released every held WRITE (held_release) */
 	free(w->hold_refs);
 	free(w->hold_freed);
 	w->hold_refs = NULL;
@@ -105,51 +100,29 @@ static void hold_blocks(struct kv1_worker *w, const struct kv1_held *h, int d)
 	pthread_mutex_unlock(&w->amu);
 }
 
-/* True once every task of h's batch was seen finished and the batch is freed. */
-static bool held_final(struct kv1_worker *w, struct kv1_held *h)
+/* te_release_fn of a held WRITE: the engine has ended every task of its batch (or is gone). */
+static void held_release(void *ud, bool engine_gone)
 {
-	while (h->next < h->n) {
-		struct te_task_status st = {0, 0};
+	struct kv1_held *h = ud;
+	struct kv1_worker *w = h->w;
+	size_t left;
 
-		if (te_batch_status(w->te, h->batch, h->next, &st))
-			return false; /* cannot happen for a live batch: keep the blocks */
-		if (st.status == TE_WAITING || st.status == TE_PENDING || st.status == TE_TIMEOUT)
-			return false;
-		h->next++;
+	pthread_mutex_lock(&w->hmu);
+	left = --w->nheld;
+	pthread_cond_broadcast(&w->hcv);
+	pthread_mutex_unlock(&w->hmu);
+	if (!engine_gone) {
+		pd_info("kv1: the abandoned WRITE of %llu bytes to %s has ended; its blocks are "
+		        "free again (%zu WRITEs still held)",
+		        (unsigned long long)h->bytes, h->peer, left);
+		hold_blocks(w, h, -1);
 	}
-	return te_batch_free(w->te, h->batch) == 0;
+	held_free(h);
 }
 
 void kv1_hold_reap(struct kv1_worker *w)
 {
-	struct kv1_held *done = NULL;
-
-	pthread_mutex_lock(&w->hmu);
-	for (struct kv1_held **pp = &w->held; *pp;) {
-		struct kv1_held *h = *pp;
-
-		if (!held_final(w, h)) {
-			pp = &h->link;
-			continue;
-		}
-		*pp = h->link;
-		w->nheld--;
-		h->link = done;
-		done = h;
-		pd_info("kv1: the abandoned WRITE of %llu bytes to %s has ended; its blocks are "
-		        "free again (%zu WRITEs still held)",
-		        (unsigned long long)h->bytes, h->peer, w->nheld);
-	}
-	if (done)
-		pthread_cond_broadcast(&w->hcv);
-	pthread_mutex_unlock(&w->hmu);
-	while (done) {
-		struct kv1_held *h = done;
-
-		done = h->link;
-		hold_blocks(w, h, -1);
-		held_free(h);
-	}
+	te_batch_reap(w->te);
 }
 
 size_t kv1_hold_count(struct kv1_worker *w)
@@ -194,29 +167,35 @@ void kv1_hold_add(struct kv1_worker *w, uint64_t batch, size_t n, size_t next,
 	size_t held;
 
 	atomic_fetch_add(&w->writes_abandoned, 1);
-	if (!h || !cp) { /* cannot track it: never let its blocks go */
-		pd_err("kv1: WRITE of %llu bytes to %s abandoned in flight (%s): its blocks are "
-		       "leaked (out of memory)",
-		       (unsigned long long)bytes, peer, why);
+	if (h && cp) {
+		memcpy(cp, runs, nruns * sizeof(*runs));
+		*h = (struct kv1_held){w, cp, nruns, bytes, ""};
+		snprintf(h->peer, sizeof(h->peer), "%s", peer);
+		hold_blocks(w, h, +1);
+		pthread_mutex_lock(&w->hmu);
+		held = ++w->nheld;
+		pthread_mutex_unlock(&w->hmu);
+		if (!te_batch_abandon(w->te, batch, held_release, h))
+			goto held; /* h is the engine's to release now */
+		pthread_mutex_lock(&w->hmu);
+		w->nheld--; /* its holds stay: never dropped */
+		pthread_mutex_unlock(&w->hmu);
+	} else {
 		pthread_mutex_lock(&w->amu);
 		for (size_t i = 0; i < nruns; i++)
 			for (int64_t b = runs[i].local; b < runs[i].local + runs[i].n; b++)
 				if (b >= 0 && (size_t)b < w->o.num_blocks)
 					w->hold_refs[b]++; /* never dropped */
 		pthread_mutex_unlock(&w->amu);
-		free(cp);
-		free(h);
-		return;
 	}
-	memcpy(cp, runs, nruns * sizeof(*runs));
-	*h = (struct kv1_held){NULL, batch, n, next, cp, nruns, bytes, ""};
-	snprintf(h->peer, sizeof(h->peer), "%s", peer);
-	hold_blocks(w, h, +1);
-	pthread_mutex_lock(&w->hmu);
-	h->link = w->held;
-	w->held = h;
-	held = ++w->nheld;
-	pthread_mutex_unlock(&w->hmu);
+	/* cannot track it: never let its blocks go */
+	pd_err("kv1: WRITE of %llu bytes to %s abandoned in flight (%s): its blocks are leaked "
+	       "(out of memory, or the engine does not know its batch)",
+	       (unsigned long long)bytes, peer, why);
+	free(cp);
+	free(h);
+	return;
+held:
 	pd_warn("kv1: WRITE of %llu bytes to %s abandoned in flight (%s, %zu of %zu requests "
 	        "done): its blocks stay out of the free list until the engine ends it (%zu "
 	        "WRITEs held)",

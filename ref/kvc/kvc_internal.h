@@ -133,12 +133,11 @@ struct kvc_ackq {
 };
 #define KVC_MON_PEERS 16
 /* A READ given up while the engine may still write into its buffer (kvc_read.c) */
-struct kvc_quar {
-	uint64_t batch;
-	size_t n, next; /* tasks; the first one not yet seen finished */
+struct kvc_quar { /* its batch is the engine's (te_batch_abandon) */
+	struct kvc_pipe *p;
 	void *buf;
 	size_t len;
-	struct kvc_land *land; /* freed with the batch: a lane may call it until then */
+	struct kvc_land *land; /* freed on release: a lane may call it until then */
 	struct kvc_quar *link;
 };
 #define KVC_QUAR_MAX 16 /* abandoned READs held at once; past it a new READ waits, then fails */
@@ -240,7 +239,8 @@ int kvc_read_finish(struct kvc_pipe *p, struct kvc_rd *rd, bool *abandoned);
 void kvc_read_abandon(struct kvc_pipe *p, struct kvc_rd *rd);
 /* A READ started ahead gets its whole deadline from when it is waited on. */
 void kvc_read_rearm(struct kvc_pipe *p, struct kvc_rd *rd);
-/* Frees the quarantined buffers whose batches finished (kvc_read does it on every call). */
+/* Frees the quarantined buffers whose batches the engine reports ended (te_batch_reap;
+ * kvc_read does it on every call). */
 void kvc_read_reap(struct kvc_pipe *p);
 /* After te_engine_destroy (no transport thread left to write): frees every quarantined
  * buffer into the pool. */

@@ -8,11 +8,12 @@
  * A READ given up in flight (our deadline, the engine's slice timeout, the pipe stopping) may
  * still land: the engine ends every task eventually (a TCP lane fails its slices when the
  * connection breaks or times out, and at destroy), but until then its worker writes into the
- * buffer. So the buffer goes to a quarantine, registered and out of the pool, with its batch;
- * each later READ frees those whose batches report every task finished, and the pipe's close
- * frees the rest after the engine is gone. At most KVC_QUAR_MAX are held: past that, a READ
- * waits (within its own deadline) for the engine to end one, else it is refused; the pool's
- * caps bound their bytes. */
+ * buffer. So the buffer goes to a quarantine, registered and out of the pool, and its batch to
+ * the engine (te_batch_abandon), which owns that lifecycle: each later READ reaps
+ * (te_batch_reap), and the engine releases (quar_release) those whose every task has ended;
+ * the pipe's close frees the rest after the engine is gone. At most KVC_QUAR_MAX are held: past
+ * that, a READ waits (within its own deadline) for the engine to end one, else it is refused; the
+ * pool's caps bound their bytes. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -118,42 +119,44 @@ void kvc_read_land_off(struct kvc_rd *rd)
 	pthread_rwlock_unlock(&rd->land->lk);
 }
 
-/* True once every task of q's batch was seen finished and the batch is freed. */
-static bool quar_final(struct kvc_pipe *p, struct kvc_quar *q)
+/* quar_mu held: takes q off the pipe's quarantine list. */
+static void quar_unlink_locked(struct kvc_pipe *p, struct kvc_quar *q)
 {
-	while (q->next < q->n) {
-		struct te_task_status st = {0, 0};
+	for (struct kvc_quar **pp = &p->quar; *pp; pp = &(*pp)->link)
+		if (*pp == q) {
+			*pp = q->link;
+			p->quar_n--;
+			p->quar_bytes -= q->len;
+			return;
+		}
+}
 
-		if (te_batch_status(p->eng, q->batch, q->next, &st))
-			return false; /* cannot happen for a live batch: keep the buffer */
-		if (st.status == TE_WAITING || st.status == TE_PENDING || st.status == TE_TIMEOUT)
-			return false;
-		q->next++;
-	}
-	return te_batch_free(p->eng, q->batch) == 0;
+/* te_release_fn of an abandoned READ: every task of its batch has ended, so its buffer goes
+ * back to the pool. engine_gone: the pipe's close frees it (kvc_read_quar_drop), after the
+ * pool is detached from the engine. */
+static void quar_release(void *ud, bool engine_gone)
+{
+	struct kvc_quar *q = ud;
+	struct kvc_pipe *p = q->p;
+	size_t left;
+
+	if (engine_gone)
+		return;
+	pthread_mutex_lock(&p->quar_mu);
+	quar_unlink_locked(p, q);
+	left = p->quar_n;
+	pthread_mutex_unlock(&p->quar_mu);
+	pd_info("kvc: the abandoned READ of %zu bytes from %s has ended; its buffer is "
+	        "back in the pool (%zu still held)",
+	        q->len, p->v0.remote_url, left);
+	kvc_pool_free(p->pool, q->buf);
+	land_free(q->land);
+	free(q);
 }
 
 void kvc_read_reap(struct kvc_pipe *p)
 {
-	pthread_mutex_lock(&p->quar_mu);
-	for (struct kvc_quar **pp = &p->quar; *pp;) {
-		struct kvc_quar *q = *pp;
-
-		if (!quar_final(p, q)) {
-			pp = &q->link;
-			continue;
-		}
-		*pp = q->link;
-		p->quar_n--;
-		p->quar_bytes -= q->len;
-		pd_info("kvc: the abandoned READ of %zu bytes from %s has ended; its buffer is "
-		        "back in the pool (%zu still held)",
-		        q->len, p->v0.remote_url, p->quar_n);
-		kvc_pool_free(p->pool, q->buf);
-		land_free(q->land);
-		free(q);
-	}
-	pthread_mutex_unlock(&p->quar_mu);
+	te_batch_reap(p->eng);
 }
 
 void kvc_read_quar_drop(struct kvc_pipe *p)
@@ -196,27 +199,38 @@ static bool quar_room(struct kvc_pipe *p, uint64_t end)
 }
 
 /* The READ into dst is given up with tasks [next, n) of batch possibly still writing. */
-static void quarantine(struct kvc_pipe *p, uint64_t batch, size_t n, size_t next, void *dst,
-                       size_t len, struct kvc_land *land)
+static void quarantine(struct kvc_pipe *p, uint64_t batch, void *dst, size_t len,
+                       struct kvc_land *land)
 {
 	struct kvc_quar *q = malloc(sizeof(*q));
+	size_t n, bytes;
 
 	atomic_fetch_add(&p->reads_abandoned, 1);
-	if (!q) { /* cannot track it: never reuse the buffer */
-		pd_err("kvc: READ from %s abandoned in flight: %zu bytes leaked (out of memory)",
-		       p->v0.remote_url, len);
-		return;
+	if (q) {
+		*q = (struct kvc_quar){p, dst, len, land, NULL};
+		pthread_mutex_lock(&p->quar_mu);
+		q->link = p->quar;
+		p->quar = q;
+		n = ++p->quar_n;
+		bytes = p->quar_bytes += len;
+		pthread_mutex_unlock(&p->quar_mu);
+		if (!te_batch_abandon(p->eng, batch, quar_release, q)) {
+			pd_warn(
+			    "kvc: READ of %zu bytes from %s abandoned in flight: its buffer stays "
+			    "out of the pool until the engine ends the transfer (%zu READs, %zu "
+			    "bytes held)",
+			    len, p->v0.remote_url, n, bytes);
+			return;
+		}
+		pthread_mutex_lock(&p->quar_mu);
+		quar_unlink_locked(p, q);
+		pthread_mutex_unlock(&p->quar_mu);
+		free(q);
 	}
-	*q = (struct kvc_quar){batch, n, next, dst, len, land, NULL};
-	pthread_mutex_lock(&p->quar_mu);
-	q->link = p->quar;
-	p->quar = q;
-	p->quar_n++;
-	p->quar_bytes += len;
-	pd_warn("kvc: READ of %zu bytes from %s abandoned in flight: its buffer stays out of the "
-	        "pool until the engine ends the transfer (%zu READs, %zu bytes held)",
-	        len, p->v0.remote_url, p->quar_n, p->quar_bytes);
-	pthread_mutex_unlock(&p->quar_mu);
+	/* cannot track it: never reuse the buffer */
+	pd_err("kvc: READ from %s abandoned in flight: %zu bytes leaked (out of memory, or the "
+	       "engine does not know its batch)",
+	       p->v0.remote_url, len);
 }
 
 static int submit(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, size_t chunk, size_t n,
@@ -338,7 +352,7 @@ void kvc_read_abandon(struct kvc_pipe *p, struct kvc_rd *rd)
 	if (!rd->started)
 		return;
 	kvc_read_land_off(rd);
-	quarantine(p, rd->batch, rd->n, rd->next, rd->dst, rd->len, rd->land);
+	quarantine(p, rd->batch, rd->dst, rd->len, rd->land);
 	rd->land = NULL;
 	rd->started = false;
 }

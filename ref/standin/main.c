@@ -56,13 +56,6 @@ static bool v0_ready(struct sa *s)
 	return !atomic_load(&s->stopping);
 }
 
-bool sa_ready(struct sa *s)
-{
-	if (!s->kv)
-		return !atomic_load(&s->stopping);
-	return s->conn->ready(s);
-}
-
 /* Reads --kv-transfer-config and mooncake.json the way vLLM V0 does; prints the checker's
  * diagnostics; 0 or -1. */
 static int load_config(struct sa *s)
@@ -77,7 +70,7 @@ static int load_config(struct sa *s)
 		        verr ? "; vLLM would raise " : "", verr ? verr : "");
 		goto out;
 	}
-	if (!s->kt.kv_connector || strcmp(s->kt.kv_connector, "MooncakeConnector")) {
+	if (!s->kt.kv_connector || strcmp(s->kt.kv_connector, CFG_CONNECTOR_MOONCAKE)) {
 		print_diags(&d);
 		fprintf(stderr,
 		        "pdkv-standin: error: --kv-transfer-config: kv_connector \"%s\" is not "
@@ -200,7 +193,7 @@ static int load_config_v1(struct sa *s)
 		goto out;
 	}
 	print_diags(&d);
-	if (!s->kt.kv_connector || strcmp(s->kt.kv_connector, "MooncakeConnector")) {
+	if (!s->kt.kv_connector || strcmp(s->kt.kv_connector, CFG_CONNECTOR_MOONCAKE)) {
 		fprintf(stderr,
 		        "pdkv-standin: error: --kv-transfer-config: kv_connector \"%s\" is not "
 		        "supported; pdkv-standin speaks \"MooncakeConnector\"\n",

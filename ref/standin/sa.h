@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cfg/cfg.h"
+#include "cfg/cfg_names.h"
 #include "cfg/cfg_vllm.h"
 #include "kv1/kv1.h"
 #include "kvc/kvc.h"
@@ -327,8 +328,10 @@ void sa_stage(struct sa_req *r, const char *name, uint64_t *t);
  * 0, or an HTTP status (>= 400) with *msg set (static or malloc'd in *msg_alloc). */
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
 
-/* V1 consumer block layout (sa_v1.c): the KV buffer of (layer, keys/values) and where rank k's
- * row of position t sits in the request's blocks blk[k]. */
+/* V1 consumer block layout (sa_v1_seg.c): bytes of one token's K (or V) row of one tp rank's
+ * heads, the KV buffer of (layer, keys/values) and where rank k's row of position t sits in the
+ * request's blocks blk[k]. */
+size_t sa_v1_row_bytes(const struct sa *s);
 int sa_v1_buf(const struct sa *s, bool value, int l);
 uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k);
 /* Rank k's row of (layer l, position t) in block id. */
@@ -374,6 +377,7 @@ void sa_metrics_free(struct sa *s);
 char *sa_metrics_text(struct sa *s);
 /* Gen B: vLLM's "KV Transfer metrics: ..." line every VLLM_LOG_STATS_INTERVAL s (main loop). */
 void sa_metrics_tick(struct sa *s);
+/* sa_engine.c: no KV connector, or the connector says it is ready (/health, main). */
 bool sa_ready(struct sa *s);
 
 /* HTTP server (libmicrohttpd, thread per connection). */

@@ -393,6 +393,14 @@ void sa_stage(struct sa_req *r, const char *name, uint64_t *t)
 	*t = now;
 }
 
+/* Ready: no KV connector, or the connector says so (/health, main's one "ready" line). */
+bool sa_ready(struct sa *s)
+{
+	if (!s->kv)
+		return !atomic_load(&s->stopping);
+	return s->conn->ready(s);
+}
+
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	uint64_t t0 = pd_now_ns();

@@ -18,9 +18,7 @@
 
 static size_t row_bytes(const struct sa *s)
 {
-	const struct mdl_geom *g = &s->o.geom;
-
-	return (size_t)(g->kv_heads / s->o.tp) * (size_t)g->head_dim * (size_t)g->dtype_bytes;
+	return sa_v1_row_bytes(s);
 }
 
 /* Where rank k's heads of (layer, token) sit in the request's blocks (sa_kvmap). */
@@ -30,43 +28,6 @@ struct blkmap {
 	int64_t **blk;
 	const struct sa_glay *gl; /* NULL: one group */
 };
-
-int sa_v1_buf(const struct sa *s, bool value, int l)
-{
-	return s->kv_layout == SA_KV_SPLIT ? 2 * l + (value ? 1 : 0) : l;
-}
-
-uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k)
-{
-	return sa_v1_seg_id(s, dp, k, blk[k][t / (size_t)s->o.block_size], value, l, t);
-}
-
-uint8_t *sa_v1_seg_id(struct sa *s, int dp, int k, int64_t id, bool value, int l, size_t t)
-{
-	size_t row = row_bytes(s), bs = (size_t)s->o.block_size;
-	uint8_t *b = kv1_block(s->w[dp][k], sa_v1_buf(s, value, l), id);
-
-	switch (s->kv_layout) {
-	case SA_KV_MLA: /* per token: its K row, its V row */
-		return b + (t % bs) * 2 * row + (value ? row : 0);
-	case SA_KV_JOINED: /* [K rows of the block | V rows] */
-		return b + (value ? bs * row : 0) + (t % bs) * row;
-	default:
-		return b + (t % bs) * row;
-	}
-}
-
-uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_glay *gl,
-                     bool value, int l, size_t t, int k)
-{
-	size_t bs = (size_t)s->o.block_size, b = t / bs, g;
-	if (!gl || gl->ng < 2)
-		return sa_v1_seg(s, dp, blk, value, l, t, k);
-	g = (size_t)sa_hyb_group(s, l);
-	if (b < gl->first[g] || b - gl->first[g] >= gl->cnt[g])
-		return NULL;
-	return sa_v1_seg_id(s, dp, k, blk[k][gl->off[g] + b - gl->first[g]], value, l, t);
-}
 
 static uint8_t *blk_seg(void *ud, bool value, int l, size_t t, int k)
 {

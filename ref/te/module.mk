@@ -18,6 +18,14 @@ endif
 TESTS += test_te_engine
 test_te_engine_SRCS := ref/te/tests/test_te_engine.c
 test_te_engine_LIBS := te temeta pdcommon
+# te_batch_abandon: memory held until every task of an abandoned batch has ended
+TESTS += test_te_abandon
+test_te_abandon_SRCS := ref/te/tests/test_te_abandon.c ref/te/tests/te_gate.c
+test_te_abandon_LIBS := te temeta pdcommon
+# connect errors that say which failure (refused, DNS) and to what host:port
+TESTS += test_te_net
+test_te_net_SRCS := ref/te/tests/test_te_net.c
+test_te_net_LIBS := te temeta pdcommon
 TESTS += test_te_tcp
 # hostile peers (issue 11): silent/stalled data connections, trickled handshakes, lost keys
 TESTS += test_te_hostile

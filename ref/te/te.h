@@ -131,6 +131,25 @@ int te_batch_set_land(struct te_engine *eng, uint64_t batch_id, te_land_fn fn, v
 /* TE_ERR_BATCH_BUSY unless every task was observed finished through te_batch_status. */
 int te_batch_free(struct te_engine *eng, uint64_t batch_id);
 
+/* Abandoned batches (pdkv's own; Mooncake has none). A caller that gives up on a batch whose
+ * tasks may still be running (its deadline passed, it is stopping) must not free or reuse the
+ * memory those tasks read or write: a lane may still send it or land bytes into it. It hands
+ * the batch to the engine instead: te_batch_abandon takes it over (the id is then unknown to
+ * te_batch_status / te_batch_free: TE_ERR_BAD_BATCH), and once every task has ended the engine
+ * frees the batch and calls release(ud, false) exactly once; only then may the caller reuse the
+ * memory (and the landing hook's ud). The engine ends every task eventually (a lane fails its
+ * slices when its connection breaks or its socket times out). Releases run in te_batch_reap,
+ * on the caller's thread: call it from the caller's own reap points (a new transfer, a periodic
+ * sweep) with no lock held that release takes. te_engine_destroy calls release(ud, true) for the
+ * batches still held, after its transports are stopped (no task can touch the memory then);
+ * release must not call into the engine in either case. release may be NULL. */
+typedef void (*te_release_fn)(void *ud, bool engine_gone);
+int te_batch_abandon(struct te_engine *eng, uint64_t batch_id, te_release_fn release, void *ud);
+/* Releases (as above) the abandoned batches whose every task has ended; returns how many. */
+size_t te_batch_reap(struct te_engine *eng);
+/* Abandoned batches the engine still holds. */
+size_t te_batch_abandoned(struct te_engine *eng);
+
 /* Convenience: one request, waits for the end (timeout_ms <= 0 -> MC_TRANSFER_TIMEOUT, 30 s). */
 int te_transfer_sync(struct te_engine *eng, int opcode, const char *segment, void *local,
                      uint64_t remote_addr, size_t len, int timeout_ms);

@@ -22,6 +22,11 @@ struct te_batch {
 	struct te_task *tasks;
 	te_land_fn land; /* te_batch_set_land */
 	void *land_ud;
+	/* te_batch_abandon: out of the slot table, on the table's abandoned list */
+	te_release_fn release;
+	void *release_ud;
+	size_t reap_next; /* the first task not yet seen ended */
+	struct te_batch *ab_link;
 };
 
 struct te_batch_slot {
@@ -33,6 +38,9 @@ struct te_batch_table {
 	pthread_rwlock_t lock; /* read: any use of a batch; write: alloc/free */
 	struct te_batch_slot *slots;
 	size_t nslots;
+	pthread_mutex_t ab_mu; /* the abandoned list (te_batch_abandon) */
+	struct te_batch *abandoned;
+	size_t nabandoned;
 };
 
 int te_batch_table_create(struct te_batch_table **out)
@@ -47,6 +55,7 @@ int te_batch_table_create(struct te_batch_table **out)
 	pthread_rwlockattr_setkind_np(&at, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&bt->lock, &at);
 	pthread_rwlockattr_destroy(&at);
+	pthread_mutex_init(&bt->ab_mu, NULL);
 	*out = bt;
 	return 0;
 }
@@ -66,7 +75,17 @@ void te_batch_table_destroy(struct te_batch_table *bt)
 		return;
 	for (size_t i = 0; i < bt->nslots; i++)
 		batch_free(bt->slots[i].b);
+	/* the transports are stopped: no task can touch an abandoned batch's memory any more */
+	while (bt->abandoned) {
+		struct te_batch *b = bt->abandoned;
+
+		bt->abandoned = b->ab_link;
+		if (b->release)
+			b->release(b->release_ud, true);
+		batch_free(b);
+	}
 	free(bt->slots);
+	pthread_mutex_destroy(&bt->ab_mu);
 	pthread_rwlock_destroy(&bt->lock);
 	free(bt);
 }
@@ -372,6 +391,100 @@ int te_batch_free(struct te_engine *eng, uint64_t batch_id)
 out:
 	pthread_rwlock_unlock(&bt->lock);
 	return ret;
+}
+
+/* ------------------------------------------------------------------ abandoned batches */
+int te_batch_abandon(struct te_engine *eng, uint64_t batch_id, te_release_fn release, void *ud)
+{
+	struct te_batch_table *bt;
+	struct te_batch *b;
+
+	if (!eng)
+		return TE_ERR_INVALID_ARGUMENT;
+	bt = eng->batches;
+	pthread_rwlock_wrlock(&bt->lock);
+	b = lookup(bt, batch_id);
+	if (b) /* the id is stale from now on; the tasks keep their batch */
+		bt->slots[(batch_id & 0xffffffffu) - 1].b = NULL;
+	pthread_rwlock_unlock(&bt->lock);
+	if (!b)
+		return TE_ERR_BAD_BATCH;
+	b->release = release;
+	b->release_ud = ud;
+	b->reap_next = 0;
+	pthread_mutex_lock(&bt->ab_mu);
+	b->ab_link = bt->abandoned;
+	bt->abandoned = b;
+	bt->nabandoned++;
+	pthread_mutex_unlock(&bt->ab_mu);
+	return 0;
+}
+
+/* True once every task of b was seen ended (TE_COMPLETED or TE_FAILED; a slice timeout is
+ * not an end: the lane may still be inside the task). */
+static bool batch_ended(struct te_batch *b)
+{
+	size_t count;
+
+	pthread_mutex_lock(&b->mu);
+	count = b->count;
+	pthread_mutex_unlock(&b->mu);
+	while (b->reap_next < count) {
+		struct te_task_status st = {0, 0};
+		int s = task_status(&b->tasks[b->reap_next], 0, &st);
+
+		if (s != TE_COMPLETED && s != TE_FAILED)
+			return false;
+		b->reap_next++;
+	}
+	return true;
+}
+
+size_t te_batch_reap(struct te_engine *eng)
+{
+	struct te_batch_table *bt;
+	struct te_batch *done = NULL;
+	size_t n = 0;
+
+	if (!eng)
+		return 0;
+	bt = eng->batches;
+	pthread_mutex_lock(&bt->ab_mu);
+	for (struct te_batch **pp = &bt->abandoned; *pp;) {
+		struct te_batch *b = *pp;
+
+		if (!batch_ended(b)) {
+			pp = &b->ab_link;
+			continue;
+		}
+		*pp = b->ab_link;
+		bt->nabandoned--;
+		b->ab_link = done;
+		done = b;
+	}
+	pthread_mutex_unlock(&bt->ab_mu);
+	while (done) { /* outside the lock: release may take the caller's locks */
+		struct te_batch *b = done;
+
+		done = b->ab_link;
+		if (b->release)
+			b->release(b->release_ud, false);
+		batch_free(b);
+		n++;
+	}
+	return n;
+}
+
+size_t te_batch_abandoned(struct te_engine *eng)
+{
+	size_t n;
+
+	if (!eng)
+		return 0;
+	pthread_mutex_lock(&eng->batches->ab_mu);
+	n = eng->batches->nabandoned;
+	pthread_mutex_unlock(&eng->batches->ab_mu);
+	return n;
 }
 
 /* ---------------------------------------------------------------- one transfer, waited for */

@@ -200,34 +200,3 @@ int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size
 	           "or the exact string P2PHANDSHAKE; Mooncake would abort here)",
 	           conn, scheme);
 }
-
-int te_conn_resolve(const char *metadata_server, const char *metadata_backend, char *out,
-                    size_t outlen, char *errbuf, size_t errlen)
-{
-	char be[16];
-	const char *type = "etcd";
-	int n;
-
-	if (!metadata_server || !*metadata_server)
-		return bad(errbuf, errlen, "metadata_server is empty");
-	if (metadata_backend) {
-		size_t bl = strlen(metadata_backend);
-		for (size_t i = 0; i < bl && i < sizeof(be) - 1; i++)
-			be[i] = (char)tolower((unsigned char)metadata_backend[i]);
-		be[bl < sizeof(be) - 1 ? bl : sizeof(be) - 1] = '\0';
-		if (bl >= sizeof(be) - 1 || (strcmp(be, "etcd") && strcmp(be, "redis")))
-			return bad(
-			    errbuf, errlen,
-			    "Mooncake Configuration error. `metadata_backend`should be one of "
-			    "['etcd', 'redis'] (got \"%s\")",
-			    metadata_backend);
-		type = be;
-	}
-	if (strstr(metadata_server, "://") || !strcmp(metadata_server, "P2PHANDSHAKE"))
-		n = snprintf(out, outlen, "%s", metadata_server);
-	else
-		n = snprintf(out, outlen, "%s://%s", type, metadata_server);
-	if (n < 0 || (size_t)n >= outlen)
-		return bad(errbuf, errlen, "metadata_server \"%s\" too long", metadata_server);
-	return 0;
-}

@@ -19,13 +19,6 @@ struct te_conn_info {
 /* Parses a connection string (bare host:port = etcd). TE_ERR_INVALID_ARGUMENT with the
  * reason in errbuf for an unknown scheme or a malformed address. */
 int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size_t errlen);
-/* Mooncake's adaptor resolution of vLLM's metadata_server/metadata_backend into a connection
- * string: backend NULL -> "h:p" becomes "etcd://h:p"; backend "etcd"/"redis" (any case) ->
- * "<backend>://h:p"; a server with "://" (or P2PHANDSHAKE) wins. Another backend ->
- * TE_ERR_INVALID_ARGUMENT with vLLM's message. */
-int te_conn_resolve(const char *metadata_server, const char *metadata_backend, char *out,
-                    size_t outlen, char *errbuf, size_t errlen);
-
 /* "etcd" "redis" "http" "P2PHANDSHAKE" */
 const char *te_meta_kind_name(enum te_meta_kind kind);
 

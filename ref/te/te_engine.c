@@ -457,46 +457,6 @@ void te_engine_destroy(struct te_engine *eng)
 	free(eng);
 }
 
-const char *te_engine_name(const struct te_engine *eng)
-{
-	return eng ? eng->name : "";
-}
-
-int te_engine_rpc_port(const struct te_engine *eng)
-{
-	return eng ? eng->rpc_port : -1;
-}
-
-const char *te_engine_protocol(const struct te_engine *eng)
-{
-	return eng && eng->ops ? eng->ops->name : "";
-}
-
-const char *te_engine_device_names(const struct te_engine *eng)
-{
-	return eng->device_names[0] ? eng->device_names : NULL;
-}
-
-const char *te_engine_local_ip(const struct te_engine *eng)
-{
-	return eng->local_ip;
-}
-
-const char *te_engine_peer_path(struct te_engine *eng, const char *name)
-{
-	const struct te_segment_desc *d = NULL;
-	if (te_engine_peer_desc(eng, name, &d) || !d)
-		return "unknown";
-	return eng->ops->peer_path ? eng->ops->peer_path(eng->tp, d) : eng->ops->name;
-}
-
-int te_engine_take_data_fd(struct te_engine *eng)
-{
-	int fd = eng->data_fd;
-	eng->data_fd = -1;
-	return fd;
-}
-
 /* ---------------------------------------------------------------- registration */
 /* "cuda:N": CUDA must be loadable, N below the device count and addr device memory of N.
  * "*": device memory is recognised when the process already uses CUDA (Mooncake classifies "*"

@@ -285,7 +285,7 @@ static int hs_connect_timeout_ms(void)
 int te_hs_request(const char *host, int port, int type, const char *json, char **reply,
                   int timeout_ms)
 {
-	char *buf = NULL;
+	char *buf = NULL, why[512];
 	size_t len;
 	int fd, rtype, ret;
 	cJSON *parsed;
@@ -293,9 +293,9 @@ int te_hs_request(const char *host, int port, int type, const char *json, char *
 	*reply = NULL;
 	if (timeout_ms <= 0)
 		timeout_ms = 60000;
-	fd = te_net_connect(host, port, hs_connect_timeout_ms());
+	fd = te_net_connect_why(host, port, hs_connect_timeout_ms(), why, sizeof(why));
 	if (fd < 0) {
-		pd_err("handshake: cannot connect to %s:%d: %s", host, port, te_strerror(fd));
+		pd_err("handshake: cannot reach the peer: %s", why);
 		return fd;
 	}
 	te_net_set_timeouts_ms(fd, timeout_ms);

@@ -155,8 +155,10 @@ void te_meta_http_global_init(void); /* curl_global_init, once */
 
 /* ================================================================ sockets (te_net.c) */
 /* Resolves host (IPv4/IPv6) and connects with a timeout; TCP_NODELAY set. Returns the fd or
- * TE_ERR_DNS / TE_ERR_UNREACHABLE. */
+ * TE_ERR_DNS / TE_ERR_UNREACHABLE (TE_ERR_INVALID_ARGUMENT for no host or a bad port); _why
+ * also says which failure and to what host:port in why (refused, timed out, no route, DNS). */
 int te_net_connect(const char *host, int port, int timeout_ms);
+int te_net_connect_why(const char *host, int port, int timeout_ms, char *why, size_t whylen);
 /* Local IPv4: MC_TCP_BIND_ADDRESS, else the first non-lo UP+RUNNING address, else 127.0.0.1. */
 void te_net_local_ip(char *out, size_t len);
 /* SO_RCVTIMEO and SO_SNDTIMEO. */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -23,17 +24,71 @@
 #include "pd_log.h"
 #include "pd_util.h"
 
-int te_net_connect(const char *host, int port, int timeout_ms)
+/* Which failure, to what: "connection to H:P refused (nothing listens on that port)" ... */
+static void connect_why(char *why, size_t n, const char *host, int port, int err, int timeout_ms)
 {
-	int fd;
+	const char *br = strchr(host, ':') ? "[" : "", *kt = *br ? "]" : "";
 
-	if (!host || !*host || port <= 0 || port > 65535)
+	switch (err) {
+	case ECONNREFUSED:
+		snprintf(why, n, "connection to %s%s%s:%d refused (nothing listens on that port)",
+		         br, host, kt, port);
+		break;
+	case ETIMEDOUT:
+		snprintf(why, n,
+		         "connection to %s%s%s:%d timed out after %d ms (no answer: host down "
+		         "or a firewall dropping it)",
+		         br, host, kt, port, timeout_ms);
+		break;
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+		snprintf(why, n, "no route to host %s%s%s:%d (%s)", br, host, kt, port,
+		         strerror(err));
+		break;
+	default:
+		snprintf(why, n, "connection to %s%s%s:%d failed: %s", br, host, kt, port,
+		         strerror(err));
+	}
+}
+
+int te_net_connect_why(const char *host, int port, int timeout_ms, char *why, size_t whylen)
+{
+	struct addrinfo hints = {0}, *res = NULL;
+	char pbuf[16];
+	int fd, gai;
+
+	if (why && whylen)
+		why[0] = 0;
+	if (!host || !*host || port <= 0 || port > 65535) {
+		if (why)
+			snprintf(why, whylen, "bad address \"%s\" port %d", host ? host : "", port);
 		return TE_ERR_INVALID_ARGUMENT;
+	}
+	/* resolve first: pd_tcp_connect cannot tell a failed lookup from EHOSTUNREACH */
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(pbuf, sizeof(pbuf), "%d", port);
+	gai = getaddrinfo(host, pbuf, &hints, &res);
+	if (gai) {
+		if (why)
+			snprintf(why, whylen, "DNS resolution of \"%.200s\" (port %d) failed: %s",
+			         host, port,
+			         gai == EAI_SYSTEM ? strerror(errno) : gai_strerror(gai));
+		return TE_ERR_DNS;
+	}
+	freeaddrinfo(res);
 	/* pd_tcp_connect: non-blocking connect bounded by timeout_ms, then blocking + NODELAY */
 	fd = pd_tcp_connect(host, port, timeout_ms);
 	if (fd >= 0)
 		return fd;
-	return fd == -EHOSTUNREACH ? TE_ERR_DNS : TE_ERR_UNREACHABLE;
+	if (why)
+		connect_why(why, whylen, host, port, -fd, timeout_ms);
+	return TE_ERR_UNREACHABLE;
+}
+
+int te_net_connect(const char *host, int port, int timeout_ms)
+{
+	return te_net_connect_why(host, port, timeout_ms, NULL, 0);
 }
 
 void te_net_local_ip(char *out, size_t len)

@@ -593,14 +593,16 @@ static void *lane_snd_main(void *arg)
 		else
 			l->sq.n = l->sq.head = 0;
 		if (l->fd < 0) {
+			char why[512];
 			int fd;
 			pthread_mutex_unlock(&l->mu);
-			fd = te_net_connect(l->peer->host, l->peer->port, 5000);
+			fd = te_net_connect_why(l->peer->host, l->peer->port, 5000, why,
+			                        sizeof(why));
 			pthread_mutex_lock(&l->mu);
 			if (fd < 0) {
-				pd_err("tcp: cannot connect to %s:%d: %s; failing %zu requests",
-				       l->peer->host, l->peer->port, te_strerror(fd),
-				       vec_len(&work));
+				pd_err("tcp: cannot reach the peer's data port: %s; failing %zu "
+				       "requests",
+				       why, vec_len(&work));
 				for (size_t i = work.head; i < work.n; i++)
 					te_task_slice_done(work.v[i].t, 0, false);
 				release_send(l);

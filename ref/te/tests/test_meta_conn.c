@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_meta_conn: connection strings (docs/metadata.md), the vLLM adaptor's resolution table
- * (docs/metadata.md), and metadata key names with and without MC_METADATA_CLUSTER_ID. */
+/* test_meta_conn: connection strings (docs/metadata.md) and metadata key names with and without
+ * MC_METADATA_CLUSTER_ID. The vLLM adaptor's resolution is ref/cfg's (cfg_meta.c, fixtures). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,47 +84,6 @@ static void test_conn_table(void **state)
 	assert_int_equal(te_conn_parse(NULL, &ci, err, sizeof(err)), TE_ERR_INVALID_ARGUMENT);
 }
 
-/* docs/metadata.md resolution rules, then te_conn_parse on the result. */
-static void test_vllm_resolution_table(void **state)
-{
-	static const struct {
-		const char *server, *backend, *conn;
-		int parse_ret;
-	} rows[] = {
-	    {"h:2379", NULL, "etcd://h:2379", 0},
-	    {"etcd://a:2379,b:2379", NULL, "etcd://a:2379,b:2379", 0},
-	    {"redis://h:6379", NULL, "redis://h:6379", 0},
-	    {"http://h:8080/metadata", NULL, "http://h:8080/metadata", 0},
-	    {"h:6379", "redis", "redis://h:6379", 0},
-	    {"h:6379", "REDIS", "redis://h:6379", 0},
-	    {"redis://h:6379", "etcd", "redis://h:6379", 0}, /* prefix wins */
-	    {"zk://h:2181", NULL, "zk://h:2181", TE_ERR_INVALID_ARGUMENT},
-	    {"P2PHANDSHAKE", NULL, "P2PHANDSHAKE", 0},
-	};
-	char out[256], err[256];
-	struct te_conn_info ci;
-	(void)state;
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		int ret = te_conn_resolve(rows[i].server, rows[i].backend, out, sizeof(out), err,
-		                          sizeof(err));
-		if (ret || strcmp(out, rows[i].conn))
-			fail_msg("row %zu: %d \"%s\" (%s)", i, ret, out, err);
-		if (te_conn_parse(out, &ci, err, sizeof(err)) != rows[i].parse_ret)
-			fail_msg("row %zu: parse of \"%s\" did not give %d", i, out,
-			         rows[i].parse_ret);
-	}
-	/* vLLM itself rejects other backends ("http" included) */
-	assert_int_equal(te_conn_resolve("h:1", "http", out, sizeof(out), err, sizeof(err)),
-	                 TE_ERR_INVALID_ARGUMENT);
-	assert_non_null(strstr(err, "should be one of ['etcd', 'redis']"));
-	assert_int_equal(te_conn_resolve("h:1", "", out, sizeof(out), err, sizeof(err)),
-	                 TE_ERR_INVALID_ARGUMENT);
-	assert_int_equal(te_conn_resolve("", NULL, out, sizeof(out), err, sizeof(err)),
-	                 TE_ERR_INVALID_ARGUMENT);
-	assert_int_equal(te_conn_resolve("h:1", NULL, out, 8, err, sizeof(err)),
-	                 TE_ERR_INVALID_ARGUMENT);
-}
-
 static void check_key(char *k, const char *want)
 {
 	assert_non_null(k);
@@ -187,7 +146,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_conn_table),
-	    cmocka_unit_test(test_vllm_resolution_table),
 	    cmocka_unit_test(test_keys),
 	    cmocka_unit_test(test_open_p2p_and_errors),
 	};
