@@ -204,11 +204,12 @@ static bool name_eq(const struct pd_opt_spec *s, const char *want, const char *n
 {
 	if (strlen(want) != len)
 		return false;
+	bool fold = s->vllm_style || s->underscores;
 	for (size_t i = 0; i < len; i++) {
 		char a = want[i], b = name[i];
-		if (s->vllm_style && a == '_')
+		if (fold && a == '_')
 			a = '-';
-		if (s->vllm_style && b == '_')
+		if (fold && b == '_')
 			b = '-';
 		if (a != b)
 			return false;

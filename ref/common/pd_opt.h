@@ -63,6 +63,7 @@ struct pd_opt_spec {
 	/* vLLM's FlexibleArgumentParser: '_' and '-' are one in long names, and a separate word
 	 * starting with "--" is never a value (argparse: "expected one argument"). */
 	bool vllm_style;
+	bool underscores; /* only the first: --block_size and --block-size are one */
 	/* Errors go here (one line, no newline) instead of stderr, for callers that add context
 	 * or tests that read them. */
 	char *err;
