@@ -76,6 +76,7 @@ static const char *default_want(const struct pd_opt *o, char *buf, size_t sz)
 		return "true or false";
 	case PD_OPT_INT:
 	case PD_OPT_UINT:
+	case PD_OPT_I64:
 	case PD_OPT_U64:
 		if (ranged)
 			snprintf(buf, sz, "an integer %.0f..%.0f", o->min, o->max);
@@ -157,6 +158,11 @@ static int convert(const struct pd_opt_spec *s, const struct pd_opt *o, const ch
 		    i > INT32_MAX)
 			return -1;
 		*(int *)o->dst = (int)i;
+		return 0;
+	case PD_OPT_I64:
+		if (pd_parse_i64(v, &i) || !in_range(o, (double)i))
+			return -1;
+		*(int64_t *)o->dst = i;
 		return 0;
 	case PD_OPT_UINT:
 		if (pd_parse_u64(v, &u) || !in_range(o, (double)u) || u > UINT32_MAX)

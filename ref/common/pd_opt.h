@@ -14,6 +14,7 @@ enum pd_opt_type {
 	PD_OPT_STR,    /* *(const char **)dst = the value (non-empty unless empty_ok) */
 	PD_OPT_INT,    /* int in [min, max] */
 	PD_OPT_UINT,   /* unsigned in [min, max] */
+	PD_OPT_I64,    /* int64_t in [min, max] */
 	PD_OPT_U64,    /* uint64_t in [min, max] */
 	PD_OPT_SIZE,   /* uint64_t with K/M/G/KiB... suffixes (pd_parse_size), in [min, max] */
 	PD_OPT_DOUBLE, /* double in [min, max]; min_excl: > min */
