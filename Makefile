@@ -116,7 +116,7 @@ run: all
 	@$(BUILD)/bin/pdkv run --json reports/out/run.json --junit reports/out/junit.xml
 
 # Faults and hostile peers (scenarios/hostile/: killed nodes, cut links, rogue peers, floods),
-# apart so that `make run` stays quick; `make test` runs them too (harness/tests/run_hostile.sh).
+# apart so that `make run` stays quick; `make test` runs them too (harness/tests/test_run_hostile.sh).
 run-hostile: all
 	@$(BUILD)/bin/pdkv run --json reports/out/run-hostile.json \
 	  --junit reports/out/junit-hostile.xml scenarios/hostile

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pd_opt.h"
 #include "pd_proc.h"
-#include "pd_version.h"
 
 static const struct {
 	const char *name, *what;
@@ -28,25 +28,48 @@ static const struct {
     {"vllm-drift", "read an installed vLLM (no import) and say what pdkv does not model yet"},
 };
 
-static void usage(FILE *f)
+static char usage_text[2048];
+
+/* The command list, the start of the help. */
+static void fill_usage(void)
 {
-	fprintf(f, "usage: pdkv <command> [args]\n\ncommands:\n");
-	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-		fprintf(f, "  %-13s %s\n", subs[i].name, subs[i].what);
-	fprintf(f, "\n`pdkv <command> --help` shows a command's flags.\n");
+	size_t n = (size_t)snprintf(usage_text, sizeof(usage_text),
+	                            "usage: pdkv <command> [args]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]) && n < sizeof(usage_text); i++)
+		n += (size_t)snprintf(usage_text + n, sizeof(usage_text) - n, "  %-13s %s\n",
+		                      subs[i].name, subs[i].what);
+	if (n < sizeof(usage_text))
+		snprintf(usage_text + n, sizeof(usage_text) - n, "\noptions:\n");
+}
+
+/* "pdkv --help", "pdkv --version", "pdkv --x": pd_opt on argv[1] alone (the rest belongs to
+ * the command). Returns 0, 1 (answered) or 2. */
+static const struct pd_opt_spec spec = {
+    .prog = "pdkv",
+    .usage = usage_text,
+    .footer = "\n`pdkv <command> --help` shows a command's flags; `pdkv <command> --version`\n"
+              "its build.\n",
+};
+
+static int own_option(char **argv)
+{
+	return pd_opt_parse(&spec, 2, argv, 1, NULL, NULL);
 }
 
 int main(int argc, char **argv)
 {
 	char path[PATH_MAX];
-	if (argc == 2 && !strcmp(argv[1], "--version")) { /* pdkv CMD --version: CMD's own */
-		pd_version_print(stdout, "pdkv");
-		return 0;
+	int rc;
+
+	fill_usage();
+	if (argc < 2) {
+		pd_opt_help(&spec, stderr);
+		return 2;
 	}
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
-	    !strcmp(argv[1], "help")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	if (argv[1][0] == '-' || !strcmp(argv[1], "help")) {
+		rc = own_option(!strcmp(argv[1], "help") ? (char *[]){argv[0], "--help", NULL}
+		                                         : argv);
+		return rc == 1 ? 0 : 2;
 	}
 	if (strchr(argv[1], '/') || snprintf(path, sizeof(path), "%s/pdkv-%s", pd_self_dir(),
 	                                     argv[1]) >= (int)sizeof(path)) {

@@ -5,7 +5,6 @@
 #include "bench_serve.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>

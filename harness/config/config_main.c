@@ -4,18 +4,19 @@
 #include "config/cfg_cli.h"
 
 #include <string.h>
-#include "pd_version.h"
+#include "pd_opt.h"
 
 int main(int argc, char **argv)
 {
 	struct cfg_cli c;
 	int rc;
-	if (pd_version_asked(argc, argv, "pdkv config"))
-		return 0;
-
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		cfg_cli_usage(stdout, "pdkv config check");
 		return 0;
+	}
+	if (argc >= 2 && argv[1][0] == '-') { /* --version, or an unknown option */
+		const struct pd_opt_spec spec = {.prog = "pdkv config"};
+		return pd_opt_parse(&spec, 2, argv, 1, NULL, NULL) == 1 ? 0 : 2;
 	}
 	if (argc < 2 || strcmp(argv[1], "check")) {
 		fprintf(stderr,

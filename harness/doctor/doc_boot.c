@@ -13,7 +13,7 @@
 #include "kv1/kv1_boot.h"
 #include "pd_util.h"
 
-enum { OK, WARN, FAIL }; /* main.c's levels */
+enum { OK, WARN, FAIL }; /* doctor_main.c's levels */
 
 /* "http://host:port[/...]" -> host, port. 0 or -1. */
 static int url_hostport(const char *url, char *host, size_t hsz, int *port)

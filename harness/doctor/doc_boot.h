@@ -3,7 +3,7 @@
 #ifndef DOC_BOOT_H
 #define DOC_BOOT_H
 
-/* main.c's report(level 0 OK / 1 WARN / 2 FAIL, check, fix or NULL, printf format, ...) */
+/* doctor_main.c's report(level 0 OK / 1 WARN / 2 FAIL, check, fix or NULL, printf format, ...) */
 typedef void (*doc_report_fn)(int lvl, const char *check, const char *fix, const char *fmt, ...);
 
 /* GET URL/query: WARN when the server answers on a non-loopback address, FAIL for each listed

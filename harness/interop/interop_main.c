@@ -16,7 +16,7 @@
 #include "testsvc/pd_svc.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
-#include "pd_version.h"
+#include "pd_opt.h"
 
 #define NSTORE 4
 #define NDIR   3
@@ -347,14 +347,92 @@ static int notrun(const char *why)
 	return 77;
 }
 
-static void usage(FILE *f)
+/* A whole number lo..hi, kept as written (it goes on to the bench's command line). */
+static int num_str(const char *v, void *dst, uint64_t lo, uint64_t hi)
 {
-	fprintf(f,
+	uint64_t n;
+	if (pd_parse_u64(v, &n) || n < lo || n > hi)
+		return -1;
+	*(const char **)dst = v;
+	return 0;
+}
+
+static int opt_block(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return num_str(v, dst, 1, 1ull << 30);
+}
+
+static int opt_duration(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return num_str(v, dst, 1, 86400);
+}
+
+static int opt_protocol(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	if (strcmp(v, "tcp") && strcmp(v, "rdma"))
+		return -1;
+	*(const char **)dst = v;
+	return 0;
+}
+
+/* Mooncake's spellings (--device_name, --block_size); '-' works too. */
+static int parse_args(int argc, char **argv)
+{
+	const struct pd_opt rows[] = {
+	    {.name = "mooncake-bench",
+	     .type = PD_OPT_STR,
+	     .dst = &g.mb,
+	     .arg = "PATH",
+	     .help = "Mooncake's transfer_engine_bench (else $MOONCAKE_BENCH,\nelse on PATH)"},
+	    {.name = "json",
+	     .type = PD_OPT_STR,
+	     .dst = &g.json,
+	     .arg = "FILE",
+	     .help = "the matrix as JSON"},
+	    {.name = "protocol",
+	     .type = PD_OPT_FN,
+	     .dst = &g.protocol,
+	     .arg = "tcp|rdma",
+	     .help = "transport of both sides (default tcp)",
+	     .want = "tcp or rdma",
+	     .fn = opt_protocol},
+	    {.name = "device_name",
+	     .type = PD_OPT_STR,
+	     .dst = &g.device,
+	     .arg = "DEVS",
+	     .help = "RDMA devices, as transfer_engine_bench takes them"},
+	    {.name = "block_size",
+	     .type = PD_OPT_FN,
+	     .dst = &g.block,
+	     .arg = "BYTES",
+	     .help = "bytes per transfer (default 65536)",
+	     .want = "a whole number of bytes 1..1073741824",
+	     .fn = opt_block},
+	    {.name = "duration",
+	     .type = PD_OPT_FN,
+	     .dst = &g.duration,
+	     .arg = "S",
+	     .help = "seconds per direction (default 2)",
+	     .want = "whole seconds 1..86400",
+	     .fn = opt_duration},
+	};
+	const struct pd_opt_spec spec = {
+	    .prog = "pdkv interop",
+	    .usage =
 	        "usage: pdkv interop [--mooncake-bench PATH] [--json FILE] [--protocol tcp|rdma]\n"
 	        "                    [--device_name DEVS] [--block_size BYTES] [--duration S]\n"
-	        "Runs pdkv <-> Mooncake's transfer_engine_bench (PATH, else $MOONCAKE_BENCH, else\n"
-	        "on PATH) both ways over P2PHANDSHAKE, HTTP (pdkv-metaserver), redis and etcd.\n"
-	        "Exit 0 all ran passed, 1 a FAIL, 2 usage, 77 nothing could run (the reason).\n");
+	        "Runs pdkv <-> Mooncake's transfer_engine_bench both ways over P2PHANDSHAKE,\n"
+	        "HTTP (pdkv-metaserver), redis and etcd.\n\n",
+	    .footer =
+	        "\nExit 0 all ran passed, 1 a FAIL, 2 usage (one line \"pdkv interop: ...\"),\n"
+	        "77 nothing could run (the reason).\n",
+	    .opts = rows,
+	    .nopts = PD_ARRAY_SIZE(rows),
+	    .underscores = true};
+	return pd_opt_parse(&spec, argc, argv, 1, NULL, NULL);
 }
 
 int main(int argc, char **argv)
@@ -362,35 +440,11 @@ int main(int argc, char **argv)
 	struct cell m[NSTORE][NDIR];
 	char *found = NULL;
 	int ret;
-	if (pd_version_asked(argc, argv, "pdkv interop"))
-		return 0;
 
 	signal(SIGPIPE, SIG_IGN);
-	for (int i = 1; i < argc; i++) {
-		const char **dst = !strcmp(argv[i], "--mooncake-bench") ? &g.mb
-		                   : !strcmp(argv[i], "--json")         ? &g.json
-		                   : !strcmp(argv[i], "--protocol")     ? &g.protocol
-		                   : !strcmp(argv[i], "--device_name")  ? &g.device
-		                   : !strcmp(argv[i], "--block_size")   ? &g.block
-		                   : !strcmp(argv[i], "--duration")     ? &g.duration
-		                                                        : NULL;
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!dst || i + 1 >= argc) {
-			fprintf(stderr, "pdkv interop: %s \"%s\"\n",
-			        dst ? "missing value for" : "unknown argument", argv[i]);
-			usage(stderr);
-			return 2;
-		}
-		*dst = argv[++i];
-	}
-	if (strcmp(g.protocol, "tcp") && strcmp(g.protocol, "rdma")) {
-		fprintf(stderr, "pdkv interop: --protocol: expected tcp or rdma, got \"%s\"\n",
-		        g.protocol);
-		return 2;
-	}
+	ret = parse_args(argc, argv);
+	if (ret)
+		return ret == 1 ? 0 : 2;
 	if (!g.mb && getenv("MOONCAKE_BENCH") && *getenv("MOONCAKE_BENCH"))
 		g.mb = getenv("MOONCAKE_BENCH");
 	if (!g.mb)

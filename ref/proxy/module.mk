@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # ref/proxy: pdkv-proxy (library px + thin main) and its tests.
 LIBS += px
-px_SRCS := $(filter-out ref/proxy/main.c,$(wildcard ref/proxy/px_*.c))
+px_SRCS := $(filter-out ref/proxy/proxy_main.c,$(wildcard ref/proxy/px_*.c))
 BINS += pdkv-proxy
-pdkv-proxy_SRCS := ref/proxy/main.c
+pdkv-proxy_SRCS := ref/proxy/proxy_main.c
 pdkv-proxy_LIBS := px pdhttplim pdcommon
 TESTS += test_proxy_opts test_proxy test_proxy_contracts
 test_proxy_opts_SRCS := ref/proxy/tests/test_proxy_opts.c

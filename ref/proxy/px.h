@@ -41,10 +41,10 @@ struct px_opts {
 /* "v0", "toy", "mooncake" or "auto". */
 const char *px_contract_name(int id);
 
-/* Parses argv (argv[0] is the program). Returns 0, 1 when --help was printed to stdout, or
- * -EINVAL after writing a message naming the bad flag to err (size errsz). */
+/* Parses argv (argv[0] is the program) with pd_opt. Returns 0, 1 when --help or --version was
+ * printed to stdout, or -EINVAL after writing one line "pdkv-proxy: FLAG: ..." naming the bad
+ * flag to err (size errsz). */
 int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz);
-void px_usage(const char *prog);
 
 /* Turns "http://h:p", "h:p", "[v6]:p", "https://h:p/v1/completions", "http://h:p/v1/" ... into a
  * base URL ("http://h:p", or with a non-OpenAI path prefix kept). 0 or -EINVAL (err says why). */

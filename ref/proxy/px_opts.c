@@ -3,11 +3,13 @@
  * and the toy proxy's (--prefiller-host/--prefiller-port/...), normalised to base URLs. */
 #include "px.h"
 #include "px_fault.h"
+#include "pd_opt.h"
 #include "pd_util.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,73 +17,6 @@
 
 #define PX_DEFAULT_PREFILL "http://localhost:8100"
 #define PX_DEFAULT_DECODE  "http://localhost:8200"
-
-void px_usage(const char *prog)
-{
-	printf(
-	    "Usage: %s [--contract v0|toy|mooncake|auto] [--host ADDR] [--port N]\n"
-	    "       --prefill URL [BOOTSTRAP_PORT|none]... --decode URL... [options]\n"
-	    "\n"
-	    "OpenAI-compatible disaggregated-prefill proxy, strict about failures. Each POST\n"
-	    "/v1/completions or /v1/chat/completions goes to a prefill instance (max_tokens=1,\n"
-	    "stream=false, drained) and to a decode instance whose answer streams back as is.\n"
-	    "\n"
-	    "  --contract NAME          the router to behave as (default v0):\n"
-	    "      v0        the integration guide's proxy (V0 pipe): prefill, then the original\n"
-	    "                request to decode; the client's X-Request-Id and Authorization\n"
-	    "      toy       vLLM's toy_proxy_server.py (V1 gen A, vLLM 0.12-0.15): uuid4\n"
-	    "                X-Request-Id, prefill with kv_transfer_params {do_remote_decode:\n"
-	    "                true,...}, then decode with prefill's returned kv_transfer_params;\n"
-	    "                Authorization: Bearer $OPENAI_API_KEY (\"None\" when unset)\n"
-	    "      mooncake  vLLM's mooncake_connector_proxy.py (V1 gen B, vLLM >= 0.16): waits\n"
-	    "                for each prefill's /health and bootstrap /query (503 until then),\n"
-	    "                transfer_id \"xfer-<uuid4>\" in both bodies, X-data-parallel-rank,\n"
-	    "                round robin over (prefill, dp rank); prefill and decode at once\n"
-	    "      auto      mooncake when a --prefill carries a bootstrap port (or none), toy\n"
-	    "                when the toy spellings are used, else v0\n"
-	    "  --host ADDR              bind address (default 0.0.0.0)\n"
-	    "  --port N                 listen port (default 8000; 0 = any free port)\n"
-	    "  --prefill URL [BP|none]  prefill instance; repeat (or comma-separate) for round\n"
-	    "                           robin. URL: http://host:port, host:port, or an endpoint\n"
-	    "                           such as http://host:port/v1/completions. BP: its\n"
-	    "                           bootstrap port for mooncake (none or absent = 8998)\n"
-	    "  --decode URL             decode instance; same forms, round robin\n"
-	    "  --prefiller-host(s) H..  toy-proxy spelling: hosts (repeat, comma or space list)\n"
-	    "  --prefiller-port(s) P..  toy-proxy spelling: ports (paired with the hosts; one\n"
-	    "                           host or one port is used for every entry of the other)\n"
-	    "  --decoder-host(s) H..    toy-proxy spelling for decode\n"
-	    "  --decoder-port(s) P..\n"
-	    "  --prefill-timeout SEC    whole prefill request (default 600; 0 = none)\n"
-	    "  --decode-timeout SEC     whole decode request incl. streaming (default 21600; 0 = "
-	    "none)\n"
-	    "  --connect-timeout SEC    TCP connect to a backend (default 10)\n"
-	    "  --max-body SIZE          request body limit, e.g. 64MiB (default); larger -> 413\n"
-	    "  --stream-buffer SIZE     per-request decode->client queue (default 64KiB)\n"
-	    "  --max-connections N      client connections held at once (default 2048); more\n"
-	    "                           are refused at accept, with a WARNING once a second\n"
-	    "  --max-connections-per-client N  the same per client address (default 1024)\n"
-	    "  --idle-timeout SEC       close a client connection idle this long (default 300)\n"
-	    "  --fault F[,F]            behave like a broken router, for detector self-tests:\n"
-	    "                           drop-transfer-id (mooncake: no transfer_id in either\n"
-	    "                           body), no-copy-params (toy: decode gets no params),\n"
-	    "                           ignore-prefill-errors (mooncake: a failed prefill is\n"
-	    "                           only logged, as mooncake_connector_proxy.py does),\n"
-	    "                           reuse-transfer-id (mooncake: every second request\n"
-	    "                           reuses the previous transfer_id)\n"
-	    "  -h, --help               this text\n"
-	    "\n"
-	    "Defaults when no backend is named (the toy proxy's): prefill %s,\ndecode %s.\n"
-	    "Prefill failure: a 4xx is passed to the client as is; any other failure is a 502\n"
-	    "JSON error and logged; decode is not called (mooncake: the decode call already\n"
-	    "running is aborted, or its stream cut if it had started). Decode errors pass\n"
-	    "through; a decode stream that breaks ends with an SSE error event and no [DONE].\n"
-	    "GET /health and /healthcheck answer 200 with the backends and failure counters\n"
-	    "(mooncake: 503 until ready; toy: /healthcheck as the toy proxy answers it).\n"
-	    "GET /v1/models goes to the first decode. v0 with no Authorization from the\n"
-	    "client sends OPENAI_API_KEY (if set) as a Bearer token.\n"
-	    "Log level: PDKV_LOG=error|warn|info|debug; one access line per request at info.\n",
-	    prog, PX_DEFAULT_PREFILL, PX_DEFAULT_DECODE);
-}
 
 static int fail(char *err, size_t errsz, const char *fmt, const char *a, const char *b)
 {
@@ -212,41 +147,6 @@ int px_normalize_url(const char *in, char *out, size_t outsz, char *err, size_t 
 	strip_endpoint(path);
 	if ((size_t)snprintf(out, outsz, "%s://%s%s", scheme, authority, path) >= outsz)
 		return fail(err, errsz, "URL \"%s\" is too long%s", in, "");
-	return 0;
-}
-
-/* Seconds as a decimal ("0.5", "600"); 0 allowed only where zero means "no limit". */
-static int parse_secs(const char *flag, const char *v, int zero_ok, long *ms, char *err,
-                      size_t errsz)
-{
-	char *end;
-	double d;
-	errno = 0;
-	d = strtod(v, &end);
-	if (!*v || *end || errno || !isfinite(d) || d < 0 || d > 1e7 || (!zero_ok && d <= 0)) {
-		snprintf(err, errsz, "%s: expected seconds (a number %s), got \"%s\"", flag,
-		         zero_ok ? ">= 0, 0 = no limit" : "> 0", v);
-		return -EINVAL;
-	}
-	*ms = (long)llround(d * 1000.0);
-	if (d > 0 && *ms == 0)
-		*ms = 1;
-	return 0;
-}
-
-/* A whole number 1..hi (connection limits, idle seconds). */
-static int parse_count(const char *flag, const char *v, unsigned hi, unsigned *out, char *err,
-                       size_t errsz)
-{
-	char *end;
-	unsigned long n;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (!*v || *v == '-' || *end || errno || n < 1 || n > hi) {
-		snprintf(err, errsz, "%s: expected a whole number 1..%u, got \"%s\"", flag, hi, v);
-		return -EINVAL;
-	}
-	*out = (unsigned)n;
 	return 0;
 }
 
@@ -382,101 +282,138 @@ static int add_toy(char (*dst)[PX_URL_MAX], int *n, const char *what, struct str
 	return 0;
 }
 
-enum {
-	F_HOST,
-	F_PORT,
-	F_PREFILL,
-	F_DECODE,
-	F_PH,
-	F_PP,
-	F_DH,
-	F_DP,
-	F_PTMO,
-	F_DTMO,
-	F_CTMO,
-	F_BODY,
-	F_QUEUE,
-	F_CONTRACT,
-	F_FAULT,
-	F_MAXC,
-	F_MAXCPC,
-	F_IDLE,
-	F_HELP
-};
-
-static const struct {
-	const char *name;
-	int id;
-} flags[] = {
-    {"--host", F_HOST},
-    {"--port", F_PORT},
-    {"--prefill", F_PREFILL},
-    {"--decode", F_DECODE},
-    {"--prefiller-host", F_PH},
-    {"--prefiller-hosts", F_PH},
-    {"--prefiller-port", F_PP},
-    {"--prefiller-ports", F_PP},
-    {"--decoder-host", F_DH},
-    {"--decoder-hosts", F_DH},
-    {"--decoder-port", F_DP},
-    {"--decoder-ports", F_DP},
-    {"--prefill-timeout", F_PTMO},
-    {"--decode-timeout", F_DTMO},
-    {"--connect-timeout", F_CTMO},
-    {"--max-body", F_BODY},
-    {"--stream-buffer", F_QUEUE},
-    {"--contract", F_CONTRACT},
-    {"--fault", F_FAULT},
-    {"--max-connections", F_MAXC},
-    {"--max-connections-per-client", F_MAXCPC},
-    {"--idle-timeout", F_IDLE},
-    {"--help", F_HELP},
-    {"-h", F_HELP},
-};
-
-static int parse_contract(const char *val, struct px_opts *o, char *err, size_t errsz)
-{
-	int k = 0;
-	while (k < 4 && strcmp(val, px_contract_name(k)))
-		k++;
-	if (k == 4) {
-		snprintf(err, errsz,
-		         "--contract: expected v0, toy, mooncake or auto, got \"%.64s\"", val);
-		return -EINVAL;
-	}
-	o->contract = k;
-	return 0;
-}
-
-/* --max-body (body) or --stream-buffer. */
-static int parse_size_flag(const char *name, int body, const char *val, struct px_opts *o,
-                           char *err, size_t errsz)
-{
-	uint64_t v;
-	if (pd_parse_size(val, &v) || v < 1024 || v > (body ? (4ull << 30) : (64ull << 20))) {
-		snprintf(err, errsz, "%s: expected a size from 1KiB to %s, got \"%s\"", name,
-		         body ? "4GiB" : "64MiB", val);
-		return -EINVAL;
-	}
-	if (body)
-		o->max_body = v;
-	else
-		o->queue_bytes = (size_t)v;
-	return 0;
-}
-
-/* What the flag loop collected, turned into backends once every flag is known. */
+/* What the flag rows collect, turned into backends once every flag is known (finish). */
+enum { L_PH, L_PP, L_DH, L_DP, L_N };
 struct args {
-	struct strlist ph, pp, dh, dp;
-	char *urls_p[PX_MAX_BACKENDS], *urls_d[PX_MAX_BACKENDS];
+	struct px_opts *o;
+	const char *raw[L_N][PX_MAX_BACKENDS]; /* the toy words as given */
+	int nraw[L_N];
+	struct strlist lst[L_N];
+	const char *urls_p[PX_MAX_BACKENDS], *urls_d[PX_MAX_BACKENDS];
 	int bp_p[PX_MAX_BACKENDS], np, nd, bp_given, toy_spelled;
+	uint64_t queue;
 };
+
+/* Seconds as a decimal ("0.5", "600") into milliseconds; dst is a long. */
+static int secs(const char *v, long *ms, bool zero_ok)
+{
+	char *end;
+	double d;
+	errno = 0;
+	d = strtod(v, &end);
+	if (!*v || *end || errno || !isfinite(d) || d < 0 || d > 1e7 || (!zero_ok && d <= 0))
+		return -1;
+	*ms = (long)llround(d * 1000.0);
+	if (d > 0 && *ms == 0)
+		*ms = 1;
+	return 0;
+}
+
+static int opt_secs0(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return secs(v, dst, true);
+}
+
+static int opt_secs(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	return secs(v, dst, false);
+}
+
+static int opt_host(const char *v, void *dst, void *ud)
+{
+	struct px_opts *o = ((struct args *)ud)->o;
+	(void)dst;
+	if (!*v || strlen(v) >= sizeof(o->host))
+		return -1;
+	snprintf(o->host, sizeof(o->host), "%s", v);
+	return 0;
+}
+
+static int opt_fault(const char *v, void *dst, void *ud)
+{
+	char err[160];
+	(void)ud;
+	return px_fault_parse(v, dst, err, sizeof(err)) ? -1 : 0;
+}
+
+/* --prefill / --decode URL (checked in finish, where comma lists are split). */
+static int opt_backend(const char *v, void *dst, void *ud)
+{
+	struct args *a = ud;
+	bool prefill = dst == a->urls_p;
+	int *n = prefill ? &a->np : &a->nd;
+	if (*n >= PX_MAX_BACKENDS)
+		return -1;
+	if (prefill)
+		a->bp_p[*n] = 0;
+	((const char **)dst)[(*n)++] = v;
+	return 0;
+}
+
+/* "--prefill URL [BOOTSTRAP_PORT|none]" (mooncake_connector_proxy.py); the V0 pipe and gen A
+ * have no bootstrap server, so only mooncake uses it. */
+static int more_bootstrap(const char *w, void *dst, void *ud)
+{
+	struct args *a = ud;
+	int64_t v = 0;
+	(void)dst;
+	if (!is_port_or_none(w))
+		return 0;
+	if (strcasecmp(w, "none"))
+		pd_parse_i64(w, &v);
+	a->bp_p[a->np - 1] = (int)v;
+	a->bp_given = 1;
+	return 2;
+}
+
+/* The toy proxy's --prefiller-host/-port, --decoder-host/-port (argparse nargs="+"): the
+ * words are kept as given and split into lists in finish. */
+static int opt_toy(const char *v, void *dst, void *ud)
+{
+	struct args *a = ud;
+	int k = (int)((const char *(*)[PX_MAX_BACKENDS])dst - a->raw);
+	if (a->nraw[k] >= PX_MAX_BACKENDS)
+		return -1;
+	a->raw[k][a->nraw[k]++] = v;
+	a->toy_spelled = 1;
+	return 0;
+}
+
+static int more_toy(const char *w, void *dst, void *ud)
+{
+	return opt_toy(w, dst, ud) ? -1 : 1;
+}
+
+/* The defaults px_parse_args starts from (the upstream proxies' own). */
+static void set_defaults(struct px_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->host, sizeof(o->host), "0.0.0.0");
+	o->port = 8000;
+	o->prefill_timeout_ms = 600 * 1000L;
+	o->decode_timeout_ms = 21600 * 1000L;
+	o->connect_timeout_ms = 10 * 1000L;
+	o->max_body = 64ull << 20;
+	o->queue_bytes = 64 << 10;
+	o->max_conns = 2048;
+	o->max_conns_per_client = 1024;
+	o->idle_timeout_s = 300;
+	o->contract = PX_CONTRACT_V0;
+}
 
 /* Expands the URL lists (comma lists share a bootstrap port), pairs the toy host/port lists,
  * fills the toy defaults and resolves --contract auto. 0 or -EINVAL / -ENOMEM. */
 static int finish(struct args *a, struct px_opts *o, char *err, size_t errsz)
 {
+	static const char *const toy_flag[L_N] = {"--prefiller-host", "--prefiller-port",
+	                                          "--decoder-host", "--decoder-port"};
 	int ret = 0;
+	for (int k = 0; k < L_N; k++)
+		for (int i = 0; i < a->nraw[k]; i++)
+			if ((ret = list_add(&a->lst[k], toy_flag[k], a->raw[k][i], err, errsz)))
+				return ret;
 	for (int i = 0; i < a->np; i++) {
 		struct strlist l = {0};
 		if ((ret = list_add(&l, "--prefill", a->urls_p[i], err, errsz)) == 0)
@@ -501,11 +438,11 @@ static int finish(struct args *a, struct px_opts *o, char *err, size_t errsz)
 		if (ret)
 			return ret;
 	}
-	if ((ret = add_toy(o->prefill, &o->n_prefill, "prefiller", &a->ph, &a->pp, "localhost",
-	                   "8100", err, errsz)))
+	if ((ret = add_toy(o->prefill, &o->n_prefill, "prefiller", &a->lst[L_PH], &a->lst[L_PP],
+	                   "localhost", "8100", err, errsz)))
 		return ret;
-	if ((ret = add_toy(o->decode, &o->n_decode, "decoder", &a->dh, &a->dp, "localhost", "8200",
-	                   err, errsz)))
+	if ((ret = add_toy(o->decode, &o->n_decode, "decoder", &a->lst[L_DH], &a->lst[L_DP],
+	                   "localhost", "8200", err, errsz)))
 		return ret;
 	if (!o->n_prefill)
 		add_url(o->prefill, &o->n_prefill, "--prefill", PX_DEFAULT_PREFILL, err, errsz);
@@ -523,201 +460,209 @@ static int finish(struct args *a, struct px_opts *o, char *err, size_t errsz)
 	return 0;
 }
 
-/* The defaults px_parse_args starts from (the upstream proxies' own). */
-static void set_defaults(struct px_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	snprintf(o->host, sizeof(o->host), "0.0.0.0");
-	o->port = 8000;
-	o->prefill_timeout_ms = 600 * 1000L;
-	o->decode_timeout_ms = 21600 * 1000L;
-	o->connect_timeout_ms = 10 * 1000L;
-	o->max_body = 64ull << 20;
-	o->queue_bytes = 64 << 10;
-	o->max_conns = 2048;
-	o->max_conns_per_client = 1024;
-	o->idle_timeout_s = 300;
-	o->contract = PX_CONTRACT_V0;
-}
+static const char usage_text[] =
+    "Usage: pdkv-proxy [--contract v0|toy|mooncake|auto] [--host ADDR] [--port N]\n"
+    "       --prefill URL [BOOTSTRAP_PORT|none]... --decode URL... [options]\n"
+    "\n"
+    "OpenAI-compatible disaggregated-prefill proxy, strict about failures. Each POST\n"
+    "/v1/completions or /v1/chat/completions goes to a prefill instance (max_tokens=1,\n"
+    "stream=false, drained) and to a decode instance whose answer streams back as is.\n"
+    "\n";
 
-/* The F_* id of "--name" or "--name=value" (name copied into name[64]), -1 if unknown. */
-static int flag_id(const char *a, const char **eq, char name[64])
-{
-	size_t nl;
-	int id = -1;
-	*eq = a[1] == '-' ? strchr(a, '=') : NULL;
-	nl = *eq ? (size_t)(*eq - a) : strlen(a);
-	snprintf(name, 64, "%.*s", (int)(nl < 63 ? nl : 63), a);
-	for (size_t k = 0; k < PD_ARRAY_SIZE(flags); k++)
-		if (!strcmp(name, flags[k].name))
-			id = flags[k].id;
-	return id;
-}
+static const char footer_text[] =
+    "\n"
+    "Server limits default to 2048 connections, 1024 per client, 300 s idle.\n"
+    "Defaults when no backend is named (the toy proxy's): prefill " PX_DEFAULT_PREFILL ",\n"
+    "decode " PX_DEFAULT_DECODE ".\n"
+    "Prefill failure: a 4xx is passed to the client as is; any other failure is a 502\n"
+    "JSON error and logged; decode is not called (mooncake: the decode call already\n"
+    "running is aborted, or its stream cut if it had started). Decode errors pass\n"
+    "through; a decode stream that breaks ends with an SSE error event and no [DONE].\n"
+    "GET /health and /healthcheck answer 200 with the backends and failure counters\n"
+    "(mooncake: 503 until ready; toy: /healthcheck as the toy proxy answers it).\n"
+    "GET /v1/models goes to the first decode. v0 with no Authorization from the\n"
+    "client sends OPENAI_API_KEY (if set) as a Bearer token.\n"
+    "Log level: PDKV_LOG=error|warn|info|debug; one access line per request at info.\n"
+    "Errors: one line \"pdkv-proxy: ...\" on stderr, exit 2.\n";
 
-/* --prefill / --decode URL; a --prefill given as a separate word may be followed by its
- * bootstrap port (consumed by advancing *i). */
-static int add_backend(struct args *ca, int id, const char *name, const char *val, int eq, int argc,
-                       char **argv, int *i, char *err, size_t errsz)
-{
-	char **dst = id == F_PREFILL ? ca->urls_p : ca->urls_d;
-	int *n = id == F_PREFILL ? &ca->np : &ca->nd;
-	if (*n >= PX_MAX_BACKENDS) {
-		snprintf(err, errsz, "%s: more than %d backends", name, PX_MAX_BACKENDS);
-		return -EINVAL;
+#define URL_WANT "http://host:port, host:port or an endpoint URL (at most 64 per flag)"
+#define TOY_ROW(nm, k, a, h)                                                                       \
+	{                                                                                          \
+		.name = nm, .type = PD_OPT_FN, .dst = A->raw[k], .arg = a, .help = h,              \
+		.want = "a host or port list (at most 64 entries)", .fn = opt_toy,                 \
+		.more = more_toy                                                                   \
 	}
-	if (id == F_PREFILL)
-		ca->bp_p[*n] = 0;
-	dst[(*n)++] = (char *)val;
-	/* "--prefill URL [BOOTSTRAP_PORT|none]" (mooncake_connector_proxy.py); the
-	 * V0 pipe and gen A have no bootstrap server, so only mooncake uses it */
-	if (id == F_PREFILL && !eq && *i + 1 < argc && is_port_or_none(argv[*i + 1])) {
-		int64_t v = 0;
-		(*i)++;
-		if (strcasecmp(argv[*i], "none"))
-			pd_parse_i64(argv[*i], &v);
-		ca->bp_p[*n - 1] = (int)v;
-		ca->bp_given = 1;
-	}
-	return 0;
-}
 
-/* The toy proxy's --prefiller-host/-port, --decoder-host/-port (nargs="+"). */
-static int add_toy_words(struct args *ca, int id, const char *name, const char *val, int eq,
-                         int argc, char **argv, int *i, char *err, size_t errsz)
-{
-	struct strlist *lst = id == F_PH   ? &ca->ph
-	                      : id == F_PP ? &ca->pp
-	                      : id == F_DH ? &ca->dh
-	                                   : &ca->dp;
-	int ret;
-	ca->toy_spelled = 1;
-	if ((ret = list_add(lst, name, val, err, errsz)))
-		return ret;
-	/* argparse nargs="+": "--prefiller-port 8100 8101" */
-	while (!eq && *i + 1 < argc && argv[*i + 1][0] != '-')
-		if ((ret = list_add(lst, name, argv[++*i], err, errsz)))
-			return ret;
-	return 0;
-}
-
-/* --host and --port. */
-static int parse_listen(int id, const char *val, struct px_opts *o, char *err, size_t errsz)
-{
-	int64_t v;
-	if (id == F_HOST) {
-		if (!*val || strlen(val) >= sizeof(o->host)) {
-			snprintf(err, errsz, "--host: expected an address, got \"%s\"", val);
-			return -EINVAL;
-		}
-		snprintf(o->host, sizeof(o->host), "%s", val);
-		return 0;
-	}
-	if (pd_parse_i64(val, &v) || v < 0 || v > 65535) {
-		snprintf(err, errsz, "--port: expected 0..65535, got \"%s\"", val);
-		return -EINVAL;
-	}
-	o->port = (int)v;
-	return 0;
-}
-
-/* Timeouts, connection counts and buffer sizes. */
-static int parse_limit(int id, const char *name, const char *val, struct px_opts *o, char *err,
+/* The rows of pdkv-proxy: its own, then the server limits group shared with the stand-in. */
+static int parse_table(struct args *A, struct px_opts *o, int argc, char **argv, char *err,
                        size_t errsz)
 {
-	switch (id) {
-	case F_PTMO:
-	case F_DTMO:
-	case F_CTMO: {
-		long *ms = id == F_PTMO   ? &o->prefill_timeout_ms
-		           : id == F_DTMO ? &o->decode_timeout_ms
-		                          : &o->connect_timeout_ms;
-		return parse_secs(name, val, id != F_CTMO, ms, err, errsz);
-	}
-	case F_MAXC:
-	case F_MAXCPC:
-	case F_IDLE: {
-		unsigned *dst = id == F_MAXC     ? &o->max_conns
-		                : id == F_MAXCPC ? &o->max_conns_per_client
-		                                 : &o->idle_timeout_s;
-		return parse_count(name, val, id == F_IDLE ? 86400 : 1000000, dst, err, errsz);
-	}
-	case F_BODY:
-	case F_QUEUE:
-		return parse_size_flag(name, id == F_BODY, val, o, err, errsz);
-	}
-	return 0;
-}
-
-/* One flag with its value; *i moves past any extra words the flag takes. */
-static int apply_flag(struct args *ca, struct px_opts *o, int id, const char *name, const char *val,
-                      int eq, int argc, char **argv, int *i, char *err, size_t errsz)
-{
-	switch (id) {
-	case F_HOST:
-	case F_PORT:
-		return parse_listen(id, val, o, err, errsz);
-	case F_PREFILL:
-	case F_DECODE:
-		return add_backend(ca, id, name, val, eq, argc, argv, i, err, errsz);
-	case F_PH:
-	case F_PP:
-	case F_DH:
-	case F_DP:
-		return add_toy_words(ca, id, name, val, eq, argc, argv, i, err, errsz);
-	case F_CONTRACT:
-		return parse_contract(val, o, err, errsz);
-	case F_FAULT:
-		return px_fault_parse(val, &o->faults, err, errsz);
-	}
-	return parse_limit(id, name, val, o, err, errsz);
+	const struct pd_opt rows[] = {
+	    {.name = "contract",
+	     .type = PD_OPT_CHOICE,
+	     .dst = &o->contract,
+	     .arg = "NAME",
+	     .choices = "v0|toy|mooncake|auto",
+	     .help = "the router to behave as (default v0):\n"
+	             "v0: the integration guide's proxy (V0 pipe): prefill, then\n"
+	             "  the original request to decode; the client's X-Request-Id\n"
+	             "  and Authorization\n"
+	             "toy: vLLM's toy_proxy_server.py (V1 gen A, vLLM 0.12-0.15):\n"
+	             "  uuid4 X-Request-Id, prefill with kv_transfer_params\n"
+	             "  {do_remote_decode: true,...}, then decode with prefill's\n"
+	             "  returned kv_transfer_params; Authorization: Bearer\n"
+	             "  $OPENAI_API_KEY (\"None\" when unset)\n"
+	             "mooncake: vLLM's mooncake_connector_proxy.py (V1 gen B, vLLM\n"
+	             "  >= 0.16): waits for each prefill's /health and bootstrap\n"
+	             "  /query (503 until then), transfer_id \"xfer-<uuid4>\" in\n"
+	             "  both bodies, X-data-parallel-rank, round robin over\n"
+	             "  (prefill, dp rank); prefill and decode at once\n"
+	             "auto: mooncake when a --prefill carries a bootstrap port (or\n"
+	             "  none), toy when the toy spellings are used, else v0"},
+	    {.name = "host",
+	     .type = PD_OPT_FN,
+	     .arg = "ADDR",
+	     .help = "bind address (default 0.0.0.0)",
+	     .want = "an address",
+	     .fn = opt_host},
+	    {.name = "port",
+	     .type = PD_OPT_INT,
+	     .dst = &o->port,
+	     .arg = "N",
+	     .help = "listen port (default 8000; 0 = any free port)",
+	     .want = "0..65535",
+	     .max = 65535},
+	    {.name = "prefill",
+	     .type = PD_OPT_FN,
+	     .dst = A->urls_p,
+	     .arg = "URL [BP|none]",
+	     .help = "prefill instance; repeat (or comma-separate) for round\n"
+	             "robin. URL: http://host:port, host:port, or an endpoint\n"
+	             "such as http://host:port/v1/completions. BP: its\n"
+	             "bootstrap port for mooncake (none or absent = 8998)",
+	     .want = URL_WANT,
+	     .fn = opt_backend,
+	     .more = more_bootstrap},
+	    {.name = "decode",
+	     .type = PD_OPT_FN,
+	     .dst = A->urls_d,
+	     .arg = "URL",
+	     .help = "decode instance; same forms, round robin",
+	     .want = URL_WANT,
+	     .fn = opt_backend},
+	    TOY_ROW("prefiller-host", L_PH, "H...",
+	            "toy-proxy spelling (or --prefiller-hosts): hosts\n"
+	            "(repeat, comma or space list)"),
+	    TOY_ROW("prefiller-hosts", L_PH, "H...", NULL),
+	    TOY_ROW("prefiller-port", L_PP, "P...",
+	            "toy-proxy spelling (or --prefiller-ports): ports, paired\n"
+	            "with the hosts; one host or one port is used for every\n"
+	            "entry of the other"),
+	    TOY_ROW("prefiller-ports", L_PP, "P...", NULL),
+	    TOY_ROW("decoder-host", L_DH, "H...",
+	            "toy-proxy spelling for decode (or --decoder-hosts)"),
+	    TOY_ROW("decoder-hosts", L_DH, "H...", NULL),
+	    TOY_ROW("decoder-port", L_DP, "P...", "(or --decoder-ports)"),
+	    TOY_ROW("decoder-ports", L_DP, "P...", NULL),
+	    {.name = "prefill-timeout",
+	     .type = PD_OPT_FN,
+	     .dst = &o->prefill_timeout_ms,
+	     .arg = "SEC",
+	     .help = "whole prefill request (default 600; 0 = none)",
+	     .want = "seconds (a number >= 0, 0 = no limit)",
+	     .fn = opt_secs0},
+	    {.name = "decode-timeout",
+	     .type = PD_OPT_FN,
+	     .dst = &o->decode_timeout_ms,
+	     .arg = "SEC",
+	     .help = "whole decode request incl. streaming (default 21600;\n0 = none)",
+	     .want = "seconds (a number >= 0, 0 = no limit)",
+	     .fn = opt_secs0},
+	    {.name = "connect-timeout",
+	     .type = PD_OPT_FN,
+	     .dst = &o->connect_timeout_ms,
+	     .arg = "SEC",
+	     .help = "TCP connect to a backend (default 10)",
+	     .want = "seconds (a number > 0)",
+	     .fn = opt_secs},
+	    {.name = "max-body",
+	     .type = PD_OPT_SIZE,
+	     .dst = &o->max_body,
+	     .arg = "SIZE",
+	     .help = "request body limit, e.g. 64MiB (default); larger -> 413",
+	     .want = "a size from 1KiB to 4GiB",
+	     .min = 1024,
+	     .max = 4.0 * (1ull << 30)},
+	    {.name = "stream-buffer",
+	     .type = PD_OPT_SIZE,
+	     .dst = &A->queue,
+	     .arg = "SIZE",
+	     .help = "per-request decode->client queue (default 64KiB)",
+	     .want = "a size from 1KiB to 64MiB",
+	     .min = 1024,
+	     .max = 64 << 20},
+	    {.name = "fault",
+	     .type = PD_OPT_FN,
+	     .dst = &o->faults,
+	     .arg = "F[,F]",
+	     .help = "behave like a broken router, for detector self-tests:\n"
+	             "drop-transfer-id (mooncake: no transfer_id in either\n"
+	             "body), no-copy-params (toy: decode gets no params),\n"
+	             "ignore-prefill-errors (mooncake: a failed prefill is\n"
+	             "only logged, as mooncake_connector_proxy.py does),\n"
+	             "reuse-transfer-id (mooncake: every second request\n"
+	             "reuses the previous transfer_id)",
+	     .want = "drop-transfer-id, no-copy-params, ignore-prefill-errors or "
+	             "reuse-transfer-id (comma list)",
+	     .fn = opt_fault},
+	};
+	struct pd_opt srv[PD_OPT_SERVER_ROWS];
+	struct pd_opt_group groups[] = {
+	    pd_opt_server_group(srv, &o->max_conns, &o->max_conns_per_client, &o->idle_timeout_s),
+	};
+	const struct pd_opt_spec spec = {.prog = "pdkv-proxy",
+	                                 .usage = usage_text,
+	                                 .footer = footer_text,
+	                                 .opts = rows,
+	                                 .nopts = PD_ARRAY_SIZE(rows),
+	                                 .groups = groups,
+	                                 .ngroups = PD_ARRAY_SIZE(groups),
+	                                 .max_pos = 0,
+	                                 .ud = A,
+	                                 .err = err,
+	                                 .errsz = errsz};
+	return pd_opt_parse(&spec, argc, argv, 1, NULL, NULL);
 }
 
 int px_parse_args(int argc, char **argv, struct px_opts *o, char *err, size_t errsz)
 {
-	struct args A = {0}, *ca = &A;
-	int ret = 0;
+	struct args *A = calloc(1, sizeof(*A));
+	int ret;
 
 	set_defaults(o);
 	err[0] = '\0';
-
-	for (int i = 1; i < argc && !ret; i++) {
-		const char *a = argv[i], *val = NULL, *eq = NULL;
-		char name[64];
-		int id;
-		if (a[0] != '-') {
-			snprintf(err, errsz, "unexpected argument \"%s\"", a);
-			ret = -EINVAL;
-			break;
-		}
-		id = flag_id(a, &eq, name);
-		if (id < 0) {
-			snprintf(err, errsz, "unknown flag \"%s\"", name);
-			ret = -EINVAL;
-			break;
-		}
-		if (id == F_HELP) {
-			px_usage(strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
-			ret = 1;
-			break;
-		}
-		if (eq) {
-			val = eq + 1;
-		} else if (i + 1 < argc) {
-			val = argv[++i];
-		} else {
-			snprintf(err, errsz, "%s: missing value", name);
-			ret = -EINVAL;
-			break;
-		}
-		ret = apply_flag(ca, o, id, name, val, eq != NULL, argc, argv, &i, err, errsz);
+	if (!A) {
+		snprintf(err, errsz, "pdkv-proxy: out of memory");
+		return -ENOMEM;
 	}
-	if (!ret)
-		ret = finish(ca, o, err, errsz);
-	list_free(&ca->ph);
-	list_free(&ca->pp);
-	list_free(&ca->dh);
-	list_free(&ca->dp);
+	A->o = o;
+	A->queue = o->queue_bytes;
+	ret = parse_table(A, o, argc, argv, err, errsz);
+	if (ret == 2)
+		ret = -EINVAL;
+	if (!ret) {
+		o->queue_bytes = (size_t)A->queue;
+		ret = finish(A, o, err, errsz);
+		if (ret == -EINVAL) { /* finish's messages name the flag: add the program */
+			char tmp[512];
+			snprintf(tmp, sizeof(tmp), "pdkv-proxy: %s", err);
+			snprintf(err, errsz, "%s", tmp);
+		}
+	}
+	for (int k = 0; k < L_N; k++)
+		list_free(&A->lst[k]);
+	free(A);
 	if (ret == -ENOMEM)
-		snprintf(err, errsz, "out of memory");
+		snprintf(err, errsz, "pdkv-proxy: out of memory");
 	return ret;
 }

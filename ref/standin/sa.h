@@ -16,6 +16,7 @@
 #include "kv1/kv1.h"
 #include "kvc/kvc.h"
 #include "model/mdl.h"
+#include "pd_opt.h"
 #include "sa_v1_layout.h"
 
 #define SA_VERSION   "0.1"
@@ -95,12 +96,12 @@ enum { SA_KVI_OFF, SA_KVI_FAIL, SA_KVI_RECOMPUTE };
 #define SA_DEFAULT_MAX_BODY           (64ll << 20)
 #define SA_DEFAULT_MAX_BODY_IN_FLIGHT (256ll << 20)
 void sa_limits_default(struct sa_opts *o);
-bool sa_limits_is_flag(const char *name);
-/* 0 = taken, 1 = not one of these flags, 2 = bad value (message printed). */
-int sa_limits_flag(const char *name, const char *val, struct sa_opts *o);
+/* The limit rows of the option table (rows[] needs SA_LIMIT_ROWS entries). */
+#define SA_LIMIT_ROWS 6
+struct pd_opt_group sa_limits_group(struct pd_opt *rows, struct sa_opts *o);
 
-/* Parses argv like vLLM's argparse. 0 = run, 1 = --help printed (exit 0), 2 = usage error
- * (message printed, exit 2). */
+/* Parses argv with pd_opt in vLLM's style (--a-b and --a_b, --flag=value, `serve MODEL`). 0 =
+ * run, 1 = --help or --version printed (exit 0), 2 = usage error (one line printed, exit 2). */
 int sa_args_parse(int argc, char **argv, struct sa_opts *o);
 int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz);
 /* --fault crash[=N]: exits at the Nth request that reaches a transfer step (sa_engine.c). */

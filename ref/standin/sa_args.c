@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sa_args: pdkv-standin's command line, parsed the way vLLM's argparse does (--a-b and --a_b,
- * --flag=value, `serve MODEL` positional), plus the table of vLLM flags accepted and ignored. */
+/* sa_args: pdkv-standin's option table for pd_opt, in vLLM's style (--a-b and --a_b,
+ * --flag=value, -tp, `serve MODEL`), plus the table of vLLM flags accepted and ignored. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,8 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
-#include "pd_version.h"
+#include "pd_opt.h"
+#include <strings.h>
 
 enum argk { A_BOOL = 0, A_VALUE = 1 };
 
@@ -100,49 +101,6 @@ static const struct {
     {"--multi-step-stream-outputs", A_BOOL},
 };
 
-static const char usage_line[] =
-    "usage: pdkv-standin [serve] [MODEL] [--model MODEL] [--host HOST] [--port PORT]\n"
-    "                    [--max-model-len N] [--tensor-parallel-size N] [--served-model-name NAME "
-    "...]\n"
-    "                    [--kv-transfer-config JSON] [--api-key KEY] [--kv-layers N] [--kv-heads "
-    "N]\n"
-    "                    [--head-dim N] [--dtype-bytes N] [--hidden-size N] [--ns-per-token NS]\n"
-    "                    [--kv-miss-policy recompute|fail|wait] [--kv-wait-timeout MS]\n"
-    "                    [--kv-select-timeout MS] [--kv-frame-format pickle|u64be]\n"
-    "                    [--kv-miss-mode old|new] [--kv-zmq-bind-host HOST] [--fault KIND] "
-    "[--dry-run]\n"
-    "                    [--bootstrap-host HOST]\n"
-    "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|b1|b2|bn|bl] [--list-versions]\n"
-    "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
-    "                    [--kv-cache-device cpu|cuda|cuda:N]\n"
-    "                    [--kv-mla] [--kv-groups full|sliding:W,...]\n"
-    "                    [--enable-prompt-tokens-details] [--version] [-h]\n"
-    "                    [--max-connections N] [--max-connections-per-client N]\n"
-    "                    [--idle-timeout SEC] [--kv-zmq-max-msg-bytes N]\n"
-    "                    [--kv-insert-timeout-ms MS] [--kv-block-wait-timeout-ms MS]\n"
-    "                    [--max-body BYTES] [--max-body-in-flight BYTES]\n"
-    "                    [--kv-integrity-policy off|fail|recompute]\n";
-
-static void usage_error(const char *fmt, const char *a, const char *b)
-{
-	fputs(usage_line, stderr);
-	fputs("pdkv-standin: error: ", stderr);
-	fprintf(stderr, fmt, a, b);
-	fputc('\n', stderr);
-}
-
-static int parse_int(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out)
-{
-	char rng[64];
-
-	if (pd_parse_i64(v, out) == 0 && *out >= lo && *out <= hi)
-		return 0;
-	snprintf(rng, sizeof(rng), "an integer %lld..%lld", (long long)lo, (long long)hi);
-	fputs(usage_line, stderr);
-	fprintf(stderr, "pdkv-standin: error: argument %s: expected %s, got '%s'\n", flag, rng, v);
-	return -EINVAL;
-}
-
 int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz)
 {
 	char *dup = strdup(spec ? spec : ""), *save = NULL, *tok;
@@ -193,53 +151,266 @@ int sa_fault_parse(const char *spec, struct sa_fault *f, char *err, size_t errsz
 	return ret;
 }
 
-static int choice(const char *flag, const char *v, const char *const *names, int n, int *out)
+/* ---- rows: one builder per group, each a few lines per flag (add a flag: one row) ---- */
+
+#define ROW_STR(nm, d, a, h)                                                                       \
+	(struct pd_opt)                                                                            \
+	{                                                                                          \
+		.name = nm, .type = PD_OPT_STR, .dst = d, .arg = a, .help = h, .empty_ok = true    \
+	}
+#define ROW_INT(nm, d, lo, hi, a, h)                                                               \
+	(struct pd_opt)                                                                            \
+	{                                                                                          \
+		.name = nm, .type = PD_OPT_INT, .dst = d, .min = lo, .max = hi, .arg = a,          \
+		.help = h                                                                          \
+	}
+#define ROW_FLAG(nm, d, h)                                                                         \
+	(struct pd_opt)                                                                            \
+	{                                                                                          \
+		.name = nm, .type = PD_OPT_FLAG, .dst = d, .help = h                               \
+	}
+#define ROW_CHOICE(nm, d, ch, w, h)                                                                \
+	(struct pd_opt)                                                                            \
+	{                                                                                          \
+		.name = nm, .type = PD_OPT_CHOICE, .dst = d, .choices = ch, .arg = ch, .want = w,  \
+		.help = h                                                                          \
+	}
+
+static int served_add(const char *v, void *dst, void *ud)
 {
-	for (int i = 0; i < n; i++)
-		if (!strcmp(v, names[i])) {
-			*out = i;
+	struct sa_opts *o = dst;
+	(void)ud;
+	if (o->nserved >= SA_MAX_NAMES)
+		return -1;
+	o->served[o->nserved++] = v;
+	return 0;
+}
+
+/* argparse nargs='+': the following non-flag words are names too (up to SA_MAX_NAMES). */
+static int served_more(const char *w, void *dst, void *ud)
+{
+	struct sa_opts *o = dst;
+	return o->nserved >= SA_MAX_NAMES ? 0 : served_add(w, dst, ud) ? -1 : 1;
+}
+
+static int opt_dtype_bytes(const char *v, void *dst, void *ud)
+{
+	(void)ud;
+	if (strcmp(v, "1") && strcmp(v, "2") && strcmp(v, "4"))
+		return -1;
+	*(int *)dst = v[0] - '0';
+	return 0;
+}
+
+static int opt_v1_shape(const char *v, void *dst, void *ud)
+{
+	static const char *const shapes[] = {"b0", "b1", "b2", "bn", "bl"};
+	(void)ud;
+	for (size_t k = 0; k < PD_ARRAY_SIZE(shapes); k++)
+		if (!strcmp(v, shapes[k])) {
+			*(const char **)dst = shapes[k];
 			return 0;
 		}
-	fputs(usage_line, stderr);
-	fprintf(stderr, "pdkv-standin: error: argument %s: invalid choice: '%s' (choose from", flag,
-	        v);
-	for (int i = 0; i < n; i++)
-		fprintf(stderr, "%s '%s'", i ? "," : "", names[i]);
-	fputs(")\n", stderr);
-	return -EINVAL;
+	return -1;
 }
 
-static void print_help(void)
+#define SA_VLLM_ROWS 14
+/* vLLM's own `vllm serve` flags that the stand-in acts on. */
+static struct pd_opt_group vllm_group(struct pd_opt *r, struct sa_opts *o)
 {
-	fputs(usage_line, stdout);
-	puts("\nA vLLM stand-in: OpenAI API on a deterministic fake model. With "
-	     "--kv-transfer-config\n"
-	     "it speaks the MooncakeConnector of --vllm-version (default: the newest release pdkv\n"
-	     "knows): <= 0.8 the V0 pipe (needs mooncake.json), 0.12-0.15 V1 gen A, >= 0.16 V1\n"
-	     "gen B (--list-versions prints the table). vLLM flags it does not need\n"
-	     "(--gpu-memory-utilization, --enforce-eager, --quantization, ...) are ignored.\n"
-	     "Faults (--fault or PDKV_FAULT): drop, corrupt, delay=MS, crash, crash=N, "
-	     "fail-after=N, fail-marker=TEXT.\n"
-	     "--record-requests FILE: one JSON line per completion request as it arrived.\n"
-	     "Environment (V1): VLLM_MOONCAKE_BOOTSTRAP_PORT (8998), "
-	     "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480),\n"
-	     "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION, VLLM_HOST_IP.");
+	size_t n = 0;
+	r[n++] = ROW_STR("model", &o->model, "MODEL", "the model name (or the positional MODEL)");
+	r[n++] = ROW_STR("host", &o->host, "HOST", "bind address (default all)");
+	r[n++] = ROW_INT("port", &o->port, 0, 65535, "PORT", "HTTP port (default 8000)");
+	r[n++] = (struct pd_opt){.name = "max-model-len",
+	                         .type = PD_OPT_I64,
+	                         .dst = &o->max_model_len,
+	                         .min = 1,
+	                         .max = 1 << 24,
+	                         .arg = "N",
+	                         .help = "tokens per request (default 32768)"};
+	r[n++] = ROW_INT("tensor-parallel-size", &o->tp, 1, SA_MAX_TP, "N",
+	                 "TP ranks, also -tp (connector ranks; default 1)");
+	r[n++] = ROW_INT("-tp", &o->tp, 1, SA_MAX_TP, "N", NULL);
+	r[n++] = (struct pd_opt){.name = "served-model-name",
+	                         .type = PD_OPT_FN,
+	                         .dst = o,
+	                         .fn = served_add,
+	                         .more = served_more,
+	                         .arg = "NAME...",
+	                         .want = "at most 8 names",
+	                         .help = "names the API answers to (default MODEL)"};
+	r[n++] = ROW_STR("kv-transfer-config", &o->kv_transfer_config, "JSON",
+	                 "KVTransferConfig JSON: speaks the MooncakeConnector");
+	r[n++] = ROW_STR("api-key", &o->api_key, "KEY", "require Authorization: Bearer KEY");
+	r[n++] = ROW_INT("data-parallel-size", &o->dp, 1, SA_MAX_DP, "N",
+	                 "DP ranks, also -dp (V1; default 1)");
+	r[n++] = ROW_INT("-dp", &o->dp, 1, SA_MAX_DP, "N", NULL);
+	r[n++] = ROW_INT("block-size", &o->block_size, 1, 4096, "N", "tokens per KV block (16)");
+	r[n++] = (struct pd_opt){.name = "num-gpu-blocks-override",
+	                         .type = PD_OPT_I64,
+	                         .dst = &o->num_gpu_blocks,
+	                         .min = 1,
+	                         .max = 1 << 24,
+	                         .arg = "N",
+	                         .help = "KV blocks (default: 4 max-model-len requests)"};
+	r[n++] = ROW_FLAG("enable-prompt-tokens-details", &o->prompt_tokens_details,
+	                  "usage.prompt_tokens_details.cached_tokens");
+	return (struct pd_opt_group){.title = "vLLM's flags", .opts = r, .nopts = n};
 }
 
-/* Splits "--name=value"; normalises '_' to '-' in the name like vLLM's FlexibleArgumentParser. */
-static void split_flag(const char *arg, char *name, size_t namesz, const char **inl)
+#define SA_OWN_ROWS 17
+/* pdkv's own: the connector generation, faults, the KV path. */
+static struct pd_opt_group own_group(struct pd_opt *r, struct sa_opts *o)
 {
-	const char *eq = strchr(arg, '=');
-	size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+	size_t n = 0;
+	r[n++] =
+	    ROW_STR("vllm-version", &o->vllm_version, "X.Y[.Z]",
+	            "the release whose MooncakeConnector to speak\n(default the newest known)");
+	r[n++] = (struct pd_opt){.name = "v1-shape",
+	                         .type = PD_OPT_FN,
+	                         .dst = &o->v1_shape,
+	                         .fn = opt_v1_shape,
+	                         .arg = "b0|b1|b2|bn|bl",
+	                         .want = "a value to choose from 'b0', 'b1', 'b2', 'bn', 'bl'",
+	                         .help = "gen B message shape (default the release's)"};
+	r[n++] = ROW_FLAG("list-versions", &o->list_versions, "print the release table and exit");
+	r[n++] = ROW_FLAG("dry-run", &o->dry_run, "check the flags and configuration, then exit");
+	r[n++] = ROW_STR("bootstrap-host", &o->boot_host, "HOST",
+	                 "gen B bootstrap server bind (vLLM: 0.0.0.0)");
+	r[n++] = ROW_STR("fault", &o->fault_spec, "KIND[,KIND]",
+	                 "drop, corrupt, eos-first, delay=MS, crash, crash=N,\n"
+	                 "fail-after=N, fail-marker=TEXT (else PDKV_FAULT)");
+	r[n++] = ROW_STR("record-requests", &o->record_requests, "FILE",
+	                 "one JSON line per completion request as it arrived");
+	r[n++] = ROW_STR("kv-cache-device", &o->kv_cache_device, "cpu|cuda|cuda:N",
+	                 "where the KV blocks live (default cpu)");
+	r[n++] = ROW_STR("kv-groups", &o->kv_groups, "SPEC",
+	                 "hybrid model KV cache groups, comma list\n(full, sliding:W, ...)");
+	r[n++] = ROW_FLAG("kv-mla", &o->kv_mla, "one KV buffer per layer (MLA)");
+	r[n++] = ROW_CHOICE("kv-miss-policy", &o->miss_policy, "recompute|fail|wait",
+	                    "a value to choose from 'recompute', 'fail', 'wait'",
+	                    "V0 decode without KV: recompute, fail or wait");
+	r[n++] = ROW_INT("kv-wait-timeout", &o->kv_wait_timeout_ms, 1, 3600000, "MS",
+	                 "V0 wait policy: how long (default 30000)");
+	r[n++] = ROW_INT("kv-select-timeout", &o->kv_select_timeout_ms, 0, 3600000, "MS",
+	                 "V0: how long a select waits (default 10000)");
+	r[n++] = ROW_CHOICE("kv-frame-format", &o->frame_format, "pickle|u64be",
+	                    "a value to choose from 'pickle', 'u64be'",
+	                    "V0 side-channel framing (default pickle)");
+	r[n++] =
+	    ROW_CHOICE("kv-miss-mode", &o->miss_mode, "old|new",
+	               "a value to choose from 'old', 'new'", "V0 miss behaviour (default old)");
+	r[n++] = ROW_STR("kv-zmq-bind-host", &o->zmq_bind_host, "HOST", "V0 side-channel bind");
+	r[n++] = (struct pd_opt){.name = "ns-per-token",
+	                         .type = PD_OPT_U64,
+	                         .dst = &o->ns_per_token,
+	                         .max = 1000000000,
+	                         .arg = "NS",
+	                         .help = "fake model speed (default 20000)"};
+	return (struct pd_opt_group){.title = "pdkv's own", .opts = r, .nopts = n};
+}
 
-	if (n >= namesz)
-		n = namesz - 1;
-	memcpy(name, arg, n);
-	name[n] = 0;
-	for (size_t i = 2; i < n; i++)
-		if (name[i] == '_')
-			name[i] = '-';
-	*inl = eq ? eq + 1 : NULL;
+#define SA_GEOM_ROWS 5
+/* The fake model's KV geometry. */
+static struct pd_opt_group geom_group(struct pd_opt *r, struct sa_opts *o)
+{
+	size_t n = 0;
+	r[n++] = ROW_INT("kv-layers", &o->geom.layers, 1, 1024, "N", "layers (default 28)");
+	r[n++] = ROW_INT("kv-heads", &o->geom.kv_heads, 1, 1024, "N", "KV heads (default 4)");
+	r[n++] = ROW_INT("head-dim", &o->geom.head_dim, 1, 65536, "N", "head dimension (128)");
+	r[n++] = (struct pd_opt){.name = "dtype-bytes",
+	                         .type = PD_OPT_FN,
+	                         .dst = &o->geom.dtype_bytes,
+	                         .fn = opt_dtype_bytes,
+	                         .arg = "N",
+	                         .want = "1, 2 or 4",
+	                         .help = "bytes per element (default 2)"};
+	r[n++] = ROW_INT("hidden-size", &o->geom.hidden_size, MDL_FOOTER_BYTES / 2, 1 << 20, "N",
+	                 "hidden size (default 3584)");
+	return (struct pd_opt_group){.title = "fake model geometry", .opts = r, .nopts = n};
+}
+
+static int note_ignored(const char *v, void *dst, void *ud)
+{
+	(void)v;
+	(void)ud;
+	pd_info("note: vLLM flag %s is accepted and ignored by pdkv-standin", (const char *)dst);
+	return 0;
+}
+
+/* vLLM's optional-bool form: --enable-chunked-prefill False. */
+static int bool_word(const char *w, void *dst, void *ud)
+{
+	(void)dst;
+	(void)ud;
+	return !strcasecmp(w, "true") || !strcasecmp(w, "false") ? 2 : 0;
+}
+
+#define SA_IGNORED_ROWS PD_ARRAY_SIZE(ignored)
+/* vLLM flags the stand-in does not need, unlisted rows (the footer names them). */
+static struct pd_opt_group ignored_group(struct pd_opt *r, char *names, size_t namesz)
+{
+	size_t used = 0, col = 0;
+	for (size_t i = 0; i < PD_ARRAY_SIZE(ignored); i++) {
+		const char *nm = ignored[i].name;
+		bool b = ignored[i].kind == A_BOOL;
+		r[i] = (struct pd_opt){.type = PD_OPT_FN,
+		                       .dst = (void *)nm,
+		                       .fn = note_ignored,
+		                       .optional_value = b,
+		                       .more = b ? bool_word : NULL};
+		if (nm[1] == '-')
+			r[i].name = nm + 2;
+		else if (!nm[2])
+			r[i].shrt = nm[1];
+		else
+			r[i].name = nm; /* -pp */
+		/* "  --a, --b, ..." wrapped before column 80 */
+		if (col && col + strlen(nm) + 2 > 80)
+			col = 0;
+		if (used < namesz)
+			used += (size_t)snprintf(names + used, namesz - used, "%s%s%s",
+			                         i ? "," : "", col ? " " : "\n  ", nm);
+		col = (col ? col + 2 : 2) + strlen(nm);
+	}
+	return (struct pd_opt_group){.opts = r, .nopts = PD_ARRAY_SIZE(ignored)};
+}
+
+static const char usage_text[] =
+    "usage: pdkv-standin [serve] [MODEL] [options]\n"
+    "\n"
+    "A vLLM stand-in: OpenAI API on a deterministic fake model. With --kv-transfer-config\n"
+    "it speaks the MooncakeConnector of --vllm-version (default: the newest release pdkv\n"
+    "knows): <= 0.8 the V0 pipe (needs mooncake.json), 0.12-0.15 V1 gen A, >= 0.16 V1\n"
+    "gen B (--list-versions prints the table). Flags as vLLM spells them: --a-b or --a_b,\n"
+    "--flag=VALUE or --flag VALUE.\n"
+    "\n";
+
+static char footer_text[4096];
+
+/* After the table: the positional model, the fault spec, and the checks across flags. */
+static int finish(const struct pd_opt_spec *spec, struct sa_opts *o, const char *positional)
+{
+	const char *fault_env = getenv("PDKV_FAULT");
+	char err[256];
+
+	if (positional)
+		o->model = positional;
+	if (!o->fault_spec && fault_env && *fault_env)
+		o->fault_spec = fault_env;
+	if (sa_fault_parse(o->fault_spec, &o->fault, err, sizeof(err)))
+		return pd_opt_fail(spec, "--fault / PDKV_FAULT: %s", err);
+	if (mdl_geom_check(&o->geom, err, sizeof(err)))
+		return pd_opt_fail(spec, "%s", err);
+	if (o->geom.kv_heads % o->tp)
+		return pd_opt_fail(spec,
+		                   "--tensor-parallel-size: %d does not divide the %d KV heads "
+		                   "(--kv-heads)",
+		                   o->tp, o->geom.kv_heads);
+	if (!o->nserved)
+		o->served[o->nserved++] = o->model;
+	return 0;
 }
 
 static void set_defaults(struct sa_opts *o)
@@ -258,285 +429,45 @@ static void set_defaults(struct sa_opts *o)
 	sa_limits_default(o);
 }
 
-/* A flag at the end of the line (or before another flag) that needs a value: argparse's
- * "expected one argument" for ours, "unrecognized arguments" for anything else. Returns 2. */
-static int missing_value(const char *name, const char *a)
-{
-	static const char *const ours[] = {
-	    "--model",
-	    "--host",
-	    "--port",
-	    "--max-model-len",
-	    "--tensor-parallel-size",
-	    "-tp",
-	    "--served-model-name",
-	    "--kv-transfer-config",
-	    "--api-key",
-	    "--kv-layers",
-	    "--kv-heads",
-	    "--head-dim",
-	    "--dtype-bytes",
-	    "--hidden-size",
-	    "--ns-per-token",
-	    "--kv-miss-policy",
-	    "--kv-wait-timeout",
-	    "--kv-select-timeout",
-	    "--kv-frame-format",
-	    "--kv-miss-mode",
-	    "--kv-zmq-bind-host",
-	    "--bootstrap-host",
-	    "--fault",
-	    "--vllm-version",
-	    "--v1-shape",
-	    "--data-parallel-size",
-	    "-dp",
-	    "--block-size",
-	    "--num-gpu-blocks-override",
-	    "--kv-cache-device",
-	    "--kv-groups",
-	    "--record-requests",
-	};
-	for (size_t k = 0; k < PD_ARRAY_SIZE(ours); k++)
-		if (!strcmp(name, ours[k]) || sa_limits_is_flag(name)) {
-			usage_error("argument %s: expected one argument%s", name, "");
-			return 2;
-		}
-	usage_error("unrecognized arguments: %s%s", a, "");
-	return 2;
-}
-
-/* One value-taking flag of ours: 0 done, 2 usage error (printed), 1 not ours. */
-static int value_flag(const char *name, const char *val, const char *inl, int argc, char **argv,
-                      int *i, struct sa_opts *o)
-{
-	static const char *const policies[] = {"recompute", "fail", "wait"};
-	static const char *const frames[] = {"pickle", "u64be"};
-	static const char *const modes[] = {"old", "new"};
-	int64_t v;
-
-	if (!strcmp(name, "--model")) {
-		o->model = val;
-	} else if (!strcmp(name, "--host")) {
-		o->host = val;
-	} else if (!strcmp(name, "--bootstrap-host")) {
-		o->boot_host = val; /* pdkv's own: vLLM always binds 0.0.0.0 */
-	} else if (!strcmp(name, "--port")) {
-		if (parse_int(name, val, 0, 65535, &v))
-			return 2;
-		o->port = (int)v;
-	} else if (!strcmp(name, "--max-model-len")) {
-		if (parse_int(name, val, 1, 1 << 24, &v))
-			return 2;
-		o->max_model_len = v;
-	} else if (!strcmp(name, "--tensor-parallel-size") || !strcmp(name, "-tp")) {
-		if (parse_int(name, val, 1, SA_MAX_TP, &v))
-			return 2;
-		o->tp = (int)v;
-	} else if (!strcmp(name, "--served-model-name")) {
-		/* argparse nargs='+': take following non-flag words too */
-		o->served[o->nserved++] = val;
-		while (!inl && *i + 1 < argc && argv[*i + 1][0] != '-' && o->nserved < SA_MAX_NAMES)
-			o->served[o->nserved++] = argv[++*i];
-	} else if (!strcmp(name, "--kv-transfer-config")) {
-		o->kv_transfer_config = val;
-	} else if (!strcmp(name, "--api-key")) {
-		o->api_key = val;
-	} else if (!strcmp(name, "--kv-layers")) {
-		if (parse_int(name, val, 1, 1024, &v))
-			return 2;
-		o->geom.layers = (int)v;
-	} else if (!strcmp(name, "--kv-heads")) {
-		if (parse_int(name, val, 1, 1024, &v))
-			return 2;
-		o->geom.kv_heads = (int)v;
-	} else if (!strcmp(name, "--head-dim")) {
-		if (parse_int(name, val, 1, 65536, &v))
-			return 2;
-		o->geom.head_dim = (int)v;
-	} else if (!strcmp(name, "--dtype-bytes")) {
-		if (parse_int(name, val, 1, 4, &v) || v == 3) {
-			if (v == 3)
-				usage_error("argument %s: expected 1, 2 or 4, got '%s'", name, val);
-			return 2;
-		}
-		o->geom.dtype_bytes = (int)v;
-	} else if (!strcmp(name, "--hidden-size")) {
-		if (parse_int(name, val, MDL_FOOTER_BYTES / 2, 1 << 20, &v))
-			return 2;
-		o->geom.hidden_size = (int)v;
-	} else if (!strcmp(name, "--ns-per-token")) {
-		if (parse_int(name, val, 0, 1000000000, &v))
-			return 2;
-		o->ns_per_token = (uint64_t)v;
-	} else if (!strcmp(name, "--kv-miss-policy")) {
-		if (choice(name, val, policies, 3, &o->miss_policy))
-			return 2;
-	} else if (!strcmp(name, "--kv-wait-timeout")) {
-		if (parse_int(name, val, 1, 3600000, &v))
-			return 2;
-		o->kv_wait_timeout_ms = (int)v;
-	} else if (!strcmp(name, "--kv-select-timeout")) {
-		if (parse_int(name, val, 0, 3600000, &v))
-			return 2;
-		o->kv_select_timeout_ms = (int)v;
-	} else if (!strcmp(name, "--kv-frame-format")) {
-		if (choice(name, val, frames, 2, &o->frame_format))
-			return 2;
-	} else if (!strcmp(name, "--kv-miss-mode")) {
-		if (choice(name, val, modes, 2, &o->miss_mode))
-			return 2;
-	} else if (!strcmp(name, "--kv-zmq-bind-host")) {
-		o->zmq_bind_host = val;
-	} else if (!strcmp(name, "--fault")) {
-		o->fault_spec = val;
-	} else if (!strcmp(name, "--vllm-version")) {
-		o->vllm_version = val;
-	} else if (!strcmp(name, "--v1-shape")) {
-		static const char *const shapes[] = {"b0", "b1", "b2", "bn", "bl"};
-		int k;
-
-		if (choice(name, val, shapes, 5, &k))
-			return 2;
-		o->v1_shape = shapes[k];
-	} else if (!strcmp(name, "--data-parallel-size") || !strcmp(name, "-dp")) {
-		if (parse_int(name, val, 1, SA_MAX_DP, &v))
-			return 2;
-		o->dp = (int)v;
-	} else if (!strcmp(name, "--block-size")) {
-		if (parse_int(name, val, 1, 4096, &v))
-			return 2;
-		o->block_size = (int)v;
-	} else if (!strcmp(name, "--kv-cache-device")) {
-		o->kv_cache_device = val; /* checked at startup (sa_gpu.c) */
-	} else if (!strcmp(name, "--kv-groups")) {
-		o->kv_groups = val; /* parsed at startup (sa_v1_hyb.c) */
-	} else if (!strcmp(name, "--num-gpu-blocks-override")) {
-		if (parse_int(name, val, 1, 1 << 24, &v))
-			return 2;
-		o->num_gpu_blocks = v;
-	} else if (!strcmp(name, "--record-requests")) {
-		o->record_requests = val;
-	} else if ((v = sa_limits_flag(name, val, o)) != 1) {
-		if (v)
-			return 2;
-	} else {
-		return 1;
-	}
-	return 0;
-}
-
-/* After the loop: the positional model, the fault spec, and the checks across flags. */
-static int finish(struct sa_opts *o, const char *positional)
-{
-	const char *fault_env = getenv("PDKV_FAULT");
-	char err[256];
-
-	if (positional)
-		o->model = positional;
-	if (!o->fault_spec && fault_env && *fault_env)
-		o->fault_spec = fault_env;
-	if (sa_fault_parse(o->fault_spec, &o->fault, err, sizeof(err))) {
-		usage_error("argument --fault / PDKV_FAULT: %s%s", err, "");
-		return 2;
-	}
-	if (mdl_geom_check(&o->geom, err, sizeof(err))) {
-		usage_error("%s%s", err, "");
-		return 2;
-	}
-	if (o->geom.kv_heads % o->tp) {
-		fputs(usage_line, stderr);
-		fprintf(
-		    stderr,
-		    "pdkv-standin: error: argument --tensor-parallel-size: %d does not divide the "
-		    "%d KV heads (--kv-heads)\n",
-		    o->tp, o->geom.kv_heads);
-		return 2;
-	}
-	if (!o->nserved)
-		o->served[o->nserved++] = o->model;
-	return 0;
-}
-
 int sa_args_parse(int argc, char **argv, struct sa_opts *o)
 {
-	const char *positional = NULL;
+	struct pd_opt vllm[SA_VLLM_ROWS], own[SA_OWN_ROWS], geom[SA_GEOM_ROWS],
+	    srv[PD_OPT_SERVER_ROWS], lim[SA_LIMIT_ROWS], ign[SA_IGNORED_ROWS];
+	char names[3072];
+	const struct pd_opt_group groups[] = {
+	    vllm_group(vllm, o),
+	    own_group(own, o),
+	    geom_group(geom, o),
+	    pd_opt_server_group(srv, &o->max_conns, &o->max_conns_per_client, &o->idle_timeout_s),
+	    sa_limits_group(lim, o),
+	    ignored_group(ign, names, sizeof(names)),
+	};
+	const struct pd_opt_spec spec = {.prog = "pdkv-standin",
+	                                 .usage = usage_text,
+	                                 .footer = footer_text,
+	                                 .groups = groups,
+	                                 .ngroups = PD_ARRAY_SIZE(groups),
+	                                 .max_pos = 2,
+	                                 .vllm_style = true};
+	char *pos[2];
+	int npos = 0, rc, k = 0;
 
 	set_defaults(o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL, *inl;
-		char name[64];
-		bool known = false;
-		int rc;
-
-		if (a[0] != '-' || !a[1]) {
-			if (!positional && !strcmp(a, "serve") && i == 1)
-				continue;
-			if (positional) {
-				usage_error("unrecognized arguments: %s%s", a, "");
-				return 2;
-			}
-			positional = a;
-			continue;
-		}
-		split_flag(a, name, sizeof(name), &inl);
-		if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
-			print_help();
-			return 1;
-		}
-		if (!strcmp(name, "--version")) {
-			pd_version_print(stdout, "pdkv-standin");
-			return 1;
-		}
-		/* Boolean flags of our own. */
-		if (!strcmp(name, "--dry-run")) {
-			o->dry_run = true;
-			continue;
-		}
-		if (!strcmp(name, "--list-versions")) {
-			o->list_versions = true;
-			continue;
-		}
-		if (!strcmp(name, "--kv-mla")) {
-			o->kv_mla = true;
-			continue;
-		}
-		if (!strcmp(name, "--enable-prompt-tokens-details")) {
-			o->prompt_tokens_details = true;
-			continue;
-		}
-		for (size_t k = 0; k < PD_ARRAY_SIZE(ignored); k++) {
-			if (strcmp(name, ignored[k].name))
-				continue;
-			known = true;
-			if (ignored[k].kind == A_VALUE && !inl) {
-				if (i + 1 >= argc) {
-					usage_error("argument %s: expected one argument%s", name,
-					            "");
-					return 2;
-				}
-				i++;
-			} else if (ignored[k].kind == A_BOOL && !inl && i + 1 < argc &&
-			           (!strcasecmp(argv[i + 1], "true") ||
-			            !strcasecmp(argv[i + 1], "false"))) {
-				i++; /* vLLM's optional-bool form: --enable-chunked-prefill False */
-			}
-			pd_info("note: vLLM flag %s is accepted and ignored by pdkv-standin", name);
-			break;
-		}
-		if (known)
-			continue;
-		/* Everything else we know takes one value. */
-		val = inl;
-		if (!val) {
-			if (i + 1 >= argc || (argv[i + 1][0] == '-' && argv[i + 1][1] == '-'))
-				return missing_value(name, a);
-			val = argv[++i];
-		}
-		rc = value_flag(name, val, inl, argc, argv, &i, o);
-		if (rc == 1)
-			usage_error("unrecognized arguments: %s%s", a, "");
-		if (rc)
-			return 2;
-	}
-	return finish(o, positional);
+	snprintf(
+	    footer_text, sizeof(footer_text),
+	    "\nvLLM flags accepted, noted in the log and ignored:%s.\n"
+	    "Server limits default to %u connections, %u per client, %u s idle.\n"
+	    "Environment (V1): VLLM_MOONCAKE_BOOTSTRAP_PORT (8998),\n"
+	    "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (480), VLLM_DISABLE_REQUEST_ID_RANDOMIZATION,\n"
+	    "VLLM_HOST_IP. Errors: one line \"pdkv-standin: ...\" on stderr, exit 2.\n",
+	    names, SA_DEFAULT_MAX_CONNS, SA_DEFAULT_MAX_CONNS_PER_CLIENT,
+	    SA_DEFAULT_IDLE_TIMEOUT_S);
+	rc = pd_opt_parse(&spec, argc, argv, 1, pos, &npos);
+	if (rc)
+		return rc;
+	if (npos && argc > 1 && pos[0] == argv[1] && !strcmp(pos[0], "serve"))
+		k = 1; /* `vllm serve MODEL` */
+	if (npos - k > 1)
+		return pd_opt_fail(&spec, "unexpected argument \"%s\"", pos[k + 1]);
+	return finish(&spec, o, npos > k ? pos[k] : NULL);
 }

@@ -1,22 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sa_limits: pdkv-standin's server limits (issues 11, 34) — the connection, idle and body flags of
- * the HTTP server and the V0 connector's side-channel limits, parsed apart from vLLM's flags. */
+/* sa_limits: pdkv-standin's server limits (issues 11, 34) — the body and V0 side-channel limit
+ * rows of its option table (the connection limits are pd_opt's shared server group). */
 #include "sa.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "pd_util.h"
-
-static const struct {
-	const char *name;
-	int64_t lo, hi;
-} flags[] = {
-    {"--max-connections", 1, 1000000},      {"--max-connections-per-client", 1, 1000000},
-    {"--idle-timeout", 1, 86400},           {"--kv-zmq-max-msg-bytes", 64, 1ll << 30},
-    {"--kv-insert-timeout-ms", 0, 3600000}, {"--kv-block-wait-timeout-ms", 0, 3600000},
-    {"--max-body", 1024, 1ll << 34},        {"--max-body-in-flight", 1024, 1ll << 36},
-};
 
 void sa_limits_default(struct sa_opts *o)
 {
@@ -30,72 +20,53 @@ void sa_limits_default(struct sa_opts *o)
 	o->max_body_in_flight = SA_DEFAULT_MAX_BODY_IN_FLIGHT;
 }
 
-bool sa_limits_is_flag(const char *name)
+/* --kv-insert-timeout-ms: 0 = wait until shutdown, as vLLM (kvc: < 0); kvc's own 0 is its
+ * 5 s default, which the flag's absence keeps. */
+static int opt_insert_timeout(const char *v, void *dst, void *ud)
 {
-	if (!strcmp(name, "--kv-integrity-policy"))
-		return true;
-	for (size_t i = 0; i < PD_ARRAY_SIZE(flags); i++)
-		if (!strcmp(name, flags[i].name))
-			return true;
-	return false;
+	int64_t n;
+	(void)ud;
+	if (pd_parse_i64(v, &n) || n < 0 || n > 3600000)
+		return -1;
+	*(int *)dst = n == 0 ? -1 : (int)n;
+	return 0;
 }
 
-int sa_limits_flag(const char *name, const char *val, struct sa_opts *o)
+#define LIMIT(nm, ty, d, lo, hi, a, h)                                                             \
+	(struct pd_opt)                                                                            \
+	{                                                                                          \
+		.name = nm, .type = ty, .dst = d, .min = lo, .max = hi, .arg = a, .help = h,       \
+		.want = "a whole number " #lo ".." #hi                                             \
+	}
+
+struct pd_opt_group sa_limits_group(struct pd_opt *rows, struct sa_opts *o)
 {
-	if (!strcmp(name, "--kv-integrity-policy")) {
-		static const char *const pol[] = {"off", "fail", "recompute"};
-		for (int i = 0; i < 3; i++)
-			if (!strcmp(val, pol[i])) {
-				o->kv_integrity_policy = i;
-				return 0;
-			}
-		fprintf(stderr,
-		        "pdkv-standin: error: argument --kv-integrity-policy: invalid choice: '%s' "
-		        "(choose from 'off', 'fail', 'recompute')\n",
-		        val);
-		return 2;
-	}
-	for (size_t i = 0; i < PD_ARRAY_SIZE(flags); i++) {
-		int64_t v;
-		if (strcmp(name, flags[i].name))
-			continue;
-		if (pd_parse_i64(val, &v) || v < flags[i].lo || v > flags[i].hi) {
-			fprintf(
-			    stderr,
-			    "pdkv-standin: error: argument %s: expected a whole number %lld..%lld, "
-			    "got '%s'\n",
-			    name, (long long)flags[i].lo, (long long)flags[i].hi, val);
-			return 2;
-		}
-		switch (i) {
-		case 0:
-			o->max_conns = (unsigned)v;
-			break;
-		case 1:
-			o->max_conns_per_client = (unsigned)v;
-			break;
-		case 2:
-			o->idle_timeout_s = (unsigned)v;
-			break;
-		case 3:
-			o->kv_zmq_max_msg_bytes = v;
-			break;
-		case 5:
-			o->kv_block_wait_ms = (int)v; /* 0 = fail at once when the pool is short */
-			break;
-		case 6:
-			o->max_body = v;
-			break;
-		case 7:
-			o->max_body_in_flight = v;
-			break;
-		case 4:
-			/* 0 = wait until shutdown, as vLLM (kvc: < 0); kvc's 0 is its 5 s default
-			 */
-			o->kv_insert_timeout_ms = v == 0 ? -1 : (int)v;
-			break;
-		}
-		return 0;
-	}
-	return 1;
+	size_t n = 0;
+	rows[n++] = LIMIT("kv-zmq-max-msg-bytes", PD_OPT_I64, &o->kv_zmq_max_msg_bytes, 64,
+	                  1073741824, "N", "V0 side channel: largest message (default 4096)");
+	rows[n++] = (struct pd_opt){.name = "kv-insert-timeout-ms",
+	                            .type = PD_OPT_FN,
+	                            .dst = &o->kv_insert_timeout_ms,
+	                            .arg = "MS",
+	                            .help = "V0: how long an insert waits (0 = until shutdown)",
+	                            .want = "a whole number 0..3600000",
+	                            .fn = opt_insert_timeout};
+	rows[n++] =
+	    LIMIT("kv-block-wait-timeout-ms", PD_OPT_INT, &o->kv_block_wait_ms, 0, 3600000, "MS",
+	          "V1: how long a request waits for free KV blocks\n(default 120000; "
+	          "0 = fail at once)");
+	rows[n++] = LIMIT("max-body", PD_OPT_I64, &o->max_body, 1024, 17179869184, "BYTES",
+	                  "one request's body (default 64 MiB; larger -> 413)");
+	rows[n++] =
+	    LIMIT("max-body-in-flight", PD_OPT_I64, &o->max_body_in_flight, 1024, 68719476736,
+	          "BYTES", "all bodies being received or held at once\n(default 256 MiB)");
+	rows[n++] = (struct pd_opt){.name = "kv-integrity-policy",
+	                            .type = PD_OPT_CHOICE,
+	                            .dst = &o->kv_integrity_policy,
+	                            .arg = "P",
+	                            .choices = "off|fail|recompute",
+	                            .help = "KV failing its checksum: off (decode from it, as\n"
+	                                    "vLLM), fail, recompute",
+	                            .want = "a value to choose from 'off', 'fail', 'recompute'"};
+	return (struct pd_opt_group){.title = "limits (pdkv's own)", .opts = rows, .nopts = n};
 }

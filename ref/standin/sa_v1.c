@@ -100,7 +100,7 @@ static int v1_start(struct sa *s)
 		snprintf(boot_url, sizeof(boot_url),
 		         strchr(s->o.boot_host, ':') ? "http://[%s]:%d" : "http://%s:%d",
 		         s->o.boot_host, bport);
-	if (s->boot_addr[0]) /* bootstrap_server_address: register there (main.c) */
+	if (s->boot_addr[0]) /* bootstrap_server_address: register there (standin_main.c) */
 		snprintf(boot_url, sizeof(boot_url), "http://%s", s->boot_addr);
 	for (int d = 0; d < s->o.dp; d++)
 		for (int r = 0; r < s->o.tp; r++) {

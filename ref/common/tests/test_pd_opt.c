@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_pd_opt: the table-driven option parser — every value type, both spellings, the
- * "expected X, got Y" exit 2, help from the table, positional arguments. */
+ * "expected X, got Y" exit 2, help from the table, positional arguments, option groups, nargs
+ * words, single-dash long names and vLLM's spellings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,12 +93,82 @@ static void test_help(void **state)
 	free(out);
 }
 
+/* Groups, argparse nargs words, single-dash long names, vLLM's '_' = '-', the error buffer. */
+static const char *words[4];
+static int nwords, tp;
+static unsigned conns, per, idle;
+
+static int take(const char *v, void *dst, void *ud)
+{
+	(void)dst;
+	(void)ud;
+	if (nwords >= 4)
+		return -1;
+	words[nwords++] = v;
+	return 0;
+}
+
+static int take_more(const char *w, void *dst, void *ud)
+{
+	return take(w, dst, ud) ? -1 : 1;
+}
+
+static int parse_ext(int argc, char **argv, char *err, size_t errsz)
+{
+	static const struct pd_opt own[] = {
+	    {.name = "names", .type = PD_OPT_FN, .fn = take, .more = take_more, .help = "n"},
+	    {.name = "-tp", .type = PD_OPT_INT, .dst = &tp, .min = 1, .max = 8, .help = "tp"},
+	    {.name = "max-model-len", .type = PD_OPT_INT, .dst = &n, .help = "len"},
+	};
+	struct pd_opt srv[PD_OPT_SERVER_ROWS];
+	struct pd_opt_group g[] = {pd_opt_server_group(srv, &conns, &per, &idle)};
+	const struct pd_opt_spec s = {.prog = "t",
+	                              .opts = own,
+	                              .nopts = 3,
+	                              .groups = g,
+	                              .ngroups = 1,
+	                              .vllm_style = true,
+	                              .err = err,
+	                              .errsz = errsz};
+	nwords = 0;
+	return pd_opt_parse(&s, argc, argv, 1, NULL, NULL);
+}
+
+static void test_extensions(void **state)
+{
+	char *ok[] = {
+	    "t", "--names",           "a", "b", "--max_model_len=7", "-tp", "2", "--idle-timeout",
+	    "9", "--max_connections", "5"};
+	char *inl[] = {"t", "--names=a", "b"}, *dash_val[] = {"t", "--max-model-len", "--names"};
+	char *bad_grp[] = {"t", "--idle-timeout", "0"}, *unknown[] = {"t", "--nope=1"};
+	char err[200] = "";
+	(void)state;
+	assert_int_equal(parse_ext(11, ok, err, sizeof(err)), 0);
+	assert_int_equal(nwords, 2);
+	assert_string_equal(words[1], "b");
+	assert_int_equal(n, 7);
+	assert_int_equal(tp, 2);
+	assert_int_equal(idle, 9);
+	assert_int_equal(conns, 5);
+	/* --names=a takes no more words: "b" is a stray positional */
+	assert_int_equal(parse_ext(3, inl, err, sizeof(err)), 2);
+	assert_string_equal(err, "t: unexpected argument \"b\"");
+	/* vLLM style: a word starting with "--" is not a value */
+	assert_int_equal(parse_ext(3, dash_val, err, sizeof(err)), 2);
+	assert_string_equal(err, "t: --max-model-len: missing value");
+	assert_int_equal(parse_ext(3, bad_grp, err, sizeof(err)), 2);
+	assert_string_equal(err, "t: --idle-timeout: expected a whole number 1..86400, got \"0\"");
+	assert_int_equal(parse_ext(2, unknown, err, sizeof(err)), 2);
+	assert_string_equal(err, "t: unknown option --nope (see t --help)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_values),
 	    cmocka_unit_test(test_errors),
 	    cmocka_unit_test(test_help),
+	    cmocka_unit_test(test_extensions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

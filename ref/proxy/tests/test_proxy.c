@@ -602,7 +602,7 @@ static void test_binary_flags(void **state)
 	assert_has(out, "--contract: expected v0, toy, mooncake or auto");
 	free(out);
 	assert_int_equal(run_bin((const char *[]){"--bogus", NULL}, &out), 2);
-	assert_has(out, "unknown flag \"--bogus\"");
+	assert_has(out, "pdkv-proxy: unknown option --bogus");
 	free(out);
 	assert_int_equal(run_bin((const char *[]){"--decode", "nohostport", NULL}, &out), 2);
 	assert_has(out, "--decode: expected http://host:port or host:port");

@@ -190,7 +190,7 @@ static void bad(const char *needle, ...)
 static void test_errors(void **state)
 {
 	(void)state;
-	bad("unknown flag \"--bogus\"", "--bogus", NULL);
+	bad("pdkv-proxy: unknown option --bogus (see pdkv-proxy --help)", "--bogus", NULL);
 	bad("--port: expected 0..65535", "--port", "x", NULL);
 	bad("--port: expected 0..65535", "--port", "70000", NULL);
 	bad("--prefill: missing value", "--prefill", NULL);

@@ -12,7 +12,7 @@ tl_one_server
 # ---- flags ----
 "$BIN" --model m --bogus-flag 1 >"$TMP/o" 2>&1; rc=$?
 check "unknown flag exits 2 (got $rc)" [ $rc -eq 2 ]
-check "unknown flag message like argparse" grep -q "unrecognized arguments: --bogus-flag" "$TMP/o"
+check "unknown flag message in the common style" grep -q "pdkv-standin: unknown option --bogus-flag" "$TMP/o"
 "$BIN" --port notaport >"$TMP/o" 2>&1; rc=$?
 check "bad --port exits 2 (got $rc)" [ $rc -eq 2 ]
 "$BIN" --kv-miss-policy sometimes >"$TMP/o" 2>&1; rc=$?

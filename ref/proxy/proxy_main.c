@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include "pd_version.h"
 
 int main(int argc, char **argv)
 {
@@ -18,15 +17,12 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int ret, port, sig = 0;
 
-	if (pd_version_asked(argc, argv, "pdkv-proxy"))
-		return 0;
-
 	pd_log_set_name("pdkv-proxy");
 	ret = px_parse_args(argc, argv, &o, err, sizeof(err));
 	if (ret == 1)
 		return 0;
 	if (ret) {
-		fprintf(stderr, "pdkv-proxy: %s (see pdkv-proxy --help)\n", err);
+		fprintf(stderr, "%s\n", err);
 		return 2;
 	}
 	/* handled by sigwait below; every thread started from here on inherits the mask */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# config_cli.sh: the `pdkv config check` / `pdkv ports` command-line contract — exit codes 0/1/2,
+# test_config_cli.sh: the `pdkv config check` / `pdkv ports` command-line contract — exit codes 0/1/2,
 # --json = exactly one JSON object on one stdout line, MOONCAKE_CONFIG_PATH read like vLLM.
 set -u
 B=${PDKV_BIN:-build/bin}
@@ -73,5 +73,5 @@ expect 1 "zk:// aborts" -- "$B/pdkv" config check --mooncake-config $FX/ms-zk.js
 grep -q '"error":"process abort (Mooncake LOG(FATAL)): Unable to find metadata storage plugin zk"' /tmp/pdkv-cli.$$.out ||
 	{ echo "FAIL: zk: wrong vLLM verdict"; fails=$((fails + 1)); }
 rm -f /tmp/pdkv-cli.$$.out /tmp/pdkv-cli.$$.err
-echo "config_cli.sh: $fails failure(s)"
+echo "test_config_cli.sh: $fails failure(s)"
 [ "$fails" = 0 ]

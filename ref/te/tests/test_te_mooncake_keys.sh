@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# te_mooncake_keys: key order and start-up as Mooncake, seen by real stores — rpc_meta is
+# test_te_mooncake_keys: key order and start-up as Mooncake, seen by real stores — rpc_meta is
 # written before the segment key and deleted first (redis MONITOR); the initiator's buffers
 # are published before it reads the target's segment (bench registers first); a stale
 # rpc_meta refused by pdkv-metaserver --reject-duplicate-rpc-meta fails the start, is removed

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# pydantic_diff.sh: differential test of pdkv's --kv-transfer-config coercion against real
+# test_pydantic_diff.sh: differential test of pdkv's --kv-transfer-config coercion against real
 # pydantic v2 driving a replica of vLLM V0's KVTransferConfig (docs/vllm-v0.md): same
 # accept/reject, same error lines (input_value excepted). SKIPs (77) without python3+pydantic 2.
 set -u
@@ -59,6 +59,6 @@ for c in cases:
         fails += 1
         if fails <= 5:
             print(f'MISMATCH {c}\n  pydantic: {want}\n  pdkv:     {got}')
-print(f'pydantic_diff: {len(cases)} configs ({rejected} rejected by pydantic), {fails} mismatches')
+print(f'test_pydantic_diff: {len(cases)} configs ({rejected} rejected by pydantic), {fails} mismatches')
 sys.exit(1 if fails else 0)
 PY

@@ -209,12 +209,31 @@ static int list_dir(const char *dir, char ***out, size_t *n)
 		if (l < 6 || strcmp(e->d_name + l - 5, ".json") || e->d_name[0] == '.')
 			continue;
 		t = realloc(*out, (*n + 1) * sizeof(char *));
-		if (!t)
-			break;
+		if (!t) {
+			closedir(d);
+			return -ENOMEM;
+		}
 		*out = t;
-		(*out)[(*n)++] = pd_asprintf("%s/%s", dir, e->d_name);
+		if (!((*out)[*n] = pd_asprintf("%s/%s", dir, e->d_name))) {
+			closedir(d);
+			return -ENOMEM;
+		}
+		(*n)++;
 	}
 	closedir(d);
+	return 0;
+}
+
+/* One more file name (a copy) at the end of su's list: 0 or -ENOMEM. */
+static int add_file(char ***files, size_t *n, const char *name)
+{
+	char **t = realloc(*files, (*n + 1) * sizeof(char *));
+	if (!t)
+		return -ENOMEM;
+	*files = t;
+	if (!(t[*n] = strdup(name)))
+		return -ENOMEM;
+	(*n)++;
 	return 0;
 }
 
@@ -288,12 +307,16 @@ static int collect_files(const struct args *a, struct suite *su)
 	}
 	for (int i = 0; i < a->nfiles; i++) {
 		size_t before = su->nfiles;
+		int rc;
 		if (is_dir(a->files[i])) {
-			list_dir(a->files[i], &su->files, &su->nfiles);
+			rc = list_dir(a->files[i], &su->files, &su->nfiles);
 			qsort(su->files + before, su->nfiles - before, sizeof(char *), cmp_str);
 		} else {
-			su->files = realloc(su->files, (su->nfiles + 1) * sizeof(char *));
-			su->files[su->nfiles++] = strdup(a->files[i]);
+			rc = add_file(&su->files, &su->nfiles, a->files[i]);
+		}
+		if (rc == -ENOMEM) {
+			fprintf(stderr, "pdkv run: out of memory listing %s\n", a->files[i]);
+			return 2;
 		}
 	}
 	return 0;

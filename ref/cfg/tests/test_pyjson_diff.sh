@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# pyjson_diff.sh: differential test of pdkv's Python-json reader against the real CPython
+# test_pyjson_diff.sh: differential test of pdkv's Python-json reader against the real CPython
 # json.load on 200 (PDKV_PYJSON_N) mutated mooncake.json files — every exception text must match byte for byte.
 # One python3 process drives it (a few seconds). SKIPs (77) when python3 is not installed.
 set -u
@@ -47,6 +47,6 @@ for i in range(N):
         fails += 1
         if fails <= 5:
             print(f'MISMATCH {bytes(s)[:100]!r}\n  python: {want}\n  pdkv:   {got}')
-print(f'pyjson_diff: {N} files, {fails} mismatches against Python {sys.version.split()[0]}')
+print(f'test_pyjson_diff: {N} files, {fails} mismatches against Python {sys.version.split()[0]}')
 sys.exit(1 if fails else 0)
 PY
