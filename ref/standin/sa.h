@@ -264,6 +264,9 @@ struct sa_kvmap {
 	/* t0[l]: layer l's first position the model keeps (a sliding window's, sa_v1_hyb.c);
 	 * rows before it are neither written, read nor hashed. NULL: every position. */
 	const size_t *t0;
+	/* bytes from one head's row of the segment to the next (a head-major block, SA_KV_HEADS);
+	 * 0: the rank's heads are adjacent rows */
+	size_t hstride;
 };
 /* Writes the fake model's KV of tokens for nsh ranks where map says (NULL: nowhere, rows are only
  * hashed), hashing as it goes: *seed = mdl_kv_checksum of the whole KV, sums[k] (if sums) of rank
@@ -328,11 +331,14 @@ void sa_stage(struct sa_req *r, const char *name, uint64_t *t);
 int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
 
 /* V1 consumer block layout (sa_v1.c): the KV buffer of (layer, keys/values) and where rank k's
- * row of position t sits in the request's blocks blk[k]. */
+ * row of position t sits in the request's blocks blk[k] (its first head's row; the next heads'
+ * follow at sa_v1_hstride when that is not 0). */
 int sa_v1_buf(const struct sa *s, bool value, int l);
 uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k);
 /* Rank k's row of (layer l, position t) in block id. */
 uint8_t *sa_v1_seg_id(struct sa *s, int dp, int k, int64_t id, bool value, int l, size_t t);
+/* sa_kvmap.hstride of the stand-in's block layout (0 unless head-major). */
+size_t sa_v1_hstride(const struct sa *s);
 /* The same in a grouped layout (gl NULL: one group); NULL for a position outside its group's
  * blocks. */
 uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_glay *gl,

@@ -43,17 +43,18 @@ uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l,
 
 uint8_t *sa_v1_seg_id(struct sa *s, int dp, int k, int64_t id, bool value, int l, size_t t)
 {
-	size_t row = row_bytes(s), bs = (size_t)s->o.block_size;
-	uint8_t *b = kv1_block(s->w[dp][k], sa_v1_buf(s, value, l), id);
+	const struct mdl_geom *g = &s->o.geom;
+	size_t bs = (size_t)s->o.block_size, hrow = mdl_kv_row_bytes(g);
 
-	switch (s->kv_layout) {
-	case SA_KV_MLA: /* per token: its K row, its V row */
-		return b + (t % bs) * 2 * row + (value ? row : 0);
-	case SA_KV_JOINED: /* [K rows of the block | V rows] */
-		return b + (value ? bs * row : 0) + (t % bs) * row;
-	default:
-		return b + (t % bs) * row;
-	}
+	return kv1_block(s->w[dp][k], sa_v1_buf(s, value, l), id) +
+	       sa_v1_layout_off(s->kv_layout, bs, (size_t)(g->kv_heads / s->o.tp), hrow, value,
+	                        t % bs, 0);
+}
+
+size_t sa_v1_hstride(const struct sa *s)
+{
+	return sa_v1_layout_hstride(s->kv_layout, (size_t)s->o.block_size,
+	                            mdl_kv_row_bytes(&s->o.geom));
 }
 
 uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_glay *gl,
@@ -105,7 +106,9 @@ static int v1_start(struct sa *s)
 	int bport = 0, order[KV1_MAX_BUFS];
 	uint8_t bgrp[KV1_MAX_BUFS];
 
-	s->kv_layout = sa_v1_layout(s->o.kv_mla, s->gen);
+	if (sa_gpu_setup(s) || sa_hyb_start(s))
+		return -1;
+	s->kv_layout = sa_v1_layout(s->o.kv_mla, s->gen, s->gpu != NULL);
 	/* split buffers: every layer's keys before any values, the order the consumer hashes
 	 * them in while they land (sa_v1_check.c); one buffer per layer: layer order */
 	bool keys_first = s->kv_layout == SA_KV_SPLIT && 2 * (size_t)g->layers <= KV1_MAX_BUFS;
@@ -114,9 +117,6 @@ static int v1_start(struct sa *s)
 		order[l] = 2 * l;
 		order[g->layers + l] = 2 * l + 1;
 	}
-
-	if (sa_gpu_setup(s) || sa_hyb_start(s))
-		return -1;
 
 	if (s->producer && cfg_gen_is_b(s->gen) && !s->boot_addr[0]) {
 		/* vLLM: MooncakeBootstrapServer("0.0.0.0", port) (mooncake_connector.py @
@@ -291,7 +291,7 @@ static int produce(struct sa *s, struct sa_req *r)
 	int d = r->dp, ret;
 	uint64_t t0 = pd_now_ns(), ts = t0;
 	struct blkmap m = {s, r->dp, r->blk, &r->glay};
-	struct sa_kvmap map = {blk_seg, &m, NULL};
+	struct sa_kvmap map = {blk_seg, &m, NULL, sa_v1_hstride(s)};
 	size_t *w0 = NULL;
 
 	sa_hyb_layout(s, r->ntok, false, &r->glay); /* every group, every block */
@@ -361,7 +361,7 @@ static int local_compute(struct sa *s, struct sa_req *r, bool recompute)
 {
 	uint64_t t0 = pd_now_ns(), ts = t0;
 	size_t *w0 = NULL;
-	struct sa_kvmap win = {NULL, NULL, NULL}; /* hybrid: a sliding layer's window only */
+	struct sa_kvmap win = {NULL, NULL, NULL, 0}; /* hybrid: a sliding layer's window only */
 	int ret = sa_hyb_t0(s, r->ntok, &w0);
 
 	win.t0 = w0;
@@ -576,7 +576,7 @@ static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, const struc
                       struct expect *e)
 {
 	struct blkmap m = {s, r->dp, blk, gl};
-	struct sa_kvmap map = {blk_seg, &m, e->win.t0};
+	struct sa_kvmap map = {blk_seg, &m, e->win.t0, sa_v1_hstride(s)};
 	struct hostrows hr = {NULL, NULL, r->ntok, row_bytes(s)};
 	uint64_t ts = pd_now_ns();
 	int ret = 0;
@@ -597,7 +597,7 @@ static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, const struc
 			          ? -EIO
 			          : 0;
 		}
-		map = (struct sa_kvmap){host_seg, &hr, NULL};
+		map = (struct sa_kvmap){host_seg, &hr, NULL, 0};
 	}
 	if (!ret)
 		ret = sa_kv_scan(&s->o.geom, r->tokens, r->ntok, s->o.tp, &map, &r->seed,
@@ -695,7 +695,7 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 		pd_sleep_ms(s->o.fault.delay_ms);
 	}
 	uint64_t ts = pd_now_ns();
-	struct expect e = {s, r, 0, 0, NULL, false, {NULL, NULL, NULL}};
+	struct expect e = {s, r, 0, 0, NULL, false, {NULL, NULL, NULL, 0}};
 
 	struct sa_verify *v = NULL;
 
