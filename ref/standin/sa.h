@@ -117,6 +117,7 @@ struct sa_counters {
 	atomic_uint_fast64_t fault_seq; /* requests that reached the transfer step (crash=N) */
 	/* vLLM V1 names */
 	atomic_uint_fast64_t src_local, src_cache, src_external, cached_tokens;
+	atomic_uint_fast64_t mamba_n1; /* D: requests loaded for N-1 tokens (Mamba/GDN) */
 	atomic_uint_fast64_t ext_queries, ext_hits, failed_recvs;
 };
 
@@ -150,9 +151,12 @@ extern const struct sa_conn sa_conn_v0, sa_conn_v1;
 #define SA_MAX_GROUPS 8
 struct sa_hyb {
 	int ng;                 /* groups; 0 = no --kv-groups */
-	int win[SA_MAX_GROUPS]; /* group g's sliding window in tokens, 0 = full attention */
+	int win[SA_MAX_GROUPS]; /* group g's sliding window in tokens, 0 = full attention,
+	                           SA_HYB_MAMBA = a Mamba/GDN group (MambaSpec) */
 	bool wire;              /* one block list per group on the wire (else one list) */
+	bool mamba;             /* a Mamba/GDN group: vLLM #46807's N-1 rule (sa_v1_hyb.c) */
 };
+#define SA_HYB_MAMBA (-1)
 /* A request's block ids on each rank, the groups' lists one after another: group g's cnt[g]
  * ids from off[g] hold its logical blocks first[g] .. first[g] + cnt[g] - 1. */
 struct sa_glay {
@@ -207,6 +211,13 @@ int sa_hyb_t0(const struct sa *s, size_t ntok, size_t **t0);
 /* kv1's buffer -> group table for nbufs buffers (layout of sa_v1_buf). */
 void sa_hyb_buf_groups(const struct sa *s, uint8_t *bg, int nbufs);
 int sa_hyb_group(const struct sa *s, int layer);
+/* Mamba/GDN (a "mamba" group, CFG_F_GDN_N1): the prompt tokens a remote prefill computes and
+ * sends for an ntok-token prompt, ntok - 1 (vLLM #46807), else ntok. */
+size_t sa_hyb_remote_tokens(const struct sa *s, size_t ntok);
+/* D, after r's N-1 tokens were loaded (r->n1_full set, r->ntok = N-1): back to N tokens, the last
+ * one recomputed from the loaded state (its counters; the generation seed becomes the whole
+ * prompt's unless the loaded KV failed the check). 0 or -errno. */
+int sa_hyb_n1_done(struct sa *s, struct sa_req *r);
 /* P, at the request's end: rank w's ids in layout all (every block) -> out, the window-clipped
  * lists one after another (gcnt[g] each); the blocks left out are freed. The count in out. */
 size_t sa_hyb_clip_send(struct sa *s, struct kv1_worker *w, size_t ntok, const struct sa_glay *all,
@@ -219,6 +230,7 @@ struct sa_req {
 	const char *model_name;
 	int64_t *tokens;
 	size_t ntok;
+	size_t n1_full; /* V1 Mamba/GDN decode: the prompt's length while ntok is N-1 (else 0) */
 	int64_t max_tokens;
 	bool ignore_eos;
 	bool stream, include_usage;

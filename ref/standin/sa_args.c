@@ -115,7 +115,7 @@ static const char usage_line[] =
     "                    [--vllm-version X.Y[.Z]] [--v1-shape b0|b1|b2|bn|bl] [--list-versions]\n"
     "                    [--data-parallel-size N] [--block-size N] [--num-gpu-blocks-override N]\n"
     "                    [--kv-cache-device cpu|cuda|cuda:N]\n"
-    "                    [--kv-mla] [--kv-groups full|sliding:W,...]\n"
+    "                    [--kv-mla] [--kv-groups full|sliding:W|mamba,...]\n"
     "                    [--enable-prompt-tokens-details] [--version] [-h]\n"
     "                    [--max-connections N] [--max-connections-per-client N]\n"
     "                    [--idle-timeout SEC] [--kv-zmq-max-msg-bytes N]\n"

@@ -362,7 +362,13 @@ static int local_compute(struct sa *s, struct sa_req *r, bool recompute)
 	uint64_t t0 = pd_now_ns(), ts = t0;
 	size_t *w0 = NULL;
 	struct sa_kvmap win = {NULL, NULL, NULL, 0}; /* hybrid: a sliding layer's window only */
-	int ret = sa_hyb_t0(s, r->ntok, &w0);
+	int ret;
+
+	if (r->n1_full) { /* Mamba/GDN decode recomputing: the whole prompt */
+		r->ntok = r->n1_full;
+		r->n1_full = 0;
+	}
+	ret = sa_hyb_t0(s, r->ntok, &w0);
 
 	win.t0 = w0;
 	if (!ret)
@@ -391,6 +397,13 @@ static int prefill_producer(struct sa *s, struct sa_req *r, const char **msg, ch
 	int ret;
 
 	r->send_tracked = track_send(s, r);
+	if (r->send_tracked && sa_hyb_remote_tokens(s, r->ntok) != r->ntok) {
+		/* Mamba/GDN: on_new_request drops the last prompt token (#46807) */
+		pd_dbg("request %s: Mamba/GDN model: prefilling %zu of %zu prompt tokens for the "
+		       "decode",
+		       r->id, r->ntok - 1, r->ntok);
+		r->ntok--;
+	}
 	if (r->send_tracked && s->gen == CFG_GEN_A)
 		for (int k = 0; k < s->o.tp; k++)
 			kv1_send_expect(s->w[r->dp][k], r->send_key);
@@ -668,7 +681,7 @@ static int check_blocks(struct sa *s, struct sa_req *r, struct sa_verify **vp, i
 	return 0;
 }
 
-static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
+static int consumer_pull(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	int64_t *blk[SA_MAX_TP] = {0};
 	struct sa_glay gl; /* the window-clipped lists D asks for (get_sw_clipped_blocks) */
@@ -785,6 +798,26 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 	        r->id, r->ntok);
 	r->kv_note = "recomputed(load failure)";
 	return local_compute(s, r, true) ? 500 : 0;
+}
+
+/* A Mamba/GDN model loads N-1 tokens and recomputes the last one (sa_hyb_n1_done). */
+static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
+{
+	size_t n = sa_hyb_remote_tokens(s, r->ntok);
+	int ret;
+
+	if (n == r->ntok || !params_valid(s, r))
+		return consumer_pull(s, r, msg, msg_alloc);
+	r->n1_full = r->ntok;
+	r->ntok = n;
+	ret = consumer_pull(s, r, msg, msg_alloc);
+	if (r->n1_full && !ret) /* loaded (a recompute restored ntok itself) */
+		ret = sa_hyb_n1_done(s, r) ? 500 : 0;
+	if (r->n1_full) { /* failed */
+		r->ntok = r->n1_full;
+		r->n1_full = 0;
+	}
+	return ret;
 }
 
 static int v1_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
