@@ -85,6 +85,11 @@ struct kv1_opts {
 	 * (_build_transfer_params). Needs a gen-B shape from B2 on. */
 	int kv_groups;
 	const uint8_t *buf_group;
+	/* PP on the prefill side (vLLM #44528): this worker is pipeline stage pp_rank (registered
+	 * with the bootstrap server as such) and its buffers hold layers first_layer .. (Bl:
+	 * registered_layer_names / _indices start there; a prefill aligns regions by name, so a
+	 * stage writes only its layers into a decode that registered them all) */
+	int pp_rank, first_layer;
 };
 
 struct kv1_worker;

@@ -543,15 +543,36 @@ static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id,
 		t[0] = e->ntp ? w->o.tp_rank % e->ntp : 0;
 		*naddr = 1;
 	}
+	/* PP (receive_kv, mooncake_connector.py @ 00f4240e): our PP size is 1, so a tp rank with
+	 * one pp rank 0 is pulled from it alone, else from every pp rank in order (each writes
+	 * the layers it owns) */
+	int n = 0;
+
 	for (int i = 0; !ret && i < *naddr; i++) {
-		if (!e->ntp || t[i] >= e->ntp || !e->addr[t[i]]) {
+		if (!e->ntp || t[i] >= e->ntp || !e->npp[t[i]]) {
 			kv1_set_err(err, errsz, "bootstrap server %s: engine %s has no tp rank %d",
 			            boot, engine_id, t[i]);
 			ret = -ENOENT;
-		} else {
-			snprintf(addr[i], KV1_BOOT_ADDR_MAX + 1, "%s", e->addr[t[i]]);
+			break;
+		}
+		for (int p = 0; p < KV1_QUERY_MAX_PP; p++) {
+			const char *a = e->pp_addr[t[i] * KV1_QUERY_MAX_PP + p];
+
+			if (!a)
+				continue;
+			if (n == KV1_MAX_PULLS) {
+				kv1_set_err(
+				    err, errsz,
+				    "bootstrap server %s: engine %s: more than %d P workers "
+				    "to pull from",
+				    boot, engine_id, KV1_MAX_PULLS);
+				ret = -E2BIG;
+				break;
+			}
+			snprintf(addr[n++], KV1_BOOT_ADDR_MAX + 1, "%s", a);
 		}
 	}
+	*naddr = ret ? 0 : n;
 	pthread_mutex_unlock(&w->bmu);
 	return ret;
 }
@@ -756,7 +777,8 @@ int kv1_recv_b_g(struct kv1_worker *w, const char *bootstrap_addr, const char *e
 	tmo = w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms
 	      : w->o.d_fail_report     ? (w->o.abort_timeout_s + 60) * 1000
 	                               : 60000;
-	/* one pull per paired P rank (several when P.tp > D.tp), each writing its heads */
+	/* one pull per paired P worker (several when P.tp > D.tp, each writing its heads, or
+	 * when P runs PP, each stage writing its layers) */
 	for (int i = 0; !ret && i < naddr; i++)
 		ret = pull_one(w, addr[i], buf, len, tmo, transfer_id, req_id, ids, n, err, errsz);
 	if (!ret)

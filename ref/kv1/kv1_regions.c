@@ -326,9 +326,9 @@ static struct kv1_region *local_regions(const struct kv1_worker *w, char **names
 	for (size_t i = 0; i < n; i++) {
 		char *nm = *names + i * KV1_LAYER_NAME_MAX;
 
-		kv1_layer_name((int)i / lb, nm, KV1_LAYER_NAME_MAX);
+		kv1_layer_name(w->o.first_layer + (int)i / lb, nm, KV1_LAYER_NAME_MAX);
 		r[i] = (struct kv1_region){nm,
-		                           (int64_t)i / lb,
+		                           w->o.first_layer + (int64_t)i / lb,
 		                           w->grp[i], /* one group (0) without HMA */
 		                           (uint64_t)(uintptr_t)w->bufs[i],
 		                           (int64_t)w->o.block_len,
@@ -427,8 +427,9 @@ int kv1_bl_layers(const struct kv1_worker *w, struct kv1_xfer_meta *m)
 	}
 	for (size_t i = 0; i < n; i++) {
 		m->layer_names[i] = pool + i * KV1_LAYER_NAME_MAX;
-		kv1_layer_name((int)i / lb, m->layer_names[i], KV1_LAYER_NAME_MAX);
-		m->layer_indices[i] = (int64_t)i / lb;
+		kv1_layer_name(w->o.first_layer + (int)i / lb, m->layer_names[i],
+		               KV1_LAYER_NAME_MAX);
+		m->layer_indices[i] = w->o.first_layer + (int64_t)i / lb;
 		m->group_indices[i] = w->grp[i]; /* transfer_group_index_by_layer */
 	}
 	m->nlayer_names = m->nlayer_indices = m->ngroup_indices = n;
