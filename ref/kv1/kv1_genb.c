@@ -457,8 +457,11 @@ static bool admit(struct kv1_job *j, void *push)
 		g->need = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, (int)g->m.remote_tp_size, t,
 		                         KV1_MAX_TP_TARGETS);
 	}
-	if (shape_of(w) >= KV1_SHAPE_BL && g->m.remote_pp_size > 1)
-		g->need *= (int)g->m.remote_pp_size; /* our PP size is 1 */
+	/* resolve_need_send: every consumer PP stage pulls every producer stage when the PP
+	 * sizes differ (mooncake_connector.py @ 00f4240e) */
+	if (shape_of(w) >= KV1_SHAPE_BL && g->m.remote_pp_size > 1 &&
+	    g->m.remote_pp_size != kv1_pp_size(&w->o))
+		g->need *= (int)g->m.remote_pp_size;
 	j->deadline_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 	return true;
 }

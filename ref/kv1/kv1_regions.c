@@ -386,9 +386,8 @@ int kv1_bl_plan(const struct kv1_worker *w, const struct kv1_xfer_meta *m, struc
 
 	loc = local_regions(w, &names);
 	if (loc && map) {
-		/* allow_partial_layers: D's PP size is above 1 and differs from ours (pdkv's
-		 * prefill always runs PP 1) */
-		bool partial = m->remote_pp_size > 1;
+		/* allow_partial_layers: D's PP size is above 1 and differs from ours */
+		bool partial = m->remote_pp_size > 1 && m->remote_pp_size != kv1_pp_size(&w->o);
 		int dtp = w->o.tp_topology ? (int)m->remote_tp_size : w->o.tp_size;
 
 		ret = kv1_regions_expand(m, &rem, &nr, msg, msz);

@@ -21,6 +21,7 @@
 #define SA_MAX_NAMES 8
 #define SA_MAX_TP    64
 #define SA_MAX_DP    16
+#define SA_MAX_PP    4 /* prefill pipeline stages (--pipeline-parallel-size, sa_v1_pp.c) */
 
 enum sa_miss_policy { SA_MISS_RECOMPUTE = 0, SA_MISS_FAIL = 1, SA_MISS_WAIT = 2 };
 
@@ -60,6 +61,7 @@ struct sa_opts {
 	const char *v1_shape;     /* --v1-shape b0|bn|bl; NULL = the release's */
 	bool list_versions;
 	int dp;                 /* -dp / --data-parallel-size */
+	int pp;                 /* -pp / --pipeline-parallel-size: prefill PP stages, 0/1 none */
 	int block_size;         /* tokens per block (16) */
 	int64_t num_gpu_blocks; /* --num-gpu-blocks-override; 0 = 4 max-model-len requests */
 	bool kv_mla;            /* one KV buffer per layer */
@@ -184,6 +186,8 @@ struct sa {
 	int bootstrap_port, abort_timeout_s;
 	char boot_addr[300]; /* kv_connector_extra_config.bootstrap_server_address, "" = none */
 	struct kv1_worker *w[SA_MAX_DP][SA_MAX_TP];
+	/* PP prefill: stage st >= 1's workers (stage 0's are w), sa_v1_pp.c */
+	struct kv1_worker *wst[SA_MAX_PP - 1][SA_MAX_DP][SA_MAX_TP];
 	struct sa_owners *own[SA_MAX_DP][SA_MAX_TP]; /* V1 consumer: which check a block is for */
 	char engine_ids[SA_MAX_DP][160];
 	struct kv1_boot *boot;
@@ -223,6 +227,16 @@ int sa_hyb_n1_done(struct sa *s, struct sa_req *r);
 size_t sa_hyb_clip_send(struct sa *s, struct kv1_worker *w, size_t ntok, const struct sa_glay *all,
                         const int64_t *ids, int64_t *out, size_t *gcnt);
 
+/* sa_v1_pp.c: PP on the prefill side (vLLM #44528): --pipeline-parallel-size N makes each
+ * (dp, tp rank) N kv1 workers, stage st owning layers st x L/N .. (each its own TE engine, ZMQ
+ * ROUTER, bootstrap registration with pp_rank st and block pool). */
+int sa_pp_stages(const struct sa *s);           /* N (1 without PP) */
+int sa_pp_stage(const struct sa *s, int layer); /* the stage that owns layer */
+int sa_pp_first(const struct sa *s, int stage); /* its first layer */
+struct kv1_worker *sa_pp_worker(struct sa *s, int dp, int k, int stage);
+/* V1 start: the role, release and modes PP works with; -1 after printing why. */
+int sa_pp_check(const struct sa *s);
+
 /* One completion request after parsing. */
 struct sa_req {
 	char id[96];
@@ -253,6 +267,7 @@ struct sa_req {
 	bool send_tracked; /* producer: blocks held for a remote decode */
 	char send_key[160];
 	int64_t *blk[SA_MAX_TP];
+	int64_t *bst[SA_MAX_PP - 1][SA_MAX_TP]; /* PP prefill: stage st >= 1's block ids */
 	size_t nblk;
 	struct sa_glay glay; /* V1: the groups in blk (one group of nblk without --kv-groups) */
 	size_t cached_tokens;

@@ -34,8 +34,6 @@ static const struct {
     {"--max-num-batched-tokens", A_VALUE},
     {"--swap-space", A_VALUE},
     {"--cpu-offload-gb", A_VALUE},
-    {"--pipeline-parallel-size", A_VALUE},
-    {"-pp", A_VALUE},
     {"--distributed-executor-backend", A_VALUE},
     {"--kv-cache-dtype", A_VALUE},
     {"--uvicorn-log-level", A_VALUE},
@@ -104,6 +102,7 @@ static const char usage_line[] =
     "usage: pdkv-standin [serve] [MODEL] [--model MODEL] [--host HOST] [--port PORT]\n"
     "                    [--max-model-len N] [--tensor-parallel-size N] [--served-model-name NAME "
     "...]\n"
+    "                    [--pipeline-parallel-size N]\n"
     "                    [--kv-transfer-config JSON] [--api-key KEY] [--kv-layers N] [--kv-heads "
     "N]\n"
     "                    [--head-dim N] [--dtype-bytes N] [--hidden-size N] [--ns-per-token NS]\n"
@@ -249,6 +248,7 @@ static void set_defaults(struct sa_opts *o)
 	o->port = 8000;
 	o->max_model_len = 32768;
 	o->tp = 1;
+	o->pp = 1;
 	mdl_geom_default(&o->geom);
 	o->ns_per_token = 20000;
 	o->kv_wait_timeout_ms = 30000;
@@ -269,6 +269,8 @@ static int missing_value(const char *name, const char *a)
 	    "--max-model-len",
 	    "--tensor-parallel-size",
 	    "-tp",
+	    "--pipeline-parallel-size",
+	    "-pp",
 	    "--served-model-name",
 	    "--kv-transfer-config",
 	    "--api-key",
@@ -332,6 +334,10 @@ static int value_flag(const char *name, const char *val, const char *inl, int ar
 		if (parse_int(name, val, 1, SA_MAX_TP, &v))
 			return 2;
 		o->tp = (int)v;
+	} else if (!strcmp(name, "--pipeline-parallel-size") || !strcmp(name, "-pp")) {
+		if (parse_int(name, val, 1, SA_MAX_PP, &v)) /* a prefill's stages (sa_v1_pp.c) */
+			return 2;
+		o->pp = (int)v;
 	} else if (!strcmp(name, "--served-model-name")) {
 		/* argparse nargs='+': take following non-flag words too */
 		o->served[o->nserved++] = val;

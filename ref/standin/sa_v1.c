@@ -28,11 +28,13 @@ struct blkmap {
 	struct sa *s;
 	int dp;
 	int64_t **blk;
-	const struct sa_glay *gl; /* NULL: one group */
+	const struct sa_glay *gl;   /* NULL: one group */
+	int64_t *(*bst)[SA_MAX_TP]; /* PP prefill: stage st >= 1's ids (sa_v1_pp.c) */
 };
 
 int sa_v1_buf(const struct sa *s, bool value, int l)
 {
+	l -= sa_pp_first(s, sa_pp_stage(s, l)); /* a PP stage's buffers hold its layers */
 	return s->kv_layout == SA_KV_SPLIT ? 2 * l + (value ? 1 : 0) : l;
 }
 
@@ -46,7 +48,7 @@ uint8_t *sa_v1_seg_id(struct sa *s, int dp, int k, int64_t id, bool value, int l
 	const struct mdl_geom *g = &s->o.geom;
 	size_t bs = (size_t)s->o.block_size, hrow = mdl_kv_row_bytes(g);
 
-	return kv1_block(s->w[dp][k], sa_v1_buf(s, value, l), id) +
+	return kv1_block(sa_pp_worker(s, dp, k, sa_pp_stage(s, l)), sa_v1_buf(s, value, l), id) +
 	       sa_v1_layout_off(s->kv_layout, bs, (size_t)(g->kv_heads / s->o.tp), hrow, value,
 	                        t % bs, 0);
 }
@@ -72,8 +74,9 @@ uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_
 static uint8_t *blk_seg(void *ud, bool value, int l, size_t t, int k)
 {
 	struct blkmap *m = ud;
+	int st = sa_pp_stage(m->s, l);
 
-	return sa_v1_seg_g(m->s, m->dp, m->blk, m->gl, value, l, t, k);
+	return sa_v1_seg_g(m->s, m->dp, st ? m->bst[st - 1] : m->blk, m->gl, value, l, t, k);
 }
 
 /* ------------------------------------------------------------------ lifetime */
@@ -141,9 +144,13 @@ static int v1_start(struct sa *s)
 		         s->o.boot_host, bport);
 	if (s->boot_addr[0]) /* bootstrap_server_address: register there (main.c) */
 		snprintf(boot_url, sizeof(boot_url), "http://%s", s->boot_addr);
+	if (sa_pp_check(s))
+		return -1;
 	for (int d = 0; d < s->o.dp; d++)
-		for (int r = 0; r < s->o.tp; r++) {
+		for (int rs = 0; rs < s->o.tp * sa_pp_stages(s); rs++) {
 			struct kv1_opts o = {0};
+			int r = rs % s->o.tp, st = rs / s->o.tp;
+			struct kv1_worker **wp = st ? &s->wst[st - 1][d][r] : &s->w[d][r];
 
 			o.gen = s->gen;
 			o.producer = s->producer;
@@ -165,7 +172,10 @@ static int v1_start(struct sa *s)
 			                    : o.d_fail_report   ? (s->abort_timeout_s + 60) * 1000
 			                                        : (s->abort_timeout_s + 10) * 1000;
 			o.tp_topology = (s->vi.feat & CFG_F_TP_TOPOLOGY) != 0;
-			sa_v1_layout_opts(s->kv_layout, g->layers, bs * row, &o);
+			sa_v1_layout_opts(s->kv_layout, g->layers / sa_pp_stages(s), bs * row, &o);
+			o.pp_rank = st; /* PP: this stage's layers, its pp_rank (sa_v1_pp.c) */
+			o.pp_size = sa_pp_stages(s);
+			o.first_layer = sa_pp_first(s, st);
 			if (s->hyb.wire) { /* HMA: registered_group_indices, a list per group */
 				o.kv_groups = s->hyb.ng;
 				o.buf_group = bgrp;
@@ -183,18 +193,25 @@ static int v1_start(struct sa *s)
 				o.on_piece = s->own[d][r] ? sa_v1_piece : NULL;
 				o.piece_ud = s->own[d][r];
 			}
-			if (kv1_worker_create(&o, &s->w[d][r], err, sizeof(err))) {
-				fprintf(stderr, "pdkv-standin: error: dp %d tp rank %d: %s\n", d, r,
-				        err);
+			if (kv1_worker_create(&o, wp, err, sizeof(err))) {
+				fprintf(stderr,
+				        "pdkv-standin: error: dp %d tp rank %d pp rank %d: %s\n", d,
+				        r, st, err);
 				return -1;
 			}
-			pd_info("dp %d rank %d: gen %s, engine %s, segment %s, %d KV buffers x %zu "
-			        "blocks x %zu bytes (block_size %d, layout %s), side channel %s",
-			        d, r, cfg_gen_name(s->gen), s->engine_ids[d],
-			        kv1_worker_segment(s->w[d][r]), o.nbufs, nblocks, o.block_len,
-			        s->o.block_size, sa_v1_layout_name(s->kv_layout),
-			        s->producer ? kv1_worker_side_addr(s->w[d][r])
-			                    : "(consumer: none)");
+			char ppn[64] = "";
+
+			if (sa_pp_stages(s) > 1) /* PP: the stage and its layers */
+				snprintf(ppn, sizeof(ppn), " pp %d (layers %d-%d)", st,
+				         o.first_layer,
+				         o.first_layer + g->layers / sa_pp_stages(s) - 1);
+			pd_info(
+			    "dp %d rank %d%s: gen %s, engine %s, segment %s, %d KV buffers x %zu "
+			    "blocks x %zu bytes (block_size %d, layout %s), side channel %s",
+			    d, r, ppn, cfg_gen_name(s->gen), s->engine_ids[d],
+			    kv1_worker_segment(*wp), o.nbufs, nblocks, o.block_len, s->o.block_size,
+			    sa_v1_layout_name(s->kv_layout),
+			    s->producer ? kv1_worker_side_addr(*wp) : "(consumer: none)");
 		}
 	return 0;
 }
@@ -205,6 +222,10 @@ static void v1_stop(struct sa *s)
 		for (int r = 0; r < SA_MAX_TP; r++) {
 			kv1_worker_destroy(s->w[d][r]);
 			s->w[d][r] = NULL;
+			for (int st = 0; st < SA_MAX_PP - 1; st++) {
+				kv1_worker_destroy(s->wst[st][d][r]);
+				s->wst[st][d][r] = NULL;
+			}
 			sa_owners_free(s->own[d][r]); /* no engine thread calls it now */
 			s->own[d][r] = NULL;
 		}
@@ -239,11 +260,11 @@ void sa_v1_engine_id(struct sa *s, struct sa_req *r)
 /* Blocks for one rank, waiting while the pool is short as vLLM's scheduler would (up to
  * --kv-block-wait-timeout-ms); the wait is logged at most once a second per process. 0, or
  * -E2BIG (more than the whole pool), -ETIMEDOUT, -ECANCELED, -ENOMEM, with why set. */
-static int alloc_blocks(struct sa *s, struct sa_req *r, int k, size_t nb, int64_t **out, char *why,
-                        size_t wsz)
+static int alloc_blocks(struct sa *s, struct sa_req *r, int k, int st, size_t nb, int64_t **out,
+                        char *why, size_t wsz)
 {
 	static _Atomic uint64_t last_log_ns;
-	struct kv1_worker *w = s->w[r->dp][k];
+	struct kv1_worker *w = sa_pp_worker(s, r->dp, k, st);
 	uint64_t t0 = pd_now_ns(), last;
 	bool waited = false;
 	int ret;
@@ -290,7 +311,7 @@ static int produce(struct sa *s, struct sa_req *r)
 {
 	int d = r->dp, ret;
 	uint64_t t0 = pd_now_ns(), ts = t0;
-	struct blkmap m = {s, r->dp, r->blk, &r->glay};
+	struct blkmap m = {s, r->dp, r->blk, &r->glay, r->bst};
 	struct sa_kvmap map = {blk_seg, &m, NULL, sa_v1_hstride(s)};
 	size_t *w0 = NULL;
 
@@ -299,10 +320,12 @@ static int produce(struct sa *s, struct sa_req *r)
 	if (sa_hyb_t0(s, r->ntok, &w0))
 		return -ENOMEM;
 	map.t0 = w0;
-	for (int k = 0; k < s->o.tp; k++) {
+	for (int ks = 0; ks < s->o.tp * sa_pp_stages(s); ks++) { /* every rank of every stage */
 		char why[256];
+		int k = ks % s->o.tp, st = ks / s->o.tp;
 
-		ret = alloc_blocks(s, r, k, r->nblk, &r->blk[k], why, sizeof(why));
+		ret = alloc_blocks(s, r, k, st, r->nblk, st ? &r->bst[st - 1][k] : &r->blk[k], why,
+		                   sizeof(why));
 		if (ret) {
 			pd_err("request %s: %s", r->id, why);
 			return ret;
@@ -426,8 +449,9 @@ static int prefill_producer(struct sa *s, struct sa_req *r, const char **msg, ch
 out:
 	if (ret) {
 		if (r->send_tracked)
-			for (int k = 0; k < s->o.tp; k++)
-				kv1_send_discard(s->w[r->dp][k], r->send_key);
+			for (int ks = 0; ks < s->o.tp * sa_pp_stages(s); ks++)
+				kv1_send_discard(sa_pp_worker(s, r->dp, ks % s->o.tp, ks / s->o.tp),
+				                 r->send_key);
 		r->send_tracked = false;
 		*msg_alloc = pd_asprintf("KV blocks for request %s: %s", r->id, strerror(-ret));
 		*msg = NULL;
@@ -468,6 +492,21 @@ static void v1_finished(struct sa *s, struct sa_req *r, const char *finish)
 		}
 		free(r->blk[k]);
 		r->blk[k] = NULL;
+		for (int st = 1; st < sa_pp_stages(s); st++) { /* PP: the other stages' blocks */
+			struct kv1_worker *w = s->wst[st - 1][d][k];
+			int64_t **b = &r->bst[st - 1][k];
+
+			if (!*b)
+				continue;
+			if (length && !s->o.fault.drop) {
+				kv1_send_ready(w, r->send_key, *b, r->nblk);
+			} else {
+				kv1_send_discard(w, r->send_key);
+				kv1_free(w, *b, r->nblk);
+			}
+			free(*b);
+			*b = NULL;
+		}
 	}
 	if (s->o.fault.drop)
 		pd_info("fault drop: request %s: blocks not offered to the decode", r->id);
@@ -505,7 +544,7 @@ static int take_blocks(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb,
                        size_t wsz)
 {
 	for (int k = 0; k < s->o.tp; k++) {
-		int ret = alloc_blocks(s, r, k, nb, &blk[k], why, wsz);
+		int ret = alloc_blocks(s, r, k, 0, nb, &blk[k], why, wsz);
 
 		if (ret)
 			return ret;
@@ -588,7 +627,7 @@ static uint8_t *host_seg(void *ud, bool value, int l, size_t t, int k)
 static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, const struct sa_glay *gl,
                       struct expect *e)
 {
-	struct blkmap m = {s, r->dp, blk, gl};
+	struct blkmap m = {s, r->dp, blk, gl, NULL};
 	struct sa_kvmap map = {blk_seg, &m, e->win.t0, sa_v1_hstride(s)};
 	struct hostrows hr = {NULL, NULL, r->ntok, row_bytes(s)};
 	uint64_t ts = pd_now_ns();

@@ -41,6 +41,7 @@ static struct kv1_worker *mk(enum cfg_gen gen, bool producer, const char *boot, 
 	o.layer_bufs = layer_bufs;
 	o.tp_topology = true;
 	o.pp_rank = pp_rank;
+	o.pp_size = producer ? 2 : 1;
 	o.first_layer = first;
 	if (kv1_worker_create(&o, &w, err, sizeof(err)))
 		fail_msg("kv1_worker_create: %s", err);
