@@ -191,6 +191,9 @@ struct hr_run_data {
 	char *d_before_text, *d_after_text; /* decode's raw /metrics (labels kept) */
 	const char *vllm; /* the release decode runs (--external vllm=, a scenario's "vllm"), or
 	                     NULL: picks the by-source era (cfg_vllm.h) kv_reused expects */
+	/* --external mamba=1: the model has Mamba/GDN layers (vLLM #46807): decode loads N-1
+	 * prompt tokens per request and computes the last one */
+	bool mamba;
 };
 struct hr_check_result {
 	const char *name;
@@ -218,12 +221,13 @@ enum hr_status { HR_PASS = 0, HR_FAIL, HR_NOTRUN };
  * (hr_src.c); NOTRUN when it offers none. */
 enum hr_status hr_external_kv_reused(const struct hr_run_data *rd, char *detail, size_t sz);
 /* vLLM's vllm:prompt_tokens_by_source_total between two raw /metrics texts against n prompt
- * tokens in ok fully transferred requests, in the era of release vllm (NULL: the era decode's
- * /metrics shows). FAIL names the era and the numbers. */
+ * tokens in ok fully transferred requests, n1 of them loaded for N-1 tokens (Mamba/GDN, vLLM
+ * #46807: external N-1, local_compute 1 each), in the era of release vllm (NULL: the era
+ * decode's /metrics shows). FAIL names the era and the numbers. */
 /* GET url (a /metrics endpoint), bounded: the body (malloc'd) or NULL. */
 char *hr_metrics_text(const char *url);
 enum hr_status hr_src_judge(const char *before, const char *after, const char *vllm, double n,
-                            double ok, char *detail, size_t sz);
+                            double ok, double n1, char *detail, size_t sz);
 struct hr_result {
 	char *name;
 	char *path;
@@ -285,6 +289,7 @@ struct hr_opts {
 	/* --external: prefill=URL,decode=URL,proxy=URL[,reference=URL] */
 	const char *ext_prefill, *ext_decode, *ext_proxy, *ext_reference;
 	const char *ext_vllm; /* --external vllm=X.Y: decode's release (kv_reused's era) */
+	bool ext_mamba;       /* --external mamba=1: a Mamba/GDN model (N-1 loaded, #46807) */
 	/* pdkv bench serve: replaces the scenario's workload and checks; called once every node is
 	 * healthy with the proxy's base URL and the stand-ins' /metrics URLs; a non-zero return
 	 * marks the scenario failed */

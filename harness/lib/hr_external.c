@@ -204,6 +204,7 @@ void hr_run_external(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	e.rd.nreqs = (size_t)sc->wl.requests;
 	e.rd.external = true;
 	e.rd.vllm = o->ext_vllm;
+	e.rd.mamba = o->ext_mamba;
 	e.deadline = pd_now_s() + limit;
 	if (o->ext_vllm) {
 		struct cfg_vllm_info vi;

@@ -129,7 +129,7 @@ static int src_era(const char *after, const char *vllm, const char **how, char *
 }
 
 enum hr_status hr_src_judge(const char *before, const char *after, const char *vllm, double n,
-                            double ok, char *detail, size_t sz)
+                            double ok, double n1, char *detail, size_t sz)
 {
 	const char *how;
 	int era = src_era(after, vllm, &how, detail, sz);
@@ -137,25 +137,30 @@ enum hr_status hr_src_judge(const char *before, const char *after, const char *v
 	double loc = src_delta2(before, after, "local_compute");
 	double hit = src_delta2(before, after, "local_cache_hit");
 	double rc = plain_delta(before, after, "vllm:prompt_tokens_recomputed_total");
-	double want_loc = era == CFG_SRC_N_1 ? ok : 0;
+	/* a Mamba/GDN request: external N-1 (get_num_new_matched_tokens' count), the last token
+	 * computed on decode (mooncake_connector.py @ 00f4240e, #46807) */
+	double want_loc = era == CFG_SRC_N_1 ? ok : n1, want_ext = n - n1;
 	bool pass;
-	char note[300], rcs[160] = "";
+	char note[300], rcs[160] = "", mam[120] = "";
 
 	if (era < 0)
 		return HR_FAIL;
 	if (era == CFG_SRC_N_1)
 		snprintf(rcs, sizeof(rcs), ", prompt_tokens_recomputed +%.0f (expected %.0f)", rc,
 		         ok);
-	traffic_note(ext + loc + hit - (era == CFG_SRC_N_1 ? ok : 0), n, note, sizeof(note));
-	pass = ext + hit == n && loc == want_loc && (era != CFG_SRC_N_1 || rc == ok);
+	if (n1 > 0)
+		snprintf(mam, sizeof(mam), "; %.0f Mamba/GDN requests loaded N-1 (#46807)", n1);
+	traffic_note(ext + loc + hit - (era == CFG_SRC_N_1 ? ok : n1), n, note, sizeof(note));
+	pass = ext + hit == want_ext && loc == want_loc && (era != CFG_SRC_N_1 || rc == ok);
 	snprintf(detail, sz,
-	         "signal vllm:prompt_tokens_by_source_total, %s (%s%s): external_kv_transfer "
-	         "+%.0f (expected %.0f = the prompt per request), local_compute +%.0f "
+	         "signal vllm:prompt_tokens_by_source_total, %s (%s%s%s): external_kv_transfer "
+	         "+%.0f (expected %.0f = the prompt per request%s), local_compute +%.0f "
 	         "(expected %.0f), local_cache_hit +%.0f%s%s over %.0f requests, %.0f prompt "
 	         "tokens%s",
 	         era == CFG_SRC_N_1 ? "vLLM 0.16 - 0.20 counting (#33290)"
 	                            : "vLLM >= 0.21 counting (#37460)",
-	         how, *how == 't' && vllm ? vllm : "", ext, n, loc, want_loc, hit,
+	         how, *how == 't' && vllm ? vllm : "", mam, ext, want_ext,
+	         n1 > 0 ? ", less one per Mamba/GDN request" : "", loc, want_loc, hit,
 	         hit > 0 ? " (subtracted: decode has prefix caching on; start it with "
 	                   "--no-enable-prefix-caching)"
 	                 : "",
@@ -187,8 +192,8 @@ enum hr_status hr_external_kv_reused(const struct hr_run_data *rd, char *detail,
 	}
 	if (!isnan(label_sum(rd->d_after_text, "vllm:prompt_tokens_by_source_total",
 	                     "source=\"external_kv_transfer\"")))
-		return hr_src_judge(rd->d_before_text, rd->d_after_text, rd->vllm, n, ok, detail,
-		                    sz);
+		return hr_src_judge(rd->d_before_text, rd->d_after_text, rd->vllm, n, ok,
+		                    rd->mamba ? ok : 0, detail, sz);
 	if (!isnan(hr_metrics_get(&rd->d_after, "vllm:prompt_tokens_cached_total"))) {
 		double c =
 		    hr_metric_delta(&rd->d_before, &rd->d_after, "vllm:prompt_tokens_cached_total");
@@ -219,7 +224,7 @@ enum hr_status hr_external_kv_reused(const struct hr_run_data *rd, char *detail,
 		         "signal pdkv_kv_reused_tokens_total (a pdkv stand-in, no vLLM signal): "
 		         "reused +%.0f of %.0f prompt tokens, recomputed +%.0f over %.0f requests",
 		         re, n, rc, ok);
-		return re == n && rc == 0 ? HR_PASS : HR_FAIL;
+		return re == n - (rd->mamba ? ok : 0) && rc == 0 ? HR_PASS : HR_FAIL;
 	}
 	snprintf(detail, sz,
 	         "this vLLM exposes no signal that tells reuse from recompute; start decode with "

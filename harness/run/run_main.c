@@ -74,10 +74,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 	    {.name = "external",
 	     .type = PD_OPT_STR,
 	     .dst = &a->external,
-	     .arg = "prefill=URL,decode=URL,proxy=URL[,reference=URL][,vllm=X.Y]",
+	     .arg = "prefill=URL,decode=URL,proxy=URL[,reference=URL][,vllm=X.Y][,mamba=1]",
 	     .help = "start nothing: send the workload through a live deployment's router and "
 	             "judge it from vLLM's own /metrics (vllm=: decode's release, else read "
-	             "from its /metrics)"},
+	             "from its /metrics; mamba=1: a Mamba/GDN model, N-1 tokens loaded)"},
 	    {.name = "list",
 	     .type = PD_OPT_FLAG,
 	     .dst = &a->list,
@@ -404,9 +404,9 @@ static void install_signals(void)
 /* --external prefill=URL,decode=URL,proxy=URL[,reference=URL] into o; 0 or 2 with the reason */
 static int parse_external(const char *spec, struct hr_opts *o, char *buf, size_t sz)
 {
-	const char *keys[] = {"prefill", "decode", "proxy", "reference", "vllm"};
-	const char **dst[] = {&o->ext_prefill, &o->ext_decode, &o->ext_proxy, &o->ext_reference,
-	                      &o->ext_vllm};
+	const char *keys[] = {"prefill", "decode", "proxy", "reference", "vllm", "mamba"};
+	const char **dst[] = {&o->ext_prefill,   &o->ext_decode, &o->ext_proxy,
+	                      &o->ext_reference, &o->ext_vllm,   NULL};
 	char *save = NULL, *tok;
 	snprintf(buf, sz, "%s", spec);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -420,15 +420,19 @@ static int parse_external(const char *spec, struct hr_opts *o, char *buf, size_t
 			*dst[k] = eq + 1;
 			continue;
 		}
+		if (eq && k == 5 && (!strcmp(eq + 1, "0") || !strcmp(eq + 1, "1"))) {
+			o->ext_mamba = eq[1] == '1'; /* a Mamba/GDN model: N-1 loaded (#46807) */
+			continue;
+		}
 		if (!eq || k == PD_ARRAY_SIZE(keys) ||
 		    (strncmp(eq + 1, "http://", 7) && strncmp(eq + 1, "https://", 8))) {
 			if (eq)
 				*eq = '='; /* name the whole item */
-			fprintf(
-			    stderr,
-			    "pdkv run: --external: \"%s\": expected prefill=URL, decode=URL, "
-			    "proxy=URL or reference=URL with URL http://host:port, or vllm=X.Y\n",
-			    tok);
+			fprintf(stderr,
+			        "pdkv run: --external: \"%s\": expected prefill=URL, decode=URL, "
+			        "proxy=URL or reference=URL with URL http://host:port, vllm=X.Y or "
+			        "mamba=0|1\n",
+			        tok);
 			return 2;
 		}
 		l = strlen(eq + 1);

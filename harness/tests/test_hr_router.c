@@ -230,6 +230,23 @@ static void external_signal(void **st)
 	                  "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 0\n";
 	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_FAIL);
 	assert_non_null(strstr(d, "local_compute +200 (expected 0)"));
+	/* a Mamba/GDN model on >= 0.21 (#46807, --external mamba=1): external N-1,
+	 * local_compute 1 per request; the plain rule fails it and vice versa */
+	rd.d_after_text =
+	    "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 7\n"
+	    "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 198\n";
+	rd.mamba = true;
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_PASS);
+	assert_non_null(strstr(d, "external_kv_transfer +198 (expected 198"));
+	assert_non_null(strstr(d, "2 Mamba/GDN requests loaded N-1"));
+	rd.d_after_text =
+	    "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 5\n"
+	    "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 200\n";
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_FAIL);
+	rd.d_after_text = "vllm:prompt_tokens_by_source_total{source=\"local_compute\"} 205\n"
+	                  "vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"} 0\n";
+	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_FAIL);
+	rd.mamba = false;
 	/* nothing on /metrics, no cached_tokens in the answers */
 	rd.d_before_text = rd.d_after_text = "vllm:prompt_tokens_total 1\n";
 	assert_int_equal(hr_external_kv_reused(&rd, d, sizeof(d)), HR_NOTRUN);

@@ -86,7 +86,19 @@ struct kv1_opts {
 	 * (_build_transfer_params). Needs a gen-B shape from B2 on. */
 	int kv_groups;
 	const uint8_t *buf_group;
+	/* PP on the prefill side (vLLM #44528): this worker is pipeline stage pp_rank (registered
+	 * with the bootstrap server as such) and its buffers hold layers first_layer .. (Bl:
+	 * registered_layer_names / _indices start there; a prefill aligns regions by name, so a
+	 * stage writes only its layers into a decode that registered them all) */
+	int pp_rank, first_layer;
+	int pp_size; /* the prefill's PP size (0 = 1): need_send and partial alignment */
 };
+
+/* o->pp_size, 1 when unset. */
+static inline int kv1_pp_size(const struct kv1_opts *o)
+{
+	return o->pp_size > 1 ? o->pp_size : 1;
+}
 
 struct kv1_worker;
 

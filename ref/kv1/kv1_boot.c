@@ -554,21 +554,45 @@ static int parse_engine(const cJSON *k, struct kv1_boot_engine *e, char *err, si
 		return -1;
 	}
 	e->addr = calloc((size_t)e->ntp + 1, sizeof(char *));
-	if (!e->engine_id || !e->addr)
+	e->pp_addr = calloc(((size_t)e->ntp + 1) * KV1_QUERY_MAX_PP, sizeof(char *));
+	e->npp = calloc((size_t)e->ntp + 1, sizeof(int));
+	if (!e->engine_id || !e->addr || !e->pp_addr || !e->npp)
 		return -1;
 	cJSON_ArrayForEach(tp, wa)
 	{
-		int64_t t;
-		const cJSON *a = cJSON_GetObjectItemCaseSensitive(tp, "0");
+		int64_t t, p;
+		const cJSON *a;
 
-		if (pd_parse_i64(tp->string, &t) || t < 0 || t >= e->ntp || !cJSON_IsString(a) ||
-		    strlen(a->valuestring) > KV1_BOOT_ADDR_MAX) {
-			snprintf(err, errsz, "/query: dp %lld tp \"%s\": expected {\"0\": addr}",
+		if (pd_parse_i64(tp->string, &t) || t < 0 || t >= e->ntp || !cJSON_IsObject(tp) ||
+		    !cJSON_GetArraySize(tp)) {
+			snprintf(err, errsz, "/query: dp %lld tp \"%s\": expected {pp: addr}",
 			         (long long)dp, tp->string);
 			return -1;
 		}
+		cJSON_ArrayForEach(a, tp) /* {pp_rank: worker_addr}, vLLM #44528 */
+		{
+			char **slot;
+
+			if (pd_parse_i64(a->string, &p) || p < 0 || p >= KV1_QUERY_MAX_PP ||
+			    !cJSON_IsString(a) || strlen(a->valuestring) > KV1_BOOT_ADDR_MAX) {
+				snprintf(err, errsz,
+				         "/query: dp %lld tp %lld pp \"%s\": expected a pp rank "
+				         "0..%d and an address of at most %d bytes",
+				         (long long)dp, (long long)t, a->string,
+				         KV1_QUERY_MAX_PP - 1, KV1_BOOT_ADDR_MAX);
+				return -1;
+			}
+			slot = &e->pp_addr[t * KV1_QUERY_MAX_PP + p];
+			if (!*slot)
+				e->npp[t]++;
+			free(*slot);
+			if (!(*slot = strdup(a->valuestring)))
+				return -1;
+		}
 		free(e->addr[t]);
-		e->addr[t] = strdup(a->valuestring);
+		e->addr[t] = e->pp_addr[t * KV1_QUERY_MAX_PP]
+		                 ? strdup(e->pp_addr[t * KV1_QUERY_MAX_PP])
+		                 : NULL;
 	}
 	return 0;
 }
@@ -632,7 +656,11 @@ void kv1_boot_table_free(struct kv1_boot_table *t)
 	for (size_t i = 0; t->v && i < t->n; i++) {
 		for (int k = 0; t->v[i].addr && k < t->v[i].ntp; k++)
 			free(t->v[i].addr[k]);
+		for (int k = 0; t->v[i].pp_addr && k < t->v[i].ntp * KV1_QUERY_MAX_PP; k++)
+			free(t->v[i].pp_addr[k]);
 		free(t->v[i].addr);
+		free(t->v[i].pp_addr);
+		free(t->v[i].npp);
 		free(t->v[i].engine_id);
 	}
 	free(t->v);

@@ -13,6 +13,7 @@
 #define KV1_BOOT_QUERY_MAX (1u << 20)      /* a /query answer a client accepts */
 #define KV1_BOOT_MAX_DP    PD_MAX_DP_RANKS /* the bound pdkv-proxy routes over too */
 #define KV1_BOOT_MAX_TP    4096
+#define KV1_QUERY_MAX_PP   8 /* pp ranks per tp rank a consumer takes from /query */
 #define KV1_BOOT_MAX_PP    64
 #define KV1_BOOT_ADDR_MAX  300
 
@@ -46,7 +47,11 @@ struct kv1_boot_engine {
 	int dp_rank;
 	char *engine_id;
 	int ntp;     /* len(worker_addr) */
-	char **addr; /* [tp] -> pp 0 address, NULL when that tp rank is absent */
+	char **addr; /* [tp] -> pp 0 address, NULL when that tp rank or its pp 0 is absent */
+	/* PP (vLLM #44528): [tp * KV1_QUERY_MAX_PP + pp] -> that pp rank's address (NULL: none);
+	 * npp[tp] of them */
+	char **pp_addr;
+	int *npp;
 };
 struct kv1_boot_table {
 	struct kv1_boot_engine *v;

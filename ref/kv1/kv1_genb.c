@@ -457,8 +457,11 @@ static bool admit(struct kv1_job *j, void *push)
 		g->need = kv1_tp_targets(w->o.tp_rank, w->o.tp_size, (int)g->m.remote_tp_size, t,
 		                         KV1_MAX_TP_TARGETS);
 	}
-	if (shape_of(w) >= KV1_SHAPE_BL && g->m.remote_pp_size > 1)
-		g->need *= (int)g->m.remote_pp_size; /* our PP size is 1 */
+	/* resolve_need_send: every consumer PP stage pulls every producer stage when the PP
+	 * sizes differ (mooncake_connector.py @ 00f4240e) */
+	if (shape_of(w) >= KV1_SHAPE_BL && g->m.remote_pp_size > 1 &&
+	    g->m.remote_pp_size != kv1_pp_size(&w->o))
+		g->need *= (int)g->m.remote_pp_size;
 	j->deadline_ns = pd_now_ns() + (uint64_t)w->o.abort_timeout_s * 1000000000ull;
 	return true;
 }
@@ -543,15 +546,36 @@ static int lookup(struct kv1_worker *w, const char *boot, const char *engine_id,
 		t[0] = e->ntp ? w->o.tp_rank % e->ntp : 0;
 		*naddr = 1;
 	}
+	/* PP (receive_kv, mooncake_connector.py @ 00f4240e): our PP size is 1, so a tp rank with
+	 * one pp rank 0 is pulled from it alone, else from every pp rank in order (each writes
+	 * the layers it owns) */
+	int n = 0;
+
 	for (int i = 0; !ret && i < *naddr; i++) {
-		if (!e->ntp || t[i] >= e->ntp || !e->addr[t[i]]) {
+		if (!e->ntp || t[i] >= e->ntp || !e->npp[t[i]]) {
 			kv1_set_err(err, errsz, "bootstrap server %s: engine %s has no tp rank %d",
 			            boot, engine_id, t[i]);
 			ret = -ENOENT;
-		} else {
-			snprintf(addr[i], KV1_BOOT_ADDR_MAX + 1, "%s", e->addr[t[i]]);
+			break;
+		}
+		for (int p = 0; p < KV1_QUERY_MAX_PP; p++) {
+			const char *a = e->pp_addr[t[i] * KV1_QUERY_MAX_PP + p];
+
+			if (!a)
+				continue;
+			if (n == KV1_MAX_PULLS) {
+				kv1_set_err(
+				    err, errsz,
+				    "bootstrap server %s: engine %s: more than %d P workers "
+				    "to pull from",
+				    boot, engine_id, KV1_MAX_PULLS);
+				ret = -E2BIG;
+				break;
+			}
+			snprintf(addr[n++], KV1_BOOT_ADDR_MAX + 1, "%s", a);
 		}
 	}
+	*naddr = ret ? 0 : n;
 	pthread_mutex_unlock(&w->bmu);
 	return ret;
 }
@@ -756,7 +780,8 @@ int kv1_recv_b_g(struct kv1_worker *w, const char *bootstrap_addr, const char *e
 	tmo = w->o.recv_timeout_ms > 0 ? w->o.recv_timeout_ms
 	      : w->o.d_fail_report     ? (w->o.abort_timeout_s + 60) * 1000
 	                               : 60000;
-	/* one pull per paired P rank (several when P.tp > D.tp), each writing its heads */
+	/* one pull per paired P worker (several when P.tp > D.tp, each writing its heads, or
+	 * when P runs PP, each stage writing its layers) */
 	for (int i = 0; !ret && i < naddr; i++)
 		ret = pull_one(w, addr[i], buf, len, tmo, transfer_id, req_id, ids, n, err, errsz);
 	if (!ret)

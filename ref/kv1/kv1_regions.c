@@ -326,9 +326,9 @@ static struct kv1_region *local_regions(const struct kv1_worker *w, char **names
 	for (size_t i = 0; i < n; i++) {
 		char *nm = *names + i * KV1_LAYER_NAME_MAX;
 
-		kv1_layer_name((int)i / lb, nm, KV1_LAYER_NAME_MAX);
+		kv1_layer_name(w->o.first_layer + (int)i / lb, nm, KV1_LAYER_NAME_MAX);
 		r[i] = (struct kv1_region){nm,
-		                           (int64_t)i / lb,
+		                           w->o.first_layer + (int64_t)i / lb,
 		                           w->grp[i], /* one group (0) without HMA */
 		                           (uint64_t)(uintptr_t)w->bufs[i],
 		                           (int64_t)w->o.block_len,
@@ -386,9 +386,8 @@ int kv1_bl_plan(const struct kv1_worker *w, const struct kv1_xfer_meta *m, struc
 
 	loc = local_regions(w, &names);
 	if (loc && map) {
-		/* allow_partial_layers: D's PP size is above 1 and differs from ours (pdkv's
-		 * prefill always runs PP 1) */
-		bool partial = m->remote_pp_size > 1;
+		/* allow_partial_layers: D's PP size is above 1 and differs from ours */
+		bool partial = m->remote_pp_size > 1 && m->remote_pp_size != kv1_pp_size(&w->o);
 		int dtp = w->o.tp_topology ? (int)m->remote_tp_size : w->o.tp_size;
 
 		ret = kv1_regions_expand(m, &rem, &nr, msg, msz);
@@ -427,8 +426,9 @@ int kv1_bl_layers(const struct kv1_worker *w, struct kv1_xfer_meta *m)
 	}
 	for (size_t i = 0; i < n; i++) {
 		m->layer_names[i] = pool + i * KV1_LAYER_NAME_MAX;
-		kv1_layer_name((int)i / lb, m->layer_names[i], KV1_LAYER_NAME_MAX);
-		m->layer_indices[i] = (int64_t)i / lb;
+		kv1_layer_name(w->o.first_layer + (int)i / lb, m->layer_names[i],
+		               KV1_LAYER_NAME_MAX);
+		m->layer_indices[i] = w->o.first_layer + (int64_t)i / lb;
 		m->group_indices[i] = w->grp[i]; /* transfer_group_index_by_layer */
 	}
 	m->nlayer_names = m->nlayer_indices = m->ngroup_indices = n;

@@ -112,6 +112,12 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 		            o->block_len, o->num_blocks);
 		goto fail;
 	}
+	if (o->pp_rank < 0 || o->pp_rank >= KV1_BOOT_MAX_PP || o->first_layer < 0 ||
+	    o->first_layer > 1 << 20) {
+		kv1_set_err(err, errsz, "kv1: bad PP stage (pp_rank %d of 0..%d, first layer %d)",
+		            o->pp_rank, KV1_BOOT_MAX_PP - 1, o->first_layer);
+		goto fail;
+	}
 	if (o->protocol && !strcmp(o->protocol, "rdma") && !rdma_present()) {
 		kv1_set_err(
 		    err, errsz,
@@ -202,7 +208,7 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 	if (o->producer && kv1_router_start(w, err, errsz))
 		goto fail;
 	if (o->producer && cfg_gen_is_b(o->gen) && o->bootstrap_url &&
-	    kv1_boot_register(o->bootstrap_url, w->engine_id, o->dp_index, o->tp_rank, 0,
+	    kv1_boot_register(o->bootstrap_url, w->engine_id, o->dp_index, o->tp_rank, o->pp_rank,
 	                      w->side_addr, kv1_shape_of(o->gen), 5000, err, errsz))
 		goto fail;
 	*out = w;

@@ -13,5 +13,5 @@ TESTS += test_sa_layout
 test_sa_layout_SRCS := ref/standin/tests/test_sa_layout.c ref/standin/sa_v1_layout.c
 test_sa_layout_LIBS = kv1 pdhttplim cfg te temeta pdcommon
 TESTS += test_sa_hyb
-test_sa_hyb_SRCS := ref/standin/tests/test_sa_hyb.c ref/standin/sa_v1_hyb.c
-test_sa_hyb_LIBS = kv1 pdhttplim cfg te temeta pdcommon
+test_sa_hyb_SRCS := ref/standin/tests/test_sa_hyb.c ref/standin/sa_v1_hyb.c ref/standin/sa_kv.c
+test_sa_hyb_LIBS = kv1 mdl pdhttplim cfg te temeta pdcommon

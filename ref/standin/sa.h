@@ -23,6 +23,7 @@
 #define SA_MAX_NAMES 8
 #define SA_MAX_TP    64
 #define SA_MAX_DP    16
+#define SA_MAX_PP    4 /* prefill pipeline stages (--pipeline-parallel-size, sa_v1_pp.c) */
 
 enum sa_miss_policy { SA_MISS_RECOMPUTE = 0, SA_MISS_FAIL = 1, SA_MISS_WAIT = 2 };
 
@@ -62,6 +63,7 @@ struct sa_opts {
 	const char *v1_shape;     /* --v1-shape b0|bn|bl; NULL = the release's */
 	bool list_versions;
 	int dp;                 /* -dp / --data-parallel-size */
+	int pp;                 /* -pp / --pipeline-parallel-size: prefill PP stages, 0/1 none */
 	int block_size;         /* tokens per block (16) */
 	int64_t num_gpu_blocks; /* --num-gpu-blocks-override; 0 = 4 max-model-len requests */
 	bool kv_mla;            /* one KV buffer per layer */
@@ -119,6 +121,7 @@ struct sa_counters {
 	atomic_uint_fast64_t fault_seq; /* requests that reached the transfer step (crash=N) */
 	/* vLLM V1 names */
 	atomic_uint_fast64_t src_local, src_cache, src_external, cached_tokens;
+	atomic_uint_fast64_t mamba_n1; /* D: requests loaded for N-1 tokens (Mamba/GDN) */
 	atomic_uint_fast64_t ext_queries, ext_hits, failed_recvs;
 };
 
@@ -152,9 +155,12 @@ extern const struct sa_conn sa_conn_v0, sa_conn_v1;
 #define SA_MAX_GROUPS 8
 struct sa_hyb {
 	int ng;                 /* groups; 0 = no --kv-groups */
-	int win[SA_MAX_GROUPS]; /* group g's sliding window in tokens, 0 = full attention */
+	int win[SA_MAX_GROUPS]; /* group g's sliding window in tokens, 0 = full attention,
+	                           SA_HYB_MAMBA = a Mamba/GDN group (MambaSpec) */
 	bool wire;              /* one block list per group on the wire (else one list) */
+	bool mamba;             /* a Mamba/GDN group: vLLM #46807's N-1 rule (sa_v1_hyb.c) */
 };
+#define SA_HYB_MAMBA (-1)
 /* A request's block ids on each rank, the groups' lists one after another: group g's cnt[g]
  * ids from off[g] hold its logical blocks first[g] .. first[g] + cnt[g] - 1. */
 struct sa_glay {
@@ -182,6 +188,8 @@ struct sa {
 	int bootstrap_port, abort_timeout_s;
 	char boot_addr[300]; /* kv_connector_extra_config.bootstrap_server_address, "" = none */
 	struct kv1_worker *w[SA_MAX_DP][SA_MAX_TP];
+	/* PP prefill: stage st >= 1's workers (stage 0's are w), sa_v1_pp.c */
+	struct kv1_worker *wst[SA_MAX_PP - 1][SA_MAX_DP][SA_MAX_TP];
 	struct sa_owners *own[SA_MAX_DP][SA_MAX_TP]; /* V1 consumer: which check a block is for */
 	char engine_ids[SA_MAX_DP][160];
 	struct kv1_boot *boot;
@@ -209,10 +217,27 @@ int sa_hyb_t0(const struct sa *s, size_t ntok, size_t **t0);
 /* kv1's buffer -> group table for nbufs buffers (layout of sa_v1_buf). */
 void sa_hyb_buf_groups(const struct sa *s, uint8_t *bg, int nbufs);
 int sa_hyb_group(const struct sa *s, int layer);
+/* Mamba/GDN (a "mamba" group, CFG_F_GDN_N1): the prompt tokens a remote prefill computes and
+ * sends for an ntok-token prompt, ntok - 1 (vLLM #46807), else ntok. */
+size_t sa_hyb_remote_tokens(const struct sa *s, size_t ntok);
+/* D, after r's N-1 tokens were loaded (r->n1_full set, r->ntok = N-1): back to N tokens, the last
+ * one recomputed from the loaded state (its counters; the generation seed becomes the whole
+ * prompt's unless the loaded KV failed the check). 0 or -errno. */
+int sa_hyb_n1_done(struct sa *s, struct sa_req *r);
 /* P, at the request's end: rank w's ids in layout all (every block) -> out, the window-clipped
  * lists one after another (gcnt[g] each); the blocks left out are freed. The count in out. */
 size_t sa_hyb_clip_send(struct sa *s, struct kv1_worker *w, size_t ntok, const struct sa_glay *all,
                         const int64_t *ids, int64_t *out, size_t *gcnt);
+
+/* sa_v1_pp.c: PP on the prefill side (vLLM #44528): --pipeline-parallel-size N makes each
+ * (dp, tp rank) N kv1 workers, stage st owning layers st x L/N .. (each its own TE engine, ZMQ
+ * ROUTER, bootstrap registration with pp_rank st and block pool). */
+int sa_pp_stages(const struct sa *s);           /* N (1 without PP) */
+int sa_pp_stage(const struct sa *s, int layer); /* the stage that owns layer */
+int sa_pp_first(const struct sa *s, int stage); /* its first layer */
+struct kv1_worker *sa_pp_worker(struct sa *s, int dp, int k, int stage);
+/* V1 start: the role, release and modes PP works with; -1 after printing why. */
+int sa_pp_check(const struct sa *s);
 
 /* One completion request after parsing. */
 struct sa_req {
@@ -221,6 +246,7 @@ struct sa_req {
 	const char *model_name;
 	int64_t *tokens;
 	size_t ntok;
+	size_t n1_full; /* V1 Mamba/GDN decode: the prompt's length while ntok is N-1 (else 0) */
 	int64_t max_tokens;
 	bool ignore_eos;
 	bool stream, include_usage;
@@ -243,6 +269,7 @@ struct sa_req {
 	bool send_tracked; /* producer: blocks held for a remote decode */
 	char send_key[160];
 	int64_t *blk[SA_MAX_TP];
+	int64_t *bst[SA_MAX_PP - 1][SA_MAX_TP]; /* PP prefill: stage st >= 1's block ids */
 	size_t nblk;
 	struct sa_glay glay; /* V1: the groups in blk (one group of nblk without --kv-groups) */
 	size_t cached_tokens;
@@ -266,6 +293,9 @@ struct sa_kvmap {
 	/* t0[l]: layer l's first position the model keeps (a sliding window's, sa_v1_hyb.c);
 	 * rows before it are neither written, read nor hashed. NULL: every position. */
 	const size_t *t0;
+	/* bytes from one head's row of the segment to the next (a head-major block, SA_KV_HEADS);
+	 * 0: the rank's heads are adjacent rows */
+	size_t hstride;
 };
 /* Writes the fake model's KV of tokens for nsh ranks where map says (NULL: nowhere, rows are only
  * hashed), hashing as it goes: *seed = mdl_kv_checksum of the whole KV, sums[k] (if sums) of rank
@@ -331,12 +361,15 @@ int sa_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_allo
 
 /* V1 consumer block layout (sa_v1_seg.c): bytes of one token's K (or V) row of one tp rank's
  * heads, the KV buffer of (layer, keys/values) and where rank k's row of position t sits in the
- * request's blocks blk[k]. */
+ * request's blocks blk[k] (its first head's row; the next heads' follow at sa_v1_hstride when
+ * that is not 0). */
 size_t sa_v1_row_bytes(const struct sa *s);
 int sa_v1_buf(const struct sa *s, bool value, int l);
 uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l, size_t t, int k);
 /* Rank k's row of (layer l, position t) in block id. */
 uint8_t *sa_v1_seg_id(struct sa *s, int dp, int k, int64_t id, bool value, int l, size_t t);
+/* sa_kvmap.hstride of the stand-in's block layout (0 unless head-major). */
+size_t sa_v1_hstride(const struct sa *s);
 /* The same in a grouped layout (gl NULL: one group); NULL for a position outside its group's
  * blocks. */
 uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_glay *gl,

@@ -35,8 +35,6 @@ static const struct {
     {"--max-num-batched-tokens", A_VALUE},
     {"--swap-space", A_VALUE},
     {"--cpu-offload-gb", A_VALUE},
-    {"--pipeline-parallel-size", A_VALUE},
-    {"-pp", A_VALUE},
     {"--distributed-executor-backend", A_VALUE},
     {"--kv-cache-dtype", A_VALUE},
     {"--uvicorn-log-level", A_VALUE},
@@ -214,7 +212,7 @@ static int opt_v1_shape(const char *v, void *dst, void *ud)
 	return -1;
 }
 
-#define SA_VLLM_ROWS 14
+#define SA_VLLM_ROWS 16
 /* vLLM's own `vllm serve` flags that the stand-in acts on. */
 static struct pd_opt_group vllm_group(struct pd_opt *r, struct sa_opts *o)
 {
@@ -232,6 +230,9 @@ static struct pd_opt_group vllm_group(struct pd_opt *r, struct sa_opts *o)
 	r[n++] = ROW_INT("tensor-parallel-size", &o->tp, 1, SA_MAX_TP, "N",
 	                 "TP ranks, also -tp (connector ranks; default 1)");
 	r[n++] = ROW_INT("-tp", &o->tp, 1, SA_MAX_TP, "N", NULL);
+	r[n++] = ROW_INT("pipeline-parallel-size", &o->pp, 1, SA_MAX_PP, "N",
+	                 "prefill PP stages, also -pp (vLLM #44528; default 1)");
+	r[n++] = ROW_INT("-pp", &o->pp, 1, SA_MAX_PP, "N", NULL);
 	r[n++] = (struct pd_opt){.name = "served-model-name",
 	                         .type = PD_OPT_FN,
 	                         .dst = o,
@@ -286,7 +287,7 @@ static struct pd_opt_group own_group(struct pd_opt *r, struct sa_opts *o)
 	r[n++] = ROW_STR("kv-cache-device", &o->kv_cache_device, "cpu|cuda|cuda:N",
 	                 "where the KV blocks live (default cpu)");
 	r[n++] = ROW_STR("kv-groups", &o->kv_groups, "SPEC",
-	                 "hybrid model KV cache groups, comma list\n(full, sliding:W, ...)");
+	                 "hybrid model KV cache groups, comma list\n(full, sliding:W, mamba)");
 	r[n++] = ROW_FLAG("kv-mla", &o->kv_mla, "one KV buffer per layer (MLA)");
 	r[n++] = ROW_CHOICE("kv-miss-policy", &o->miss_policy, "recompute|fail|wait",
 	                    "a value to choose from 'recompute', 'fail', 'wait'",
@@ -420,6 +421,7 @@ static void set_defaults(struct sa_opts *o)
 	o->port = 8000;
 	o->max_model_len = 32768;
 	o->tp = 1;
+	o->pp = 1;
 	mdl_geom_default(&o->geom);
 	o->ns_per_token = 20000;
 	o->kv_wait_timeout_ms = 30000;

@@ -101,7 +101,7 @@ static int compute(struct sa *s, struct sa_req *r, struct mdl_kv *sh, struct kvc
 	size_t rb = (size_t)g->head_dim * (size_t)g->dtype_bytes, hrow = (size_t)g->hidden_size * 2;
 	uint8_t *kp[SA_MAX_TP], *vp[SA_MAX_TP];
 	struct shmap m = {sh, kp, vp, r->ntok, rb * (size_t)hs};
-	struct sa_kvmap map = {sh_seg, &m, NULL};
+	struct sa_kvmap map = {sh_seg, &m, NULL, 0};
 
 	for (int i = 0; i < nsh; i++) {
 		struct mdl_kv *o = &sh[i];
@@ -356,7 +356,7 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			struct shmap m = {NULL, kp, vp, r->ntok,
 			                  (size_t)hs * (size_t)g->head_dim *
 			                      (size_t)g->dtype_bytes};
-			struct sa_kvmap map = {sh_seg, &m, NULL};
+			struct sa_kvmap map = {sh_seg, &m, NULL, 0};
 
 			for (int k = 0; k < s->nkvc; k++) {
 				kp[k] = it[k].keys.data;

@@ -42,6 +42,8 @@ static void run_part(void *ud, int part, int worker)
 	for (int k = 0; j->per && k < j->nsh; k++)
 		mdl_ks_init(&per[k], mdl_kv_part_seed(part), rb);
 	bool put = j->map && j->map->seg;
+	/* a head-major block: the rank's heads of a row hstride apart, each hashed alone */
+	size_t hst = j->map && j->map->hstride ? j->map->hstride : rb;
 
 	for (size_t t = j->map && j->map->t0 ? j->map->t0[l] : 0; t < j->n; t++)
 		for (int k = 0; k < j->nsh; k++) {
@@ -55,7 +57,7 @@ static void run_part(void *ud, int part, int worker)
 
 					mdl_kv_row_ab(j->pre[t], l, k * hs + h, value, &a, &b);
 					if (put)
-						mdl_kv_row_put(g, a, b, d + (size_t)h * rb);
+						mdl_kv_row_put(g, a, b, d + (size_t)h * hst);
 					mdl_ks_affine_row(&full, a, b);
 					if (j->per)
 						mdl_ks_affine_row(&per[k], a, b);
@@ -63,16 +65,27 @@ static void run_part(void *ud, int part, int worker)
 				continue;
 			}
 			if (j->verify) {
+				bool differ = false;
+
 				for (int h = 0; h < hs; h++)
 					mdl_kv_row(g, j->pre[t], l, k * hs + h, value,
 					           scratch + (size_t)h * rb);
-				if (!atomic_load_explicit(&j->differ, memory_order_relaxed) &&
-				    memcmp(scratch, d, seg))
+				if (hst == rb)
+					differ = memcmp(scratch, d, seg) != 0;
+				for (int h = 0; hst != rb && !differ && h < hs; h++)
+					differ = memcmp(scratch + (size_t)h * rb,
+					                d + (size_t)h * hst, rb) != 0;
+				if (differ &&
+				    !atomic_load_explicit(&j->differ, memory_order_relaxed))
 					atomic_store(&j->differ, true);
 			}
-			mdl_ks_update(&full, d, seg);
-			if (j->per)
-				mdl_ks_update(&per[k], d, seg);
+			for (int h = 0; h < (hst == rb ? 1 : hs); h++) {
+				size_t len = hst == rb ? seg : rb;
+
+				mdl_ks_update(&full, d + (size_t)h * hst, len);
+				if (j->per)
+					mdl_ks_update(&per[k], d + (size_t)h * hst, len);
+			}
 		}
 	j->full[part] = mdl_ks_final(&full);
 	for (int k = 0; j->per && k < j->nsh; k++)

@@ -444,6 +444,12 @@ char *sa_metrics_text(struct sa *s)
 	metric(&b, "pdkv_kv_recomputed_tokens_total", "counter",
 	       "Prompt tokens a consumer computed itself because the KV was not received.", "",
 	       atomic_load(&n->recomputed));
+	if (s->hyb.mamba) /* kv_reused expects N-1 reused tokens for each of them */
+		metric(
+		    &b, "pdkv_kv_mamba_n1_requests_total", "counter",
+		    "Requests whose KV was loaded for N-1 prompt tokens, the last one recomputed "
+		    "(Mamba/GDN model, vLLM #46807).",
+		    "", atomic_load(&n->mamba_n1));
 	metric(&b, "pdkv_kv_bytes_sent_total", "counter",
 	       "KV payload bytes pulled from this instance by its peer (V0) or written into the "
 	       "peer's blocks (V1).",

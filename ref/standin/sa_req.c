@@ -24,6 +24,10 @@ void sa_req_free(struct sa_req *r)
 	for (int i = 0; i < SA_MAX_TP; i++) {
 		free(r->blk[i]);
 		r->blk[i] = NULL;
+		for (int st = 0; st < SA_MAX_PP - 1; st++) {
+			free(r->bst[st][i]);
+			r->bst[st][i] = NULL;
+		}
 	}
 }
 

@@ -26,14 +26,16 @@ struct blkmap {
 	struct sa *s;
 	int dp;
 	int64_t **blk;
-	const struct sa_glay *gl; /* NULL: one group */
+	const struct sa_glay *gl;   /* NULL: one group */
+	int64_t *(*bst)[SA_MAX_TP]; /* PP prefill: stage st >= 1's ids (sa_v1_pp.c) */
 };
 
 static uint8_t *blk_seg(void *ud, bool value, int l, size_t t, int k)
 {
 	struct blkmap *m = ud;
+	int st = sa_pp_stage(m->s, l);
 
-	return sa_v1_seg_g(m->s, m->dp, m->blk, m->gl, value, l, t, k);
+	return sa_v1_seg_g(m->s, m->dp, st ? m->bst[st - 1] : m->blk, m->gl, value, l, t, k);
 }
 
 /* ------------------------------------------------------------------ lifetime */
@@ -66,7 +68,9 @@ static int v1_start(struct sa *s)
 	int bport = 0, order[KV1_MAX_BUFS];
 	uint8_t bgrp[KV1_MAX_BUFS];
 
-	s->kv_layout = sa_v1_layout(s->o.kv_mla, s->gen);
+	if (sa_gpu_setup(s) || sa_hyb_start(s))
+		return -1;
+	s->kv_layout = sa_v1_layout(s->o.kv_mla, s->gen, s->gpu != NULL);
 	/* split buffers: every layer's keys before any values, the order the consumer hashes
 	 * them in while they land (sa_v1_check.c); one buffer per layer: layer order */
 	bool keys_first = s->kv_layout == SA_KV_SPLIT && 2 * (size_t)g->layers <= KV1_MAX_BUFS;
@@ -75,9 +79,6 @@ static int v1_start(struct sa *s)
 		order[l] = 2 * l;
 		order[g->layers + l] = 2 * l + 1;
 	}
-
-	if (sa_gpu_setup(s) || sa_hyb_start(s))
-		return -1;
 
 	if (s->producer && cfg_gen_is_b(s->gen) && !s->boot_addr[0]) {
 		/* vLLM: MooncakeBootstrapServer("0.0.0.0", port) (mooncake_connector.py @
@@ -102,9 +103,13 @@ static int v1_start(struct sa *s)
 		         s->o.boot_host, bport);
 	if (s->boot_addr[0]) /* bootstrap_server_address: register there (standin_main.c) */
 		snprintf(boot_url, sizeof(boot_url), "http://%s", s->boot_addr);
+	if (sa_pp_check(s))
+		return -1;
 	for (int d = 0; d < s->o.dp; d++)
-		for (int r = 0; r < s->o.tp; r++) {
+		for (int rs = 0; rs < s->o.tp * sa_pp_stages(s); rs++) {
 			struct kv1_opts o = {0};
+			int r = rs % s->o.tp, st = rs / s->o.tp;
+			struct kv1_worker **wp = st ? &s->wst[st - 1][d][r] : &s->w[d][r];
 
 			o.gen = s->gen;
 			o.producer = s->producer;
@@ -126,7 +131,10 @@ static int v1_start(struct sa *s)
 			                    : o.d_fail_report   ? (s->abort_timeout_s + 60) * 1000
 			                                        : (s->abort_timeout_s + 10) * 1000;
 			o.tp_topology = (s->vi.feat & CFG_F_TP_TOPOLOGY) != 0;
-			sa_v1_layout_opts(s->kv_layout, g->layers, bs * row, &o);
+			sa_v1_layout_opts(s->kv_layout, g->layers / sa_pp_stages(s), bs * row, &o);
+			o.pp_rank = st; /* PP: this stage's layers, its pp_rank (sa_v1_pp.c) */
+			o.pp_size = sa_pp_stages(s);
+			o.first_layer = sa_pp_first(s, st);
 			if (s->hyb.wire) { /* HMA: registered_group_indices, a list per group */
 				o.kv_groups = s->hyb.ng;
 				o.buf_group = bgrp;
@@ -144,18 +152,25 @@ static int v1_start(struct sa *s)
 				o.on_piece = s->own[d][r] ? sa_v1_piece : NULL;
 				o.piece_ud = s->own[d][r];
 			}
-			if (kv1_worker_create(&o, &s->w[d][r], err, sizeof(err))) {
-				fprintf(stderr, "pdkv-standin: error: dp %d tp rank %d: %s\n", d, r,
-				        err);
+			if (kv1_worker_create(&o, wp, err, sizeof(err))) {
+				fprintf(stderr,
+				        "pdkv-standin: error: dp %d tp rank %d pp rank %d: %s\n", d,
+				        r, st, err);
 				return -1;
 			}
-			pd_info("dp %d rank %d: gen %s, engine %s, segment %s, %d KV buffers x %zu "
-			        "blocks x %zu bytes (block_size %d, layout %s), side channel %s",
-			        d, r, cfg_gen_name(s->gen), s->engine_ids[d],
-			        kv1_worker_segment(s->w[d][r]), o.nbufs, nblocks, o.block_len,
-			        s->o.block_size, sa_v1_layout_name(s->kv_layout),
-			        s->producer ? kv1_worker_side_addr(s->w[d][r])
-			                    : "(consumer: none)");
+			char ppn[64] = "";
+
+			if (sa_pp_stages(s) > 1) /* PP: the stage and its layers */
+				snprintf(ppn, sizeof(ppn), " pp %d (layers %d-%d)", st,
+				         o.first_layer,
+				         o.first_layer + g->layers / sa_pp_stages(s) - 1);
+			pd_info(
+			    "dp %d rank %d%s: gen %s, engine %s, segment %s, %d KV buffers x %zu "
+			    "blocks x %zu bytes (block_size %d, layout %s), side channel %s",
+			    d, r, ppn, cfg_gen_name(s->gen), s->engine_ids[d],
+			    kv1_worker_segment(*wp), o.nbufs, nblocks, o.block_len, s->o.block_size,
+			    sa_v1_layout_name(s->kv_layout),
+			    s->producer ? kv1_worker_side_addr(*wp) : "(consumer: none)");
 		}
 	return 0;
 }
@@ -166,6 +181,10 @@ static void v1_stop(struct sa *s)
 		for (int r = 0; r < SA_MAX_TP; r++) {
 			kv1_worker_destroy(s->w[d][r]);
 			s->w[d][r] = NULL;
+			for (int st = 0; st < SA_MAX_PP - 1; st++) {
+				kv1_worker_destroy(s->wst[st][d][r]);
+				s->wst[st][d][r] = NULL;
+			}
 			sa_owners_free(s->own[d][r]); /* no engine thread calls it now */
 			s->own[d][r] = NULL;
 		}
@@ -200,11 +219,11 @@ void sa_v1_engine_id(struct sa *s, struct sa_req *r)
 /* Blocks for one rank, waiting while the pool is short as vLLM's scheduler would (up to
  * --kv-block-wait-timeout-ms); the wait is logged at most once a second per process. 0, or
  * -E2BIG (more than the whole pool), -ETIMEDOUT, -ECANCELED, -ENOMEM, with why set. */
-static int alloc_blocks(struct sa *s, struct sa_req *r, int k, size_t nb, int64_t **out, char *why,
-                        size_t wsz)
+static int alloc_blocks(struct sa *s, struct sa_req *r, int k, int st, size_t nb, int64_t **out,
+                        char *why, size_t wsz)
 {
 	static _Atomic uint64_t last_log_ns;
-	struct kv1_worker *w = s->w[r->dp][k];
+	struct kv1_worker *w = sa_pp_worker(s, r->dp, k, st);
 	uint64_t t0 = pd_now_ns(), last;
 	bool waited = false;
 	int ret;
@@ -251,8 +270,8 @@ static int produce(struct sa *s, struct sa_req *r)
 {
 	int d = r->dp, ret;
 	uint64_t t0 = pd_now_ns(), ts = t0;
-	struct blkmap m = {s, r->dp, r->blk, &r->glay};
-	struct sa_kvmap map = {blk_seg, &m, NULL};
+	struct blkmap m = {s, r->dp, r->blk, &r->glay, r->bst};
+	struct sa_kvmap map = {blk_seg, &m, NULL, sa_v1_hstride(s)};
 	size_t *w0 = NULL;
 
 	sa_hyb_layout(s, r->ntok, false, &r->glay); /* every group, every block */
@@ -260,10 +279,12 @@ static int produce(struct sa *s, struct sa_req *r)
 	if (sa_hyb_t0(s, r->ntok, &w0))
 		return -ENOMEM;
 	map.t0 = w0;
-	for (int k = 0; k < s->o.tp; k++) {
+	for (int ks = 0; ks < s->o.tp * sa_pp_stages(s); ks++) { /* every rank of every stage */
 		char why[256];
+		int k = ks % s->o.tp, st = ks / s->o.tp;
 
-		ret = alloc_blocks(s, r, k, r->nblk, &r->blk[k], why, sizeof(why));
+		ret = alloc_blocks(s, r, k, st, r->nblk, st ? &r->bst[st - 1][k] : &r->blk[k], why,
+		                   sizeof(why));
 		if (ret) {
 			pd_err("request %s: %s", r->id, why);
 			return ret;
@@ -322,8 +343,14 @@ static int local_compute(struct sa *s, struct sa_req *r, bool recompute)
 {
 	uint64_t t0 = pd_now_ns(), ts = t0;
 	size_t *w0 = NULL;
-	struct sa_kvmap win = {NULL, NULL, NULL}; /* hybrid: a sliding layer's window only */
-	int ret = sa_hyb_t0(s, r->ntok, &w0);
+	struct sa_kvmap win = {NULL, NULL, NULL, 0}; /* hybrid: a sliding layer's window only */
+	int ret;
+
+	if (r->n1_full) { /* Mamba/GDN decode recomputing: the whole prompt */
+		r->ntok = r->n1_full;
+		r->n1_full = 0;
+	}
+	ret = sa_hyb_t0(s, r->ntok, &w0);
 
 	win.t0 = w0;
 	if (!ret)
@@ -352,6 +379,13 @@ static int prefill_producer(struct sa *s, struct sa_req *r, const char **msg, ch
 	int ret;
 
 	r->send_tracked = track_send(s, r);
+	if (r->send_tracked && sa_hyb_remote_tokens(s, r->ntok) != r->ntok) {
+		/* Mamba/GDN: on_new_request drops the last prompt token (#46807) */
+		pd_dbg("request %s: Mamba/GDN model: prefilling %zu of %zu prompt tokens for the "
+		       "decode",
+		       r->id, r->ntok - 1, r->ntok);
+		r->ntok--;
+	}
 	if (r->send_tracked && s->gen == CFG_GEN_A)
 		for (int k = 0; k < s->o.tp; k++)
 			kv1_send_expect(s->w[r->dp][k], r->send_key);
@@ -374,8 +408,9 @@ static int prefill_producer(struct sa *s, struct sa_req *r, const char **msg, ch
 out:
 	if (ret) {
 		if (r->send_tracked)
-			for (int k = 0; k < s->o.tp; k++)
-				kv1_send_discard(s->w[r->dp][k], r->send_key);
+			for (int ks = 0; ks < s->o.tp * sa_pp_stages(s); ks++)
+				kv1_send_discard(sa_pp_worker(s, r->dp, ks % s->o.tp, ks / s->o.tp),
+				                 r->send_key);
 		r->send_tracked = false;
 		*msg_alloc = pd_asprintf("KV blocks for request %s: %s", r->id, strerror(-ret));
 		*msg = NULL;
@@ -416,6 +451,21 @@ static void v1_finished(struct sa *s, struct sa_req *r, const char *finish)
 		}
 		free(r->blk[k]);
 		r->blk[k] = NULL;
+		for (int st = 1; st < sa_pp_stages(s); st++) { /* PP: the other stages' blocks */
+			struct kv1_worker *w = s->wst[st - 1][d][k];
+			int64_t **b = &r->bst[st - 1][k];
+
+			if (!*b)
+				continue;
+			if (length && !s->o.fault.drop) {
+				kv1_send_ready(w, r->send_key, *b, r->nblk);
+			} else {
+				kv1_send_discard(w, r->send_key);
+				kv1_free(w, *b, r->nblk);
+			}
+			free(*b);
+			*b = NULL;
+		}
 	}
 	if (s->o.fault.drop)
 		pd_info("fault drop: request %s: blocks not offered to the decode", r->id);
@@ -453,7 +503,7 @@ static int take_blocks(struct sa *s, struct sa_req *r, int64_t **blk, size_t nb,
                        size_t wsz)
 {
 	for (int k = 0; k < s->o.tp; k++) {
-		int ret = alloc_blocks(s, r, k, nb, &blk[k], why, wsz);
+		int ret = alloc_blocks(s, r, k, 0, nb, &blk[k], why, wsz);
 
 		if (ret)
 			return ret;
@@ -536,8 +586,8 @@ static uint8_t *host_seg(void *ud, bool value, int l, size_t t, int k)
 static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, const struct sa_glay *gl,
                       struct expect *e)
 {
-	struct blkmap m = {s, r->dp, blk, gl};
-	struct sa_kvmap map = {blk_seg, &m, e->win.t0};
+	struct blkmap m = {s, r->dp, blk, gl, NULL};
+	struct sa_kvmap map = {blk_seg, &m, e->win.t0, sa_v1_hstride(s)};
 	struct hostrows hr = {NULL, NULL, r->ntok, row_bytes(s)};
 	uint64_t ts = pd_now_ns();
 	int ret = 0;
@@ -558,7 +608,7 @@ static int use_blocks(struct sa *s, struct sa_req *r, int64_t **blk, const struc
 			          ? -EIO
 			          : 0;
 		}
-		map = (struct sa_kvmap){host_seg, &hr, NULL};
+		map = (struct sa_kvmap){host_seg, &hr, NULL, 0};
 	}
 	if (!ret)
 		ret = sa_kv_scan(&s->o.geom, r->tokens, r->ntok, s->o.tp, &map, &r->seed,
@@ -629,7 +679,7 @@ static int check_blocks(struct sa *s, struct sa_req *r, struct sa_verify **vp, i
 	return 0;
 }
 
-static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
+static int consumer_pull(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
 {
 	int64_t *blk[SA_MAX_TP] = {0};
 	struct sa_glay gl; /* the window-clipped lists D asks for (get_sw_clipped_blocks) */
@@ -656,7 +706,7 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 		pd_sleep_ms(s->o.fault.delay_ms);
 	}
 	uint64_t ts = pd_now_ns();
-	struct expect e = {s, r, 0, 0, NULL, false, {NULL, NULL, NULL}};
+	struct expect e = {s, r, 0, 0, NULL, false, {NULL, NULL, NULL, 0}};
 
 	struct sa_verify *v = NULL;
 
@@ -746,6 +796,26 @@ static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, ch
 	        r->id, r->ntok);
 	r->kv_note = "recomputed(load failure)";
 	return local_compute(s, r, true) ? 500 : 0;
+}
+
+/* A Mamba/GDN model loads N-1 tokens and recomputes the last one (sa_hyb_n1_done). */
+static int prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)
+{
+	size_t n = sa_hyb_remote_tokens(s, r->ntok);
+	int ret;
+
+	if (n == r->ntok || !params_valid(s, r))
+		return consumer_pull(s, r, msg, msg_alloc);
+	r->n1_full = r->ntok;
+	r->ntok = n;
+	ret = consumer_pull(s, r, msg, msg_alloc);
+	if (r->n1_full && !ret) /* loaded (a recompute restored ntok itself) */
+		ret = sa_hyb_n1_done(s, r) ? 500 : 0;
+	if (r->n1_full) { /* failed */
+		r->ntok = r->n1_full;
+		r->n1_full = 0;
+	}
+	return ret;
 }
 
 static int v1_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc)

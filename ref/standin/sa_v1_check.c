@@ -127,11 +127,41 @@ static void piece_part(struct sa_owners *o, struct sa_verify *v, int part, size_
 	__atomic_fetch_add(&v->fbytes[part], nt * tokb, __ATOMIC_SEQ_CST);
 }
 
+/* A piece of a head-major block (SA_KV_HEADS: [head][token][K | V]) of layer l, off bytes into
+ * the request's j-th block, of whole cells: each cell's K row summed into the layer's keys, its V
+ * row into its values, at their place (position t, head: row t * heads + rank's first head + h). */
+static void piece_heads(struct sa_owners *o, struct sa_verify *v, int l, size_t j, size_t off,
+                        const uint8_t *data, size_t len)
+{
+	const struct mdl_geom *g = &o->s->o.geom;
+	size_t rb = mdl_kv_row_bytes(g), H = (size_t)g->kv_heads, hs = H / (size_t)o->s->o.tp,
+	       bs = (size_t)o->s->o.block_size, cell = 2 * rb;
+	struct mdl_ks kk, kv;
+	uint64_t ak = 0, av = 0, n = 0;
+
+	mdl_ks_init(&kk, mdl_kv_part_seed(l), rb);
+	mdl_ks_init(&kv, mdl_kv_part_seed(g->layers + l), rb);
+	for (size_t c = off / cell, e = (off + len) / cell; c < e; c++, data += cell) {
+		size_t h = c / bs, t = j * bs + c % bs, row = t * H + (size_t)o->rank * hs + h;
+
+		if (h >= hs || t >= v->ntok)
+			continue;
+		ak += mdl_ks_piece(&kk, row, data, rb);
+		av += mdl_ks_piece(&kv, row, data + rb, rb);
+		n += rb;
+	}
+	__atomic_fetch_add(&v->facc[l], ak, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&v->fbytes[l], n, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&v->facc[g->layers + l], av, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&v->fbytes[g->layers + l], n, __ATOMIC_SEQ_CST);
+}
+
 /* kv1's on_piece, on the engine's server thread right after the receive: the rows of whole
  * tokens in this piece of block `block` of KV buffer `buf` are summed into their part while
  * they are in this core's cache. Split buffers: buffer 2 l + values is one part. Joined (one
  * buffer per layer, a block = [K rows | V rows]): a piece that crosses the middle of the block
- * is cut there, its halves summed into the layer's keys and values. A piece not cut at tokens
+ * is cut there, its halves summed into the layer's keys and values. Head-major (SA_KV_HEADS):
+ * each [K | V] cell's halves go to the layer's keys and values. A piece not cut at tokens
  * is left to the read-back (its bytes are not counted, so its part is not complete here). */
 void sa_v1_piece(void *ud, int buf, int64_t block, size_t off, const uint8_t *data, size_t len)
 {
@@ -142,6 +172,18 @@ void sa_v1_piece(void *ud, int buf, int64_t block, size_t off, const uint8_t *da
 	       half = tokb * (size_t)s->o.block_size;
 	struct sa_verify *v;
 
+	if (s->kv_layout == SA_KV_HEADS) { /* whole [K | V] cells */
+		size_t cell = 2 * mdl_kv_row_bytes(g);
+
+		if (block < 0 || (size_t)block >= o->n || off % cell || len % cell)
+			return;
+		pthread_rwlock_rdlock(&o->lk);
+		v = o->e[block].v;
+		if (v && v->facc)
+			piece_heads(o, v, buf, o->e[block].j, off, data, len);
+		pthread_rwlock_unlock(&o->lk);
+		return;
+	}
 	if (block < 0 || (size_t)block >= o->n || off % tokb || len % tokb)
 		return;
 	pthread_rwlock_rdlock(&o->lk);
@@ -193,9 +235,18 @@ static void follow_part(void *ud, int part, int worker)
 		h.rows = v->ntok * (size_t)g->kv_heads;
 		atomic_fetch_add(&s->n.parts_landed, 1);
 	} else {
+		size_t hst = sa_v1_hstride(s), rb = mdl_kv_row_bytes(g);
+		int hs = g->kv_heads / s->o.tp;
+
 		for (size_t t = 0; t < v->ntok; t++)
-			for (int k = 0; k < s->o.tp; k++)
-				mdl_ks_update(&h, sa_v1_seg(s, v->dp, v->blk, value, l, t, k), seg);
+			for (int k = 0; k < s->o.tp; k++) {
+				const uint8_t *p = sa_v1_seg(s, v->dp, v->blk, value, l, t, k);
+
+				if (!hst)
+					mdl_ks_update(&h, p, seg);
+				for (int hh = 0; hst && hh < hs; hh++) /* head-major */
+					mdl_ks_update(&h, p + (size_t)hh * hst, rb);
+			}
 	}
 	f->sums[part] = mdl_ks_final(&h);
 	for (uint64_t now = pd_now_ns(), t = atomic_load(&f->t_last);
@@ -279,7 +330,7 @@ int sa_check_join(struct sa_verify *v, uint64_t expect, uint64_t *got)
 	/* a layer hashed before the receive ended may have held a stale write's bytes that the
 	 * transfer then replaced: a mismatch is only believed from a hash of the final blocks */
 	if (v->got != expect && v->early) {
-		struct sa_kvmap map = {map_seg, v, NULL};
+		struct sa_kvmap map = {map_seg, v, NULL, sa_v1_hstride(v->s)};
 
 		atomic_fetch_add(&v->s->n.check_rescans, 1);
 		int r =

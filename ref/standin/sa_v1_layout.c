@@ -34,18 +34,25 @@
  * aligns regions by (name, occurrence) and checks kv_block_len per region
  * (_validate_asymmetric_region_lengths).
  *
- * pdkv's SA_KV_JOINED matches the wire (one region per layer, names once, block_len =
- * kv_block_len = K + V bytes of a block) but not the bytes inside a block: the fake model writes
- * a token's row of the rank's heads contiguously (sa_kvmap), so a block is [K rows | V rows],
- * token-major, instead of vLLM's head-major [head][token][K | V]. The transfer copies whole
- * blocks either way; only a heterogeneous-TP head slice (a byte range of the block) would take
- * other bytes than vLLM's would.
+ * pdkv's SA_KV_HEADS is that block: for each of the rank's heads in turn, each of the block's
+ * tokens' cell [K row of the head | V row of the head] (KVCacheLayout.LBHNC = [L, B, H, N, C],
+ * vllm/v1/kv_cache_layout.py, read at 14f7a27c). vLLM's heterogeneous-TP plan
+ * (_compute_sender_transfer_plan, mooncake_connector.py @ 00f4240e) moves a byte range of a
+ * block, (rank % ratio) x the smaller rank's kv_block_len, which is a head range only in this
+ * layout: heads are contiguous per rank (rank x H / tp), so the P block of P.tp = 1 holds D rank
+ * 0's heads' bytes and then D rank 1's. SA_KV_JOINED, the Bl layout before (same wire, a block
+ * [K rows | V rows] token-major), is kept for the GPU tier, whose kernel writes a rank's rows
+ * [L][T][heads x D] and copies them into blocks in runs (sa_gpu.c): a head-major block would take
+ * one copy per (head, token) there. A GPU-tier stand-in therefore moves correct KV only between
+ * equal TP sizes.
  */
-enum sa_kv_layout sa_v1_layout(bool mla, enum cfg_gen gen)
+enum sa_kv_layout sa_v1_layout(bool mla, enum cfg_gen gen, bool gpu)
 {
 	if (mla)
 		return SA_KV_MLA;
-	return kv1_shape_of(gen) >= KV1_SHAPE_BL ? SA_KV_JOINED : SA_KV_SPLIT;
+	if (kv1_shape_of(gen) < KV1_SHAPE_BL)
+		return SA_KV_SPLIT;
+	return gpu ? SA_KV_JOINED : SA_KV_HEADS;
 }
 
 const char *sa_v1_layout_name(enum sa_kv_layout lay)
@@ -55,6 +62,8 @@ const char *sa_v1_layout_name(enum sa_kv_layout lay)
 		return "mla (one buffer per layer)";
 	case SA_KV_JOINED:
 		return "joined (one buffer per layer, block = [K | V])";
+	case SA_KV_HEADS:
+		return "LBHNC (one buffer per layer, block = [head][token][K | V])";
 	default:
 		return "split (K and V buffers per layer)";
 	}
@@ -68,4 +77,26 @@ void sa_v1_layout_opts(enum sa_kv_layout lay, int layers, size_t part, struct kv
 	o->layer_bufs = one ? 1 : 2;
 	o->nbufs = one ? layers : 2 * layers;
 	o->block_len = one ? 2 * part : part; /* kv1 sends kv_block_len = block_len */
+}
+
+size_t sa_v1_layout_hstride(enum sa_kv_layout lay, size_t block_size, size_t hrow)
+{
+	return lay == SA_KV_HEADS ? block_size * 2 * hrow : 0;
+}
+
+size_t sa_v1_layout_off(enum sa_kv_layout lay, size_t block_size, size_t heads, size_t hrow,
+                        bool value, size_t tok, size_t h)
+{
+	size_t row = heads * hrow; /* a token's row of the rank's heads */
+
+	switch (lay) {
+	case SA_KV_MLA: /* per token: its K row, its V row */
+		return tok * 2 * row + (value ? row : 0) + h * hrow;
+	case SA_KV_JOINED: /* [K rows of the block | V rows] */
+		return (value ? block_size * row : 0) + tok * row + h * hrow;
+	case SA_KV_HEADS: /* [head][token][K | V] */
+		return (h * block_size + tok) * 2 * hrow + (value ? hrow : 0);
+	default: /* a buffer of keys or of values: token rows */
+		return tok * row + h * hrow;
+	}
 }

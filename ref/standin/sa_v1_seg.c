@@ -12,6 +12,7 @@ size_t sa_v1_row_bytes(const struct sa *s)
 
 int sa_v1_buf(const struct sa *s, bool value, int l)
 {
+	l -= sa_pp_first(s, sa_pp_stage(s, l)); /* a PP stage's buffers hold its layers */
 	return s->kv_layout == SA_KV_SPLIT ? 2 * l + (value ? 1 : 0) : l;
 }
 
@@ -22,17 +23,18 @@ uint8_t *sa_v1_seg(struct sa *s, int dp, int64_t *const *blk, bool value, int l,
 
 uint8_t *sa_v1_seg_id(struct sa *s, int dp, int k, int64_t id, bool value, int l, size_t t)
 {
-	size_t row = sa_v1_row_bytes(s), bs = (size_t)s->o.block_size;
-	uint8_t *b = kv1_block(s->w[dp][k], sa_v1_buf(s, value, l), id);
+	const struct mdl_geom *g = &s->o.geom;
+	size_t bs = (size_t)s->o.block_size, hrow = mdl_kv_row_bytes(g);
 
-	switch (s->kv_layout) {
-	case SA_KV_MLA: /* per token: its K row, its V row */
-		return b + (t % bs) * 2 * row + (value ? row : 0);
-	case SA_KV_JOINED: /* [K rows of the block | V rows] */
-		return b + (value ? bs * row : 0) + (t % bs) * row;
-	default:
-		return b + (t % bs) * row;
-	}
+	return kv1_block(sa_pp_worker(s, dp, k, sa_pp_stage(s, l)), sa_v1_buf(s, value, l), id) +
+	       sa_v1_layout_off(s->kv_layout, bs, (size_t)(g->kv_heads / s->o.tp), hrow, value,
+	                        t % bs, 0);
+}
+
+size_t sa_v1_hstride(const struct sa *s)
+{
+	return sa_v1_layout_hstride(s->kv_layout, (size_t)s->o.block_size,
+	                            mdl_kv_row_bytes(&s->o.geom));
 }
 
 uint8_t *sa_v1_seg_g(struct sa *s, int dp, int64_t *const *blk, const struct sa_glay *gl,

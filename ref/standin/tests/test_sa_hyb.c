@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* sa_v1_hyb: the --kv-groups spec, the window clipping of a request's blocks against vLLM's
- * blocks_per_sw = cdiv(W, block_size) + 1 (mooncake_connector.py @ 00f4240e) and the rows the
- * fake model keeps per layer. */
+/* sa_v1_hyb: the --kv-groups spec (with Mamba/GDN groups), the window clipping of a request's
+ * blocks against vLLM's blocks_per_sw = cdiv(W, block_size) + 1 (mooncake_connector.py @ 00f4240e)
+ * and the rows the fake model keeps per layer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,8 +45,40 @@ static void test_parse(void **state)
 	assert_int_not_equal(sa_hyb_parse("full,full", &h, err, sizeof(err)), 0);
 	assert_int_not_equal(sa_hyb_parse("full,sliding:0", &h, err, sizeof(err)), 0);
 	assert_non_null(strstr(err, "group 1 (\"sliding:0\")"));
-	assert_int_not_equal(sa_hyb_parse("full,mamba", &h, err, sizeof(err)), 0);
+	assert_int_equal(sa_hyb_parse("full,mamba", &h, err, sizeof(err)), 0);
+	assert_true(h.mamba);
+	assert_int_equal(h.win[1], SA_HYB_MAMBA);
+	assert_int_not_equal(sa_hyb_parse("mamba,mamba", &h, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "at least one \"full\""));
+	assert_int_not_equal(sa_hyb_parse("full,gdn", &h, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "is not \"full\", \"mamba\""));
 	assert_int_not_equal(sa_hyb_parse("full,sliding:12x", &h, err, sizeof(err)), 0);
+}
+
+/* Mamba/GDN (#46807): the state group keeps one block; the N-1 rule only from CFG_F_GDN_N1 on
+ * and only for a prompt of more than one token (_get_remote_prefill_token_count). */
+static void test_mamba(void **state)
+{
+	struct sa_glay gl;
+	size_t *t0;
+	(void)state;
+
+	setup_sa("full,mamba", true);
+	sa_hyb_layout(&s, 600, true, &gl);
+	assert_int_equal(gl.cnt[0], 38);
+	assert_int_equal(gl.cnt[1], 1);
+	assert_int_equal(gl.first[1], 37);
+	assert_int_equal(sa_hyb_t0(&s, 600, &t0), 0);
+	assert_int_equal(t0[0], 0);
+	assert_int_equal(t0[1], 37 * 16);
+	free(t0);
+	assert_int_equal(sa_hyb_remote_tokens(&s, 600), 600); /* a release before #46807 */
+	s.vi.feat = CFG_F_GDN_N1;
+	assert_int_equal(sa_hyb_remote_tokens(&s, 600), 599);
+	assert_int_equal(sa_hyb_remote_tokens(&s, 1), 1);
+	setup_sa("full,sliding:64", true);
+	s.vi.feat = CFG_F_GDN_N1;
+	assert_int_equal(sa_hyb_remote_tokens(&s, 600), 600); /* no Mamba layers */
 }
 
 /* 600 tokens = 38 blocks of 16; W = 64: 64/16 + 1 = 5 blocks kept (33 dropped); W = 65: 6. */
@@ -109,6 +141,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse),
 	    cmocka_unit_test(test_layout),
+	    cmocka_unit_test(test_mamba),
 	    cmocka_unit_test(test_buf_groups),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -75,7 +75,7 @@ static void gen_and_scan(int nsh, const char *threads)
 	struct mdl_geom g;
 	struct mdl_kv full, sh[SA_MAX_TP];
 	struct v0map m;
-	struct sa_kvmap map = {v0_seg, &m, NULL};
+	struct sa_kvmap map = {v0_seg, &m, NULL, 0};
 	int64_t tok[NTOK];
 	uint64_t want, seed = 0, seed2 = 0, sums[SA_MAX_TP];
 	bool same = false;

@@ -28,10 +28,11 @@ static void test_options(void **st)
 	struct kv1_opts o = {0};
 
 	(void)st;
-	assert_int_equal(sa_v1_layout(false, CFG_GEN_BL), SA_KV_JOINED);
-	assert_int_equal(sa_v1_layout(false, CFG_GEN_BN), SA_KV_SPLIT);
-	assert_int_equal(sa_v1_layout(false, CFG_GEN_B0), SA_KV_SPLIT);
-	assert_int_equal(sa_v1_layout(true, CFG_GEN_BL), SA_KV_MLA);
+	assert_int_equal(sa_v1_layout(false, CFG_GEN_BL, false), SA_KV_HEADS);
+	assert_int_equal(sa_v1_layout(false, CFG_GEN_BL, true), SA_KV_JOINED);
+	assert_int_equal(sa_v1_layout(false, CFG_GEN_BN, false), SA_KV_SPLIT);
+	assert_int_equal(sa_v1_layout(false, CFG_GEN_B0, false), SA_KV_SPLIT);
+	assert_int_equal(sa_v1_layout(true, CFG_GEN_BL, false), SA_KV_MLA);
 	sa_v1_layout_opts(SA_KV_JOINED, LAYERS, PART, &o);
 	assert_int_equal(o.nbufs, LAYERS);
 	assert_int_equal(o.layer_bufs, 1);
@@ -44,6 +45,40 @@ static void test_options(void **st)
 	sa_v1_layout_opts(SA_KV_MLA, LAYERS, PART, &o);
 	assert_int_equal(o.nbufs, LAYERS);
 	assert_true(o.mla);
+}
+
+/* Head-major (LBHNC) blocks: D rank d of D.tp = 2 holds exactly the bytes of heads d*H/2.. of a
+ * P.tp = 1 block at [d x half, + half) of it — the byte range vLLM's heterogeneous-TP plan moves
+ * (_compute_sender_transfer_plan) — and the token-major joined block does not. */
+static void test_head_slices(void **st)
+{
+	const size_t bs = 16, H = 4, hrow = 64 * 2, half = bs * (H / 2) * 2 * hrow;
+	bool joined_ok = true;
+
+	(void)st;
+	assert_int_equal(sa_v1_layout_hstride(SA_KV_HEADS, bs, hrow), bs * 2 * hrow);
+	assert_int_equal(sa_v1_layout_hstride(SA_KV_JOINED, bs, hrow), 0);
+	for (size_t d = 0; d < 2; d++)
+		for (size_t t = 0; t < bs; t++)
+			for (size_t h = 0; h < H / 2; h++)
+				for (int v = 0; v < 2; v++) {
+					size_t p = sa_v1_layout_off(SA_KV_HEADS, bs, H, hrow, v, t,
+					                            d * H / 2 + h),
+					       q = sa_v1_layout_off(SA_KV_HEADS, bs, H / 2, hrow, v,
+					                            t, h);
+
+					assert_int_equal(p, d * half + q);
+					assert_true(q + hrow <= half);
+					if (sa_v1_layout_off(SA_KV_JOINED, bs, H, hrow, v, t,
+					                     d * H / 2 + h) !=
+					    d * half + sa_v1_layout_off(SA_KV_JOINED, bs, H / 2,
+					                                hrow, v, t, h))
+						joined_ok = false;
+				}
+	assert_false(joined_ok);
+	/* a cell is the head's K row, then its V row */
+	assert_int_equal(sa_v1_layout_off(SA_KV_HEADS, bs, H, hrow, true, 3, 1),
+	                 (1 * bs + 3) * 2 * hrow + hrow);
 }
 
 struct pull {
@@ -119,7 +154,7 @@ static void test_joined_handshake(void **st)
 	o.recv_timeout_ms = 10000;
 	o.num_blocks = 8;
 	o.tp_topology = true;
-	sa_v1_layout_opts(sa_v1_layout(false, o.gen), LAYERS, PART, &o);
+	sa_v1_layout_opts(sa_v1_layout(false, o.gen, false), LAYERS, PART, &o);
 	assert_int_equal(kv1_worker_create(&o, &p.d, err, sizeof(err)), 0);
 	assert_int_equal(kv1_alloc(p.d, 2, p.ids), 0);
 	p.boot = boot;
@@ -158,6 +193,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_options),
+	    cmocka_unit_test(test_head_slices),
 	    cmocka_unit_test(test_joined_handshake),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);

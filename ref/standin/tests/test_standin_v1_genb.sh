@@ -76,8 +76,8 @@ check "tp2: no rescan" [ "$(metric $PORT_Dtp pdkv_kv_check_rescans_total)" = 0 ]
 pair bltp 0.18 bl -tp 2 -- -tp 2
 OUT=$(route_b $PORT_Pbltp $PORT_Dbltp $BOOT "$PROMPT" 12 0 | text)
 check "bl tp2: decode text equals the plain stand-in's" [ "$OUT" = "$REF" ]
-check "bl tp2: decode lays its KV out as one buffer per layer" \
-	grep -q "4 KV buffers x .*layout joined" "$TMP/Dbltp.log"
+check "bl tp2: decode lays its KV out as one buffer per layer, head-major (LBHNC)" \
+	grep -q "4 KV buffers x .*layout LBHNC" "$TMP/Dbltp.log"
 check "bl tp2: reused = $N" [ "$(metric $PORT_Dbltp pdkv_kv_reused_tokens_total)" = "$N" ]
 check "bl tp2: every part summed as it landed" [ "$(metric $PORT_Dbltp pdkv_kv_check_parts_landed_total)" = 8 ]
 check "bl tp2: no checksum failure" [ "$(metric $PORT_Dbltp pdkv_kv_checksum_failures_total)" = 0 ]
