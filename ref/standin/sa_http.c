@@ -357,6 +357,7 @@ struct stream {
 	int phase; /* 0 role chunk (chat), 1 tokens, 2 usage, 3 [DONE], 4 end, 5 failed */
 	char *pend;
 	size_t plen, poff;
+	struct MHD_Response *resp; /* for the trailer of a failed KV check */
 };
 
 static void stream_set(struct stream *st, cJSON *j)
@@ -384,6 +385,10 @@ static bool stream_checked(struct stream *st)
 	v = sa_verify_wait(&st->r);
 	if (!v)
 		return true;
+	if (v == -EBADMSG) { /* the headers are out: an HTTP trailer marks it (issue 34, N4) */
+		st->r.kv_check_failed = true;
+		MHD_add_response_footer(st->resp, "X-PDKV-KV-Check", "failed");
+	}
 	j = cJSON_CreateObject();
 	e = cJSON_AddObjectToObject(j, "error");
 	cJSON_AddStringToObject(e, "object", "error");
@@ -519,6 +524,12 @@ static enum MHD_Result respond(struct sa_http *h, struct MHD_Connection *c, stru
 		}
 		MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
 		MHD_add_response_header(resp, "X-Request-Id", st->r.id);
+		if (st->r
+		        .kv_check_failed) /* checked before the stream began (V0; gen A/B hybrid) */
+			MHD_add_response_header(resp, "X-PDKV-KV-Check", "failed");
+		else if (st->r.verify) /* checked after the first token: maybe a trailer */
+			MHD_add_response_header(resp, "Trailer", "X-PDKV-KV-Check");
+		st->resp = resp;
 		ret = MHD_queue_response(c, 200, resp);
 		MHD_destroy_response(resp);
 		return ret;
