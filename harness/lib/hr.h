@@ -153,6 +153,7 @@ struct hr_req {
 	bool stream;          /* this request streamed (workload.stream / stream_percent) */
 	bool disconnect;      /* this client hangs up mid-answer (workload.disconnect_percent) */
 	bool cut;             /* ... and did: no full answer expected from it */
+	char transfer_id[96]; /* X-PDKV-Transfer-Id: the gen-B transfer_id decode pulled with */
 };
 /* Deterministic prompt of about ntok tokens for request idx (unique per idx and seed). */
 char *hr_prompt_text(int idx, int ntok, unsigned seed);
@@ -212,6 +213,9 @@ struct hr_check {
 	bool (*fn)(const struct hr_run_data *rd, char *detail, size_t sz);
 };
 const struct hr_check *hr_check_find(const char *name);
+/* Issue 34 N3: "; transfer_id X was used by requests i and j (...)" appended to detail when two
+ * requests' answers carry the same X-PDKV-Transfer-Id; nothing when none was reused. */
+void hr_note_dup_transfer_ids(const struct hr_req *reqs, size_t n, char *detail, size_t sz);
 size_t hr_check_count(void);
 const struct hr_check *hr_check_at(size_t i);
 /* Delta of a counter between two scrapes (0 when absent in both). */

@@ -306,6 +306,14 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 	size_t len = sz * n;
 	if (len >= 23 && !strncasecmp(p, "X-PDKV-KV-Check: failed", 23))
 		r->kv_check_failed = true;
+	if (len > 20 && !strncasecmp(p, "X-PDKV-Transfer-Id:", 19)) { /* issue 34, N3 */
+		size_t a = 19, b = len;
+		while (a < b && (p[a] == ' ' || p[a] == '\t'))
+			a++;
+		while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' '))
+			b--;
+		snprintf(r->transfer_id, sizeof(r->transfer_id), "%.*s", (int)(b - a), p + a);
+	}
 	return len;
 }
 
