@@ -21,6 +21,8 @@ struct hr_workload {
 	int concurrency;
 	int max_tokens;
 	bool stream;
+	int stream_pct;     /* workload.stream_percent: this share streamed (default: stream) */
+	int disconnect_pct; /* workload.disconnect_percent: this share cut mid-answer */
 	bool ignore_eos;    /* workload.ignore_eos: sent as vLLM's ignore_eos */
 	bool chat;          /* endpoint "chat" = /v1/chat/completions, else /v1/completions */
 	int *prompt_tokens; /* one planned prompt length per request (deterministic) */
@@ -148,6 +150,10 @@ struct hr_req {
 	double secs;
 	char curl_err[128];
 	bool kv_check_failed; /* X-PDKV-KV-Check: failed (a pdkv-standin decode; issue 34 N4) */
+	bool stream;          /* this request streamed (workload.stream / stream_percent) */
+	bool disconnect;      /* this client hangs up mid-answer (workload.disconnect_percent) */
+	bool cut;             /* ... and did: no full answer expected from it */
+	char transfer_id[96]; /* X-PDKV-Transfer-Id: the gen-B transfer_id decode pulled with */
 };
 /* Deterministic prompt of about ntok tokens for request idx (unique per idx and seed). */
 char *hr_prompt_text(int idx, int ntok, unsigned seed);
@@ -194,6 +200,7 @@ struct hr_run_data {
 	/* --external mamba=1: the model has Mamba/GDN layers (vLLM #46807): decode loads N-1
 	 * prompt tokens per request and computes the last one */
 	bool mamba;
+	struct hr_res *res; /* the "resources" check's samples (hr_check_resources.c), or NULL */
 };
 struct hr_check_result {
 	const char *name;
@@ -209,11 +216,26 @@ struct hr_check {
 	bool (*fn)(const struct hr_run_data *rd, char *detail, size_t sz);
 };
 const struct hr_check *hr_check_find(const char *name);
+/* Issue 34 N3: "; transfer_id X was used by requests i and j (...)" appended to detail when two
+ * requests' answers carry the same X-PDKV-Transfer-Id; nothing when none was reused. */
+void hr_note_dup_transfer_ids(const struct hr_req *reqs, size_t n, char *detail, size_t sz);
 size_t hr_check_count(void);
 const struct hr_check *hr_check_at(size_t i);
 /* Delta of a counter between two scrapes (0 when absent in both; hr_metrics.c). */
 double hr_metric_delta(const struct hr_metrics *before, const struct hr_metrics *after,
                        const char *name);
+
+/* ---- fd / thread / RSS samples of the deployment's processes (hr_check_resources.c) ---- */
+/* Starts sampling /proc/PID of each process (n of them, names for the report) every 0.5 s. */
+struct hr_res *hr_res_start(const char *const *names, const int *pids, size_t n);
+/* After the workload: waits idle_s with no request in flight, samples once more, stops. */
+void hr_res_stop(struct hr_res *res, double idle_s);
+void hr_res_free(struct hr_res *res);
+/* One sample in by hand (tests): process i, at t seconds since the start. */
+void hr_res_add(struct hr_res *res, size_t i, double t, long fds, long threads, long rss_kib);
+/* The soak's figures: requests, streamed, cut, wrong, lost, and per process fds / threads / RSS
+ * at start, warm (after a fifth of the run), peak and end. */
+cJSON *hr_res_json(const struct hr_run_data *rd);
 
 /* ---- results (hr_result.c) and reporters (hr_report_*.c) ----------------------------------- */
 enum hr_status { HR_PASS = 0, HR_FAIL, HR_NOTRUN };

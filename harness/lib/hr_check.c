@@ -18,7 +18,8 @@
 	X(router_prefill_failure)                                                                  \
 	X(router_stream)                                                                           \
 	X(recovered)                                                                               \
-	X(hostile_ok)
+	X(hostile_ok)                                                                              \
+	X(resources)
 
 #define DECLARE(n) extern const struct hr_check hr_check_##n;
 HR_CHECKS(DECLARE)

@@ -15,17 +15,19 @@ static void one_line(char *dst, size_t sz, const char *s)
 
 static bool http_ok(const struct hr_run_data *rd, char *detail, size_t sz)
 {
-	size_t bad = 0, first = (size_t)-1;
+	size_t bad = 0, first = (size_t)-1, cut = 0;
 	for (size_t i = 0; i < rd->nreqs; i++) {
 		const struct hr_req *r = &rd->reqs[i];
-		if (r->status == 200 && !r->invalid)
+		cut += r->cut; /* the client hung up on purpose (workload.disconnect_percent) */
+		if ((r->status == 200 && !r->invalid) || r->cut)
 			continue;
 		if (!bad++)
 			first = i;
 	}
 	if (!bad) {
-		snprintf(detail, sz, "%zu of %zu requests answered 200 with valid OpenAI bodies",
-		         rd->nreqs, rd->nreqs);
+		snprintf(detail, sz, "%zu of %zu requests answered 200 with valid OpenAI bodies%s",
+		         rd->nreqs - cut, rd->nreqs - cut,
+		         cut ? " (the clients that hung up aside)" : "");
 		return true;
 	}
 	{

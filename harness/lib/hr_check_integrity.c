@@ -21,6 +21,8 @@ static bool integrity(const struct hr_run_data *rd, char *detail, size_t sz)
 	snprintf(detail, sz,
 	         "checksum failures: decode %.0f, prefill %.0f (KV received %.0f bytes)", d, p,
 	         hr_metric_delta(&rd->d_before, &rd->d_after, "pdkv_kv_bytes_received_total"));
+	if (d || p)
+		hr_note_dup_transfer_ids(rd->reqs, rd->nreqs, detail, sz);
 	return d == 0 && p == 0;
 }
 

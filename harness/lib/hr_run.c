@@ -414,14 +414,19 @@ static int phase_workload(struct run *r, struct hr_run_data *rd)
 		fail(r, "out of memory");
 		return -1;
 	}
-	progress(r, "%d requests through the proxy (%s, %s, concurrency %d)", sc->wl.requests,
-	         sc->wl.chat ? "chat" : "completions", sc->wl.stream ? "stream" : "no stream",
-	         sc->wl.concurrency);
+	progress(r, "%d requests through the proxy (%s, %d%% streamed, %d%% cut, concurrency %d)",
+	         sc->wl.requests, sc->wl.chat ? "chat" : "completions", sc->wl.stream_pct,
+	         sc->wl.disconnect_pct, sc->wl.concurrency);
 	tw = pd_now_s();
 	r->last_pct = 0;
 	hr_net_faults_start(d->net); /* "faults": timed from the workload's start */
 	hr_faults_start(d);          /* ... and the process faults ("kill") */
+	if (hr_scenario_has_check(sc, "resources") && !d->rem) /* /proc of the processes */
+		rd->res = hr_res_start(
+		    (const char *[]){"prefill", "decode", "proxy"},
+		    (const int[]){d->prefill.proc.pid, d->decode.proc.pid, d->proxy.proc.pid}, 3);
 	hr_workload_run(d->proxy.base_url, sc, rd->reqs, r->deadline, r->o->stop, on_progress, r);
+	hr_res_stop(rd->res, 3.0); /* idle: the stand-ins give free pages back after 2 s */
 	hr_net_faults_stop(d->net);
 	hr_faults_stop(d, rd->pf_notes, sizeof(rd->pf_notes));
 	if (d->net && d->net->applied[0])
@@ -504,6 +509,9 @@ static void run_body(struct run *r)
 	}
 	if (rd.reqs)
 		r->res->requests = hr_request_summary(rd.reqs, rd.nreqs);
+	if (rd.res && r->res->requests)
+		cJSON_AddItemToObject(r->res->requests, "soak", hr_res_json(&rd));
+	hr_res_free(rd.res);
 	hr_reqs_free(rd.reqs, rd.nreqs);
 	hr_reqs_free(rd.plain, rd.nreqs);
 	hr_router_data_free(&rd);

@@ -335,9 +335,10 @@ static unsigned lcg(unsigned *s)
 
 static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario *sc)
 {
-	static const char *const ok[] = {"requests",   "concurrency", "prompt_tokens", "prompts",
-	                                 "stream",     "endpoint",    "max_tokens",    "seed",
-	                                 "ignore_eos", NULL};
+	static const char *const ok[] = {
+	    "requests",   "concurrency",    "prompt_tokens",      "prompts",
+	    "stream",     "endpoint",       "max_tokens",         "seed",
+	    "ignore_eos", "stream_percent", "disconnect_percent", NULL};
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "workload");
 	cJSON *empty = NULL;
 	struct hr_workload *wl = &sc->wl;
@@ -355,8 +356,18 @@ static int parse_workload(struct pctx *c, const cJSON *root, struct hr_scenario 
 	    get_int(c, w, "seed", "workload.seed", 1, 0, 1 << 30, &seed) ||
 	    get_bool(c, w, "stream", "workload.stream", false, &wl->stream) ||
 	    get_bool(c, w, "ignore_eos", "workload.ignore_eos", false, &wl->ignore_eos) ||
+	    get_int(c, w, "stream_percent", "workload.stream_percent", wl->stream ? 100 : 0, 0, 100,
+	            &wl->stream_pct) ||
+	    get_int(c, w, "disconnect_percent", "workload.disconnect_percent", 0, 0, 100,
+	            &wl->disconnect_pct) ||
 	    get_str(c, w, "endpoint", "workload.endpoint", "completions", &endpoint))
 		goto fail;
+	if (cJSON_GetObjectItemCaseSensitive(w, "stream_percent") &&
+	    cJSON_GetObjectItemCaseSensitive(w, "stream")) {
+		perr(c, "workload.stream_percent", "give stream or stream_percent, not both");
+		goto fail;
+	}
+	wl->stream = wl->stream_pct == 100; /* what a check that reads one flag sees */
 	if (strcmp(endpoint, "completions") && strcmp(endpoint, "chat")) {
 		perr(c, "workload.endpoint", "expected \"completions\" or \"chat\", got \"%s\"",
 		     endpoint);

@@ -222,17 +222,6 @@ struct wctx {
 	pthread_mutex_t mu;
 };
 
-static int on_xfer(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-	struct wctx *w = ud;
-	(void)a;
-	(void)b;
-	(void)c;
-	(void)d;
-	/* set by a signal handler on another thread: an atomic read, not just volatile */
-	return (w->stop && __atomic_load_n(w->stop, __ATOMIC_RELAXED)) ? 1 : 0;
-}
-
 char *hr_request_body(const struct hr_scenario *sc, const char *prompt)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -261,32 +250,91 @@ char *hr_request_body(const struct hr_scenario *sc, const char *prompt)
 	return s;
 }
 
+/* workload.stream_percent / disconnect_percent: which requests stream and which clients hang up,
+ * spread evenly (every run of 100 consecutive requests has exactly that many: 37 and 61 are
+ * prime to 100) and the same on the proxy and on the plain stand-in. */
+static void plan_request(const struct hr_workload *wl, struct hr_req *r)
+{
+	r->stream = (r->idx * 37 % 100) < wl->stream_pct;
+	r->disconnect = ((r->idx * 61 + 13) % 100) < wl->disconnect_pct;
+}
+
+/* One client's request: its body and where the answer goes. */
+struct one {
+	struct wctx *w;
+	struct hr_req *r;
+	struct pd_buf b;
+	double t0;
+};
+
+/* A streamed client that hangs up does so once the first piece of the answer is in. */
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+	struct one *o = ud;
+	size_t got = pd_buf_curl_write(p, sz, n, &o->b);
+	if (got == sz * n && o->r->disconnect && o->r->stream && o->b.len > 0) {
+		o->r->cut = true;
+		return 0; /* CURLE_WRITE_ERROR: the connection closes mid-stream */
+	}
+	return got;
+}
+
+/* A plain client that hangs up does so a few ms after its request went out: while the prefill,
+ * the transfer or the decode works on it. */
+static int on_xfer(void *ud, curl_off_t a, curl_off_t b, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct one *o = ud;
+	struct hr_req *r = o->r;
+	(void)a;
+	(void)b;
+	/* set by a signal handler on another thread: an atomic read, not just volatile */
+	if (o->w->stop && __atomic_load_n(o->w->stop, __ATOMIC_RELAXED))
+		return 1;
+	if (r->disconnect && !r->stream && ultotal > 0 && ulnow == ultotal &&
+	    pd_now_s() - o->t0 > 0.002 + 0.001 * (r->idx % 8)) {
+		r->cut = true;
+		return 1; /* CURLE_ABORTED_BY_CALLBACK: the connection closes */
+	}
+	return 0;
+}
+
 /* pdkv-standin marks an answer whose received KV failed the decode's checksum: a failed request
  * even with status 200 (--external, the request summary). */
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
-	struct hr_req *r = ud;
+	struct hr_req *r = ((struct one *)ud)->r;
 	size_t len = sz * n;
 	if (len >= 23 && !strncasecmp(p, "X-PDKV-KV-Check: failed", 23))
 		r->kv_check_failed = true;
+	if (len > 20 && !strncasecmp(p, "X-PDKV-Transfer-Id:", 19)) { /* issue 34, N3 */
+		size_t a = 19, b = len;
+		while (a < b && (p[a] == ' ' || p[a] == '\t'))
+			a++;
+		while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' '))
+			b--;
+		snprintf(r->transfer_id, sizeof(r->transfer_id), "%.*s", (int)(b - a), p + a);
+	}
 	return len;
 }
 
 static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 {
 	const struct hr_scenario *sc = w->sc;
+	struct hr_scenario this = *sc; /* the body's "stream" is this request's */
 	char url[512];
 	struct curl_slist *h = NULL;
-	struct pd_buf b = {.max = MAX_BODY};
+	struct one o = {.w = w, .r = r, .b = {.max = MAX_BODY}, .t0 = pd_now_s()};
 	char *body;
-	double t0 = pd_now_s(), left = w->deadline - t0;
+	double left = w->deadline - o.t0;
 	CURLcode cc;
 
 	if (left < 0.5)
 		left = 0.5;
+	plan_request(&sc->wl, r);
+	this.wl.stream = r->stream;
 	snprintf(url, sizeof(url), "%s%s", w->base_url,
 	         sc->wl.chat ? "/v1/chat/completions" : "/v1/completions");
-	body = hr_request_body(sc, r->prompt);
+	body = hr_request_body(&this, r->prompt);
 	if (!body) {
 		snprintf(r->curl_err, sizeof(r->curl_err), "out of memory");
 		return;
@@ -296,26 +344,30 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, pd_buf_curl_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &o);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &o);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left * 1000));
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_xfer);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, w);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &o);
 	cc = curl_easy_perform(c);
-	r->secs = pd_now_s() - t0;
-	if (cc == CURLE_OK)
+	r->secs = pd_now_s() - o.t0;
+	if (cc == CURLE_OK) {
+		r->cut = false; /* the whole answer came before the client hung up */
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-	else
-		snprintf(r->curl_err, sizeof(r->curl_err), "%s", curl_easy_strerror(cc));
-	r->body = b.p;
+	} else {
+		r->cut = r->cut && (cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK);
+		snprintf(r->curl_err, sizeof(r->curl_err), "%s%s", curl_easy_strerror(cc),
+		         r->cut ? " (the client hung up on purpose)" : "");
+	}
+	r->body = o.b.p;
 	if (r->status == 200)
-		hr_response_parse(r, sc->wl.chat, sc->wl.stream);
+		hr_response_parse(r, sc->wl.chat, r->stream);
 	else
 		r->usage_prompt = r->usage_completion = -1;
 	curl_slist_free_all(h);

@@ -26,3 +26,7 @@ test_hosts_LIBS := hr cfg pdtestsvc pdcommon
 TESTS += test_hr_router
 test_hr_router_SRCS := harness/tests/test_hr_router.c
 test_hr_router_LIBS := hr cfg pdtestsvc pdcommon
+# the resources check (issue 34 soak): its verdict on hand-made samples, live /proc samples
+TESTS += test_hr_resources
+test_hr_resources_SRCS := harness/tests/test_hr_resources.c
+test_hr_resources_LIBS := hr cfg pdtestsvc pdcommon

@@ -475,7 +475,7 @@ static void test_checks(void **state)
 	char d[1024];
 	(void)state;
 	assert_null(hr_check_find("nope"));
-	assert_int_equal(hr_check_count(), 12);
+	assert_int_equal(hr_check_count(), 13);
 
 	canned(&rd, q, p, 4096, 0, 0);
 	/* recovered: needs process faults, the probe answered in full, a restarted decode reusing

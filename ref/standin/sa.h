@@ -94,7 +94,9 @@ struct sa_opts {
 #define SA_DEFAULT_MAX_CONNS_PER_CLIENT 2048u
 #define SA_DEFAULT_IDLE_TIMEOUT_S       300u
 #define SA_DEFAULT_KV_BLOCK_WAIT_MS     120000
-enum { SA_KVI_OFF, SA_KVI_FAIL, SA_KVI_RECOMPUTE };
+/* --kv-integrity-policy; DEFAULT (not given): off on V1, and on V0 a checksum failure stays what
+ * it was before the flag, a miss handled by --kv-miss-policy */
+enum { SA_KVI_DEFAULT = -1, SA_KVI_OFF, SA_KVI_FAIL, SA_KVI_RECOMPUTE };
 #define SA_DEFAULT_MAX_BODY           (64ll << 20)
 #define SA_DEFAULT_MAX_BODY_IN_FLIGHT (256ll << 20)
 void sa_limits_default(struct sa_opts *o);

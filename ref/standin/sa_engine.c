@@ -342,6 +342,14 @@ static enum fetch fetch(struct sa *s, struct sa_req *r, uint64_t *seed, char *wh
 			    "and values: %s",
 			    r->id, k, it[k].keys.nbytes, where);
 			atomic_fetch_add(&s->n.checksum_failures, 1);
+			r->kv_check_failed = true; /* X-PDKV-KV-Check: failed (issue 34, N4) */
+			if (s->o.kv_integrity_policy == SA_KVI_OFF) {
+				pd_warn(
+				    "request %s: --kv-integrity-policy off: decoding from the KV "
+				    "received anyway, as vLLM would",
+				    r->id);
+				continue;
+			}
 			snprintf(why, whysz, "KV checksum mismatch on rank %d (footer %016llx)", k,
 			         (unsigned long long)sum);
 			res = F_CSUM;
@@ -440,10 +448,18 @@ int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_a
 			r->kv_note = "hit";
 			return 0;
 		}
+		if (f == F_CSUM && s->o.kv_integrity_policy == SA_KVI_FAIL) {
+			*msg_alloc = pd_asprintf("KV for request %s failed the decode's integrity "
+			                         "check (%s); --kv-integrity-policy fail",
+			                         r->id, why);
+			pd_warn("%s", *msg_alloc ? *msg_alloc : why);
+			return 500;
+		}
 		if (f != F_CSUM)
 			atomic_fetch_add(&s->n.misses, 1);
-		if (s->o.miss_policy == SA_MISS_FAIL ||
-		    (s->o.miss_policy == SA_MISS_WAIT && f != F_CSUM && f != F_BAD)) {
+		if ((s->o.miss_policy == SA_MISS_FAIL ||
+		     (s->o.miss_policy == SA_MISS_WAIT && f != F_CSUM && f != F_BAD)) &&
+		    !(f == F_CSUM && s->o.kv_integrity_policy == SA_KVI_RECOMPUTE)) {
 			*msg_alloc = pd_asprintf(
 			    "KV cache for request %s not received (%s); --kv-miss-policy %s", r->id,
 			    why, s->o.miss_policy == SA_MISS_FAIL ? "fail" : "wait");

@@ -132,6 +132,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *c
 		MHD_add_response_header(resp, "X-PDKV-Recomputed-Tokens", num);
 		if (r->kv_check_failed) /* issue 34, N4: visible, whatever the policy did */
 			MHD_add_response_header(resp, "X-PDKV-KV-Check", "failed");
+		if (r->kvp.do_remote_prefill && r->kvp.transfer_id[0]) /* N3: whose KV it pulled */
+			MHD_add_response_header(resp, "X-PDKV-Transfer-Id", r->kvp.transfer_id);
 	}
 	ret = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
@@ -153,7 +155,8 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *j,
 }
 
 /* vLLM's ErrorResponse: {"object":"error","message":...,"type":...,"param":null,"code":N}. */
-static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *msg)
+static enum MHD_Result send_error_r(struct MHD_Connection *c, int status, const char *msg,
+                                    const struct sa_req *r)
 {
 	cJSON *j = cJSON_CreateObject();
 	const char *type = status == 400   ? "BadRequestError"
@@ -168,7 +171,12 @@ static enum MHD_Result send_error(struct MHD_Connection *c, int status, const ch
 	cJSON_AddStringToObject(j, "type", type);
 	cJSON_AddNullToObject(j, "param");
 	cJSON_AddNumberToObject(j, "code", status);
-	return send_json(c, status, j, NULL);
+	return send_json(c, status, j, r);
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *msg)
+{
+	return send_error_r(c, status, msg, NULL);
 }
 
 /* 413 / 503 for a body over --max-body / --max-body-in-flight, naming the flag. */
@@ -357,6 +365,7 @@ struct stream {
 	int phase; /* 0 role chunk (chat), 1 tokens, 2 usage, 3 [DONE], 4 end, 5 failed */
 	char *pend;
 	size_t plen, poff;
+	struct MHD_Response *resp; /* for the trailer of a failed KV check */
 };
 
 static void stream_set(struct stream *st, cJSON *j)
@@ -384,6 +393,10 @@ static bool stream_checked(struct stream *st)
 	v = sa_verify_wait(&st->r);
 	if (!v)
 		return true;
+	if (v == -EBADMSG) { /* the headers are out: an HTTP trailer marks it (issue 34, N4) */
+		st->r.kv_check_failed = true;
+		MHD_add_response_footer(st->resp, "X-PDKV-KV-Check", "failed");
+	}
 	j = cJSON_CreateObject();
 	e = cJSON_AddObjectToObject(j, "error");
 	cJSON_AddStringToObject(e, "object", "error");
@@ -519,6 +532,14 @@ static enum MHD_Result respond(struct sa_http *h, struct MHD_Connection *c, stru
 		}
 		MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
 		MHD_add_response_header(resp, "X-Request-Id", st->r.id);
+		if (st->r
+		        .kv_check_failed) /* checked before the stream began (V0; gen A/B hybrid) */
+			MHD_add_response_header(resp, "X-PDKV-KV-Check", "failed");
+		else if (st->r.verify) /* checked after the first token: maybe a trailer */
+			MHD_add_response_header(resp, "Trailer", "X-PDKV-KV-Check");
+		if (st->r.kvp.do_remote_prefill && st->r.kvp.transfer_id[0])
+			MHD_add_response_header(resp, "X-PDKV-Transfer-Id", st->r.kvp.transfer_id);
+		st->resp = resp;
 		ret = MHD_queue_response(c, 200, resp);
 		MHD_destroy_response(resp);
 		return ret;
@@ -606,7 +627,8 @@ static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, s
 		atomic_fetch_sub(&s->n.running, 1);
 		log_request(s, &r, status, 0, NULL);
 		cn->status = status;
-		ret = send_error(c, status, msg_alloc ? msg_alloc : msg);
+		/* the request's headers too: whose transfer_id failed (issue 34, N3) */
+		ret = send_error_r(c, status, msg_alloc ? msg_alloc : msg, &r);
 		free(msg_alloc);
 		sa_req_free(&r);
 		return ret;

@@ -18,6 +18,7 @@ void sa_limits_default(struct sa_opts *o)
 	o->kv_block_wait_ms = SA_DEFAULT_KV_BLOCK_WAIT_MS;
 	o->max_body = SA_DEFAULT_MAX_BODY;
 	o->max_body_in_flight = SA_DEFAULT_MAX_BODY_IN_FLIGHT;
+	o->kv_integrity_policy = SA_KVI_DEFAULT;
 }
 
 /* --kv-insert-timeout-ms: 0 = wait until shutdown, as vLLM (kvc: < 0); kvc's own 0 is its

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "metaserver/ms_store.h"
+#include "pd_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -43,6 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				cJSON *j = cJSON_ParseWithLength(out, n);
 				if (!j || strlen(out) != n) /* valid JSON, no raw NUL */
 					abort();
+				if (pd_utf8_invalid_at(out, n, false) >= 0)
+					abort(); /* binary values escaped (issue 34, N8) */
 				cJSON_Delete(j);
 				free(out);
 			}

@@ -30,7 +30,7 @@ route_bs() {
 		python3 -c 'import json,sys; b=json.load(sys.stdin); b["stream"]=True; print(json.dumps(b))')
 	curl -s -m 60 -o /dev/null -H "X-Request-Id: $id" -H 'Content-Type: application/json' \
 		-d "$pb" "http://127.0.0.1:$1/v1/completions"
-	curl -s -N -m 60 -H "X-Request-Id: $id" -H 'Content-Type: application/json' -d "$db" \
+	curl -s -N -m 60 -D "$TMP/shdr" -H "X-Request-Id: $id" -H 'Content-Type: application/json' -d "$db" \
 		"http://127.0.0.1:$2/v1/completions" >"$TMP/sse"
 	python3 - "$TMP/sse" <<'PY'
 import json, sys
@@ -52,6 +52,7 @@ check "streamed decode text equals the plain stand-in's ('$OUT')" [ "$OUT" = "$R
 check "... ends with data: [DONE]" done_last
 check "... checked after its first token" grep -q "checked after the first token" "$TMP/Dok.log"
 check "... no checksum failure" [ "$(metric $PORT_Dok pdkv_kv_checksum_failures_total)" = 0 ]
+check "... no X-PDKV-KV-Check trailer" bash -c "! grep -qi '^X-PDKV-KV-Check' '$TMP/shdr'"
 OUT=$(route_b $PORT_Pok $PORT_Dok $BOOT "$PROMPT" 12 0 | text)
 check "non-streamed decode text equals the plain stand-in's" [ "$OUT" = "$REF" ]
 check "... its check overlapped the transfer (check_wait stage logged)" grep -q "check_wait=" "$TMP/Dok.log"
@@ -62,6 +63,7 @@ check "corrupt, streamed: an error object in the stream" grep -q '^data: {"error
 check "corrupt, streamed: no data: [DONE]" no_done
 check "corrupt, streamed: 1 checksum failure" [ "$(metric $PORT_Dbad pdkv_kv_checksum_failures_total)" = 1 ]
 check "corrupt, streamed: decode logs why the stream ended" grep -q "so the stream ends with an error" "$TMP/Dbad.log"
+check "corrupt, streamed: HTTP trailer X-PDKV-KV-Check: failed (issue 34, N4)" grep -qi "^X-PDKV-KV-Check: failed" "$TMP/shdr"
 OUT=$(route_b $PORT_Pbad $PORT_Dbad $BOOT "$PROMPT" 12 0 | text)
 check "corrupt, non-streamed: HTTP 200" [ "$(cat $TMP/status)" = 200 ]
 check "corrupt, non-streamed: text follows the wrong KV ('$OUT')" [ "$OUT" != "$REF" ]
