@@ -641,7 +641,9 @@ int main(int argc, char **argv)
 	if ((ret = check_launcher(&a)))
 		goto out;
 	if (a.launcher && !strcmp(a.launcher, "k8s")) {
-		ret = hr_k8s_write(su.sc, su.nsc, a.out, stdout) ? 1 : 0;
+		for (size_t i = 0; i < su.rep.n; i++) /* the files that did not parse */
+			hr_report_line(stderr, &su.rep.v[i], false);
+		ret = hr_k8s_write(su.sc, su.nsc, a.out, stdout) || su.rep.n ? 1 : 0;
 		goto out;
 	}
 	if (a.hosts && hr_hosts_load(a.hosts, &hosts, herr, sizeof(herr))) {
