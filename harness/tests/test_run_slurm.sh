@@ -154,7 +154,7 @@ check "  its own allocation is cancelled" test -z "$(squeue -h -n pdkvci-tp2)"
 
 # ---- 3: a step killed mid-run: FAIL, no step, no process left ----
 cat >"$T/slow.json" <<'EOF'
-{ "name": "slurm-step-killed", "description": "1P1D V0, long enough to lose decode's step mid-run",
+{ "name": "slurm-step-killed", "description": "1P1D V0, long enough to lose prefill's step mid-run",
   "metadata": "etcd", "hosts": { "prefill": "a", "decode": "b", "proxy": "c" },
   "mooncake": { "prefill_url": "${PREFILL_HOST}:${PORT_P}", "decode_url": "${DECODE_HOST}:${PORT_D}",
     "metadata_server": "${METADATA_HOSTPORT}", "protocol": "tcp", "device_name": "" },
@@ -163,11 +163,11 @@ cat >"$T/slow.json" <<'EOF'
   "checks": ["http_ok", "kv_reused"] }
 EOF
 "$BIN/pdkv-run" --launcher slurm --slurm-args "-N 3 --job-name=pdkvci-kill" --workdir "$T/w3" \
-	--timeout 60 "$T/slow.json" >"$T/o3" 2>&1 &
+	--timeout 40 "$T/slow.json" >"$T/o3" 2>&1 &
 RUN=$!
 step=
-for _ in $(seq 150); do # decode's step, once the proxy's is there too (the workload follows)
-	step=$(squeue -h -s -o '%i %j' 2>/dev/null | awk '$2 ~ /-decode$/ {print $1}')
+for _ in $(seq 150); do # prefill's step, once the proxy's is there too (the workload follows)
+	step=$(squeue -h -s -o '%i %j' 2>/dev/null | awk '$2 ~ /-prefill$/ {print $1}')
 	[ -n "$step" ] && squeue -h -s -o '%j' 2>/dev/null | grep -q -- '-proxy$' && break
 	sleep 0.2
 done
