@@ -2,7 +2,6 @@
 /* hr_slurm: the allocation a --launcher slurm run uses (SLURM_JOB_ID's or salloc --no-shell's),
  * its nodes and their addresses, placing a scenario's roles on them, and ending its steps. */
 #include "hr_slurm.h"
-#include "hr_hosts.h"
 #include "hr_launch.h"
 #include "hr_netns.h"
 #include "pd_env.h"
@@ -15,12 +14,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <wordexp.h>
 
 #define SLURM_CMD_MS   30000  /* squeue, scontrol, scancel, a cleanup step */
 #define SALLOC_WAIT_MS 600000 /* salloc: waiting for the nodes */
 
 static const char *const role_names[HR_NROLES] = {"prefill", "decode", "proxy", "metadata",
                                                   "reference"};
+
+/* the host a role runs on (hr_role_host's rule, kept here so this file calls nothing of the
+ * runner's): metadata and reference default to the proxy's */
+static const char *role_host(const struct hr_scenario *sc, const char *role)
+{
+	const cJSON *h = cJSON_GetObjectItemCaseSensitive(sc->hosts, role);
+	if (cJSON_IsString(h))
+		return h->valuestring;
+	if (!strcmp(role, "metadata") || !strcmp(role, "reference"))
+		return role_host(sc, "proxy");
+	return NULL;
+}
 
 void hr_slurm_init(struct hr_slurm *s, const char *slurm_args)
 {
@@ -63,26 +75,29 @@ static int run(const char *const argv[], char *out, size_t osz, int ms, char *wh
 static int own_allocation(struct hr_slurm *s, FILE *progress, char *why, size_t sz)
 {
 	char err[300], name[64], out[4096];
-	cJSON *words = hr_router_split(s->args, err, sizeof(err));
+	wordexp_t we; /* shell words and quotes; no command substitution */
 	const char *argv[80];
 	size_t n = 0;
 	const char *p;
-	if (!words) {
-		snprintf(why, sz, "--slurm-args \"%s\": %s", s->args, err);
+	if (wordexp(s->args, &we, WRDE_NOCMD)) {
+		snprintf(why, sz,
+		         "--slurm-args \"%s\": expected salloc options as a shell would "
+		         "split them (no $(...) or `...`)",
+		         s->args);
 		return -1;
 	}
 	snprintf(name, sizeof(name), "--job-name=%srun", s->prefix);
 	argv[n++] = "salloc";
 	argv[n++] = "--no-shell";
 	argv[n++] = name;
-	for (const cJSON *w = words->child; w && n + 1 < PD_ARRAY_SIZE(argv); w = w->next)
-		argv[n++] = w->valuestring;
+	for (size_t i = 0; i < we.we_wordc && n + 1 < PD_ARRAY_SIZE(argv); i++)
+		argv[n++] = we.we_wordv[i];
 	argv[n] = NULL;
 	if (progress)
 		fprintf(progress, "# slurm: salloc --no-shell %s (waiting for the nodes)\n",
 		        s->args);
 	int ret = run(argv, out, sizeof(out), SALLOC_WAIT_MS, why, sz);
-	cJSON_Delete(words);
+	wordfree(&we);
 	if (ret == 0 && (p = strstr(out, "Granted job allocation ")))
 		snprintf(s->job, sizeof(s->job), "%.*s", (int)strspn(p + 23, "0123456789"), p + 23);
 	if (!s->job[0]) {
@@ -192,40 +207,6 @@ fail:
 	return -1;
 }
 
-int hr_slurm_steps(const struct hr_slurm *s, const char *name_prefix, char *out, size_t sz)
-{
-	const char *argv[] = {"squeue", "-h", "-s", "-j", s->job, "-o", "%i %j", NULL};
-	char list[8192], *save = NULL;
-	int found = 0;
-	out[0] = '\0';
-	if (!s->job[0])
-		return 0;
-	int ret = hr_cmd_run(argv, list, sizeof(list), SLURM_CMD_MS);
-	if (ret)
-		return ret < 0 ? ret : -EIO;
-	for (char *t = strtok_r(list, "\r\n", &save); t; t = strtok_r(NULL, "\r\n", &save)) {
-		char id[64], name[200];
-		if (sscanf(t, "%63s %199s", id, name) != 2 ||
-		    strncmp(name, name_prefix, strlen(name_prefix)))
-			continue;
-		if (strlen(out) + strlen(id) + 2 >= sz)
-			break;
-		if (found++)
-			strcat(out, ",");
-		strcat(out, id);
-	}
-	return found;
-}
-
-int hr_slurm_cancel(const char *ids, const char *sig)
-{
-	char flag[48];
-	const char *argv[] = {"scancel", flag, ids, NULL};
-	char out[1024];
-	snprintf(flag, sizeof(flag), "--signal=%s", sig ? sig : "KILL");
-	return ids[0] ? hr_cmd_run(argv, out, sizeof(out), SLURM_CMD_MS) : 0;
-}
-
 void hr_slurm_close(struct hr_slurm *s)
 {
 	char ids[4096], nodes[2048] = "", out[1024], why[300];
@@ -261,7 +242,7 @@ static size_t host_names(const struct hr_scenario *sc, const char **names)
 {
 	size_t n = 0;
 	for (int r = 0; r < HR_NROLES; r++) {
-		const char *h = hr_role_host(sc, role_names[r]);
+		const char *h = role_host(sc, role_names[r]);
 		bool seen = false;
 		for (size_t k = 0; h && k < n; k++)
 			seen |= !strcmp(names[k], h);
@@ -293,7 +274,7 @@ int hr_slurm_setup(struct hr_remote *rm, struct hr_slurm *s, const struct hr_sce
 	}
 	nn = host_names(&rm->run, names);
 	for (int r = 0; r < HR_NROLES; r++) {
-		const char *h = hr_role_host(&rm->run, role_names[r]);
+		const char *h = role_host(&rm->run, role_names[r]);
 		size_t i = 0;
 		while (i < nn && strcmp(names[i], h))
 			i++;

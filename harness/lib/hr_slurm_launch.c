@@ -3,7 +3,9 @@
  * its output streamed into the run's work dir, ended by scancel of its step id. */
 #include "hr_deploy.h"
 #include "hr_launch.h"
+#include "hr_netns.h"
 #include "hr_slurm.h"
+#include "pd_env.h"
 #include "pd_util.h"
 
 #include <errno.h>
@@ -11,6 +13,43 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#define SLURM_CMD_MS 30000 /* squeue, scancel */
+
+int hr_slurm_steps(const struct hr_slurm *s, const char *name_prefix, char *out, size_t sz)
+{
+	const char *argv[] = {"squeue", "-h", "-s", "-j", s->job, "-o", "%i %j", NULL};
+	char list[8192], *save = NULL;
+	int found = 0;
+	out[0] = '\0';
+	if (!s->job[0])
+		return 0;
+	int ret = hr_cmd_run(argv, list, sizeof(list), SLURM_CMD_MS);
+	if (ret)
+		return ret < 0 ? ret : -EIO;
+	for (char *t = strtok_r(list, "\r\n", &save); t; t = strtok_r(NULL, "\r\n", &save)) {
+		char id[64], name[200];
+		if (sscanf(t, "%63s %199s", id, name) != 2 ||
+		    strncmp(name, name_prefix, strlen(name_prefix)))
+			continue;
+		if (strlen(out) + strlen(id) + 2 >= sz)
+			break;
+		if (found++)
+			strcat(out, ",");
+		strcat(out, id);
+	}
+	return found;
+}
+
+int hr_slurm_cancel(const char *ids, const char *sig)
+{
+	char flag[48];
+	const char *argv[] = {"scancel", flag, ids, NULL};
+	char out[1024];
+	snprintf(flag, sizeof(flag), "--signal=%s", sig ? sig : "KILL");
+	return ids[0] ? hr_cmd_run(argv, out, sizeof(out), SLURM_CMD_MS) : 0;
+}
 
 /* In the step: make its work dir on the node, write the V0 mooncake.json there (its text is
  * passed along, no shared file system is assumed), then become the command. */
@@ -62,11 +101,12 @@ static char *mooncake_text(char *const env[])
  * found here too. The nodes see the same path (a shared install, or the package's). */
 static char *program(char *const argv0)
 {
+	const char *bin = pd_env_str("PDKV_BIN");
 	char exe[600];
-	if (!strchr(argv0, '/') && !strncmp(argv0, "pdkv-", 5) &&
-	    hr_find_bin(argv0, exe, sizeof(exe)) == 0)
-		return strdup(exe);
-	return strdup(argv0);
+	if (strchr(argv0, '/') || strncmp(argv0, "pdkv-", 5))
+		return strdup(argv0);
+	snprintf(exe, sizeof(exe), "%s/%s", bin ? bin : pd_self_dir(), argv0);
+	return strdup(access(exe, X_OK) == 0 ? exe : argv0);
 }
 
 static int slurm_spawn(struct hr_deploy *d, struct hr_node *n, char *const argv[],

@@ -3,7 +3,8 @@
 # pdkv run --launcher k8s --dry-run: the manifests of a V0 (etcd) and a V1 TP=2 scenario, checked
 # for structure (no cluster runs here): a ConfigMap, a headless Service, one Pod per role in its
 # subdomain with the Pod's IP as VLLM_HOST_IP, the command lines a local run uses, and the check
-# Job (pdkv run --external against the Pods' names). Also: the flag combinations it refuses.
+# Job (pdkv run --external against the Pods' names). Also the flag combinations pdkv run refuses,
+# and --launcher slurm outside any allocation (no cluster needed for either).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . ci/testlib.sh
@@ -89,5 +90,9 @@ check "--launcher nope: usage error listing the launchers" \
 check "--slurm-args without --launcher slurm: usage error" sh -c "test $? = 2"
 "$BIN/pdkv-run" --launcher k8s --dry-run scenarios/18-v1-gen-bn-tp2.json >"$T/stdout" 2>&1
 check "no --out: the manifests on stdout (JSON)" python3 -c "import json,sys; json.load(open('$T/stdout'))"
+# --launcher slurm outside an allocation, without --slurm-args: a FAIL saying what to do
+env -u SLURM_JOB_ID "$BIN/pdkv-run" --launcher slurm --workdir "$T/w" scenarios/18-v1-gen-bn-tp2.json >"$T/e4" 2>&1
+check "--launcher slurm with no allocation: FAIL naming SLURM_JOB_ID and --slurm-args" \
+	sh -c "test $? = 1 && grep -q 'SLURM_JOB_ID is unset) and no --slurm-args' '$T/e4'"
 [ $fails = 0 ] && echo "PASS test_run_k8s" || echo "FAIL test_run_k8s ($fails)"
 [ $fails = 0 ]

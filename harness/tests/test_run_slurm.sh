@@ -6,8 +6,9 @@
 # namespace of its own on the bridge's address. Everything (slurm.conf, munge key and socket,
 # spool, state, logs) lives in a temp dir removed on exit; the daemons are killed on exit.
 # Checks: a 1P1D scenario and a TP=2 scenario PASS with every role an srun step on its node; a
-# step killed mid-run fails the run cleanly with no step left (squeue -s empty) and no process of
-# the run left behind. NOTRUN (77) without root, namespaces or the Slurm packages.
+# step killed mid-run fails the run cleanly, and so does a Ctrl-C (exit 130), each with no step
+# left (squeue -s empty), no job and no process of the run left behind. NOTRUN (77) without
+# root, namespaces or the Slurm packages.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . ci/testlib.sh
@@ -180,6 +181,24 @@ check "step $step killed mid-run: the run FAILs (exit $rc)" test "$rc" = 1 -a -n
 grep -A3 'FAIL' "$T/o3" | sed -n 2,4p | cut -c1-200 | sed 's/^/    /'
 check "  no step left (squeue -s empty)" test -z "$(squeue -h -s 2>/dev/null)"
 check "  no job left" test -z "$(squeue -h 2>/dev/null)"
+sleep 0.5
+left=$(leftovers "$RUN")
+check "  no process of the run left${left:+: $left}" test -z "$left"
+
+# ---- 4: Ctrl-C (SIGINT) mid-run: exit 130, its steps and its allocation gone ----
+"$BIN/pdkv-run" --launcher slurm --slurm-args "-N 3 --job-name=pdkvci-int" --workdir "$T/w4" \
+	--timeout 40 "$T/slow.json" >"$T/o4" 2>&1 &
+RUN=$!
+for _ in $(seq 150); do
+	squeue -h -s -o '%j' 2>/dev/null | grep -q -- '-proxy$' && break
+	sleep 0.2
+done
+sleep 1
+kill -INT "$RUN"
+wait "$RUN"
+rc=$?
+check "SIGINT mid-run: pdkv run exits 130 (exit $rc)" test "$rc" = 130
+check "  no step and no job left" test -z "$(squeue -h -s 2>/dev/null)$(squeue -h 2>/dev/null)"
 sleep 0.5
 left=$(leftovers "$RUN")
 check "  no process of the run left${left:+: $left}" test -z "$left"
