@@ -16,6 +16,7 @@ PKGS=(
   help2man man-db dpkg-dev debhelper openssh-server openssh-client nftables iputils-ping
   python3
   prometheus libxml2-utils lintian
+  slurmctld slurmd munge slurm-client
 )
 
 missing=()
@@ -35,8 +36,9 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # Debian starts these daemons on install where an init system runs; pdkv starts its own on free
 # ports (and its test sshd inside namespaces), so stop the packaged ones to keep 2379/6379/22/9090
 # free (ignore failures: no init in containers). prometheus is here for promtool (the /metrics
-# check), libxml2-utils for xmllint (the JUnit schema check), lintian for the .deb.
-for s in etcd redis-server ssh prometheus; do
+# check), libxml2-utils for xmllint (the JUnit schema check), lintian for the .deb. slurm* and
+# munge: the Slurm launcher's test starts its own (own slurm.conf, key and ports in a temp dir).
+for s in etcd redis-server ssh prometheus slurmctld slurmd munge; do
   $SUDO systemctl disable --now "$s" >/dev/null 2>&1 || true
 done
 echo "install-deps: done"

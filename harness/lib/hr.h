@@ -69,6 +69,7 @@ struct hr_scenario {
 	cJSON *faults;  /* array of link faults, NULL = none */
 	int mtu;        /* of the namespaces' links, 0 = 1500 */
 	bool needs_gpu; /* "needs": ["gpu"] (or protocol nvlink_intra): NOTRUN without CUDA */
+	char *launcher; /* "launcher": "local" | "ssh" | "slurm"; NULL = not given */
 };
 
 /* Parses and validates one scenario file. On error returns -1 with err = "FILE: FIELD: what is
@@ -292,6 +293,7 @@ int hr_report_junit(const char *path, const struct hr_report *rep);
 
 /* ---- running one scenario (hr_run.c, hr_deploy.c) ------------------------------------------ */
 struct hr_hosts;
+struct hr_slurm;
 struct hr_opts {
 	const char *workdir; /* parent of the per-scenario work dirs */
 	bool keep;           /* keep work dirs of passed scenarios too */
@@ -304,6 +306,9 @@ struct hr_opts {
 	const struct hr_hosts *hosts;
 	const char *ssh_key; /* --ssh-key: ssh -i, NULL = ssh's own choice */
 	int ssh_timeout_s;   /* ConnectTimeout, 0 = 10 */
+	/* --launcher: NULL (the scenario's "launcher", else ssh for --hosts), "slurm" */
+	const char *launcher;
+	struct hr_slurm *slurm; /* the allocation slurm runs use (hr_slurm.h), opened once */
 	/* --proxy-cmd: run the user's router instead of pdkv-proxy, with every router_* check */
 	const cJSON *proxy_cmd;  /* array of strings with {placeholders}, NULL = the scenario's */
 	const char *proxy_ready; /* --proxy-ready PATH */

@@ -327,7 +327,7 @@ void hr_node_place(struct hr_deploy *d, struct hr_node *n, int role)
 	n->rhost[0] = n->rdir[0] = '\0';
 	if (!d->rem || !d->rem->on || !d->rem->host[role][0])
 		return;
-	n->ops = &hr_launch_ssh;
+	n->ops = d->rem->ops ? d->rem->ops : &hr_launch_ssh;
 	snprintf(n->rhost, sizeof(n->rhost), "%s", d->rem->host[role]);
 	snprintf(n->rdir, sizeof(n->rdir), "%s/%s/%s", d->rem->base, n->rhost, d->sc->name);
 }
@@ -446,7 +446,7 @@ int hr_launch_meta(struct hr_deploy *d, char *why, size_t sz)
 		snprintf(why, sz, "no free port for the metadata service");
 		return -EADDRINUSE;
 	}
-	argv = meta_argv(d, kind, addr, port, peer, n->ops == &hr_launch_ssh);
+	argv = meta_argv(d, kind, addr, port, peer, n->ops != &hr_launch_local);
 	if (!argv) {
 		snprintf(why, sz, "its server is not installed on this host");
 		return -ENOENT;

@@ -25,6 +25,7 @@ struct hr_launch_ops {
 };
 
 extern const struct hr_launch_ops hr_launch_local, hr_launch_ssh;
+extern const struct hr_launch_ops hr_launch_slurm; /* srun job steps (hr_slurm_launch.c) */
 
 enum {
 	HR_ROLE_PREFILL,
@@ -35,16 +36,20 @@ enum {
 	HR_NROLES
 };
 
-/* pdkv run --hosts: the scenario's host names mapped to machines through hosts.txt */
+/* pdkv run --hosts: the scenario's host names mapped to machines through hosts.txt; with
+ * --launcher slurm to the allocation's nodes (hr_slurm.h) */
 struct hr_remote {
 	bool on;
 	const struct hr_hosts *hosts;
 	struct hr_ssh ssh;
 	bool ssh_up;
-	char base[128];            /* remote work dirs: BASE/HOST/SCENARIO */
-	char host[HR_NROLES][32];  /* hosts.txt name per role, "" = this host */
-	char addr[HR_NROLES][128]; /* its address */
-	struct hr_scenario run;    /* shallow copy on those addresses */
+	char base[128];                  /* remote work dirs: BASE/HOST/SCENARIO */
+	char host[HR_NROLES][32];        /* hosts.txt name per role, "" = this host */
+	char addr[HR_NROLES][128];       /* its address */
+	struct hr_scenario run;          /* shallow copy on those addresses */
+	const struct hr_launch_ops *ops; /* the nodes' launcher, NULL = hr_launch_ssh */
+	struct hr_slurm *slurm;          /* --launcher slurm: the allocation */
+	cJSON *own_hosts; /* "hosts" made up for a scenario without (slurm), or NULL */
 };
 
 /* With o->hosts and a scenario that has "hosts": every host it names must be in hosts.txt,

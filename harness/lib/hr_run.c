@@ -5,6 +5,7 @@
 #include "hr_hosts.h"
 #include "hr_launch.h"
 #include "hr_router.h"
+#include "hr_slurm.h"
 #include "pd_log.h"
 #include "pd_stats.h"
 #include "pd_util.h"
@@ -590,7 +591,10 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	struct hr_net net = {.run = *sc};
 	struct hr_remote rem = {.on = false};
 	char why[1024];
-	bool remote = o->hosts && sc->hosts; /* --hosts: machines, not namespaces */
+	/* --launcher, else the scenario's "launcher": slurm = steps on an allocation's nodes */
+	const char *launch = o->launcher ? o->launcher : sc->launcher;
+	bool slurm = launch && !strcmp(launch, "slurm") && o->slurm;
+	bool remote = slurm || (o->hosts && sc->hosts && !(launch && !strcmp(launch, "local")));
 	int net_ret = remote ? 0 : hr_net_setup(&net, sc, why, sizeof(why));
 	/* with "hosts" the deployment runs on the namespaces' addresses (net.run), with --hosts on
 	 * the machines' (rem.run) */
@@ -620,8 +624,9 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	else if (net_ret)
 		fail(&r, "hosts: cannot make the network namespaces: %s", why);
 	if (remote && pd_mkdir_p(r.d.workdir) == 0 &&
-	    hr_remote_setup(&rem, &net.run, o, r.d.workdir, why, sizeof(why))) {
-		fail(&r, "--hosts: %s", why);
+	    (slurm ? hr_slurm_setup(&rem, o->slurm, &net.run, o->progress, why, sizeof(why))
+	           : hr_remote_setup(&rem, &net.run, o, r.d.workdir, why, sizeof(why)))) {
+		fail(&r, "%s: %s", slurm ? "--launcher slurm" : "--hosts", why);
 		net_ret = -1;
 	} else if (remote) {
 		r.sc = r.d.sc = &rem.run;
@@ -650,6 +655,7 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 		cJSON_AddStringToObject(res->logs, "faults", net.applied);
 	hr_net_teardown(&net);    /* kills anything still inside a namespace, removes them */
 	hr_remote_teardown(&rem); /* the logs are here now: the remote work dirs go */
+	hr_slurm_teardown(&rem);  /* any step of this run still there: scancel */
 	if (!hr_deploy_all_gone(&r.d))
 		fail(&r, "a process of this scenario could not be stopped");
 	res->secs = pd_now_s() - r.t0;

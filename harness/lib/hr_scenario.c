@@ -563,15 +563,34 @@ static int parse_needs(struct pctx *c, const cJSON *root, struct hr_scenario *sc
 int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc, char *err,
                       size_t errsz)
 {
-	static const char *const ok[] = {"name",          "description",  "metadata",
-	                                 "protocol",      "topology",     "model",
-	                                 "max_model_len", "mooncake",     "kv_transfer_config",
-	                                 "standin_args",  "prefill_args", "decode_args",
-	                                 "proxy_args",    "workload",     "checks",
-	                                 "expect_fail",   "expect_exit",  "timeout_s",
-	                                 "vllm",          "generation",   "proxy",
-	                                 "env",           "hosts",        "faults",
-	                                 "mtu",           "needs",        NULL};
+	static const char *const ok[] = {"name",
+	                                 "description",
+	                                 "metadata",
+	                                 "protocol",
+	                                 "topology",
+	                                 "model",
+	                                 "max_model_len",
+	                                 "mooncake",
+	                                 "kv_transfer_config",
+	                                 "standin_args",
+	                                 "prefill_args",
+	                                 "decode_args",
+	                                 "proxy_args",
+	                                 "workload",
+	                                 "checks",
+	                                 "expect_fail",
+	                                 "expect_exit",
+	                                 "timeout_s",
+	                                 "vllm",
+	                                 "generation",
+	                                 "proxy",
+	                                 "env",
+	                                 "hosts",
+	                                 "faults",
+	                                 "mtu",
+	                                 "needs",
+	                                 "launcher",
+	                                 NULL};
 	struct pctx c = {path, err, errsz, 0};
 	cJSON *root;
 	char *meta = NULL, *pcopy;
@@ -645,8 +664,19 @@ int hr_scenario_parse(const char *path, const char *json, struct hr_scenario *sc
 		     sc->protocol);
 		goto out;
 	}
-	if (parse_needs(&c, root, sc))
+	if (parse_needs(&c, root, sc) ||
+	    get_str(&c, root, "launcher", "launcher", "", &sc->launcher))
 		goto out;
+	if (!*sc->launcher) {
+		free(sc->launcher);
+		sc->launcher = NULL;
+	}
+	if (sc->launcher && strcmp(sc->launcher, "local") && strcmp(sc->launcher, "ssh") &&
+	    strcmp(sc->launcher, "slurm")) {
+		perr(&c, "launcher", "expected \"local\", \"ssh\" or \"slurm\", got \"%s\"",
+		     sc->launcher);
+		goto out;
+	}
 	to = cJSON_GetObjectItemCaseSensitive(root, "timeout_s");
 	if (to && (!cJSON_IsNumber(to) || to->valuedouble <= 0 || to->valuedouble > 86400)) {
 		perr(&c, "timeout_s", "expected seconds > 0");
@@ -729,6 +759,7 @@ void hr_scenario_free(struct hr_scenario *sc)
 	free(sc->proxy_ready);
 	cJSON_Delete(sc->env);
 	cJSON_Delete(sc->hosts);
+	free(sc->launcher);
 	cJSON_Delete(sc->faults);
 	memset(sc, 0, sizeof(*sc));
 }

@@ -2,6 +2,8 @@
 /* pdkv-run (`pdkv run`): runs scenario files — the default suite in scenarios/ when none are
  * named — and reports PASS / FAIL / NOTRUN per scenario, plus --json and --junit files. */
 #include "lib/hr.h"
+#include "lib/hr_k8s.h"
+#include "lib/hr_slurm.h"
 #include "lib/hr_ssh.h"
 #include "pd_log.h"
 #include "pd_opt.h"
@@ -35,6 +37,8 @@ static void on_signal(int sig)
 struct args {
 	const char *junit, *json, *workdir, *filter, *hosts, *ssh_key;
 	const char *proxy_ready, *external;
+	const char *launcher, *slurm_args, *out; /* --launcher, --slurm-args, --out */
+	bool dry_run;
 	const char *proxy_cmd[16]; /* --proxy-cmd, repeatable: one graded run per router */
 	int nproxy;
 	bool strict, keep, list, verbose;
@@ -125,6 +129,28 @@ static int parse_args(int argc, char **argv, struct args *a)
 	     .arg = "FILE",
 	     .help = "run scenarios with \"hosts\" on these machines through ssh: lines NAME "
 	             "[USER@]ADDRESS [port=N] [pdkv=PATH] [KEY=VALUE ...]"},
+	    {.name = "launcher",
+	     .type = PD_OPT_STR,
+	     .dst = &a->launcher,
+	     .arg = "ssh|slurm|k8s|local",
+	     .help = "where the roles run: ssh (--hosts machines, the default with --hosts), "
+	             "slurm (srun steps on the allocation's nodes), k8s (with --dry-run: write "
+	             "the manifests), local (this host, namespaces for \"hosts\")"},
+	    {.name = "slurm-args",
+	     .type = PD_OPT_STR,
+	     .dst = &a->slurm_args,
+	     .arg = "ARGS",
+	     .help = "with --launcher slurm outside an allocation: salloc --no-shell ARGS makes "
+	             "one for this run (e.g. \"-N 3 -p gpu\"), cancelled at the end"},
+	    {.name = "dry-run",
+	     .type = PD_OPT_FLAG,
+	     .dst = &a->dry_run,
+	     .help = "with --launcher k8s: write the Kubernetes manifests, run nothing"},
+	    {.name = "out",
+	     .type = PD_OPT_STR,
+	     .dst = &a->out,
+	     .arg = "DIR",
+	     .help = "with --launcher k8s --dry-run: the manifests' directory (default: stdout)"},
 	    {.name = "ssh-key",
 	     .type = PD_OPT_STR,
 	     .dst = &a->ssh_key,
@@ -448,6 +474,36 @@ static int parse_external(const char *spec, struct hr_opts *o, char *buf, size_t
 	return 0;
 }
 
+/* --launcher, --slurm-args, --dry-run, --out go together as documented; 0 or 2 (said why) */
+static int check_launcher(const struct args *a)
+{
+	const char *l = a->launcher;
+	if (l && strcmp(l, "ssh") && strcmp(l, "slurm") && strcmp(l, "k8s") && strcmp(l, "local")) {
+		fprintf(stderr, "pdkv run: --launcher \"%s\": expected ssh, slurm, k8s or local\n",
+		        l);
+		return 2;
+	}
+	if (a->slurm_args && (!l || strcmp(l, "slurm"))) {
+		fprintf(stderr, "pdkv run: --slurm-args goes with --launcher slurm\n");
+		return 2;
+	}
+	if ((a->dry_run || a->out) && (!l || strcmp(l, "k8s"))) {
+		fprintf(stderr, "pdkv run: --dry-run and --out go with --launcher k8s\n");
+		return 2;
+	}
+	if (l && !strcmp(l, "k8s") && !a->dry_run) {
+		fprintf(stderr,
+		        "pdkv run: --launcher k8s needs --dry-run: pdkv writes the manifests "
+		        "(kubectl apply -f DIR runs them); it does not drive a cluster\n");
+		return 2;
+	}
+	if (l && (a->external || a->nproxy) && strcmp(l, "ssh")) {
+		fprintf(stderr, "pdkv run: --launcher %s excludes --external and --proxy-cmd\n", l);
+		return 2;
+	}
+	return 0;
+}
+
 static struct hr_result *next_row(struct suite *su)
 {
 	struct hr_result *t = realloc(su->rep.v, (su->rep.n + 1) * sizeof(*t));
@@ -584,6 +640,7 @@ int main(int argc, char **argv)
 	struct hr_opts o = {0};
 	char wbuf[PATH_MAX], ext[2048], herr[700];
 	static struct hr_hosts hosts;
+	static struct hr_slurm slurm;
 	bool made_workdir = false;
 	double t0 = pd_now_s();
 	int ret;
@@ -608,6 +665,14 @@ int main(int argc, char **argv)
 		ret = EXIT_SKIP;
 		goto out;
 	}
+	if ((ret = check_launcher(&a)))
+		goto out;
+	if (a.launcher && !strcmp(a.launcher, "k8s")) {
+		for (size_t i = 0; i < su.rep.n; i++) /* the files that did not parse */
+			hr_report_line(stderr, &su.rep.v[i], false);
+		ret = hr_k8s_write(su.sc, su.nsc, a.out, stdout) || su.rep.n ? 1 : 0;
+		goto out;
+	}
 	if (a.hosts && hr_hosts_load(a.hosts, &hosts, herr, sizeof(herr))) {
 		fprintf(stderr, "pdkv run: --hosts: %s\n", herr);
 		ret = 2;
@@ -629,6 +694,9 @@ int main(int argc, char **argv)
 	o.hosts = a.hosts ? &hosts : NULL;
 	o.ssh_key = a.ssh_key;
 	o.ssh_timeout_s = (int)a.ssh_timeout_s;
+	o.launcher = a.launcher;
+	hr_slurm_init(&slurm, a.slurm_args);
+	o.slurm = &slurm;
 	o.proxy_ready = a.proxy_ready;
 	if (a.external && (ret = parse_external(a.external, &o, ext, sizeof(ext))))
 		goto out;
@@ -641,6 +709,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "# pdkv run: %zu scenario%s, work dir %s\n", su.nsc, su.nsc == 1 ? "" : "s",
 	        wbuf);
 	ret = run_scenarios(&a, &su, &o);
+	hr_slurm_close(&slurm); /* its own steps, and its own allocation (--slurm-args) */
 	if (ret == 0)
 		ret = finish(&a, &su, wbuf, made_workdir, t0);
 	curl_global_cleanup();

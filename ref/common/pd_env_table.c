@@ -226,6 +226,8 @@ static const struct pd_env_var rows[] = {
     P("TMPDIR", "/tmp", HR | PD_ENV_C_INTEROP, 0, "where work directories and logs go"),
     P("HOME", NULL, PD_ENV_C_RUN, 0, "~/.ssh/known_hosts for multi-host runs"),
     S("USER", NULL, IGN, PD_ENV_C_RUN, 0, "names the remote work directory of multi-host runs"),
+    S("SLURM_JOB_ID", NULL, IGN, PD_ENV_C_RUN, 0,
+      "--launcher slurm: the allocation whose nodes run the roles (unset: --slurm-args)"),
     P("PATH", NULL, HR | PD_ENV_C_INTEROP, 0,
       "where etcd, redis-server, ib_write_bw, ssh and transfer_engine_bench are found"),
     /* ---- the build's scripts (make test, make bench, make fuzz, make test-rxe, make test-gpu) */
