@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* acc_judge: which pairs pdkv accept measures (--pairs), what a pair's repeats say (median,
+ * spread, uncertain), and the fleet verdict — node medians, the fleet median and the outliers. */
+#include "accept.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pd_stats.h"
+#include "pd_util.h"
+
+const char *acc_state_name(enum acc_state s)
+{
+	static const char *const n[] = {"-", "ok", "SLOW", "UNCERTAIN", "FAILED"};
+	return (unsigned)s < PD_ARRAY_SIZE(n) ? n[s] : "?";
+}
+
+int acc_pairs_parse(const char *v, struct acc_pairs_spec *ps, char *err, size_t errsz)
+{
+	char *end;
+	long k;
+	if (v && !strcmp(v, "all")) {
+		*ps = (struct acc_pairs_spec){ACC_PAIRS_ALL, 0};
+		return 0;
+	}
+	if (v && !strcmp(v, "ring")) {
+		*ps = (struct acc_pairs_spec){ACC_PAIRS_RING, 0};
+		return 0;
+	}
+	if (v && !strncmp(v, "random:", 7)) {
+		errno = 0;
+		k = strtol(v + 7, &end, 10);
+		if (!errno && end != v + 7 && !*end && k >= 1 && k <= ACC_MAX_PAIRS) {
+			*ps = (struct acc_pairs_spec){ACC_PAIRS_RANDOM, (int)k};
+			return 0;
+		}
+	}
+	pd_seterr(err, errsz, "--pairs: expected all, ring or random:K (K pairs, 1..%d), got \"%s\"",
+	          ACC_MAX_PAIRS, v ? v : "");
+	return -1;
+}
+
+/* splitmix64: a seeded stream, the same pairs for the same --seed on every host */
+static uint64_t mix_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+int acc_pairs_make(const struct acc_pairs_spec *ps, int n, uint64_t seed, int (*out)[2], size_t max,
+                   char *err, size_t errsz)
+{
+	int all = n * (n - 1), np = 0;
+	if (n < 2) {
+		pd_seterr(err, errsz, "need at least 2 nodes to form a pair, got %d", n);
+		return -1;
+	}
+	if ((size_t)all > max) {
+		pd_seterr(err, errsz, "%d nodes make %d pairs, over the %zu this build handles", n,
+		          all, max);
+		return -1;
+	}
+	if (ps->kind == ACC_PAIRS_RING) {
+		for (int i = 0; i < n && (n > 2 || i < 2); i++) {
+			out[np][0] = i;
+			out[np++][1] = (i + 1) % n;
+		}
+		return np;
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			if (i != j) {
+				out[np][0] = i;
+				out[np++][1] = j;
+			}
+	if (ps->kind == ACC_PAIRS_ALL)
+		return np;
+	if (ps->k > all) {
+		pd_seterr(err, errsz, "--pairs random:%d: %d nodes have only %d ordered pairs",
+		          ps->k, n, all);
+		return -1;
+	}
+	/* partial Fisher-Yates: the first K of a seeded shuffle */
+	for (int i = 0; i < ps->k; i++) {
+		int r = i + (int)(mix_next(&seed) % (uint64_t)(all - i)), t0 = out[i][0],
+		    t1 = out[i][1];
+		out[i][0] = out[r][0];
+		out[i][1] = out[r][1];
+		out[r][0] = t0;
+		out[r][1] = t1;
+	}
+	return ps->k;
+}
+
+/* A pair's own figures: the median of its repeats and how widely they spread. */
+static void judge_pair_own(struct acc_pair *p, const struct acc_judge_opts *jo)
+{
+	double lo, hi;
+	p->bw_med = p->lat_med = p->spread = NAN;
+	if (p->error || p->wrong || p->failed) {
+		p->state = ACC_FAILED;
+		return;
+	}
+	if (p->nrep < 1) {
+		p->state = ACC_UNCERTAIN;
+		snprintf(p->why, sizeof(p->why), "no bench row");
+		return;
+	}
+	p->bw_med = pd_stats_median(p->bw, (size_t)p->nrep);
+	p->lat_med = pd_stats_median(p->lat, (size_t)p->nrep);
+	pd_stats_minmax(p->bw, (size_t)p->nrep, &lo, &hi);
+	p->spread = p->bw_med > 0 ? (hi - lo) / p->bw_med : INFINITY;
+	if (p->nrep < jo->min_reps) {
+		p->state = ACC_UNCERTAIN;
+		snprintf(p->why, sizeof(p->why), "%d repeat%s, %d needed to judge the spread",
+		         p->nrep, p->nrep == 1 ? "" : "s", jo->min_reps);
+	} else if (!(p->spread <= jo->max_spread)) {
+		p->state = ACC_UNCERTAIN;
+		snprintf(p->why, sizeof(p->why),
+		         "repeats spread %.0f%% of their median (--max-spread %.0f%%): too noisy "
+		         "to judge",
+		         p->spread * 100, jo->max_spread * 100);
+	} else
+		p->state = ACC_OK;
+}
+
+void acc_judge(struct acc_pair *pairs, size_t np, int n, const struct acc_judge_opts *jo,
+               struct acc_verdict *v)
+{
+	double *per = calloc(np ? np : 1, sizeof(double)), meds[ACC_MAX_NODES];
+	int nm = 0;
+	memset(v, 0, sizeof(*v));
+	v->n = n;
+	for (size_t k = 0; k < np; k++)
+		judge_pair_own(&pairs[k], jo);
+	for (int x = 0; x < n && x < ACC_MAX_NODES; x++) {
+		size_t c = 0;
+		for (size_t k = 0; per && k < np; k++)
+			if (pairs[k].state == ACC_OK && (pairs[k].i == x || pairs[k].j == x))
+				per[c++] = pairs[k].bw_med;
+		v->node[x].npairs = (int)c;
+		v->node[x].median = c ? pd_stats_median(per, c) : NAN;
+		v->node[x].state = c ? ACC_OK : ACC_UNCERTAIN;
+		if (c)
+			meds[nm++] = v->node[x].median;
+	}
+	free(per);
+	v->fleet_median = nm ? pd_stats_median(meds, (size_t)nm) : NAN;
+	for (int x = 0; x < n && x < ACC_MAX_NODES; x++)
+		if (v->node[x].state == ACC_OK && nm >= 2 &&
+		    v->node[x].median < jo->threshold * v->fleet_median) {
+			v->node[x].state = ACC_SLOW;
+			v->slow_nodes++;
+		}
+	for (size_t k = 0; k < np; k++) {
+		struct acc_pair *p = &pairs[k];
+		if (p->state == ACC_OK && nm >= 2 && p->bw_med < jo->threshold * v->fleet_median)
+			p->state = ACC_SLOW;
+		v->judged_pairs += p->state == ACC_OK || p->state == ACC_SLOW;
+		v->slow_pairs += p->state == ACC_SLOW;
+		v->failed_pairs += p->state == ACC_FAILED;
+		v->uncertain_pairs += p->state == ACC_UNCERTAIN;
+	}
+	if (nm < 2) /* one node's median is its own reference: nothing to compare */
+		v->judged_pairs = 0;
+}
+
+int acc_exit_status(const struct acc_verdict *v)
+{
+	if (v->failed_pairs || v->slow_pairs || v->slow_nodes)
+		return 1;
+	return v->judged_pairs ? 0 : 77;
+}
+
+int acc_parse_bench(const char *out, struct acc_pair *p)
+{
+	unsigned long long blk, bat, thr, wrong, failed, maxblk = 0;
+	double bw, iops, p50, p99;
+	char op[16], first_op[16] = "";
+	const char *l;
+	/* two passes: the largest block, then its rows of the first operation */
+	for (int pass = 0; pass < 2; pass++) {
+		p->nrep = 0;
+		for (l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+			if (sscanf(l, " pdkv %15s %llu %llu %llu %lf %lf %lf %lf %llu %llu", op, &blk,
+			           &bat, &thr, &bw, &iops, &p50, &p99, &wrong, &failed) != 10)
+				continue;
+			if (!pass) {
+				if (blk > maxblk)
+					maxblk = blk;
+				continue;
+			}
+			if (blk != maxblk)
+				continue;
+			if (!*first_op)
+				snprintf(first_op, sizeof(first_op), "%s", op);
+			if (strcmp(op, first_op))
+				continue;
+			p->wrong += wrong;
+			p->failed += failed;
+			if (p->nrep < ACC_MAX_REPS) {
+				p->bw[p->nrep] = bw;
+				p->lat[p->nrep++] = p50;
+			}
+		}
+	}
+	return p->nrep;
+}
