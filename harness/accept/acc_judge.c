@@ -38,7 +38,8 @@ int acc_pairs_parse(const char *v, struct acc_pairs_spec *ps, char *err, size_t 
 			return 0;
 		}
 	}
-	pd_seterr(err, errsz, "--pairs: expected all, ring or random:K (K pairs, 1..%d), got \"%s\"",
+	pd_seterr(err, errsz,
+	          "--pairs: expected all, ring or random:K (K pairs, 1..%d), got \"%s\"",
 	          ACC_MAX_PAIRS, v ? v : "");
 	return -1;
 }
@@ -97,77 +98,114 @@ int acc_pairs_make(const struct acc_pairs_spec *ps, int n, uint64_t seed, int (*
 	return ps->k;
 }
 
-/* A pair's own figures: the median of its repeats and how widely they spread. */
-static void judge_pair_own(struct acc_pair *p, const struct acc_judge_opts *jo)
+/* A pair's own figures: the median of its repeats, their range and spread. Usable (state
+ * ACC_OK for now) when it ran, moved every byte right and has a repeat. */
+static void pair_figures(struct acc_pair *p)
 {
-	double lo, hi;
-	p->bw_med = p->lat_med = p->spread = NAN;
+	p->bw_med = p->lat_med = p->spread = p->lo = p->hi = NAN;
 	if (p->error || p->wrong || p->failed) {
 		p->state = ACC_FAILED;
 		return;
 	}
 	if (p->nrep < 1) {
 		p->state = ACC_UNCERTAIN;
-		snprintf(p->why, sizeof(p->why), "no bench row");
+		if (!*p->why)
+			snprintf(p->why, sizeof(p->why), "no bench row");
 		return;
 	}
 	p->bw_med = pd_stats_median(p->bw, (size_t)p->nrep);
 	p->lat_med = pd_stats_median(p->lat, (size_t)p->nrep);
-	pd_stats_minmax(p->bw, (size_t)p->nrep, &lo, &hi);
-	p->spread = p->bw_med > 0 ? (hi - lo) / p->bw_med : INFINITY;
+	pd_stats_minmax(p->bw, (size_t)p->nrep, &p->lo, &p->hi);
+	p->spread = p->bw_med > 0 ? (p->hi - p->lo) / p->bw_med : INFINITY;
+	p->state = ACC_OK;
+}
+
+/* Against the threshold thr: every repeat above is ok, every repeat below is slow; repeats on
+ * both sides are judged by their median only when they agree within --max-spread. */
+static void pair_verdict(struct acc_pair *p, double thr, const struct acc_judge_opts *jo)
+{
+	if (p->state != ACC_OK)
+		return;
 	if (p->nrep < jo->min_reps) {
 		p->state = ACC_UNCERTAIN;
-		snprintf(p->why, sizeof(p->why), "%d repeat%s, %d needed to judge the spread",
-		         p->nrep, p->nrep == 1 ? "" : "s", jo->min_reps);
-	} else if (!(p->spread <= jo->max_spread)) {
-		p->state = ACC_UNCERTAIN;
 		snprintf(p->why, sizeof(p->why),
-		         "repeats spread %.0f%% of their median (--max-spread %.0f%%): too noisy "
-		         "to judge",
-		         p->spread * 100, jo->max_spread * 100);
-	} else
+		         "%d repeat%s, %d needed to see the noise (--repeat)", p->nrep,
+		         p->nrep == 1 ? "" : "s", jo->min_reps);
+	} else if (p->hi < thr)
+		p->state = ACC_SLOW;
+	else if (p->lo >= thr)
 		p->state = ACC_OK;
+	else if (!(p->spread <= jo->max_spread)) {
+		p->state = ACC_UNCERTAIN;
+		snprintf(
+		    p->why, sizeof(p->why),
+		    "repeats %.1f..%.1f straddle the threshold %.1f and spread %.0f%% of their "
+		    "median (--max-spread %.0f%%): too noisy to judge",
+		    p->lo, p->hi, thr, p->spread * 100, jo->max_spread * 100);
+	} else
+		p->state = p->bw_med < thr ? ACC_SLOW : ACC_OK;
+}
+
+/* Node x: its median over its usable pairs (either direction), its best pair's median (the
+ * score: a healthy node needs one healthy peer to show it) and its best single repeat. */
+static void node_figures(const struct acc_pair *pairs, size_t np, int x, double *per,
+                         struct acc_node_verdict *nv)
+{
+	size_t c = 0;
+	nv->score = nv->best_rep = NAN;
+	for (size_t k = 0; k < np; k++) {
+		const struct acc_pair *p = &pairs[k];
+		if (p->state != ACC_OK || (p->i != x && p->j != x))
+			continue;
+		per[c++] = p->bw_med;
+		if (isnan(nv->score) || p->bw_med > nv->score)
+			nv->score = p->bw_med;
+		if (isnan(nv->best_rep) || p->hi > nv->best_rep)
+			nv->best_rep = p->hi;
+	}
+	nv->npairs = (int)c;
+	nv->median = c ? pd_stats_median(per, c) : NAN;
+	nv->state = c ? ACC_OK : ACC_UNCERTAIN;
 }
 
 void acc_judge(struct acc_pair *pairs, size_t np, int n, const struct acc_judge_opts *jo,
                struct acc_verdict *v)
 {
-	double *per = calloc(np ? np : 1, sizeof(double)), meds[ACC_MAX_NODES];
-	int nm = 0;
+	double *per = calloc(np ? np : 1, sizeof(double)), scores[ACC_MAX_NODES], thr;
+	int ns = 0;
 	memset(v, 0, sizeof(*v));
 	v->n = n;
 	for (size_t k = 0; k < np; k++)
-		judge_pair_own(&pairs[k], jo);
+		pair_figures(&pairs[k]);
 	for (int x = 0; x < n && x < ACC_MAX_NODES; x++) {
-		size_t c = 0;
-		for (size_t k = 0; per && k < np; k++)
-			if (pairs[k].state == ACC_OK && (pairs[k].i == x || pairs[k].j == x))
-				per[c++] = pairs[k].bw_med;
-		v->node[x].npairs = (int)c;
-		v->node[x].median = c ? pd_stats_median(per, c) : NAN;
-		v->node[x].state = c ? ACC_OK : ACC_UNCERTAIN;
-		if (c)
-			meds[nm++] = v->node[x].median;
+		node_figures(pairs, per ? np : 0, x, per, &v->node[x]);
+		if (v->node[x].state == ACC_OK)
+			scores[ns++] = v->node[x].score;
 	}
 	free(per);
-	v->fleet_median = nm ? pd_stats_median(meds, (size_t)nm) : NAN;
-	for (int x = 0; x < n && x < ACC_MAX_NODES; x++)
-		if (v->node[x].state == ACC_OK && nm >= 2 &&
-		    v->node[x].median < jo->threshold * v->fleet_median) {
-			v->node[x].state = ACC_SLOW;
-			v->slow_nodes++;
-		}
+	v->fleet_median = ns ? pd_stats_median(scores, (size_t)ns) : NAN;
+	thr = jo->threshold * v->fleet_median;
+	for (int x = 0; x < n && x < ACC_MAX_NODES; x++) {
+		struct acc_node_verdict *nv = &v->node[x];
+		if (nv->state != ACC_OK || ns < 2 || nv->score >= thr)
+			continue;
+		/* even its best single measurement is below: slow, not noise */
+		nv->state = nv->best_rep < thr ? ACC_SLOW : ACC_UNCERTAIN;
+		v->slow_nodes += nv->state == ACC_SLOW;
+	}
 	for (size_t k = 0; k < np; k++) {
 		struct acc_pair *p = &pairs[k];
-		if (p->state == ACC_OK && nm >= 2 && p->bw_med < jo->threshold * v->fleet_median)
-			p->state = ACC_SLOW;
+		if (ns >= 2)
+			pair_verdict(p, thr, jo);
+		else if (p->state == ACC_OK) { /* one node's pairs are their own reference */
+			p->state = ACC_UNCERTAIN;
+			snprintf(p->why, sizeof(p->why), "fewer than 2 nodes with a usable pair");
+		}
 		v->judged_pairs += p->state == ACC_OK || p->state == ACC_SLOW;
 		v->slow_pairs += p->state == ACC_SLOW;
 		v->failed_pairs += p->state == ACC_FAILED;
 		v->uncertain_pairs += p->state == ACC_UNCERTAIN;
 	}
-	if (nm < 2) /* one node's median is its own reference: nothing to compare */
-		v->judged_pairs = 0;
 }
 
 int acc_exit_status(const struct acc_verdict *v)
@@ -187,8 +225,8 @@ int acc_parse_bench(const char *out, struct acc_pair *p)
 	for (int pass = 0; pass < 2; pass++) {
 		p->nrep = 0;
 		for (l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-			if (sscanf(l, " pdkv %15s %llu %llu %llu %lf %lf %lf %lf %llu %llu", op, &blk,
-			           &bat, &thr, &bw, &iops, &p50, &p99, &wrong, &failed) != 10)
+			if (sscanf(l, " pdkv %15s %llu %llu %llu %lf %lf %lf %lf %llu %llu", op,
+			           &blk, &bat, &thr, &bw, &iops, &p50, &p99, &wrong, &failed) != 10)
 				continue;
 			if (!pass) {
 				if (blk > maxblk)

@@ -47,7 +47,7 @@ static void table(const struct acc_node *nodes, int n, const struct acc_pair *pa
 	for (int j = 0; j < n; j++)
 		printf(" %10.10s", nodes[j].name);
 	if (!lat)
-		printf(" %10s  %s", "median", "node");
+		printf(" %10s %10s  %s", "median", "best", "node");
 	printf("\n");
 	for (int i = 0; i < n; i++) {
 		printf("%-12.12s", nodes[i].name);
@@ -60,10 +60,12 @@ static void table(const struct acc_node *nodes, int n, const struct acc_pair *pa
 		}
 		if (!lat) {
 			if (isnan(v->node[i].median))
-				printf(" %10s  %s", "?", "UNCERTAIN (no judged pair)");
+				printf(" %10s %10s  %s", "?", "?", "UNCERTAIN (no usable pair)");
 			else
-				printf(" %10.1f  %s", v->node[i].median,
-				       v->node[i].state == ACC_SLOW ? "SLOW" : "ok");
+				printf(" %10.1f %10.1f  %s", v->node[i].median, v->node[i].score,
+				       v->node[i].state == ACC_SLOW        ? "SLOW"
+				       : v->node[i].state == ACC_UNCERTAIN ? "UNCERTAIN"
+				                                           : "ok");
 		}
 		printf("\n");
 	}
@@ -84,26 +86,36 @@ void acc_print_matrix(const struct acc_node *nodes, int n, const struct acc_pair
 	if (isnan(v->fleet_median))
 		printf("\nfleet median: none (no node had a judged pair)\n");
 	else
-		printf("\nfleet median %.1f %s/s (median of the node medians); outlier below "
+		printf("\nfleet median %.1f %s/s (median of the nodes' best pairs); outlier below "
 		       "--threshold %.2f x fleet = %.1f %s/s\n",
 		       v->fleet_median, ro->unit, ro->jo->threshold, thr, ro->unit);
 	for (int x = 0; x < n; x++)
 		if (v->node[x].state == ACC_SLOW)
-			printf("OUTLIER node %s (%s): median %.1f %s/s = %.2f x fleet median over %d "
-			       "pair%s\n",
-			       nodes[x].name, nodes[x].addr, v->node[x].median, ro->unit,
-			       v->node[x].median / v->fleet_median, v->node[x].npairs,
-			       v->node[x].npairs == 1 ? "" : "s");
+			printf("OUTLIER node %s (%s): best pair %.1f %s/s = %.2f x fleet median, "
+			       "median %.1f over %d pair%s, no repeat above %.1f\n",
+			       nodes[x].name, nodes[x].addr, v->node[x].score, ro->unit,
+			       v->node[x].score / v->fleet_median, v->node[x].median,
+			       v->node[x].npairs, v->node[x].npairs == 1 ? "" : "s",
+			       v->node[x].best_rep);
+		else if (v->node[x].state == ACC_UNCERTAIN && !isnan(v->node[x].score))
+			printf("UNCERTAIN node %s: best pair %.1f %s/s below the threshold but a "
+			       "repeat reached %.1f (NOTRUN: not judged)\n",
+			       nodes[x].name, v->node[x].score, ro->unit, v->node[x].best_rep);
 	for (size_t k = 0; k < np; k++) {
 		const struct acc_pair *p = &pairs[k];
 		const char *a = nodes[p->i].name, *b = nodes[p->j].name;
 		if (p->state == ACC_SLOW) {
-			bool ni = v->node[p->i].state == ACC_SLOW, nj = v->node[p->j].state == ACC_SLOW;
-			printf("OUTLIER pair %s -> %s: %.1f %s/s = %.2f x fleet median%s%s%s\n", a, b,
-			       p->bw_med, ro->unit, p->bw_med / v->fleet_median,
-			       ni || nj ? " (explained by slow node " : " (both nodes are fine: the link "
-			                                               "between them)",
-			       ni ? a : nj ? b : "", ni || nj ? ")" : "");
+			bool ni = v->node[p->i].state == ACC_SLOW,
+			     nj = v->node[p->j].state == ACC_SLOW;
+			printf("OUTLIER pair %s -> %s: %.1f %s/s = %.2f x fleet median%s%s%s\n", a,
+			       b, p->bw_med, ro->unit, p->bw_med / v->fleet_median,
+			       ni || nj ? " (explained by slow node "
+			                : " (both nodes are fine: the link "
+			                  "between them)",
+			       ni   ? a
+			       : nj ? b
+			            : "",
+			       ni || nj ? ")" : "");
 		} else if (p->state == ACC_FAILED)
 			printf("FAILED pair %s -> %s: %s%s%s\n", a, b,
 			       p->wrong || p->failed ? "--check: " : "", p->why,
@@ -135,6 +147,8 @@ static cJSON *pair_json(const struct acc_node *nodes, const struct acc_pair *p)
 	cJSON_AddItemToObject(o, "bw_median", num_or_null(p->bw_med));
 	cJSON_AddItemToObject(o, "lat_p50_us", num_or_null(p->lat_med));
 	cJSON_AddItemToObject(o, "spread", num_or_null(p->spread));
+	cJSON_AddItemToObject(o, "bw_min", num_or_null(p->lo));
+	cJSON_AddItemToObject(o, "bw_max", num_or_null(p->hi));
 	cJSON_AddStringToObject(o, "state", acc_state_name(p->state));
 	cJSON_AddNumberToObject(o, "wrong_bytes", (double)p->wrong);
 	cJSON_AddNumberToObject(o, "failed_transfers", (double)p->failed);
@@ -170,6 +184,7 @@ int acc_write_json(const char *path, const struct acc_node *nodes, int n,
 		cJSON_AddStringToObject(o, "name", nodes[x].name);
 		cJSON_AddStringToObject(o, "address", nodes[x].addr);
 		cJSON_AddItemToObject(o, "median", num_or_null(v->node[x].median));
+		cJSON_AddItemToObject(o, "best_pair", num_or_null(v->node[x].score));
 		cJSON_AddNumberToObject(o, "pairs", v->node[x].npairs);
 		cJSON_AddStringToObject(o, "state", acc_state_name(v->node[x].state));
 		cJSON_AddItemToArray(arr, o);
@@ -201,7 +216,9 @@ int acc_write_json(const char *path, const struct acc_node *nodes, int n,
 	cJSON_AddItemToObject(arr, "pairs", op);
 	rc = acc_exit_status(v);
 	cJSON_AddStringToObject(root, "verdict",
-	                        rc == 0 ? "PASS" : rc == 1 ? "OUTLIERS" : "NOTRUN");
+	                        rc == 0   ? "PASS"
+	                        : rc == 1 ? "OUTLIERS"
+	                                  : "NOTRUN");
 	cJSON_AddNumberToObject(root, "exit", rc);
 	s = cJSON_Print(root);
 	rc = s ? pd_write_file(path, s, strlen(s)) : -1;
@@ -249,15 +266,29 @@ int acc_write_plot(const char *path, const struct acc_node *nodes, int n,
 		goto out;
 	}
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
-	snprintf(title, sizeof(title), "pdkv accept %s/s, %s, %s\\n%s", ro->unit, ro->transport,
-	         date, ro->command);
+	snprintf(title, sizeof(title), "pdkv accept %s/s, %s, %s", ro->unit, ro->transport, date);
+	for (const char *c = ro->command; *c && strlen(title) + 8 < sizeof(title);) {
+		size_t n = strlen(c) > 80 ? 80 : strlen(c), t = strlen(title); /* 80-column lines */
+		for (size_t i = 0; i < n && t + 4 < sizeof(title); i++)
+			if (c[i] != '"' && c[i] != '\\') {
+				if (!i) {
+					title[t++] = '\\';
+					title[t++] = 'n';
+				}
+				title[t++] = c[i];
+			}
+		title[t] = '\0';
+		c += n;
+	}
 	fprintf(f, "set terminal pngcairo size %d,%d noenhanced\nset output ", 500 + 60 * n,
 	        420 + 50 * n);
 	gp_quote(f, path);
 	fprintf(f, "\nset title \"%s\" font ',9'\n", title);
-	fprintf(f, "set xlabel 'target'\nset ylabel 'initiator'\nset datafile missing 'nan'\n"
-	           "set palette defined (0 'red', 0.5 'yellow', 1 'green')\nset yrange [] "
-	           "reverse\nset cblabel '%s/s'\nset xtics (",
+	fprintf(f,
+	        "set xlabel 'target'\nset ylabel 'initiator'\nset datafile missing 'nan'\n"
+	        "set cbrange [0:*]\nset palette defined (0 'red', 0.5 'yellow', 1 'green')\nset "
+	        "yrange [] "
+	        "reverse\nset cblabel '%s/s'\nset xtics (",
 	        ro->unit);
 	for (int i = 0; i < n; i++) {
 		fprintf(f, "%s", i ? ", " : "");
@@ -280,7 +311,8 @@ int acc_write_plot(const char *path, const struct acc_node *nodes, int n,
 	ret = hr_cmd_run(argv, out, sizeof(out), 60000);
 	if (ret)
 		pd_seterr(err, errsz, "--plot %s: gnuplot %s: %.300s", path,
-		          ret == -ENOENT ? "is not installed (apt-get install gnuplot-nox)" : "failed",
+		          ret == -ENOENT ? "is not installed (apt-get install gnuplot-nox)"
+		                         : "failed",
 		          out);
 	ret = ret ? -1 : 0;
 out:

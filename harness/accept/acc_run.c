@@ -109,8 +109,8 @@ int acc_nodes_slurm(struct acc_run *r, char *why, size_t sz)
 		r->nodes[r->n++].kind = ACC_NODE_SLURM;
 	}
 	if (r->n < 2) {
-		pd_seterr(why, sz, "--slurm: the allocation has %d node%s, expected at least 2", r->n,
-		          r->n == 1 ? "" : "s");
+		pd_seterr(why, sz, "--slurm: the allocation has %d node%s, expected at least 2",
+		          r->n, r->n == 1 ? "" : "s");
 		return 2;
 	}
 	return 0;
@@ -122,7 +122,8 @@ int acc_netns_slow(struct acc_run *r, const char *spec, char *why, size_t sz)
 	const char *eq = strchr(spec, '=');
 	const struct hr_nshost *h;
 	if (!r->nn_on) {
-		pd_seterr(why, sz, "--netns-slow: only with --netns (it shapes a namespace's link)");
+		pd_seterr(why, sz,
+		          "--netns-slow: only with --netns (it shapes a namespace's link)");
 		return 2;
 	}
 	if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof(node) || !eq[1] ||
@@ -138,10 +139,11 @@ int acc_netns_slow(struct acc_run *r, const char *spec, char *why, size_t sz)
 		return 2;
 	}
 	/* both directions: the bridge port's egress (towards the node), the node's eth0 egress */
-	const char *a[] = {"tc", "-n", r->nn.bridge_ns, "qdisc", "add", "dev", h->port, "root",
-	                   "tbf", "rate", rate, "burst", "64kb", "latency", "100ms", NULL};
-	const char *b[] = {"tc", "-n", h->ns, "qdisc", "add", "dev", "eth0", "root",
-	                   "tbf", "rate", rate, "burst", "64kb", "latency", "100ms", NULL};
+	const char *a[] = {"tc",    "-n",      r->nn.bridge_ns, "qdisc", "add", "dev",
+	                   h->port, "root",    "tbf",           "rate",  rate,  "burst",
+	                   "64kb",  "latency", "100ms",         NULL};
+	const char *b[] = {"tc",  "-n",   h->ns, "qdisc", "add",  "dev",     "eth0",  "root",
+	                   "tbf", "rate", rate,  "burst", "64kb", "latency", "100ms", NULL};
 	if (hr_cmd_run(a, err, sizeof(err), 10000) || hr_cmd_run(b, err, sizeof(err), 10000)) {
 		pd_seterr(why, sz, "--netns-slow %s: tc tbf rate %s failed: %.300s", spec, rate,
 		          err);
@@ -153,8 +155,8 @@ int acc_netns_slow(struct acc_run *r, const char *spec, char *why, size_t sz)
 }
 
 /* argv of one bench side on node x: the node's way in, the binary, mode, the shared flags */
-static int side_argv(struct acc_run *r, int x, const char **av, size_t max, char *bind,
-                     size_t bsz, const char *mode, const char *extra)
+static int side_argv(struct acc_run *r, int x, const char **av, size_t max, char *bind, size_t bsz,
+                     const char *mode, const char *extra)
 {
 	const struct acc_node *nd = &r->nodes[x];
 	size_t k = 0;
@@ -261,8 +263,8 @@ int acc_target_start(struct acc_run *r, int x, char *why, size_t sz)
 	side_argv(r, x, av, PD_ARRAY_SIZE(av), bind, sizeof(bind), "--mode=target", NULL);
 	if (r->nodes[x].kind == ACC_NODE_SSH) {
 		snprintf(name, sizeof(name), "target-%s", r->nodes[x].name);
-		ret = hr_ssh_start(&r->ssh, r->nodes[x].name, r->rdir, name, av, NULL, &t->rpid, err,
-		                   sizeof(err));
+		ret = hr_ssh_start(&r->ssh, r->nodes[x].name, r->rdir, name, av, NULL, &t->rpid,
+		                   err, sizeof(err));
 	} else
 		ret = pd_proc_spawn(&t->proc, "target", (char *const *)av, NULL, t->log);
 	if (ret) {

@@ -46,18 +46,21 @@ struct acc_pair {
 	char why[200];
 	/* judged */
 	double bw_med, lat_med, spread; /* spread = (max - min) / median of the repeats */
+	double lo, hi;                  /* the repeats' range */
 	enum acc_state state;
 };
 
 struct acc_node_verdict {
-	double median; /* over its judged pairs, either direction; NAN when none */
-	int npairs;    /* judged pairs behind it */
+	double median;   /* over its usable pairs, either direction; NAN when none */
+	double score;    /* its best usable pair's median: what the node can do at least */
+	double best_rep; /* its best single repeat */
+	int npairs;      /* usable pairs behind it */
 	enum acc_state state;
 };
 
 struct acc_judge_opts {
 	double threshold;  /* below threshold x fleet median is an outlier (0.8) */
-	double max_spread; /* a pair whose (max - min) / median over repeats exceeds it: uncertain */
+	double max_spread; /* repeats on both sides of the threshold spreading over it: uncertain */
 	int min_reps;      /* fewer successful repeats: uncertain (2) */
 };
 
@@ -68,9 +71,12 @@ struct acc_verdict {
 	int slow_pairs, slow_nodes, failed_pairs, uncertain_pairs, judged_pairs;
 };
 
-/* Judges every pair in pairs[0..np) (bw_med, spread, state) and every node. The fleet median is
- * the median of the node medians, so one bad node (whose pairs are most of a small fleet's)
- * does not drag the reference down. */
+/* Judges every pair in pairs[0..np) and every node. A node's score is its best pair's median
+ * (one healthy peer shows a healthy node; every pair of a bad node is slow); the fleet median
+ * is the median of the scores, so one bad node, whose pairs are most of a small fleet's, does
+ * not drag the reference down. Outliers are below threshold x fleet median: a pair when all
+ * its repeats are (or, straddling, when they agree within max_spread); a node when even its
+ * best repeat is. Repeats that straddle and spread wider are UNCERTAIN, never outliers. */
 void acc_judge(struct acc_pair *pairs, size_t np, int n, const struct acc_judge_opts *jo,
                struct acc_verdict *v);
 /* Exit status of the verdict: 0 no outlier, 1 an outlier or a failed pair, 77 nothing judged. */
@@ -89,11 +95,11 @@ struct acc_node {
 };
 
 struct acc_report_opts {
-	const char *unit;        /* pdkv-bench's report unit, "GB" */
-	const char *transport;   /* tcp | rdma */
-	const char *pairs_spec;  /* as given */
-	const char *source;      /* "netns:3", "hosts:FILE", "slurm:NODELIST" */
-	const char *command;     /* the command line, for the JSON and the plot's title */
+	const char *unit;       /* pdkv-bench's report unit, "GB" */
+	const char *transport;  /* tcp | rdma */
+	const char *pairs_spec; /* as given */
+	const char *source;     /* "netns:3", "hosts:FILE", "slurm:NODELIST" */
+	const char *command;    /* the command line, for the JSON and the plot's title */
 	const struct acc_judge_opts *jo;
 };
 

@@ -99,8 +99,8 @@ static struct pd_opt g_opts[] = {
      .type = PD_OPT_DOUBLE,
      .dst = &g_a.jo.max_spread,
      .arg = "F",
-     .help = "a pair whose (max - min) / median over its repeats is over F is\nUNCERTAIN, not "
-             "judged (default 0.5)",
+     .help = "a pair whose repeats straddle the threshold and whose (max - min)\n/ median is "
+             "over F is UNCERTAIN, not judged (default 0.5)",
      .min = 0,
      .max = 100,
      .min_excl = true},
@@ -139,10 +139,12 @@ static const struct pd_opt_spec g_spec = {
              "(--block_size, --batch_size, --threads,\n--duration, --operation, -b/-e/-f, "
              "--device_name, --report_unit ...); accept's\ndefaults: --duration=1 "
              "--report_unit=MB.\n\n",
-    .footer = "\nfleet median: the median of the node medians (a node's median is over its "
-              "judged\npairs, either direction). A pair or node below --threshold x it is an "
-              "outlier;\na pair whose repeats spread over --max-spread is UNCERTAIN and never "
-              "an outlier.\nexit: 0 no outlier; 1 an outlier or a failed pair (--check); 2 "
+    .footer = "\nfleet median: the median over the nodes of each node's best pair (a node's "
+              "median,\nover its pairs in either direction, is printed beside it). A pair "
+              "whose repeats are\nbelow --threshold x the fleet median, or a node whose "
+              "every repeat is, is an\noutlier; a pair whose repeats straddle the threshold "
+              "and spread over --max-spread\nis UNCERTAIN (NOTRUN for that pair), never an "
+              "outlier.\nexit: 0 no outlier; 1 an outlier or a failed pair (--check); 2 "
               "bad input;\n77 nothing could be judged (no namespaces here, every pair "
               "uncertain); 130 interrupted\n",
     .opts = g_opts,
@@ -164,15 +166,16 @@ static int bench_args(struct acc_run *r, char **user, int nuser, char *bufsz, si
 	r->bargs[r->nbargs++] = "--duration=1";
 	r->bargs[r->nbargs++] = "--report_unit=MB";
 	for (int i = 0; i < nuser; i++) {
-		static const char *const own[] = {"--mode", "--segment_id", "--protocol",
-		                                  "--repeat", "--json", "--csv", "--baseline",
-		                                  "--scheme", "--ready_file", "--check"};
+		static const char *const own[] = {
+		    "--mode", "--segment_id", "--protocol", "--repeat",     "--json",
+		    "--csv",  "--baseline",   "--scheme",   "--ready_file", "--check"};
 		for (size_t k = 0; k < PD_ARRAY_SIZE(own); k++)
 			if (!strncmp(user[i], own[k], strlen(own[k]))) {
-				fprintf(stderr,
-				        "pdkv accept: bench flag %s: pdkv accept sets it itself (use "
-				        "accept's --transport, --repeat, --check, --json)\n",
-				        user[i]);
+				fprintf(
+				    stderr,
+				    "pdkv accept: bench flag %s: pdkv accept sets it itself (use "
+				    "accept's --transport, --repeat, --check, --json)\n",
+				    user[i]);
 				return 2;
 			}
 		if (r->nbargs + 8 >= (int)PD_ARRAY_SIZE(r->bargs)) {
@@ -212,8 +215,9 @@ static int setup(struct acc_run *r, char **pos, int npos, char *src, size_t ssz)
 	char why[1024];
 	int ret, ways = !!g_a.hosts + g_a.slurm + (g_a.netns > 0);
 	if (ways != 1) {
-		fprintf(stderr, "pdkv accept: give exactly one of --hosts FILE, --slurm, --netns N "
-		                "(got %d)\n",
+		fprintf(stderr,
+		        "pdkv accept: give exactly one of --hosts FILE, --slurm, --netns N "
+		        "(got %d)\n",
 		        ways);
 		return 2;
 	}
@@ -224,7 +228,8 @@ static int setup(struct acc_run *r, char **pos, int npos, char *src, size_t ssz)
 		snprintf(r->workdir, sizeof(r->workdir), "%s", g_a.workdir);
 	else {
 		const char *t = getenv("TMPDIR");
-		snprintf(r->workdir, sizeof(r->workdir), "%s/pdkv-accept.XXXXXX", t && *t ? t : "/tmp");
+		snprintf(r->workdir, sizeof(r->workdir), "%s/pdkv-accept.XXXXXX",
+		         t && *t ? t : "/tmp");
 		if (!mkdtemp(r->workdir)) {
 			fprintf(stderr, "pdkv accept: cannot make %s: %s\n", r->workdir,
 			        strerror(errno));
@@ -247,8 +252,13 @@ static int setup(struct acc_run *r, char **pos, int npos, char *src, size_t ssz)
 	}
 	if (!ret && g_a.slow)
 		ret = acc_netns_slow(r, g_a.slow, why, sizeof(why));
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "pdkv accept: %s%s\n", ret == 77 ? "NOTRUN: " : "", why);
+		if (!g_a.workdir) { /* nothing ran: no logs worth keeping */
+			const char *rm[] = {"rm", "-rf", r->workdir, NULL};
+			hr_cmd_run(rm, NULL, 0, 10000);
+		}
+	}
 	return ret;
 }
 
@@ -261,8 +271,8 @@ static void progress(const struct acc_run *r, const struct acc_pair *p, size_t k
 		double *v = (double *)p->bw;
 		pd_stats_minmax(v, (size_t)p->nrep, &lo, &hi);
 		printf("%.1f %s/s median of %d (%.1f..%.1f), p50 %.1f us",
-		       pd_stats_median(v, (size_t)p->nrep), r->unit,
-		       p->nrep, lo, hi, pd_stats_median(p->lat, (size_t)p->nrep));
+		       pd_stats_median(v, (size_t)p->nrep), r->unit, p->nrep, lo, hi,
+		       pd_stats_median(p->lat, (size_t)p->nrep));
 	}
 	if (p->error || p->wrong || p->failed)
 		printf("%sFAILED: %s", p->nrep ? "; " : "", p->why);
@@ -332,10 +342,10 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	for (int i = 0; i < argc; i++)
-		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s", i ? " " : "pdkv accept",
-		         i ? argv[i] : "");
-	printf("# pdkv accept: %d nodes (%s), %d pairs, %s, %d repeats each; logs in %s\n", r.n, src,
-	       np, g_a.transport ? "rdma" : "tcp", g_a.repeat, r.workdir);
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), "%s%s",
+		         i ? " " : "pdkv accept", i ? argv[i] : "");
+	printf("# pdkv accept: %d nodes (%s), %d pairs, %s, %d repeats each; logs in %s\n", r.n,
+	       src, np, g_a.transport ? "rdma" : "tcp", g_a.repeat, r.workdir);
 	fflush(stdout);
 	run_pairs(&r, pl, pairs, (size_t)np);
 	acc_run_teardown(&r);
@@ -352,8 +362,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pdkv accept: --json %s: cannot write it\n", g_a.json);
 		rc = rc ? rc : 1;
 	}
-	if (g_a.plot && acc_write_plot(g_a.plot, r.nodes, r.n, pairs, (size_t)np, &ro, err,
-	                               sizeof(err))) {
+	if (g_a.plot &&
+	    acc_write_plot(g_a.plot, r.nodes, r.n, pairs, (size_t)np, &ro, err, sizeof(err))) {
 		fprintf(stderr, "pdkv accept: %s\n", err);
 		rc = rc ? rc : 1;
 	}
