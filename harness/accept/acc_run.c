@@ -4,6 +4,7 @@
 #include "acc_run.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,11 @@
 #include "pd_util.h"
 
 #define OUT_MAX (256 * 1024)
+
+struct acc_stop {
+	struct acc_run *r;
+	int x;
+};
 
 int acc_nodes_netns(struct acc_run *r, int n, char *why, size_t sz)
 {
@@ -47,8 +53,8 @@ int acc_nodes_netns(struct acc_run *r, int n, char *why, size_t sz)
 	return 0;
 }
 
-int acc_nodes_hosts(struct acc_run *r, const char *path, int connect_timeout_s, char *why,
-                    size_t sz)
+int acc_nodes_hosts(struct acc_run *r, const char *path, const char *key, int connect_timeout_s,
+                    char *why, size_t sz)
 {
 	char err[512], dir[600];
 	if (hr_hosts_load(path, &r->hosts, err, sizeof(err))) {
@@ -63,7 +69,7 @@ int acc_nodes_hosts(struct acc_run *r, const char *path, int connect_timeout_s, 
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s/.ssh", r->workdir);
-	if (hr_ssh_init(&r->ssh, &r->hosts, dir, NULL, connect_timeout_s)) {
+	if (hr_ssh_init(&r->ssh, &r->hosts, dir, key, connect_timeout_s)) {
 		pd_seterr(why, sz, "--hosts: cannot set up ssh state in %s", dir);
 		return 2;
 	}
@@ -250,13 +256,12 @@ static bool target_poll(struct acc_run *r, int x, bool *gone)
 	return found;
 }
 
-int acc_target_start(struct acc_run *r, int x, char *why, size_t sz)
+int acc_target_spawn(struct acc_run *r, int x, char *why, size_t sz)
 {
 	struct acc_target *t = &r->t[x];
 	const char *av[128];
 	char bind[200], name[100], err[512];
 	int ret;
-	bool gone;
 	char *lp = pd_asprintf("%s/target-%s.log", r->workdir, r->nodes[x].name);
 	snprintf(t->log, sizeof(t->log), "%s", lp ? lp : "/dev/null");
 	free(lp);
@@ -273,6 +278,12 @@ int acc_target_start(struct acc_run *r, int x, char *why, size_t sz)
 		return -1;
 	}
 	t->up = true;
+	return 0;
+}
+
+int acc_target_wait(struct acc_run *r, int x, char *why, size_t sz)
+{
+	bool gone = false;
 	for (int k = 0; k < 600; k++) {
 		if (target_poll(r, x, &gone))
 			return 0;
@@ -281,7 +292,7 @@ int acc_target_start(struct acc_run *r, int x, char *why, size_t sz)
 		usleep(100000);
 	}
 	pd_seterr(why, sz, "node %s: the target %s without printing its segment (log %s)",
-	          r->nodes[x].name, gone ? "exited" : "ran 60 s", t->log);
+	          r->nodes[x].name, gone ? "exited" : "ran 60 s", r->t[x].log);
 	return -1;
 }
 
@@ -336,25 +347,48 @@ void acc_pair_run(struct acc_run *r, int i, int j, struct acc_pair *p)
 	free(out);
 }
 
-void acc_run_teardown(struct acc_run *r)
+/* One node's target stopped (and, over ssh, its remote work dir removed): on a thread per
+ * node, since each ssh round trip costs a second or more on a busy host. */
+static void *stop_one(void *arg)
 {
+	struct acc_stop *st = arg;
+	struct acc_run *r = st->r;
+	struct acc_target *t = &r->t[st->x];
+	const char *host = r->nodes[st->x].name;
 	char cmd[300], q[200];
-	for (int x = 0; x < r->n; x++) {
-		struct acc_target *t = &r->t[x];
-		if (!t->up)
-			continue;
-		if (r->nodes[x].kind == ACC_NODE_SSH && t->rpid > 0)
-			hr_ssh_stop(&r->ssh, r->nodes[x].name, t->rpid, 3000);
-		else
+	if (r->nodes[st->x].kind != ACC_NODE_SSH) {
+		if (t->up)
 			pd_proc_stop(&t->proc, 3000);
-		t->up = false;
-	}
-	if (r->ssh_on) {
+	} else {
+		if (t->up && t->rpid > 0)
+			hr_ssh_stop(&r->ssh, host, t->rpid, 3000);
 		if (!hr_shell_quote(r->rdir, q, sizeof(q))) {
 			snprintf(cmd, sizeof(cmd), "rm -rf %s", q);
-			for (int x = 0; x < r->n; x++)
-				hr_ssh_run(&r->ssh, r->nodes[x].name, cmd, NULL, 0, 10000, NULL, 0);
+			hr_ssh_run(&r->ssh, host, cmd, NULL, 0, 10000, NULL, 0);
 		}
+	}
+	t->up = false;
+	return NULL;
+}
+
+void acc_run_teardown(struct acc_run *r)
+{
+	struct acc_stop st[ACC_MAX_NODES];
+	pthread_t th[ACC_MAX_NODES];
+	bool started[ACC_MAX_NODES] = {0};
+	for (int x = 0; x < r->n; x++) {
+		st[x] = (struct acc_stop){r, x};
+		if (!r->t[x].up && !(r->ssh_on && r->nodes[x].kind == ACC_NODE_SSH))
+			continue;
+		if (pthread_create(&th[x], NULL, stop_one, &st[x]))
+			stop_one(&st[x]);
+		else
+			started[x] = true;
+	}
+	for (int x = 0; x < r->n; x++)
+		if (started[x])
+			pthread_join(th[x], NULL);
+	if (r->ssh_on) {
 		hr_ssh_close(&r->ssh);
 		r->ssh_on = false;
 	}

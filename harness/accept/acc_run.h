@@ -39,14 +39,16 @@ struct acc_run {
 
 /* Nodes: 0, 77 (no namespaces here: why), or 2 (bad input: why names the flag or file). */
 int acc_nodes_netns(struct acc_run *r, int n, char *why, size_t sz);
-int acc_nodes_hosts(struct acc_run *r, const char *path, int connect_timeout_s, char *why,
-                    size_t sz);
+int acc_nodes_hosts(struct acc_run *r, const char *path, const char *key, int connect_timeout_s,
+                    char *why, size_t sz);
 int acc_nodes_slurm(struct acc_run *r, char *why, size_t sz);
 /* --netns-slow NODE=RATE: tc tbf at RATE on both ends of NODE's link. 0, or 2 with why. */
 int acc_netns_slow(struct acc_run *r, const char *spec, char *why, size_t sz);
 
-/* Starts node x's target and waits for its segment (up to 60 s). 0 or -1 with why. */
-int acc_target_start(struct acc_run *r, int x, char *why, size_t sz);
+/* Starts node x's target; then waits for the segment it prints (up to 60 s), so every node's
+ * target starts before the first wait. 0 or -1 with why. */
+int acc_target_spawn(struct acc_run *r, int x, char *why, size_t sz);
+int acc_target_wait(struct acc_run *r, int x, char *why, size_t sz);
 /* Runs the initiator on node i against node j's target, its rows into p. */
 void acc_pair_run(struct acc_run *r, int i, int j, struct acc_pair *p);
 /* Stops every target, removes namespaces, ends ssh connections. Idempotent. */

@@ -11,3 +11,7 @@ TESTS += test_accept
 test_accept_SRCS := harness/accept/tests/test_accept.c harness/accept/acc_judge.c \
 	harness/accept/acc_report.c
 test_accept_LIBS := hr cfg pdtestsvc pdcommon
+# --hosts through the OpenSSH launcher: three sshd namespaces as machines (NOTRUN without root)
+TESTS += test_accept_ssh
+test_accept_ssh_SRCS := harness/accept/tests/test_accept_ssh.c harness/tests/ssh_fixture.c
+test_accept_ssh_LIBS := hr cfg pdtestsvc pdcommon

@@ -26,7 +26,7 @@ static void on_signal(int sig)
 }
 
 struct args {
-	const char *hosts, *pairs, *transport_s, *json, *plot, *workdir, *slow;
+	const char *hosts, *pairs, *json, *plot, *workdir, *slow, *ssh_key;
 	int netns, repeat, transport, connect_timeout;
 	bool slurm, check;
 	uint64_t seed;
@@ -115,6 +115,11 @@ static struct pd_opt g_opts[] = {
      .dst = &g_a.workdir,
      .arg = "DIR",
      .help = "the sides' logs (default $TMPDIR/pdkv-accept.XXXXXX, kept)"},
+    {.name = "ssh-key",
+     .type = PD_OPT_STR,
+     .dst = &g_a.ssh_key,
+     .arg = "FILE",
+     .help = "--hosts: ssh -i FILE (IdentitiesOnly; default: ssh's own choice)"},
     {.name = "connect-timeout",
      .type = PD_OPT_INT,
      .dst = &g_a.connect_timeout,
@@ -244,7 +249,8 @@ static int setup(struct acc_run *r, char **pos, int npos, char *src, size_t ssz)
 		ret = acc_nodes_netns(r, g_a.netns, why, sizeof(why));
 		snprintf(src, ssz, "netns:%d", g_a.netns);
 	} else if (g_a.hosts) {
-		ret = acc_nodes_hosts(r, g_a.hosts, g_a.connect_timeout, why, sizeof(why));
+		ret = acc_nodes_hosts(r, g_a.hosts, g_a.ssh_key, g_a.connect_timeout, why,
+		                      sizeof(why));
 		snprintf(src, ssz, "hosts:%s", g_a.hosts);
 	} else {
 		ret = acc_nodes_slurm(r, why, sizeof(why));
@@ -288,9 +294,12 @@ static void run_pairs(struct acc_run *r, int (*pl)[2], struct acc_pair *pairs, s
 	char twhy[ACC_MAX_NODES][300];
 	for (size_t k = 0; k < np; k++)
 		need[pl[k][1]] = true;
-	for (int x = 0; x < r->n && !g_stop; x++) {
+	for (int x = 0; x < r->n; x++) {
 		twhy[x][0] = '\0';
-		if (need[x] && acc_target_start(r, x, twhy[x], sizeof(twhy[x])))
+		need[x] = need[x] && !g_stop && !acc_target_spawn(r, x, twhy[x], sizeof(twhy[x]));
+	}
+	for (int x = 0; x < r->n && !g_stop; x++) {
+		if (*twhy[x] || (need[x] && acc_target_wait(r, x, twhy[x], sizeof(twhy[x]))))
 			fprintf(stderr, "pdkv accept: %s\n", twhy[x]);
 		else if (need[x])
 			printf("# target on %s (%s): segment %s\n", r->nodes[x].name,
