@@ -182,7 +182,6 @@ void acc_judge(struct acc_pair *pairs, size_t np, int n, const struct acc_judge_
 		if (v->node[x].state == ACC_OK)
 			scores[ns++] = v->node[x].score;
 	}
-	free(per);
 	v->fleet_median = ns ? pd_stats_median(scores, (size_t)ns) : NAN;
 	thr = jo->threshold * v->fleet_median;
 	for (int x = 0; x < n && x < ACC_MAX_NODES; x++) {
@@ -193,10 +192,23 @@ void acc_judge(struct acc_pair *pairs, size_t np, int n, const struct acc_judge_
 		nv->state = nv->best_rep < thr ? ACC_SLOW : ACC_UNCERTAIN;
 		v->slow_nodes += nv->state == ACC_SLOW;
 	}
+	/* pairs: against the median of the pairs between nodes that are not slow (a node's best
+	 * pair, the nodes' reference, is the top of its noise; a pair's reference is the middle) */
+	v->pair_median = v->fleet_median;
+	if (per) {
+		size_t c = 0;
+		for (size_t k = 0; k < np; k++)
+			if (pairs[k].state == ACC_OK && v->node[pairs[k].i].state != ACC_SLOW &&
+			    v->node[pairs[k].j].state != ACC_SLOW)
+				per[c++] = pairs[k].bw_med;
+		if (c)
+			v->pair_median = pd_stats_median(per, c);
+	}
+	free(per);
 	for (size_t k = 0; k < np; k++) {
 		struct acc_pair *p = &pairs[k];
 		if (ns >= 2)
-			pair_verdict(p, thr, jo);
+			pair_verdict(p, jo->threshold * v->pair_median, jo);
 		else if (p->state == ACC_OK) { /* one node's pairs are their own reference */
 			p->state = ACC_UNCERTAIN;
 			snprintf(p->why, sizeof(p->why), "fewer than 2 nodes with a usable pair");

@@ -86,9 +86,12 @@ void acc_print_matrix(const struct acc_node *nodes, int n, const struct acc_pair
 	if (isnan(v->fleet_median))
 		printf("\nfleet median: none (no node had a judged pair)\n");
 	else
-		printf("\nfleet median %.1f %s/s (median of the nodes' best pairs); outlier below "
-		       "--threshold %.2f x fleet = %.1f %s/s\n",
-		       v->fleet_median, ro->unit, ro->jo->threshold, thr, ro->unit);
+		printf("\nfleet median %.1f %s/s (median of the nodes' best pairs): a node is an "
+		       "outlier below --threshold %.2f x it = %.1f %s/s\npair median %.1f %s/s "
+		       "(median of the pairs between nodes not slow): a pair is an outlier below "
+		       "%.1f %s/s\n",
+		       v->fleet_median, ro->unit, ro->jo->threshold, thr, ro->unit, v->pair_median,
+		       ro->unit, ro->jo->threshold * v->pair_median, ro->unit);
 	for (int x = 0; x < n; x++)
 		if (v->node[x].state == ACC_SLOW)
 			printf("OUTLIER node %s (%s): best pair %.1f %s/s = %.2f x fleet median, "
@@ -177,6 +180,7 @@ int acc_write_json(const char *path, const struct acc_node *nodes, int n,
 	cJSON_AddNumberToObject(root, "threshold", ro->jo->threshold);
 	cJSON_AddNumberToObject(root, "max_spread", ro->jo->max_spread);
 	cJSON_AddItemToObject(root, "fleet_median", num_or_null(v->fleet_median));
+	cJSON_AddItemToObject(root, "pair_median", num_or_null(v->pair_median));
 	arr = cJSON_AddArrayToObject(root, "nodes");
 	on = cJSON_CreateArray();
 	for (int x = 0; x < n; x++) {

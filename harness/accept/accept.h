@@ -66,7 +66,8 @@ struct acc_judge_opts {
 
 struct acc_verdict {
 	int n;
-	double fleet_median; /* median of the node medians; NAN when no node could be judged */
+	double fleet_median; /* median of the nodes' best pairs: the nodes' reference; NAN: none */
+	double pair_median;  /* median of the pairs between nodes not slow: the pairs' reference */
 	struct acc_node_verdict node[ACC_MAX_NODES];
 	int slow_pairs, slow_nodes, failed_pairs, uncertain_pairs, judged_pairs;
 };
@@ -74,9 +75,10 @@ struct acc_verdict {
 /* Judges every pair in pairs[0..np) and every node. A node's score is its best pair's median
  * (one healthy peer shows a healthy node; every pair of a bad node is slow); the fleet median
  * is the median of the scores, so one bad node, whose pairs are most of a small fleet's, does
- * not drag the reference down. Outliers are below threshold x fleet median: a pair when all
- * its repeats are (or, straddling, when they agree within max_spread); a node when even its
- * best repeat is. Repeats that straddle and spread wider are UNCERTAIN, never outliers. */
+ * not drag the reference down. A node is an outlier when even its best repeat is below
+ * threshold x fleet median; a pair when all its repeats are below threshold x pair_median
+ * (or, straddling it, when they agree within max_spread and their median is). Repeats that straddle
+ * and spread wider are UNCERTAIN, never outliers. */
 void acc_judge(struct acc_pair *pairs, size_t np, int n, const struct acc_judge_opts *jo,
                struct acc_verdict *v);
 /* Exit status of the verdict: 0 no outlier, 1 an outlier or a failed pair, 77 nothing judged. */
