@@ -110,8 +110,8 @@ void acc_print_matrix(const struct acc_node *nodes, int n, const struct acc_pair
 		if (p->state == ACC_SLOW) {
 			bool ni = v->node[p->i].state == ACC_SLOW,
 			     nj = v->node[p->j].state == ACC_SLOW;
-			printf("OUTLIER pair %s -> %s: %.1f %s/s = %.2f x fleet median%s%s%s\n", a,
-			       b, p->bw_med, ro->unit, p->bw_med / v->fleet_median,
+			printf("OUTLIER pair %s -> %s: %.1f %s/s = %.2f x pair median%s%s%s\n", a,
+			       b, p->bw_med, ro->unit, p->bw_med / v->pair_median,
 			       ni || nj ? " (explained by slow node "
 			                : " (both nodes are fine: the link "
 			                  "between them)",
