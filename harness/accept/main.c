@@ -4,6 +4,7 @@
  * acc_report.c's. */
 #include "accept/acc_run.h"
 #include "bench/bench.h"
+#include "pd_env.h"
 #include "pd_opt.h"
 #include "pd_stats.h"
 #include "pd_util.h"
@@ -232,7 +233,7 @@ static int setup(struct acc_run *r, char **pos, int npos, char *src, size_t ssz)
 	if (g_a.workdir)
 		snprintf(r->workdir, sizeof(r->workdir), "%s", g_a.workdir);
 	else {
-		const char *t = getenv("TMPDIR");
+		const char *t = pd_env_str("TMPDIR");
 		snprintf(r->workdir, sizeof(r->workdir), "%s/pdkv-accept.XXXXXX",
 		         t && *t ? t : "/tmp");
 		if (!mkdtemp(r->workdir)) {
