@@ -120,8 +120,9 @@ static void pair_figures(struct acc_pair *p)
 	p->state = ACC_OK;
 }
 
-/* Against the threshold thr: every repeat above is ok, every repeat below is slow; repeats on
- * both sides are judged by their median only when they agree within --max-spread. */
+/* Against the threshold thr: every repeat below is slow, every repeat above ok; repeats on both
+ * sides are ok when they agree within --max-spread and their median is above, else uncertain:
+ * a pair is never called slow while one of its repeats was not. */
 static void pair_verdict(struct acc_pair *p, double thr, const struct acc_judge_opts *jo)
 {
 	if (p->state != ACC_OK)
@@ -135,15 +136,15 @@ static void pair_verdict(struct acc_pair *p, double thr, const struct acc_judge_
 		p->state = ACC_SLOW;
 	else if (p->lo >= thr)
 		p->state = ACC_OK;
-	else if (!(p->spread <= jo->max_spread)) {
+	else if (!(p->spread <= jo->max_spread) || p->bw_med < thr) {
 		p->state = ACC_UNCERTAIN;
 		snprintf(
 		    p->why, sizeof(p->why),
 		    "repeats %.1f..%.1f straddle the threshold %.1f and spread %.0f%% of their "
 		    "median (--max-spread %.0f%%): too noisy to judge",
 		    p->lo, p->hi, thr, p->spread * 100, jo->max_spread * 100);
-	} else
-		p->state = p->bw_med < thr ? ACC_SLOW : ACC_OK;
+	} else /* straddling, agreeing, their median above: ok (never a false outlier) */
+		p->state = ACC_OK;
 }
 
 /* Node x: its median over its usable pairs (either direction), its best pair's median (the

@@ -55,7 +55,7 @@ if [ $rc -eq 77 ]; then
 fi
 cat "$T/run"
 check "slowed node: exit 1 (outliers), got $rc" [ $rc -eq 1 ]
-check "progress line per pair" [ "$(grep -c '^\[[1-6]/6\] node' "$T/run")" -eq 6 ]
+check "progress line per pair and round" [ "$(grep -c '^round [1-3]/3 \[[1-6]/6\] node' "$T/run")" -eq 18 ]
 check "the table names node2 as the outlier" grep -q '^OUTLIER node node2 ' "$T/run"
 check "no other node named" [ "$(grep -c '^OUTLIER node ' "$T/run")" -eq 1 ]
 python3 - "$T/acc.json" <<'PY' >"$T/py" 2>&1
