@@ -145,12 +145,14 @@ static const struct pd_opt_spec g_spec = {
              "(--block_size, --batch_size, --threads,\n--duration, --operation, -b/-e/-f, "
              "--device_name, --report_unit ...); accept's\ndefaults: --duration=1 "
              "--report_unit=MB.\n\n",
-    .footer = "\nfleet median: the median over the nodes of each node's best pair (a node's "
-              "median,\nover its pairs in either direction, is printed beside it). A pair "
-              "whose repeats are\nbelow --threshold x the fleet median, or a node whose "
-              "every repeat is, is an\noutlier; a pair whose repeats straddle the threshold "
-              "and spread over --max-spread\nis UNCERTAIN (NOTRUN for that pair), never an "
-              "outlier.\nexit: 0 no outlier; 1 an outlier or a failed pair (--check); 2 "
+    .footer = "\nrepeats: --repeat rounds, each pair once per round. fleet median: the median "
+              "over\nthe nodes of each node's best pair; a node is an outlier when every "
+              "repeat of its\npairs is below --threshold x it (each node's median is printed "
+              "beside it). pair\nmedian: over the pairs between nodes not slow; a pair is an "
+              "outlier when every\nrepeat is below --threshold x it. A pair whose repeats "
+              "straddle the threshold\nand spread over --max-spread, or whose median is below "
+              "it, is UNCERTAIN (NOTRUN\nfor that pair), never an outlier.\nexit: 0 no "
+              "outlier; 1 an outlier or a failed pair (--check); 2 "
               "bad input;\n77 nothing could be judged (no namespaces here, every pair "
               "uncertain); 130 interrupted\n",
     .opts = g_opts,
