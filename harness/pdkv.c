@@ -17,6 +17,7 @@ static const struct {
     {"config", "check a mooncake.json + --kv-transfer-config as vLLM would (config check)"},
     {"ports", "list every port a deployment binds and report collisions"},
     {"bench", "transfer-engine bandwidth benchmark (transfer_engine_bench flags)"},
+    {"accept", "fleet acceptance: pdkv bench between node pairs, N x N matrix, outliers"},
     {"report", "compare two runs with statistics (compare, diff) and plot a history"},
     {"doctor", "check this host for RDMA devices, GIDs, MTU, memlock, metadata reachability"},
     {"standin", "OpenAI-compatible Prefill/Decode stand-in for vLLM (deterministic fake model)"},
