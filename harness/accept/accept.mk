@@ -4,7 +4,7 @@
 # pdkv bench's option parser (bench_opts.c) validates the bench flags both sides get.
 # Its bash test (tests/test_accept.sh) is found by ci/run-tests.sh.
 BINS += pdkv-accept
-pdkv-accept_SRCS := harness/accept/main.c harness/accept/acc_judge.c harness/accept/acc_run.c \
+pdkv-accept_SRCS := harness/accept/accept_main.c harness/accept/acc_judge.c harness/accept/acc_run.c \
 	harness/accept/acc_report.c harness/bench/bench_opts.c
 pdkv-accept_LIBS := hr cfg pdtestsvc pdcommon
 TESTS += test_accept
