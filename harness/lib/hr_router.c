@@ -259,6 +259,8 @@ void hr_router_phases(struct hr_deploy *d, struct hr_run_data *rd, double deadli
 	/* a streamed request: SSE must pass through with [DONE] */
 	one.wl.requests = one.wl.concurrency = 1;
 	one.wl.stream = true;
+	one.wl.stream_pct = 100; /* hr_workload plans each request's stream from the share */
+	one.wl.disconnect_pct = 0;
 	rd->probe = phase_reqs(1, 900, 64);
 	if (rd->probe)
 		hr_workload_run(d->proxy.base_url, &one, rd->probe, deadline, stop, NULL, NULL);
@@ -266,6 +268,7 @@ void hr_router_phases(struct hr_deploy *d, struct hr_run_data *rd, double deadli
 	if (hr_scenario_has_check(d->sc, "router_prefill_failure")) {
 		one.wl.requests = FAIL_REQUESTS;
 		one.wl.stream = false;
+		one.wl.stream_pct = 0;
 		rd->fail = phase_reqs(FAIL_REQUESTS, 910, 64);
 		for (int i = 0; rd->fail && i < FAIL_REQUESTS; i++) {
 			char *p = NULL;
