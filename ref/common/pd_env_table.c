@@ -147,6 +147,8 @@ static const struct pd_env_var rows[] = {
     B("PDKV_TE_CUDA_BATCH", "1", W, TE, 0,
       "1: nvlink_intra queues each group of copies with one cudaMemcpyBatchAsync (CUDA 12.8+); "
       "0: one cudaMemcpyAsync per copy"),
+    I("PDKV_TE_IPC_GROUP", 1, 64, "16", W, TE,
+      "nvlink_intra: copies queued behind one CUDA event (and one cudaMemcpyBatchAsync)"),
     Z("PDKV_GPU_CHUNK", 64 * KiB, 64 * MiB, "2M", IGN, TE,
       "bytes per staging copy between GPU memory and a socket"),
     I("PDKV_KV_THREADS", 1, PD_PAR_MAX, NULL, IGN, SA,

@@ -12,13 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te_gpu.h"
 
 #define IPC_MAX_DEV     64
 #define IPC_STREAMS     2           /* per device; consecutive groups alternate */
-#define IPC_GROUP_TASKS 16          /* tasks behind one event */
+#define IPC_GROUP_TASKS 64          /* most tasks behind one event (PDKV_TE_IPC_GROUP) */
 #define IPC_GROUP_BYTES (64u << 20) /* bytes behind one event */
 
 enum { PATH_IPC = 1, PATH_TCP = 2 };
@@ -69,6 +70,7 @@ struct te_transport {
 	size_t nevfree[IPC_MAX_DEV], evcap[IPC_MAX_DEV];
 	bool stop, th_started;
 	pthread_t th;
+	size_t group; /* copies behind one event and one cudaMemcpyBatchAsync */
 };
 
 /* ---------------------------------------------------------------- host identity */
@@ -374,7 +376,8 @@ static size_t queue_group(struct ipc_done *d, const struct ipc_copy *v, size_t n
 	return d->n;
 }
 
-/* Queues the copies of plan v (all of stream device dev) in groups behind one event each. */
+/* Queues the copies of plan v (all of stream device dev) in groups of tp->group behind one
+ * event each. */
 static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n)
 {
 	size_t i = 0;
@@ -386,10 +389,8 @@ static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n)
 		uint64_t bytes = 0;
 		size_t j = i;
 
-		/* the group: one device, at most IPC_GROUP_TASKS copies and about IPC_GROUP_BYTES
-		 */
-		for (; j < n && v[j].sdevice == dev && j - i < IPC_GROUP_TASKS &&
-		       bytes < IPC_GROUP_BYTES;
+		/* the group: one device, at most tp->group copies and about IPC_GROUP_BYTES */
+		for (; j < n && v[j].sdevice == dev && j - i < tp->group && bytes < IPC_GROUP_BYTES;
 		     j++)
 			bytes += v[j].t->req.length;
 		if (!d || !s) { /* no memory or no stream: this group's tasks fail */
@@ -535,6 +536,9 @@ static int ipc_install(struct te_engine *eng, struct te_transport **out)
 	pthread_mutex_init(&tp->qmu, NULL);
 	pthread_cond_init(&tp->qcv, NULL);
 	local_host_id(tp->host_id, sizeof(tp->host_id));
+	int64_t group = 16;
+	pd_env_int("PDKV_TE_IPC_GROUP", &group);
+	tp->group = (size_t)group;
 	if (te_gpu_device_count(why, sizeof(why)) <= 0) {
 		pd_err("te: nvlink_intra needs a CUDA device: %s", why);
 		ret = TE_ERR_DEVICE_NOT_FOUND;
