@@ -536,7 +536,7 @@ static int ipc_install(struct te_engine *eng, struct te_transport **out)
 	pthread_mutex_init(&tp->qmu, NULL);
 	pthread_cond_init(&tp->qcv, NULL);
 	local_host_id(tp->host_id, sizeof(tp->host_id));
-	int64_t group = 16;
+	int64_t group; /* the row's default (16) when unset or bad */
 	pd_env_int("PDKV_TE_IPC_GROUP", &group);
 	tp->group = (size_t)group;
 	if (te_gpu_device_count(why, sizeof(why)) <= 0) {
