@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/hr_slurm.h"
 #include "pd_util.h"
 
 #define OUT_MAX (256 * 1024)
@@ -110,8 +111,14 @@ int acc_nodes_slurm(struct acc_run *r, char *why, size_t sz)
 			          ACC_MAX_NODES);
 			return 2;
 		}
+		char err[400];
 		snprintf(r->nodes[r->n].name, sizeof(r->nodes[r->n].name), "%s", t);
-		snprintf(r->nodes[r->n].addr, sizeof(r->nodes[r->n].addr), "%s", t);
+		/* the node's NodeAddr: its bench binds there (not to the caller's address) */
+		if (hr_slurm_node_addr(t, r->nodes[r->n].addr, sizeof(r->nodes[r->n].addr), err,
+		                       sizeof(err))) {
+			pd_seterr(why, sz, "--slurm: %s", err);
+			return 2;
+		}
 		r->nodes[r->n++].kind = ACC_NODE_SLURM;
 	}
 	if (r->n < 2) {
@@ -184,6 +191,12 @@ static int side_argv(struct acc_run *r, int x, const char **av, size_t max, char
 		av[k++] = "-N1";
 		av[k++] = "-n1";
 		av[k++] = "--overlap"; /* the node's target step keeps running beside it */
+		av[k++] = "--quiet";
+		/* srun passes the caller's environment on: its MC_TCP_BIND_ADDRESS (127.0.0.1 in
+		 * tests) would pin the node's bench to the node's loopback */
+		snprintf(bind, bsz, "MC_TCP_BIND_ADDRESS=%s", nd->addr);
+		av[k++] = "env";
+		av[k++] = bind;
 		av[k++] = r->bench;
 	} else {
 		const struct hr_sshhost *h = hr_hosts_find(&r->hosts, nd->name);

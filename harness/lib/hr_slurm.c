@@ -115,8 +115,7 @@ static int own_allocation(struct hr_slurm *s, FILE *progress, char *why, size_t 
 	return 0;
 }
 
-/* NodeAddr of node (its name when unset), as an IPv4 address */
-static int node_addr(const char *node, char *addr, size_t asz, char *why, size_t sz)
+int hr_slurm_node_addr(const char *node, char *addr, size_t asz, char *why, size_t sz)
 {
 	const char *argv[] = {"scontrol", "show", "node", "-o", node, NULL};
 	char out[4096], host[128] = "";
@@ -156,7 +155,7 @@ static int list_nodes(struct hr_slurm *s, char *why, size_t sz)
 	for (char *t = strtok_r(out, "\r\n", &save); t && s->n < HR_SLURM_NODES_MAX;
 	     t = strtok_r(NULL, "\r\n", &save)) {
 		snprintf(s->node[s->n], sizeof(s->node[0]), "%s", t);
-		if (node_addr(t, s->addr[s->n], sizeof(s->addr[0]), why, sz))
+		if (hr_slurm_node_addr(t, s->addr[s->n], sizeof(s->addr[0]), why, sz))
 			return -1;
 		s->n++;
 	}

@@ -46,6 +46,9 @@ int hr_slurm_setup(struct hr_remote *rm, struct hr_slurm *s, const struct hr_sce
 /* Ends this scenario's steps that are still there (scancel of their ids). */
 void hr_slurm_teardown(struct hr_remote *rm);
 
+/* NodeAddr of node (its name when unset), resolved to an IPv4 address (scontrol show node).
+ * 0, or -1 with why. */
+int hr_slurm_node_addr(const char *node, char *addr, size_t asz, char *why, size_t sz);
 /* Step ids (JOB.STEP) of this run whose name starts with name_prefix, comma-separated into
  * out; the number found, or -errno when squeue failed. */
 int hr_slurm_steps(const struct hr_slurm *s, const char *name_prefix, char *out, size_t sz);

@@ -205,6 +205,44 @@ sleep 0.5
 left=$(leftovers "$RUN")
 check "  no process of the run left${left:+: $left}" test -z "$left"
 
+# ---- 5: pdkv accept --slurm over the 3 nodes: n2's link limited (tc tbf both ways), then clean ----
+ACC=$BIN/pdkv-accept
+ABARGS=(-- --operation=write --block_size=64K --batch_size=16 --duration=0.5)
+slow_n2() { # $1: add | del
+	if [ "$1" = add ]; then
+		ip netns exec "$NS-br" tc qdisc add dev p2 root tbf rate 200mbit burst 64kb latency 100ms &&
+			nsenter --net="/run/netns/$NS-n2" tc qdisc add dev eth0 root tbf rate 200mbit burst 64kb latency 100ms
+	else
+		ip netns exec "$NS-br" tc qdisc del dev p2 root 2>/dev/null
+		nsenter --net="/run/netns/$NS-n2" tc qdisc del dev eth0 root 2>/dev/null
+	fi
+}
+if [ -x "$ACC" ] && command -v tc >/dev/null && slow_n2 add; then
+	TA=$(date +%s)
+	timeout 120 salloc -N 3 --job-name=pdkvci-acc "$ACC" --slurm --pairs all --check --repeat 2 \
+		--json "$T/acc1.json" --workdir "$T/a1" "${ABARGS[@]}" >"$T/oa1" 2>&1
+	rc=$?
+	slow_n2 del
+	grep -E '^(OUTLIER|node|verdict|#)|NOTRUN|error' "$T/oa1" | head -12 | sed 's/^/    /'
+	check "accept --slurm, n2 slowed to 200mbit: exit 1 (outliers), got $rc ($(($(date +%s) - TA))s)" test "$rc" = 1
+	check "  the table names n2, and only n2, as the outlier" \
+		test "$(grep '^OUTLIER node ' "$T/oa1" | awk '{print $3}' | tr '\n' ' ')" = "n2 "
+	check "  JSON: outliers.nodes = [n2], no wrong byte" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["outliers"]["nodes"] == ["n2"], d["outliers"]
+assert all(p["wrong_bytes"] == 0 and p["failed_transfers"] == 0 for p in d["pairs"]), d["pairs"]' "$T/acc1.json"
+	TA=$(date +%s)
+	timeout 120 salloc -N 3 --job-name=pdkvci-acc "$ACC" --slurm --pairs ring --check \
+		--json "$T/acc2.json" --workdir "$T/a2" "${ABARGS[@]}" >"$T/oa2" 2>&1
+	rc=$?
+	grep -E '^(OUTLIER|verdict)|NOTRUN|error' "$T/oa2" | head -6 | sed 's/^/    /'
+	check "accept --slurm, no link slowed: exit 0, got $rc ($(($(date +%s) - TA))s)" test "$rc" = 0
+	check "  no step and no job left" test -z "$(squeue -h -s 2>/dev/null)$(squeue -h 2>/dev/null)"
+else
+	echo "NOTRUN accept --slurm: pdkv-accept not built, tc missing, or tc tbf failed"
+fi
+
 echo "test_run_slurm: $(($(date +%s) - T0))s"
 [ $fails = 0 ] && echo "PASS test_run_slurm" || echo "FAIL test_run_slurm ($fails)"
 [ $fails = 0 ]
