@@ -49,7 +49,8 @@ struct hr_remote {
 	struct hr_scenario run;          /* shallow copy on those addresses */
 	const struct hr_launch_ops *ops; /* the nodes' launcher, NULL = hr_launch_ssh */
 	struct hr_slurm *slurm;          /* --launcher slurm: the allocation */
-	cJSON *own_hosts; /* "hosts" made up for a scenario without (slurm), or NULL */
+	cJSON *own_hosts;           /* "hosts" made up for a scenario without (slurm), or NULL */
+	struct hr_slurm_faults *lf; /* slurm: the link cuts (hr_slurm_faults.c), or NULL */
 };
 
 /* With o->hosts and a scenario that has "hosts": every host it names must be in hosts.txt,

@@ -402,6 +402,7 @@ static int phase_workload(struct run *r, struct hr_run_data *rd)
 	const struct hr_scenario *sc = r->sc;
 	struct hr_deploy *d = &r->d;
 	double tw;
+	char why[600];
 	if (hr_metrics_scrape(d->prefill.metrics_url, 3000, &rd->p_before) ||
 	    hr_metrics_scrape(d->decode.metrics_url, 3000, &rd->d_before)) {
 		fail(r, "cannot read /metrics of prefill or decode before the workload");
@@ -420,8 +421,9 @@ static int phase_workload(struct run *r, struct hr_run_data *rd)
 	         sc->wl.disconnect_pct, sc->wl.concurrency);
 	tw = pd_now_s();
 	r->last_pct = 0;
-	hr_net_faults_start(d->net); /* "faults": timed from the workload's start */
-	hr_faults_start(d);          /* ... and the process faults ("kill") */
+	hr_net_faults_start(d->net);               /* "faults": timed from the workload's start */
+	hr_faults_start(d);                        /* ... and the process faults ("kill") */
+	hr_slurm_faults_start(d->rem, d->workdir); /* link faults as steps on Slurm nodes */
 	if (hr_scenario_has_check(sc, "resources") && !d->rem) /* /proc of the processes */
 		rd->res = hr_res_start(
 		    (const char *[]){"prefill", "decode", "proxy"},
@@ -432,6 +434,10 @@ static int phase_workload(struct run *r, struct hr_run_data *rd)
 	hr_faults_stop(d, rd->pf_notes, sizeof(rd->pf_notes));
 	if (d->net && d->net->applied[0])
 		progress(r, "faults: %s", d->net->applied);
+	if (hr_slurm_faults_stop(d->rem, why, sizeof(why)))
+		fail(r, "faults: %s", why); /* a fault that never happened is no PASS */
+	if (hr_slurm_faults_applied(d->rem)[0])
+		progress(r, "faults: %s", hr_slurm_faults_applied(d->rem));
 	if (rd->pf_notes[0])
 		progress(r, "process faults: %s", rd->pf_notes);
 	r->res->workload_s = pd_now_s() - tw;
@@ -586,6 +592,26 @@ static int logs_writable(const char *workdir, char *why, size_t sz)
 	return ret;
 }
 
+/* Link faults on other machines: Slurm nodes cut their own link (hr_slurm_faults.c); over
+ * --hosts (ssh) nothing cuts it, so such a scenario is NOTRUN, never a PASS without its fault.
+ * 0 to run, -1 when the scenario is NOTRUN or FAIL already. */
+static int remote_link_faults(struct run *r, struct hr_remote *rem, bool slurm, char *why,
+                              size_t sz)
+{
+	int ret;
+	if (!slurm && hr_scenario_has_link_faults(&rem->run)) {
+		notrun(r, "faults: link faults are made on netns hosts (no --hosts) or on Slurm "
+		          "nodes (--launcher slurm), not over --hosts (ssh)");
+		return -1;
+	}
+	ret = slurm ? hr_slurm_faults_prepare(rem, r->o->progress, why, sz) : 0;
+	if (ret == 77)
+		notrun(r, "%s", why);
+	else if (ret)
+		fail(r, "faults: %s", why);
+	return ret ? -1 : 0;
+}
+
 void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, struct hr_result *res)
 {
 	struct hr_net net = {.run = *sc};
@@ -631,6 +657,7 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 	} else if (remote) {
 		r.sc = r.d.sc = &rem.run;
 		r.d.rem = &rem;
+		net_ret = remote_link_faults(&r, &rem, slurm, why, sizeof(why));
 	}
 
 	if (net_ret == 0 && logs_writable(r.d.workdir, why, sizeof(why))) {
@@ -653,6 +680,8 @@ void hr_run_scenario(const struct hr_scenario *sc, const struct hr_opts *o, stru
 		res->logs = hr_deploy_logs(&r.d);
 	if (res->logs && net.applied[0])
 		cJSON_AddStringToObject(res->logs, "faults", net.applied);
+	if (res->logs && hr_slurm_faults_applied(&rem)[0])
+		cJSON_AddStringToObject(res->logs, "faults", hr_slurm_faults_applied(&rem));
 	hr_net_teardown(&net);    /* kills anything still inside a namespace, removes them */
 	hr_remote_teardown(&rem); /* the logs are here now: the remote work dirs go */
 	hr_slurm_teardown(&rem);  /* any step of this run still there: scancel */

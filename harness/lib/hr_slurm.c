@@ -299,6 +299,7 @@ void hr_slurm_teardown(struct hr_remote *rm)
 	if (rm->slurm && rm->slurm->open &&
 	    hr_slurm_steps(rm->slurm, rm->slurm->prefix, ids, sizeof(ids)) > 0)
 		hr_slurm_cancel(ids, "KILL");
+	hr_slurm_faults_free(rm); /* a cut's step still there ends (its link goes up) */
 	cJSON_Delete(rm->own_hosts);
 	rm->own_hosts = NULL;
 	rm->slurm = NULL;

@@ -55,4 +55,22 @@ int hr_slurm_steps(const struct hr_slurm *s, const char *name_prefix, char *out,
 /* scancel [--signal=SIG] of the comma-separated ids; 0 or squeue/scancel's failure. */
 int hr_slurm_cancel(const char *ids, const char *sig);
 
+/* ---- link faults under --launcher slurm (hr_slurm_faults.c) ---- */
+/* The scenario has {"link": ..., "action": ...} faults. */
+bool hr_scenario_has_link_faults(const struct hr_scenario *sc);
+/* Before the deployment: each "down" paired with the next "up" of its link, the link's node
+ * (it must run that host alone, not pdkv run itself), its interface (the one holding the node's
+ * address) found and CAP_NET_ADMIN there checked by a step. 0 (nothing to do, or ready),
+ * 77 with why (a NOTRUN: a cut that cannot be made or undone there), -1 with why. */
+int hr_slurm_faults_prepare(struct hr_remote *rm, FILE *progress, char *why, size_t sz);
+/* At the workload's start: one step per cut, down and up on the node's own timer (the node's
+ * clock, CLOCK_REALTIME, as Slurm's nodes keep it in step). Its output: WORKDIR/link-*.log. */
+void hr_slurm_faults_start(struct hr_remote *rm, const char *workdir);
+/* After the workload: waits for each cut's step (its link back up), notes what happened.
+ * 0, or -1 with why when a link was never cut or not restored (never a silent PASS). */
+int hr_slurm_faults_stop(struct hr_remote *rm, char *why, size_t sz);
+/* What the cuts did ("" when none), for the progress and the report's logs. */
+const char *hr_slurm_faults_applied(const struct hr_remote *rm);
+void hr_slurm_faults_free(struct hr_remote *rm);
+
 #endif

@@ -205,6 +205,26 @@ sleep 0.5
 left=$(leftovers "$RUN")
 check "  no process of the run left${left:+: $left}" test -z "$left"
 
+# ---- 6: link faults: a step on decode's node cuts its link (ip link down/up on its timer) ----
+salloc -N 3 --job-name=pdkvci-link "$BIN/pdkv-run" --launcher slurm --workdir "$T/w6" --timeout 90 \
+	--json "$T/r6.json" scenarios/hostile/31-netns-link-cut.json \
+	scenarios/hostile/34-netns-link-down-for-good.json >"$T/o6" 2>&1
+rc=$?
+grep -E 'PASS|FAIL|NOTRUN|notrun|faults:|link ' "$T/o6" | cut -c1-260 | sed 's/^/    /'
+check "link cut (31) through --launcher slurm: PASS, its 502s expected (exit $rc)" \
+	grep -qE '^netns-link-cut .*(PASS|XFAIL)' "$T/o6"
+check "  hostB's link (eth0 on n2) went down and came back up, by a step on n2" \
+	grep -qE 'faults: link hostB down at \+0\.[4-9]s, up at \+3\.[4-9]s \(eth0 on node n2' "$T/o6"
+check "  n2 answers again after the run" ping -c1 -W2 "$NET.12"
+check "link down for good (34): NOTRUN, naming the missing \"up\"" \
+	grep -qE '^netns-link-down-for-good .*NOTRUN' "$T/o6"
+grep -q 'no later "up"' "$T/o6" || check "  the reason names it" false
+salloc -N 1 --job-name=pdkvci-link1 "$BIN/pdkv-run" --launcher slurm --workdir "$T/w7" \
+	scenarios/hostile/31-netns-link-cut.json >"$T/o7" 2>&1
+grep -E 'NOTRUN|notrun|PASS|FAIL' "$T/o7" | head -3 | cut -c1-260 | sed 's/^/    /'
+check "link cut on a 1-node allocation (every host on n1): NOTRUN, never a PASS without its cut" \
+	grep -qE '^netns-link-cut .*NOTRUN' "$T/o7"
+
 # ---- 5: pdkv accept --slurm over the 3 nodes: n2's link limited (tc tbf both ways), then clean ----
 ACC=$BIN/pdkv-accept
 ABARGS=(-- --operation=write --block_size=64K --batch_size=16 --duration=0.5)
