@@ -7,8 +7,10 @@
 # spool, state, logs) lives in a temp dir removed on exit; the daemons are killed on exit.
 # Checks: a 1P1D scenario and a TP=2 scenario PASS with every role an srun step on its node; a
 # step killed mid-run fails the run cleanly, and so does a Ctrl-C (exit 130), each with no step
-# left (squeue -s empty), no job and no process of the run left behind. NOTRUN (77) without
-# root, namespaces or the Slurm packages.
+# left (squeue -s empty), no job and no process of the run left behind; a link-cut scenario
+# PASSes with the cut made by a step on decode's node (a link down for good, or a node shared by
+# hosts: NOTRUN); pdkv accept --slurm names n2, its link limited by tc tbf, and a clean run
+# exits 0. NOTRUN (77) without root, namespaces or the Slurm packages.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . ci/testlib.sh
@@ -227,7 +229,9 @@ check "link cut on a 1-node allocation (every host on n1): NOTRUN, never a PASS 
 
 # ---- 5: pdkv accept --slurm over the 3 nodes: n2's link limited (tc tbf both ways), then clean ----
 ACC=$BIN/pdkv-accept
-ABARGS=(-- --operation=write --block_size=64K --batch_size=16 --duration=0.5)
+# --threshold 0.3: the 200mbit link is ~0.03 x the fleet; this busy 2-core host's healthy pairs
+# swing to ~0.6 x (a bad pair there would be host noise, not a finding)
+ABARGS=(--threshold 0.3 -- --operation=write --block_size=64K --batch_size=16 --duration=0.5)
 slow_n2() { # $1: add | del
 	if [ "$1" = add ]; then
 		ip netns exec "$NS-br" tc qdisc add dev p2 root tbf rate 200mbit burst 64kb latency 100ms &&
