@@ -251,6 +251,20 @@ static size_t host_names(const struct hr_scenario *sc, const char **names)
 	return n;
 }
 
+/* The scenario's mooncake URLs name a loopback address outright ("127.0.0.1:${PORT_KV}", a
+ * same-host scenario): its prefill and decode can only meet on one node. */
+static bool loopback_urls(const struct hr_scenario *sc)
+{
+	static const char *const keys[] = {"prefill_url", "decode_url"};
+	for (size_t i = 0; i < PD_ARRAY_SIZE(keys); i++) {
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(sc->mooncake, keys[i]);
+		if (cJSON_IsString(u) && (!strncmp(u->valuestring, "127.", 4) ||
+		                          !strncmp(u->valuestring, "localhost", 9)))
+			return true;
+	}
+	return false;
+}
+
 int hr_slurm_setup(struct hr_remote *rm, struct hr_slurm *s, const struct hr_scenario *sc,
                    FILE *progress, char *why, size_t sz)
 {
@@ -267,7 +281,7 @@ int hr_slurm_setup(struct hr_remote *rm, struct hr_slurm *s, const struct hr_sce
 	if (!sc->hosts) { /* a scenario without "hosts": one node per side, proxy on a third */
 		rm->own_hosts = cJSON_CreateObject();
 		cJSON_AddStringToObject(rm->own_hosts, "prefill", "p");
-		cJSON_AddStringToObject(rm->own_hosts, "decode", "d");
+		cJSON_AddStringToObject(rm->own_hosts, "decode", loopback_urls(sc) ? "p" : "d");
 		cJSON_AddStringToObject(rm->own_hosts, "proxy", "x");
 		rm->run.hosts = rm->own_hosts;
 	}
@@ -286,10 +300,13 @@ int hr_slurm_setup(struct hr_remote *rm, struct hr_slurm *s, const struct hr_sce
 	rm->run.decode_host = rm->addr[HR_ROLE_DECODE];
 	rm->run.proxy_host = rm->addr[HR_ROLE_PROXY];
 	if (progress)
-		fprintf(progress, "# slurm: %s: prefill on %s, decode on %s, proxy on %s%s\n",
+		fprintf(progress, "# slurm: %s: prefill on %s, decode on %s, proxy on %s%s%s\n",
 		        sc->name, rm->host[HR_ROLE_PREFILL], rm->host[HR_ROLE_DECODE],
 		        rm->host[HR_ROLE_PROXY],
-		        nn > s->n ? " (fewer nodes than hosts: some share a node)" : "");
+		        nn > s->n ? " (fewer nodes than hosts: some share a node)" : "",
+		        !sc->hosts && loopback_urls(sc)
+		            ? " (its mooncake URLs name loopback: prefill and decode share a node)"
+		            : "");
 	return 0;
 }
 

@@ -136,7 +136,8 @@ leftovers() { # $1: the runner's pid; its srun processes here, any non-Slurm pro
 
 # ---- 1: 1P1D scenarios inside an allocation (salloc runs pdkv-run with SLURM_JOB_ID set) ----
 salloc -N 3 --job-name=pdkvci "$BIN/pdkv-run" --launcher slurm --workdir "$T/w1" --timeout 60 \
-	scenarios/30-netns-1p1d-v0.json scenarios/03-1p1d-tcp-http.json >"$T/o1" 2>&1
+	scenarios/30-netns-1p1d-v0.json scenarios/03-1p1d-tcp-http.json \
+	scenarios/06-same-host-identical-urls.json >"$T/o1" 2>&1
 rc=$?
 grep -E 'PASS|FAIL|NOTRUN|slurm:' "$T/o1" | sed 's/^/    /'
 check "1P1D (V0, etcd) through --launcher slurm inside an allocation: PASS (exit $rc)" \
@@ -144,6 +145,8 @@ check "1P1D (V0, etcd) through --launcher slurm inside an allocation: PASS (exit
 check "  prefill, decode, proxy on n1, n2, n3" grep -q 'netns-1p1d-v0: prefill on n1, decode on n2, proxy on n3' "$T/o1"
 check "1P1D without \"hosts\" (pdkv metaserver) on nodes 1, 2, 3: PASS" \
 	grep -qE '^1p1d-tcp-http-stream .*PASS' "$T/o1"
+check "same-host scenario (mooncake URLs on 127.0.0.1): prefill and decode share a node, PASS" \
+	grep -qE '^same-host-identical-urls .*PASS' "$T/o1"
 
 # ---- 2: TP=2 with pdkv's own allocation (--slurm-args), logs kept ----
 "$BIN/pdkv-run" --launcher slurm --slurm-args "-N 3 --job-name=pdkvci-tp2" --keep \
