@@ -31,6 +31,8 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* a death by any other signal leaves a line in the log (issue 34: one exited silently) */
+	pd_log_fatal_signals();
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		pd_err("curl_global_init failed");
 		return 1;

@@ -511,6 +511,7 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	pd_log_fatal_signals(); /* no silent death: the signal is named in the log */
 
 	if (s.kv && s.conn->start(&s)) {
 		s.conn->stop(&s);
