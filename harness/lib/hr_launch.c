@@ -72,7 +72,8 @@ static void local_describe(const struct hr_node *n, char *out, size_t sz)
 	if (st >= 0 && WIFEXITED(st))
 		snprintf(out, sz, "exit status %d", WEXITSTATUS(st));
 	else if (st >= 0 && WIFSIGNALED(st))
-		snprintf(out, sz, "killed by signal %d", WTERMSIG(st));
+		snprintf(out, sz, "killed by signal %d (%s%s)", WTERMSIG(st),
+		         strsignal(WTERMSIG(st)), WCOREDUMP(st) ? ", core dumped" : "");
 	else
 		snprintf(out, sz, "exited");
 }

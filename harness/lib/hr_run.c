@@ -114,6 +114,15 @@ static cJSON *metric_deltas(const struct hr_metrics *b, const struct hr_metrics 
 	return o;
 }
 
+/* How node n ended, for a message: "exit status N", "killed by signal N (Name)" or "exited". */
+static const char *ended_how(const struct hr_node *n, char *how, size_t sz)
+{
+	snprintf(how, sz, "exited");
+	if (n->ops)
+		n->ops->describe_exit(n, how, sz);
+	return how;
+}
+
 /* A process that died during the run is a FAIL, unless the scenario expects it (crash faults). */
 static void check_alive(struct run *r)
 {
@@ -125,15 +134,18 @@ static void check_alive(struct run *r)
 	         {&r->d.plain, HR_NODE_PLAIN},
 	         {&r->d.proxy, HR_NODE_PROXY}};
 	for (size_t i = 0; i < PD_ARRAY_SIZE(v); i++) {
-		char why[700];
+		char why[700], how[64];
 		if (!v[i].n->started || hr_node_alive(&r->d, v[i].n))
 			continue;
 		if (r->sc->expect_exit & v[i].bit) {
 			progress(r, "%s exited during the run, as expected", v[i].n->name);
 			continue;
 		}
+		/* how it ended (exit status or signal) first: a SIGKILL leaves nothing in the log
+		 */
 		hr_log_tail(hr_node_log(&r->d, v[i].n), why, sizeof(why));
-		fail(r, "%s exited during the run: %s", v[i].n->name, why[0] ? why : "(empty log)");
+		fail(r, "%s exited during the run (%s); its log: %s", v[i].n->name,
+		     ended_how(v[i].n, how, sizeof(how)), why[0] ? why : "(empty)");
 	}
 }
 
@@ -457,14 +469,24 @@ static int phase_collect(struct run *r, struct hr_run_data *rd)
 	if (!sret)
 		rd->d_after_text = hr_metrics_text(d->decode.metrics_url);
 	if (sret) {
-		fail(r, "cannot read /metrics of decode after the workload%s",
-		     hr_node_alive(d, &d->decode) ? "" : " (decode exited)");
+		char how[64];
+		if (hr_node_alive(d, &d->decode))
+			fail(r, "cannot read /metrics of decode after the workload");
+		else
+			fail(r, "cannot read /metrics of decode after the workload (decode %s)",
+			     ended_how(&d->decode, how, sizeof(how)));
 		return -1;
 	}
 	if (hr_metrics_scrape(d->prefill.metrics_url, 3000, &rd->p_after)) {
+		char how[80] = "";
 		/* a crash-fault scenario kills prefill on purpose; its deltas count as 0 */
+		if (!hr_node_alive(d, &d->prefill)) {
+			char e[64];
+			snprintf(how, sizeof(how), " (prefill %s)",
+			         ended_how(&d->prefill, e, sizeof(e)));
+		}
 		progress(r, "prefill /metrics unreadable after the workload%s; its deltas are 0",
-		         hr_node_alive(d, &d->prefill) ? "" : " (prefill exited)");
+		         how);
 		metrics_copy(&rd->p_after, &rd->p_before);
 	}
 	rd->have_metrics = true;
