@@ -495,7 +495,8 @@ static int run_point(struct run_ctx *c, const char *target, const char *url, con
 		fflush(stdout);
 		c->nres++;
 	}
-	return r->interrupted || r->ok ? 0 : -1;
+	/* any failed request fails the run, streamed or not (issue 34: 2 of N failed, exit 0) */
+	return r->failed || (!r->interrupted && !r->ok) ? -1 : 0;
 }
 
 static int sweep(struct run_ctx *c, const char *url, const char *pm, const char *dm)

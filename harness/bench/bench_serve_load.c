@@ -43,6 +43,7 @@ struct req_ctx {
 	size_t nline;
 	size_t cap_itl;
 	bool kv_check_failed; /* X-PDKV-KV-Check: failed (pdkv-standin, issue 34 N4) */
+	bool sse_error;       /* a `data: {"error": ...}` event: the server gave up mid-stream */
 };
 
 /* A pdkv-standin decode marks an answer whose received KV failed its checksum; such an answer
@@ -79,6 +80,13 @@ static void on_line(struct req_ctx *c, const char *l)
 
 	if (strncmp(l, "data: ", 6) || !strncmp(l + 6, "[DONE]", 6))
 		return;
+	/* pdkv-standin (KV that fails its check after the first token) and pdkv-proxy (a cut
+	 * decode) end a broken stream with an error event; the transfer itself may end cleanly
+	 * (the proxy passes no trailers), so this is what marks the request failed */
+	if (!strncmp(l + 6, "{\"error\"", 8)) {
+		c->sse_error = true;
+		return;
+	}
 	if (!strstr(l, "\"text\":\"") && !strstr(l, "\"content\":\""))
 		return;
 	if (strstr(l, "\"text\":\"\"") || strstr(l, "\"content\":\"\""))
@@ -187,6 +195,8 @@ static void one_request(const struct serve_point *pt, struct serve_req *q)
 		q->err = "HTTP status not 200";
 	if (!q->err && c.kv_check_failed)
 		q->err = "KV failed the decode's integrity check (X-PDKV-KV-Check: failed)";
+	if (!q->err && c.sse_error)
+		q->err = "the stream ended with an error event";
 	if (!q->err && q->ntok == 0)
 		q->err = "no tokens streamed";
 	q->ok = !q->err;

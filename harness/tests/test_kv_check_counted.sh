@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Issue 34 N4 on every path: KV that fails the decode's check is marked X-PDKV-KV-Check: failed
 # on V0 (plain and streamed, each --kv-integrity-policy) and gen A as on gen B, and pdkv run's
-# request summary, pdkv bench serve and pdkv run --external count such answers as failed.
+# request summary, pdkv bench serve and pdkv run --external count such answers as failed; bench
+# serve's exit follows any failed request, not only when all failed.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . ci/testlib.sh
@@ -106,5 +107,40 @@ for _ in $(seq 200); do curl -sf -o /dev/null "http://127.0.0.1:$XP/health" && b
 check "--external: the marked answers are not ok" python3 -c "
 import json; q=json.load(open('$T/e.json'))['scenarios'][0]['requests']
 print('  --external requests:', q); assert q['sent'] == 6 and q['ok'] == 0, q"
-[ $fails = 0 ] || { tail -20 "$T/eout"; exit 1; }
+# some failed, some not (a plain stand-in failing after 4 requests): the exit follows the failures
+standin f --fault fail-after=4
+"$BIN/pdkv" bench serve --base-url "$URL_f" --num-prompts 6 --random-input-len 64 \
+	--random-output-len 8 --max-concurrency 1 >"$T/fout" 2>&1
+rc=$?
+check "bench serve with 2 of 6 failed: exit 1 ($rc), Failed requests: 2" \
+	bash -c "[ $rc = 1 ] && grep -qE '^Failed requests: +2' '$T/fout' && grep -qE '^Successful requests: +4' '$T/fout'"
+# a stream that ends cleanly after an error event (what pdkv-standin sends when the KV fails its
+# check after the first token; pdkv-proxy passes it on without the trailer): counted as failed.
+# A minimal server sends that exact stream, so the count does not hang on where the check lands.
+python3 - "$T/sse.port" <<'PY' >"$T/sse.log" 2>&1 &
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(b'data: {"choices":[{"index":0,"text":"a"}]}\n\n'
+                         b'data: {"error":{"object":"error","message":"KV check failed",'
+                         b'"type":"InternalServerError","param":null,"code":500}}\n\n'
+                         b'data: [DONE]\n\n')
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$T/sse.port" ] && break; sleep 0.05; done
+"$BIN/pdkv" bench serve --base-url "http://127.0.0.1:$(cat "$T/sse.port")" --num-prompts 2 \
+	--random-input-len 16 --random-output-len 4 --max-concurrency 1 >"$T/sout" 2>&1
+rc=$?
+check "bench serve: a stream ending in an error event is a failed request (exit $rc)" \
+	bash -c "[ $rc = 1 ] && grep -qE '^Failed requests: +2' '$T/sout'"
+[ $fails = 0 ] || { tail -n 20 "$T/eout"; grep -E "requests:" "$T/fout" "$T/sout"; exit 1; }
 echo "ok: X-PDKV-KV-Check on every path, counted as failed"
