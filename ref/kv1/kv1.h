@@ -237,6 +237,9 @@ struct kv1_stats {
 	 * VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT), and pulls with no answer within the receive
 	 * timeout; both are load failures the kv_load_failure_policy handles */
 	uint64_t recv_p_timeouts, recv_no_answer;
+	/* consumer: kv1_landed_wait wake-ups by a WRITE that landed none of the blocks it waits
+	 * for (each one costs a waiter's thread a slice of CPU for nothing) */
+	uint64_t landed_idle_wakes;
 };
 void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st);
 

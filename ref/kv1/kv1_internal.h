@@ -115,6 +115,7 @@ struct kv1_worker {
 	pthread_mutex_t lmu;
 	pthread_cond_t lcv;
 	atomic_uint lwaiters;
+	atomic_uint_fast64_t landed_idle_wakes; /* kv1_stats.landed_idle_wakes */
 };
 
 int kv1_landed_init(struct kv1_worker *w);

@@ -112,7 +112,9 @@ int kv1_landed_wait(struct kv1_worker *w, int buf, const int64_t *ids, size_t n,
 		ts.tv_nsec += 5000000;
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
 		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&w->lcv, &w->lmu, &ts);
+		if (!pthread_cond_timedwait(&w->lcv, &w->lmu, &ts) && !all_landed(w, buf, ids, n) &&
+		    !atomic_load(done))
+			atomic_fetch_add(&w->landed_idle_wakes, 1);
 	}
 	pthread_mutex_unlock(&w->lmu);
 	atomic_fetch_sub(&w->lwaiters, 1);

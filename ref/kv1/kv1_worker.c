@@ -316,4 +316,5 @@ void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st)
 	st->recv_p_timeouts = atomic_load(&w->recv_p_timeouts);
 	st->recv_no_answer = atomic_load(&w->recv_no_answer);
 	st->recv_held_blocks = kv1_rhold_count(w);
+	st->landed_idle_wakes = atomic_load(&w->landed_idle_wakes);
 }

@@ -316,6 +316,82 @@ static void test_landed(void **state)
 	kv1_boot_stop(b);
 }
 
+/* Issue 33 (slow/44-load-64-stream stalled): the landed hook runs on the engine's TCP server
+ * thread, once per piece of every WRITE. It must not wake, nor wait for, consumer threads whose
+ * blocks it did not complete: with 64 streams on 2 busy cores the server thread queued behind
+ * dozens of woken waiters for the waiters' lock on every piece, its socket's receive window
+ * closed and the producer's WRITEs made no progress until MC_TRANSFER_TIMEOUT. Here 32 waiters
+ * wait on blocks nobody writes while a transfer lands in others: none may be woken by it, and a
+ * failed receive still ends them at once. */
+#define IDLE_WAITERS 32
+struct idle_waiter {
+	struct kv1_worker *d;
+	const int64_t *ids;
+	atomic_int *done;
+	int buf, ret;
+};
+
+static void *idle_wait(void *arg)
+{
+	struct idle_waiter *iw = arg;
+
+	iw->ret = kv1_landed_wait(iw->d, iw->buf, iw->ids, 4, iw->done);
+	return NULL;
+}
+
+static void test_landed_idle_waiters(void **state)
+{
+	struct kv1_boot *b;
+	int bport;
+	char boot[64], err[512];
+	struct kv1_worker *p, *d;
+	int64_t pi[4], di[4], dx[4];
+	atomic_int other = 0;
+	struct idle_waiter iw[IDLE_WAITERS];
+	pthread_t t[IDLE_WAITERS];
+	struct kv1_stats st;
+	(void)state;
+
+	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_BN, &b, &bport), 0);
+	snprintf(boot, sizeof(boot), "http://127.0.0.1:%d", bport);
+	p = mk(CFG_GEN_BN, true, 0, boot, "engine-p0", 1, 0, 2);
+	d = mk(CFG_GEN_BN, false, 0, NULL, NULL, 1, 0, 2);
+	assert_int_equal(kv1_alloc(p, 4, pi), 0);
+	assert_int_equal(kv1_alloc(d, 4, di), 0);
+	assert_int_equal(kv1_alloc(d, 4, dx), 0);
+	fill(p, pi, 4, 9);
+	kv1_landed_reset(d, di, 4);
+	kv1_landed_reset(d, dx, 4);
+	for (int i = 0; i < IDLE_WAITERS; i++) {
+		iw[i] = (struct idle_waiter){d, dx, &other, i % NBUFS, 1};
+		assert_int_equal(pthread_create(&t[i], NULL, idle_wait, &iw[i]), 0);
+	}
+	pd_sleep_ms(200); /* all asleep in their wait */
+	for (int k = 0; k < 4; k++) {
+		char xfer[32], req[32];
+
+		snprintf(xfer, sizeof(xfer), "xfer-idle-%d", k);
+		snprintf(req, sizeof(req), "r-idle-%d", k);
+		kv1_landed_reset(d, di, 4);
+		kv1_send_ready(p, xfer, pi, 4);
+		assert_int_equal(
+		    kv1_recv_b(d, boot, "engine-p0", xfer, req, di, 4, err, sizeof(err)), 0);
+		assert_true(same(p, pi, d, di, 4));
+	}
+	kv1_worker_stats(d, &st);
+	print_message("waits woken by WRITEs that landed none of their blocks: %llu\n",
+	              (unsigned long long)st.landed_idle_wakes);
+	assert_int_equal(st.landed_idle_wakes, 0);
+	kv1_landed_done(d, &other, false); /* their receive failed: every wait ends */
+	for (int i = 0; i < IDLE_WAITERS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(iw[i].ret, -ECANCELED);
+	}
+	kv1_worker_destroy(d);
+	kv1_worker_destroy(p);
+	kv1_boot_stop(b);
+}
+
 static void test_gen_bn(void **state)
 {
 	(void)state;
@@ -665,14 +741,23 @@ static void test_b1_b2_mixed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_plan),           cmocka_unit_test(test_gen_a),
-	    cmocka_unit_test(test_gen_bn),         cmocka_unit_test(test_gen_b0),
-	    cmocka_unit_test(test_b0_d_bn_p),      cmocka_unit_test(test_rdma_missing),
-	    cmocka_unit_test(test_landed),         cmocka_unit_test(test_gen_bl),
-	    cmocka_unit_test(test_bn_bl_mixed),    cmocka_unit_test(test_bl_regions),
-	    cmocka_unit_test(test_bl_group_count), cmocka_unit_test(test_tp_p2_d4),
-	    cmocka_unit_test(test_tp_p4_d2),       cmocka_unit_test(test_gen_b1),
-	    cmocka_unit_test(test_gen_b2),         cmocka_unit_test(test_b1_b2_mixed),
+	    cmocka_unit_test(test_plan),
+	    cmocka_unit_test(test_gen_a),
+	    cmocka_unit_test(test_gen_bn),
+	    cmocka_unit_test(test_gen_b0),
+	    cmocka_unit_test(test_b0_d_bn_p),
+	    cmocka_unit_test(test_rdma_missing),
+	    cmocka_unit_test(test_landed),
+	    cmocka_unit_test(test_gen_bl),
+	    cmocka_unit_test(test_bn_bl_mixed),
+	    cmocka_unit_test(test_bl_regions),
+	    cmocka_unit_test(test_bl_group_count),
+	    cmocka_unit_test(test_tp_p2_d4),
+	    cmocka_unit_test(test_tp_p4_d2),
+	    cmocka_unit_test(test_gen_b1),
+	    cmocka_unit_test(test_gen_b2),
+	    cmocka_unit_test(test_b1_b2_mixed),
+	    cmocka_unit_test(test_landed_idle_waiters),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
