@@ -109,12 +109,9 @@ struct kv1_worker {
 	atomic_uint_fast64_t bytes_sent, xfers, xfer_failures, handshakes, unknown_ids, expired;
 	atomic_uint_fast64_t rejected; /* side-channel messages refused (frames, msgpack, target) */
 	atomic_uint_fast64_t bytes_recv, alloc_waits;
-	/* consumer, host buffers: bytes landed per (buffer, block), nbufs x num_blocks
-	 * (kv1_landed.c); lcv is broadcast on every landed WRITE while lwaiters > 0 */
+	/* consumer, host buffers: bytes landed per (buffer, block), nbufs x num_blocks, with a
+	 * waiter flag and a kick bit (kv1_landed.c: a futex word each, no lock) */
 	_Atomic uint32_t *landed;
-	pthread_mutex_t lmu;
-	pthread_cond_t lcv;
-	atomic_uint lwaiters;
 	atomic_uint_fast64_t landed_idle_wakes; /* kv1_stats.landed_idle_wakes */
 };
 

@@ -2,11 +2,40 @@
 /* kv1_landed: which of a consumer's blocks a producer's WRITEs have filled so far (the engine's
  * landed hook, TCP host memory), so work on a request's KV can start before its transfer ends. */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kv1_internal.h"
 #include "pd_util.h"
+
+/* A block's word in w->landed: the bytes landed so far, and two flags. The engine's server
+ * thread (the landed hook, once per piece of every WRITE) never takes a lock nor waits for a
+ * consumer thread: it adds its bytes and wakes the word's sleepers only when it completes a
+ * block someone waits for. Issue 33: it used to take the waiters' mutex and broadcast to every
+ * waiter on every piece; with 64 streams on 2 busy cores it queued behind dozens of woken
+ * waiters on each piece, its socket's receive window closed, and the producer's WRITEs made no
+ * progress until MC_TRANSFER_TIMEOUT. */
+#define LANDED_WAITED  0x80000000u /* a waiter sleeps (or is about to) on this word */
+#define LANDED_KICK    0x40000000u /* flipped by kv1_landed_done: sleepers re-check their end */
+#define LANDED_BYTES   0x3fffffffu
+#define LANDED_STEP_MS 50 /* a sleeper's bounded step, to see the worker stop */
+
+static void futex_wake_all(_Atomic uint32_t *a)
+{
+	syscall(SYS_futex, (uint32_t *)a, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleeps while *a == v, at most ms; 0 when woken, else -1 (errno: ETIMEDOUT, EAGAIN, EINTR). */
+static int futex_wait_ms(_Atomic uint32_t *a, uint32_t v, int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	return (int)syscall(SYS_futex, (uint32_t *)a, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
+}
 
 /* Engine server thread: counts the bytes of [addr, addr+len) per block of the buffer it hit. */
 static void on_landed(void *ud, const void *addr, size_t len)
@@ -25,44 +54,38 @@ static void on_landed(void *ud, const void *addr, size_t len)
 		for (size_t k = off / bl; k * bl < end; k++) {
 			size_t lo = k * bl > off ? k * bl : off,
 			       hi = (k + 1) * bl < end ? (k + 1) * bl : end;
+			_Atomic uint32_t *c = &w->landed[(size_t)b * N + k];
+			uint32_t old;
 
 			/* the piece's user first: a waiter that sees the block landed sees its work
 			 */
 			if (w->o.on_piece)
 				w->o.on_piece(w->o.piece_ud, b, (int64_t)k, lo - k * bl,
 				              w->bufs[b] + lo, hi - lo);
-			atomic_fetch_add(&w->landed[(size_t)b * N + k], (uint32_t)(hi - lo));
+			old = atomic_fetch_add(c, (uint32_t)(hi - lo));
+			if ((old & LANDED_WAITED) && (old & LANDED_BYTES) < bl &&
+			    (old & LANDED_BYTES) + (hi - lo) >= bl)
+				futex_wake_all(c);
 		}
 		break;
-	}
-	if (atomic_load(&w->lwaiters)) {
-		pthread_mutex_lock(&w->lmu);
-		pthread_cond_broadcast(&w->lcv);
-		pthread_mutex_unlock(&w->lmu);
 	}
 }
 
 int kv1_landed_init(struct kv1_worker *w)
 {
-	if (w->gpu_dev >= 0 || w->o.block_len > UINT32_MAX / 2)
+	if (w->gpu_dev >= 0 || w->o.block_len > LANDED_BYTES / 2)
 		return 0; /* not tracked: waits end with the transfer */
 	w->landed = calloc((size_t)w->o.nbufs * w->o.num_blocks, sizeof(*w->landed));
 	if (!w->landed)
 		return -ENOMEM;
-	pthread_mutex_init(&w->lmu, NULL);
-	pthread_cond_init(&w->lcv, NULL);
 	te_engine_set_landed(w->te, on_landed, w);
 	return 0;
 }
 
 void kv1_landed_fini(struct kv1_worker *w)
 {
-	if (!w->landed)
-		return;
 	free(w->landed);
 	w->landed = NULL;
-	pthread_mutex_destroy(&w->lmu);
-	pthread_cond_destroy(&w->lcv);
 }
 
 void kv1_landed_reset(struct kv1_worker *w, const int64_t *ids, size_t n)
@@ -75,21 +98,45 @@ void kv1_landed_reset(struct kv1_worker *w, const int64_t *ids, size_t n)
 				atomic_store(&w->landed[(size_t)b * N + (size_t)ids[i]], 0);
 }
 
-static bool all_landed(struct kv1_worker *w, int buf, const int64_t *ids, size_t n)
+/* The wait's end once *done is set or the worker stops: 0 for a successful receive. */
+static int ended(struct kv1_worker *w, const atomic_int *done, bool *over)
 {
-	size_t N = w->o.num_blocks;
+	int d = atomic_load(done);
 
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] < 0 || (size_t)ids[i] >= N ||
-		    atomic_load(&w->landed[(size_t)buf * N + (size_t)ids[i]]) < w->o.block_len)
-			return false;
-	return true;
+	*over = d || atomic_load(&w->stop);
+	return d > 0 ? 0 : -ECANCELED;
+}
+
+/* Sleeps on block word c (not landed in full, value v) until a WRITE completes it, a
+ * kv1_landed_done flips its kick bit, or the bounded step ends. */
+static void sleep_on(struct kv1_worker *w, _Atomic uint32_t *c, uint32_t v, const atomic_int *done)
+{
+	bool over;
+
+	if (!(v & LANDED_WAITED)) {
+		if (!atomic_compare_exchange_strong(c, &v, v | LANDED_WAITED))
+			return; /* it moved: look again */
+		v |= LANDED_WAITED;
+	}
+	/* after the flag: kv1_landed_done stores *done before it looks for flags */
+	ended(w, done, &over);
+	if (over)
+		return;
+	if (!futex_wait_ms(c, v, LANDED_STEP_MS)) {
+		uint32_t now = atomic_load(c);
+
+		if ((now & LANDED_BYTES) < w->o.block_len && !((now ^ v) & LANDED_KICK) &&
+		    !atomic_load(done))
+			atomic_fetch_add(&w->landed_idle_wakes, 1);
+	}
 }
 
 int kv1_landed_wait(struct kv1_worker *w, int buf, const int64_t *ids, size_t n,
                     const atomic_int *done)
 {
-	int ret = 0;
+	size_t N = w->o.num_blocks;
+	bool over;
+	int ret;
 
 	if (buf < 0 || buf >= w->o.nbufs)
 		return -EINVAL;
@@ -98,35 +145,45 @@ int kv1_landed_wait(struct kv1_worker *w, int buf, const int64_t *ids, size_t n,
 			pd_sleep_ms(1);
 		return atomic_load(done) > 0 ? 0 : -ECANCELED;
 	}
-	atomic_fetch_add(&w->lwaiters, 1);
-	pthread_mutex_lock(&w->lmu);
-	while (!all_landed(w, buf, ids, n)) {
-		struct timespec ts;
+	/* the blocks one by one: a block's count only grows while we wait for it */
+	for (size_t i = 0; i < n;) {
+		_Atomic uint32_t *c;
+		uint32_t v;
 
-		if (atomic_load(done) || atomic_load(&w->stop)) {
-			ret = atomic_load(done) > 0 ? 0 : -ECANCELED;
-			break;
+		if (ids[i] < 0 || (size_t)ids[i] >= N) { /* never lands: only the end says */
+			ret = ended(w, done, &over);
+			if (over)
+				return ret;
+			pd_sleep_ms(1);
+			continue;
 		}
-		/* a bounded step: kv1_landed_done's broadcast may fall between check and wait */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 5000000;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		if (!pthread_cond_timedwait(&w->lcv, &w->lmu, &ts) && !all_landed(w, buf, ids, n) &&
-		    !atomic_load(done))
-			atomic_fetch_add(&w->landed_idle_wakes, 1);
+		c = &w->landed[(size_t)buf * N + (size_t)ids[i]];
+		v = atomic_load(c);
+		if ((v & LANDED_BYTES) >= w->o.block_len) {
+			i++;
+			continue;
+		}
+		ret = ended(w, done, &over);
+		if (over)
+			return ret;
+		sleep_on(w, c, v, done);
 	}
-	pthread_mutex_unlock(&w->lmu);
-	atomic_fetch_sub(&w->lwaiters, 1);
-	return ret;
+	return 0;
 }
 
+/* Flips the kick bit of every word a waiter sleeps on, so each re-checks its receive's end
+ * (the request's blocks are not known here; a worker has at most a few thousand words). */
 void kv1_landed_done(struct kv1_worker *w, atomic_int *done, bool ok)
 {
+	size_t nw;
+
 	atomic_store(done, ok ? 1 : -1);
 	if (!w->landed)
 		return;
-	pthread_mutex_lock(&w->lmu);
-	pthread_cond_broadcast(&w->lcv);
-	pthread_mutex_unlock(&w->lmu);
+	nw = (size_t)w->o.nbufs * w->o.num_blocks;
+	for (size_t i = 0; i < nw; i++)
+		if (atomic_load(&w->landed[i]) & LANDED_WAITED) {
+			atomic_fetch_xor(&w->landed[i], LANDED_KICK);
+			futex_wake_all(&w->landed[i]);
+		}
 }
