@@ -95,7 +95,9 @@ int te_tcp_lanes_per_peer(void);
  * PDKV_TCP_RECV_CHUNK, right after it, while the bytes are in that core's cache; a WRITE's
  * pieces add up to it). RDMA and CUDA memory are not seen, so a user must not depend on it for
  * completion: it only lets work on landed bytes start early. Pieces of a connection broken
- * mid-body are reported too. Set it before traffic; NULL removes it. */
+ * mid-body are reported too. Set it before traffic; NULL removes it. fn must be short and must
+ * never wait for another thread (no lock a waiter may hold): while it runs that connection reads
+ * nothing, the peer's window closes and its WRITEs stall (issue 33). */
 typedef void (*te_landed_fn)(void *ud, const void *addr, size_t len);
 void te_engine_set_landed(struct te_engine *eng, te_landed_fn fn, void *ud);
 
