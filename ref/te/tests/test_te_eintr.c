@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_te_eintr: a paused or signalled peer is a slow peer, not a lost one (issue 34, N2) — TCP
  * transfers of some MiB over loopback while every thread is pounded with a signal whose handler
- * has no SA_RESTART, and an initiator process stopped (SIGSTOP) mid-transfer and resumed. */
+ * has no SA_RESTART, and an initiator process stopped (SIGSTOP) mid-transfer and resumed; a slow
+ * target still confirms each WRITE soon after it landed (issue 33). */
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -26,6 +27,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te/te.h"
+#include "te/te_inspect.h"
 
 #define BUF   (16u << 20)
 #define SLICE (1u << 20)
@@ -278,6 +280,75 @@ static void test_connect_deadline(void **state)
 	close(lfd);
 }
 
+/* A slow target (every WRITE held 30 ms before its body is read, as a starved server thread
+ * would be) whose socket always holds the next request: the status of the first WRITE must
+ * come back soon after it landed, not once 64 statuses are pending or the queue ran dry (issue
+ * 33: statuses coalesced that way came back every 64 WRITEs, ~25 MB at the speed of a starved
+ * decode, and whole batches timed out with their bytes landed). */
+static atomic_int g_seen;
+
+static void slow_write(uint64_t addr, uint64_t len)
+{
+	(void)addr;
+	(void)len;
+	atomic_fetch_add(&g_seen, 1);
+	pd_sleep_ms(30);
+}
+
+static void test_slow_target_status(void **state)
+{
+	enum { NW = 16 };
+	struct te_engine *a, *b;
+	char *la = malloc(BUF), *lb = malloc(BUF);
+	uint64_t seg, bid[NW];
+	struct te_task_status st = {0, 0};
+	int seen_at_first = -1;
+	(void)state;
+
+	setenv("MC_TCP_LANES_PER_PEER", "1", 1); /* every WRITE on one connection, in order */
+	a = mk("slow-a");
+	b = mk("slow-b");
+	assert_int_equal(te_register(a, la, BUF, "cpu:0"), 0);
+	assert_int_equal(te_register(b, lb, BUF, "cpu:0"), 0);
+	assert_int_equal(te_open_segment(a, te_engine_name(b), &seg), 0);
+	memset(la, 7, BUF);
+	atomic_store(&g_seen, 0);
+	te_test_set_write_hook(slow_write);
+	for (int i = 0; i < NW; i++) {
+		struct te_request r = {TE_WRITE, la + (size_t)i * SLICE, seg,
+		                       (uint64_t)(uintptr_t)(lb + (size_t)i * SLICE), SLICE};
+		assert_int_equal(te_batch_alloc(a, 1, &bid[i]), 0);
+		assert_int_equal(te_batch_submit(a, bid[i], &r, 1), 0);
+	}
+	for (uint64_t end = pd_now_ns() + 20000000000ull; pd_now_ns() < end; pd_sleep_ms(1)) {
+		assert_int_equal(te_batch_status(a, bid[0], 0, &st), 0);
+		if (st.status == TE_COMPLETED || st.status == TE_FAILED) {
+			seen_at_first = atomic_load(&g_seen);
+			break;
+		}
+	}
+	print_message("first WRITE confirmed after the target had seen %d of %d\n", seen_at_first,
+	              NW);
+	assert_int_equal(st.status, TE_COMPLETED);
+	assert_true(seen_at_first >= 1 && seen_at_first <= 4);
+	for (int i = 0; i < NW; i++) /* the rest complete too */
+		for (uint64_t end = pd_now_ns() + 20000000000ull;; pd_sleep_ms(1)) {
+			assert_int_equal(te_batch_status(a, bid[i], 0, &st), 0);
+			if (st.status == TE_COMPLETED)
+				break;
+			assert_true(st.status != TE_FAILED && pd_now_ns() < end);
+		}
+	for (int i = 0; i < NW; i++)
+		assert_int_equal(te_batch_free(a, bid[i]), 0);
+	te_test_set_write_hook(NULL);
+	assert_int_equal(memcmp(la, lb, (size_t)NW * SLICE), 0);
+	te_engine_destroy(a);
+	te_engine_destroy(b);
+	unsetenv("MC_TCP_LANES_PER_PEER");
+	free(la);
+	free(lb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -285,6 +356,7 @@ int main(void)
 	    cmocka_unit_test(test_signals_v1),
 	    cmocka_unit_test(test_sigstop_initiator),
 	    cmocka_unit_test(test_connect_deadline),
+	    cmocka_unit_test(test_slow_target_status),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1); /* loopback only */
 	return cmocka_run_group_tests(t, NULL, NULL);
