@@ -33,12 +33,17 @@ void te_test_set_write_hook(te_test_read_fn fn)
 }
 
 /* v2 statuses are coalesced: they wait while more requests are already queued on the socket
- * and go out (in one send) before the server would block, before a READ reply, or when full.
- * Pipelined 64 KiB WRITEs then cost one small segment per burst, not per request. */
-#define SRV_PENDING_MAX 64
+ * and go out (in one send) before the server would block, before a READ reply, when full, or
+ * once the WRITEs they confirm reach SRV_PENDING_BYTES. Pipelined 64 KiB WRITEs then cost one
+ * small segment per burst, not per request; a server that reads slower than its peer sends (a
+ * starved core) still confirms each WRITE within a MiB of it (issue 33: statuses waited for 64
+ * WRITEs, tens of MB at that speed, and batches timed out with their bytes landed). */
+#define SRV_PENDING_MAX   64
+#define SRV_PENDING_BYTES (1u << 20)
 struct srv_out {
 	uint64_t st[SRV_PENDING_MAX];
 	int n;
+	uint64_t bytes; /* WRITE bytes the pending statuses confirm */
 	/* WRITEs into CUDA memory leave their last copy queued; their statuses (queued here) go
 	 * out only after the stage's stream has drained, so "OK" still means "applied" */
 	bool gpu_pending;
@@ -61,13 +66,15 @@ static int flush_status(int fd, struct srv_out *o)
 	if (!r && o->n)
 		r = pd_writev_full(fd, &iov, 1);
 	o->n = 0;
+	o->bytes = 0;
 	return r;
 }
 
-static int queue_status(int fd, struct srv_out *o, uint32_t code)
+static int queue_status(int fd, struct srv_out *o, uint32_t code, uint64_t size)
 {
 	o->st[o->n++] = htole64(TCP_STATUS_MAGIC | code);
-	return o->n == SRV_PENDING_MAX ? flush_status(fd, o) : 0;
+	o->bytes += size;
+	return o->n == SRV_PENDING_MAX || o->bytes >= SRV_PENDING_BYTES ? flush_status(fd, o) : 0;
 }
 
 /* Buffered request input: headers that arrive together (pipelined READs) are parsed from one
@@ -271,7 +278,7 @@ static void srv_serve(void *ctx, int fd)
 {
 	struct te_transport *tp = ctx;
 	struct te_gpu_stage *stage = NULL; /* made on the first request for CUDA memory */
-	struct srv_out out = {.n = 0, .gpu_pending = false, .stage = &stage};
+	struct srv_out out = {.n = 0, .bytes = 0, .gpu_pending = false, .stage = &stage};
 	struct srv_prefetch pf = {.valid = false};
 	struct srv_in *in = malloc(sizeof(*in));
 
@@ -328,7 +335,7 @@ static void srv_serve(void *ctx, int fd)
 			else
 				r = srv_read_body(tp->eng, fd, in, (char *)(uintptr_t)addr, size);
 			if (!r && v2)
-				r = queue_status(fd, &out, 0);
+				r = queue_status(fd, &out, 0, size);
 		} else {
 			/* earlier statuses, this one and the body in one sendmsg */
 			struct iovec iov[2];
@@ -345,6 +352,7 @@ static void srv_serve(void *ctx, int fd)
 				iov[k++].iov_len = (size_t)out.n * 8;
 			}
 			out.n = 0;
+			out.bytes = 0;
 			if (gpu && size <= te_gpu_chunk()) {
 				r = srv_send_gpu_small(tp, fd, in, &out, &pf, gpu - 1, addr, size,
 				                       iov, k);

@@ -352,10 +352,8 @@ static void test_slow_target_status(void **state)
 int main(void)
 {
 	const struct CMUnitTest t[] = {
-	    cmocka_unit_test(test_signals_v2),
-	    cmocka_unit_test(test_signals_v1),
-	    cmocka_unit_test(test_sigstop_initiator),
-	    cmocka_unit_test(test_connect_deadline),
+	    cmocka_unit_test(test_signals_v2),         cmocka_unit_test(test_signals_v1),
+	    cmocka_unit_test(test_sigstop_initiator),  cmocka_unit_test(test_connect_deadline),
 	    cmocka_unit_test(test_slow_target_status),
 	};
 	setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1); /* loopback only */
