@@ -392,6 +392,26 @@ int sa_verify_wait(struct sa_req *r);
 /* Engine request id of r (vLLM's derivation; random suffix on releases that add one). */
 void sa_v1_engine_id(struct sa *s, struct sa_req *r);
 
+/* sa_v1_blocks.c: where rank k's heads of (layer, token) sit in a request's blocks (a sa_kvmap
+ * seg callback on a struct sa_v1_blkmap). */
+struct sa_v1_blkmap {
+	struct sa *s;
+	int dp;
+	int64_t **blk;
+	const struct sa_glay *gl;   /* NULL: one group */
+	int64_t *(*bst)[SA_MAX_TP]; /* PP prefill: stage st >= 1's ids (sa_v1_pp.c) */
+};
+uint8_t *sa_v1_blk_seg(void *ud, bool value, int l, size_t t, int k);
+/* nb blocks for rank k of stage st, waiting while the pool is short (--kv-block-wait-timeout-ms);
+ * 0, or -ENOSPC (more than the whole pool), -ETIMEDOUT, -ECANCELED, -ENOMEM with why set. */
+int sa_v1_alloc_blocks(struct sa *s, struct sa_req *r, int k, int st, size_t nb, int64_t **out,
+                       char *why, size_t wsz);
+/* A local prefill (recompute: counted as recomputed); 0 or -errno. */
+int sa_v1_local_compute(struct sa *s, struct sa_req *r, bool recompute);
+/* sa_v1_recv.c: the consumer half of a V1 prefill step; 0 or an HTTP status with *msg or
+ * *msg_alloc set. */
+int sa_v1_prefill_consumer(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
+
 /* V0's prefill step (the pipe, or a plain instance). */
 int sa_v0_prefill(struct sa *s, struct sa_req *r, const char **msg, char **msg_alloc);
 void sa_metrics_init(struct sa *s);
