@@ -21,6 +21,7 @@
 #include "sa.h"
 #include "sa_record.h"
 #include "sa_req.h"
+#include "sa_resp.h"
 
 struct sa_http {
 	struct sa *s;
@@ -241,120 +242,6 @@ static enum MHD_Result get_models(struct sa *s, struct MHD_Connection *c)
 	return send_json(c, 200, j, NULL);
 }
 
-/* ---- completion responses ---- */
-
-static cJSON *usage_obj(const struct sa *s, const struct sa_req *r, long long gen)
-{
-	cJSON *u = cJSON_CreateObject();
-
-	cJSON_AddNumberToObject(u, "prompt_tokens", (double)r->ntok);
-	cJSON_AddNumberToObject(u, "total_tokens", (double)r->ntok + (double)gen);
-	cJSON_AddNumberToObject(u, "completion_tokens", (double)gen);
-	if (s->o.prompt_tokens_details)
-		cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "prompt_tokens_details"),
-		                        "cached_tokens", (double)r->cached_tokens);
-	else
-		cJSON_AddNullToObject(u, "prompt_tokens_details");
-	return u;
-}
-
-/* The connector's request_finished: P may hand out kv_transfer_params (gen A). */
-static void finished(struct sa *s, struct sa_req *r, const char *finish)
-{
-	if (s->kv && s->conn->finished)
-		s->conn->finished(s, r, finish);
-}
-
-static void add_kvtp(const struct sa *s, cJSON *j, const struct sa_req *r)
-{
-	cJSON *p;
-
-	if (!cfg_gen_is_v1(s->gen))
-		return;
-	p = r->kvtp_out ? cJSON_Parse(r->kvtp_out) : NULL;
-	if (p)
-		cJSON_AddItemToObject(j, "kv_transfer_params", p);
-	else
-		cJSON_AddNullToObject(j, "kv_transfer_params");
-	sa_record_kvtp(p); /* what prefill answered: the router must copy it (gen A) */
-}
-
-static cJSON *resp_head(const struct sa_req *r, const char *object, long long created)
-{
-	cJSON *j = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(j, "id", r->id);
-	cJSON_AddStringToObject(j, "object", object);
-	cJSON_AddNumberToObject(j, "created", (double)created);
-	cJSON_AddStringToObject(j, "model", r->model_name);
-	return j;
-}
-
-/* One choice object: completions use "text", chat "message" or "delta". */
-static cJSON *choice(const struct sa_req *r, const char *text, const char *finish, bool delta,
-                     bool role)
-{
-	cJSON *ch = cJSON_CreateObject();
-
-	cJSON_AddNumberToObject(ch, "index", 0);
-	if (!r->chat) {
-		cJSON_AddStringToObject(ch, "text", text);
-	} else {
-		cJSON *m = cJSON_AddObjectToObject(ch, delta ? "delta" : "message");
-
-		if (role)
-			cJSON_AddStringToObject(m, "role", "assistant");
-		if (!delta)
-			cJSON_AddNullToObject(m, "reasoning_content");
-		cJSON_AddStringToObject(m, "content", text);
-		if (!delta)
-			cJSON_AddArrayToObject(m, "tool_calls");
-	}
-	cJSON_AddNullToObject(ch, "logprobs");
-	if (finish)
-		cJSON_AddStringToObject(ch, "finish_reason", finish);
-	else
-		cJSON_AddNullToObject(ch, "finish_reason");
-	cJSON_AddNullToObject(ch, "stop_reason");
-	return ch;
-}
-
-static void log_request(struct sa *s, const struct sa_req *r, int status, long long gen,
-                        const char *finish)
-{
-	if (status == 200)
-		sa_metrics_done(s, r, gen);
-	pd_info("request %s engine_id=%s dp=%d role=%s prompt_tokens=%zu reused=%zu recomputed=%zu "
-	        "kv=%s "
-	        "kv_ms=%.1f gen_tokens=%lld finish=%s status=%d ms=%.1f",
-	        r->id, r->engine_id, r->dp, s->kv ? s->kt.kv_role : "plain", r->ntok, r->reused,
-	        r->recomputed, r->kv_note ? r->kv_note : "-", r->kv_ms, gen, finish ? finish : "-",
-	        status, (double)(pd_now_ns() - r->t0_ns) / 1e6);
-}
-
-/* Next output token with pacing; returns the byte (or -1 at EOS) and sets *finish at the end. */
-static int next_tok(struct sa *s, struct sa_req *r, struct mdl_gen *g, uint64_t t0, long long *gen,
-                    const char **finish)
-{
-	int64_t t = mdl_gen_next(g);
-
-	(*gen)++;
-	atomic_fetch_add(&s->n.generation_tokens, 1);
-	mdl_pace(t0, s->o.ns_per_token, (size_t)*gen);
-	sa_metrics_token(s, r);
-	if (!r->first_token_seen) {
-		r->first_token_seen = true;
-		sa_hist_observe(&s->ttft, (double)(pd_now_ns() - r->t0_ns) / 1e9);
-	}
-	if (t == MDL_EOS || (*gen == 1 && s->o.fault.eos_first)) {
-		*finish = "stop";
-		return -1;
-	}
-	if (*gen >= r->max_tokens)
-		*finish = "length";
-	return (int)t;
-}
-
 struct stream {
 	struct sa_http *h;
 	struct sa_req r;
@@ -427,9 +314,9 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		switch (st->phase) {
 		case 0:
-			j = resp_head(&st->r, obj, st->created);
+			j = sa_resp_head(&st->r, obj, st->created);
 			cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
-			                     choice(&st->r, "", NULL, true, true));
+			                     sa_resp_choice(&st->r, "", NULL, true, true));
 			stream_set(st, j);
 			st->phase = 1;
 			break;
@@ -439,16 +326,16 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 
 			if (st->gen >= 1 && !stream_checked(st))
 				break;
-			t = next_tok(s, &st->r, &st->g, st->t0, &st->gen, &st->finish);
+			t = sa_resp_next_tok(s, &st->r, &st->g, st->t0, &st->gen, &st->finish);
 
 			if (t >= 0)
 				txt[0] = (char)t;
-			j = resp_head(&st->r, obj, st->created);
+			j = sa_resp_head(&st->r, obj, st->created);
 			cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
-			                     choice(&st->r, txt, st->finish, true, false));
+			                     sa_resp_choice(&st->r, txt, st->finish, true, false));
 			stream_set(st, j);
 			if (st->finish) {
-				finished(s, &st->r, st->finish);
+				sa_resp_finished(s, &st->r, st->finish);
 				st->phase = 2;
 			}
 			break;
@@ -459,9 +346,9 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
 			st->phase = 3;
 			if (!st->r.include_usage)
 				break;
-			j = resp_head(&st->r, obj, st->created);
+			j = sa_resp_head(&st->r, obj, st->created);
 			cJSON_AddArrayToObject(j, "choices");
-			cJSON_AddItemToObject(j, "usage", usage_obj(s, &st->r, st->gen));
+			cJSON_AddItemToObject(j, "usage", sa_resp_usage(s, &st->r, st->gen));
 			stream_set(st, j);
 			break;
 		case 3:
@@ -489,9 +376,9 @@ static void stream_free(void *cls)
 	struct sa *s = st->h->s;
 
 	if (st->r.send_tracked)
-		finished(s, &st->r, "abort"); /* client went away before the end */
+		sa_resp_finished(s, &st->r, "abort"); /* client went away before the end */
 	sa_verify_wait(&st->r); /* a stream that ended early: its check still holds blocks */
-	log_request(s, &st->r,
+	sa_resp_log(s, &st->r,
 	            st->phase == 4   ? 200
 	            : st->phase == 5 ? 500
 	                             : 499,
@@ -552,21 +439,21 @@ static enum MHD_Result respond(struct sa_http *h, struct MHD_Connection *c, stru
 	if (!text)
 		return send_error(c, 500, "out of memory");
 	while (!finish) {
-		int t = next_tok(s, r, &g, t0, &gen, &finish);
+		int t = sa_resp_next_tok(s, r, &g, t0, &gen, &finish);
 
 		if (t >= 0)
 			text[k++] = (char)t;
 	}
 	text[k] = 0;
-	finished(s, r, finish);
-	j = resp_head(r, r->chat ? "chat.completion" : "text_completion", created);
+	sa_resp_finished(s, r, finish);
+	j = sa_resp_head(r, r->chat ? "chat.completion" : "text_completion", created);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(j, "choices"),
-	                     choice(r, text, finish, false, true));
-	cJSON_AddItemToObject(j, "usage", usage_obj(s, r, gen));
-	add_kvtp(s, j, r);
+	                     sa_resp_choice(r, text, finish, false, true));
+	cJSON_AddItemToObject(j, "usage", sa_resp_usage(s, r, gen));
+	sa_resp_add_kvtp(s, j, r);
 	free(text);
 	ret = send_json(c, 200, j, r);
-	log_request(s, r, 200, gen, finish);
+	sa_resp_log(s, r, 200, gen, finish);
 	atomic_fetch_sub(&s->n.running, 1);
 	return ret;
 }
@@ -625,7 +512,7 @@ static enum MHD_Result completion(struct sa_http *h, struct MHD_Connection *c, s
 	if (status) {
 		atomic_fetch_add(&s->n.requests_failed, 1);
 		atomic_fetch_sub(&s->n.running, 1);
-		log_request(s, &r, status, 0, NULL);
+		sa_resp_log(s, &r, status, 0, NULL);
 		cn->status = status;
 		/* the request's headers too: whose transfer_id failed (issue 34, N3) */
 		ret = send_error_r(c, status, msg_alloc ? msg_alloc : msg, &r);
