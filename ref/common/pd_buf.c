@@ -9,6 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+int pd_buf_grow(char **p, size_t *cap, size_t need, size_t first)
+{
+	size_t c;
+	char *np;
+
+	if (need <= *cap)
+		return 0;
+	c = *cap ? *cap : first;
+	while (c < need)
+		c *= 2;
+	np = realloc(*p, c);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
 int pd_buf_put(struct pd_buf *b, const void *s, size_t n)
 {
 	if (b->oom)
@@ -17,18 +35,9 @@ int pd_buf_put(struct pd_buf *b, const void *s, size_t n)
 		b->over = true;
 		return -E2BIG;
 	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return -ENOMEM;
-		}
-		b->p = p;
-		b->cap = cap;
+	if (pd_buf_grow(&b->p, &b->cap, b->len + n + 1, 256)) {
+		b->oom = true;
+		return -ENOMEM;
 	}
 	if (n)
 		memcpy(b->p + b->len, s, n);

@@ -15,6 +15,9 @@ struct pd_buf {
 	bool over;  /* a put would have passed max: later puts do nothing */
 };
 
+/* Grows the allocation *p of *cap bytes to at least need, doubling from *cap (first when 0);
+ * 0, or -ENOMEM with *p and *cap unchanged. For bodies kept outside a struct pd_buf. */
+int pd_buf_grow(char **p, size_t *cap, size_t need, size_t first);
 /* Appends n bytes (n = 0 still allocates, so p is a valid "" afterwards). 0, -ENOMEM or
  * -E2BIG (past max); after a failure every later put fails the same way. */
 int pd_buf_put(struct pd_buf *b, const void *s, size_t n);

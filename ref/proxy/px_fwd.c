@@ -2,6 +2,7 @@
 /* px_fwd: libcurl calls to prefill (drained, first bytes kept for the error message) and to
  * decode (own thread; write callback -> bounded ring -> client reader, never the whole body). */
 #include "px_fwd.h"
+#include "pd_buf.h"
 #include "pd_util.h"
 
 #include <curl/curl.h>
@@ -109,16 +110,8 @@ static size_t drain_cb(char *p, size_t sz, size_t n, void *u)
 		k = d->keep - a->len;
 		a->truncated = 1;
 	}
-	if (k && a->len + k + 1 > d->cap) {
-		size_t cap = d->cap ? d->cap : 1024;
-		char *nb;
-		while (cap < a->len + k + 1)
-			cap *= 2;
-		if (!(nb = realloc(a->body, cap)))
-			return 0; /* aborts the call: out of memory */
-		a->body = nb;
-		d->cap = cap;
-	}
+	if (k && pd_buf_grow(&a->body, &d->cap, a->len + k + 1, 1024))
+		return 0; /* aborts the call: out of memory */
 	if (k) {
 		memcpy(a->body + a->len, p, k);
 		a->len += k;

@@ -7,6 +7,7 @@
 #include "httplim/pd_mhdhdr.h"
 #include "httplim/pd_mhdlog.h"
 #include "pd_log.h"
+#include "pd_buf.h"
 #include "pd_util.h"
 
 #include <cJSON.h>
@@ -181,18 +182,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			r->reject = 413;
 			return MHD_YES;
 		}
-		if (r->len + n + 1 > r->cap) {
-			size_t cap = r->cap ? r->cap : 4096;
-			char *nb;
-			while (cap < r->len + n + 1)
-				cap *= 2;
-			nb = realloc(r->body, cap);
-			if (!nb) {
-				r->reject = 500;
-				return MHD_YES;
-			}
-			r->body = nb;
-			r->cap = cap;
+		if (pd_buf_grow(&r->body, &r->cap, r->len + n + 1, 4096)) {
+			r->reject = 500;
+			return MHD_YES;
 		}
 		memcpy(r->body + r->len, upload_data, n);
 		r->len += n;
