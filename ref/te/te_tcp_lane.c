@@ -185,6 +185,21 @@ static void rpend_end(struct tcp_lane *l)
 }
 
 /* Receiver: consumes responses in wire order (v2 status frames, READ bodies). */
+/* A READ's v2 status word (host order): 0, -EPROTO (not a status) or -ECONNABORTED (the peer
+ * rejected it; logged, the server closes after a reject). */
+static int read_status(const struct tcp_lane *l, const struct tcp_slice *s, uint64_t v)
+{
+	if ((v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC)
+		return -EPROTO;
+	if (v & 0xffffffffu) {
+		pd_err("tcp: %s:%d rejected READ 0x%llx+%llu (status %u)", l->peer->host,
+		       l->peer->port, (unsigned long long)s->raddr, (unsigned long long)s->len,
+		       (unsigned)(v & 0xffffffffu));
+		return -ECONNABORTED;
+	}
+	return 0;
+}
+
 static void *lane_rcv_main(void *arg)
 {
 	struct tcp_lane *l = arg;
@@ -255,19 +270,8 @@ static void *lane_rcv_main(void *arg)
 		} else if (s.gpu) {
 			/* into CUDA memory: the v2 status first, then the body through staging */
 			uint64_t v = 0;
-			if (l->peer->v2 && !(err = pd_read_full(fd, &v, 8))) {
-				v = le64toh(v);
-				if ((v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC) {
-					err = -EPROTO;
-				} else if (v & 0xffffffffu) {
-					pd_err("tcp: %s:%d rejected READ 0x%llx+%llu (status %u)",
-					       l->peer->host, l->peer->port,
-					       (unsigned long long)s.raddr,
-					       (unsigned long long)s.len,
-					       (unsigned)(v & 0xffffffffu));
-					err = -ECONNABORTED;
-				}
-			}
+			if (l->peer->v2 && !(err = pd_read_full(fd, &v, 8)))
+				err = read_status(l, &s, le64toh(v));
 			if (!err)
 				err = te_tcp_gpu_recv(&l->rcv_stage, s.gpu - 1, fd, NULL, 0,
 				                      s.local, s.len, !gpu_small);
@@ -289,16 +293,11 @@ static void *lane_rcv_main(void *arg)
 				uint64_t v = 0;
 				size_t got = 0;
 				err = recv_status_body(fd, &v, s.local, s.len, &got, &s);
-				v = le64toh(v);
-				if (got >= 8 && (v & 0xffffffff00000000ull) != TCP_STATUS_MAGIC) {
-					err = -EPROTO;
-				} else if (got >= 8 && (v & 0xffffffffu)) {
-					pd_err("tcp: %s:%d rejected READ 0x%llx+%llu (status %u)",
-					       l->peer->host, l->peer->port,
-					       (unsigned long long)s.raddr,
-					       (unsigned long long)s.len,
-					       (unsigned)(v & 0xffffffffu));
-					err = -ECONNABORTED;
+				if (got >= 8) {
+					int st = read_status(l, &s, le64toh(v));
+
+					if (st)
+						err = st;
 				}
 			} else {
 				err = pd_read_full(fd, s.local, s.len);
