@@ -3,6 +3,7 @@
  * "generation"), the router contract ("proxy") and extra stand-in environment ("env"). */
 #include "hr.h"
 #include "cfg/cfg_vllm.h"
+#include "pd_util.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -18,20 +19,6 @@ static const char *const representative[CFG_GEN_COUNT] = {"0.8.5", "0.12", "0.16
 
 static const char *const contract_of_gen[CFG_GEN_COUNT] = {
     "v0", "toy", "mooncake", "mooncake", "mooncake", "mooncake", "mooncake"};
-
-static int gerr(const char *path, char *err, size_t errsz, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int gerr(const char *path, char *err, size_t errsz, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-	int n = snprintf(err, errsz, "%s: %s: ", path, field);
-	if (n >= 0 && (size_t)n < errsz) {
-		va_start(ap, fmt);
-		vsnprintf(err + n, errsz - (size_t)n, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 static const cJSON *str_field(const cJSON *root, const char *key)
 {
@@ -49,22 +36,24 @@ static int parse_versions(const char *path, const cJSON *root, struct hr_scenari
 	char why[400];
 
 	if (v && !str_field(root, "vllm"))
-		return gerr(path, err, errsz, "vllm",
-		            "expected a vLLM release such as \"0.15\", or {\"prefill\": "
-		            "\"0.16\", \"decode\": \"0.17\"}");
+		return pd_field_err(path, err, errsz, "vllm",
+		                    "expected a vLLM release such as \"0.15\", or {\"prefill\": "
+		                    "\"0.16\", \"decode\": \"0.17\"}");
 	if (g && (!str_field(root, "generation") || cfg_gen_parse(g->valuestring, &gen)))
-		return gerr(path, err, errsz, "generation", "expected v0, a, b0, b1, b2, bn or bl");
+		return pd_field_err(path, err, errsz, "generation",
+		                    "expected v0, a, b0, b1, b2, bn or bl");
 	if (v) {
 		if (cfg_vllm_lookup(v->valuestring, &info, why, sizeof(why)))
-			return gerr(path, err, errsz, "vllm", "%s", why);
+			return pd_field_err(path, err, errsz, "vllm", "%s", why);
 		if (!g)
 			gen = info.gen;
 		else if (cfg_gen_is_b(info.gen) != cfg_gen_is_b(gen) ||
 		         (info.gen == CFG_GEN_V0) != (gen == CFG_GEN_V0))
-			return gerr(path, err, errsz, "generation",
-			            "vLLM %s speaks generation %s; \"%s\" can only pick the gen-B "
-			            "struct shape (b0, bn or bl) of a gen-B release",
-			            v->valuestring, cfg_gen_name(info.gen), g->valuestring);
+			return pd_field_err(
+			    path, err, errsz, "generation",
+			    "vLLM %s speaks generation %s; \"%s\" can only pick the gen-B "
+			    "struct shape (b0, bn or bl) of a gen-B release",
+			    v->valuestring, cfg_gen_name(info.gen), g->valuestring);
 	}
 	sc->gen = (int)gen;
 	sc->vllm = strdup(v                     ? v->valuestring
@@ -82,23 +71,24 @@ static int parse_proxy_cmd(const char *path, const cJSON *p, struct hr_scenario 
 	if (cmd) {
 		if (!cJSON_IsArray(cmd) || cJSON_GetArraySize(cmd) == 0 ||
 		    cJSON_GetArraySize(cmd) > 128)
-			return gerr(path, err, errsz, "proxy.cmd",
-			            "expected a non-empty list of strings such as "
-			            "[\"python3\", \"router.py\", \"--port\", \"{port}\"]");
+			return pd_field_err(path, err, errsz, "proxy.cmd",
+			                    "expected a non-empty list of strings such as "
+			                    "[\"python3\", \"router.py\", \"--port\", \"{port}\"]");
 		for (const cJSON *w = cmd->child; w; w = w->next)
 			if (!cJSON_IsString(w) || strlen(w->valuestring) > 1000)
-				return gerr(path, err, errsz, "proxy.cmd",
-				            "every element must be a string of at most 1000 "
-				            "characters");
+				return pd_field_err(
+				    path, err, errsz, "proxy.cmd",
+				    "every element must be a string of at most 1000 "
+				    "characters");
 		sc->proxy_cmd = cJSON_Duplicate(cmd, 1);
 	}
 	if (ready) {
 		if (!cJSON_IsString(ready) || ready->valuestring[0] != '/' ||
 		    strlen(ready->valuestring) > 200)
-			return gerr(path, err, errsz, "proxy.ready",
-			            "expected an HTTP path such as \"/health\"");
+			return pd_field_err(path, err, errsz, "proxy.ready",
+			                    "expected an HTTP path such as \"/health\"");
 		if (!cmd)
-			return gerr(path, err, errsz, "proxy.ready", "needs proxy.cmd");
+			return pd_field_err(path, err, errsz, "proxy.ready", "needs proxy.cmd");
 		sc->proxy_ready = strdup(ready->valuestring);
 	}
 	return 0;
@@ -112,23 +102,23 @@ static int parse_proxy(const char *path, const cJSON *root, struct hr_scenario *
 	const char *name = contract_of_gen[sc->gen];
 
 	if (p && !cJSON_IsObject(p))
-		return gerr(path, err, errsz, "proxy",
-		            "expected an object such as "
-		            "{\"contract\": \"toy\"}");
+		return pd_field_err(path, err, errsz, "proxy",
+		                    "expected an object such as "
+		                    "{\"contract\": \"toy\"}");
 	for (const cJSON *k = p ? p->child : NULL; k; k = k->next)
 		if (strcmp(k->string, "contract") && strcmp(k->string, "cmd") &&
 		    strcmp(k->string, "ready"))
-			return gerr(path, err, errsz, "proxy",
-			            "unknown key \"%s\" (expected contract, cmd or ready)",
-			            k->string);
+			return pd_field_err(path, err, errsz, "proxy",
+			                    "unknown key \"%s\" (expected contract, cmd or ready)",
+			                    k->string);
 	if (p && (c = cJSON_GetObjectItemCaseSensitive(p, "contract"))) {
 		size_t i;
 		for (i = 0; i < sizeof(contracts) / sizeof(contracts[0]); i++)
 			if (cJSON_IsString(c) && !strcmp(c->valuestring, contracts[i]))
 				break;
 		if (i == sizeof(contracts) / sizeof(contracts[0]))
-			return gerr(path, err, errsz, "proxy.contract",
-			            "expected v0, toy, mooncake or auto");
+			return pd_field_err(path, err, errsz, "proxy.contract",
+			                    "expected v0, toy, mooncake or auto");
 		name = contracts[i];
 	}
 	if (p && parse_proxy_cmd(path, p, sc, err, errsz))
@@ -165,13 +155,15 @@ static int parse_env(const char *path, const cJSON *root, struct hr_scenario *sc
 		return sc->env ? 0 : -1;
 	}
 	if (!cJSON_IsObject(e))
-		return gerr(path, err, errsz, "env", "expected an object of NAME: \"value\"");
+		return pd_field_err(path, err, errsz, "env",
+		                    "expected an object of NAME: \"value\"");
 	for (const cJSON *k = e->child; k; k = k->next)
 		if (!env_name_ok(k->string) || !cJSON_IsString(k) || strlen(k->valuestring) > 200)
-			return gerr(path, err, errsz, "env",
-			            "\"%s\": expected an upper-case NAME and a string value of at "
-			            "most 200 characters",
-			            k->string);
+			return pd_field_err(
+			    path, err, errsz, "env",
+			    "\"%s\": expected an upper-case NAME and a string value of at "
+			    "most 200 characters",
+			    k->string);
 	sc->env = cJSON_Duplicate(e, 1);
 	return sc->env ? 0 : -1;
 }
