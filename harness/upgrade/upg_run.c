@@ -7,17 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_newer(const struct cfg_vllm_info *a, const struct cfg_vllm_info *b)
-{
-	if (a->gen != b->gen)
-		return a->gen > b->gen;
-	if (a->major != b->major)
-		return a->major > b->major;
-	if (a->minor != b->minor)
-		return a->minor > b->minor;
-	return a->patch > b->patch;
-}
-
 /* The router contract the runner picks by default for a release (hr_scenario_gen.c's rule). */
 static int default_contract(const struct cfg_vllm_info *v, char *out, size_t sz, char *err,
                             size_t errsz)
@@ -48,14 +37,14 @@ int upg_plan_init(struct upg_plan *p, const char *from, const char *to, char *er
 		snprintf(err, errsz, "--to: %s", why);
 		return -1;
 	}
-	if (!is_newer(&f, &t) && !is_newer(&t, &f)) {
+	if (!cfg_vllm_newer(&f, &t) && !cfg_vllm_newer(&t, &f)) {
 		snprintf(err, errsz,
 		         "--to: \"%s\" is the same release as --from \"%s\"; expected two "
 		         "different releases",
 		         to, from);
 		return -1;
 	}
-	p->downgrade = is_newer(&f, &t);
+	p->downgrade = cfg_vllm_newer(&f, &t);
 	p->ver[0] = p->downgrade ? t : f;
 	p->ver[1] = p->downgrade ? f : t;
 	for (int i = 0; i < 2; i++)

@@ -321,3 +321,14 @@ void cfg_vllm_print_table(FILE *f)
 	        "release exposes vllm:mooncake_* (vLLM #50374 is open).\n",
 	        cfg_vllm_newest, gen_names[rows[NROWS - 1].gen], cfg_vllm_newest);
 }
+
+bool cfg_vllm_newer(const struct cfg_vllm_info *a, const struct cfg_vllm_info *b)
+{
+	if (a->gen != b->gen)
+		return a->gen > b->gen;
+	if (a->major != b->major)
+		return a->major > b->major;
+	if (a->minor != b->minor)
+		return a->minor > b->minor;
+	return a->patch > b->patch;
+}

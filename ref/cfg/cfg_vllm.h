@@ -74,6 +74,9 @@ int cfg_vllm_row(size_t i, const char **range, const char **cite, int *gen);
  * -1 with err naming the value and what is expected (also for releases with no Mooncake
  * connector pdkv emulates). */
 int cfg_vllm_lookup(const char *version, struct cfg_vllm_info *out, char *err, size_t errsz);
+/* a is a newer release than b: the later generation, then the later version (generations
+ * follow release order). */
+bool cfg_vllm_newer(const struct cfg_vllm_info *a, const struct cfg_vllm_info *b);
 
 /* "v0" | "a" | "b0" | "b1" | "b2" | "bn" | "bl" <-> enum; parse returns -1 on anything else. */
 const char *cfg_gen_name(enum cfg_gen g);
