@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "kv1/kv1.h"
+#include "kv1_testlib.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
 #include "te/tests/te_gate.h"
@@ -32,64 +33,27 @@
 #define NREQ      8  /* blocks of one request: 2 MiB per buffer, one request per buffer */
 #define HOLD_WAIT 20 /* s: bound on waiting for the decode to reach a WRITE / P to end it */
 
-struct pair {
-	struct kv1_boot *b;
-	char boot[64];
-	struct kv1_worker *p, *d;
-};
-
 static struct kv1_worker *mk(enum cfg_gen gen, bool producer, const char *boot, int base,
                              int abort_s)
 {
-	struct kv1_opts o = {0};
-	struct kv1_worker *w = NULL;
-	char err[512];
+	struct kv1_opts o = kv1t_opts(gen, producer, boot, NBUFS, BLEN, NBLK);
 
-	o.gen = gen;
-	o.producer = producer;
-	o.protocol = "tcp";
 	o.base_port = base;
-	o.tp_size = 1;
-	o.engine_id = "engine-p0";
-	o.bootstrap_url = producer ? boot : NULL;
 	o.abort_timeout_s = abort_s;
 	o.recv_timeout_ms = 30000;
-	o.nbufs = NBUFS;
-	o.block_len = BLEN;
-	o.num_blocks = NBLK;
-	if (kv1_worker_create(&o, &w, err, sizeof(err)))
-		fail_msg("kv1_worker_create: %s", err);
-	return w;
+	return kv1t_create(&o);
 }
 
-static void open_pair(struct pair *x)
+static void open_pair(struct kv1t_pair *x)
 {
-	int bport;
-
-	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_B0, &x->b, &bport), 0);
-	snprintf(x->boot, sizeof(x->boot), "http://127.0.0.1:%d", bport);
+	kv1t_boot_open(x);
 	x->p = mk(CFG_GEN_B0, true, x->boot, 0, 60);
 	x->d = mk(CFG_GEN_B0, false, NULL, 0, 60);
 }
 
-static void close_pair(struct pair *x)
-{
-	kv1_worker_destroy(x->d);
-	kv1_worker_destroy(x->p);
-	kv1_boot_stop(x->b);
-}
-
-static uint8_t pat(uint8_t salt, int b, size_t i, size_t k)
-{
-	return (uint8_t)(salt + b * 31 + i * 7 + k % 251);
-}
-
 static void fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint8_t salt)
 {
-	for (int b = 0; b < NBUFS; b++)
-		for (size_t i = 0; i < n; i++)
-			for (size_t k = 0; k < BLEN; k++)
-				kv1_block(w, b, ids[i])[k] = pat(salt, b, i, k);
+	kv1t_fill(w, NBUFS, BLEN, ids, n, salt);
 }
 
 /* D's blocks hold the salt pattern in full; else fails naming the first byte that does not. */
@@ -100,41 +64,25 @@ static void expect_fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint
 			for (size_t k = 0; k < BLEN; k++) {
 				uint8_t v = kv1_block(w, b, ids[i])[k];
 
-				if (v != pat(salt, b, i, k))
+				if (v != kv1t_pat(salt, b, i, k))
 					fail_msg("decode buffer %d block %zu byte %zu is 0x%02x, "
 					         "expected 0x%02x (another request's KV went out "
 					         "under the abandoned WRITE)",
-					         b, i, k, v, pat(salt, b, i, k));
+					         b, i, k, v, kv1t_pat(salt, b, i, k));
 			}
-}
-
-static struct kv1_stats stats(struct kv1_worker *w)
-{
-	struct kv1_stats st;
-
-	kv1_worker_stats(w, &st);
-	return st;
 }
 
 /* Waits (at most HOLD_WAIT s) until P holds no abandoned WRITE. */
 static void wait_none_held(struct kv1_worker *p)
 {
-	for (int i = 0; i < HOLD_WAIT * 100 && stats(p).writes_abandoned_held; i++)
+	for (int i = 0; i < HOLD_WAIT * 100 && kv1t_stats(p).writes_abandoned_held; i++)
 		pd_sleep_ms(10);
-	assert_int_equal(stats(p).writes_abandoned_held, 0);
+	assert_int_equal(kv1t_stats(p).writes_abandoned_held, 0);
 }
 
-static int pull(struct pair *x, const char *xfer, const int64_t *di, char *err, size_t errsz)
+static int pull(struct kv1t_pair *x, const char *xfer, const int64_t *di, char *err, size_t errsz)
 {
 	return kv1_recv_b(x->d, x->boot, "engine-p0", xfer, xfer, di, NREQ, err, errsz);
-}
-
-static bool among(int64_t id, const int64_t *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (v[i] == id)
-			return true;
-	return false;
 }
 
 /* The WRITE times out (slice timeout) while D holds it; P's request then ends, but its blocks
@@ -144,7 +92,7 @@ static bool among(int64_t id, const int64_t *v, size_t n)
  * carried its bytes to D. */
 static void test_timeout_holds_blocks(void **state)
 {
-	struct pair x;
+	struct kv1t_pair x;
 	int64_t pi[NREQ], di[NREQ], next[NBLK], extra;
 	char err[512];
 	struct kv1_stats st;
@@ -158,14 +106,14 @@ static void test_timeout_holds_blocks(void **state)
 	te_gate_arm(TE_GATE_WRITE, INT_MAX);
 	assert_int_equal(pull(&x, "xfer-1", di, err, sizeof(err)), -EIO);
 	assert_non_null(strstr(err, "returned -1003"));
-	st = stats(x.p);
+	st = kv1t_stats(x.p);
 	assert_int_equal(st.writes_abandoned, 1);
 	assert_int_equal(st.writes_abandoned_held, 1);
 	/* P's request is over (its entry freed its blocks); the next one takes every free block */
 	assert_int_equal(kv1_alloc(x.p, NBLK - NREQ, next), 0);
 	assert_int_equal(kv1_alloc(x.p, 1, &extra), -ENOSPC);
 	for (size_t i = 0; i < NBLK - NREQ; i++)
-		if (among(next[i], pi, NREQ))
+		if (kv1t_among(next[i], pi, NREQ))
 			fail_msg("block %lld went to another request while the abandoned WRITE "
 			         "could still read it",
 			         (long long)next[i]);
@@ -176,16 +124,16 @@ static void test_timeout_holds_blocks(void **state)
 	/* the held blocks are back: exactly the abandoned request's */
 	assert_int_equal(kv1_alloc(x.p, NREQ, next), 0);
 	for (size_t i = 0; i < NREQ; i++)
-		assert_true(among(next[i], pi, NREQ));
+		assert_true(kv1t_among(next[i], pi, NREQ));
 	kv1_free(x.p, next, NREQ);
-	close_pair(&x);
+	kv1t_pair_close(&x);
 }
 
 /* PDKV_KV1_MAX_HELD_WRITES=1: with one WRITE held, the next waits for room until its deadline
  * (MC_TRANSFER_TIMEOUT=5) and is refused; once the decode takes the first in, WRITEs work. */
 static void test_cap(void **state)
 {
-	struct pair x;
+	struct kv1t_pair x;
 	int64_t pi[NREQ], di[NREQ];
 	char err[512];
 	struct kv1_stats st;
@@ -206,7 +154,7 @@ static void test_cap(void **state)
 	assert_int_equal(kv1_send_ready(x.p, "xfer-2", pi, NREQ), 0);
 	assert_int_equal(pull(&x, "xfer-2", di, err, sizeof(err)), -EIO);
 	assert_non_null(strstr(err, "returned -2"));
-	st = stats(x.p);
+	st = kv1t_stats(x.p);
 	assert_int_equal(st.writes_abandoned, 1);
 	assert_int_equal(st.writes_refused, 1);
 	assert_int_equal(st.writes_abandoned_held, 1);
@@ -219,7 +167,7 @@ static void test_cap(void **state)
 	assert_int_equal(pull(&x, "xfer-3", di, err, sizeof(err)), 0);
 	expect_fill(x.d, di, NREQ, 5);
 	unsetenv("MC_TRANSFER_TIMEOUT");
-	close_pair(&x);
+	kv1t_pair_close(&x);
 }
 
 /* Gen A keeps a failed request's entry (a retry may come) until abort_timeout_s: its blocks are
@@ -241,11 +189,11 @@ static void test_gen_a_expiry(void **state)
 	te_gate_arm(TE_GATE_WRITE, INT_MAX);
 	assert_int_equal(
 	    kv1_recv_a(d, kv1_worker_ip(p), base, "cmpl-a-0", di, NREQ, err, sizeof(err)), -EIO);
-	assert_int_equal(stats(p).writes_abandoned, 1);
-	for (int i = 0; i < HOLD_WAIT * 100 && !stats(p).expired; i++)
+	assert_int_equal(kv1t_stats(p).writes_abandoned, 1);
+	for (int i = 0; i < HOLD_WAIT * 100 && !kv1t_stats(p).expired; i++)
 		pd_sleep_ms(10);
-	assert_int_equal(stats(p).expired, 1);
-	assert_int_equal(stats(p).writes_abandoned_held, 1);
+	assert_int_equal(kv1t_stats(p).expired, 1);
+	assert_int_equal(kv1t_stats(p).writes_abandoned_held, 1);
 	assert_int_equal(kv1_alloc(p, NBLK - NREQ, next), 0);
 	assert_int_equal(kv1_alloc(p, 1, &extra), -ENOSPC);
 	fill(p, next, NBLK - NREQ, 8);
@@ -254,13 +202,13 @@ static void test_gen_a_expiry(void **state)
 	expect_fill(d, di, NREQ, 7);
 	assert_int_equal(kv1_alloc(p, NREQ, next), 0);
 	for (size_t i = 0; i < NREQ; i++)
-		assert_true(among(next[i], pi, NREQ));
+		assert_true(kv1t_among(next[i], pi, NREQ));
 	kv1_worker_destroy(d);
 	kv1_worker_destroy(p);
 }
 
 struct puller {
-	struct pair *x;
+	struct kv1t_pair *x;
 	int64_t *di;
 	int ret;
 	char err[512];
@@ -279,7 +227,7 @@ static void *pull_main(void *arg)
  * no leak). Before: the handler kept waiting, the destroy left the worker to the process. */
 static void test_stop(void **state)
 {
-	struct pair x;
+	struct kv1t_pair x;
 	struct puller u;
 	int64_t pi[NREQ], di[NREQ];
 	pthread_t t;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kv1/kv1.h"
+#include "kv1_testlib.h"
 
 #define NBUFS 4 /* layer 0: K, V; layer 1: K, V */
 #define BLEN  256
@@ -23,20 +24,13 @@
 static struct kv1_worker *mk(enum cfg_gen gen, bool producer, const char *boot, int ngroups,
                              const uint8_t *bg, char *err, size_t errsz)
 {
-	struct kv1_opts o = {0};
+	struct kv1_opts o = kv1t_opts(gen, producer, boot, NBUFS, BLEN, NBLK);
 	struct kv1_worker *w = NULL;
 
-	o.gen = gen;
-	o.producer = producer;
-	o.protocol = "tcp";
-	o.tp_size = 1;
 	o.engine_id = producer ? "e" : NULL;
 	o.bootstrap_url = boot;
 	o.abort_timeout_s = 2;
 	o.recv_timeout_ms = 10000;
-	o.nbufs = NBUFS;
-	o.block_len = BLEN;
-	o.num_blocks = NBLK;
 	o.kv_groups = ngroups;
 	o.buf_group = bg;
 	if (kv1_worker_create(&o, &w, err, errsz))

@@ -16,6 +16,7 @@
 #include <zmq.h>
 
 #include "kv1/kv1.h"
+#include "kv1_testlib.h"
 #include "pd_util.h"
 
 #define NBUFS 2
@@ -25,26 +26,14 @@
 static struct kv1_worker *mk(enum cfg_gen gen, bool producer, bool topo, const char *boot,
                              int abort_s)
 {
-	struct kv1_opts o = {0};
-	struct kv1_worker *w = NULL;
-	char err[512];
+	struct kv1_opts o = kv1t_opts(gen, producer, boot, NBUFS, BLEN, NBLK);
 
-	o.gen = gen;
-	o.producer = producer;
-	o.protocol = "tcp";
 	o.ip = "127.0.0.1";
-	o.tp_size = 1;
 	o.engine_id = producer ? "engine-p" : NULL;
-	o.bootstrap_url = producer ? boot : NULL;
 	o.abort_timeout_s = abort_s;
 	o.recv_timeout_ms = 20000;
 	o.tp_topology = topo;
-	o.nbufs = NBUFS;
-	o.block_len = BLEN;
-	o.num_blocks = NBLK;
-	if (kv1_worker_create(&o, &w, err, sizeof(err)))
-		fail_msg("kv1_worker_create: %s", err);
-	return w;
+	return kv1t_create(&o);
 }
 
 /* One hostile handshake to p (abort timeout 30 s); its answer must be ERROR within 3 s with

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kv1/kv1.h"
+#include "kv1_testlib.h"
 
 #define LAYERS 4
 #define BLEN   512
@@ -23,29 +24,18 @@
 static struct kv1_worker *mk(enum cfg_gen gen, bool producer, const char *boot, int nbufs,
                              int layer_bufs, int pp_rank, int first)
 {
-	struct kv1_opts o = {0};
-	struct kv1_worker *w = NULL;
-	char err[512];
+	struct kv1_opts o = kv1t_opts(gen, producer, boot, nbufs, BLEN, NBLK);
 
-	o.gen = gen;
-	o.producer = producer;
-	o.protocol = "tcp";
-	o.tp_size = 1;
 	o.engine_id = producer ? "e" : NULL;
 	o.bootstrap_url = boot;
 	o.abort_timeout_s = 2;
 	o.recv_timeout_ms = 10000;
-	o.nbufs = nbufs;
-	o.block_len = BLEN;
-	o.num_blocks = NBLK;
 	o.layer_bufs = layer_bufs;
 	o.tp_topology = true;
 	o.pp_rank = pp_rank;
 	o.pp_size = producer ? 2 : 1;
 	o.first_layer = first;
-	if (kv1_worker_create(&o, &w, err, sizeof(err)))
-		fail_msg("kv1_worker_create: %s", err);
-	return w;
+	return kv1t_create(&o);
 }
 
 static void fill(struct kv1_worker *w, int nbufs, const int64_t *ids, size_t n, uint8_t salt)

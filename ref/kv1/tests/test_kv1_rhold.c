@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "kv1/kv1.h"
+#include "kv1_testlib.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
 #include "te/tests/te_gate.h"
@@ -30,35 +31,16 @@
 #define NREQ      8
 #define HOLD_WAIT 20 /* s: bound on waiting for the late WRITE to land */
 
-struct pair {
-	struct kv1_boot *b;
-	char boot[64];
-	struct kv1_worker *p, *d;
-};
-
 static struct kv1_worker *mk_gen(enum cfg_gen gen, bool producer, const char *boot, int base,
                                  int abort_s, int hold_s, int recv_ms)
 {
-	struct kv1_opts o = {0};
-	struct kv1_worker *w = NULL;
-	char err[512];
+	struct kv1_opts o = kv1t_opts(gen, producer, boot, NBUFS, BLEN, NBLK);
 
-	o.gen = gen;
-	o.producer = producer;
-	o.protocol = "tcp";
 	o.base_port = base;
-	o.tp_size = 1;
-	o.engine_id = "engine-p0";
-	o.bootstrap_url = producer ? boot : NULL;
 	o.abort_timeout_s = abort_s;
 	o.recv_timeout_ms = recv_ms;
 	o.recv_hold_s = hold_s;
-	o.nbufs = NBUFS;
-	o.block_len = BLEN;
-	o.num_blocks = NBLK;
-	if (kv1_worker_create(&o, &w, err, sizeof(err)))
-		fail_msg("kv1_worker_create: %s", err);
-	return w;
+	return kv1t_create(&o);
 }
 
 static struct kv1_worker *mk(bool producer, const char *boot, int abort_s, int hold_s, int recv_ms)
@@ -66,34 +48,16 @@ static struct kv1_worker *mk(bool producer, const char *boot, int abort_s, int h
 	return mk_gen(CFG_GEN_B0, producer, boot, 0, abort_s, hold_s, recv_ms);
 }
 
-static void open_pair(struct pair *x, int abort_s, int hold_s, int recv_ms)
+static void open_pair(struct kv1t_pair *x, int abort_s, int hold_s, int recv_ms)
 {
-	int bport;
-
-	assert_int_equal(kv1_boot_start("127.0.0.1", 0, KV1_SHAPE_B0, &x->b, &bport), 0);
-	snprintf(x->boot, sizeof(x->boot), "http://127.0.0.1:%d", bport);
+	kv1t_boot_open(x);
 	x->p = mk(true, x->boot, abort_s, 0, recv_ms);
 	x->d = mk(false, NULL, abort_s, hold_s, recv_ms);
 }
 
-static void close_pair(struct pair *x)
-{
-	kv1_worker_destroy(x->d);
-	kv1_worker_destroy(x->p);
-	kv1_boot_stop(x->b);
-}
-
-static uint8_t pat(uint8_t salt, int b, size_t i, size_t k)
-{
-	return (uint8_t)(salt + b * 31 + i * 7 + k % 251);
-}
-
 static void fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint8_t salt)
 {
-	for (int b = 0; b < NBUFS; b++)
-		for (size_t i = 0; i < n; i++)
-			for (size_t k = 0; k < BLEN; k++)
-				kv1_block(w, b, ids[i])[k] = pat(salt, b, i, k);
+	kv1t_fill(w, NBUFS, BLEN, ids, n, salt);
 }
 
 static void expect_fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint8_t salt,
@@ -104,33 +68,18 @@ static void expect_fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint
 			for (size_t k = 0; k < BLEN; k++) {
 				uint8_t v = kv1_block(w, b, ids[i])[k];
 
-				if (v != pat(salt, b, i, k))
+				if (v != kv1t_pat(salt, b, i, k))
 					fail_msg(
 					    "%s: decode buffer %d block %lld byte %zu is 0x%02x, "
 					    "expected 0x%02x",
-					    what, b, (long long)ids[i], k, v, pat(salt, b, i, k));
+					    what, b, (long long)ids[i], k, v,
+					    kv1t_pat(salt, b, i, k));
 			}
 }
 
-static struct kv1_stats stats(struct kv1_worker *w)
-{
-	struct kv1_stats st;
-
-	kv1_worker_stats(w, &st);
-	return st;
-}
-
-static int pull(struct pair *x, const char *xfer, const int64_t *di, char *err, size_t errsz)
+static int pull(struct kv1t_pair *x, const char *xfer, const int64_t *di, char *err, size_t errsz)
 {
 	return kv1_recv_b(x->d, x->boot, "engine-p0", xfer, xfer, di, NREQ, err, errsz);
-}
-
-static bool among(int64_t id, const int64_t *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (v[i] == id)
-			return true;
-	return false;
 }
 
 /* D's receive times out while P's WRITE waits in D's server; D frees the request's blocks as
@@ -140,7 +89,7 @@ static bool among(int64_t id, const int64_t *v, size_t n)
  * the timed-out receive's blocks went to the next request and the late WRITE overwrote them. */
 static void test_timeout_holds_blocks(void **state)
 {
-	struct pair x;
+	struct kv1t_pair x;
 	int64_t pi[NREQ], di[NREQ], next[NBLK], extra;
 	char err[512];
 	struct kv1_stats st;
@@ -157,11 +106,11 @@ static void test_timeout_holds_blocks(void **state)
 	kv1_free(x.d, di, NREQ);
 	assert_int_equal(kv1_alloc(x.d, NBLK - NREQ, next), 0);
 	for (size_t i = 0; i < NBLK - NREQ; i++)
-		if (among(next[i], di, NREQ))
+		if (kv1t_among(next[i], di, NREQ))
 			fail_msg("block %lld went to another request while the late WRITE could "
 			         "still land in it",
 			         (long long)next[i]);
-	st = stats(x.d);
+	st = kv1t_stats(x.d);
 	assert_int_equal(st.recv_holds, 1);
 	assert_int_equal(st.recv_held_blocks, NREQ);
 	assert_int_equal(kv1_alloc(x.d, 1, &extra), -ENOSPC);
@@ -174,16 +123,16 @@ static void test_timeout_holds_blocks(void **state)
 		pd_sleep_ms(10);
 	assert_true(te_gate_seen() > 0);
 	te_gate_release();
-	for (int i = 0; i < HOLD_WAIT * 100 && stats(x.d).recv_held_blocks; i++)
+	for (int i = 0; i < HOLD_WAIT * 100 && kv1t_stats(x.d).recv_held_blocks; i++)
 		pd_sleep_ms(10);
-	assert_int_equal(stats(x.d).recv_held_blocks, 0);
+	assert_int_equal(kv1t_stats(x.d).recv_held_blocks, 0);
 	expect_fill(x.d, next, NREQ, 9, "the next request's blocks");
 	expect_fill(x.d, di, NREQ, 1, "the timed-out request's blocks");
 	/* released: exactly the held blocks are free again */
 	assert_int_equal(kv1_alloc(x.d, NREQ, pi), 0);
 	for (size_t i = 0; i < NREQ; i++)
-		assert_true(among(pi[i], di, NREQ));
-	close_pair(&x);
+		assert_true(kv1t_among(pi[i], di, NREQ));
+	kv1t_pair_close(&x);
 }
 
 /* Gen A: the REQ gets no trans_done within the receive timeout while the WRITE waits in D's
@@ -209,20 +158,20 @@ static void test_gen_a(void **state)
 	kv1_free(d, di, NREQ);
 	assert_int_equal(kv1_alloc(d, NBLK - NREQ, next), 0);
 	for (size_t i = 0; i < NBLK - NREQ; i++)
-		if (among(next[i], di, NREQ))
+		if (kv1t_among(next[i], di, NREQ))
 			fail_msg("block %lld went to another request while the late WRITE could "
 			         "still land in it",
 			         (long long)next[i]);
 	assert_int_equal(kv1_alloc(d, 1, &extra), -ENOSPC);
-	assert_int_equal(stats(d).recv_holds, 1);
+	assert_int_equal(kv1t_stats(d).recv_holds, 1);
 	fill(d, next, NBLK - NREQ, 4);
 	for (int i = 0; i < HOLD_WAIT * 100 && !te_gate_seen(); i++)
 		pd_sleep_ms(10);
 	assert_true(te_gate_seen() > 0);
 	te_gate_release();
-	for (int i = 0; i < HOLD_WAIT * 100 && stats(d).recv_held_blocks; i++)
+	for (int i = 0; i < HOLD_WAIT * 100 && kv1t_stats(d).recv_held_blocks; i++)
 		pd_sleep_ms(10);
-	assert_int_equal(stats(d).recv_held_blocks, 0);
+	assert_int_equal(kv1t_stats(d).recv_held_blocks, 0);
 	expect_fill(d, next, NBLK - NREQ, 4, "the next request's blocks");
 	expect_fill(d, di, NREQ, 3, "the timed-out request's blocks");
 	kv1_worker_destroy(d);
@@ -233,7 +182,7 @@ static void test_gen_a(void **state)
  * an allocation waiting for the whole pool. P never made the request ready: no WRITE. */
 static void test_deadline(void **state)
 {
-	struct pair x;
+	struct kv1t_pair x;
 	int64_t di[NREQ], all[NBLK];
 	char err[512];
 	(void)state;
@@ -241,14 +190,14 @@ static void test_deadline(void **state)
 	open_pair(&x, 60, 1, 1000);
 	assert_int_equal(kv1_alloc(x.d, NREQ, di), 0);
 	assert_int_equal(pull(&x, "xfer-none", di, err, sizeof(err)), -ETIMEDOUT);
-	assert_int_equal(stats(x.d).recv_holds, 1);
+	assert_int_equal(kv1t_stats(x.d).recv_holds, 1);
 	kv1_free(x.d, di, NREQ);
 	assert_int_equal(kv1_alloc(x.d, NBLK, all), -ENOSPC);
 	assert_int_equal(
 	    kv1_alloc_wait(x.d, NBLK, all, pd_now_ns() + HOLD_WAIT * 1000000000ull, NULL), 0);
-	assert_int_equal(stats(x.d).recv_held_blocks, 0);
+	assert_int_equal(kv1t_stats(x.d).recv_held_blocks, 0);
 	kv1_free(x.d, all, NBLK);
-	close_pair(&x);
+	kv1t_pair_close(&x);
 }
 
 /* PDKV_KV1_RECV_HOLD_MAX_BLOCKS=NREQ: with one receive's blocks held, the next receive waits
@@ -256,7 +205,7 @@ static void test_deadline(void **state)
  * drops the hold (ASan: no leak). */
 static void test_cap(void **state)
 {
-	struct pair x;
+	struct kv1t_pair x;
 	int64_t di[NREQ], d2[NREQ];
 	char err[512];
 	struct kv1_stats st;
@@ -270,13 +219,13 @@ static void test_cap(void **state)
 	assert_int_equal(pull(&x, "xfer-none", di, err, sizeof(err)), -ETIMEDOUT);
 	assert_int_equal(pull(&x, "xfer-2", d2, err, sizeof(err)), -EBUSY);
 	assert_non_null(strstr(err, "PDKV_KV1_RECV_HOLD_MAX_BLOCKS"));
-	st = stats(x.d);
+	st = kv1t_stats(x.d);
 	assert_int_equal(st.recv_holds, 1);
 	assert_int_equal(st.recvs_refused, 1);
 	assert_int_equal(st.recv_held_blocks, NREQ);
 	kv1_free(x.d, d2, NREQ);
 	kv1_free(x.d, di, NREQ);
-	close_pair(&x);
+	kv1t_pair_close(&x);
 }
 
 /* Receives P can no longer write into hold nothing: the handshake never sent (engine id unknown
@@ -284,7 +233,7 @@ static void test_cap(void **state)
  * the decode waits longer). A bad PDKV_KV1_RECV_HOLD_S fails the create. */
 static void test_no_hold(void **state)
 {
-	struct pair x;
+	struct kv1t_pair x;
 	int64_t di[NREQ];
 	char err[512];
 	struct kv1_opts o = {0};
@@ -297,9 +246,9 @@ static void test_no_hold(void **state)
 	    kv1_recv_b(x.d, x.boot, "engine-nope", "t", "t", di, NREQ, err, sizeof(err)), -ENOENT);
 	assert_int_equal(pull(&x, "xfer-none", di, err, sizeof(err)), -EIO);
 	assert_non_null(strstr(err, "Timeout waiting for P side ready."));
-	assert_int_equal(stats(x.d).recv_holds, 0);
+	assert_int_equal(kv1t_stats(x.d).recv_holds, 0);
 	kv1_free(x.d, di, NREQ);
-	close_pair(&x);
+	kv1t_pair_close(&x);
 	o.gen = CFG_GEN_B0;
 	o.protocol = "tcp";
 	o.tp_size = 1;

@@ -20,6 +20,7 @@
 #include <zmq.h>
 
 #include "kv1/kv1.h"
+#include "kv1_testlib.h"
 #include "pd_util.h"
 
 #define NBUFS 4
@@ -34,13 +35,8 @@ static bool mk_topo;
 static struct kv1_worker *mk(enum cfg_gen gen, bool producer, int base, const char *boot,
                              const char *engine, int tp_size, int tp_rank, int abort_s)
 {
-	struct kv1_opts o = {0};
-	struct kv1_worker *w = NULL;
-	char err[512];
+	struct kv1_opts o = kv1t_opts(gen, producer, boot, NBUFS, mk_blen, NBLK);
 
-	o.gen = gen;
-	o.producer = producer;
-	o.protocol = "tcp";
 	o.base_port = base;
 	o.tp_size = tp_size;
 	o.tp_rank = tp_rank;
@@ -48,14 +44,9 @@ static struct kv1_worker *mk(enum cfg_gen gen, bool producer, int base, const ch
 	o.bootstrap_url = boot;
 	o.abort_timeout_s = abort_s;
 	o.recv_timeout_ms = 10000;
-	o.nbufs = NBUFS;
-	o.block_len = mk_blen;
-	o.num_blocks = NBLK;
 	o.layer_bufs = mk_layer_bufs;
 	o.tp_topology = mk_topo;
-	if (kv1_worker_create(&o, &w, err, sizeof(err)))
-		fail_msg("kv1_worker_create: %s", err);
-	return w;
+	return kv1t_create(&o);
 }
 
 static void fill(struct kv1_worker *w, const int64_t *ids, size_t n, uint8_t salt)
