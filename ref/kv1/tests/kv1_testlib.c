@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "kv1_testlib.h"
+#include "pd_util.h"
 
 struct kv1_opts kv1t_opts(enum cfg_gen gen, bool producer, const char *boot, int nbufs, size_t blen,
                           size_t nblk)
@@ -80,4 +81,13 @@ bool kv1t_among(int64_t id, const int64_t *v, size_t n)
 		if (v[i] == id)
 			return true;
 	return false;
+}
+
+void *kv1t_ready_later(void *arg)
+{
+	struct kv1t_later *l = arg;
+
+	pd_sleep_ms(300);
+	kv1_send_ready(l->w, l->key, l->ids, l->n);
+	return NULL;
 }

@@ -37,4 +37,13 @@ struct kv1_stats kv1t_stats(struct kv1_worker *w);
 /* id is one of v[0..n). */
 bool kv1t_among(int64_t id, const int64_t *v, size_t n);
 
+/* A thread (pthread_create(..., kv1t_ready_later, &l)) that makes key ready on w 300 ms on. */
+struct kv1t_later {
+	struct kv1_worker *w;
+	const char *key;
+	int64_t *ids;
+	size_t n;
+};
+void *kv1t_ready_later(void *arg);
+
 #endif

@@ -131,22 +131,6 @@ static void wait_handshakes(struct kv1_worker *p, uint64_t n)
 	pd_sleep_ms(200); /* the handlers park them */
 }
 
-struct later {
-	struct kv1_worker *w;
-	const char *key;
-	int64_t *ids;
-	size_t n;
-};
-
-static void *make_ready_later(void *arg)
-{
-	struct later *l = arg;
-
-	pd_sleep_ms(300);
-	kv1_send_ready(l->w, l->key, l->ids, l->n);
-	return NULL;
-}
-
 /* D asks for key (before P makes it ready when early); must complete with P's bytes. */
 static void legit(struct kv1_worker *p, struct kv1_worker *d, const char *boot, const char *key,
                   bool early)
@@ -154,7 +138,7 @@ static void legit(struct kv1_worker *p, struct kv1_worker *d, const char *boot, 
 	int64_t pi[3], di[3];
 	char err[512];
 	pthread_t t;
-	struct later l = {p, key, pi, 3};
+	struct kv1t_later l = {p, key, pi, 3};
 
 	assert_int_equal(kv1_alloc(p, 3, pi), 0);
 	assert_int_equal(kv1_alloc(d, 3, di), 0);
@@ -162,7 +146,7 @@ static void legit(struct kv1_worker *p, struct kv1_worker *d, const char *boot, 
 		for (int i = 0; i < 3; i++)
 			memset(kv1_block(p, b, pi[i]), 0x40 + b * 3 + i, BLEN);
 	if (early)
-		pthread_create(&t, NULL, make_ready_later, &l);
+		pthread_create(&t, NULL, kv1t_ready_later, &l);
 	else
 		assert_int_equal(kv1_send_ready(p, key, pi, 3), 0);
 	if (kv1_recv_b(d, boot, "engine-p", key, key, di, 3, err, sizeof(err)))

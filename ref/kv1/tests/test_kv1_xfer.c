@@ -154,22 +154,6 @@ static void test_gen_a(void **state)
 	}
 }
 
-struct later {
-	struct kv1_worker *w;
-	const char *key;
-	int64_t *ids;
-	size_t n;
-};
-
-static void *make_ready_later(void *arg)
-{
-	struct later *l = arg;
-
-	pd_sleep_ms(300);
-	kv1_send_ready(l->w, l->key, l->ids, l->n);
-	return NULL;
-}
-
 static void run_gen_b(enum cfg_gen gen)
 {
 	enum kv1_shape sh = kv1_shape_of(gen);
@@ -179,7 +163,7 @@ static void run_gen_b(enum cfg_gen gen)
 	struct kv1_worker *p, *d;
 	int64_t pi[4], di[4];
 	pthread_t t;
-	struct later l;
+	struct kv1t_later l;
 
 	assert_int_equal(kv1_boot_start("127.0.0.1", 0, sh, &b, &bport), 0);
 	snprintf(boot, sizeof(boot), "http://127.0.0.1:%d", bport);
@@ -189,8 +173,8 @@ static void run_gen_b(enum cfg_gen gen)
 	assert_int_equal(kv1_alloc(d, 4, di), 0);
 	fill(p, pi, 4, 9);
 	/* D asks before P's prefill finished: P waits, then writes and answers FINISH */
-	l = (struct later){p, "xfer-1", pi, 4};
-	pthread_create(&t, NULL, make_ready_later, &l);
+	l = (struct kv1t_later){p, "xfer-1", pi, 4};
+	pthread_create(&t, NULL, kv1t_ready_later, &l);
 	assert_int_equal(
 	    kv1_recv_b(d, boot, "engine-p0", "xfer-1", "cmpl-d-0", di, 4, err, sizeof(err)), 0);
 	pthread_join(t, NULL);
