@@ -8,7 +8,7 @@ TESTS += test_hr
 test_hr_SRCS := harness/tests/test_hr.c
 test_hr_LIBS := hr cfg pdtestsvc pdcommon
 TESTS += test_hr_gen
-test_hr_gen_SRCS := harness/tests/test_hr_gen.c
+test_hr_gen_SRCS := harness/tests/test_hr_gen.c harness/tests/scenario_fixture.c
 test_hr_gen_LIBS := hr cfg pdtestsvc pdcommon
 
 # separate network stacks (hr_netns) and the OpenSSH launcher (hr_ssh): real namespaces, a real

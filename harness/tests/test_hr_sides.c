@@ -12,39 +12,20 @@
 
 #include "cfg/cfg_vllm.h"
 #include "lib/hr.h"
+#include "scenario_fixture.h"
 #include "lib/hr_deploy.h"
-
-static void parse_ok(const char *json, struct hr_scenario *sc)
-{
-	char err[1024] = "";
-	if (hr_scenario_parse("dir/s.json", json, sc, err, sizeof(err)))
-		fail_msg("parse of %s failed: %s", json, err);
-}
-
-static void expect_error(const char *json, const char *want)
-{
-	struct hr_scenario sc;
-	char err[1024] = "";
-	int r = hr_scenario_parse("dir/s.json", json, &sc, err, sizeof(err));
-	if (r == 0 || !strstr(err, want) || strncmp(err, "dir/s.json: ", 12)) {
-		if (r == 0)
-			hr_scenario_free(&sc);
-		fail_msg("parse of %s gave %d \"%s\", wanted an error containing \"%s\"", json, r,
-		         err, want);
-	}
-}
 
 static void string_form_sets_both_sides(void **st)
 {
 	struct hr_scenario sc;
 	(void)st;
-	parse_ok("{\"name\":\"t\",\"vllm\":\"0.16\",\"generation\":\"bn\"}", &sc);
+	scfx_parse_ok("{\"name\":\"t\",\"vllm\":\"0.16\",\"generation\":\"bn\"}", &sc);
 	assert_string_equal(sc.vllm_side[0], "0.16");
 	assert_string_equal(sc.vllm_side[1], "0.16");
 	assert_int_equal(sc.gen_side[0], CFG_GEN_BN);
 	assert_int_equal(sc.gen_side[1], CFG_GEN_BN);
 	hr_scenario_free(&sc);
-	parse_ok("{\"name\":\"t\",\"metadata\":\"etcd\"}", &sc); /* no "vllm": V0 default */
+	scfx_parse_ok("{\"name\":\"t\",\"metadata\":\"etcd\"}", &sc); /* no "vllm": V0 default */
 	assert_string_equal(sc.vllm_side[0], sc.vllm);
 	assert_int_equal(sc.gen_side[1], CFG_GEN_V0);
 	hr_scenario_free(&sc);
@@ -55,7 +36,7 @@ static void per_side_newer_side_wins(void **st)
 	struct hr_scenario sc;
 	char buf[64];
 	(void)st;
-	parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.21\"}}", &sc);
+	scfx_parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.21\"}}", &sc);
 	assert_string_equal(sc.vllm_side[0], "0.16");
 	assert_string_equal(sc.vllm_side[1], "0.21");
 	assert_int_equal(sc.gen_side[0], CFG_GEN_B0);
@@ -69,23 +50,25 @@ static void per_side_newer_side_wins(void **st)
 	hr_scenario_free(&sc);
 
 	/* the newer on prefill; within one generation the later release (patch counts) */
-	parse_ok("{\"name\":\"t\",\"vllm\":{\"decode\":\"0.12\",\"prefill\":\"0.15.1\"}}", &sc);
+	scfx_parse_ok("{\"name\":\"t\",\"vllm\":{\"decode\":\"0.12\",\"prefill\":\"0.15.1\"}}",
+	              &sc);
 	assert_string_equal(sc.vllm, "0.15.1");
 	assert_int_equal(sc.gen, CFG_GEN_A);
 	assert_string_equal(sc.proxy_contract, "toy");
 	hr_scenario_free(&sc);
-	parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.15.1\",\"decode\":\"0.15.2\"}}", &sc);
+	scfx_parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.15.1\",\"decode\":\"0.15.2\"}}",
+	              &sc);
 	assert_string_equal(sc.vllm, "0.15.2");
 	hr_scenario_free(&sc);
 
 	/* gen A against gen B: the contract of gen B unless the scenario forces one */
-	parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.15\",\"decode\":\"0.16\"}}", &sc);
+	scfx_parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.15\",\"decode\":\"0.16\"}}", &sc);
 	assert_int_equal(sc.gen, CFG_GEN_B0);
 	assert_string_equal(sc.proxy_contract, "mooncake");
 	hr_scenario_free(&sc);
-	parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.15\",\"decode\":\"0.16\"},"
-	         "\"proxy\":{\"contract\":\"toy\"}}",
-	         &sc);
+	scfx_parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.15\",\"decode\":\"0.16\"},"
+	              "\"proxy\":{\"contract\":\"toy\"}}",
+	              &sc);
 	assert_string_equal(sc.proxy_contract, "toy");
 	assert_string_equal(hr_scenario_grade_contract(&sc), "toy");
 	hr_scenario_free(&sc);
@@ -94,26 +77,27 @@ static void per_side_newer_side_wins(void **st)
 static void per_side_errors(void **st)
 {
 	(void)st;
-	expect_error("{\"name\":\"t\",\"vllm\":{\"prefil\":\"0.16\",\"decode\":\"0.17\"}}",
-	             "vllm: unknown key \"prefil\" (expected {\"prefill\"");
-	expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\"}}", "vllm.decode: missing");
-	expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":0.16,\"decode\":\"0.17\"}}",
-	             "vllm.prefill: expected a vLLM release such as \"0.16\"");
-	expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"x\"}}",
-	             "vllm.decode: --vllm-version: expected a vLLM release");
-	expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.9\",\"decode\":\"0.17\"}}",
-	             "vllm.prefill: --vllm-version 0.9: no connector pdkv emulates");
-	expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.8.5\",\"decode\":\"0.12\"}}",
-	             "vllm: prefill 0.8.5 speaks generation v0 and decode 0.12 generation a");
-	expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.17\"},"
-	             "\"generation\":\"bn\"}",
-	             "generation: cannot be combined with a per-side \"vllm\" object");
-	expect_error("{\"name\":\"t\",\"vllm\":16}", "vllm: expected a vLLM release such as "
-	                                             "\"0.15\", or {\"prefill\"");
+	scfx_expect_error("{\"name\":\"t\",\"vllm\":{\"prefil\":\"0.16\",\"decode\":\"0.17\"}}",
+	                  "vllm: unknown key \"prefil\" (expected {\"prefill\"");
+	scfx_expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\"}}",
+	                  "vllm.decode: missing");
+	scfx_expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":0.16,\"decode\":\"0.17\"}}",
+	                  "vllm.prefill: expected a vLLM release such as \"0.16\"");
+	scfx_expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"x\"}}",
+	                  "vllm.decode: --vllm-version: expected a vLLM release");
+	scfx_expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.9\",\"decode\":\"0.17\"}}",
+	                  "vllm.prefill: --vllm-version 0.9: no connector pdkv emulates");
+	scfx_expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.8.5\",\"decode\":\"0.12\"}}",
+	                  "vllm: prefill 0.8.5 speaks generation v0 and decode 0.12 generation a");
+	scfx_expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.17\"},"
+	                  "\"generation\":\"bn\"}",
+	                  "generation: cannot be combined with a per-side \"vllm\" object");
+	scfx_expect_error("{\"name\":\"t\",\"vllm\":16}", "vllm: expected a vLLM release such as "
+	                                                  "\"0.15\", or {\"prefill\"");
 	/* V1 rules still hold for a per-side V1 pair */
-	expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.17\"},"
-	             "\"metadata\":\"etcd\"}",
-	             "metadata: vLLM V1 connectors");
+	scfx_expect_error("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.17\"},"
+	                  "\"metadata\":\"etcd\"}",
+	                  "metadata: vLLM V1 connectors");
 }
 
 /* the value after flag in a stand-in's argv, or NULL */
@@ -132,7 +116,7 @@ static void each_standin_gets_its_release(void **st)
 	char err[256];
 	cJSON *p, *q, *plain;
 	(void)st;
-	parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.19\"}}", &sc);
+	scfx_parse_ok("{\"name\":\"t\",\"vllm\":{\"prefill\":\"0.16\",\"decode\":\"0.19\"}}", &sc);
 	memset(&d, 0, sizeof(d));
 	d.sc = &sc;
 	snprintf(d.standin_exe, sizeof(d.standin_exe), "pdkv-standin");
