@@ -173,6 +173,13 @@ int pd_env_int(const char *name, int64_t *out)
 	return rc < -1 ? 0 : rc;
 }
 
+int pd_env_int_or(const char *name, const char *older, int64_t *out)
+{
+	int rc = pd_env_int(name, out);
+
+	return rc || !older ? rc : pd_env_int(older, out);
+}
+
 int pd_env_size(const char *name, uint64_t *out)
 {
 	const struct pd_env_var *r;
@@ -237,6 +244,14 @@ bool pd_env_set(const char *name)
 		pd_err("pd_env: %s is not in the table (add a row to ref/common/pd_env_table.c)",
 		       name);
 	return getenv(name) != NULL;
+}
+
+const char *pd_env_raw(const char *name)
+{
+	if (!pd_env_find(name))
+		pd_err("pd_env: %s is not in the table (add a row to ref/common/pd_env_table.c)",
+		       name);
+	return getenv(name);
 }
 
 const char *pd_env_error(void)

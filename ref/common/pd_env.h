@@ -88,11 +88,18 @@ int pd_env_int(const char *name, int64_t *out);
 int pd_env_size(const char *name, uint64_t *out);
 int pd_env_bool(const char *name, bool *out);
 int pd_env_float(const char *name, double *out);
+/* pd_env_int of name, or, when name is unset, of older (another spelling of the same setting:
+ * MC_MIN_PRC_PORT for MC_MIN_RPC_PORT, NCCL_IB_GID_INDEX for MC_GID_INDEX). older may be NULL. */
+int pd_env_int_or(const char *name, const char *older, int64_t *out);
 /* STR/PATH/ENUM/SET: the value when set and non-empty (and valid for ENUM), else the row's
  * default (NULL when none). */
 const char *pd_env_str(const char *name);
 /* SET rows: whether the variable is set at all (even empty, as Mooncake tests it). */
 bool pd_env_set(const char *name);
+/* The text of a row's variable as the environment has it (NULL unset, "" set empty), unchecked:
+ * for readers that diagnose the text themselves (the config checker, pdkv doctor) or need the
+ * set-but-empty case (the proxy's "Bearer None"). A name not in the table logs an error. */
+const char *pd_env_raw(const char *name);
 /* "NAME=\"value\": expected ..." for the last bad value an ERROR row refused (this thread). */
 const char *pd_env_error(void);
 

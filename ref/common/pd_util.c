@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 
 uint64_t pd_now_ns(void)
@@ -211,67 +212,6 @@ int pd_rm_rf(const char *path)
 	if (rmdir(path) && !ret)
 		ret = -errno;
 	return ret;
-}
-
-int pd_parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-	if (!s || !*s)
-		return -EINVAL;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
-	if (*end || end == s)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int pd_parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
-	if (*end || end == s)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int pd_parse_size(const char *s, uint64_t *out)
-{
-	static const struct {
-		const char *sfx;
-		uint64_t mul;
-	} sfx[] = {{"", 1},           {"K", 1ull << 10}, {"KiB", 1ull << 10}, {"KB", 1ull << 10},
-	           {"k", 1ull << 10}, {"M", 1ull << 20}, {"MiB", 1ull << 20}, {"MB", 1ull << 20},
-	           {"m", 1ull << 20}, {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"GB", 1ull << 30},
-	           {"g", 1ull << 30}};
-	char *end;
-	double v;
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno == ERANGE || end == s || !isfinite(v) || v < 0)
-		return -EINVAL;
-	for (size_t i = 0; i < PD_ARRAY_SIZE(sfx); i++) {
-		if (strcmp(end, sfx[i].sfx))
-			continue;
-		v *= (double)sfx[i].mul;
-		if (v >= 18446744073709551616.0)
-			return -ERANGE;
-		*out = (uint64_t)v;
-		return 0;
-	}
-	return -EINVAL;
 }
 
 int pd_split_hostport(const char *s, char *host_out, size_t host_sz, int *port_out)
@@ -490,7 +430,9 @@ static size_t env_chunk(atomic_size_t *slot, const char *name, size_t def)
 	size_t c = atomic_load_explicit(slot, memory_order_relaxed);
 
 	if (c == SIZE_MAX) {
-		c = pd_chunk_parse(name, getenv(name), def);
+		/* the row's text, checked here: 0 (no cap) or a size of at least 4K (a rule a
+		 * row's range cannot say) */
+		c = pd_chunk_parse(name, pd_env_raw(name), def);
 		atomic_store_explicit(slot, c, memory_order_relaxed);
 	}
 	return c;
@@ -526,7 +468,8 @@ uint64_t pd_sock_spin_ns(void)
 	int64_t v = atomic_load_explicit(&ns, memory_order_relaxed);
 
 	if (v < 0) {
-		v = (int64_t)pd_spin_parse_ns("PDKV_TCP_SPIN_US", getenv("PDKV_TCP_SPIN_US"));
+		pd_env_int("PDKV_TCP_SPIN_US", &v); /* 0..100000 us, default PD_SOCK_SPIN_US */
+		v *= 1000;
 		atomic_store_explicit(&ns, v, memory_order_relaxed);
 	}
 	return (uint64_t)v;
