@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te_gpu.h"
@@ -25,18 +26,14 @@ extern const struct te_transport_ops te_rdma_transport_ops __attribute__((weak))
 static void cleanup_track(struct te_engine *eng, bool add);
 
 /* ---------------------------------------------------------------- RPC endpoint */
-static int env_port(const char *a, const char *b, int def)
+/* Port rows (1024..65535, a bad value warns and reads as the default): a, else when a is unset
+ * its older spelling b (Mooncake's MC_MIN_PRC_PORT). */
+static int env_port(const char *a, const char *b)
 {
-	const char *e = getenv(a);
 	int64_t v;
-	if (!e || !*e)
-		e = getenv(b);
-	if (e && *e) {
-		if (!pd_parse_i64(e, &v) && v >= 1024 && v <= 65535)
-			return (int)v;
-		pd_warn("te: ignoring %s=%s (expected a port 1024..65535)", getenv(a) ? a : b, e);
-	}
-	return def;
+
+	pd_env_int_or(a, b, &v);
+	return (int)v;
 }
 
 static int bind_port(const char *host, int port)
@@ -76,17 +73,15 @@ static int bind_port(const char *host, int port)
 /* Binds rpc_port (and rpc_port+1 for tcp data) and keeps both fds for the listeners. */
 static int choose_endpoint(struct te_engine *eng, const char *given_name, bool want_data)
 {
-	const char *bind_host = getenv("MC_TCP_BIND_ADDRESS");
+	const char *bind_host = pd_env_str("MC_TCP_BIND_ADDRESS"); /* NULL when unset or empty */
 	int fd = -1, dfd = -1;
 
-	if (bind_host && !*bind_host)
-		bind_host = NULL;
-	if (getenv("MC_LEGACY_RPC_PORT_BINDING")) {
+	if (pd_env_set("MC_LEGACY_RPC_PORT_BINDING")) {
 		char host[128];
 		int port;
 		if (pd_split_hostport(given_name, host, sizeof(host), &port)) {
 			snprintf(host, sizeof(host), "%s", given_name);
-			port = env_port("MC_HANDSHAKE_PORT", "MC_HANDSHAKE_PORT", 12001);
+			port = env_port("MC_HANDSHAKE_PORT", NULL);
 		}
 		snprintf(eng->local_ip, sizeof(eng->local_ip), "%s", host);
 		fd = bind_port(bind_host, port);
@@ -102,8 +97,8 @@ static int choose_endpoint(struct te_engine *eng, const char *given_name, bool w
 		}
 		eng->rpc_port = port;
 	} else {
-		int lo = env_port("MC_MIN_RPC_PORT", "MC_MIN_PRC_PORT", 15000);
-		int hi = env_port("MC_MAX_RPC_PORT", "MC_MAX_PRC_PORT", 17000);
+		int lo = env_port("MC_MIN_RPC_PORT", "MC_MIN_PRC_PORT");
+		int hi = env_port("MC_MAX_RPC_PORT", "MC_MAX_PRC_PORT");
 		unsigned seed = (unsigned)(pd_now_ns() ^ ((uint64_t)getpid() << 16));
 
 		if (hi < lo + (want_data ? 1 : 0)) {
@@ -176,7 +171,8 @@ static int choose_transport(struct te_engine *eng, const struct te_engine_opts *
 	}
 	/* Mooncake's intra-node GPU transport: asked for by name, or, with no protocol given, by
 	 * MC_INTRANODE_NVLINK being set (Mooncake's auto-discovery checks it first) */
-	if ((p && !strcmp(p, "nvlink_intra")) || ((!p || !*p) && getenv("MC_INTRANODE_NVLINK"))) {
+	if ((p && !strcmp(p, "nvlink_intra")) ||
+	    ((!p || !*p) && pd_env_set("MC_INTRANODE_NVLINK"))) {
 		eng->ops = &te_ipc_transport_ops;
 	} else if (p && !strcmp(p, "rdma")) {
 		if (!rdma) {
@@ -186,7 +182,7 @@ static int choose_transport(struct te_engine *eng, const struct te_engine_opts *
 		eng->ops = rdma;
 	} else if (p && !strcmp(p, "tcp")) {
 		eng->ops = &te_tcp_transport_ops;
-	} else if (rdma && !getenv("MC_FORCE_TCP") && rdma_device_present(o->device_names)) {
+	} else if (rdma && !pd_env_set("MC_FORCE_TCP") && rdma_device_present(o->device_names)) {
 		eng->ops = rdma;
 	} else {
 		eng->ops = &te_tcp_transport_ops;
@@ -351,7 +347,6 @@ int te_engine_create(const struct te_engine_opts *o, struct te_engine **out)
 {
 	struct te_engine *eng;
 	char errbuf[256] = "";
-	const char *e;
 	int64_t v;
 	int ret;
 
@@ -376,10 +371,9 @@ int te_engine_create(const struct te_engine_opts *o, struct te_engine **out)
 	snprintf(eng->name, sizeof(eng->name), "%s", o->local_server_name);
 	if (o->device_names)
 		snprintf(eng->device_names, sizeof(eng->device_names), "%s", o->device_names);
-	e = getenv("MC_SLICE_TIMEOUT");
-	if (e && !pd_parse_i64(e, &v) && v >= 1 && v <= 65535)
+	if (pd_env_int("MC_SLICE_TIMEOUT", &v) == 1) /* 1..65535 s; unset: none */
 		eng->slice_timeout_s = (int)v;
-	eng->disable_metacache = getenv("MC_DISABLE_METACACHE") != NULL;
+	eng->disable_metacache = pd_env_set("MC_DISABLE_METACACHE");
 
 	ret = te_batch_table_create(&eng->batches);
 	if (ret)

@@ -83,7 +83,7 @@ static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 static void cu_load(void)
 {
 	static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
-	const char *forced = getenv("PDKV_CUDART");
+	const char *forced = pd_env_str("PDKV_CUDART");
 	int n = 0;
 	cuerr_t e;
 
@@ -359,12 +359,10 @@ size_t te_gpu_chunk(void)
 {
 	static size_t chunk;
 	if (!chunk) {
-		const char *e = getenv("PDKV_GPU_CHUNK");
 		uint64_t v;
-		size_t c = 2u << 20;
-		if (e && !pd_parse_size(e, &v) && v >= 65536 && v <= (64u << 20))
-			c = (size_t)v;
-		chunk = c;
+
+		pd_env_size("PDKV_GPU_CHUNK", &v); /* 64K..64M, default 2M */
+		chunk = (size_t)v;
 	}
 	return chunk;
 }

@@ -25,15 +25,12 @@
 
 static size_t hs_max_len(size_t max_len)
 {
-	const char *e;
 	uint64_t v;
 
 	if (max_len)
 		return max_len;
-	e = getenv("MC_HANDSHAKE_MAX_LENGTH");
-	if (e && !pd_parse_size(e, &v) && v >= 1 && v <= (128ull << 20))
-		return (size_t)v;
-	return TE_HS_MAX_FRAME;
+	pd_env_size("MC_HANDSHAKE_MAX_LENGTH", &v); /* 1..128M, default 1M (TE_HS_MAX_FRAME) */
+	return (size_t)v;
 }
 
 int te_hs_send_frame(int fd, int type, const char *json, size_t len)
@@ -61,11 +58,10 @@ int te_hs_send_frame(int fd, int type, const char *json, size_t len)
  * seconds cannot hold a slot). */
 static int hs_frame_timeout_ms(void)
 {
-	const char *e = getenv("PDKV_HS_FRAME_TIMEOUT_MS");
 	int64_t v;
-	if (e && !pd_parse_i64(e, &v) && v >= 1 && v <= 3600000)
-		return (int)v;
-	return HS_SERVER_RCV_TIMEOUT_MS;
+
+	pd_env_int("PDKV_HS_FRAME_TIMEOUT_MS", &v); /* default HS_SERVER_RCV_TIMEOUT_MS */
+	return (int)v;
 }
 
 /* The frame's deadline: the socket's receive timeout, counted once for the whole frame. */
@@ -227,12 +223,10 @@ int te_hs_server_start(int bound_fd, int port, te_hs_handler h, void *ctx,
                        struct te_hs_server **out)
 {
 	struct te_hs_server *s;
-	const char *e = getenv("MC_HANDSHAKE_LISTEN_BACKLOG");
-	int64_t backlog = 128;
+	int64_t backlog;
 
 	*out = NULL;
-	if (e && (pd_parse_i64(e, &backlog) || backlog < 1 || backlog > 65535))
-		backlog = 128;
+	pd_env_int("MC_HANDSHAKE_LISTEN_BACKLOG", &backlog); /* 1..65535, default 128 */
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return TE_ERR_MEMORY;

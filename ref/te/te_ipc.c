@@ -78,7 +78,7 @@ struct te_transport {
  * play "another host" with PDKV_IPC_HOST_ID. */
 static void local_host_id(char *out, size_t len)
 {
-	const char *e = getenv("PDKV_IPC_HOST_ID");
+	const char *e = pd_env_str("PDKV_IPC_HOST_ID");
 	char *txt = NULL;
 
 	if (e && *e) {

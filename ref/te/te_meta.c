@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -27,7 +28,7 @@ static const struct te_meta_backend *const backends[] = {
 /* "mooncake/" or "mooncake/<MC_METADATA_CLUSTER_ID>/" ('/' appended when missing). */
 static char *key_prefix(void)
 {
-	const char *id = getenv("MC_METADATA_CLUSTER_ID");
+	const char *id = pd_env_str("MC_METADATA_CLUSTER_ID");
 	size_t n;
 	if (!id || !*id)
 		return strdup("mooncake/");

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 
 int te_compat_parse(const char *s)
@@ -29,7 +30,7 @@ int te_compat_parse(const char *s)
 int te_compat_version(void)
 {
 	static atomic_bool warned;
-	const char *e = getenv("PDKV_MOONCAKE_VERSION");
+	const char *e = pd_env_str("PDKV_MOONCAKE_VERSION");
 	int v = te_compat_parse(e);
 
 	if (v < 0 && !atomic_exchange(&warned, true))

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -132,9 +133,9 @@ static redisReply *rd_cmd(struct redis *r, int argc, const char **argv, const si
 static int redis_open(const struct te_conn_info *ci, void **state, char *errbuf, size_t errlen)
 {
 	struct redis *r = calloc(1, sizeof(*r));
-	const char *pass = getenv("MC_REDIS_PASSWORD"), *user = getenv("MC_REDIS_USERNAME");
-	const char *db = getenv("MC_REDIS_DB_INDEX");
+	const char *pass = pd_env_str("MC_REDIS_PASSWORD"), *user = pd_env_str("MC_REDIS_USERNAME");
 	int64_t v;
+	int db = pd_env_int("MC_REDIS_DB_INDEX", &v); /* 0..255, a bad value refuses */
 	int ret;
 
 	if (!r)
@@ -143,15 +144,13 @@ static int redis_open(const struct te_conn_info *ci, void **state, char *errbuf,
 	snprintf(r->host, sizeof(r->host), "%s", ci->host);
 	r->port = ci->port;
 	r->db = -1;
-	if (db && *db) {
-		if (pd_parse_i64(db, &v) || v < 0 || v > 255) {
-			snprintf(errbuf, errlen, "MC_REDIS_DB_INDEX: expected 0..255, got \"%s\"",
-			         db);
-			ret = TE_ERR_INVALID_ARGUMENT;
-			goto fail;
-		}
-		r->db = (int)v;
+	if (db < 0) {
+		snprintf(errbuf, errlen, "%s", pd_env_error());
+		ret = TE_ERR_INVALID_ARGUMENT;
+		goto fail;
 	}
+	if (db == 1)
+		r->db = (int)v;
 	if (pass && strlen(pass) >= sizeof(r->pass)) {
 		snprintf(errbuf, errlen, "MC_REDIS_PASSWORD longer than %zu bytes",
 		         sizeof(r->pass) - 1);

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -93,7 +94,7 @@ int te_net_connect(const char *host, int port, int timeout_ms)
 
 void te_net_local_ip(char *out, size_t len)
 {
-	const char *e = getenv("MC_TCP_BIND_ADDRESS");
+	const char *e = pd_env_str("MC_TCP_BIND_ADDRESS");
 	struct ifaddrs *ifs, *i;
 
 	if (e && *e) {
@@ -125,14 +126,13 @@ void te_net_set_timeouts_ms(int fd, int ms)
 
 void te_net_tune_socket(int fd)
 {
-	const char *e = getenv("PDKV_TCP_SOCKBUF");
 	int one = 1;
 	uint64_t sz;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	/* Default: leave the kernel's autotuning alone (a fixed SO_SNDBUF disables it and is
 	 * capped by wmem_max); PDKV_TCP_SOCKBUF=4M forces a size. */
-	if (e && !pd_parse_size(e, &sz) && sz >= 65536 && sz <= (1ull << 30)) {
+	if (pd_env_size("PDKV_TCP_SOCKBUF", &sz) == 1) { /* 64K..1G */
 		int v = (int)sz;
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));

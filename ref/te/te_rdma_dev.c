@@ -11,60 +11,46 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
-static int env_int(const char *name, int def, int lo, int hi)
+/* An INT row of the pd_env table (its range and default are the row's; a bad value warns). */
+static int env_int(const char *name)
 {
-	const char *v = getenv(name);
 	int64_t x;
 
-	if (!v || !*v)
-		return def;
-	if (pd_parse_i64(v, &x) || x < lo || x > hi) {
-		pd_warn("rdma: ignoring %s=\"%s\" (expected an integer in [%d, %d]); using %d",
-		        name, v, lo, hi, def);
-		return def;
-	}
+	pd_env_int(name, &x);
 	return (int)x;
 }
 
 void te_rdma_cfg_load(struct te_rdma_cfg *cfg)
 {
-	const char *gid = getenv("MC_GID_INDEX");
+	int64_t gid;
 
-	cfg->ib_port = env_int("MC_IB_PORT", 1, 1, 255);
-	if (!gid || !*gid)
-		gid = getenv("NCCL_IB_GID_INDEX");
-	cfg->gid_index = -1;
-	if (gid && *gid) {
-		int64_t x;
-
-		if (pd_parse_i64(gid, &x) || x < 0 || x > 255)
-			pd_warn("rdma: ignoring GID index \"%s\" (expected 0..255); auto-selecting",
-			        gid);
-		else
-			cfg->gid_index = (int)x;
-	}
-	cfg->mtu = env_int("MC_MTU", 4096, 256, 4096);
+	cfg->ib_port = env_int("MC_IB_PORT");
+	/* unset or bad (warned, naming the variable): the first RoCEv2 IPv4 GID */
+	cfg->gid_index =
+	    pd_env_int_or("MC_GID_INDEX", "NCCL_IB_GID_INDEX", &gid) == 1 ? (int)gid : -1;
+	cfg->mtu = env_int("MC_MTU");
 	if (cfg->mtu != 512 && cfg->mtu != 1024 && cfg->mtu != 2048 && cfg->mtu != 4096) {
 		pd_warn(
 		    "rdma: MC_MTU=%d is not 512|1024|2048|4096 (Mooncake exits on it); using 4096",
 		    cfg->mtu);
 		cfg->mtu = 4096;
 	}
-	cfg->num_qp_per_ep = env_int("MC_NUM_QP_PER_EP", 2, 1, TE_RDMA_MAX_QP_PER_EP);
-	cfg->max_wr = env_int("MC_MAX_WR", 256, 1, 65535);
-	cfg->max_sge = env_int("MC_MAX_SGE", 4, 1, 64);
-	cfg->max_inline = env_int("MC_MAX_INLINE", 64, 0, 4096);
-	cfg->max_cqe = env_int("MC_MAX_CQE_PER_CTX", 4096, 16, 65535);
-	cfg->slice_size = (size_t)env_int("MC_SLICE_SIZE", 65536, 1, 1 << 30);
-	cfg->retry_cnt = env_int("MC_RETRY_CNT", 9, 1, 127);
-	cfg->hs_timeout_ms = env_int("MC_HANDSHAKE_CONNECT_TIMEOUT", 5, 1, 600) * 1000;
+	cfg->num_qp_per_ep = env_int("MC_NUM_QP_PER_EP");
+	cfg->max_wr = env_int("MC_MAX_WR");
+	cfg->max_sge = env_int("MC_MAX_SGE");
+	cfg->max_inline = env_int("MC_MAX_INLINE");
+	cfg->max_cqe = env_int("MC_MAX_CQE_PER_CTX");
+	cfg->slice_size = (size_t)env_int("MC_SLICE_SIZE");
+	cfg->retry_cnt = env_int("MC_RETRY_CNT");
+	cfg->hs_timeout_ms = env_int("MC_HANDSHAKE_CONNECT_TIMEOUT") * 1000;
 	/* pdkv addition: a QP whose peer vanished should end in RETRY_EXC_ERR within ~1 s, but
 	 * Soft-RoCE (6.1) can stay silent forever; no progress for this long resets the endpoint */
-	cfg->stall_ms = env_int("PDKV_RDMA_STALL_S", 5, 1, 3600) * 1000;
-	cfg->fault_reset = env_int("PDKV_RDMA_FAULT_RESET", 0, 0, 1 << 20);
+	cfg->stall_ms = env_int("PDKV_RDMA_STALL_S") * 1000;
+	cfg->fault_reset = env_int("PDKV_RDMA_FAULT_RESET");
 }
 
 void te_rdma_gid_str(const union ibv_gid *g, char out[48])

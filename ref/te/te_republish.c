@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -100,17 +101,13 @@ static void *keeper_main(void *arg)
 
 void te_keeper_start(struct te_engine *eng)
 {
-	const char *e = getenv("PDKV_TE_REPUBLISH_S");
 	pthread_condattr_t ca;
-	int64_t v = TE_REPUBLISH_S;
+	int64_t v;
 
 	atomic_store(&eng->keeper.meta_ok, true);
 	if (!eng->meta)
 		return;
-	if (e && (pd_parse_i64(e, &v) || v < 0 || v > 3600)) {
-		pd_warn("te: ignoring PDKV_TE_REPUBLISH_S=%s (expected 0..3600 seconds)", e);
-		v = TE_REPUBLISH_S;
-	}
+	pd_env_int("PDKV_TE_REPUBLISH_S", &v); /* 0..3600 s, default TE_REPUBLISH_S (5) */
 	if (v == 0)
 		return;
 	eng->keeper.period_s = (int)v;

@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te_gpu.h"
@@ -186,10 +187,9 @@ static void tcp_destroy(struct te_transport *tp)
 int te_tcp_lanes_per_peer(void)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	const char *e = getenv("MC_TCP_LANES_PER_PEER");
 	int64_t v;
 
-	if (e && !pd_parse_i64(e, &v) && v >= 1 && v <= TCP_MAX_LANES)
+	if (pd_env_int("MC_TCP_LANES_PER_PEER", &v) == 1) /* 1..16 (TCP_MAX_LANES) */
 		return (int)v;
 	return ncpu >= 16 ? 4 : ncpu > 4 ? 2 : 1;
 }
@@ -206,7 +206,7 @@ static int tcp_install(struct te_engine *eng, struct te_transport **out)
 	tp->lfd = -1;
 	pthread_mutex_init(&tp->peers_mu, NULL);
 	tp->nlanes = te_tcp_lanes_per_peer();
-	e = getenv("MC_TCP_PROTO");
+	e = pd_env_str("MC_TCP_PROTO");
 	tp->proto_v1_only = e && !strcmp(e, "1");
 
 	tp->lfd = te_engine_take_data_fd(eng);

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_tsan.h"
 #include "pd_util.h"
@@ -385,27 +386,19 @@ static void srv_serve(void *ctx, int fd)
 	te_gpu_stage_free(stage);
 }
 
-/* Environment integer in [lo, hi], else def (with a warning naming the variable). */
-static int env_int(const char *name, int def, int lo, int hi)
+/* An INT row of the pd_env table (range and default are the row's; a bad value warns). */
+static int env_int(const char *name)
 {
-	const char *e = getenv(name);
 	int64_t v;
-	if (!e)
-		return def;
-	if (pd_parse_i64(e, &v) || v < lo || v > hi) {
-		pd_warn("tcp server: ignoring %s=%s (expected %d..%d); using %d", name, e, lo, hi,
-		        def);
-		return def;
-	}
+
+	pd_env_int(name, &v);
 	return (int)v;
 }
 
 int te_tcp_server_start(struct te_transport *tp)
 {
-	tp->hdr_timeout_ms =
-	    env_int("PDKV_TCP_HEADER_TIMEOUT_MS", TCP_HEADER_TIMEOUT_MS, 1, 3600000);
-	tp->idle_timeout_ms =
-	    env_int("PDKV_TCP_IDLE_TIMEOUT_S", TCP_IDLE_TIMEOUT_S, 0, 86400) * 1000;
+	tp->hdr_timeout_ms = env_int("PDKV_TCP_HEADER_TIMEOUT_MS");
+	tp->idle_timeout_ms = env_int("PDKV_TCP_IDLE_TIMEOUT_S") * 1000;
 	if (listen(tp->lfd, 128)) {
 		pd_err("tcp: listen on data port %d failed: %s", te_engine_rpc_port(tp->eng) + 1,
 		       strerror(errno));
