@@ -14,13 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_proc.h"
 
 #define OUT_MAX (16u << 20)
 
 const char *cfg_drift_extractor(char *buf, size_t sz)
 {
-	const char *env = getenv("PDKV_VLLM_EXTRACT");
+	const char *env = pd_env_str("PDKV_VLLM_EXTRACT");
 	const char *rel[] = {"vllm_extract.py", "../share/pdkv/vllm_extract.py",
 	                     "../../harness/drift/vllm_extract.py"};
 	if (env && *env)
@@ -34,7 +35,7 @@ const char *cfg_drift_extractor(char *buf, size_t sz)
 
 static const char *python(void)
 {
-	const char *p = getenv("PDKV_PYTHON");
+	const char *p = pd_env_str("PDKV_PYTHON"); /* default python3 */
 	return p && *p ? p : "python3";
 }
 

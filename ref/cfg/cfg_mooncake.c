@@ -2,6 +2,7 @@
 /* cfg_mooncake: mooncake.json as vLLM's MooncakeTransferEngineConfig.from_file and the Mooncake
  * adaptor read it (docs/vllm-v0.md), the exception vLLM raises, and pdkv's diagnostics. */
 #include "cfg_internal.h"
+#include "pd_env.h"
 #include "pd_util.h"
 
 #include <cJSON.h>
@@ -229,7 +230,7 @@ int cfg_mooncake_load(const char *path, enum cfg_vllm vllm, struct cfg_mooncake 
                       struct cfg_diags *d, char **vllm_error)
 {
 	if (!path)
-		return cfg_mooncake_load_ex(getenv("MOONCAKE_CONFIG_PATH"), true, vllm, out, d,
+		return cfg_mooncake_load_ex(pd_env_raw("MOONCAKE_CONFIG_PATH"), true, vllm, out, d,
 		                            vllm_error);
 	return cfg_mooncake_load_ex(path, false, vllm, out, d, vllm_error);
 }

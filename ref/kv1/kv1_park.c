@@ -11,6 +11,7 @@
 #include <zmq.h>
 
 #include "kv1_internal.h"
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_tsan.h"
 #include "pd_util.h"
@@ -51,23 +52,17 @@ void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j)
 
 /* ------------------------------------------------------------------ parking */
 
+/* An ERR row of the pd_env table (1..1000000): unset is def, a bad value refuses. */
 static int env_cap(const char *name, int def, int *out, char *err, size_t errsz)
 {
-	const char *v = getenv(name);
-	char *end;
-	long n;
+	int64_t v;
+	int rc = pd_env_int(name, &v);
 
-	*out = def;
-	if (!v || !*v)
-		return 0;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (errno || *end || n < 1 || n > 1000000) {
-		kv1_set_err(err, errsz, "%s=\"%s\": expected an integer 1..1000000 (default %d)",
-		            name, v, def);
+	*out = rc == 1 ? (int)v : def;
+	if (rc < 0) {
+		kv1_set_err(err, errsz, "%s", pd_env_error());
 		return -1;
 	}
-	*out = (int)n;
 	return 0;
 }
 

@@ -36,18 +36,14 @@ struct kv1_rhold {
 	char peer[300];
 };
 
-static int env_i64(const char *name, int64_t lo, int64_t hi, int64_t *v, char *err, size_t errsz)
+/* An ERR row of the pd_env table: 1 set (*v), 0 unset, -1 bad (err says why). */
+static int env_i64(const char *name, int64_t *v, char *err, size_t errsz)
 {
-	const char *e = getenv(name);
+	int rc = pd_env_int(name, v);
 
-	if (!e)
-		return 0;
-	if (pd_parse_i64(e, v) || *v < lo || *v > hi) {
-		kv1_set_err(err, errsz, "%s=%s: expected %lld..%lld", name, e, (long long)lo,
-		            (long long)hi);
-		return -1;
-	}
-	return 1;
+	if (rc < 0)
+		kv1_set_err(err, errsz, "%s", pd_env_error());
+	return rc;
 }
 
 int kv1_rhold_init(struct kv1_worker *w, char *err, size_t errsz)
@@ -61,15 +57,22 @@ int kv1_rhold_init(struct kv1_worker *w, char *err, size_t errsz)
 		return -1;
 	}
 	w->rhold_s = (uint64_t)w->o.recv_hold_s;
-	r = env_i64("PDKV_KV1_RECV_HOLD_S", 1, 86400, &v, err, errsz);
+	r = env_i64("PDKV_KV1_RECV_HOLD_S", &v, err, errsz);
 	if (r < 0)
 		return -1;
 	if (r > 0 && !w->rhold_s)
 		w->rhold_s = (uint64_t)v;
 	w->rhold_max = w->o.num_blocks / 2 ? w->o.num_blocks / 2 : 1;
-	r = env_i64("PDKV_KV1_RECV_HOLD_MAX_BLOCKS", 1, (int64_t)w->o.num_blocks, &v, err, errsz);
+	r = env_i64("PDKV_KV1_RECV_HOLD_MAX_BLOCKS", &v, err, errsz);
 	if (r < 0)
 		return -1;
+	if (r > 0 && v > (int64_t)w->o.num_blocks) {
+		kv1_set_err(err, errsz,
+		            "PDKV_KV1_RECV_HOLD_MAX_BLOCKS=%lld: expected 1..%zu (the KV "
+		            "cache's blocks)",
+		            (long long)v, (size_t)w->o.num_blocks);
+		return -1;
+	}
 	if (r > 0)
 		w->rhold_max = (size_t)v;
 	w->rhold_on = calloc(w->o.num_blocks, 1);

@@ -12,6 +12,7 @@
 
 #include "kv1_internal.h"
 #include "te/te_gpu.h"
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -92,7 +93,7 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 {
 	struct kv1_worker *w = calloc(1, sizeof(*w));
 	struct te_engine_opts eo;
-	const char *ip = o->ip ? o->ip : getenv("VLLM_HOST_IP");
+	const char *ip = o->ip ? o->ip : pd_env_str("VLLM_HOST_IP");
 	int ret;
 
 	*out = NULL;

@@ -27,17 +27,17 @@
 
 int kv1_hold_init(struct kv1_worker *w, char *err, size_t errsz)
 {
-	const char *e;
 	int64_t v;
+	int rc;
 
 	w->max_held = KV1_MAX_HELD;
-	w->write_phases = (e = getenv("PDKV_KV1_PHASES")) && !strcmp(e, "1");
-	e = getenv("PDKV_KV1_MAX_HELD_WRITES");
-	if (e && (pd_parse_i64(e, &v) || v < 1 || v > 4096)) {
-		kv1_set_err(err, errsz, "PDKV_KV1_MAX_HELD_WRITES=%s: expected 1..4096", e);
+	pd_env_bool("PDKV_KV1_PHASES", &w->write_phases);
+	rc = pd_env_int("PDKV_KV1_MAX_HELD_WRITES", &v); /* 1..4096, a bad value refuses */
+	if (rc < 0) {
+		kv1_set_err(err, errsz, "%s", pd_env_error());
 		return -1;
 	}
-	if (e)
+	if (rc > 0)
 		w->max_held = (size_t)v;
 	w->hold_refs = calloc(w->o.num_blocks, sizeof(*w->hold_refs));
 	w->hold_freed = calloc(w->o.num_blocks, sizeof(*w->hold_freed));

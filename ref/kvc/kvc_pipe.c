@@ -11,6 +11,7 @@
 #include <zmq.h>
 
 #include "kvc/kvc_internal.h"
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_tsan.h"
 #include "pd_util.h"
@@ -291,17 +292,12 @@ static int zconnect(void *s, const char *host, int port, const char *what)
 
 static size_t pool_size(const struct kvc_opts *o)
 {
-	const char *env = getenv("PDKV_KVC_POOL_BYTES");
 	uint64_t v;
+
 	if (o->pool_bytes)
 		return o->pool_bytes;
-	if (env && *env) {
-		if (pd_parse_size(env, &v) == 0 && v >= KVC_POOL_MIN_BLOCK && v <= (1ull << 40))
-			return (size_t)v;
-		pd_warn("kvc: PDKV_KVC_POOL_BYTES=\"%s\" is not a size between 8KiB and 1TiB; "
-		        "using the default",
-		        env);
-	}
+	if (pd_env_size("PDKV_KVC_POOL_BYTES", &v) == 1) /* 8K (KVC_POOL_MIN_BLOCK)..1T */
+		return (size_t)v;
 	return kvc_pool_default_bytes(o->kt ? o->kt->kv_buffer_size : 1e9);
 }
 
@@ -319,13 +315,10 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	p->fmt = o->frame_format;
 	p->transfer_timeout_ms = o->transfer_timeout_ms;
 	{
-		const char *e = getenv("PDKV_KVC_READ_AHEAD");
+		bool on;
 
-		p->read_ahead = !e || !*e || strcmp(e, "0") != 0;
-		if (e && *e && strcmp(e, "0") && strcmp(e, "1"))
-			pd_warn("PDKV_KVC_READ_AHEAD=%s: expected 0 (off) or 1 (on); read-ahead "
-			        "stays on",
-			        e);
+		pd_env_bool("PDKV_KVC_READ_AHEAD", &on); /* default 1; bad: warned, stays on */
+		p->read_ahead = on;
 	}
 	p->max_msg = o->zmq_max_msg_bytes ? o->zmq_max_msg_bytes : KVC_ZMQ_MAXMSG_DEFAULT;
 	if (p->max_msg < KVC_FRAME_MAX || p->max_msg > (1ll << 30)) {
@@ -385,15 +378,10 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	if (rc < 0)
 		goto fail;
 	{
-		const char *env = getenv("PDKV_KVC_POOL_CACHE_BYTES");
 		uint64_t v = o->pool_cache_bytes;
 
-		if (!v && env && *env && pd_parse_size(env, &v)) {
-			pd_warn("kvc: PDKV_KVC_POOL_CACHE_BYTES=\"%s\" is not a size; using the "
-			        "default",
-			        env);
-			v = 0;
-		}
+		if (!v)
+			pd_env_size("PDKV_KVC_POOL_CACHE_BYTES", &v); /* unset or bad (warned): 0 */
 		if (v)
 			kvc_pool_set_cache_cap(p->pool, (size_t)v);
 	}

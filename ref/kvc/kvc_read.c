@@ -52,19 +52,11 @@ struct kvc_land {
 /* PDKV_KVC_READ_CHUNK: a size (at least 64 KiB); 0 = one request; unset = CHUNK_DEFAULT */
 static size_t chunk_bytes(size_t len)
 {
-	const char *e = getenv("PDKV_KVC_READ_CHUNK");
-	static atomic_bool warned;
-	size_t c = CHUNK_DEFAULT;
 	uint64_t v;
+	size_t c;
 
-	if (e && *e) {
-		if (pd_parse_size(e, &v) == 0)
-			c = v == 0 ? len : v < CHUNK_MIN ? CHUNK_MIN : (size_t)v;
-		else if (!atomic_exchange(&warned, true))
-			pd_warn("PDKV_KVC_READ_CHUNK=%s: expected a size such as 4M, or 0 for one "
-			        "request per READ; using 4 MiB chunks",
-			        e);
-	}
+	pd_env_size("PDKV_KVC_READ_CHUNK", &v); /* default 4M (CHUNK_DEFAULT); bad: warned */
+	c = v == 0 ? len : v < CHUNK_MIN ? CHUNK_MIN : (size_t)v;
 	if (c < len / MAX_CHUNKS + 1)
 		c = len / MAX_CHUNKS + 1;
 	return c < len ? c : len;
@@ -270,19 +262,10 @@ static int submit(struct kvc_pipe *p, void *dst, uint64_t ptr, size_t len, size_
  * thread shows each chunk once it has landed (read per READ, as PDKV_KVC_READ_CHUNK is) */
 static bool land_pieces(void)
 {
-	const char *e = getenv("PDKV_KVC_LAND_PIECES");
-	static atomic_bool warned;
+	bool on;
 
-	if (!e || !*e || !strcmp(e, "1"))
-		return true;
-	if (!strcmp(e, "0"))
-		return false;
-	if (!atomic_exchange(&warned, true))
-		pd_warn(
-		    "PDKV_KVC_LAND_PIECES=%s: expected 0 (chunks from the select's thread) or 1 "
-		    "(pieces from the lanes); using 1",
-		    e);
-	return true;
+	pd_env_bool("PDKV_KVC_LAND_PIECES", &on); /* default 1; bad: warned, 1 */
+	return on;
 }
 
 /* The landing context of a READ of n chunks shown to the select's hook as tensor i, or NULL

@@ -6,6 +6,7 @@
 #include "httplim/pd_connlim.h"
 #include "httplim/pd_mhdhdr.h"
 #include "httplim/pd_mhdlog.h"
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_buf.h"
 #include "pd_util.h"
@@ -105,14 +106,14 @@ static int ids_for(struct MHD_Connection *c, struct px_req *r)
 	}
 	if (k->auth_env_bearer) {
 		/* f"Bearer {os.environ.get('OPENAI_API_KEY')}": "Bearer None" when unset */
-		v = getenv("OPENAI_API_KEY");
+		v = pd_env_raw("OPENAI_API_KEY"); /* set but empty: "Bearer " */
 		r->auth = pd_asprintf("Bearer %s", v ? v : "None");
 		return r->auth ? 0 : -ENOMEM;
 	}
 	v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (v)
 		r->auth = strdup(v);
-	else if ((v = getenv("OPENAI_API_KEY")) && *v)
+	else if ((v = pd_env_str("OPENAI_API_KEY")))
 		r->auth = pd_asprintf("Bearer %s", v);
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
@@ -393,7 +394,7 @@ static char footer_text[4096];
 /* After the table: the positional model, the fault spec, and the checks across flags. */
 static int finish(const struct pd_opt_spec *spec, struct sa_opts *o, const char *positional)
 {
-	const char *fault_env = getenv("PDKV_FAULT");
+	const char *fault_env = pd_env_str("PDKV_FAULT");
 	char err[256];
 
 	if (positional)

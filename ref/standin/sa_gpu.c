@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model/gpu/mdl_gpu.h"
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_proc.h"
 #include "sa.h"
@@ -29,7 +30,7 @@ struct sa_gpu {
 /* libmdlgpu.so: PDKV_MDLGPU, else beside the binary (build/bin) or in ../lib (build/lib). */
 static mdl_gpu_kv_fill_fn load_fill(char *where, size_t wsz, char *err, size_t esz)
 {
-	const char *env = getenv("PDKV_MDLGPU");
+	const char *env = pd_env_str("PDKV_MDLGPU");
 	char cand[3][1100];
 	int n = 0;
 
@@ -95,7 +96,8 @@ int sa_gpu_setup(struct sa *s)
 		        "pdkv-standin: error: --kv-cache-device %s: this process sees %d CUDA "
 		        "device(s) (CUDA_VISIBLE_DEVICES=%s)\n",
 		        d, ndev,
-		        getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+		        pd_env_raw("CUDA_VISIBLE_DEVICES") ? pd_env_raw("CUDA_VISIBLE_DEVICES")
+		                                           : "unset");
 		return -1;
 	}
 	g = calloc(1, sizeof(*g));

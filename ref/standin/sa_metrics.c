@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
@@ -613,9 +614,10 @@ void sa_metrics_tick(struct sa *s)
 	if (!s->kv || !cfg_gen_is_b(s->gen))
 		return;
 	if (!interval_ns) {
-		const char *e = getenv("VLLM_LOG_STATS_INTERVAL");
-		double v = e ? strtod(e, NULL) : 0;
-		interval_ns = (uint64_t)((v > 0 && v < 86400 ? v : 10.0) * 1e9);
+		double v;
+
+		pd_env_float("VLLM_LOG_STATS_INTERVAL", &v); /* (0, 86400) s, default 10 */
+		interval_ns = (uint64_t)(v * 1e9);
 		xlog_snap(s, now);
 		return;
 	}

@@ -11,6 +11,7 @@
 
 #include <cJSON.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "sa.h"
@@ -180,7 +181,7 @@ void sa_v1_engine_id(struct sa *s, struct sa_req *r)
 {
 	/* vLLM: completions "cmpl-<id>-<prompt index>", chat "chatcmpl-<id>"; releases with
 	 * PR #27987 append a random suffix unless VLLM_DISABLE_REQUEST_ID_RANDOMIZATION=1. */
-	const char *dis = getenv("VLLM_DISABLE_REQUEST_ID_RANDOMIZATION");
+	const char *dis = pd_env_str("VLLM_DISABLE_REQUEST_ID_RANDOMIZATION"); /* 0|1|false|true */
 	bool rnd = s->vi.reqid_random && !(dis && (!strcmp(dis, "1") || !strcasecmp(dis, "true")));
 
 	snprintf(r->engine_id, sizeof(r->engine_id), "%.120s%s", r->id, r->chat ? "" : "-0");

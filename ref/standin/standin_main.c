@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include <cJSON.h>
@@ -98,22 +99,19 @@ out:
 	return ret;
 }
 
-static int env_int(const char *name, int def, int lo, int hi, int *out)
+/* An ERR row of the pd_env table (its range and default): a bad value refuses to start. */
+static int env_int(const char *name, int *out)
 {
-	const char *e = getenv(name);
 	int64_t v;
+	int rc = pd_env_int(name, &v);
 
-	*out = def;
-	if (!e || !*e)
-		return 0;
-	if (pd_parse_i64(e, &v) || v < lo || v > hi) {
+	*out = (int)v;
+	if (rc < 0) {
 		fprintf(stderr,
-		        "pdkv-standin: error: %s: expected an integer %d..%d, got \"%s\" "
-		        "(vLLM: ValueError: invalid literal for int())\n",
-		        name, lo, hi, e);
+		        "pdkv-standin: error: %s (vLLM: ValueError: invalid literal for int())\n",
+		        pd_env_error());
 		return -1;
 	}
-	*out = (int)v;
 	return 0;
 }
 
@@ -209,8 +207,8 @@ static int load_config_v1(struct sa *s)
 	          ? s->kt.kv_load_failure_policy
 	          : s->vi.policy;
 	s->policy_fail = pol && !strcmp(pol, "fail");
-	if (env_int("VLLM_MOONCAKE_BOOTSTRAP_PORT", 8998, 1, 65535, &s->bootstrap_port) ||
-	    env_int("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", 480, 1, 86400, &s->abort_timeout_s))
+	if (env_int("VLLM_MOONCAKE_BOOTSTRAP_PORT", &s->bootstrap_port) ||
+	    env_int("VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT", &s->abort_timeout_s))
 		goto out;
 	if (s->gen == CFG_GEN_A &&
 	    s->bootstrap_port + (s->o.dp - 1) * s->o.tp + s->o.tp - 1 > 65535) {
@@ -251,7 +249,7 @@ out:
 static int select_version(struct sa *s)
 {
 	const char *v = s->o.vllm_version ? s->o.vllm_version : cfg_vllm_newest;
-	const char *mcp = getenv("MOONCAKE_CONFIG_PATH");
+	const char *mcp = pd_env_str("MOONCAKE_CONFIG_PATH");
 	char err[300];
 
 	/* A V0 deployment (mooncake.json in MOONCAKE_CONFIG_PATH) started without a version
