@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
 
@@ -23,7 +24,7 @@
 
 int bench_perftest_check(void)
 {
-	const char *path = getenv("PATH");
+	const char *path = pd_env_str("PATH");
 	char buf[4096];
 
 	for (const char *p = path ? path : "/usr/bin:/bin"; p && *p;) {
@@ -308,7 +309,7 @@ int bench_perftest_serve_start(const struct bench_opts *o, const uint64_t *sizes
 {
 	static char devs[PT_MAX_DEV][64];
 	int nd = split_devs(o->device, devs, PT_MAX_DEV);
-	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	const char *tmp = pd_env_str("TMPDIR"); /* default /tmp */
 
 	if (!nd) {
 		fprintf(stderr, "pdkv-bench: --compare-perftest on the target needs "
@@ -463,8 +464,7 @@ int bench_perftest_run(const struct bench_opts *o, const char *local_servers, co
 		        "pdkv-bench: --compare-perftest needs --device_name=DEV[,DEV...]\n");
 		return -1;
 	}
-	snprintf(dir, sizeof(dir), "%s/pdkv-perftest.XXXXXX",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(dir, sizeof(dir), "%s/pdkv-perftest.XXXXXX", pd_env_str("TMPDIR"));
 	if (!mkdtemp(dir)) {
 		fprintf(stderr, "pdkv-bench: mkdtemp %s: %s\n", dir, strerror(errno));
 		return -1;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pd_env.h"
 #include "pd_ibrate.h"
 
 static bool listed(const char *names, const char *n)
@@ -96,16 +97,12 @@ int bench_rdma_gid_index(const char *dev)
 	struct ibv_device **l;
 	struct ibv_context *ctx = NULL;
 	struct ibv_port_attr pa;
-	const char *env =
-	    getenv("MC_GID_INDEX") ? getenv("MC_GID_INDEX") : getenv("NCCL_IB_GID_INDEX");
+	int64_t env;
 	int n = 0, gi = -1;
 
-	if (env && *env) {
-		char *end;
-		long v = strtol(env, &end, 10);
-		if (!*end && v >= 0 && v < 4096)
-			return (int)v;
-	}
+	/* as the engine reads it: MC_GID_INDEX, else NCCL_IB_GID_INDEX, 0..255 */
+	if (pd_env_int_or("MC_GID_INDEX", "NCCL_IB_GID_INDEX", &env) == 1)
+		return (int)env;
 	l = ibv_get_device_list(&n);
 	for (int i = 0; l && i < n && !ctx; i++)
 		if (!strcmp(ibv_get_device_name(l[i]), dev))

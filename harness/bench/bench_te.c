@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te/te.h"
@@ -305,9 +306,10 @@ static int te_thread_init(struct bench_thread *th)
 	 * regression gate must catch (harness/report/tests/test_verdict_noise.sh). 1..1000;
 	 * anything else is 0. */
 	{
-		const char *d = getenv("PDKV_TEST_SLOWDOWN_PCT");
-		long pct = d ? strtol(d, NULL, 10) : 0;
-		((struct te_thr *)th->priv)->slow_pct = pct > 0 && pct <= 1000 ? pct : 0;
+		int64_t pct; /* 1..1000; unset or bad (warned): 0 */
+
+		pd_env_int("PDKV_TEST_SLOWDOWN_PCT", &pct);
+		((struct te_thr *)th->priv)->slow_pct = (long)pct;
 	}
 	return 0;
 }

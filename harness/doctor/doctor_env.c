@@ -108,7 +108,7 @@ static int list(void)
 	printf("%-38s %-8s %s\n", "VARIABLE", "SOURCE", "VALUE");
 	for (size_t i = 0; i < pd_env_count(); i++) {
 		const struct pd_env_var *r = pd_env_at(i);
-		const char *v = getenv(r->name);
+		const char *v = pd_env_raw(r->name);
 		char why[160];
 		bool set = v && (*v || r->type == PD_ENV_SET);
 

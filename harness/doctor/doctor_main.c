@@ -20,6 +20,7 @@
 
 #include "cfg/cfg.h"
 #include "doc_boot.h"
+#include "pd_env.h"
 #include "pd_ibrate.h"
 #include "pd_log.h"
 #include "pd_opt.h"
@@ -89,8 +90,8 @@ static void check_port(struct ibv_context *ctx, const char *dev)
 	struct ibv_port_attr pa;
 	char check[96], buf[1024] = "", gs[64];
 	int auto_gi = -1, env_gi = -1;
-	const char *env =
-	    getenv("MC_GID_INDEX") ? getenv("MC_GID_INDEX") : getenv("NCCL_IB_GID_INDEX");
+	int64_t gi; /* the engine's reading: MC_GID_INDEX, else NCCL_IB_GID_INDEX, 0..255 */
+	int env = pd_env_int_or("MC_GID_INDEX", "NCCL_IB_GID_INDEX", &gi);
 	double gbps;
 
 	snprintf(check, sizeof(check), "%s port 1", dev);
@@ -128,8 +129,8 @@ static void check_port(struct ibv_context *ctx, const char *dev)
 			auto_gi = i;
 	}
 	snprintf(check, sizeof(check), "%s GID table", dev);
-	if (env && *env)
-		env_gi = atoi(env);
+	if (env == 1)
+		env_gi = (int)gi;
 	if (!buf[0])
 		report(FAIL, check,
 		       "give the RoCE interface an IP address (GIDs follow the netdev's "

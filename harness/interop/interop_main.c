@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_proc.h"
 #include "testsvc/pd_svc.h"
@@ -53,7 +54,7 @@ static void set(struct cell *c, const char *v, const char *fmt, const char *arg)
 /* A program on PATH (as execvp finds it), or NULL. */
 static char *on_path(const char *prog)
 {
-	const char *p = getenv("PATH");
+	const char *p = pd_env_str("PATH");
 	char buf[PATH_MAX];
 
 	while (p && *p) {
@@ -445,8 +446,8 @@ int main(int argc, char **argv)
 	ret = parse_args(argc, argv);
 	if (ret)
 		return ret == 1 ? 0 : 2;
-	if (!g.mb && getenv("MOONCAKE_BENCH") && *getenv("MOONCAKE_BENCH"))
-		g.mb = getenv("MOONCAKE_BENCH");
+	if (!g.mb)
+		g.mb = pd_env_str("MOONCAKE_BENCH");
 	if (!g.mb)
 		g.mb = found = on_path("transfer_engine_bench");
 	if (!g.mb)
@@ -458,7 +459,7 @@ int main(int argc, char **argv)
 	if (!strcmp(g.protocol, "rdma") && access("/sys/class/infiniband", F_OK))
 		return notrun("--protocol rdma: no RDMA device on this host");
 	snprintf(g.dir, sizeof(g.dir), "%s/pdkv-interop.XXXXXX",
-	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	         pd_env_str("TMPDIR")); /* default /tmp */
 	if (!mkdtemp(g.dir)) {
 		pd_err("cannot create a work directory under /tmp: %s", strerror(errno));
 		return 1;

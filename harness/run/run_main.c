@@ -5,6 +5,7 @@
 #include "lib/hr_k8s.h"
 #include "lib/hr_slurm.h"
 #include "lib/hr_ssh.h"
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_opt.h"
 #include "pd_proc.h"
@@ -200,7 +201,7 @@ static bool is_dir(const char *p)
 
 static const char *default_suite(char *buf, size_t sz)
 {
-	const char *env = getenv("PDKV_SCENARIOS");
+	const char *env = pd_env_str("PDKV_SCENARIOS");
 	if (env && *env)
 		return env;
 	/* build/bin/../../scenarios in a checkout; PREFIX/bin/../share/pdkv/scenarios installed */
@@ -406,7 +407,7 @@ static int make_workdir(const struct args *a, char *wbuf, size_t sz, bool *made)
 		}
 		return 0;
 	}
-	const char *tmp = getenv("TMPDIR");
+	const char *tmp = pd_env_str("TMPDIR");
 	snprintf(wbuf, sz, "%s/pdkv-run.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(wbuf)) {
 		fprintf(stderr, "pdkv run: mkdtemp %s: %s\n", wbuf, strerror(errno));

@@ -2,6 +2,7 @@
 /* pdkv-upgrade-check (`pdkv upgrade-check --from X --to Y`): flags, work dir and signals; the
  * matrix is built and run by upg_run.c and printed by upg_report.c. */
 #include "upgrade/upg.h"
+#include "pd_env.h"
 #include "pd_opt.h"
 #include "pd_util.h"
 
@@ -89,7 +90,7 @@ static int parse_args(int argc, char **argv, struct args *a, const struct pd_opt
 
 static int make_workdir(const struct args *a, char *buf, size_t sz, bool *made)
 {
-	const char *tmp = getenv("TMPDIR");
+	const char *tmp = pd_env_str("TMPDIR");
 	*made = false;
 	if (a->workdir) {
 		snprintf(buf, sz, "%s", a->workdir);

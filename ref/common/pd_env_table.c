@@ -123,7 +123,7 @@ static const struct pd_env_var rows[] = {
       "milliseconds a handshake peer has to send one whole frame"),
     Z("PDKV_TCP_SOCKBUF", 64 * KiB, GiB, NULL, IGN, TE,
       "SO_SNDBUF/SO_RCVBUF of data sockets (unset: the kernel's autotuning)"),
-    I("PDKV_HTTP_HEADER_TIMEOUT_MS", 1, 3600000, "10000", W,
+    I("PDKV_HTTP_HEADER_TIMEOUT_MS", 100, 3600000, "10000", W,
       SA | PD_ENV_C_PROXY | PD_ENV_C_METASERVER,
       "ms an HTTP client may take to send a request's whole header (stand-in, proxy, metaserver)"),
     I("PDKV_TCP_HEADER_TIMEOUT_MS", 1, 3600000, "10000", W, TE,
@@ -151,7 +151,7 @@ static const struct pd_env_var rows[] = {
       "nvlink_intra: copies queued behind one CUDA event (and one cudaMemcpyBatchAsync)"),
     Z("PDKV_GPU_CHUNK", 64 * KiB, 64 * MiB, "2M", IGN, TE,
       "bytes per staging copy between GPU memory and a socket"),
-    I("PDKV_KV_THREADS", 1, PD_PAR_MAX, NULL, IGN, SA,
+    I("PDKV_KV_THREADS", 1, PD_PAR_MAX, NULL, W, SA,
       "threads that fill and verify KV blocks (unset: half the CPUs, 1..8)"),
     E("PDKV_LOG", "error|warn|info|debug", "info", IGN, ALL, 0, "log level of every command"),
     /* ---- vLLM V0 pipe in the stand-ins (docs/v0-pipe.md) */

@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -67,21 +68,16 @@ void pd_par_run(int nthreads, int n, pd_par_fn fn, void *ud)
 
 int pd_par_threads(void)
 {
-	const char *e = getenv("PDKV_KV_THREADS");
 	int64_t v;
 	cpu_set_t set;
 	int ncpu = 1;
 
-	static atomic_bool warned;
-
-	if (e && *e && pd_parse_i64(e, &v) == 0 && v >= 1 && v <= PAR_MAX)
+	/* 1..PD_PAR_MAX; a bad value warns (naming the variable) and reads as unset */
+	if (pd_env_int("PDKV_KV_THREADS", &v) == 1)
 		return (int)v;
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		ncpu = CPU_COUNT(&set);
 	ncpu /= 2;
 	ncpu = ncpu < 1 ? 1 : ncpu > 8 ? 8 : ncpu;
-	if (e && *e && !atomic_exchange(&warned, true))
-		pd_warn("PDKV_KV_THREADS=%s: expected a whole number from 1 to %d; using %d", e,
-		        PAR_MAX, ncpu);
 	return ncpu;
 }

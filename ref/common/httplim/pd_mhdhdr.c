@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "pd_env.h"
 #include "pd_log.h"
 #include "pd_util.h"
 
@@ -73,17 +74,11 @@ static void *watchdog(void *arg)
 struct pd_mhdhdr *pd_mhdhdr_new(const char *who, unsigned idle_ms)
 {
 	struct pd_mhdhdr *h = calloc(1, sizeof(*h));
-	const char *e = getenv("PDKV_HTTP_HEADER_TIMEOUT_MS");
-	int64_t ms = PD_MHD_HEADER_TIMEOUT_MS;
+	int64_t ms;
 
 	if (!h)
 		return NULL;
-	if (e && (pd_parse_i64(e, &ms) || ms < 100 || ms > 3600000)) {
-		pd_warn(
-		    "%s: ignoring PDKV_HTTP_HEADER_TIMEOUT_MS=%s (expected 100..3600000); using %d",
-		    who, e, PD_MHD_HEADER_TIMEOUT_MS);
-		ms = PD_MHD_HEADER_TIMEOUT_MS;
-	}
+	pd_env_int("PDKV_HTTP_HEADER_TIMEOUT_MS", &ms); /* 100..3600000, default 10000; warns */
 	h->hdr_ns = (uint64_t)ms * 1000000ull;
 	h->idle_ns = (uint64_t)idle_ms * 1000000ull;
 	snprintf(h->who, sizeof(h->who), "%s", who);

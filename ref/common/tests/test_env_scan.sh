@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # test_env_scan: every environment variable read in ref/ and harness/ (and the build's entry
-# scripts) has a row in the pd_env table, as `pdkv-doctor --env --names` dumps it, and every row
-# is read somewhere; a list lacking a variable that code reads is caught.
+# scripts) has a row in the pd_env table, as `pdkv-doctor --env --names` dumps it, every row is
+# read somewhere, and product code reads them only through the pd_env API (a raw getenv() outside
+# pd_env.c fails unless env_scan.py's WHITELIST names the file and variable); a list lacking a
+# variable that code reads, and a stray getenv(), are caught.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 . ci/testlib.sh
@@ -21,4 +23,15 @@ if python3 ref/common/tests/env_scan.py "$T/less" >"$T/out" 2>&1; then
   fail "the scan passed a table without MC_TRANSFER_TIMEOUT"
 fi
 grep -q "MC_TRANSFER_TIMEOUT is read but has no row" "$T/out" || { cat "$T/out"; fail "no line names it"; }
+
+# ... and a raw getenv() is caught: of a known variable, of one the whitelist allows elsewhere
+# (PDKV_LOG in pd_log.c only), and through secure_getenv()
+for call in 'getenv("MC_TRANSFER_TIMEOUT")' 'getenv("PDKV_LOG")' 'secure_getenv("TMPDIR")'; do
+  printf '/* stray */\n#include <stdlib.h>\nconst char *stray(void)\n{\n\treturn %s;\n}\n' \
+    "$call" >"$T/stray.c"
+  if python3 ref/common/tests/env_scan.py "$T/names" --only "$T/stray.c" >"$T/out" 2>&1; then
+    fail "the scan passed a stray $call"
+  fi
+  grep -q "stray.c:5: raw ${call%%(*}(" "$T/out" || { cat "$T/out"; fail "no line names the stray $call"; }
+done
 echo "test_env_scan: PASS"
