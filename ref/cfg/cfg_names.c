@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cfg_names: vLLM's connector names (V0 and V1 registries) and the metadata URL schemes the
- * transfer engine has plug-ins for; ground floor of ref/cfg (calls nothing in it). */
+/* cfg_names: vLLM's connector names (V0 and V1 registries); the metadata URL schemes are
+ * ref/common's pd_meta_scheme. Ground floor of ref/cfg (calls nothing in it). */
 #include "cfg/cfg_names.h"
 
 #include <string.h>
@@ -26,35 +26,4 @@ bool cfg_connector_registered(const char *name, bool v1)
 		if (!strcmp(*l, name))
 			return true;
 	return false;
-}
-
-/* Mooncake's metadata plug-ins (docs/metadata.md); redis without a port: 12001, as Mooncake. */
-const struct cfg_meta_scheme cfg_meta_schemes[] = {
-    {"etcd", "etcd", 0},  {"redis", "redis", 12001}, {"http", "http", 0},
-    {"https", "http", 0}, {NULL, NULL, 0},
-};
-
-const struct cfg_meta_scheme *cfg_meta_scheme_of(const char *conn)
-{
-	const char *sep = conn ? strstr(conn, "://") : NULL;
-
-	if (!sep)
-		return NULL;
-	for (const struct cfg_meta_scheme *m = cfg_meta_schemes; m->name; m++)
-		if (strlen(m->name) == (size_t)(sep - conn) && !strncmp(conn, m->name, sep - conn))
-			return m;
-	return NULL;
-}
-
-bool cfg_meta_scheme_known(const char *conn, size_t *scheme_len)
-{
-	const char *sep = conn ? strstr(conn, "://") : NULL;
-
-	if (scheme_len)
-		*scheme_len = sep ? (size_t)(sep - conn) : 0;
-	if (!conn || !strcmp(conn, CFG_META_P2P))
-		return conn != NULL;
-	if (!sep) /* bare host:port: the engine's parser takes it as etcd */
-		return true;
-	return cfg_meta_scheme_of(conn) != NULL;
 }

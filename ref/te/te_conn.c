@@ -10,8 +10,7 @@
 
 #include "pd_log.h"
 #include "pd_util.h"
-
-#define REDIS_DEFAULT_PORT 12001 /* Mooncake's handshake default, used for redis too (a bug) */
+#include "pd_meta_scheme.h"
 
 static int bad(char *errbuf, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -30,13 +29,13 @@ const char *te_meta_kind_name(enum te_meta_kind kind)
 {
 	switch (kind) {
 	case TE_META_ETCD:
-		return "etcd";
+		return PD_META_ETCD;
 	case TE_META_REDIS:
-		return "redis";
+		return PD_META_REDIS;
 	case TE_META_HTTP:
-		return "http";
+		return PD_META_HTTP;
 	case TE_META_P2P:
-		return "P2PHANDSHAKE";
+		return PD_META_P2P;
 	}
 	return "?";
 }
@@ -115,9 +114,9 @@ static int parse_redis(const char *conn, const char *rest, struct te_conn_info *
 		if (hl >= sizeof(out->host))
 			return bad(errbuf, errlen, "metadata \"%s\": host too long", conn);
 		snprintf(out->host, sizeof(out->host), "%.*s", (int)hl, h);
-		out->port = REDIS_DEFAULT_PORT;
+		out->port = PD_META_REDIS_DEFAULT_PORT;
 		pd_dbg("metadata \"%s\": no redis port given, using %d as Mooncake does", conn,
-		       REDIS_DEFAULT_PORT);
+		       PD_META_REDIS_DEFAULT_PORT);
 	} else if (pd_split_hostport(out->url, out->host, sizeof(out->host), &port)) {
 		return bad(errbuf, errlen,
 		           "metadata \"%s\": expected redis://host[:port] with port "
@@ -159,8 +158,8 @@ static int parse_http(const char *conn, const char *rest, int https, struct te_c
 
 int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size_t errlen)
 {
+	const struct pd_meta_scheme *m;
 	const char *sep;
-	char scheme[32];
 	size_t sl;
 
 	memset(out, 0, sizeof(*out));
@@ -168,7 +167,7 @@ int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size
 		return bad(errbuf, errlen,
 		           "metadata connection string is empty (expected "
 		           "P2PHANDSHAKE, etcd://h:p, redis://h:p or http://h:p/path)");
-	if (!strcmp(conn, "P2PHANDSHAKE")) {
+	if (!strcmp(conn, PD_META_P2P)) {
 		out->kind = TE_META_P2P;
 		snprintf(out->url, sizeof(out->url), "%s", conn);
 		return 0;
@@ -179,24 +178,23 @@ int te_conn_parse(const char *conn, struct te_conn_info *out, char *errbuf, size
 		return parse_etcd(conn, conn, out, errbuf, errlen);
 	}
 	sl = (size_t)(sep - conn);
-	if (sl == 0 || sl >= sizeof(scheme))
+	if (sl == 0 || sl >= 32)
 		return bad(errbuf, errlen, "metadata \"%s\": missing or overlong scheme", conn);
-	memcpy(scheme, conn, sl);
-	scheme[sl] = '\0';
-	if (!strcmp(scheme, "etcd")) {
+	m = pd_meta_scheme_of(conn); /* the one registry (ref/common/pd_meta_scheme.c) */
+	switch (m ? m->kind : 0) {
+	case PD_META_STORE_ETCD:
 		out->kind = TE_META_ETCD;
 		return parse_etcd(conn, sep + 3, out, errbuf, errlen);
-	}
-	if (!strcmp(scheme, "redis")) {
+	case PD_META_STORE_REDIS:
 		out->kind = TE_META_REDIS;
 		return parse_redis(conn, sep + 3, out, errbuf, errlen);
-	}
-	if (!strcmp(scheme, "http") || !strcmp(scheme, "https")) {
+	case PD_META_STORE_HTTP:
 		out->kind = TE_META_HTTP;
-		return parse_http(conn, sep + 3, scheme[4] == 's', out, errbuf, errlen);
+		return parse_http(conn, sep + 3, m->tls, out, errbuf, errlen);
 	}
-	return bad(errbuf, errlen,
-	           "metadata \"%s\": unsupported scheme \"%s\" (expected etcd, redis, http, https "
-	           "or the exact string P2PHANDSHAKE; Mooncake would abort here)",
-	           conn, scheme);
+	return bad(
+	    errbuf, errlen,
+	    "metadata \"%s\": unsupported scheme \"%.*s\" (expected etcd, redis, http, https "
+	    "or the exact string P2PHANDSHAKE; Mooncake would abort here)",
+	    conn, (int)sl, conn);
 }

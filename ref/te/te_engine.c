@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pd_env.h"
+#include "pd_meta_scheme.h"
 #include "pd_log.h"
 #include "pd_util.h"
 #include "te_gpu.h"
@@ -378,7 +379,7 @@ int te_engine_create(const struct te_engine_opts *o, struct te_engine **out)
 	ret = te_batch_table_create(&eng->batches);
 	if (ret)
 		goto fail;
-	eng->p2p = !strcmp(o->metadata_conn, "P2PHANDSHAKE");
+	eng->p2p = !strcmp(o->metadata_conn, PD_META_P2P);
 	if (!eng->p2p) {
 		ret = te_meta_open(o->metadata_conn, &eng->meta, errbuf, sizeof(errbuf));
 		if (ret) {

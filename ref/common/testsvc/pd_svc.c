@@ -5,6 +5,7 @@
 #include "pd_log.h"
 #include "pd_util.h"
 #include "pd_env.h"
+#include "pd_meta_scheme.h"
 
 #include <curl/curl.h>
 #include <dirent.h>
@@ -406,14 +407,16 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 	}
 	switch (kind) {
 	case PD_SVC_ETCD:
-		snprintf(out->conn, sizeof(out->conn), "etcd://%s:%d", out->host, out->port);
+		snprintf(out->conn, sizeof(out->conn), "%s://%s:%d", PD_META_ETCD, out->host,
+		         out->port);
 		break;
 	case PD_SVC_REDIS:
-		snprintf(out->conn, sizeof(out->conn), "redis://%s:%d", out->host, out->port);
+		snprintf(out->conn, sizeof(out->conn), "%s://%s:%d", PD_META_REDIS, out->host,
+		         out->port);
 		break;
 	case PD_SVC_METASERVER:
-		snprintf(out->conn, sizeof(out->conn), "http://%s:%d/metadata", out->host,
-		         out->port);
+		snprintf(out->conn, sizeof(out->conn), "%s://%s:%d/metadata", PD_META_HTTP,
+		         out->host, out->port);
 		break;
 	}
 	live_add(out->proc.pid, out->datadir);
