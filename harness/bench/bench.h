@@ -64,8 +64,14 @@ struct bench_opts {
 	const char *perftest_host;  /* --perftest_host (default: the segment's host) */
 	double perftest_duration;   /* --perftest_duration, ib_write_bw -D seconds (both sides) */
 	int perftest_port;          /* --perftest_port, first port (device i uses port + i) */
-	bool nic_matrix_given;      /* --nic_priority_matrix: accepted and ignored */
-	uint64_t verify_written;    /* target: bytes a Mooncake initiator wrote (zeros); 0 = off */
+	/* --latency (bench_lat.c): one outstanding request (batch 1, 1 thread), --iterations
+	 * timed requests per size instead of --duration; --compare-perftest then runs
+	 * ib_write_lat / ib_read_lat on the first device pair */
+	bool latency;
+	uint64_t iterations;
+	int lat_ops[2], lat_nops; /* the operations in run order (the target's servers follow) */
+	bool nic_matrix_given;    /* --nic_priority_matrix: accepted and ignored */
+	uint64_t verify_written;  /* target: bytes a Mooncake initiator wrote (zeros); 0 = off */
 	const char *compare_mooncake; /* --compare-mooncake: Mooncake's transfer_engine_bench */
 	/* KV-shaped transfers (nixlbench kvbench's idea): --kv-geometry L,H,D,B, --block-size
 	 * tokens per block, --prompt-tokens N, --kv-run-blocks K (0 = the whole prompt is one run
@@ -104,10 +110,12 @@ struct bench_row {
 	double seconds; /* transfer time (verification excluded) */
 	double wall;
 	uint64_t batches, transfers, bytes;
-	double lat_p50_us, lat_p99_us;
-	uint64_t wrong;                  /* wrong bytes */
-	uint64_t failed;                 /* failed transfers */
-	double bw;                       /* in report units per second */
+	double lat_p50_us, lat_p99_us, lat_max_us;
+	double pt_lat_us, pt_lat_p99_us, pt_lat_max_us; /* --latency: ib_*_lat at this size */
+	int pt_rtt_factor; /* its figures x this = a round trip (ib_write_lat: 2; read: 1) */
+	uint64_t wrong;    /* wrong bytes */
+	uint64_t failed;   /* failed transfers */
+	double bw;         /* in report units per second */
 	double cpu_init_s, cpu_target_s; /* CPU used during the row (target: loopback only) */
 	double pct_line_rate;            /* % of o->line_rate_gbps; < 0 = unknown */
 	double perftest_bw; /* ib_write_bw at this block size, report units; 0 = none */
@@ -306,7 +314,7 @@ int bench_rdma_gid_index(const char *dev);
  * client run, sizes in the order of `sizes` (wrapping). run: initiator side; with local_servers
  * (loopback) starts the servers itself on those devices; fills bw[k] (bytes/s, summed over the
  * device pairs; 0 = failed) for every size. 0, or -1 with the reason and the log printed. */
-int bench_perftest_check(void);
+int bench_perftest_check(const struct bench_opts *o); /* --latency: ib_write_lat, ib_read_lat */
 /* ib_write_bw server address: --perftest_host, else the target segment's host (P2PHANDSHAKE:
  * the name's host part; a store: its rpc_meta). 0 or -1 with the reason printed. */
 int bench_perftest_host(const struct bench_opts *o, char *host, size_t len);
@@ -318,6 +326,25 @@ int bench_perftest_compare(const struct bench_opts *o, struct bench_row *rows, s
                            const uint64_t *sizes, size_t ns, bool loopback);
 int bench_perftest_run(const struct bench_opts *o, const char *local_servers, const char *host,
                        const uint64_t *sizes, size_t n, double *bw);
+/* one perftest tool's figures at a size: ib_write_bw bytes/s summed over the pairs; ib_*_lat
+ * (first pair only) t_typical, 99% percentile and t_max in us as perftest prints them */
+struct bench_pt_res {
+	double bw;
+	double lat, p99, max;
+};
+int bench_perftest_run_tool(const struct bench_opts *o, const char *bin, const char *local_servers,
+                            const char *host, const uint64_t *sizes, size_t n,
+                            struct bench_pt_res *res);
+
+/* --latency (bench_lat.c): check = the flags it cannot go with, batch 1 / 1 thread, default
+ * sizes 8 B..64 KiB (2 on usage error, message printed); header/row = its table; compare =
+ * --compare-perftest: ib_write_lat / ib_read_lat per size and operation after the pdkv rows,
+ * the ratio per (operation, size) printed and stored in the rows. 0, or -1. */
+int bench_lat_check(struct bench_opts *o);
+void bench_lat_header(const struct bench_opts *o);
+void bench_lat_row(const struct bench_opts *o, const struct bench_row *r);
+int bench_lat_compare(const struct bench_opts *o, struct bench_row *rows, size_t nrows,
+                      const uint64_t *sizes, size_t ns, bool loopback);
 
 /* --compare-mooncake (bench_mooncake.c): check = the path is executable (else message, 2);
  * row = Mooncake's bench as initiator against o->segment with the row's shape (duration

@@ -116,7 +116,8 @@ static void *thread_main(void *arg)
 		goto out;
 	th->failed = 0; /* the warm-up's do not count */
 	end = pd_now_ns() + (uint64_t)(o->duration * 1e9);
-	while (!th->err && pd_now_ns() < end) {
+	/* --latency: exactly o->iterations timed requests, however long they take */
+	while (!th->err && (o->latency ? iter < o->iterations : pd_now_ns() < end)) {
 		timed_batch(th, ++iter);
 		if (o->gap_ms > 0 && pd_now_ns() < end)
 			nanosleep(&gap, NULL);
@@ -149,6 +150,7 @@ static int reduce(const struct bench_opts *o, struct bench_thread *th, struct be
 	row->bytes = row->transfers * row->block;
 	row->bw = bench_bw(o, row->bytes, row->seconds);
 	bench_lat_pct(&all, &row->lat_p50_us, &row->lat_p99_us);
+	row->lat_max_us = all.n ? all.v[all.n - 1] : 0; /* sorted by bench_lat_pct */
 	free(all.v);
 	return err;
 }

@@ -111,9 +111,11 @@ static void add_row(struct runner *r, struct bench_row *row, double c0, double t
 	        : -1;
 	if (mc)
 		mooncake_row_print(r->o, row);
+	else if (r->o->latency)
+		bench_lat_row(r->o, row);
 	else
 		bench_table_row(r->o, row);
-	if (row->bytes && !mc)
+	if (row->bytes && !mc && !r->o->latency)
 		printf("# cpu: initiator %.2f s, target %.2f s = %.2f s per GB moved\n",
 		       row->cpu_init_s, row->cpu_target_s,
 		       (row->cpu_init_s + row->cpu_target_s) / ((double)row->bytes / 1e9));
@@ -142,7 +144,10 @@ static void run_all(struct runner *r, const struct bench_run_ops *ro)
 	uint64_t sizes[64];
 	size_t ns = sizes_of(o, sizes, PD_ARRAY_SIZE(sizes));
 
-	bench_table_header(o);
+	if (o->latency)
+		bench_lat_header(o);
+	else
+		bench_table_header(o);
 	for (int k = 0; k < ro->nops; k++) {
 		o->op = ro->ops[k];
 		for (size_t i = 0; i < ns; i++) {
@@ -284,7 +289,10 @@ static int mode_initiator(struct bench_opts *o, const struct bench_run_ops *ro, 
 	run_all(&r, ro);
 	rc = r.rc;
 	if (o->compare_perftest &&
-	    bench_perftest_compare(o, r.rows, r.nrows, sizes, ns, o->mode_id == BENCH_LOOPBACK))
+	    (o->latency
+	         ? bench_lat_compare(o, r.rows, r.nrows, sizes, ns, o->mode_id == BENCH_LOOPBACK)
+	         : bench_perftest_compare(o, r.rows, r.nrows, sizes, ns,
+	                                  o->mode_id == BENCH_LOOPBACK)))
 		rc = rc ? rc : 1;
 	if (o->json && bench_write_json(o, o->json, r.rows, r.nrows,
 	                                r.te ? bench_te_local_name(r.te) : "-", o->segment)) {
@@ -318,7 +326,7 @@ int main(int argc, char **argv)
 		return rc;
 	rc = bench_gpu_require(&o);
 	if (!rc && o.compare_perftest)
-		rc = bench_perftest_check();
+		rc = bench_perftest_check(&o);
 	if (!rc && o.compare_mooncake)
 		rc = bench_mooncake_check(o.compare_mooncake);
 	if (rc)
@@ -335,6 +343,10 @@ int main(int argc, char **argv)
 	 * first non-loopback address; the spawned targets inherit it. The user's wins. */
 	if (o.mode_id == BENCH_LOOPBACK && !pd_env_str("MC_TCP_BIND_ADDRESS"))
 		setenv("MC_TCP_BIND_ADDRESS", "127.0.0.1", 1);
+	if (o.scheme_on && o.latency) {
+		fprintf(stderr, "pdkv-bench: --latency runs one pair: not with --scheme\n");
+		return 2;
+	}
 	if (o.scheme_on) {
 		char namebuf[256];
 		default_name(&o, "initiator", namebuf, sizeof(namebuf));

@@ -366,6 +366,19 @@ static const struct pd_opt bench_optv[] = {
          "pdkv/ib_write_bw per size.\ntarget: keeps ib_write_bw servers up (port P+i, -s per\nsize "
          "in -b/-e/-f order: give both sides the same sizes)"},
     {.name = "compare_perftest", .type = PD_OPT_FLAG, .dst = &g_o.compare_perftest, .help = HIDDEN},
+    {.name = "latency",
+     .type = PD_OPT_FLAG,
+     .dst = &g_o.latency,
+     .help = "one request in flight: p50/p99/max in us over --iterations\nper size (8 B..64 KiB "
+             "unless -b/-e); rdma --compare-perftest:\nib_write_lat/ib_read_lat beside it"},
+    {.name = "iterations",
+     .type = PD_OPT_U64,
+     .dst = &g_o.iterations,
+     .arg = "=N",
+     .help = "--latency: timed requests per size, also ib_*_lat -n (1000)",
+     .want = "1..10000000",
+     .min = 1,
+     .max = 10000000},
     {.name = "compare-mooncake",
      .type = PD_OPT_STR,
      .dst = &g_o.compare_mooncake,
@@ -527,6 +540,7 @@ static void set_defaults(struct bench_opts *o, struct bench_run_ops *ro)
 	                         .repeat = 1,
 	                         .perftest_duration = 3,
 	                         .perftest_port = 18515,
+	                         .iterations = 1000,
 	                         .target_gpu_id = -1};
 	set_unit(o, "GB");
 	ro->ops[0] = BENCH_READ;
@@ -658,6 +672,8 @@ static int check_combinations(struct bench_opts *o)
 		        "bench runs its batches back to back, so its rows would not compare\n");
 		return 2;
 	}
+	if (o->latency && bench_lat_check(o))
+		return 2;
 	if (o->sweep_b || o->sweep_e) {
 		if (!o->sweep_b)
 			o->sweep_b = o->block;
@@ -762,6 +778,8 @@ int bench_parse(int argc, char **argv, struct bench_opts *o, struct bench_run_op
 	if (g_o.nic_matrix_given)
 		fprintf(stderr, "pdkv-bench: note: --nic_priority_matrix is ignored (pdkv "
 		                "discovers the topology)\n");
+	memcpy(g_o.lat_ops, g_ro.ops, sizeof(g_o.lat_ops));
+	g_o.lat_nops = g_ro.nops;
 	rc = check_combinations(&g_o);
 	if (!rc)
 		rc = check_scheme(&g_o, &g_p);

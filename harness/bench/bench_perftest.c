@@ -22,23 +22,35 @@
 #define PT_MAX_DEV 16
 #define PT_BIN     "ib_write_bw"
 
-int bench_perftest_check(void)
+static int on_path(const char *bin)
 {
 	const char *path = pd_env_str("PATH");
 	char buf[4096];
 
 	for (const char *p = path ? path : "/usr/bin:/bin"; p && *p;) {
 		size_t k = strcspn(p, ":");
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)k, p, PT_BIN);
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)k, p, bin);
 		if (k && !access(buf, X_OK))
-			return 0;
+			return 1;
 		p += k + (p[k] == ':');
 	}
-	fprintf(stderr,
-	        "pdkv-bench: --compare-perftest needs %s (perftest) on PATH: install the "
-	        "'perftest' package (apt-get install perftest / dnf install perftest)\n",
-	        PT_BIN);
-	return 2;
+	return 0;
+}
+
+int bench_perftest_check(const struct bench_opts *o)
+{
+	const char *need[] = {PT_BIN, "ib_write_lat", "ib_read_lat"};
+
+	for (size_t i = o->latency ? 1 : 0; i < (o->latency ? 3u : 1u); i++) {
+		if (on_path(need[i]))
+			continue;
+		fprintf(stderr,
+		        "pdkv-bench: --compare-perftest needs %s (perftest) on PATH: install the "
+		        "'perftest' package (apt-get install perftest / dnf install perftest)\n",
+		        need[i]);
+		return 2;
+	}
+	return 0;
 }
 
 /* fork+exec with a clean signal mask (the target blocks SIGINT/SIGTERM for sigwait), its own
@@ -150,17 +162,22 @@ struct pt_args {
 	char dev[64], gid[16], port[16], size[32], dur[32], host[256];
 };
 
-static void build_args(struct pt_args *a, const struct bench_opts *o, const char *dev, int i,
-                       uint64_t size, const char *host)
+/* ib_write_bw: -D seconds, --report_gbits; ib_*_lat: -n iterations (both sides the same) */
+static void build_args(struct pt_args *a, const struct bench_opts *o, const char *bin,
+                       const char *dev, int i, uint64_t size, const char *host)
 {
 	int n = 0, gi = bench_rdma_gid_index(dev);
+	bool lat = strstr(bin, "_lat") != NULL;
 
 	snprintf(a->dev, sizeof(a->dev), "%s", dev);
 	snprintf(a->gid, sizeof(a->gid), "%d", gi < 0 ? 0 : gi);
 	snprintf(a->port, sizeof(a->port), "%d", o->perftest_port + i);
 	snprintf(a->size, sizeof(a->size), "%llu", (unsigned long long)size);
-	snprintf(a->dur, sizeof(a->dur), "%d", (int)(o->perftest_duration + 0.5));
-	a->v[n++] = PT_BIN;
+	if (lat)
+		snprintf(a->dur, sizeof(a->dur), "%llu", (unsigned long long)o->iterations);
+	else
+		snprintf(a->dur, sizeof(a->dur), "%d", (int)(o->perftest_duration + 0.5));
+	a->v[n++] = (char *)bin;
 	a->v[n++] = "-d";
 	a->v[n++] = a->dev;
 	a->v[n++] = "-x";
@@ -169,10 +186,11 @@ static void build_args(struct pt_args *a, const struct bench_opts *o, const char
 	a->v[n++] = a->port;
 	a->v[n++] = "-s";
 	a->v[n++] = a->size;
-	a->v[n++] = "-D";
+	a->v[n++] = lat ? "-n" : "-D";
 	a->v[n++] = a->dur;
 	a->v[n++] = "-F";
-	a->v[n++] = "--report_gbits";
+	if (!lat)
+		a->v[n++] = "--report_gbits";
 	if (host) {
 		snprintf(a->host, sizeof(a->host), "%s", host);
 		a->v[n++] = a->host;
@@ -215,6 +233,44 @@ static double parse_bw(const char *log, uint64_t size)
 	return bw;
 }
 
+/* The row for `size` of an ib_write_lat / ib_read_lat log: t_typical (perftest's median), 99%
+ * percentile and t_max in us, found by the header's column names. 0, or -1 when absent. */
+static int parse_lat(const char *log, uint64_t size, struct bench_pt_res *r)
+{
+	char *txt = NULL, *save = NULL;
+	int ctyp = -1, cp99 = -1, cmax = -1, rc = -1;
+
+	if (pd_read_file(log, 1 << 20, &txt, NULL))
+		return -1;
+	for (char *ln = strtok_r(txt, "\n", &save); ln && rc; ln = strtok_r(NULL, "\n", &save)) {
+		char *tok[16], *s2 = NULL, *t;
+		int nt = 0;
+		for (t = strtok_r(ln, " \t", &s2); t && nt < 16; t = strtok_r(NULL, " \t", &s2))
+			tok[nt++] = t;
+		if (nt > 4 && !strcmp(tok[0], "#bytes")) {
+			for (int i = 0; i < nt; i++) {
+				if (!strncmp(tok[i], "t_typical", 9))
+					ctyp = i;
+				else if (!strncmp(tok[i], "t_max", 5))
+					cmax = i;
+				else if (!strcmp(tok[i], "99%"))
+					cp99 = i;
+			}
+			continue;
+		}
+		uint64_t b;
+		if (ctyp < 0 || cmax < 0 || nt <= ctyp || nt <= cmax || pd_parse_u64(tok[0], &b) ||
+		    b != size)
+			continue;
+		r->lat = strtod(tok[ctyp], NULL);
+		r->max = strtod(tok[cmax], NULL);
+		r->p99 = cp99 >= 0 && cp99 < nt ? strtod(tok[cp99], NULL) : 0;
+		rc = r->lat > 0 ? 0 : -1;
+	}
+	free(txt);
+	return rc;
+}
+
 /* 1 when log, from byte `from` on, shows that perftest exchanged QP data with its peer (the
  * " remote address:" line): a connection got past the handshake */
 static int exchanged(const char *log, size_t from)
@@ -252,6 +308,8 @@ struct srv {
 	const struct bench_opts *o;
 	const uint64_t *sizes;
 	size_t n;
+	const char *bins[2]; /* ib_write_bw; --latency: ib_*_lat per operation, in run order */
+	int nbins;
 	int idx;
 	char dev[64], log[300];
 	volatile pid_t pid;
@@ -274,7 +332,7 @@ static void *srv_main(void *arg)
 		int st;
 		pid_t pid;
 
-		build_args(&a, s->o, s->dev, s->idx, s->sizes[k], NULL);
+		build_args(&a, s->o, s->bins[k / s->n], s->dev, s->idx, s->sizes[k % s->n], NULL);
 		pthread_mutex_lock(&g_lock);
 		pid = __atomic_load_n(&g_stop, __ATOMIC_RELAXED) ? -1 : spawn(a.v, s->log);
 		s->pid = pid;
@@ -291,14 +349,14 @@ static void *srv_main(void *arg)
 		if (exchanged(s->log, from)) {
 			/* a client ran this size (ib_write_bw's server may exit 1 after -D even
 			 * when the client succeeded): next size */
-			k = (k + 1) % s->n;
+			k = (k + 1) % (s->n * (size_t)s->nbins);
 			continue;
 		}
 		if (!s->warned++)
 			fprintf(stderr,
-			        "pdkv-bench: ib_write_bw server on %s port %s (-s %s) exited with "
+			        "pdkv-bench: %s server on %s port %s (-s %s) exited with "
 			        "status 0x%x; respawning it (log %s)\n",
-			        s->dev, a.port, a.size, st, s->log);
+			        a.v[0], s->dev, a.port, a.size, st, s->log);
 		if (pd_now_ns() - t0 < 1000000000ull)
 			pd_sleep_ms(1000); /* no tight loop when it cannot even start */
 	}
@@ -317,12 +375,20 @@ int bench_perftest_serve_start(const struct bench_opts *o, const uint64_t *sizes
 		return -1;
 	}
 	__atomic_store_n(&g_stop, 0, __ATOMIC_RELAXED);
+	if (o->latency)
+		nd = 1; /* one request in flight: the first device pair only */
 	for (int i = 0; i < nd; i++) {
 		struct srv *s = &g_srv[i];
 		memset(s, 0, sizeof(*s));
 		s->o = o;
 		s->sizes = sizes;
 		s->n = n;
+		s->bins[0] = PT_BIN;
+		s->nbins = 1;
+		for (int k = 0; o->latency && k < o->lat_nops && k < 2; k++)
+			s->bins[k] = o->lat_ops[k] == BENCH_WRITE ? "ib_write_lat" : "ib_read_lat";
+		if (o->latency)
+			s->nbins = o->lat_nops < 2 ? o->lat_nops : 2;
 		s->idx = i;
 		snprintf(s->dev, sizeof(s->dev), "%s", devs[i]);
 		snprintf(s->log, sizeof(s->log), "%s/pdkv-perftest-srv-%s.%d.log", tmp, devs[i],
@@ -333,11 +399,15 @@ int bench_perftest_serve_start(const struct bench_opts *o, const uint64_t *sizes
 			return -1;
 		}
 		g_nsrv = i + 1;
-		printf("# perftest: ib_write_bw server on %s port %d (-s per size in order:",
-		       devs[i], o->perftest_port + i);
+		printf("# perftest: %s%s%s server on %s port %d (-s per size in order:", s->bins[0],
+		       s->nbins > 1 ? " then " : "", s->nbins > 1 ? s->bins[1] : "", devs[i],
+		       o->perftest_port + i);
 		for (size_t k = 0; k < n; k++)
 			printf(" %llu", (unsigned long long)sizes[k]);
-		printf("; -D %d; log %s)\n", (int)(o->perftest_duration + 0.5), s->log);
+		if (o->latency)
+			printf("; -n %llu; log %s)\n", (unsigned long long)o->iterations, s->log);
+		else
+			printf("; -D %d; log %s)\n", (int)(o->perftest_duration + 0.5), s->log);
 	}
 	fflush(stdout);
 	return 0;
@@ -361,76 +431,76 @@ void bench_perftest_serve_stop(void)
 }
 
 /* ---------------------------------------------------------------- initiator side */
-/* One size on every device pair: local servers first (loopback), then the clients in
- * parallel. Returns the summed bytes/s, 0 on failure (message printed, logs kept). */
-static double run_size(const struct bench_opts *o, char devs[][64], char tdevs[][64], int nd,
-                       const char *host, uint64_t size, const char *dir, int *connected)
+/* One run of bin (ib_write_bw, or ib_*_lat on the first pair only) at one size on every device
+ * pair: local servers first (loopback), then the clients in parallel. res: the summed bytes/s
+ * (bw), or the latency figures of pair 0. 0, or -1 on failure (message printed, logs kept). */
+static int run_size(const struct bench_opts *o, const char *bin, char devs[][64], char tdevs[][64],
+                    int nd, const char *host, uint64_t size, const char *dir, int *connected,
+                    struct bench_pt_res *res)
 {
 	pid_t srv[PT_MAX_DEV] = {0}, cli[PT_MAX_DEV] = {0};
 	char slog[PT_MAX_DEV][400], clog[PT_MAX_DEV][400];
-	int timeout_ms = (int)(o->perftest_duration * 1000) + 30000;
-	double sum = 0;
-	bool ok = true;
+	bool lat = strstr(bin, "_lat") != NULL, ok = true;
+	int timeout_ms =
+	    lat ? 30000 + (int)(o->iterations * 5) : (int)(o->perftest_duration * 1000) + 30000;
 
+	memset(res, 0, sizeof(*res));
 	for (int i = 0; i < nd; i++) {
-		snprintf(slog[i], sizeof(slog[i]), "%s/server-%s-%llu.log", dir,
-		         tdevs ? tdevs[i] : "remote", (unsigned long long)size);
-		snprintf(clog[i], sizeof(clog[i]), "%s/client-%s-%llu.log", dir, devs[i],
+		snprintf(slog[i], sizeof(slog[i]), "%s/server-%s-%s-%llu.log", dir,
+		         tdevs ? tdevs[i] : "remote", bin, (unsigned long long)size);
+		snprintf(clog[i], sizeof(clog[i]), "%s/client-%s-%s-%llu.log", dir, devs[i], bin,
 		         (unsigned long long)size);
 		unlink(clog[i]);
 	}
-	if (tdevs) {
-		for (int i = 0; i < nd; i++) {
-			struct pt_args a;
-			uint64_t end = pd_now_ns() + 10000000000ull;
-			unlink(slog[i]);
-			build_args(&a, o, tdevs[i], i, size, NULL);
-			srv[i] = spawn(a.v, slog[i]);
-			while (srv[i] > 0 && !listening(o->perftest_port + i) &&
-			       pd_now_ns() < end && waitpid(srv[i], NULL, WNOHANG) == 0)
-				pd_sleep_ms(50);
-			if (srv[i] < 0 || !listening(o->perftest_port + i)) {
-				fprintf(
-				    stderr,
-				    "pdkv-bench: ib_write_bw server on %s port %d did not start "
-				    "listening; its log (%s):\n",
-				    tdevs[i], o->perftest_port + i, slog[i]);
-				show_tail(slog[i]);
-				ok = false;
-			}
+	for (int i = 0; tdevs && i < nd; i++) {
+		struct pt_args a;
+		uint64_t end = pd_now_ns() + 10000000000ull;
+		unlink(slog[i]);
+		build_args(&a, o, bin, tdevs[i], i, size, NULL);
+		srv[i] = spawn(a.v, slog[i]);
+		while (srv[i] > 0 && !listening(o->perftest_port + i) && pd_now_ns() < end &&
+		       waitpid(srv[i], NULL, WNOHANG) == 0)
+			pd_sleep_ms(50);
+		if (srv[i] < 0 || !listening(o->perftest_port + i)) {
+			fprintf(stderr,
+			        "pdkv-bench: %s server on %s port %d did not start listening; its "
+			        "log (%s):\n",
+			        bin, tdevs[i], o->perftest_port + i, slog[i]);
+			show_tail(slog[i]);
+			ok = false;
 		}
 	}
 	for (int i = 0; ok && i < nd; i++) {
 		struct pt_args a;
-		build_args(&a, o, devs[i], i, size, host);
+		build_args(&a, o, bin, devs[i], i, size, host);
 		cli[i] = spawn(a.v, clog[i]);
 	}
 	for (int i = 0; ok && i < nd; i++) {
 		int st = cli[i] > 0 ? wait_for(cli[i], timeout_ms) : -1;
-		double bw =
-		    st >= 0 && WIFEXITED(st) && !WEXITSTATUS(st) ? parse_bw(clog[i], size) : 0;
+		bool exited = st >= 0 && WIFEXITED(st) && !WEXITSTATUS(st);
+		double bw = exited && !lat ? parse_bw(clog[i], size) : 0;
 		cli[i] = 0;
 		if (exchanged(clog[i], 0))
 			(*connected)++;
+		if (lat && exited && !parse_lat(clog[i], size, res))
+			continue;
 		if (bw > 0) {
-			sum += bw;
+			res->bw += bw;
 			continue;
 		}
 		if (st == -ETIMEDOUT)
-			fprintf(stderr,
-			        "pdkv-bench: ib_write_bw -d %s -s %llu %s timed out after %d s "
-			        "(killed); its log: %s\n",
-			        devs[i], (unsigned long long)size, host, timeout_ms / 1000,
-			        clog[i]);
+			fprintf(
+			    stderr,
+			    "pdkv-bench: %s -d %s -s %llu %s timed out after %d s (killed); its "
+			    "log: %s\n",
+			    bin, devs[i], (unsigned long long)size, host, timeout_ms / 1000,
+			    clog[i]);
 		else
 			fprintf(stderr,
-			        "pdkv-bench: ib_write_bw -d %s -s %llu %s failed (status 0x%x%s); "
-			        "its log: %s\n",
-			        devs[i], (unsigned long long)size, host, st,
-			        st >= 0 && WIFEXITED(st) && !WEXITSTATUS(st)
-			            ? ", no BW row for the size"
-			            : "",
-			        clog[i]);
+			        "pdkv-bench: %s -d %s -s %llu %s failed (status 0x%x%s); its log: "
+			        "%s\n",
+			        bin, devs[i], (unsigned long long)size, host, st,
+			        exited ? ", no row for the size" : "", clog[i]);
 		show_tail(clog[i]);
 		ok = false;
 	}
@@ -438,15 +508,15 @@ static double run_size(const struct bench_opts *o, char devs[][64], char tdevs[]
 		if (cli[i] > 0)
 			kill_wait(cli[i]);
 		if (srv[i] > 0 && wait_for(srv[i], ok ? 5000 : 200) == -ETIMEDOUT && ok)
-			fprintf(stderr,
-			        "pdkv-bench: ib_write_bw server on %s did not exit (killed)\n",
+			fprintf(stderr, "pdkv-bench: %s server on %s did not exit (killed)\n", bin,
 			        tdevs[i]);
 	}
-	return ok ? sum : 0;
+	return ok ? 0 : -1;
 }
 
-int bench_perftest_run(const struct bench_opts *o, const char *local_servers, const char *host,
-                       const uint64_t *sizes, size_t n, double *bw)
+int bench_perftest_run_tool(const struct bench_opts *o, const char *bin, const char *local_servers,
+                            const char *host, const uint64_t *sizes, size_t n,
+                            struct bench_pt_res *res)
 {
 	static char devs[PT_MAX_DEV][64], tdevs[PT_MAX_DEV][64];
 	int nd = split_devs(o->device, devs, PT_MAX_DEV), nt = 0, failed = 0;
@@ -464,37 +534,52 @@ int bench_perftest_run(const struct bench_opts *o, const char *local_servers, co
 		        "pdkv-bench: --compare-perftest needs --device_name=DEV[,DEV...]\n");
 		return -1;
 	}
+	if (strstr(bin, "_lat"))
+		nd = 1; /* one request in flight: the first device pair */
 	snprintf(dir, sizeof(dir), "%s/pdkv-perftest.XXXXXX", pd_env_str("TMPDIR"));
 	if (!mkdtemp(dir)) {
 		fprintf(stderr, "pdkv-bench: mkdtemp %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
 	for (size_t k = 0; k < n; k++) {
-		bw[k] = 0;
+		int rc = -1;
 		/* a remote server is respawned after each client run: retry while the client
 		 * did not get past the connection (a remote server that saw a client has moved on
 		 * to the next size, so a run that connected is not repeated) */
-		for (int attempt = 0; attempt < (local_servers ? 2 : 5) && !(bw[k] > 0);
-		     attempt++) {
+		for (int attempt = 0; attempt < (local_servers ? 2 : 5) && rc; attempt++) {
 			int conn = 0;
 			if (attempt) {
-				fprintf(stderr, "pdkv-bench: retrying ib_write_bw -s %llu\n",
+				fprintf(stderr, "pdkv-bench: retrying %s -s %llu\n", bin,
 				        (unsigned long long)sizes[k]);
 				pd_sleep_ms(1000);
 			}
-			bw[k] = run_size(o, devs, local_servers ? tdevs : NULL, nd, host, sizes[k],
-			                 dir, &conn);
+			rc = run_size(o, bin, devs, local_servers ? tdevs : NULL, nd, host,
+			              sizes[k], dir, &conn, &res[k]);
 			if (!local_servers && conn)
 				break;
 		}
-		if (!(bw[k] > 0))
+		if (rc)
 			failed++;
 	}
 	if (!failed)
 		pd_rm_rf(dir);
 	else
-		fprintf(stderr, "pdkv-bench: ib_write_bw logs kept in %s\n", dir);
+		fprintf(stderr, "pdkv-bench: %s logs kept in %s\n", bin, dir);
 	return failed ? -1 : 0;
+}
+
+int bench_perftest_run(const struct bench_opts *o, const char *local_servers, const char *host,
+                       const uint64_t *sizes, size_t n, double *bw)
+{
+	struct bench_pt_res res[64];
+	int rc;
+
+	if (n > 64)
+		n = 64;
+	rc = bench_perftest_run_tool(o, PT_BIN, local_servers, host, sizes, n, res);
+	for (size_t k = 0; k < n; k++)
+		bw[k] = res[k].bw;
+	return rc;
 }
 
 int bench_perftest_host(const struct bench_opts *o, char *host, size_t len)

@@ -133,8 +133,12 @@ void bench_banner(const struct bench_opts *o, const char *local, const char *rem
 	if (o->sweep_b)
 		printf(" (sweep -b %llu -e %llu -f %g)", (unsigned long long)o->sweep_b,
 		       (unsigned long long)o->sweep_e, o->sweep_f);
-	printf("\n batch size     : %llu   threads: %llu   duration: %g s per row\n",
-	       (unsigned long long)o->batch, (unsigned long long)o->threads, o->duration);
+	if (o->latency)
+		printf("\n batch size     : 1   threads: 1   latency: %llu requests per row\n",
+		       (unsigned long long)o->iterations);
+	else
+		printf("\n batch size     : %llu   threads: %llu   duration: %g s per row\n",
+		       (unsigned long long)o->batch, (unsigned long long)o->threads, o->duration);
 	if (o->gap_ms > 0)
 		printf(" gap            : %g ms idle between batches (not timed)\n", o->gap_ms);
 	printf(" buffer size    : %llu bytes per side (at least block x batch x threads)\n",
@@ -491,6 +495,20 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		                        r->seconds > 0 ? (double)r->transfers / r->seconds : 0);
 		cJSON_AddNumberToObject(x, "lat_p50_us", r->lat_p50_us);
 		cJSON_AddNumberToObject(x, "lat_p99_us", r->lat_p99_us);
+		if (o->latency) {
+			cJSON_AddNumberToObject(x, "lat_max_us", r->lat_max_us);
+			cJSON_AddNumberToObject(x, "iterations", (double)r->transfers);
+		}
+		if (r->pt_lat_us > 0) {
+			double ref = r->pt_lat_us * r->pt_rtt_factor;
+			cJSON_AddStringToObject(x, "perftest",
+			                        r->op ? "ib_write_lat" : "ib_read_lat");
+			cJSON_AddNumberToObject(x, "perftest_lat_us", r->pt_lat_us);
+			cJSON_AddNumberToObject(x, "perftest_lat_p99_us", r->pt_lat_p99_us);
+			cJSON_AddNumberToObject(x, "perftest_lat_max_us", r->pt_lat_max_us);
+			cJSON_AddNumberToObject(x, "perftest_rtt_factor", r->pt_rtt_factor);
+			cJSON_AddNumberToObject(x, "ratio_vs_perftest_lat", r->lat_p50_us / ref);
+		}
 		cJSON_AddNumberToObject(x, "wrong", (double)r->wrong);
 		cJSON_AddNumberToObject(x, "failed", (double)r->failed);
 		cJSON_AddNumberToObject(x, "cpu_initiator_s", r->cpu_init_s);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,6 +372,10 @@ static int te_batch(struct bench_thread *th, int opcode, char *lbase, bool recor
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 			left++;
 			backoff = 0;
+			continue;
+		}
+		if (o->latency) { /* one request in flight: spin as ib_*_lat does, yield to rxe */
+			sched_yield();
 			continue;
 		}
 		el = pd_now_ns() - t0;
