@@ -10,6 +10,11 @@
 #   refs:   repeated ib_write_bw figures (any unit) taken on this host in this run: their
 #           coefficient of variation (stdev / mean) measures how noisy the host is
 #   cv:     noise limit in percent (default 20)
+#   each:   per-size goal (issue 31): EVERY ratio must meet the goal, not the median; labels
+#           ("4096 65536 ..") name the sizes in the verdict
+#   upper:  the goal is a ceiling (latency: pdkv / perftest must stay <= G %); the sanity rule
+#           is then a floor: a ratio below --min (default 25) is a broken measurement
+#   ref:    the reference's name in the verdict (default ib_write_bw)
 # Prints one line "PASS|FAIL|NOTRUN <reason>" and returns 0 | 1 | 77. In order:
 #   1. fewer ratios than expected (ib_write_bw or the figure did not complete) -> NOTRUN
 #   2. fewer than 2 refs, or their CV above the limit -> NOTRUN (too noisy to measure)
@@ -19,10 +24,18 @@
 #   4. the median below goal by less than twice the noise (the larger CV) -> NOTRUN; further
 #      below -> FAIL
 #   5. else PASS
+# With --each, rules 2b and 4 are per ratio: a size that misses the goal by less than twice the
+# host's noise (ib_write_bw CV) is NOTRUN (cannot tell), further FAIL; the verdict names them.
 rxe_judge() {
-	local ratios="" expect=0 goal=0 max=150 refs="" cv=20 a
+	local ratios="" expect=0 goal=0 max=150 refs="" cv=20 each=0 upper=0 min=25 labels="" \
+		ref=ib_write_bw a
 	for a in "$@"; do
 		case $a in
+		--each) each=1 ;;
+		--upper) upper=1 ;;
+		--min=*) min=${a#*=} ;;
+		--labels=*) labels=${a#*=} ;;
+		--ref=*) ref=${a#*=} ;;
 		--ratios=*) ratios=${a#*=} ;;
 		--expect=*) expect=${a#*=} ;;
 		--goal=*) goal=${a#*=} ;;
@@ -33,11 +46,43 @@ rxe_judge() {
 		esac
 	done
 	awk -v ratios="$ratios" -v expect="$expect" -v goal="$goal" -v max="$max" -v refs="$refs" \
-		-v cvlim="$cv" '
+		-v cvlim="$cv" -v each="$each" -v upper="$upper" -v lo="$min" -v labels="$labels" \
+		-v ref="$ref" '
 	function median(v, n,   i, j, t) {
 		for (i = 2; i <= n; i++)
 			for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
 		return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	}
+	# --each: every ratio against the goal (a floor, or with --upper a ceiling); returns the exit
+	function per_size(r, n, nz, noise,   i, nl, l, lab, far, near, bad, worst, wl, miss, dir, g) {
+		nl = split(labels, l, " ")
+		dir = upper ? "<=" : ">="
+		for (i = 1; i <= n; i++) {
+			lab = i <= nl ? l[i] : "#" i
+			if (upper ? r[i] < lo : r[i] > max) bad = bad " " lab "=" r[i] "%"
+			if (worst == "" || (upper ? r[i] > worst : r[i] < worst)) { worst = r[i]; wl = lab }
+			miss = goal > 0 && (upper ? r[i] > goal : r[i] < goal)
+			if (!miss) continue
+			if (upper ? r[i] > goal * (1 + 2 * nz / 100) : r[i] < goal * (1 - 2 * nz / 100))
+				far = far " " lab "=" r[i] "%"
+			else
+				near = near " " lab "=" r[i] "%"
+		}
+		if (bad != "") {
+			printf "FAIL broken measurement: %s of %s (%s %g%%; %s)\n", substr(bad, 2), ref, upper ? "below" : "above", upper ? lo : max, noise
+			return 1
+		}
+		if (far != "") {
+			printf "FAIL per size: not %s %g%% of %s at %s (%s)\n", dir, goal, ref, substr(far, 2), noise
+			return 1
+		}
+		if (near != "") {
+			printf "NOTRUN per size: %s within twice the measured noise of the goal %s %g%% of %s: cannot tell (%s)\n", substr(near, 2), dir, goal, ref, noise
+			return 77
+		}
+		g = goal > 0 ? sprintf("every size %s goal %g%%", dir, goal) : "every size sane (no goal)"
+		printf "PASS %s of %s, worst %s at %s (%s)\n", g, ref, worst "%", wl, noise
+		return 0
 	}
 	BEGIN {
 		n = split(ratios, r, " "); m = split(refs, b, " ")
@@ -60,6 +105,7 @@ rxe_judge() {
 			printf "NOTRUN too noisy to measure: %s > %g%% limit\n", noise, cvlim
 			exit 77
 		}
+		if (each) exit per_size(r, n, cvv, noise)
 		if (goal > 0 && n >= 2) {
 			rs = 0; for (i = 1; i <= n; i++) rs += r[i]
 			rm = rs / n; rss = 0

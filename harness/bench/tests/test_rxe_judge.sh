@@ -36,4 +36,16 @@ check "no goal, sane ratios: PASS" verdict PASS --ratios="71 80" --expect=2 "$QU
 check "150 % is still sane" verdict PASS --ratios="150" --expect=1 "$QUIET"
 check "150.1 % is not" verdict FAIL --ratios="150.1" --expect=1 "$QUIET"
 check "a non-number ratio: FAIL" verdict FAIL --ratios="95 ?" --expect=2 "$QUIET"
+# per-size goals (issue 31): every size must meet the goal, not the median
+S4="--labels=4096 65536 1048576 16777216"
+check "--each: 96-99 % at every size vs 95 %: PASS naming the worst size" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="98 96 97 99" "--labels=4096 65536 1048576 16777216" --expect=4 --goal=95 --each "--refs=30.1 31.0 29.5" | grep -q "^PASS every size >= goal 95% of ib_write_bw, worst 96% at 65536"'
+check "--each: median 97 % but one size at 80 %: FAIL naming it" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="98 97 80 99" "--labels=4096 65536 1048576 16777216" --expect=4 --goal=95 --each "--refs=30.1 31.0 29.5" | grep -q "^FAIL per size: not >= 95% of ib_write_bw at 1048576=80%"'
+check "--each: one size 93.5 % at 2.5 % noise: NOTRUN (cannot tell), not PASS" verdict NOTRUN --ratios="98 96 93.5 99" "$S4" --expect=4 --goal=95 --each "$QUIET"
+check "--each: a size missing: NOTRUN" verdict NOTRUN --ratios="98 96 97" "$S4" --expect=4 --goal=95 --each "$QUIET"
+check "--each: noisy host: NOTRUN with the spread" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="98 96 97 99" --expect=4 --goal=95 --each "--refs=12 30 31" | grep -q "^NOTRUN too noisy to measure: ib_write_bw CV"'
+check "--each: 372 % at one size: FAIL broken" verdict FAIL --ratios="98 372 97 99" "$S4" --expect=4 --goal=95 --each "$QUIET"
+check "--upper latency 110/115 % vs ceiling 120 %: PASS" verdict PASS --ratios="110 115" --labels="8 4096" --expect=2 --goal=120 --each --upper --ref=ib_write_lat "$QUIET"
+check "--upper latency 140 % at 4096: FAIL naming it" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="110 140" --labels="8 4096" --expect=2 --goal=120 --each --upper --ref=ib_write_lat "--refs=30.1 31.0 29.5" | grep -q "^FAIL per size: not <= 120% of ib_write_lat at 4096=140%"'
+check "--upper latency 123 % at 2.5 % noise: NOTRUN, never PASS" verdict NOTRUN --ratios="110 123" --labels="8 4096" --expect=2 --goal=120 --each --upper "$QUIET"
+check "--upper latency 10 %: FAIL broken (faster than the NIC)" verdict FAIL --ratios="10 100" --expect=2 --goal=120 --each --upper "$QUIET"
 [ "$fails" = 0 ]
