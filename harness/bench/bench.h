@@ -69,6 +69,11 @@ struct bench_opts {
 	 * ib_write_lat / ib_read_lat on the first device pair */
 	bool latency;
 	uint64_t iterations;
+	/* --fault-device-down=NAME@SECONDS (bench_multi.c): `ip link set <netdev> down` under
+	 * rdma device NAME (one of --device_name) SECONDS after the first row starts; up again
+	 * after the last row */
+	const char *fault_down;
+	uint64_t max_inflight;    /* --max_inflight: batch per size <= this many bytes; 0 = off */
 	int lat_ops[2], lat_nops; /* the operations in run order (the target's servers follow) */
 	bool nic_matrix_given;    /* --nic_priority_matrix: accepted and ignored */
 	uint64_t verify_written;  /* target: bytes a Mooncake initiator wrote (zeros); 0 = off */
@@ -99,9 +104,23 @@ struct bench_run_ops {
 	int nops;
 	bool buffer_given;
 };
+/* the batch for block: --batch_size, capped by --max_inflight / block (at least 1) */
+static inline uint64_t bench_batch_for(const struct bench_opts *o, uint64_t batch, uint64_t block)
+{
+	uint64_t cap = o->max_inflight && block ? o->max_inflight / block : batch;
+	return cap < 1 ? 1 : cap < batch ? cap : batch;
+}
 /* Options (bench_opts.c): 0 (*done after --help: exit 0) or the exit status 2, with the
  * message printed. */
 int bench_parse(int argc, char **argv, struct bench_opts *o, struct bench_run_ops *ro, bool *done);
+
+/* a row's share per local RDMA device (bench_multi.c), from te_rdma_stats.h counters */
+#define BENCH_MAX_DEVS 8
+struct bench_dev_share {
+	char name[64];
+	uint64_t bytes, moved_in, moved_out;
+	bool down; /* port not ACTIVE at the row's end */
+};
 
 struct bench_row {
 	const char *kind; /* "pdkv" | "socket" */
@@ -121,6 +140,8 @@ struct bench_row {
 	double perftest_bw; /* ib_write_bw at this block size, report units; 0 = none */
 	struct bench_scheme_row *scheme; /* --scheme: the pairs behind this aggregate; else NULL */
 	int conns;                       /* socket rows: connections opened; else 0 */
+	struct bench_dev_share devs[BENCH_MAX_DEVS]; /* rdma pdkv rows: per local device */
+	int ndevs;
 };
 
 /* One pair of a --scheme row: initiator engine -> target segment, and its own row. */
@@ -335,6 +356,19 @@ struct bench_pt_res {
 int bench_perftest_run_tool(const struct bench_opts *o, const char *bin, const char *local_servers,
                             const char *host, const uint64_t *sizes, size_t n,
                             struct bench_pt_res *res);
+
+/* multi-device (bench_multi.c): check = --fault-device-down's form and context (2 + message);
+ * snap = the engine's per-device counters (bench_te.c; 0 devices when not rdma); share = a row's
+ * per-device delta from two snaps; print = "# devices:" and "# failover:" lines for a row with
+ * more than one device or a fault; fault start/stop = the timer thread and the link back up. */
+struct te_rdma_dev_stat;
+int bench_fault_check(const struct bench_opts *o);
+int bench_te_devsnap(struct bench_te *b, struct te_rdma_dev_stat *out, int max);
+void bench_devs_share(struct bench_row *row, const struct te_rdma_dev_stat *a,
+                      const struct te_rdma_dev_stat *b, int n);
+void bench_devs_print(const struct bench_opts *o, const struct bench_row *row);
+int bench_fault_start(const struct bench_opts *o);
+int bench_fault_stop(void);
 
 /* --latency (bench_lat.c): check = the flags it cannot go with, batch 1 / 1 thread, default
  * sizes 8 B..64 KiB (2 on usage error, message printed); header/row = its table; compare =

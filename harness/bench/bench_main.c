@@ -115,6 +115,8 @@ static void add_row(struct runner *r, struct bench_row *row, double c0, double t
 		bench_lat_row(r->o, row);
 	else
 		bench_table_row(r->o, row);
+	if (!mc)
+		bench_devs_print(r->o, row);
 	if (row->bytes && !mc && !r->o->latency)
 		printf("# cpu: initiator %.2f s, target %.2f s = %.2f s per GB moved\n",
 		       row->cpu_init_s, row->cpu_target_s,
@@ -141,7 +143,7 @@ static void add_row(struct runner *r, struct bench_row *row, double c0, double t
 static void run_all(struct runner *r, const struct bench_run_ops *ro)
 {
 	struct bench_opts *o = r->o;
-	uint64_t sizes[64];
+	uint64_t sizes[64], batch0 = o->batch;
 	size_t ns = sizes_of(o, sizes, PD_ARRAY_SIZE(sizes));
 
 	if (o->latency)
@@ -152,6 +154,7 @@ static void run_all(struct runner *r, const struct bench_run_ops *ro)
 		o->op = ro->ops[k];
 		for (size_t i = 0; i < ns; i++) {
 			double best_s = 0, best_p = 0, best_m = 0;
+			o->batch = bench_batch_for(o, batch0, sizes[i]);
 			for (int rep = 0; rep < o->repeat; rep++) {
 				struct bench_row srow, prow;
 				double c0, t0;
@@ -198,6 +201,7 @@ static void run_all(struct runner *r, const struct bench_run_ops *ro)
 				       best_p / best_s, o->repeat > 1 ? " (best of each)" : "");
 		}
 	}
+	o->batch = batch0;
 }
 
 /* ---------------------------------------------------------------- modes */
@@ -286,8 +290,14 @@ static int mode_initiator(struct bench_opts *o, const struct bench_run_ops *ro, 
 	bench_banner(o, r.te ? bench_te_local_name(r.te) : "-", o->segment,
 	             r.te ? bench_te_remote_size(r.te) : o->buffer_size);
 	lanes_line(o);
+	if (bench_fault_start(o)) {
+		rc = 1;
+		goto out;
+	}
 	run_all(&r, ro);
 	rc = r.rc;
+	if (bench_fault_stop())
+		rc = rc ? rc : 1;
 	if (o->compare_perftest &&
 	    (o->latency
 	         ? bench_lat_compare(o, r.rows, r.nrows, sizes, ns, o->mode_id == BENCH_LOOPBACK)
@@ -332,10 +342,14 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	ns = sizes_of(&o, sizes, PD_ARRAY_SIZE(sizes));
-	for (size_t i = 0; i < ns; i++)
+	region = 0;
+	for (size_t i = 0; i < ns; i++) {
+		uint64_t need = sizes[i] * bench_batch_for(&o, o.batch, sizes[i]) * o.threads;
 		if (sizes[i] > max_block)
 			max_block = sizes[i];
-	region = max_block * o.batch * o.threads;
+		if (need > region)
+			region = need;
+	}
 	if (o.buffer_size < region)
 		o.buffer_size = region;
 

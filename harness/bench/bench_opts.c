@@ -371,6 +371,19 @@ static const struct pd_opt bench_optv[] = {
      .dst = &g_o.latency,
      .help = "one request in flight: p50/p99/max in us over --iterations\nper size (8 B..64 KiB "
              "unless -b/-e); rdma --compare-perftest:\nib_write_lat/ib_read_lat beside it"},
+    {.name = "max_inflight",
+     .type = PD_OPT_SIZE,
+     .dst = &g_o.max_inflight,
+     .arg = "=BYTES",
+     .help = "per size, batch = min(--batch_size, BYTES / block): a\n4 KiB..16 MiB sweep in one "
+             "run (0 = off)",
+     .want = "a size like 32M"},
+    {.name = "fault-device-down",
+     .type = PD_OPT_STR,
+     .dst = &g_o.fault_down,
+     .arg = "=DEV@S",
+     .help = "rdma, 2+ devices: ip link set <netdev of DEV> down S s\ninto the run (up after "
+             "it); rows report the slices moved"},
     {.name = "iterations",
      .type = PD_OPT_U64,
      .dst = &g_o.iterations,
@@ -672,7 +685,7 @@ static int check_combinations(struct bench_opts *o)
 		        "bench runs its batches back to back, so its rows would not compare\n");
 		return 2;
 	}
-	if (o->latency && bench_lat_check(o))
+	if ((o->latency && bench_lat_check(o)) || bench_fault_check(o))
 		return 2;
 	if (o->sweep_b || o->sweep_e) {
 		if (!o->sweep_b)

@@ -452,6 +452,31 @@ static void json_scheme(cJSON *x, const struct bench_opts *o, const struct bench
 	}
 }
 
+/* a row's per-device share and failover counts (multi-device rdma rows) */
+static void json_devices(cJSON *x, const struct bench_row *r)
+{
+	cJSON *arr = cJSON_AddArrayToObject(x, "devices");
+	uint64_t total = 0, moved = 0, in = 0;
+
+	for (int i = 0; i < r->ndevs; i++)
+		total += r->devs[i].bytes;
+	for (int i = 0; i < r->ndevs; i++) {
+		cJSON *d = cJSON_CreateObject();
+		cJSON_AddStringToObject(d, "name", r->devs[i].name);
+		cJSON_AddNumberToObject(d, "bytes", (double)r->devs[i].bytes);
+		cJSON_AddNumberToObject(d, "share",
+		                        total ? (double)r->devs[i].bytes / (double)total : 0);
+		cJSON_AddNumberToObject(d, "slices_moved_out", (double)r->devs[i].moved_out);
+		cJSON_AddNumberToObject(d, "slices_moved_in", (double)r->devs[i].moved_in);
+		cJSON_AddBoolToObject(d, "port_down", r->devs[i].down);
+		cJSON_AddItemToArray(arr, d);
+		moved += r->devs[i].moved_out;
+		in += r->devs[i].moved_in;
+	}
+	cJSON_AddNumberToObject(x, "slices_moved", (double)moved);
+	cJSON_AddNumberToObject(x, "slices_moved_completed", (double)in);
+}
+
 int bench_write_json(const struct bench_opts *o, const char *path, struct bench_row *rows, size_t n,
                      const char *local, const char *remote)
 {
@@ -521,6 +546,8 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 			cJSON_AddNumberToObject(x, "ib_write_bw", r->perftest_bw);
 			cJSON_AddNumberToObject(x, "ratio_vs_ib_write_bw", r->bw / r->perftest_bw);
 		}
+		if (r->ndevs > 1 || (r->ndevs && o->fault_down))
+			json_devices(x, r);
 		cJSON_AddStringToObject(x, "memory", bench_mem_location(o));
 		if (r->scheme)
 			json_scheme(x, o, r->scheme, r->bw);

@@ -19,6 +19,7 @@
 #include "pd_util.h"
 #include "te/te.h"
 #include "te/te_inspect.h"
+#include "te/te_rdma_stats.h"
 
 struct bench_te {
 	struct te_engine *eng;
@@ -410,10 +411,19 @@ const struct bench_backend bench_te_backend = {
     .batch = te_batch,
 };
 
+int bench_te_devsnap(struct bench_te *b, struct te_rdma_dev_stat *out, int max)
+{
+	return b ? te_rdma_device_stats(b->eng, out, max) : 0;
+}
+
 int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
                  struct bench_row *row)
 {
+	struct te_rdma_dev_stat s0[BENCH_MAX_DEVS], s1[BENCH_MAX_DEVS];
+	int nd = bench_te_devsnap(b, s0, BENCH_MAX_DEVS);
 	int err = bench_run_row(&bench_te_backend, b, o, block, row);
+	if (nd > 0 && bench_te_devsnap(b, s1, BENCH_MAX_DEVS) == nd)
+		bench_devs_share(row, s0, s1, nd);
 	if (err)
 		fprintf(stderr, "pdkv-bench: transfer error: %s\n", te_strerror(err));
 	return err ? 1 : 0;

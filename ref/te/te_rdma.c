@@ -3,10 +3,14 @@
  * (devices, keys, priority matrix), slicing, one worker per device posting one-sided
  * READ/WRITE and polling the CQ, retries over fresh endpoints (docs/rdma.md). */
 #include "te_rdma.h"
+#include "te_rdma_stats.h"
 
 #include <cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -16,6 +20,7 @@
 
 #include "pd_log.h"
 #include "pd_util.h"
+#include "te_engine_priv.h"
 
 /* ---------------------------------------------------------------- registration */
 
@@ -153,6 +158,29 @@ static void enqueue(struct te_rdma_ctx *c, struct te_rdma_slice *s)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* The first context from start on whose port is up (start itself when every one is down). */
+static int pick_ctx(struct te_rdma *tr, unsigned start)
+{
+	for (int k = 0; k < tr->nctx; k++) {
+		int i = (int)((start + (unsigned)k) % (unsigned)tr->nctx);
+
+		if (!atomic_load(&tr->ctxs[i].down))
+			return i;
+	}
+	return (int)(start % (unsigned)tr->nctx);
+}
+
+/* s leaves context `from` for another (its device went down, or an attempt failed there) */
+static void slice_move(struct te_rdma *tr, struct te_rdma_slice *s, int from, int to)
+{
+	if (to != from) {
+		atomic_fetch_add(&tr->ctxs[from].st_moved_out, 1);
+		s->moved_from = from;
+	}
+	s->lctx = to;
+	enqueue(&tr->ctxs[to], s);
+}
+
 static void slice_end(struct te_rdma_slice *s, bool ok)
 {
 	te_task_slice_done(s->task, ok ? s->len : 0, ok);
@@ -186,8 +214,7 @@ static void slice_retry(struct te_rdma *tr, struct te_rdma_slice *s, const char 
 		return;
 	}
 	pd_dbg("rdma: slice retry %d: %s", s->retries, why);
-	s->lctx = (s->lctx + 1) % tr->nctx;
-	enqueue(&tr->ctxs[s->lctx], s);
+	slice_move(tr, s, s->lctx, pick_ctx(tr, (unsigned)s->lctx + 1));
 }
 
 /* Posts s on ep; false if the endpoint has no free send slot (caller keeps s queued). */
@@ -246,6 +273,54 @@ static void free_dead(struct te_rdma_ctx *c, bool all)
 	}
 }
 
+/* Rails (docs/rdma.md): when some but not all of the remote candidates sit in this device's
+ * IPv4 subnet, the slice goes to those (multi-rail fabrics: NIC i reaches the peer's NIC i, not
+ * necessarily the others; ib_write_bw per device pair measures the same). After a failure on
+ * every local device the other candidates are tried too. -1 = no rail rule applies. */
+static int rail_pick(struct te_rdma_ctx *c, const struct te_rdma_slice *s)
+{
+	const struct te_segment_desc *p = s->task->peer;
+	int same[TE_MAX_DEVICES], ns = 0;
+
+	if (!c->mask4 || s->retries >= c->tr->nctx)
+		return -1;
+	for (int k = 0; k < s->ncand; k++) {
+		union ibv_gid g;
+		uint32_t ip;
+
+		if (te_rdma_gid_parse(p->devices[s->cand[k]].gid, &g) || g.raw[10] != 0xff ||
+		    g.raw[11] != 0xff)
+			return -1; /* not IPv4-mapped: no subnet to compare */
+		ip = (uint32_t)g.raw[12] << 24 | (uint32_t)g.raw[13] << 16 |
+		     (uint32_t)g.raw[14] << 8 | g.raw[15];
+		if ((ip & c->mask4) == (c->ip4 & c->mask4))
+			same[ns++] = s->cand[k];
+	}
+	if (ns == 0 || ns == s->ncand)
+		return -1;
+	return same[(s->idx + (unsigned)s->retries) % (unsigned)ns];
+}
+
+/* This device's IPv4 from its GID and the netmask of the interface holding that address. */
+static void rail_init(struct te_rdma_ctx *c)
+{
+	struct ifaddrs *ifa = NULL;
+	const uint8_t *r = c->gid.raw;
+
+	if (r[10] != 0xff || r[11] != 0xff || getifaddrs(&ifa))
+		return;
+	c->ip4 = (uint32_t)r[12] << 24 | (uint32_t)r[13] << 16 | (uint32_t)r[14] << 8 | r[15];
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !i->ifa_netmask)
+			continue;
+		if (ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) == c->ip4) {
+			c->mask4 = ntohl(((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr);
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+}
+
 /* Posts what fits from *pending, in order, stopping at the first slice that has no free send
  * slot (the rest wait for completions); returns how many were posted or ended. */
 static int post_pending(struct te_rdma_ctx *c, struct te_rdma_slice **pending)
@@ -260,7 +335,9 @@ static int post_pending(struct te_rdma_ctx *c, struct te_rdma_slice **pending)
 	while ((s = *pending) && c->outstanding < c->cq_depth) {
 		int rc = 1;
 
-		s->rdev = s->cand[(s->idx + (unsigned)s->retries) % s->ncand];
+		s->rdev = rail_pick(c, s);
+		if (s->rdev < 0)
+			s->rdev = s->cand[(s->idx + (unsigned)s->retries) % s->ncand];
 		if (!ep || s->task->peer != last_peer || s->rdev != last_rdev) {
 			ep = te_rdma_ep_get(c, s->task->peer, s->rdev, why, sizeof(why));
 			last_peer = s->task->peer;
@@ -323,6 +400,10 @@ static int poll_cq(struct te_rdma_ctx *c)
 		}
 		pthread_mutex_unlock(&c->mu);
 		if (wc[i].status == IBV_WC_SUCCESS) {
+			atomic_fetch_add(&c->st_bytes, s->len);
+			atomic_fetch_add(&c->st_slices, 1);
+			if (s->moved_from >= 0 && s->moved_from != c->index)
+				atomic_fetch_add(&c->st_moved_in, 1);
 			slice_end(s, true);
 		} else {
 			snprintf(why, sizeof(why), "completion status %s",
@@ -377,11 +458,60 @@ static void check_stalls(struct te_rdma_ctx *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* Every 100 ms: is the port still ACTIVE? Going down: the endpoints are reset (their WRs come
+ * back flushed and are retried on another device); while down, the queued slices move to the
+ * other devices and new slices skip this one until its port is ACTIVE again. */
+static void check_port(struct te_rdma_ctx *c, struct te_rdma_slice **pending)
+{
+	struct te_rdma *tr = c->tr;
+	uint64_t now = pd_now_ns();
+
+	if (tr->nctx < 2)
+		return;
+	if (now - c->port_scan_ns >= 100000000ull) {
+		struct ibv_port_attr pa;
+		bool down, was;
+
+		c->port_scan_ns = now;
+		down = ibv_query_port(c->ctx, c->port, &pa) == 0 && pa.state != IBV_PORT_ACTIVE;
+		was = atomic_exchange(&c->down, down);
+		if (down && !was) {
+			pd_warn("rdma: %s port %d is %s: its slices move to the other devices",
+			        c->name, c->port, ibv_port_state_str(pa.state));
+			pthread_mutex_lock(&c->mu);
+			while (c->eps)
+				te_rdma_ep_kill(c->eps); /* flushed WRs are retried elsewhere */
+			pthread_mutex_unlock(&c->mu);
+		} else if (!down && was) {
+			pd_info("rdma: %s port %d is ACTIVE again: it takes new slices", c->name,
+			        c->port);
+		}
+	}
+	if (!atomic_load(&c->down) || pick_ctx(tr, (unsigned)c->index + 1) == c->index)
+		return; /* up, or every device down: the slices stay (and retry or fail here) */
+	for (;;) {
+		struct te_rdma_slice *s = *pending;
+		if (s) {
+			*pending = s->next;
+		} else {
+			pthread_mutex_lock(&c->mu);
+			if ((s = c->q_head) && !(c->q_head = s->next))
+				c->q_tail = NULL;
+			pthread_mutex_unlock(&c->mu);
+			if (!s)
+				break;
+		}
+		slice_move(tr, s, c->index, pick_ctx(tr, (unsigned)c->index + 1));
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct te_rdma_ctx *c = arg;
 	struct te_rdma_slice *pending = NULL, **tail;
 	int idle = 0;
+
+	rail_init(c);
 
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
@@ -403,6 +533,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&c->mu);
 
 		check_stalls(c);
+		check_port(c, &pending);
 		if (post_pending(c, &pending) + poll_cq(c) > 0) {
 			idle = 0;
 		} else if (++idle > 16) {
@@ -489,6 +620,7 @@ static int rdma_submit(struct te_transport *t, struct te_task *const *tasks, siz
 			s->local = (uintptr_t)r->source + off;
 			s->remote = r->target_offset + off;
 			s->len = (uint32_t)(r->length - off < ss ? r->length - off : ss);
+			s->moved_from = -1;
 			s->ncand = (uint8_t)ncand;
 			s->last_wc = -1;
 			memcpy(s->cand, cand, sizeof(cand));
@@ -517,8 +649,7 @@ static int rdma_submit(struct te_transport *t, struct te_task *const *tasks, siz
 		atomic_store(&tasks[i]->slice_count, cnt);
 		for (s = rev; s; s = next) {
 			next = s->next;
-			s->lctx =
-			    (int)(__atomic_fetch_add(&tr->rr, 1, __ATOMIC_RELAXED) % tr->nctx);
+			s->lctx = pick_ctx(tr, __atomic_fetch_add(&tr->rr, 1, __ATOMIC_RELAXED));
 			enqueue(&tr->ctxs[s->lctx], s);
 		}
 	}
@@ -617,3 +748,25 @@ const struct te_transport_ops te_rdma_transport_ops = {
     .on_connection = rdma_on_connection,
     .destroy = rdma_destroy,
 };
+
+/* te_rdma_stats.h */
+int te_rdma_device_stats(struct te_engine *eng, struct te_rdma_dev_stat *out, int max)
+{
+	struct te_rdma *tr;
+	int n = 0;
+
+	if (!eng || eng->ops != &te_rdma_transport_ops || !eng->tp)
+		return 0;
+	tr = (struct te_rdma *)eng->tp;
+	for (int i = 0; i < tr->nctx && n < max; i++, n++) {
+		struct te_rdma_ctx *c = &tr->ctxs[i];
+
+		snprintf(out[n].name, sizeof(out[n].name), "%s", c->name);
+		out[n].bytes = atomic_load(&c->st_bytes);
+		out[n].slices = atomic_load(&c->st_slices);
+		out[n].moved_in = atomic_load(&c->st_moved_in);
+		out[n].moved_out = atomic_load(&c->st_moved_out);
+		out[n].down = atomic_load(&c->down);
+	}
+	return n;
+}

@@ -6,6 +6,7 @@
 
 #include <infiniband/verbs.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -66,6 +67,16 @@ struct te_rdma_ctx {
 	int outstanding;         /* WRs posted on this CQ and not yet polled */
 	uint64_t stall_scan_ns;
 	bool stop;
+	/* failover (docs/rdma.md): the worker checks the port every 100 ms; while it is not
+	 * ACTIVE (link down under rxe, cable pulled) new slices go to the other devices, and this
+	 * context's queued and flushed slices move there */
+	atomic_bool down;
+	uint64_t port_scan_ns;
+	/* rails: this device's IPv4 (from its RoCEv2 GID) and the netmask of the interface that
+	 * holds it (host order; mask 0 = unknown: no rail rule), looked up by the worker */
+	uint32_t ip4, mask4;
+	/* counters for te_rdma_stats.h (any thread reads them) */
+	atomic_ullong st_bytes, st_slices, st_moved_in, st_moved_out;
 };
 
 enum te_rdma_ep_state { EP_NEW, EP_CONNECTED, EP_DEAD };
@@ -97,7 +108,8 @@ struct te_rdma_slice {
 	uint64_t local, remote;
 	uint32_t len;
 	int retries;
-	int last_wc; /* ibv_wc_status of the last failed attempt; -1 = not a completion error */
+	int moved_from; /* context it left because that device went down; -1 = none */
+	int last_wc;    /* ibv_wc_status of the last failed attempt; -1 = not a completion error */
 	uint8_t ncand, cand[TE_MAX_DEVICES]; /* remote device candidates (peer's matrix) */
 	uint32_t lkey[TE_MAX_DEVICES];       /* per local context */
 };
