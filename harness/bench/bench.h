@@ -74,6 +74,7 @@ struct bench_opts {
 	 * after the last row */
 	const char *fault_down;
 	uint64_t max_inflight;    /* --max_inflight: batch per size <= this many bytes; 0 = off */
+	uint64_t perftest_bytes;  /* --perftest_bytes: ib_write_bw -n BYTES/size (>= 5), not -D */
 	int lat_ops[2], lat_nops; /* the operations in run order (the target's servers follow) */
 	bool nic_matrix_given;    /* --nic_priority_matrix: accepted and ignored */
 	uint64_t verify_written;  /* target: bytes a Mooncake initiator wrote (zeros); 0 = off */

@@ -4,6 +4,7 @@
 #include "bench.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int bench_lat_check(struct bench_opts *o)
@@ -35,6 +36,11 @@ void bench_lat_header(const struct bench_opts *o)
 	printf("# latency: one request in flight (batch 1, 1 thread), %llu timed requests per "
 	       "size after one warm-up; percentiles by pd_stats (type 7), us\n",
 	       (unsigned long long)o->iterations);
+	if (o->protocol && !strcmp(o->protocol, "rdma"))
+		printf(
+		    "# latency: the engine's RDMA workers busy-poll (PDKV_RDMA_BUSY_POLL=%s), as "
+		    "ib_*_lat polls its CQ\n",
+		    getenv("PDKV_RDMA_BUSY_POLL") ? getenv("PDKV_RDMA_BUSY_POLL") : "0");
 	printf("# %-6s %-5s %10s %8s %10s %10s %10s %7s %7s\n", "kind", "op", "bytes", "iters",
 	       "p50(us)", "p99(us)", "max(us)", "#wrong", "#failed");
 	fflush(stdout);

@@ -272,6 +272,10 @@ static int mode_initiator(struct bench_opts *o, const struct bench_run_ops *ro, 
 	r.o = o;
 	r.target_pid = target_pid;
 	r.sock_server = o->baseline_server;
+	/* --latency: the initiator's RDMA workers poll as ib_*_lat does (not the target's: it
+	 * only answers one-sided requests in the NIC) */
+	if (o->latency && o->protocol && !strcmp(o->protocol, "rdma"))
+		setenv("PDKV_RDMA_BUSY_POLL", "1", 0);
 	if (o->baseline_id != BENCH_BASELINE_SOCKET_ONLY && bench_te_init(o, region, &r.te)) {
 		rc = 1;
 		goto out;

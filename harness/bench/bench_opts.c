@@ -2,6 +2,7 @@
 /* bench_opts: pdkv-bench's options — one pd_opt table with transfer_engine_bench's spellings,
  * the defaults, and the combinations the table cannot check. */
 #include "bench.h"
+#include "bench_opts_rdma.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -366,32 +367,6 @@ static const struct pd_opt bench_optv[] = {
          "pdkv/ib_write_bw per size.\ntarget: keeps ib_write_bw servers up (port P+i, -s per\nsize "
          "in -b/-e/-f order: give both sides the same sizes)"},
     {.name = "compare_perftest", .type = PD_OPT_FLAG, .dst = &g_o.compare_perftest, .help = HIDDEN},
-    {.name = "latency",
-     .type = PD_OPT_FLAG,
-     .dst = &g_o.latency,
-     .help = "one request in flight: p50/p99/max in us over --iterations\nper size (8 B..64 KiB "
-             "unless -b/-e); rdma --compare-perftest:\nib_write_lat/ib_read_lat beside it"},
-    {.name = "max_inflight",
-     .type = PD_OPT_SIZE,
-     .dst = &g_o.max_inflight,
-     .arg = "=BYTES",
-     .help = "per size, batch = min(--batch_size, BYTES / block): a\n4 KiB..16 MiB sweep in one "
-             "run (0 = off)",
-     .want = "a size like 32M"},
-    {.name = "fault-device-down",
-     .type = PD_OPT_STR,
-     .dst = &g_o.fault_down,
-     .arg = "=DEV@S",
-     .help = "rdma, 2+ devices: ip link set <netdev of DEV> down S s\ninto the run (up after "
-             "it); rows report the slices moved"},
-    {.name = "iterations",
-     .type = PD_OPT_U64,
-     .dst = &g_o.iterations,
-     .arg = "=N",
-     .help = "--latency: timed requests per size, also ib_*_lat -n (1000)",
-     .want = "1..10000000",
-     .min = 1,
-     .max = 10000000},
     {.name = "compare-mooncake",
      .type = PD_OPT_STR,
      .dst = &g_o.compare_mooncake,
@@ -501,27 +476,7 @@ static const struct pd_opt bench_optv[] = {
      .dst = &g_o.target_device,
      .arg = "=LIST",
      .help = "loopback: the spawned target's devices (--device_name)"},
-    {.name = "perftest_host",
-     .type = PD_OPT_STR,
-     .dst = &g_o.perftest_host,
-     .arg = "=IP",
-     .help = "initiator: ib_write_bw server address (default: the\ntarget segment's host)"},
-    {.name = "perftest_duration",
-     .type = PD_OPT_DOUBLE,
-     .dst = &g_o.perftest_duration,
-     .arg = "=S",
-     .help = "ib_write_bw -D, same on both sides (3)",
-     .want = "whole seconds 1..3600",
-     .min = 1,
-     .max = 3600},
-    {.name = "perftest_port",
-     .type = PD_OPT_INT,
-     .dst = &g_o.perftest_port,
-     .arg = "=P",
-     .help = "device i uses port P+i (18515)",
-     .want = "a port 1024..65000",
-     .min = 1024,
-     .max = 65000},
+    BENCH_RDMA_OPTS /* bench_opts_rdma.h */
 };
 #undef HIDDEN
 

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -173,8 +174,11 @@ static void build_args(struct pt_args *a, const struct bench_opts *o, const char
 	snprintf(a->gid, sizeof(a->gid), "%d", gi < 0 ? 0 : gi);
 	snprintf(a->port, sizeof(a->port), "%d", o->perftest_port + i);
 	snprintf(a->size, sizeof(a->size), "%llu", (unsigned long long)size);
-	if (lat)
-		snprintf(a->dur, sizeof(a->dur), "%llu", (unsigned long long)o->iterations);
+	uint64_t iters = lat ? o->iterations : o->perftest_bytes ? o->perftest_bytes / size : 0;
+	if (!lat && o->perftest_bytes && iters < 5)
+		iters = 5; /* --perftest_bytes: the same bytes per size, at least 5 messages */
+	if (iters)
+		snprintf(a->dur, sizeof(a->dur), "%llu", (unsigned long long)iters);
 	else
 		snprintf(a->dur, sizeof(a->dur), "%d", (int)(o->perftest_duration + 0.5));
 	a->v[n++] = (char *)bin;
@@ -186,7 +190,7 @@ static void build_args(struct pt_args *a, const struct bench_opts *o, const char
 	a->v[n++] = a->port;
 	a->v[n++] = "-s";
 	a->v[n++] = a->size;
-	a->v[n++] = lat ? "-n" : "-D";
+	a->v[n++] = iters ? "-n" : "-D";
 	a->v[n++] = a->dur;
 	a->v[n++] = "-F";
 	if (!lat)
@@ -265,7 +269,9 @@ static int parse_lat(const char *log, uint64_t size, struct bench_pt_res *r)
 		r->lat = strtod(tok[ctyp], NULL);
 		r->max = strtod(tok[cmax], NULL);
 		r->p99 = cp99 >= 0 && cp99 < nt ? strtod(tok[cp99], NULL) : 0;
-		rc = r->lat > 0 ? 0 : -1;
+		/* perftest under emulation can print inf/nan (a bad CPU clock): not a figure */
+		rc =
+		    r->lat > 0 && isfinite(r->lat) && isfinite(r->max) && isfinite(r->p99) ? 0 : -1;
 	}
 	free(txt);
 	return rc;

@@ -118,6 +118,8 @@ static const struct pd_env_var rows[] = {
       "seconds without a completion before a queue pair is declared stalled"),
     I("PDKV_RDMA_FAULT_RESET", 0, 1 << 20, "0", W, TE,
       "fault injection: reset a queue pair after this many work requests (0: never)"),
+    I("PDKV_RDMA_BUSY_POLL", 0, 1, "0", W, TE,
+      "1: RDMA workers spin on their queue and CQ instead of sleeping (pdkv bench --latency)"),
     /* ---- pdkv's own engine knobs */
     I("PDKV_HS_FRAME_TIMEOUT_MS", 1, 3600000, "5000", IGN, TE,
       "milliseconds a handshake peer has to send one whole frame"),

@@ -519,8 +519,14 @@ static void *worker_main(void *arg)
 		if (!c->stop && !pending && !c->q_head && c->outstanding == 0) {
 			struct timespec ts;
 
-			pd_deadline_in(&ts, CLOCK_REALTIME, 100);
-			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+			if (c->tr->cfg.busy_poll) { /* PDKV_RDMA_BUSY_POLL: no sleep, no wake-up */
+				pthread_mutex_unlock(&c->mu);
+				sched_yield();
+				pthread_mutex_lock(&c->mu);
+			} else {
+				pd_deadline_in(&ts, CLOCK_REALTIME, 100);
+				pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+			}
 		}
 		if (c->stop) {
 			pthread_mutex_unlock(&c->mu);
@@ -536,6 +542,8 @@ static void *worker_main(void *arg)
 		check_port(c, &pending);
 		if (post_pending(c, &pending) + poll_cq(c) > 0) {
 			idle = 0;
+		} else if (c->tr->cfg.busy_poll) {
+			sched_yield();
 		} else if (++idle > 16) {
 			wait_cq(
 			    c); /* WRs in flight: sleep until a completion, leave the CPU to rxe */

@@ -30,6 +30,8 @@ struct te_rdma_cfg {
 	int stall_ms;      /* PDKV_RDMA_STALL_S 5 s: reset an endpoint whose WRs make no progress */
 	int fault_reset;   /* PDKV_RDMA_FAULT_RESET 0: reset the endpoint after every N-th WR posted
 	                    * (fault injection: the retry path on demand) */
+	int busy_poll;     /* PDKV_RDMA_BUSY_POLL 0: 1 = workers spin (yielding) instead of sleeping
+	                    * on their queue and CQ: one request in flight, as ib_*_lat polls */
 };
 
 struct te_rdma;

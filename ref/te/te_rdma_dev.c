@@ -51,6 +51,7 @@ void te_rdma_cfg_load(struct te_rdma_cfg *cfg)
 	 * Soft-RoCE (6.1) can stay silent forever; no progress for this long resets the endpoint */
 	cfg->stall_ms = env_int("PDKV_RDMA_STALL_S") * 1000;
 	cfg->fault_reset = env_int("PDKV_RDMA_FAULT_RESET");
+	cfg->busy_poll = env_int("PDKV_RDMA_BUSY_POLL");
 }
 
 void te_rdma_gid_str(const union ibv_gid *g, char out[48])
