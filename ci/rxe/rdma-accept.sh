@@ -8,7 +8,12 @@
 #   host B:  ci/rxe/rdma-accept.sh target    --device_name=mlx5_0,mlx5_1 [--ip=B_IP] [--compare-perftest]
 #   host A:  ci/rxe/rdma-accept.sh initiator --peer=B_IP --segment=SEG --device_name=mlx5_0,mlx5_1
 #                                            [--ip=A_IP] [--compare-perftest] [--duration=S]
-#            (--sizes="-b 64K -e 4M -f 4" block sweep; --buffer_size=BYTES per side, bench default 1 GiB)
+#            (--sizes="-b 4K -e 16M -f 4" block sweep; --buffer_size=BYTES per side, bench default 1 GiB;
+#             batch 128 requests, fewer above 2 MiB blocks: at most 256 MiB in flight)
+#   --latency (every mode): also pdkv bench --latency (one request in flight, --iterations=N per
+#             size, --lat_sizes="-b 8 -e 64K -f 2") beside ib_write_lat/ib_read_lat; --local and
+#             two-host restart the target for it; target/initiator: run both sides with --latency
+#             (then only the latency table is measured)
 #   (both sides: the same --sizes and --duration — perftest runs -s SIZE -D DURATION per size)
 #   one host: ci/rxe/rdma-accept.sh --local --target_devices=rxe1 --target_ip=10.77.0.2 \
 #                                   --device_name=rxe0 --ip=10.77.0.1 [--compare-perftest]
@@ -25,11 +30,13 @@
 # The target prints SEG (its segment name). Metadata: P2PHANDSHAKE (no store needed).
 # The % of line rate and the perftest comparison are pdkv bench's own (--compare-perftest: the
 # target keeps ib_write_bw servers per device on port 18515+i, the initiator runs the clients
-# per block size after its rows); this script only starts both sides and tabulates the CSV.
+# per block size after its rows); this script only starts both sides and prints three tables:
+# per-size bandwidth, the aggregate over --device_name with each device's share, and (with
+# --latency) p50/p99/max against ib_write_lat / ib_read_lat.
 set -u
 BIN=${PDKV_BIN:-$(cd "$(dirname "$0")/../.." && pwd)/build/bin}
-MODE= DEVS= IP= PEER= SEG= PERF= DUR=5 TDEVS= TIP= BUF= SIZES="-b 64K -e 4M -f 4"
-HOSTS= THOST= SSHKEY= DRY= PROTO=rdma
+MODE= DEVS= IP= PEER= SEG= PERF= DUR=5 TDEVS= TIP= BUF= SIZES="-b 4K -e 16M -f 4"
+HOSTS= THOST= SSHKEY= DRY= PROTO=rdma ONLYLAT= LAT= ITERS=1000 LSIZES="-b 8 -e 64K -f 2"
 for a in "$@"; do
 	case $a in
 	target | initiator | two-host) MODE=$a ;;
@@ -49,6 +56,9 @@ for a in "$@"; do
 	--duration=*) DUR=${a#*=} ;;
 	--sizes=*) SIZES=${a#*=} ;;
 	--buffer_size=*) BUF=${a#*=} ;;
+	--latency) LAT=1 ;;
+	--iterations=*) ITERS=${a#*=} ;;
+	--lat_sizes=*) LSIZES=${a#*=} ;;
 	*) echo "rdma-accept: unknown argument \"$a\" (see the header of $0)" >&2; exit 2 ;;
 	esac
 done
@@ -75,6 +85,12 @@ start_target() { # start_target DEVS IP -> sets seg (sizes: the same sweep as th
 	seg=$(head -1 "$T/ready")
 }
 
+if [ -n "$LAT" ] && { [ "$MODE" = target ] || [ "$MODE" = initiator ]; }; then
+	# a target/initiator pair run with --latency measures only the latency table
+	PFLAGS=(--latency --operation=write,read --iterations="$ITERS" ${PERF:+--compare-perftest})
+	SIZES=$LSIZES
+	ONLYLAT=1
+fi
 if [ "$MODE" = target ]; then
 	start_target "$DEVS" "$IP"
 	echo "target ready: --segment=$seg (devices $DEVS${PERF:+, ib_write_bw servers on 18515+})"
@@ -98,24 +114,78 @@ else
 	[ -n "$PEER" ] && [ -n "$SEG" ] || { echo "rdma-accept: initiator needs --peer and --segment" >&2; exit 2; }
 fi
 
-# shellcheck disable=SC2086
-INIT=(env MC_TCP_BIND_ADDRESS="${IP:-}" "$BIN/pdkv-bench" --mode=initiator --metadata_server=P2PHANDSHAKE \
-	--segment_id="$SEG" --protocol="$PROTO" --device_name="$DEVS" --operation=write $SIZES ${BUF:+--buffer_size=$BUF} \
-	--batch_size=128 --duration="$DUR" --report_unit=GB --report_precision=3 --check --csv="$T/bench.csv" \
-	${PERF:+--perftest_host="$PEER"} "${PFLAGS[@]}")
+# bytes in flight per batch: 128 requests, fewer for large blocks (at most 256 MiB per side)
+to_bytes() { awk -v s="$1" 'BEGIN { m = 1; u = toupper(substr(s, length(s)))
+	if (u == "K") m = 1024; else if (u == "M") m = 1048576; else if (u == "G") m = 1073741824
+	if (m > 1) s = substr(s, 1, length(s) - 1); printf "%d", s * m }'; }
+E=$(set -- $SIZES; while [ $# -gt 0 ]; do [ "$1" = -e ] && { echo "$2"; break; }; shift; done)
+BATCH=128
+[ -n "$E" ] && [ "$(to_bytes "$E")" -gt 0 ] && BATCH=$((268435456 / $(to_bytes "$E")))
+[ "$BATCH" -gt 128 ] && BATCH=128
+[ "$BATCH" -lt 1 ] && BATCH=1
+init_cmd() { # INIT for target segment $1
+	INIT=(env MC_TCP_BIND_ADDRESS="${IP:-}" "$BIN/pdkv-bench" --mode=initiator \
+		--metadata_server=P2PHANDSHAKE --segment_id="$1" --protocol="$PROTO" --device_name="$DEVS")
+	[ -n "$PERF" ] && INIT+=(--perftest_host="$PEER")
+}
+init_cmd "$SEG"
+BWRUN=(--operation=write $SIZES ${BUF:+--buffer_size=$BUF} --batch_size="$BATCH" --duration="$DUR" \
+	--report_unit=GB --report_precision=3 --check --csv="$T/bench.csv" --json="$T/bench.json" "${PFLAGS[@]}")
+LATRUN=(--latency --operation=write,read --iterations="$ITERS" $LSIZES --json="$T/lat.json" \
+	${PERF:+--compare-perftest})
+lat_table() { # the latency run and its table
+	"${INIT[@]}" "${LATRUN[@]}" >"$T/lat.log" 2>&1 ||
+		{ tail -20 "$T/lat.log"; echo "rdma-accept: pdkv bench --latency failed"; return 1; }
+	echo "== latency (one request in flight, $ITERS per size; us)"
+	grep -E '^(# kind|  pdkv)' "$T/lat.log"
+	sed -n '/^# latency table/,$p' "$T/lat.log" | grep -E '^(#|  )' | grep -v '^# perftest'
+}
 if [ -n "$DRY" ]; then
-	printf '+ here:'; printf ' %q' "${INIT[@]}"; echo
+	[ -z "$ONLYLAT" ] && { printf '+ here:'; printf ' %q' "${INIT[@]}" "${BWRUN[@]}"; echo; }
+	[ -n "$LAT" ] && { printf '+ here:'; printf ' %q' "${INIT[@]}" "${LATRUN[@]}"; echo; }
 	exit 0
 fi
-"${INIT[@]}" >"$T/bench.log" 2>&1
+if [ -n "$ONLYLAT" ]; then
+	lat_table
+	exit $?
+fi
+"${INIT[@]}" "${BWRUN[@]}" >"$T/bench.log" 2>&1
 rc=$?
 [ $rc = 0 ] || [ "$MODE" != two-host ] || remote_cleanup # its log is needed below
 [ $rc = 0 ] || { tail -20 "$T/bench.log"; cat "$T/target.log" 2>/dev/null | tail -5; echo "rdma-accept: pdkv bench failed (rc=$rc)"; exit 1; }
 LR=$(awk -F, 'NR > 1 && $18 != "" { printf "%.3f", $18 / 8; exit }' "$T/bench.csv")
 echo "pdkv RDMA acceptance: initiator $DEVS -> segment $SEG; line rate ${LR:-unknown} GB/s"
 grep -E '^# (ib_write_bw|ratio pdkv/ib_write_bw)' "$T/bench.log"
+echo "== per-size bandwidth (WRITE, batch $BATCH, --check; vs ib_write_bw on the same device pairs, same run)"
 printf '%-10s %10s %12s %14s\n' "block" "GB/s" "% line rate" "vs ib_write_bw"
 awk -F, 'NR > 1 && $1 == "pdkv" {
 	printf "%-10d %10.3f %12s %14s\n", $3, $10, ($19 == "" ? "-" : sprintf("%.1f%%", $19)),
 		($21 == "" ? "-" : sprintf("%.0f%%", $21 * 100)) }' "$T/bench.csv"
+echo "== aggregate over $DEVS (ib_write_bw: one per device pair at the same time, summed)"
+python3 - "$T/bench.json" <<'PY' || echo "(aggregate table: python3 needed)"
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["kind"] == "pdkv"]
+print("%-10s %10s %16s %8s  %s" % ("block", "GB/s", "ib_write_bw sum", "ratio", "share per device (moved slices)"))
+for r in rows:
+    pt = r.get("ib_write_bw", 0)
+    devs = r.get("devices") or []
+    sh = ", ".join("%s %.1f%% (%d)" % (d["name"], d["share"] * 100, d["slices_moved_out"]) for d in devs) \
+        or "one device"
+    print("%-10d %10.3f %16s %8s  %s" % (r["block_size"], r["bandwidth"], "%.3f" % pt if pt else "-",
+          "%.0f%%" % (r["bandwidth"] / pt * 100) if pt else "-", sh))
+PY
+if [ -n "$LAT" ]; then
+	if [ "$MODE" = local ] || [ "$MODE" = two-host ]; then # the target again, with ib_*_lat servers
+		PFLAGS=(--latency --operation=write,read --iterations="$ITERS" ${PERF:+--compare-perftest})
+		SIZES=$LSIZES
+		if [ "$MODE" = local ]; then
+			kill "${kids[0]}" 2>/dev/null; wait "${kids[0]}" 2>/dev/null; kids=()
+			rm -f "$T/ready"; start_target "$TDEVS" "$TIP"
+		else
+			remote_cleanup; remote_start_target || exit $?
+		fi
+		init_cmd "$seg"
+	fi
+	lat_table || exit 1
+fi
 echo "(reference: Mooncake reports 71.1% of line rate for vLLM 1P1D on 8x RoCE; perftest is the per-NIC ceiling)"

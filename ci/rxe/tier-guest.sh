@@ -1,14 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # tier-guest.sh — the rxe tier's steps, run INSIDE the Soft-RoCE guest (pair setup: rxe0 on
-# 10.77.0.1, rxe1 on 10.77.0.2) by run-rxe-tier.sh. One "PASS|FAIL|NOTRUN <step> (<s>s) detail"
+# 10.77.0.1 <-> rxe1 on 10.77.0.2, and a second rail rxe2 10.77.1.1 <-> rxe3 10.77.1.2) by
+# run-rxe-tier.sh. One "PASS|FAIL|NOTRUN <step> (<s>s) detail"
 # line per step; the last line is "rxe tier: PASS|FAIL (...)" ("PASS except NOTRUN: ..." when a
 # ratio could not be measured). Exit 0 only if no step failed. Ratios to ib_write_bw are judged
 # by ci/rxe/judge.sh (below the goal or above 150 %: FAIL; incomplete or too noisy: NOTRUN).
 # Every step's logs end up in $BUILD/test-logs/rxe-guest/ on the host (the work dir is shared).
 # Steps: devices, pdkv doctor, test_rdma_*, pdkv bench --check, ratio rounds vs ib_write_bw,
-# rdma-accept.sh --local, pdkv bench --compare-perftest (loopback rxe0 -> rxe1),
-# scenarios/rdma/*.json through pdkv run.
+# rdma-accept.sh --local, pdkv bench --latency vs ib_write_lat/ib_read_lat, two devices per side
+# (aggregate vs summed ib_write_bw, one device down), pdkv bench per size 4 KiB-16 MiB vs
+# ib_write_bw (loopback rxe0 -> rxe1), scenarios/rdma/*.json through pdkv run.
 # Env: BUILD (build dir, default build), RXE_BW_MB (MiB per bandwidth run, default 32),
 # RXE_BENCH_S (pdkv bench seconds per operation, default 2), RXE_ROUNDS (ratio rounds, 3).
 set -u
@@ -62,11 +64,22 @@ ibwbw() { # ibwbw LOGFILE
 	[ $crc = 0 ] && [ $src = 0 ] && awk '$1==65536 && NF>=5 {printf "%.2f", $4 * 1.048576; exit}' "$1"
 }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END{if (NR) print v[int((NR+1)/2)]}'; }
+# RXE_ONLY="steps..." (development on a loaded host): run only the named steps (rdma_tests,
+# bench_check, ratio_rounds, accept, latency, multidev, bench_per_size, scenarios); the others
+# print NOTRUN, so the tier line can never read a plain PASS for a partial run
+skipped() { # skipped STEP: true (and a NOTRUN line) when RXE_ONLY is set and lacks STEP
+	[ -z "${RXE_ONLY:-}" ] && return 1
+	case " $RXE_ONLY " in *" $1 "*) return 1 ;; esac
+	result NOTRUN "$1" "$(now)" "skipped (RXE_ONLY=$RXE_ONLY)"
+	notruns="$notruns $1"
+	return 0
+}
 
 # 1. devices up
 t0=$(now)
-if ibv_devinfo -d rxe0 | grep -q PORT_ACTIVE && ibv_devinfo -d rxe1 | grep -q PORT_ACTIVE; then
-	result PASS rxe_devices "$t0" "rxe0 10.77.0.1 + rxe1 10.77.0.2 ACTIVE"
+if ibv_devinfo -d rxe0 | grep -q PORT_ACTIVE && ibv_devinfo -d rxe1 | grep -q PORT_ACTIVE &&
+	ibv_devinfo -d rxe2 | grep -q PORT_ACTIVE && ibv_devinfo -d rxe3 | grep -q PORT_ACTIVE; then
+	result PASS rxe_devices "$t0" "rxe0 10.77.0.1 <-> rxe1 10.77.0.2, rxe2 10.77.1.1 <-> rxe3 10.77.1.2 ACTIVE"
 else
 	result FAIL rxe_devices "$t0" "$(rdma link 2>&1 | tr '\n' ' ')"
 fi
@@ -85,7 +98,9 @@ fi
 
 # 3. the engine's RDMA tests: rxe0 <-> rxe1, both directions, READ+WRITE, error paths
 ntests=0
+skipped rdma_tests && ntests=-1
 for t in $W/tests/test_rdma_*; do
+	[ $ntests -ge 0 ] || break
 	[ -x "$t" ] || continue
 	ntests=$((ntests + 1))
 	name=$(basename "$t") t0=$(now)
@@ -97,13 +112,15 @@ for t in $W/tests/test_rdma_*; do
 	*) result FAIL "$name" "$t0" "rc=$rc"; tail -25 $LOG/$name.log | sed 's/^/    | /' ;;
 	esac
 done
-[ $ntests -gt 0 ] || result FAIL rdma_tests "$(now)" "no $BUILD/tests/test_rdma_* built"
+[ $ntests != 0 ] || result FAIL rdma_tests "$(now)" "no $BUILD/tests/test_rdma_* built"
 
 # 4. pdkv bench --protocol=rdma --check between rxe1 (target) and rxe0 (initiator)
 t0=$(now)
 have_bench=
-if [ -x $W/bin/pdkv-bench ]; then
-	have_bench=1
+[ -x $W/bin/pdkv-bench ] && have_bench=1
+if skipped bench_check; then
+	:
+elif [ -x $W/bin/pdkv-bench ]; then
 	if timeout 120 bash "$SRC/ci/rxe/bench-pair.sh" rdma rxe1 10.77.0.2 rxe0 10.77.0.1 "$BENCH_S" \
 		>$LOG/bench.log 2>&1; then
 		result PASS pdkv_bench_rdma_check "$t0" "$(awk '/^pair-bw:/{printf "write %.1f MB/s, read %.1f MB/s", $2, $3}' $LOG/bench.log), every byte checked"
@@ -159,7 +176,9 @@ run_accept() {
 		--sizes="-b 64K -e 256K -f 4" >$LOG/accept.log 2>&1 && grep -q '% line rate' $LOG/accept.log
 }
 t0=$(now)
-if [ -z "$have_bench" ]; then
+if skipped accept; then
+	:
+elif [ -z "$have_bench" ]; then
 	result NOTRUN rdma_accept_local "$t0" "pdkv-bench not built"
 elif run_accept || { echo "    (rdma_accept_local: retrying once; first try's tail:)";
 	tail -4 $LOG/accept.log | sed 's/^/    | /'; run_accept; }; then
@@ -171,31 +190,79 @@ else
 	result FAIL rdma_accept_local "$t0" "see below"; tail -15 $LOG/accept.log | sed 's/^/    | /'
 fi
 
-# 6b. pdkv bench itself: loopback rxe0 -> rxe1 with % of line rate and --compare-perftest
-# (ib_write_bw on the same pair per size, run by pdkv-bench in the same run); one retry as in 6.
-run_cmp() {
-	MC_TCP_BIND_ADDRESS=10.77.0.1 timeout 150 $W/bin/pdkv-bench --mode=loopback --protocol=rdma \
-		--device_name=rxe0 --target_device_name=rxe1 --operation=write -b 64K -e 256K -f 4 \
-		--batch_size=128 --duration="$BENCH_S" --report_unit=MB --check --compare-perftest \
-		--perftest_duration=2 --json=$LOG/bench-cmp.json >$LOG/bench-cmp.log 2>&1 &&
-		grep -q '^# ratio pdkv/ib_write_bw write 65536' $LOG/bench-cmp.log &&
-		grep -q '"pct_line_rate"' $LOG/bench-cmp.json
+# 6b. latency (issue 31): pdkv bench --latency rxe0 -> rxe1, one request in flight, beside
+# ib_write_lat / ib_read_lat on the same pair (same GID index, sizes, -n). Goal: p50 <= 120 % of
+# the perftest round trip at 8 B - 4 KiB, every size and operation (judge.sh --each --upper).
+run_lat() {
+	MC_TCP_BIND_ADDRESS=10.77.0.1 timeout 200 $W/bin/pdkv-bench --mode=loopback --protocol=rdma \
+		--device_name=rxe0 --target_device_name=rxe1 --operation=write,read --latency \
+		--iterations="${RXE_LAT_ITERS:-300}" -b 8 -e 4096 -f 8 --compare-perftest \
+		--json=$LOG/latency.json >$LOG/latency.log 2>&1 &&
+		grep -q '^# ratio pdkv/ib_read_lat' $LOG/latency.log
 }
 t0=$(now)
-if [ -z "$have_bench" ]; then
-	result NOTRUN pdkv_bench_compare_perftest "$t0" "pdkv-bench not built"
-elif run_cmp || { echo "    (pdkv_bench_compare_perftest: retrying once; first try's tail:)";
-	tail -4 $LOG/bench-cmp.log | sed 's/^/    | /'; run_cmp; }; then
-	judged pdkv_bench_compare_perftest "$t0" "$(awk '$1 == "pdkv" && $3 == 65536 {print "64 KiB: " $NF " of line rate"; exit}' $LOG/bench-cmp.log)" \
-		--ratios="$(ratios_of $LOG/bench-cmp.log)" --expect=2 --refs="$refs"
-	grep -E '^ line rate|^  pdkv|^# (ratio|ib_write_bw)' $LOG/bench-cmp.log | sed 's/^/    /'
+if skipped latency; then
+	:
+elif [ -z "$have_bench" ]; then
+	result NOTRUN latency "$t0" "pdkv-bench not built"
 else
-	result FAIL pdkv_bench_compare_perftest "$t0" "see below"; tail -25 $LOG/bench-cmp.log | sed 's/^/    | /'
+	run_lat || { echo "    (latency: retrying once; first try's tail:)"
+		tail -4 $LOG/latency.log | sed 's/^/    | /'; run_lat; } ||
+		{ echo "    (latency failed; its tail:)"; tail -15 $LOG/latency.log | sed 's/^/    | /'; }
+	lr=$(sed -n 's/^# ratio pdkv\/ib_\(write\|read\)_lat .*(\([0-9.]*\)% of .*/\2/p' $LOG/latency.log | tr '\n' ' ')
+	ll=$(sed -n 's/^# ratio pdkv\/ib_[a-z]*_lat \([a-z]*\) \([0-9]*\) B:.*/\1:\2/p' $LOG/latency.log | tr '\n' ' ')
+	judged latency "$t0" "p50 vs perftest round trip" --ratios="$lr" --labels="$ll" --expect=8 \
+		--goal=120 --each --upper --ref=perftest_lat --refs="$refs"
+	sed -n '/^# latency table/,$p' $LOG/latency.log | grep -v '^pdkv-bench' | sed 's/^/    /'
+fi
+
+# 6c. two devices per side (ci/rxe/tier-multidev.sh): aggregate vs summed ib_write_bw, one
+# device down mid-run
+# shellcheck source=ci/rxe/tier-multidev.sh
+skipped multidev || . "$SRC/ci/rxe/tier-multidev.sh"
+
+# 6d. the bench at every size 4 KiB - 16 MiB against ib_write_bw (issue 31): loopback rxe0 -> rxe1
+# with % of line rate and --compare-perftest (ib_write_bw on the same pair per size, in the same
+# run). --max_inflight=4M keeps the bytes in flight near ib_write_bw's for small blocks (128 x 4
+# KiB) and within the guest's 1 GiB for large ones (one 16 MiB request). Goal: >= 95 % of
+# ib_write_bw at EVERY size (judge.sh --each); a size within twice the host's noise of the goal
+# is NOTRUN. One retry as in 6. (Data integrity is step 4's --check.)
+run_cmp() {
+	MC_TCP_BIND_ADDRESS=10.77.0.1 timeout 300 $W/bin/pdkv-bench --mode=loopback --protocol=rdma \
+		--device_name=rxe0 --target_device_name=rxe1 --operation=write -b 4K -e 16M -f 4 \
+		--batch_size=128 --max_inflight=4M --duration=1 --report_unit=MB --compare-perftest \
+		--perftest_bytes=16M --json=$LOG/bench-per-size.json >$LOG/bench-per-size.log 2>&1 &&
+		grep -q '^# ratio pdkv/ib_write_bw write' $LOG/bench-per-size.log &&
+		grep -q '"pct_line_rate"' $LOG/bench-per-size.json
+}
+t0=$(now)
+if skipped bench_per_size; then
+	:
+elif [ -z "$have_bench" ]; then
+	result NOTRUN bench_per_size "$t0" "pdkv-bench not built"
+else
+	# no second try of the whole sweep (minutes under TCG): pdkv bench retries a failed
+	# ib_write_bw size once itself, and a size still missing makes the verdict NOTRUN
+	run_cmp || { echo "    (bench_per_size: not complete; its tail:)"
+		tail -8 $LOG/bench-per-size.log | sed 's/^/    | /'; }
+	sizes=$(sed -n 's/^# ratio pdkv\/ib_write_bw write \([0-9]*\) B:.*/\1/p' $LOG/bench-per-size.log | tr '\n' ' ')
+	judged bench_per_size "$t0" "sizes: ${sizes:-none}" --ratios="$(ratios_of $LOG/bench-per-size.log)" \
+		--labels="$sizes" --expect=7 --goal=95 --each --refs="$refs"
+	echo "    per-size bandwidth table (pdkv bench write vs ib_write_bw, same pair, same run):"
+	echo "    $(printf '%-10s %6s %12s %12s %8s %10s' bytes batch pdkv_MB/s ib_write_bw ratio line_rate)"
+	[ -s $LOG/bench-per-size.json ] && python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["kind"] == "pdkv" and r.get("ib_write_bw"):
+        print("    %-10d %6d %12.1f %12.1f %7.1f%% %9.1f%%" % (r["block_size"], r["batch_size"], r["bandwidth"],
+              r["ib_write_bw"], r["ratio_vs_ib_write_bw"] * 100, r.get("pct_line_rate", -1)))' $LOG/bench-per-size.json
 fi
 
 # 7. 1P1D scenarios with protocol rdma (stand-ins + proxy + etcd, KV reuse and integrity checked)
 t0=$(now)
-if ! ls "$SRC"/scenarios/rdma/*.json >/dev/null 2>&1; then
+if skipped scenarios; then
+	:
+elif ! ls "$SRC"/scenarios/rdma/*.json >/dev/null 2>&1; then
 	result NOTRUN scenarios_rdma "$t0" "no scenarios/rdma/*.json"
 elif [ ! -x $W/bin/pdkv-run ]; then
 	result NOTRUN scenarios_rdma "$t0" "pdkv-run not built"
