@@ -272,6 +272,8 @@ static int parse_lat(const char *log, uint64_t size, struct bench_pt_res *r)
 		/* perftest under emulation can print inf/nan (a bad CPU clock): not a figure */
 		rc =
 		    r->lat > 0 && isfinite(r->lat) && isfinite(r->max) && isfinite(r->p99) ? 0 : -1;
+		if (rc)
+			r->lat = r->p99 = r->max = 0;
 	}
 	free(txt);
 	return rc;
