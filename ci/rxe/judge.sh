@@ -89,7 +89,7 @@ rxe_judge() {
 		for (i = 1; i <= n; i++) if (r[i] !~ /^[0-9.]+$/) { bad = r[i]; break }
 		if (bad != "") { printf "FAIL ratio \"%s\" is not a number\n", bad; exit 1 }
 		if (n == 0 || n < expect) {
-			printf "NOTRUN incomplete: %d of %d ratios measured (ib_write_bw or the figure did not complete every run/size)\n", n, expect
+			printf "NOTRUN incomplete: %d of %d ratios measured (%s or the figure did not complete every run/size)\n", n, expect, ref
 			exit 77
 		}
 		s = 0; for (i = 1; i <= m; i++) s += b[i]

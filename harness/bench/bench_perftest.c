@@ -160,7 +160,7 @@ static int split_devs(const char *list, char devs[][64], int max)
 
 struct pt_args {
 	char *v[24];
-	char dev[64], gid[16], port[16], size[32], dur[32], host[256];
+	char dev[64], gid[16], port[16], size[32], dur[32], host[256], qps[8];
 };
 
 /* ib_write_bw: -D seconds, --report_gbits; ib_*_lat: -n iterations (both sides the same) */
@@ -193,8 +193,17 @@ static void build_args(struct pt_args *a, const struct bench_opts *o, const char
 	a->v[n++] = iters ? "-n" : "-D";
 	a->v[n++] = a->dur;
 	a->v[n++] = "-F";
-	if (!lat)
+	if (!lat) {
+		/* as many QPs as the engine opens per endpoint (MC_NUM_QP_PER_EP, 2): one QP of
+		 * huge messages runs one requester on Soft-RoCE while pdkv's 64 KiB slices run two
+		 */
+		const char *q = getenv("MC_NUM_QP_PER_EP");
+		long nq = q ? strtol(q, NULL, 10) : 2;
+		snprintf(a->qps, sizeof(a->qps), "%ld", nq >= 1 && nq <= 64 ? nq : 2);
+		a->v[n++] = "-q";
+		a->v[n++] = a->qps;
 		a->v[n++] = "--report_gbits";
+	}
 	if (host) {
 		snprintf(a->host, sizeof(a->host), "%s", host);
 		a->v[n++] = a->host;
