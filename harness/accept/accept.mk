@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # pdkv-accept (`pdkv accept`): the fleet acceptance matrix — pdkv-bench between pairs of nodes
 # (netns, hosts file over ssh, Slurm), the N x N matrix, node medians and outliers. Thin main;
-# pdkv bench's option parser (bench_opts.c) validates the bench flags both sides get.
+# pdkv bench's option parser (bench_opts.c, with the latency/multi-device/perftest checks it
+# calls) validates the bench flags both sides get.
 # Its bash test (tests/test_accept.sh) is found by ci/run-tests.sh.
 BINS += pdkv-accept
 pdkv-accept_SRCS := harness/accept/accept_main.c harness/accept/acc_judge.c harness/accept/acc_run.c \
-	harness/accept/acc_report.c harness/bench/bench_opts.c
-pdkv-accept_LIBS := hr cfg pdtestsvc pdcommon
+	harness/accept/acc_report.c harness/bench/bench_opts.c harness/bench/bench_lat.c \
+	harness/bench/bench_multi.c harness/bench/bench_perftest.c harness/bench/bench_rdmarate.c
+pdkv-accept_LIBS := hr cfg pdtestsvc te temeta pdcommon
 TESTS += test_accept
 test_accept_SRCS := harness/accept/tests/test_accept.c harness/accept/acc_judge.c \
 	harness/accept/acc_report.c
