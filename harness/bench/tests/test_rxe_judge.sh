@@ -48,4 +48,12 @@ check "--upper latency 110/115 % vs ceiling 120 %: PASS" verdict PASS --ratios="
 check "--upper latency 140 % at 4096: FAIL naming it" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="110 140" --labels="8 4096" --expect=2 --goal=120 --each --upper --ref=ib_write_lat "--refs=30.1 31.0 29.5" | grep -q "^FAIL per size: not <= 120% of ib_write_lat at 4096=140%"'
 check "--upper latency 123 % at 2.5 % noise: NOTRUN, never PASS" verdict NOTRUN --ratios="110 123" --labels="8 4096" --expect=2 --goal=120 --each --upper "$QUIET"
 check "--upper latency 10 %: FAIL broken (faster than the NIC)" verdict FAIL --ratios="10 100" --expect=2 --goal=120 --each --upper "$QUIET"
+# the step's own spread (--noise) and a reference that is no ceiling (--above=notrun)
+check "--noise 30 %: NOTRUN too noisy, never PASS" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="100 110" --expect=2 --goal=120 --each --upper --noise=30 "--refs=30.1 31.0 29.5" | grep -q "^NOTRUN too noisy to judge: spread of its own rounds 30.0%"'
+check "--noise 10 %: 130 % vs ceiling 120 % is within twice it: NOTRUN" verdict NOTRUN --ratios="100 130" --expect=2 --goal=120 --each --upper --noise=10 "$QUIET"
+check "--noise 10 %: 150 % vs ceiling 120 %: FAIL" verdict FAIL --ratios="100 150" --expect=2 --goal=120 --each --upper --noise=10 "$QUIET"
+check "--noise below the refs' CV changes nothing: 123 % NOTRUN as before" verdict NOTRUN --ratios="110 123" --expect=2 --goal=120 --each --upper --noise=1 "$QUIET"
+check "--above=notrun: 183 % of a summed perftest is NOTRUN with the reason" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="183" --expect=1 --goal=95 --each --above=notrun "--refs=30.1 31.0 29.5" | grep -q "^NOTRUN broken measurement: #1=183%.*no ceiling here"'
+check "--above=notrun: a ratio below the goal still FAILs" verdict FAIL --ratios="60" --expect=1 --goal=95 --each --above=notrun "$QUIET"
+check "--above=bogus: FAIL (unknown argument)" verdict FAIL --ratios="95" --expect=1 --above=bogus "$QUIET"
 [ "$fails" = 0 ]
