@@ -39,7 +39,7 @@ echo "PASS rxe_guest_prepare ($(elapsed)s) kernel $(cat /tmp/rxevm/default-kpkg 
 
 LOG=${RXE_LOG:-$BUILD/test-logs/rxe-tier.log}
 mkdir -p "$(dirname "$LOG")"
-RXEVM_SETUP=pair RXEVM_TIMING=1 RXEVM_TIMEOUT=${RXE_TIMEOUT:-600} RXEVM_PASSENV="BUILD RXE_BW_MB RXE_BENCH_S RXE_ROUNDS RXE_LAT_ITERS RXE_MD_S RXE_FAULT_AT RXE_ONLY" \
+RXEVM_SETUP=pair RXEVM_TIMING=1 RXEVM_TIMEOUT=${RXE_TIMEOUT:-600} RXEVM_PASSENV="BUILD RXE_BW_MB RXE_BENCH_S RXE_ROUNDS RXE_LAT_ITERS RXE_LAT_ROUNDS RXE_SIZE_S RXE_MD_S RXE_FAULT_AT RXE_ONLY" \
 	bash "$HERE/run-in-rxe-vm.sh" 'bash ci/rxe/tier-guest.sh' 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 if ! grep -q '^rxe tier: ' "$LOG"; then

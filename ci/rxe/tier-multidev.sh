@@ -5,7 +5,11 @@
 #  multidev_aggregate: pdkv bench --device_name=rxe0,rxe2 -> rxe1,rxe3, WRITE 128 x 64 KiB
 #    requests (one slice each, round robin over both devices), with the share per device, beside
 #    one ib_write_bw per device pair (-s 64K -n 256) run at the same time and summed
-#    (--compare-perftest); goal: aggregate >= 95 % of the sum.
+#    (--compare-perftest); goal: aggregate >= 95 % of the sum. One QP per endpoint on both sides
+#    (MC_NUM_QP_PER_EP=1: pdkv and ib_write_bw -q 1). Both rails are emulated by the same 2 guest
+#    vCPUs, so two busy-polling ib_write_bw clients at once starve Soft-RoCE's kernel threads and
+#    their sum is no ceiling here: pdkv above 150 % of it is NOTRUN with that reason (--above=notrun),
+#    never a PASS; below the goal is still a FAIL.
 #  multidev_device_down: the same run with --fault-device-down=rxe2@S: rxe-veth2 goes down
 #    mid-run; PASS only when slices moved off rxe2 and no transfer failed and no byte was wrong.
 # Env: RXE_MD_S (seconds per row, default 3), RXE_FAULT_AT (seconds, default 1).
@@ -15,7 +19,7 @@ FAULT_AT=${RXE_FAULT_AT:-1}
 md_bench() { # md_bench NAME [extra flags]: loopback over both rails, 1 MiB WRITEs, --check
 	local name=$1
 	shift
-	MC_TCP_BIND_ADDRESS=10.77.0.1 timeout 200 $W/bin/pdkv-bench --mode=loopback --protocol=rdma \
+	MC_NUM_QP_PER_EP=1 MC_TCP_BIND_ADDRESS=10.77.0.1 timeout 200 $W/bin/pdkv-bench --mode=loopback --protocol=rdma \
 		--device_name=rxe0,rxe2 --target_device_name=rxe1,rxe3 --operation=write \
 		--block_size=64K --batch_size=128 --duration="$MD_S" --report_unit=MB --check \
 		--json=$LOG/$name.json "$@" >$LOG/$name.log 2>&1
@@ -33,7 +37,7 @@ else
 		  md_bench multidev --compare-perftest --perftest_bytes=16M; }
 	judged multidev_aggregate "$t0" "$(grep -m1 '^# devices:' $LOG/multidev.log | sed 's/^# //')" \
 		--ratios="$(ratios_of $LOG/multidev.log)" --expect=1 --goal=95 --each \
-		--labels="rxe0+rxe2" --ref="ib_write_bw x2 summed" --refs="$refs"
+		--labels="rxe0+rxe2" --ref="ib_write_bw x2 summed" --refs="$refs" --above=notrun
 	echo "    aggregate table (pdkv bench over rxe0,rxe2 vs ib_write_bw rxe0->rxe1 + rxe2->rxe3 at the same time):"
 	[ -s $LOG/multidev.json ] && python3 -c '
 import json, sys
