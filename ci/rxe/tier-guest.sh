@@ -243,7 +243,7 @@ else
 			nz = nc ? (nc % 2 ? cv[(nc + 1) / 2] : (cv[nc / 2] + cv[nc / 2 + 1]) / 2) : 0
 			printf "%s %s %.1f\n", labs == "" ? "-" : labs, rats == "" ? "-" : rats, nz
 		}')"
-	[ "$ll" = - ] && ll= lr=
+	[ "$ll" = - ] && ll='' lr=''
 	judged latency "$t0" "p50 vs perftest round trip, median of ${RXE_LAT_ROUNDS:-3} rounds" \
 		--ratios="${lr//,/ }" --labels="${ll//,/ }" --expect=8 --goal=120 --each --upper \
 		--ref=perftest_lat --refs="$refs" --noise="$lnz"
