@@ -2,6 +2,7 @@
 /* bench_lat: pdkv bench --latency — one request in flight, p50/p99/max per size, and beside it
  * ib_write_lat / ib_read_lat (perftest) on the same device pair with the ratio per size. */
 #include "bench.h"
+#include "pd_env.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,11 +37,14 @@ void bench_lat_header(const struct bench_opts *o)
 	printf("# latency: one request in flight (batch 1, 1 thread), %llu timed requests per "
 	       "size after one warm-up; percentiles by pd_stats (type 7), us\n",
 	       (unsigned long long)o->iterations);
-	if (o->protocol && !strcmp(o->protocol, "rdma"))
+	if (o->protocol && !strcmp(o->protocol, "rdma")) {
+		int64_t busy = 0;
+		(void)pd_env_int("PDKV_RDMA_BUSY_POLL", &busy);
 		printf(
-		    "# latency: the engine's RDMA workers busy-poll (PDKV_RDMA_BUSY_POLL=%s), as "
+		    "# latency: the engine's RDMA workers busy-poll (PDKV_RDMA_BUSY_POLL=%lld), as "
 		    "ib_*_lat polls its CQ\n",
-		    getenv("PDKV_RDMA_BUSY_POLL") ? getenv("PDKV_RDMA_BUSY_POLL") : "0");
+		    (long long)busy);
+	}
 	printf("# %-6s %-5s %10s %8s %10s %10s %10s %7s %7s\n", "kind", "op", "bytes", "iters",
 	       "p50(us)", "p99(us)", "max(us)", "#wrong", "#failed");
 	fflush(stdout);

@@ -197,9 +197,9 @@ static void build_args(struct pt_args *a, const struct bench_opts *o, const char
 		/* as many QPs as the engine opens per endpoint (MC_NUM_QP_PER_EP, 2): one QP of
 		 * huge messages runs one requester on Soft-RoCE while pdkv's 64 KiB slices run two
 		 */
-		const char *q = getenv("MC_NUM_QP_PER_EP");
-		long nq = q ? strtol(q, NULL, 10) : 2;
-		snprintf(a->qps, sizeof(a->qps), "%ld", nq >= 1 && nq <= 64 ? nq : 2);
+		int64_t nq = 2; /* the row's default; a bad value is reported by pd_env */
+		(void)pd_env_int("MC_NUM_QP_PER_EP", &nq);
+		snprintf(a->qps, sizeof(a->qps), "%lld", (long long)nq);
 		a->v[n++] = "-q";
 		a->v[n++] = a->qps;
 		a->v[n++] = "--report_gbits";
