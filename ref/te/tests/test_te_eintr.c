@@ -331,8 +331,8 @@ static void test_slow_target_status(void **state)
 	              NW);
 	assert_int_equal(st.status, TE_COMPLETED);
 	/* 1 on a quiet host (each 1 MiB WRITE confirms itself); the bound leaves room for a host
-	 * too loaded to run the initiator's reader for a while (8 seen at load 170), and still fails
-	 * the old coalescing, which confirmed nothing before the queue ran dry: 16 of 16 */
+	 * too loaded to run the initiator's reader for a while (8 seen at load 170), and still
+	 * fails the old coalescing, which confirmed nothing before the queue ran dry: 16 of 16 */
 	assert_true(seen_at_first >= 1 && seen_at_first <= NW - 4);
 	for (int i = 0; i < NW; i++) /* the rest complete too */
 		for (uint64_t end = pd_now_ns() + 20000000000ull;; pd_sleep_ms(1)) {
