@@ -13,6 +13,7 @@
 
 #include "pd_util.h"
 #include "pd_env.h"
+#include "pd_meta_scheme.h"
 
 /* argv of a spawned target: the loopback's own flags that concern the target side */
 struct target_args {
@@ -44,7 +45,7 @@ static void target_argv(const struct bench_opts *o, const char *exe, const char 
 	a->argv[ta++] = a->buf;
 	snprintf(a->ready, sizeof(a->ready), "--ready_file=%s", ready);
 	a->argv[ta++] = a->ready;
-	if (strcmp(o->metadata, "P2PHANDSHAKE")) {
+	if (!pd_meta_is_p2p(o->metadata)) {
 		/* a store needs distinct names: one per target of a scheme */
 		char host[128] = "localhost", sfx[16] = "";
 		gethostname(host, sizeof(host) - 1);

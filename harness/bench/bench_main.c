@@ -20,6 +20,7 @@
 #include "te/te.h"
 #include "te/te_inspect.h"
 #include "pd_env.h"
+#include "pd_meta_scheme.h"
 
 static size_t sizes_of(const struct bench_opts *o, uint64_t *out, size_t max)
 {
@@ -40,7 +41,7 @@ static void default_name(struct bench_opts *o, const char *role, char *buf, size
 	if (o->local_name)
 		return;
 	gethostname(host, sizeof(host) - 1);
-	if (strcmp(o->metadata, "P2PHANDSHAKE") && role)
+	if (!pd_meta_is_p2p(o->metadata) && role)
 		snprintf(buf, len, "%s:bench-%s-%d", host, role, (int)getpid());
 	else
 		snprintf(buf, len, "%s", host);

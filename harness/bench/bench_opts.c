@@ -12,6 +12,7 @@
 
 #include "pd_opt.h"
 #include "pd_util.h"
+#include "pd_meta_scheme.h"
 
 static int set_unit(struct bench_opts *o, const char *u)
 {
@@ -494,7 +495,7 @@ static const struct pd_opt_spec bench_spec = {
 
 static void set_defaults(struct bench_opts *o, struct bench_run_ops *ro)
 {
-	*o = (struct bench_opts){.metadata = "P2PHANDSHAKE",
+	*o = (struct bench_opts){.metadata = PD_META_P2P,
 	                         .protocol = "tcp",
 	                         .op = BENCH_READ,
 	                         .block = 65536,

@@ -19,6 +19,7 @@
 #include "pd_env.h"
 #include "pd_util.h"
 #include "te/te_inspect.h"
+#include "pd_meta_scheme.h"
 
 #define PT_MAX_DEV 16
 #define PT_BIN     "ib_write_bw"
@@ -610,7 +611,7 @@ int bench_perftest_host(const struct bench_opts *o, char *host, size_t len)
 	}
 	if (!o->segment || !*o->segment)
 		goto out;
-	if (!strcmp(o->metadata, "P2PHANDSHAKE")) {
+	if (pd_meta_is_p2p(o->metadata)) {
 		if (!pd_split_hostport(o->segment, host, len, &port))
 			rc = 0;
 		else

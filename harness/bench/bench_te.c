@@ -20,6 +20,7 @@
 #include "te/te.h"
 #include "te/te_inspect.h"
 #include "te/te_rdma_stats.h"
+#include "pd_meta_scheme.h"
 
 struct bench_te {
 	struct te_engine *eng;
@@ -38,7 +39,7 @@ static int make_engine(const struct bench_opts *o, int idx, struct te_engine **e
 	char name[300];
 	struct te_engine_opts eo = {o->metadata, o->local_name, o->protocol, o->device};
 	int ret;
-	if (idx > 0 && o->local_name && strcmp(o->metadata, "P2PHANDSHAKE")) {
+	if (idx > 0 && o->local_name && !pd_meta_is_p2p(o->metadata)) {
 		snprintf(name, sizeof(name), "%s-%d", o->local_name, idx);
 		eo.local_server_name = name;
 	}

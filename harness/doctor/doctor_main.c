@@ -27,6 +27,7 @@
 #include "pd_util.h"
 #include "te/te_inspect.h"
 #include "te/te_conn.h" /* te_conn_parse: the engine's own reading of CONN */
+#include "pd_meta_scheme.h"
 
 enum { OK, WARN, FAIL };
 static const char *const lvl_name[] = {"OK", "WARN", "FAIL"};
@@ -363,7 +364,7 @@ static void check_metadata(const char *conn)
 	bool opened;
 	int rc;
 
-	if (!strcmp(conn, "P2PHANDSHAKE")) {
+	if (pd_meta_is_p2p(conn)) {
 		report(OK, "metadata server", NULL,
 		       "P2PHANDSHAKE: no store; peers are host:rpc_port");
 		return;

@@ -21,7 +21,8 @@
 
 #define NSTORE 4
 #define NDIR   3
-static const char *const store_name[NSTORE] = {"P2PHANDSHAKE", "http", "redis", "etcd"};
+static const char *const store_name[NSTORE] = {PD_META_P2P, PD_META_HTTP, PD_META_REDIS,
+                                               PD_META_ETCD};
 static const char *const dir_name[NDIR] = {"pdkv->Mooncake read+write", "Mooncake->pdkv write",
                                            "Mooncake->pdkv read"};
 /* Which bytes each direction's PASS checked: pdkv's --check reads back every byte it moved; as
@@ -161,7 +162,7 @@ static void run_mc_target(const char *conn, struct cell *c)
 	for (int i = 0; i < 150 && !seg[0]; i++) {
 		if (!pd_proc_alive(&mt))
 			break;
-		if (!strcmp(conn, "P2PHANDSHAKE"))
+		if (pd_meta_is_p2p(conn))
 			log_has(log, "P2P handshake, listening on ", seg, sizeof(seg));
 		else if (!te_inspect_rpc_meta(conn, name, host, sizeof(host), &port, err,
 		                              sizeof(err)))
@@ -469,7 +470,7 @@ int main(int argc, char **argv)
 		static const enum pd_svc_kind kinds[] = {0, PD_SVC_METASERVER, PD_SVC_REDIS,
 		                                         PD_SVC_ETCD};
 		struct pd_svc svc;
-		const char *conn = "P2PHANDSHAKE";
+		const char *conn = PD_META_P2P;
 		for (int d = 0; d < NDIR; d++)
 			set(&m[s][d], "NOTRUN", "not run%s", NULL);
 		if (s) {

@@ -99,7 +99,6 @@ static const char *pick_on(const struct hr_deploy *d, const char *host)
 
 int hr_deploy_start_meta(struct hr_deploy *d)
 {
-	static const enum pd_svc_kind kinds[] = {PD_SVC_ETCD, PD_SVC_REDIS, PD_SVC_METASERVER};
 	int ret;
 	d->why[0] = '\0';
 	if (d->sc->meta == HR_META_P2P)
@@ -107,7 +106,7 @@ int hr_deploy_start_meta(struct hr_deploy *d)
 	/* with "hosts": on the metadata role's host (default the proxy's), like any other node */
 	if ((d->net && d->net->on) || (d->rem && d->rem->on))
 		return hr_launch_meta(d, d->why, sizeof(d->why));
-	ret = pd_svc_start(kinds[d->sc->meta], "127.0.0.1", d->workdir, &d->meta);
+	ret = pd_svc_start(hr_meta_svc(d->sc->meta), "127.0.0.1", d->workdir, &d->meta);
 	if (ret == 0)
 		d->meta_up = true;
 	return ret;
@@ -155,8 +154,8 @@ int hr_deploy_setup_vars(struct hr_deploy *d)
 	hr_vars_set(v, "PROXY_HOST", sc->proxy_host);
 	hr_vars_set(v, "WORKDIR", d->workdir);
 	if (sc->meta == HR_META_P2P) {
-		hr_vars_set(v, "METADATA", "P2PHANDSHAKE");
-		hr_vars_set(v, "METADATA_HOSTPORT", "P2PHANDSHAKE");
+		hr_vars_set(v, "METADATA", PD_META_P2P);
+		hr_vars_set(v, "METADATA_HOSTPORT", PD_META_P2P);
 	} else {
 		hr_vars_set(v, "METADATA", d->meta.conn);
 		snprintf(hp, sizeof(hp), "%s:%d", d->meta.host, d->meta.port);

@@ -54,6 +54,14 @@ void hr_faults_probe_hostile(struct hr_deploy *d, char *notes, size_t nsz);
 /* ---- deployment plan: what to start and with which arguments ---- */
 /* Forgets what an earlier attempt picked (ports, variables) so a retry starts fresh. */
 void hr_deploy_reset(struct hr_deploy *d);
+/* The test service behind a scenario's metadata store (m is not HR_META_P2P); inline, so the
+ * files that start or name a store share it without a call between them. */
+static inline enum pd_svc_kind hr_meta_svc(enum hr_meta m)
+{
+	return m == HR_META_ETCD    ? PD_SVC_ETCD
+	       : m == HR_META_REDIS ? PD_SVC_REDIS
+	                            : PD_SVC_METASERVER;
+}
 /* Starts the scenario's metadata service (none for P2PHANDSHAKE): 0, -ENOENT when its server
  * is not installed, or another -errno. */
 int hr_deploy_start_meta(struct hr_deploy *d);

@@ -264,11 +264,8 @@ static int plan(struct k8s *k, const struct hr_scenario *sc, char *err, size_t s
 	if (sc->meta != HR_META_P2P) {
 		d->meta.port = k->meta_port;
 		snprintf(d->meta.host, sizeof(d->meta.host), "%s", k->host[3]);
-		snprintf(d->meta.conn, sizeof(d->meta.conn),
-		         sc->meta == HR_META_ETCD    ? "etcd://%s:%d"
-		         : sc->meta == HR_META_REDIS ? "redis://%s:%d"
-		                                     : "http://%s:%d/metadata",
-		         k->host[3], k->meta_port);
+		pd_meta_url(d->meta.conn, sizeof(d->meta.conn), pd_svc_store(hr_meta_svc(sc->meta)),
+		            k->host[3], k->meta_port);
 	}
 	if (hr_deploy_setup_vars(d)) {
 		snprintf(err, sz, "no free port blocks for the ${PORT_...} variables");

@@ -432,8 +432,7 @@ static cJSON *meta_argv(struct hr_deploy *d, enum pd_svc_kind kind, const char *
 
 int hr_launch_meta(struct hr_deploy *d, char *why, size_t sz)
 {
-	static const enum pd_svc_kind kinds[] = {PD_SVC_ETCD, PD_SVC_REDIS, PD_SVC_METASERVER};
-	enum pd_svc_kind kind = kinds[d->sc->meta];
+	enum pd_svc_kind kind = hr_meta_svc(d->sc->meta);
 	struct hr_node *n = &d->metanode, *one[1] = {n};
 	const char *addr = hr_role_addr(d, HR_ROLE_METADATA);
 	const char *pick = hr_addr_elsewhere(d, addr) ? "127.0.0.1" : addr;
@@ -460,11 +459,7 @@ int hr_launch_meta(struct hr_deploy *d, char *why, size_t sz)
 	d->meta.kind = kind;
 	d->meta.port = port;
 	snprintf(d->meta.host, sizeof(d->meta.host), "%s", addr);
-	snprintf(d->meta.conn, sizeof(d->meta.conn),
-	         kind == PD_SVC_ETCD    ? "etcd://%s:%d"
-	         : kind == PD_SVC_REDIS ? "redis://%s:%d"
-	                                : "http://%s:%d/metadata",
-	         addr, port);
+	pd_meta_url(d->meta.conn, sizeof(d->meta.conn), pd_svc_store(kind), addr, port);
 	char name[32];
 	snprintf(name, sizeof(name), "metadata-%s", pd_svc_kind_name(kind));
 	ret = hr_spawn(d, n, name, argv, NULL);

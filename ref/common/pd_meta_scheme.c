@@ -3,6 +3,7 @@
  * and the lookups the engine's parser, the test services and the config checker share. */
 #include "pd_meta_scheme.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Mooncake's metadata plug-ins; redis without a port: 12001, as Mooncake. */
@@ -37,4 +38,20 @@ bool pd_meta_scheme_known(const char *conn, size_t *scheme_len)
 	if (!sep) /* bare host:port: the engine's parser takes it as etcd */
 		return true;
 	return pd_meta_scheme_of(conn) != NULL;
+}
+
+bool pd_meta_is_p2p(const char *conn)
+{
+	return conn && !strcmp(conn, PD_META_P2P);
+}
+
+int pd_meta_url(char *out, size_t sz, enum pd_meta_store store, const char *host, int port)
+{
+	for (const struct pd_meta_scheme *m = pd_meta_schemes; m->name; m++)
+		if (m->kind == store && !m->tls)
+			return snprintf(out, sz, "%s://%s:%d%s", m->name, host, port,
+			                store == PD_META_STORE_HTTP ? PD_META_HTTP_PATH : "");
+	if (sz)
+		*out = 0;
+	return -1;
 }

@@ -14,6 +14,8 @@
 #define PD_META_REDIS "redis"
 #define PD_META_HTTP  "http"
 #define PD_META_HTTPS "https"
+/* the path an http(s) store answers on (pdkv-metaserver, Mooncake's http_metadata_server) */
+#define PD_META_HTTP_PATH "/metadata"
 /* redis:// without a port: Mooncake falls back to its handshake default, 12001 */
 #define PD_META_REDIS_DEFAULT_PORT 12001
 
@@ -34,5 +36,10 @@ const struct pd_meta_scheme *pd_meta_scheme_of(const char *conn);
 /* A connection string the engine has a metadata plugin for (a scheme above, bare host:port =
  * etcd, P2PHANDSHAKE); *scheme_len = length of the scheme before "://" (0 if none). */
 bool pd_meta_scheme_known(const char *conn, size_t *scheme_len);
+/* conn is P2PHANDSHAKE: no store, peers exchange metadata in the handshake. */
+bool pd_meta_is_p2p(const char *conn);
+/* The connection string of a store at host:port: "etcd://h:p", "redis://h:p" or
+ * "http://h:p/metadata"; snprintf's result, -1 (out = "") for a store not in the table. */
+int pd_meta_url(char *out, size_t sz, enum pd_meta_store store, const char *host, int port);
 
 #endif

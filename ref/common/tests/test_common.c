@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "pd_meta_scheme.h"
 #include "pd_proc.h"
 #include "pd_util.h"
 
@@ -290,6 +291,30 @@ static void test_helpers(void **state)
 	assert_true(d >= 1.999 && d < 1.999 + 60); /* later by at least ms, whatever the load */
 }
 
+/* pd_meta_url writes each store's URL so that the registry reads it back as that store */
+static void test_meta_url(void **state)
+{
+	static const enum pd_meta_store stores[] = {PD_META_STORE_ETCD, PD_META_STORE_REDIS,
+	                                            PD_META_STORE_HTTP};
+	static const char *const want[] = {"etcd://h1:2379", "redis://h1:2379",
+	                                   "http://h1:2379/metadata"};
+	char url[64];
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(pd_meta_url(url, sizeof(url), stores[i], "h1", 2379),
+		                 (int)strlen(want[i]));
+		assert_string_equal(url, want[i]);
+		assert_non_null(pd_meta_scheme_of(url));
+		assert_int_equal(pd_meta_scheme_of(url)->kind, stores[i]);
+		assert_false(pd_meta_is_p2p(url));
+	}
+	assert_int_equal(pd_meta_url(url, sizeof(url), (enum pd_meta_store)0, "h1", 1), -1);
+	assert_string_equal(url, "");
+	assert_true(pd_meta_is_p2p(PD_META_P2P));
+	assert_false(pd_meta_is_p2p(NULL));
+	assert_false(pd_meta_is_p2p("p2phandshake"));
+}
+
 int main(void)
 {
 	setenv("PDKV_TCP_RECV_CHUNK", "4K", 1); /* test_recv_chunk */
@@ -299,7 +324,7 @@ int main(void)
 	    cmocka_unit_test(test_sockets),       cmocka_unit_test(test_files),
 	    cmocka_unit_test(test_proc),          cmocka_unit_test(test_write_file_fails_whole),
 	    cmocka_unit_test(test_helpers),       cmocka_unit_test(test_recv_chunk),
-	    cmocka_unit_test(test_recv_spin),
+	    cmocka_unit_test(test_recv_spin),     cmocka_unit_test(test_meta_url),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

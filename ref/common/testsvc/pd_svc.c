@@ -28,13 +28,20 @@ const char *pd_svc_kind_name(enum pd_svc_kind kind)
 {
 	switch (kind) {
 	case PD_SVC_ETCD:
-		return "etcd";
+		return PD_META_ETCD;
 	case PD_SVC_REDIS:
-		return "redis";
+		return PD_META_REDIS;
 	case PD_SVC_METASERVER:
-		return "http";
+		return PD_META_HTTP;
 	}
 	return "?";
+}
+
+enum pd_meta_store pd_svc_store(enum pd_svc_kind kind)
+{
+	return kind == PD_SVC_ETCD    ? PD_META_STORE_ETCD
+	       : kind == PD_SVC_REDIS ? PD_META_STORE_REDIS
+	                              : PD_META_STORE_HTTP;
 }
 
 static int is_exec(const char *path)
@@ -405,20 +412,7 @@ int pd_svc_start(enum pd_svc_kind kind, const char *host, const char *workdir, s
 		pd_svc_stop(out);
 		return ret;
 	}
-	switch (kind) {
-	case PD_SVC_ETCD:
-		snprintf(out->conn, sizeof(out->conn), "%s://%s:%d", PD_META_ETCD, out->host,
-		         out->port);
-		break;
-	case PD_SVC_REDIS:
-		snprintf(out->conn, sizeof(out->conn), "%s://%s:%d", PD_META_REDIS, out->host,
-		         out->port);
-		break;
-	case PD_SVC_METASERVER:
-		snprintf(out->conn, sizeof(out->conn), "%s://%s:%d/metadata", PD_META_HTTP,
-		         out->host, out->port);
-		break;
-	}
+	pd_meta_url(out->conn, sizeof(out->conn), pd_svc_store(kind), out->host, out->port);
 	live_add(out->proc.pid, out->datadir);
 	pd_dbg("pd_svc: %s up at %s (pid %d, dir %s)", progs[kind], out->conn, (int)out->proc.pid,
 	       out->datadir);

@@ -5,6 +5,7 @@
 #ifndef PD_SVC_H
 #define PD_SVC_H
 
+#include "pd_meta_scheme.h"
 #include "pd_proc.h"
 
 enum pd_svc_kind { PD_SVC_ETCD, PD_SVC_REDIS, PD_SVC_METASERVER };
@@ -30,6 +31,8 @@ void pd_svc_stop(struct pd_svc *s);
 int pd_svc_kill(struct pd_svc *s, int sig);
 int pd_svc_restart(struct pd_svc *s);
 const char *pd_svc_kind_name(enum pd_svc_kind kind); /* "etcd" | "redis" | "http" */
+/* The metadata store a service is (its pd_meta_scheme row; pd_meta_url builds its URL). */
+enum pd_meta_store pd_svc_store(enum pd_svc_kind kind);
 /* One GET (body discarded, proxies bypassed); the HTTP status, 0 when nothing answered in time. */
 long pd_http_status(const char *url, int timeout_ms);
 
