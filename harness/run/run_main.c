@@ -395,39 +395,6 @@ static int list_scenarios(const struct suite *su)
 	return su->rep.n ? 1 : 0;
 }
 
-/* --workdir, or a fresh $TMPDIR/pdkv-run.XXXXXX (*made). 0, or 2 with the reason. */
-static int make_workdir(const struct args *a, char *wbuf, size_t sz, bool *made)
-{
-	*made = false;
-	if (a->workdir) {
-		snprintf(wbuf, sz, "%s", a->workdir);
-		if (pd_mkdir_p(wbuf)) {
-			fprintf(stderr, "pdkv run: cannot create --workdir %s\n", wbuf);
-			return 2;
-		}
-		return 0;
-	}
-	const char *tmp = pd_env_str("TMPDIR");
-	snprintf(wbuf, sz, "%s/pdkv-run.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(wbuf)) {
-		fprintf(stderr, "pdkv run: mkdtemp %s: %s\n", wbuf, strerror(errno));
-		return 2;
-	}
-	*made = true;
-	return 0;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = {0};
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 /* --external prefill=URL,decode=URL,proxy=URL[,reference=URL] into o; 0 or 2 with the reason */
 static int parse_external(const char *spec, struct hr_opts *o, char *buf, size_t sz)
 {
@@ -680,10 +647,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	install_signals();
-	ret = make_workdir(&a, wbuf, sizeof(wbuf), &made_workdir);
-	if (ret)
+	pd_stop_signals(on_signal);
+	if (pd_workdir("pdkv run", a.workdir, "pdkv-run", wbuf, sizeof(wbuf), &made_workdir)) {
+		ret = 2;
 		goto out;
+	}
 	su.rep.workdir = wbuf;
 	o.workdir = wbuf;
 	o.keep = a.keep;

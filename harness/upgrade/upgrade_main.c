@@ -4,6 +4,7 @@
 #include "upgrade/upg.h"
 #include "pd_env.h"
 #include "pd_opt.h"
+#include "pd_proc.h"
 #include "pd_util.h"
 
 #include <curl/curl.h>
@@ -88,38 +89,6 @@ static int parse_args(int argc, char **argv, struct args *a, const struct pd_opt
 	return pd_opt_parse(&spec, argc, argv, 1, NULL, NULL);
 }
 
-static int make_workdir(const struct args *a, char *buf, size_t sz, bool *made)
-{
-	const char *tmp = pd_env_str("TMPDIR");
-	*made = false;
-	if (a->workdir) {
-		snprintf(buf, sz, "%s", a->workdir);
-		if (pd_mkdir_p(buf)) {
-			fprintf(stderr, "pdkv upgrade-check: --workdir: cannot create %s\n", buf);
-			return 2;
-		}
-		return 0;
-	}
-	snprintf(buf, sz, "%s/pdkv-upgrade.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(buf)) {
-		fprintf(stderr, "pdkv upgrade-check: mkdtemp %s: %s\n", buf, strerror(errno));
-		return 2;
-	}
-	*made = true;
-	return 0;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = {0};
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 static bool any_kept(const struct upg_plan *p)
 {
 	for (size_t i = 0; i < p->ncells; i++)
@@ -153,9 +122,9 @@ int main(int argc, char **argv)
 		free(p);
 		return 2;
 	}
-	if (make_workdir(&a, wd, sizeof(wd), &made))
+	if (pd_workdir("pdkv upgrade-check", a.workdir, "pdkv-upgrade", wd, sizeof(wd), &made))
 		return free(p), 2;
-	install_signals();
+	pd_stop_signals(on_signal);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	struct hr_opts o = {.workdir = wd,
 	                    .keep = a.keep,

@@ -2,6 +2,7 @@
 /* pd_proc: spawn/stop helpers. Children get their own process group so that stopping one
  * also stops whatever it started (etcd, redis, shells), and die with their parent. */
 #include "pd_proc.h"
+#include "pd_env.h"
 #include "pd_util.h"
 
 #include <errno.h>
@@ -134,4 +135,37 @@ const char *pd_self_dir(void)
 			*slash = '\0';
 	}
 	return dir;
+}
+
+int pd_workdir(const char *prog, const char *given, const char *stem, char *buf, size_t sz,
+               bool *made)
+{
+	const char *tmp = pd_env_str("TMPDIR");
+	*made = false;
+	if (given) {
+		snprintf(buf, sz, "%s", given);
+		if (pd_mkdir_p(buf)) {
+			fprintf(stderr, "%s: cannot create --workdir %s\n", prog, buf);
+			return -1;
+		}
+		return 0;
+	}
+	snprintf(buf, sz, "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", stem);
+	if (!mkdtemp(buf)) {
+		fprintf(stderr, "%s: mkdtemp %s: %s\n", prog, buf, strerror(errno));
+		return -1;
+	}
+	*made = true;
+	return 0;
+}
+
+void pd_stop_signals(void (*fn)(int))
+{
+	struct sigaction sa = {0};
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 }

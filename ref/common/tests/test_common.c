@@ -291,6 +291,38 @@ static void test_helpers(void **state)
 	assert_true(d >= 1.999 && d < 1.999 + 60); /* later by at least ms, whatever the load */
 }
 
+/* pd_workdir: --workdir made with its parents; else a fresh directory under $TMPDIR */
+static void test_workdir(void **state)
+{
+	char base[] = "/tmp/pdkv-wd.XXXXXX", given[128], buf[256];
+	const char *t0 = getenv("TMPDIR");
+	char *old = t0 ? strdup(t0) : NULL;
+	bool made = true;
+	(void)state;
+	assert_non_null(mkdtemp(base));
+	snprintf(given, sizeof(given), "%s/a/b", base);
+	assert_int_equal(pd_workdir("test", given, "x", buf, sizeof(buf), &made), 0);
+	assert_false(made);
+	assert_string_equal(buf, given);
+	assert_int_equal(pd_dir_count(given), 0);
+	setenv("TMPDIR", base, 1);
+	assert_int_equal(pd_workdir("test", NULL, "pdkv-t", buf, sizeof(buf), &made), 0);
+	assert_true(made);
+	assert_int_equal(strncmp(buf, base, strlen(base)), 0);
+	assert_non_null(strstr(buf, "/pdkv-t."));
+	assert_int_equal(pd_dir_count(buf), 0);
+	snprintf(given, sizeof(given), "%s/f", base);
+	assert_int_equal(pd_write_file(given, "", 0), 0);
+	snprintf(given, sizeof(given), "%s/f/sub", base); /* under a file: cannot be made */
+	assert_int_equal(pd_workdir("test", given, "x", buf, sizeof(buf), &made), -1);
+	if (old)
+		setenv("TMPDIR", old, 1);
+	else
+		unsetenv("TMPDIR");
+	free(old);
+	pd_rm_rf(base);
+}
+
 /* pd_meta_url writes each store's URL so that the registry reads it back as that store */
 static void test_meta_url(void **state)
 {
@@ -325,6 +357,7 @@ int main(void)
 	    cmocka_unit_test(test_proc),          cmocka_unit_test(test_write_file_fails_whole),
 	    cmocka_unit_test(test_helpers),       cmocka_unit_test(test_recv_chunk),
 	    cmocka_unit_test(test_recv_spin),     cmocka_unit_test(test_meta_url),
+	    cmocka_unit_test(test_workdir),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
