@@ -396,5 +396,8 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
                      const char *local, const char *remote);
 int bench_write_csv(const struct bench_opts *o, const char *path, struct bench_row *rows, size_t n);
 double bench_bw(const struct bench_opts *o, uint64_t bytes, double secs);
+/* A fresh row of kind for one block size: op, batch and threads from o, the rest zero. */
+void bench_row_init(struct bench_row *row, const char *kind, const struct bench_opts *o,
+                    uint64_t block);
 
 #endif

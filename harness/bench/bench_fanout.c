@@ -155,16 +155,6 @@ static int reduce(const struct bench_opts *o, struct bench_thread *th, struct be
 	return err;
 }
 
-static void row_init(struct bench_row *row, const struct bench_lane *l)
-{
-	memset(row, 0, sizeof(*row));
-	row->kind = l->be->kind;
-	row->op = l->o->op;
-	row->block = l->block;
-	row->batch = l->o->batch;
-	row->threads = l->o->threads;
-}
-
 int bench_run_lanes(struct bench_lane *lanes, size_t n)
 {
 	struct bench_thread *th;
@@ -186,7 +176,7 @@ int bench_run_lanes(struct bench_lane *lanes, size_t n)
 	t0 = pd_now_ns();
 	for (size_t i = 0; i < n; i++) {
 		struct bench_lane *l = &lanes[i];
-		row_init(&l->row, l);
+		bench_row_init(&l->row, l->be->kind, l->o, l->block);
 		for (uint64_t t = 0; t < l->o->threads; t++, k++) {
 			th[k] = (struct bench_thread){.be = l->be,
 			                              .ctx = l->ctx,

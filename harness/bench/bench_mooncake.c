@@ -85,12 +85,7 @@ int bench_mooncake_row(const struct bench_opts *o, uint64_t block, struct bench_
 	uint64_t batches = 0;
 	double secs = 0, cpu = -1;
 
-	memset(row, 0, sizeof(*row));
-	row->kind = "mooncake";
-	row->op = o->op;
-	row->block = block;
-	row->batch = o->batch;
-	row->threads = o->threads;
+	bench_row_init(row, "mooncake", o, block);
 	row->pct_line_rate = -1;
 	snprintf(log, sizeof(log), "%s/pdkv-bench-mooncake-%d-%d.log", pd_env_str("TMPDIR"),
 	         (int)getpid(), ++seq);

@@ -107,6 +107,17 @@ uint64_t bench_count_wrong(const char *buf, uint64_t off, size_t len, uint64_t s
 }
 
 /* ---------------------------------------------------------------- text */
+void bench_row_init(struct bench_row *row, const char *kind, const struct bench_opts *o,
+                    uint64_t block)
+{
+	memset(row, 0, sizeof(*row));
+	row->kind = kind;
+	row->op = o->op;
+	row->block = block;
+	row->batch = o->batch;
+	row->threads = o->threads;
+}
+
 double bench_bw(const struct bench_opts *o, uint64_t bytes, double secs)
 {
 	double v = secs > 0 ? (double)bytes / secs : 0;

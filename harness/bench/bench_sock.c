@@ -244,12 +244,7 @@ int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t bloc
 	int err, n0, conns = bench_sock_conns(o);
 
 	if (bench_sock_ctx_init(&c, server, 0, 0)) {
-		memset(row, 0, sizeof(*row));
-		row->kind = "socket";
-		row->op = o->op;
-		row->block = block;
-		row->batch = o->batch;
-		row->threads = o->threads;
+		bench_row_init(row, "socket", o, block);
 		return 1;
 	}
 	if (bench_sock_prepare(block * o->batch * o->threads))
