@@ -401,6 +401,17 @@ static void json_samples(cJSON *x, const struct bench_opts *o, struct bench_row 
 	cJSON_AddNumberToObject(x, "repetition", rep);
 }
 
+/* A row's counts in its JSON object: batches, transfers, bytes, bandwidth (report units), GBps */
+static void json_counts(cJSON *x, const struct bench_row *r)
+{
+	cJSON_AddNumberToObject(x, "batches", (double)r->batches);
+	cJSON_AddNumberToObject(x, "transfers", (double)r->transfers);
+	cJSON_AddNumberToObject(x, "bytes", (double)r->bytes);
+	cJSON_AddNumberToObject(x, "bandwidth", r->bw);
+	cJSON_AddNumberToObject(x, "GBps",
+	                        r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0);
+}
+
 /* --scheme: the pairs behind an aggregate row, their fairness and the sweep's scaling */
 static void json_scheme(cJSON *x, const struct bench_opts *o, const struct bench_scheme_row *sr,
                         double agg_bw)
@@ -444,12 +455,7 @@ static void json_scheme(cJSON *x, const struct bench_opts *o, const struct bench
 		cJSON_AddNumberToObject(p, "block_size", (double)r->block);
 		cJSON_AddNumberToObject(p, "batch_size", (double)r->batch);
 		cJSON_AddNumberToObject(p, "duration_s", r->seconds);
-		cJSON_AddNumberToObject(p, "batches", (double)r->batches);
-		cJSON_AddNumberToObject(p, "transfers", (double)r->transfers);
-		cJSON_AddNumberToObject(p, "bytes", (double)r->bytes);
-		cJSON_AddNumberToObject(p, "bandwidth", r->bw);
-		cJSON_AddNumberToObject(p, "GBps",
-		                        r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0);
+		json_counts(p, r);
 		cJSON_AddNumberToObject(p, "lat_p50_us", r->lat_p50_us);
 		cJSON_AddNumberToObject(p, "lat_p99_us", r->lat_p99_us);
 		cJSON_AddNumberToObject(p, "wrong", (double)r->wrong);
@@ -521,12 +527,7 @@ int bench_write_json(const struct bench_opts *o, const char *path, struct bench_
 		cJSON_AddNumberToObject(x, "threads", (double)r->threads);
 		cJSON_AddNumberToObject(x, "duration_s", r->seconds);
 		cJSON_AddNumberToObject(x, "wall_s", r->wall);
-		cJSON_AddNumberToObject(x, "batches", (double)r->batches);
-		cJSON_AddNumberToObject(x, "transfers", (double)r->transfers);
-		cJSON_AddNumberToObject(x, "bytes", (double)r->bytes);
-		cJSON_AddNumberToObject(x, "bandwidth", r->bw);
-		cJSON_AddNumberToObject(x, "GBps",
-		                        r->seconds > 0 ? (double)r->bytes / r->seconds / 1e9 : 0);
+		json_counts(x, r);
 		cJSON_AddNumberToObject(x, "transfers_per_s",
 		                        r->seconds > 0 ? (double)r->transfers / r->seconds : 0);
 		cJSON_AddNumberToObject(x, "lat_p50_us", r->lat_p50_us);
