@@ -117,28 +117,21 @@ static const char *judge(const struct hr_run_data *rd, const struct hr_req *q, b
 	return NULL;
 }
 
+static const char *judge_one(const struct hr_run_data *rd, size_t i, const struct hr_req *q,
+                             const cJSON **rec, char *why, size_t wsz)
+{
+	const cJSON *p = hr_router_find(rd->rec_p, q->prompt);
+	*rec = hr_router_find(rd->rec_d, q->prompt);
+	return *rec ? judge(rd, q, i == rd->nreqs, p, *rec, why, wsz) : "it never reached decode";
+}
+
 static bool decode_request(const struct hr_run_data *rd, char *detail, size_t sz)
 {
-	size_t n = 0, bad = 0;
-	char first[900] = "", why[400];
-	if (!rd->router_phase) {
-		snprintf(detail, sz, "no request records (the router phases did not run)");
+	size_t n, bad;
+	char first[900] = "";
+	if (!hr_router_judge_sent(rd, judge_one, "decode", &n, &bad, first, sizeof(first), detail,
+	                          sz))
 		return false;
-	}
-	for (size_t i = 0; i <= rd->nreqs; i++) {
-		const struct hr_req *q = hr_router_sent(rd, i);
-		const cJSON *p, *d;
-		const char *w;
-		if (!q)
-			continue;
-		n++;
-		p = hr_router_find(rd->rec_p, q->prompt);
-		d = hr_router_find(rd->rec_d, q->prompt);
-		w = d ? judge(rd, q, i == rd->nreqs, p, d, why, sizeof(why))
-		      : "it never reached decode";
-		if (w && !bad++)
-			hr_router_evidence(first, sizeof(first), rd, i, w, "decode", d);
-	}
 	if (bad)
 		snprintf(detail, sz,
 		         "%zu of %zu decode requests wrong for the %s contract; first: %s", bad, n,

@@ -60,28 +60,22 @@ static const char *judge(const cJSON *body, const char *contract, char *why, siz
 	return NULL;
 }
 
+static const char *judge_one(const struct hr_run_data *rd, size_t i, const struct hr_req *q,
+                             const cJSON **rec, char *why, size_t wsz)
+{
+	(void)i;
+	*rec = hr_router_find(rd->rec_p, q->prompt);
+	return *rec ? judge(cJSON_GetObjectItemCaseSensitive(*rec, "body"), rd->contract, why, wsz)
+	            : "it never reached prefill";
+}
+
 static bool prefill_request(const struct hr_run_data *rd, char *detail, size_t sz)
 {
-	size_t n = 0, bad = 0;
-	char first[700] = "", why[200];
-	if (!rd->router_phase) {
-		snprintf(detail, sz, "no request records (the router phases did not run)");
+	size_t n, bad;
+	char first[700] = "";
+	if (!hr_router_judge_sent(rd, judge_one, "prefill", &n, &bad, first, sizeof(first), detail,
+	                          sz))
 		return false;
-	}
-	for (size_t i = 0; i <= rd->nreqs; i++) {
-		const struct hr_req *q = hr_router_sent(rd, i);
-		const cJSON *rec;
-		const char *w;
-		if (!q)
-			continue; /* never sent */
-		n++;
-		rec = hr_router_find(rd->rec_p, q->prompt);
-		w = rec ? judge(cJSON_GetObjectItemCaseSensitive(rec, "body"), rd->contract, why,
-		                sizeof(why))
-		        : "it never reached prefill";
-		if (w && !bad++)
-			hr_router_evidence(first, sizeof(first), rd, i, w, "prefill", rec);
-	}
 	if (bad)
 		snprintf(detail, sz, "%zu of %zu requests wrong for the %s contract; first: %s",
 		         bad, n, rd->contract, first);

@@ -33,5 +33,15 @@ const struct hr_req *hr_router_sent(const struct hr_run_data *rd, size_t i);
  * the body that of the record rec (may be NULL). */
 void hr_router_evidence(char *out, size_t sz, const struct hr_run_data *rd, size_t i,
                         const char *what, const char *side, const cJSON *rec);
+/* One request of the router phases judged for a check: NULL when right, else why (in why or a
+ * constant); *rec: the record of it on the check's side (NULL when it never got there). */
+typedef const char *(*hr_router_judge_fn)(const struct hr_run_data *rd, size_t i,
+                                          const struct hr_req *q, const cJSON **rec, char *why,
+                                          size_t wsz);
+/* Judges every request the router phases sent: *n sent, *bad wrong, the first wrong one's
+ * evidence (side's record) in first. false, with detail, when the router phases did not run. */
+bool hr_router_judge_sent(const struct hr_run_data *rd, hr_router_judge_fn judge, const char *side,
+                          size_t *n, size_t *bad, char *first, size_t fsz, char *detail,
+                          size_t dsz);
 
 #endif

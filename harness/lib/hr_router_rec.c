@@ -70,3 +70,26 @@ void hr_router_evidence(char *out, size_t sz, const struct hr_run_data *rd, size
 	         body ? body : "");
 	free(body);
 }
+
+bool hr_router_judge_sent(const struct hr_run_data *rd, hr_router_judge_fn judge, const char *side,
+                          size_t *n, size_t *bad, char *first, size_t fsz, char *detail, size_t dsz)
+{
+	char why[400];
+	*n = *bad = 0;
+	if (!rd->router_phase) {
+		snprintf(detail, dsz, "no request records (the router phases did not run)");
+		return false;
+	}
+	for (size_t i = 0; i <= rd->nreqs; i++) {
+		const struct hr_req *q = hr_router_sent(rd, i);
+		const cJSON *rec = NULL;
+		const char *w;
+		if (!q)
+			continue; /* never sent */
+		(*n)++;
+		w = judge(rd, i, q, &rec, why, sizeof(why));
+		if (w && !(*bad)++)
+			hr_router_evidence(first, fsz, rd, i, w, side, rec);
+	}
+	return true;
+}
