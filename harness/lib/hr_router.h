@@ -38,10 +38,10 @@ void hr_router_evidence(char *out, size_t sz, const struct hr_run_data *rd, size
 typedef const char *(*hr_router_judge_fn)(const struct hr_run_data *rd, size_t i,
                                           const struct hr_req *q, const cJSON **rec, char *why,
                                           size_t wsz);
-/* Judges every request the router phases sent: *n sent, *bad wrong, the first wrong one's
- * evidence (side's record) in first. false, with detail, when the router phases did not run. */
+/* Judges every request the router phases sent (*n of them). false, with detail, when the phases
+ * did not run or some are wrong ("B of N <noun> wrong for the C contract; first: <evidence of
+ * side's record>"); true and detail untouched when every one is right. */
 bool hr_router_judge_sent(const struct hr_run_data *rd, hr_router_judge_fn judge, const char *side,
-                          size_t *n, size_t *bad, char *first, size_t fsz, char *detail,
-                          size_t dsz);
+                          const char *noun, size_t *n, char *detail, size_t dsz);
 
 #endif

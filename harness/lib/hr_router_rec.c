@@ -72,10 +72,11 @@ void hr_router_evidence(char *out, size_t sz, const struct hr_run_data *rd, size
 }
 
 bool hr_router_judge_sent(const struct hr_run_data *rd, hr_router_judge_fn judge, const char *side,
-                          size_t *n, size_t *bad, char *first, size_t fsz, char *detail, size_t dsz)
+                          const char *noun, size_t *n, char *detail, size_t dsz)
 {
-	char why[400];
-	*n = *bad = 0;
+	char why[400], first[900] = "";
+	size_t bad = 0;
+	*n = 0;
 	if (!rd->router_phase) {
 		snprintf(detail, dsz, "no request records (the router phases did not run)");
 		return false;
@@ -88,8 +89,11 @@ bool hr_router_judge_sent(const struct hr_run_data *rd, hr_router_judge_fn judge
 			continue; /* never sent */
 		(*n)++;
 		w = judge(rd, i, q, &rec, why, sizeof(why));
-		if (w && !(*bad)++)
-			hr_router_evidence(first, fsz, rd, i, w, side, rec);
+		if (w && !bad++)
+			hr_router_evidence(first, sizeof(first), rd, i, w, side, rec);
 	}
-	return true;
+	if (bad)
+		snprintf(detail, dsz, "%zu of %zu %s wrong for the %s contract; first: %s", bad, *n,
+		         noun, rd->contract, first);
+	return !bad;
 }
