@@ -153,17 +153,23 @@ static void md_cell(FILE *f, const char *s)
 
 /* One row's formatted cells, shared by the terminal and Markdown tables. */
 struct cells {
-	const char *metric;
-	char so[48], sn[48], ch[32], ev[48];
+	const char *label, *metric;
+	char so[48], sn[48], ch[32], ev[48], vd[400];
 };
 
-static void row_cells(struct cells *x, const struct rpt_row *r)
+/* false for a row the table leaves out */
+static bool row_cells(struct cells *x, const struct rpt_cmp *c, const struct rpt_row *r, bool md)
 {
+	if (!shown(c, r))
+		return false;
+	x->label = label_of(r);
 	x->metric = (r->o ? r->o : r->n)->metric;
 	fmt_side(x->so, sizeof(x->so), r->o);
 	fmt_side(x->sn, sizeof(x->sn), r->n);
 	fmt_change(x->ch, sizeof(x->ch), r);
 	fmt_evidence(x->ev, sizeof(x->ev), r);
+	fmt_verdict(x->vd, sizeof(x->vd), r, md);
+	return true;
 }
 
 void rpt_print_text(FILE *f, const struct rpt_cmp *c)
@@ -198,15 +204,10 @@ void rpt_print_text(FILE *f, const struct rpt_cmp *c)
 	fprintf(f, "\n%-*s %-*s %14s %14s %8s %17s  %s\n", w, "row", mw, "metric", "old", "new",
 	        "change", "evidence", "verdict");
 	for (size_t i = 0; i < c->nrows; i++) {
-		const struct rpt_row *r = &c->rows[i];
 		struct cells x;
-		char vd[400];
-		if (!shown(c, r))
-			continue;
-		row_cells(&x, r);
-		fmt_verdict(vd, sizeof(vd), r, false);
-		fprintf(f, "%-*.*s %-*s %14s %14s %8s %17s  %s\n", w, w, label_of(r), mw, x.metric,
-		        x.so, x.sn, x.ch, x.ev, vd);
+		if (row_cells(&x, c, &c->rows[i], false))
+			fprintf(f, "%-*.*s %-*s %14s %14s %8s %17s  %s\n", w, w, x.label, mw,
+			        x.metric, x.so, x.sn, x.ch, x.ev, x.vd);
 	}
 	footer(f, c, "");
 }
@@ -235,15 +236,10 @@ void rpt_print_markdown(FILE *f, const struct rpt_cmp *c)
 	fprintf(f, "| row | metric | old | new | change | evidence | verdict |\n"
 	           "|---|---|--:|--:|--:|---|---|\n");
 	for (size_t i = 0; i < c->nrows; i++) {
-		const struct rpt_row *r = &c->rows[i];
 		struct cells x;
-		char vd[400];
-		if (!shown(c, r))
-			continue;
-		row_cells(&x, r);
-		fmt_verdict(vd, sizeof(vd), r, true);
-		fprintf(f, "| %s | %s | %s | %s | %s | %s | %s |\n", label_of(r), x.metric, x.so,
-		        x.sn, x.ch, x.ev, vd);
+		if (row_cells(&x, c, &c->rows[i], true))
+			fprintf(f, "| %s | %s | %s | %s | %s | %s | %s |\n", x.label, x.metric,
+			        x.so, x.sn, x.ch, x.ev, x.vd);
 	}
 	fprintf(f, "\n");
 	footer(f, c, "");
