@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const struct {
 	const char *name;
@@ -99,16 +100,70 @@ const struct px_contract *px_fault_contract(const struct px_contract *k, unsigne
 	return &faulty;
 }
 
-void px_fault_transfer_id(char *tid, size_t n)
+int px_fault_transfer_id(char *tid, size_t n)
 {
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	static char last[128];
 	static unsigned long k;
+	unsigned long mine;
 
 	pthread_mutex_lock(&mu);
-	if (k++ % 2)
+	mine = k++;
+	if (mine % 2)
 		snprintf(tid, n, "%s", last);
 	else
 		snprintf(last, sizeof(last), "%s", tid);
 	pthread_mutex_unlock(&mu);
+	return mine < 2 ? (int)mine + 1 : 0;
+}
+
+/* the first pair's meeting point */
+static pthread_mutex_t meet_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t meet_cv = PTHREAD_COND_INITIALIZER;
+static int answered, decoded;
+
+/* waits on meet_cv (meet_mu held) until *what >= n or the deadline dl */
+static void meet_wait(const int *what, int n, const struct timespec *dl)
+{
+	while (*what < n && pthread_cond_timedwait(&meet_cv, &meet_mu, dl) != ETIMEDOUT)
+		;
+}
+
+static void deadline(struct timespec *dl, int ms)
+{
+	clock_gettime(CLOCK_REALTIME, dl); /* the clock of a default condition variable */
+	dl->tv_sec += ms / 1000;
+	dl->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl->tv_nsec >= 1000000000L) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000L;
+	}
+}
+
+void px_fault_first_pair_prefill(int who, bool answered_now, int ms)
+{
+	struct timespec dl;
+
+	deadline(&dl, ms);
+	pthread_mutex_lock(&meet_mu);
+	if (!answered_now) { /* before the prefill call: the second waits for the first's */
+		if (who == 2)
+			meet_wait(&answered, 1, &dl);
+	} else {
+		answered++;
+		pthread_cond_broadcast(&meet_cv);
+		if (who == 1) /* the first's decode waits for the second's prefill */
+			meet_wait(&answered, 2, &dl);
+		else /* the second's for the first's decode */
+			meet_wait(&decoded, 1, &dl);
+	}
+	pthread_mutex_unlock(&meet_mu);
+}
+
+void px_fault_first_pair_decoded(void)
+{
+	pthread_mutex_lock(&meet_mu);
+	decoded = 1;
+	pthread_cond_broadcast(&meet_cv);
+	pthread_mutex_unlock(&meet_mu);
 }

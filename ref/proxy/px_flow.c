@@ -356,8 +356,10 @@ static enum MHD_Result decode_with(struct MHD_Connection *c, struct px_req *r, c
 	return ret;
 }
 
+/* P answers first, then decode is called; meet: 1 or 2 in the first pair of --fault
+ * reuse-transfer-id, whose calls go in the order px_fault_first_pair_prefill sets */
 static enum MHD_Result sequential(struct MHD_Connection *c, struct px_req *r, const char *ep,
-                                  char *pbody, struct px_xfer *x)
+                                  char *pbody, struct px_xfer *x, int meet)
 {
 	struct px_server *s = r->srv;
 	const struct px_contract *k = s->ct;
@@ -367,12 +369,17 @@ static enum MHD_Result sequential(struct MHD_Connection *c, struct px_req *r, co
 	char *params = NULL;
 	uint64_t t = pd_now_ns();
 	int ret;
+	enum MHD_Result mret;
 
+	if (meet)
+		px_fault_first_pair_prefill(meet, false, PX_FAULT_MEET_MS);
 	call_for(r, &call, pbody, r->p_extra[0] ? r->p_extra : NULL);
 	ret = px_fetch(&call, k->keep_p_answer ? s->o.max_body : P_KEEP_ERR, &a, why, sizeof(why));
 	r->p_ms = (pd_now_ns() - t) / 1e6;
 	free(pbody);
 	record_prefill(r, ret, &a, why);
+	if (meet)
+		px_fault_first_pair_prefill(meet, true, PX_FAULT_MEET_MS);
 	if (ret)
 		return prefill_failed(c, r);
 	if (k->keep_p_answer) {
@@ -393,7 +400,10 @@ static enum MHD_Result sequential(struct MHD_Connection *c, struct px_req *r, co
 	} else if ((ret = k->decode_params(x, NULL, &params, why, sizeof(why)))) {
 		return px_send_error(c, r, 500, "InternalServerError", "cannot build decode body");
 	}
-	return decode_with(c, r, ep, params);
+	mret = decode_with(c, r, ep, params);
+	if (meet == 1)
+		px_fault_first_pair_decoded();
+	return mret;
 }
 
 static enum MHD_Result concurrent(struct MHD_Connection *c, struct px_req *r, const char *ep,
@@ -454,6 +464,7 @@ enum MHD_Result px_do_completion(struct MHD_Connection *c, struct px_req *r)
 	enum MHD_Result ret = MHD_NO;
 	cJSON *root;
 	char *pbody;
+	int meet = 0;
 
 	if (k->readiness && !px_ready_ok(s->ready)) {
 		/* what mooncake_connector_proxy.py answers before all prefills are ready */
@@ -481,7 +492,7 @@ enum MHD_Result px_do_completion(struct MHD_Connection *c, struct px_req *r)
 		x.bootstrap_addr = pair.bootstrap_addr;
 		snprintf(x.transfer_id, sizeof(x.transfer_id), "xfer-%.36s", r->rid);
 		if (s->o.faults & PX_FAULT_REUSE_TRANSFER_ID)
-			px_fault_transfer_id(x.transfer_id, sizeof(x.transfer_id));
+			meet = px_fault_transfer_id(x.transfer_id, sizeof(x.transfer_id));
 	} else {
 		r->p_idx = (int)(__atomic_fetch_add(&s->rr_prefill, 1, __ATOMIC_RELAXED) %
 		                 (unsigned)s->o.n_prefill);
@@ -493,5 +504,6 @@ enum MHD_Result px_do_completion(struct MHD_Connection *c, struct px_req *r)
 	cJSON_Delete(root);
 	if (!pbody)
 		return px_send_error(c, r, 500, "InternalServerError", "out of memory");
-	return k->concurrent ? concurrent(c, r, ep, pbody, &x) : sequential(c, r, ep, pbody, &x);
+	return k->concurrent && !meet ? concurrent(c, r, ep, pbody, &x)
+	                              : sequential(c, r, ep, pbody, &x, meet);
 }
