@@ -5,7 +5,8 @@
 # to this host's stack) and its own UTS namespace (hostname = NodeName); slurmctld in a UTS
 # namespace of its own on the bridge's address. Everything (slurm.conf, munge key and socket,
 # spool, state, logs) lives in a temp dir removed on exit; the daemons are killed on exit.
-# Checks: a 1P1D scenario and a TP=2 scenario PASS with every role an srun step on its node; a
+# Checks: a 1P1D scenario and a TP=2 scenario PASS with every role an srun step on its node, and
+# so does the reused-transfer_id router self-test (60) as it does locally; a
 # step killed mid-run fails the run cleanly, and so does a Ctrl-C (exit 130), each with no step
 # left (squeue -s empty), no job and no process of the run left behind; a link-cut scenario
 # PASSes with the cut made by a step on decode's node (a link down for good, or a node shared by
@@ -137,7 +138,8 @@ leftovers() { # $1: the runner's pid; its srun processes here, any non-Slurm pro
 # ---- 1: 1P1D scenarios inside an allocation (salloc runs pdkv-run with SLURM_JOB_ID set) ----
 salloc -N 3 --job-name=pdkvci "$BIN/pdkv-run" --launcher slurm --workdir "$T/w1" --timeout 60 \
 	scenarios/30-netns-1p1d-v0.json scenarios/03-1p1d-tcp-http.json \
-	scenarios/06-same-host-identical-urls.json >"$T/o1" 2>&1
+	scenarios/06-same-host-identical-urls.json \
+	scenarios/60-v1-selftest-router-reuses-transfer-id.json >"$T/o1" 2>&1
 rc=$?
 grep -E 'PASS|FAIL|NOTRUN|slurm:' "$T/o1" | sed 's/^/    /'
 check "1P1D (V0, etcd) through --launcher slurm inside an allocation: PASS (exit $rc)" \
@@ -147,6 +149,10 @@ check "1P1D without \"hosts\" (pdkv metaserver) on nodes 1, 2, 3: PASS" \
 	grep -qE '^1p1d-tcp-http-stream .*PASS' "$T/o1"
 check "same-host scenario (mooncake URLs on 127.0.0.1): prefill and decode share a node, PASS" \
 	grep -qE '^same-host-identical-urls .*PASS' "$T/o1"
+check "router self-test (reused transfer_id, proxy on n3): PASS as locally" \
+	grep -qE '^v1-selftest-router-reuses-transfer-id .*PASS' "$T/o1"
+check "  output_equal caught it and names the reused id" \
+	grep -q 'output_equal failed as it must: .*transfer_id xfer-.* was used by requests 0 and 1' "$T/o1"
 
 # ---- 2: TP=2 with pdkv's own allocation (--slurm-args), logs kept ----
 "$BIN/pdkv-run" --launcher slurm --slurm-args "-N 3 --job-name=pdkvci-tp2" --keep \
