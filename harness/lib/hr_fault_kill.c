@@ -3,6 +3,7 @@
  * "decode"|"prefill"|"metadata", "signal": "TERM"|"KILL", "restart": true, "restart_after_ms":
  * M} — signal a stand-in's group or the metadata service, and start it again when asked. */
 #include "hr_faults.h"
+#include "hr_launch.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -68,7 +69,10 @@ static void node_fault(struct hr_pfaults *f, struct hr_node *n, int sig, bool re
 		hr_fault_note(f, "%s not running at +%.1fs", n->name, pd_now_s() - f->t0);
 		return;
 	}
-	kill(-n->proc.pid, sig);
+	if (n->ops && n->ops->signal)
+		n->ops->signal(f->d, n, sig);
+	else
+		kill(-n->proc.pid, sig);
 	if (pd_proc_wait(&n->proc, 10000)) {
 		hr_fault_note(f, "%s ignored SIG%s for 10 s; killed", n->name,
 		              sig == SIGTERM ? "TERM" : "KILL");

@@ -22,6 +22,9 @@ struct hr_launch_ops {
 	void (*fetch_log)(struct hr_deploy *d, struct hr_node *n); /* remote log into proc.log */
 	void (*describe_exit)(const struct hr_node *n, char *out, size_t sz);
 	int alive_every; /* a health wait asks alive every Nth round (an ssh round trip costs) */
+	/* a process fault's signal to the node's process where one to the local pid's group
+	 * would not reach it (srun forwards TERM to its step, never KILL); NULL: that group */
+	void (*signal)(struct hr_deploy *d, struct hr_node *n, int sig);
 };
 
 extern const struct hr_launch_ops hr_launch_local, hr_launch_ssh;

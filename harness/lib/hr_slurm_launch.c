@@ -9,6 +9,7 @@
 #include "pd_util.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,20 @@ static void slurm_stop(struct hr_deploy *d, struct hr_node *n, int grace_ms)
 	n->rpid = 0;
 }
 
+/* a process fault: the signal goes to the node's step (scancel), so a SIGKILL reaches the
+ * process on its node and srun then ends with the step */
+static void slurm_signal(struct hr_deploy *d, struct hr_node *n, int sig)
+{
+	char name[128], ids[1024];
+	step_name(d, n, name, sizeof(name));
+	if (d->rem->slurm->open && hr_slurm_steps(d->rem->slurm, name, ids, sizeof(ids)) > 0 &&
+	    hr_slurm_cancel(ids, sig == SIGKILL   ? "KILL"
+	                         : sig == SIGTERM ? "TERM"
+	                                          : "INT") == 0)
+		return;
+	kill(-n->proc.pid, sig); /* no step found: srun at least */
+}
+
 static void slurm_fetch(struct hr_deploy *d, struct hr_node *n)
 {
 	(void)d; /* srun streams the step's output into proc.log as it comes */
@@ -226,4 +241,5 @@ const struct hr_launch_ops hr_launch_slurm = {
     .fetch_log = slurm_fetch,
     .describe_exit = slurm_describe,
     .alive_every = 1,
+    .signal = slurm_signal,
 };
