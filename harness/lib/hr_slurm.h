@@ -61,7 +61,8 @@ bool hr_scenario_has_link_faults(const struct hr_scenario *sc);
 /* Before the deployment: each "down" paired with the next "up" of its link, the link's node
  * (it must run that host alone, not pdkv run itself), its interface (the one holding the node's
  * address) found and CAP_NET_ADMIN there checked by a step. 0 (nothing to do, or ready),
- * 77 with why (a NOTRUN: a cut that cannot be made or undone there), -1 with why. */
+ * 77 with why (a NOTRUN: a cut that cannot be made or undone there, or a flood, which only
+ * reaches processes on this host), -1 with why. */
 int hr_slurm_faults_prepare(struct hr_remote *rm, FILE *progress, char *why, size_t sz);
 /* At the workload's start: one step per cut, down and up on the node's own timer (the node's
  * clock, CLOCK_REALTIME, as Slurm's nodes keep it in step). Its output: WORKDIR/link-*.log. */

@@ -68,6 +68,15 @@ bool hr_scenario_has_link_faults(const struct hr_scenario *sc)
 	return false;
 }
 
+/* a {"flood": ...} fault (hr_fault_flood.c) */
+static bool has_flood(const struct hr_scenario *sc)
+{
+	for (const cJSON *e = sc->faults ? sc->faults->child : NULL; e; e = e->next)
+		if (cJSON_GetObjectItemCaseSensitive(e, "flood"))
+			return true;
+	return false;
+}
+
 static double after_ms(const cJSON *e)
 {
 	const cJSON *ms = cJSON_GetObjectItemCaseSensitive(e, "after_ms");
@@ -186,6 +195,15 @@ int hr_slurm_faults_prepare(struct hr_remote *rm, FILE *progress, char *why, siz
 {
 	struct hr_slurm_faults *f;
 	int ret;
+	if (rm->slurm && has_flood(&rm->run)) {
+		snprintf(why, sz,
+		         "faults: a flood opens its connections here, from an address of this "
+		         "host (\"from\", 127.0.0.9 by default), and finds the ports of "
+		         "processes running here; under --launcher slurm the roles run on the "
+		         "allocation's nodes, so the flood would reach none of them (run it "
+		         "locally or on netns hosts)");
+		return 77;
+	}
 	if (!rm->slurm || !hr_scenario_has_link_faults(&rm->run))
 		return 0;
 	f = calloc(1, sizeof(*f));
