@@ -6,7 +6,8 @@
 # namespace of its own on the bridge's address. Everything (slurm.conf, munge key and socket,
 # spool, state, logs) lives in a temp dir removed on exit; the daemons are killed on exit.
 # Checks: a 1P1D scenario and a TP=2 scenario PASS with every role an srun step on its node, and
-# so does the reused-transfer_id router self-test (60) as it does locally; a
+# so do the reused-transfer_id router self-test (60) and a decode SIGKILLed mid-run (40) as
+# they do locally; a flood fault is a NOTRUN (it reaches only processes on this host); a
 # step killed mid-run fails the run cleanly, and so does a Ctrl-C (exit 130), each with no step
 # left (squeue -s empty), no job and no process of the run left behind; a link-cut scenario
 # PASSes with the cut made by a step on decode's node (a link down for good, or a node shared by
@@ -139,7 +140,9 @@ leftovers() { # $1: the runner's pid; its srun processes here, any non-Slurm pro
 salloc -N 3 --job-name=pdkvci "$BIN/pdkv-run" --launcher slurm --workdir "$T/w1" --timeout 60 \
 	scenarios/30-netns-1p1d-v0.json scenarios/03-1p1d-tcp-http.json \
 	scenarios/06-same-host-identical-urls.json \
-	scenarios/60-v1-selftest-router-reuses-transfer-id.json >"$T/o1" 2>&1
+	scenarios/60-v1-selftest-router-reuses-transfer-id.json \
+	scenarios/hostile/40-fault-decode-killed.json scenarios/hostile/50-selftest-flood-lockout.json \
+	>"$T/o1" 2>&1
 rc=$?
 grep -E 'PASS|FAIL|NOTRUN|slurm:' "$T/o1" | sed 's/^/    /'
 check "1P1D (V0, etcd) through --launcher slurm inside an allocation: PASS (exit $rc)" \
@@ -153,6 +156,10 @@ check "router self-test (reused transfer_id, proxy on n3): PASS as locally" \
 	grep -qE '^v1-selftest-router-reuses-transfer-id .*PASS' "$T/o1"
 check "  output_equal caught it and names the reused id" \
 	grep -q 'output_equal failed as it must: .*transfer_id xfer-.* was used by requests 0 and 1' "$T/o1"
+check "decode SIGKILLed mid-run and restarted (40): PASS as locally (the KILL reaches n2's step)" \
+	grep -qE '^fault-decode-killed .*PASS' "$T/o1"
+check "a flood fault (50): NOTRUN, naming why (it reaches only processes on this host)" \
+	grep -qE '^selftest-flood-lockout .*NOTRUN' "$T/o1"
 
 # ---- 2: TP=2 with pdkv's own allocation (--slurm-args), logs kept ----
 "$BIN/pdkv-run" --launcher slurm --slurm-args "-N 3 --job-name=pdkvci-tp2" --keep \
