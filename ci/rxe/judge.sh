@@ -19,6 +19,7 @@
 #           latency step's per-size ratio across rounds): the noise used by rules 2 and 4 is the
 #           larger of it and the refs' CV, so a step measured while the shared host was busier
 #           than during the ib_write_bw rounds is judged by its own spread
+#   noise-label: what --noise measured, for the verdict (default "spread of its own rounds")
 #   above:  fail (default) | notrun — what a ratio above max is: with notrun the step knows its
 #           reference is not a ceiling on an emulated host (two busy-polling perftest clients
 #           starve Soft-RoCE's kernel threads of the guest's 2 vCPUs), so NOTRUN with the reason
@@ -35,7 +36,7 @@
 # host's noise (ib_write_bw CV) is NOTRUN (cannot tell), further FAIL; the verdict names them.
 rxe_judge() {
 	local ratios="" expect=0 goal=0 max=150 refs="" cv=20 each=0 upper=0 min=25 labels="" \
-		ref=ib_write_bw noise=0 above=fail a
+		ref=ib_write_bw noise=0 above=fail nlabel="spread of its own rounds" a
 	for a in "$@"; do
 		case $a in
 		--each) each=1 ;;
@@ -44,6 +45,7 @@ rxe_judge() {
 		--labels=*) labels=${a#*=} ;;
 		--ref=*) ref=${a#*=} ;;
 		--noise=*) noise=${a#*=} ;;
+		--noise-label=*) nlabel=${a#*=} ;;
 		--above=fail | --above=notrun) above=${a#*=} ;;
 		--ratios=*) ratios=${a#*=} ;;
 		--expect=*) expect=${a#*=} ;;
@@ -56,7 +58,7 @@ rxe_judge() {
 	done
 	awk -v ratios="$ratios" -v expect="$expect" -v goal="$goal" -v max="$max" -v refs="$refs" \
 		-v cvlim="$cv" -v each="$each" -v upper="$upper" -v lo="$min" -v labels="$labels" \
-		-v ref="$ref" -v own="$noise" -v above="$above" '
+		-v ref="$ref" -v own="$noise" -v above="$above" -v nlabel="$nlabel" '
 	function median(v, n,   i, j, t) {
 		for (i = 2; i <= n; i++)
 			for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
@@ -115,9 +117,9 @@ rxe_judge() {
 			exit 77
 		}
 		if (own + 0 > 0) {
-			noise = noise sprintf(", spread of its own rounds %.1f%%", own)
+			noise = noise sprintf(", %s %.1f%%", nlabel, own)
 			if (own + 0 > cvlim) {
-				printf "NOTRUN too noisy to judge: spread of its own rounds %.1f%% > %g%% limit (%s)\n", own, cvlim, noise
+				printf "NOTRUN too noisy to judge: %s %.1f%% > %g%% limit (%s)\n", nlabel, own, cvlim, noise
 				exit 77
 			}
 			if (own + 0 > cvv) cvv = own + 0

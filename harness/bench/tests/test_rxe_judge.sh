@@ -52,6 +52,8 @@ check "--upper latency 10 %: FAIL broken (faster than the NIC)" verdict FAIL --r
 check "--noise 30 %: NOTRUN too noisy, never PASS" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="100 110" --expect=2 --goal=120 --each --upper --noise=30 "--refs=30.1 31.0 29.5" | grep -q "^NOTRUN too noisy to judge: spread of its own rounds 30.0%"'
 check "--noise 10 %: 130 % vs ceiling 120 % is within twice it: NOTRUN" verdict NOTRUN --ratios="100 130" --expect=2 --goal=120 --each --upper --noise=10 "$QUIET"
 check "--noise 10 %: 150 % vs ceiling 120 %: FAIL" verdict FAIL --ratios="100 150" --expect=2 --goal=120 --each --upper --noise=10 "$QUIET"
+check "per size: 245 % while ib_write_bw moved 36 % across sizes: NOTRUN naming that spread, not FAIL" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="125 87 111 245 64 139 95" --expect=7 --goal=95 --each --noise=36.2 "--noise-label=ib_write_bw spread over sizes" "--refs=30.1 31.0 29.5" | grep -q "^NOTRUN too noisy to judge: ib_write_bw spread over sizes 36.2%"'
+check "per size: 245 % with a flat reference (2 %): FAIL, broken measurement" verdict FAIL --ratios="125 87 111 245" --expect=4 --goal=95 --each --noise=2 "$QUIET"
 check "--noise below the refs' CV changes nothing: 123 % NOTRUN as before" verdict NOTRUN --ratios="110 123" --expect=2 --goal=120 --each --upper --noise=1 "$QUIET"
 check "--above=notrun: 183 % of a summed perftest is NOTRUN with the reason" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="183" --expect=1 --goal=95 --each --above=notrun "--refs=30.1 31.0 29.5" | grep -q "^NOTRUN broken measurement: #1=183%.*no ceiling here"'
 check "--above=notrun: a ratio below the goal still FAILs" verdict FAIL --ratios="60" --expect=1 --goal=95 --each --above=notrun "$QUIET"
