@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench_serve.h"
+#include "lib/hr_http.h"
 #include "pd_util.h"
 
 /* Set by `pdkv bench serve`'s SIGINT/SIGTERM handler (bench_serve.c): the load stops early. */
@@ -168,18 +169,8 @@ static void one_request(const struct serve_point *pt, struct serve_req *q)
 		q->err = "out of memory";
 		goto out;
 	}
-	h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &c);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, &c);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)(o->timeout_s * 1000));
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+	hr_http_post_json(e, url, body, &h, on_data, on_header, on_progress, &c,
+	                  (long)(o->timeout_s * 1000));
 	c.t0 = pd_now_s();
 	q->start = c.t0;
 	cc = curl_easy_perform(e);

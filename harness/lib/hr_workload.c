@@ -2,6 +2,7 @@
 /* hr_workload: the OpenAI client side of a scenario — deterministic prompts, bounded-concurrency
  * requests over libcurl (one easy handle per worker thread), and response validation. */
 #include "hr.h"
+#include "hr_http.h"
 #include "pd_buf.h"
 #include "pd_util.h"
 
@@ -339,22 +340,10 @@ static void one_request(struct wctx *w, CURL *c, struct hr_req *r)
 		snprintf(r->curl_err, sizeof(r->curl_err), "out of memory");
 		return;
 	}
-	h = curl_slist_append(h, "Content-Type: application/json");
 	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &o);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &o);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left * 1000));
+	hr_http_post_json(c, url, body, &h, on_body, on_header, on_xfer, &o, (long)(left * 1000));
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_xfer);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, &o);
 	cc = curl_easy_perform(c);
 	r->secs = pd_now_s() - o.t0;
 	if (cc == CURLE_OK) {
