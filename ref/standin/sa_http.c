@@ -141,6 +141,18 @@ static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *c
 	return ret;
 }
 
+/* A 200 answer of text the caller built with malloc (NULL: out of memory); frees it. */
+static enum MHD_Result queue_owned(struct MHD_Connection *c, const char *ctype, char *text)
+{
+	enum MHD_Result ret;
+
+	if (!text)
+		return MHD_NO;
+	ret = queue(c, 200, ctype, text, strlen(text), NULL);
+	free(text);
+	return ret;
+}
+
 static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *j,
                                  const struct sa_req *r)
 {
@@ -570,26 +582,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return sa_ready(s) ? queue(c, 200, "application/json", "", 0, NULL)
 		                   : queue(c, 503, "application/json", "", 0, NULL);
 	}
-	if (!strcmp(url, "/metrics")) {
-		char *m = sa_metrics_text(s);
-		enum MHD_Result ret;
-
-		if (!m)
-			return MHD_NO;
-		ret = queue(c, 200, "text/plain; version=0.0.4; charset=utf-8", m, strlen(m), NULL);
-		free(m);
-		return ret;
-	}
+	if (!strcmp(url, "/metrics"))
+		return queue_owned(c, "text/plain; version=0.0.4; charset=utf-8",
+		                   sa_metrics_text(s));
 	if (!strcmp(url, "/pdkv/handoffs") && get) { /* per-request hand-offs: pdkv bench serve */
 		const char *a = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "after");
-		char *m = sa_metrics_handoffs_json(s, a ? strtoull(a, NULL, 10) : 0);
-		enum MHD_Result ret;
 
-		if (!m)
-			return MHD_NO;
-		ret = queue(c, 200, "application/json", m, strlen(m), NULL);
-		free(m);
-		return ret;
+		return queue_owned(c, "application/json",
+		                   sa_metrics_handoffs_json(s, a ? strtoull(a, NULL, 10) : 0));
 	}
 	if (!strcmp(url, "/version") && get)
 		return queue(c, 200, "application/json",
