@@ -37,6 +37,16 @@ uint64_t pd_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+size_t pd_locked_size(pthread_mutex_t *mu, const size_t *v)
+{
+	size_t n;
+
+	pthread_mutex_lock(mu);
+	n = *v;
+	pthread_mutex_unlock(mu);
+	return n;
+}
+
 double pd_now_s(void)
 {
 	return (double)pd_now_ns() / 1e9;

@@ -4,6 +4,7 @@
 #ifndef PD_UTIL_H
 #define PD_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,6 +17,8 @@
 uint64_t pd_now_ns(void); /* CLOCK_MONOTONIC */
 double pd_now_s(void);
 void pd_sleep_ms(int ms);
+/* *v read under mu: a counter another thread changes, read once for a caller. */
+size_t pd_locked_size(pthread_mutex_t *mu, const size_t *v);
 /* Sleeps of microseconds for the calling thread: its timer slack goes from Linux's default
  * 50 us to 1 us (once per thread), so a wait that polls a transfer with short naps (kvc's
  * READ, kv1's WRITE, pdkv bench) notices the end within a few us instead of

@@ -324,12 +324,7 @@ int kv1_boot_start(const char *host, int port, enum kv1_shape shape, struct kv1_
 
 size_t kv1_boot_engines(struct kv1_boot *b)
 {
-	size_t n;
-
-	pthread_mutex_lock(&b->mu);
-	n = b->ne;
-	pthread_mutex_unlock(&b->mu);
-	return n;
+	return pd_locked_size(&b->mu, &b->ne);
 }
 
 int kv1_boot_start_lim(const char *host, int port, enum kv1_shape shape,

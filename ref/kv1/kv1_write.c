@@ -127,12 +127,7 @@ void kv1_hold_reap(struct kv1_worker *w)
 
 size_t kv1_hold_count(struct kv1_worker *w)
 {
-	size_t n;
-
-	pthread_mutex_lock(&w->hmu);
-	n = w->nheld;
-	pthread_mutex_unlock(&w->hmu);
-	return n;
+	return pd_locked_size(&w->hmu, &w->nheld);
 }
 
 int kv1_hold_room(struct kv1_worker *w, const char *peer, uint64_t deadline_ns)

@@ -18,6 +18,7 @@
 #include "kvc/kvc_internal.h"
 #include "pd_log.h"
 #include "pd_tsan.h"
+#include "pd_util.h"
 
 struct dedicated {
 	void *ptr;
@@ -418,11 +419,5 @@ size_t kvc_pool_region_bytes(const struct kvc_pool *p)
 
 size_t kvc_pool_in_use(const struct kvc_pool *p)
 {
-	size_t n;
-	if (!p)
-		return 0;
-	pthread_mutex_lock((pthread_mutex_t *)&p->mu);
-	n = p->in_use;
-	pthread_mutex_unlock((pthread_mutex_t *)&p->mu);
-	return n;
+	return p ? pd_locked_size((pthread_mutex_t *)&p->mu, &p->in_use) : 0;
 }

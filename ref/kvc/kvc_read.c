@@ -168,12 +168,7 @@ void kvc_read_quar_drop(struct kvc_pipe *p)
 
 size_t kvc_read_quar_count(struct kvc_pipe *p)
 {
-	size_t n;
-
-	pthread_mutex_lock(&p->quar_mu);
-	n = p->quar_n;
-	pthread_mutex_unlock(&p->quar_mu);
-	return n;
+	return pd_locked_size(&p->quar_mu, &p->quar_n);
 }
 
 /* Reaps, then while KVC_QUAR_MAX are held waits (until end, or the stop) for the engine to
