@@ -143,6 +143,15 @@ static long find_key(const struct kv1_region *r, size_t n, const char *name, siz
 	return -1;
 }
 
+/* "Mooncake registered <what> index mismatch for <name>: producer=P, consumer=C."; -EINVAL */
+static int mismatch(char *msg, size_t msz, const char *what, const char *name, int64_t p, int64_t c)
+{
+	set_msg(msg, msz,
+	        "Mooncake registered %s index mismatch for %s: producer=%lld, consumer=%lld.", what,
+	        name, (long long)p, (long long)c);
+	return -EINVAL;
+}
+
 int kv1_regions_align(const struct kv1_region *loc, size_t nl, const struct kv1_region *rem,
                       size_t nr, bool allow_partial, long *map, char *msg, size_t msz)
 {
@@ -160,20 +169,10 @@ int kv1_regions_align(const struct kv1_region *loc, size_t nl, const struct kv1_
 			        loc[i].name, occ);
 			return -EINVAL;
 		}
-		if (loc[i].index != rem[j].index) {
-			set_msg(msg, msz,
-			        "Mooncake registered layer index mismatch for %s: producer=%lld, "
-			        "consumer=%lld.",
-			        loc[i].name, (long long)loc[i].index, (long long)rem[j].index);
-			return -EINVAL;
-		}
-		if (loc[i].group != rem[j].group) {
-			set_msg(msg, msz,
-			        "Mooncake registered group index mismatch for %s: producer=%lld, "
-			        "consumer=%lld.",
-			        loc[i].name, (long long)loc[i].group, (long long)rem[j].group);
-			return -EINVAL;
-		}
+		if (loc[i].index != rem[j].index)
+			return mismatch(msg, msz, "layer", loc[i].name, loc[i].index, rem[j].index);
+		if (loc[i].group != rem[j].group)
+			return mismatch(msg, msz, "group", loc[i].name, loc[i].group, rem[j].group);
 	}
 	return 0;
 }
