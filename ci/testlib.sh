@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # ci/testlib.sh: what pdkv's bash tests share (sourced, never run): ok/bad/check counting into
-# $fails, a temp dir with one background server, reading a server's port from its log, free port
-# blocks, and the slow-connection flood of the hostile-client tests.
+# $fails, a temp dir with one background server or a list of them, reading a server's port from
+# its log, free port blocks, and the slow-connection flood of the hostile-client tests.
 fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
@@ -40,6 +40,22 @@ tl_start() {
 	[ -n "$PORT" ] || { cat "$TMP/log"; echo "FAIL $what did not start"; exit 1; }
 }
 tl_stop() { kill -9 "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=; }
+
+# tl_procs PREFIX: T (a temp dir /tmp/PREFIX.XXXXXX) and PIDS (background processes the test
+# appends); on exit every PID gets SIGTERM, 0.3 s later SIGKILL, and T is removed.
+tl_procs() {
+	T=$(mktemp -d "/tmp/$1.XXXXXX")
+	PIDS=()
+	trap tl_procs_end EXIT
+}
+tl_procs_end() {
+	local p
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	sleep 0.3
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
 
 # tl_free_base: a base port B whose V0 pipe ports (B, B+9, B+10 and the +100 decode side) are all
 # free now, below Linux's ephemeral range (32768+) so client sockets never take them meanwhile.

@@ -12,17 +12,7 @@ for b in pdkv pdkv-run pdkv-standin pdkv-proxy; do
 	[ -x "$BIN/$b" ] || { echo "SKIP: $b not built"; exit 77; }
 done
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-T=$(mktemp -d /tmp/pdkv-kvc.XXXXXX)
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.3
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+tl_procs pdkv-kvc
 export VLLM_HOST_IP=127.0.0.1 MC_TCP_BIND_ADDRESS=127.0.0.1
 
 # scenarios: prefill flips one KV bit (--fault corrupt); V0 from 08-selftest-corrupt.json

@@ -13,19 +13,9 @@ for b in pdkv-run pdkv-standin pdkv-proxy pdkv-metaserver; do
 	[ -x "$BIN/$b" ] || { echo "SKIP: $b not built"; exit 77; }
 done
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed (the fake /metrics)"; exit 77; }
-T=$(mktemp -d /tmp/pdkv-ext.XXXXXX)
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.3
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+. ci/testlib.sh # tl_procs, tl_free_base, tl_log_port
+tl_procs pdkv-ext
 fail() { echo "FAIL: $*"; [ -f "$T/out" ] && { echo "--- output:"; tail -n 30 "$T/out"; }; exit 1; }
-. ci/testlib.sh # tl_free_base, tl_log_port
 export MC_TCP_BIND_ADDRESS=127.0.0.1 VLLM_HOST_IP=127.0.0.1
 MODEL=Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4
 GEOM=(--kv-layers 2 --kv-heads 2 --head-dim 32 --hidden-size 64 --ns-per-token 1000)
