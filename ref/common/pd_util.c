@@ -580,6 +580,19 @@ size_t pd_iov_cap(struct iovec *v, int n, size_t max, size_t *full)
 	return (size_t)n;
 }
 
+void pd_iov_advance(struct iovec **v, int *n, size_t done)
+{
+	while (*n > 0 && done >= (*v)->iov_len) {
+		done -= (*v)->iov_len;
+		(*v)++;
+		(*n)--;
+	}
+	if (*n > 0) {
+		(*v)->iov_base = (char *)(*v)->iov_base + done;
+		(*v)->iov_len -= done;
+	}
+}
+
 int pd_writev_full_max(int fd, struct iovec *iov, int n, size_t max)
 {
 	if (!max)
@@ -597,15 +610,7 @@ int pd_writev_full_max(int fd, struct iovec *iov, int n, size_t max)
 				continue;
 			return -errno;
 		}
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
+		pd_iov_advance(&iov, &n, (size_t)w);
 	}
 	return 0;
 }

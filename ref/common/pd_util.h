@@ -95,6 +95,9 @@ size_t pd_sock_send_chunk(void);
 /* The cap an environment value e of variable name gives (NULL or "": def; not a size or below
  * 4K: a warning and def; 0: SIZE_MAX - 1, no cap). */
 size_t pd_chunk_parse(const char *name, const char *e, size_t def);
+/* Moves the vector *v of *n entries past done bytes a sendmsg/recvmsg moved: whole entries are
+ * dropped, the next one starts later. */
+void pd_iov_advance(struct iovec **v, int *n, size_t done);
 /* pd_writev_full handing sendmsg at most max bytes per call (0 or SIZE_MAX: no cap). */
 int pd_writev_full_max(int fd, struct iovec *iov, int n, size_t max);
 /* Shortens v[0..n) (n >= 1) to at most max bytes in all, for one sendmsg: returns how many

@@ -77,15 +77,7 @@ static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t
 			te_task_landed(x->t, (char *)body + b0, *got + (size_t)r - 8 - b0);
 		}
 		*got += (size_t)r;
-		while (n > 0 && (size_t)r >= v->iov_len) {
-			r -= (ssize_t)v->iov_len;
-			v++;
-			n--;
-		}
-		if (n > 0) {
-			v->iov_base = (char *)v->iov_base + r;
-			v->iov_len -= (size_t)r;
-		}
+		pd_iov_advance(&v, &n, (size_t)r);
 		/* stop early on a reject so its status is reported, not just the EOF */
 		if (*got >= 8 && (le64toh(*st) & 0xffffffffu))
 			return 0;

@@ -347,6 +347,26 @@ static void test_meta_url(void **state)
 	assert_false(pd_meta_is_p2p("p2phandshake"));
 }
 
+/* pd_iov_advance: whole entries dropped, the next one started later, nothing left past the end */
+static void test_iov_advance(void **state)
+{
+	char a[4], b[8];
+	struct iovec iov[2] = {{a, sizeof(a)}, {b, sizeof(b)}}, *v = iov;
+	int n = 2;
+
+	(void)state;
+	pd_iov_advance(&v, &n, 0);
+	assert_ptr_equal(v, iov);
+	assert_int_equal(n, 2);
+	pd_iov_advance(&v, &n, 6); /* all of a, 2 bytes of b */
+	assert_ptr_equal(v, &iov[1]);
+	assert_int_equal(n, 1);
+	assert_ptr_equal(v->iov_base, b + 2);
+	assert_int_equal(v->iov_len, 6);
+	pd_iov_advance(&v, &n, 6);
+	assert_int_equal(n, 0);
+}
+
 int main(void)
 {
 	setenv("PDKV_TCP_RECV_CHUNK", "4K", 1); /* test_recv_chunk */
@@ -357,7 +377,7 @@ int main(void)
 	    cmocka_unit_test(test_proc),          cmocka_unit_test(test_write_file_fails_whole),
 	    cmocka_unit_test(test_helpers),       cmocka_unit_test(test_recv_chunk),
 	    cmocka_unit_test(test_recv_spin),     cmocka_unit_test(test_meta_url),
-	    cmocka_unit_test(test_workdir),
+	    cmocka_unit_test(test_workdir),       cmocka_unit_test(test_iov_advance),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
