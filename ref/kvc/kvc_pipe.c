@@ -702,12 +702,7 @@ int kvc_pipe_flush(struct kvc_pipe *p, int timeout_ms)
 			rc = KVC_ERR_TIMEOUT;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		pd_deadline_in(&ts, CLOCK_REALTIME, 20);
 		pthread_cond_timedwait(&p->ack_cv, &p->ack_mu, &ts);
 	}
 	pthread_mutex_unlock(&p->ack_mu);

@@ -49,17 +49,6 @@ void kvc_sbuf_close(struct kvc_sbuf *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
-static void deadline_in(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 /* One wait; -ETIMEDOUT once the deadline passed (has_deadline false = no deadline). */
 static int wait_cv(struct kvc_sbuf *b, bool has_deadline, const struct timespec *dl)
 {
@@ -138,7 +127,7 @@ int kvc_sbuf_insert_ex(struct kvc_sbuf *b, struct kvc_item *it, int timeout_ms, 
 	pd_dbg("kvc: insert: %llu bytes cloned in %.1f ms", (unsigned long long)sz,
 	       (double)(pd_now_ns() - t_clone) / 1e6);
 	if (timeout_ms > 0)
-		deadline_in(&dl, timeout_ms);
+		pd_deadline_in(&dl, CLOCK_MONOTONIC, timeout_ms);
 	pthread_mutex_lock(&b->mu);
 	while (!b->closed && must_wait(b, sz)) {
 		if (!warned) {
@@ -244,7 +233,7 @@ int kvc_sbuf_take(struct kvc_sbuf *b, const int64_t *qt, const uint8_t *qroi, si
 	int rc = KVC_MISS;
 	memset(out, 0, sizeof(*out));
 	if (wait_ms > 0)
-		deadline_in(&dl, wait_ms);
+		pd_deadline_in(&dl, CLOCK_MONOTONIC, wait_ms);
 	pthread_mutex_lock(&b->mu);
 	for (;;) {
 		for (uint64_t k = 0; k < b->n; k++) {

@@ -4,6 +4,7 @@
 #include "px.h"
 #include "px_contract.h"
 #include "px_fault.h"
+#include "pd_util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -129,22 +130,11 @@ static void meet_wait(const int *what, int n, const struct timespec *dl)
 		;
 }
 
-static void deadline(struct timespec *dl, int ms)
-{
-	clock_gettime(CLOCK_REALTIME, dl); /* the clock of a default condition variable */
-	dl->tv_sec += ms / 1000;
-	dl->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (dl->tv_nsec >= 1000000000L) {
-		dl->tv_sec++;
-		dl->tv_nsec -= 1000000000L;
-	}
-}
-
 void px_fault_first_pair_prefill(int who, bool answered_now, int ms)
 {
 	struct timespec dl;
 
-	deadline(&dl, ms);
+	pd_deadline_in(&dl, CLOCK_REALTIME, ms); /* a default condition variable's clock */
 	pthread_mutex_lock(&meet_mu);
 	if (!answered_now) { /* before the prefill call: the second waits for the first's */
 		if (who == 2)

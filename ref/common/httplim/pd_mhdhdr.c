@@ -59,12 +59,7 @@ static void *watchdog(void *arg)
 			        "%llu ms (PDKV_HTTP_HEADER_TIMEOUT_MS; %llu so far)",
 			        h->who, cut, (unsigned long long)(h->hdr_ns / 1000000), h->dropped);
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		pd_deadline_in(&ts, CLOCK_REALTIME, 100);
 		pthread_cond_timedwait(&h->cv, &h->mu, &ts);
 	}
 	pthread_mutex_unlock(&h->mu);
