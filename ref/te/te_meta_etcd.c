@@ -180,29 +180,36 @@ static char *kv_body(const char *key, const char *val, size_t len)
 	return out;
 }
 
-static int etcd_put(void *state, const char *key, const char *val, size_t len)
+/* etcd_call of op with the body of key (and val, when not NULL); *resp NULL on an error */
+static int kv_call(struct etcd *e, const char *op, const char *key, const char *val, size_t len,
+                   cJSON **resp)
 {
 	char *body = kv_body(key, val, len);
-	cJSON *resp;
 	int ret;
+
+	*resp = NULL;
 	if (!body)
 		return TE_ERR_MEMORY;
-	ret = etcd_call(state, "put", body, key, &resp);
-	cJSON_Delete(resp);
+	ret = etcd_call(e, op, body, key, resp);
 	free(body);
+	return ret;
+}
+
+static int etcd_put(void *state, const char *key, const char *val, size_t len)
+{
+	cJSON *resp;
+	int ret = kv_call(state, "put", key, val, len, &resp);
+
+	cJSON_Delete(resp);
 	return ret;
 }
 
 static int etcd_get(void *state, const char *key, char **val, size_t *len)
 {
-	char *body = kv_body(key, NULL, 0);
 	const cJSON *kvs, *v;
 	cJSON *resp;
-	int ret;
-	if (!body)
-		return TE_ERR_MEMORY;
-	ret = etcd_call(state, "range", body, key, &resp);
-	free(body);
+	int ret = kv_call(state, "range", key, NULL, 0, &resp);
+
 	if (ret)
 		return ret;
 	kvs = cJSON_GetObjectItem(resp, "kvs");
@@ -228,14 +235,10 @@ out:
 
 static int etcd_del(void *state, const char *key)
 {
-	char *body = kv_body(key, NULL, 0);
 	const cJSON *n;
 	cJSON *resp;
-	int ret;
-	if (!body)
-		return TE_ERR_MEMORY;
-	ret = etcd_call(state, "deleterange", body, key, &resp);
-	free(body);
+	int ret = kv_call(state, "deleterange", key, NULL, 0, &resp);
+
 	if (ret)
 		return ret;
 	/* int64 fields are JSON strings in the gateway; absent when 0 */
