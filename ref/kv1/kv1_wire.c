@@ -406,24 +406,6 @@ static void free_strs(char **v, size_t n)
 	free(v);
 }
 
-/* Unpacks a top-level map; *obj points into u. */
-static int top_map(struct dec *d, const void *buf, size_t len, msgpack_unpacked *u,
-                   const msgpack_object **obj)
-{
-	size_t pos = 0, off = 0;
-
-	if (!buf || len == 0 || len > KV1_MAX_MSG)
-		return fail(d, "message of %zu bytes (expected 1..%u)", len, KV1_MAX_MSG);
-	if (kv1_wire_walk(buf, len, &pos, 0) || pos != len)
-		return fail(d, "not one well-formed msgpack value (%zu bytes)", len);
-	if (msgpack_unpack_next(u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
-		return fail(d, "msgpack-c could not unpack the message");
-	if (u->data.type != MSGPACK_OBJECT_MAP)
-		return fail(d, "expected `object`, got `%s`", tname(&u->data));
-	*obj = &u->data;
-	return 0;
-}
-
 /* Field lookup: a bit per field seen; duplicate keys: the last one wins, as in msgspec. */
 static int field_index(const msgpack_object *k, const char *const *names, int n)
 {
@@ -434,6 +416,35 @@ static int field_index(const msgpack_object *k, const char *const *names, int n)
 		    !memcmp(names[i], k->via.str.ptr, k->via.str.size))
 			return i;
 	return -1;
+}
+
+/* Unpacks a top-level map into u and points fv[k] at the value of field names[k] (k < n) for each
+ * k whose bit is set in keep, setting that bit in *seen; other keys are ignored. */
+static int top_fields(struct dec *d, const void *buf, size_t len, msgpack_unpacked *u,
+                      const char *const *names, int n, unsigned keep, const msgpack_object **fv,
+                      unsigned *seen)
+{
+	size_t pos = 0, off = 0;
+	const msgpack_object *o;
+
+	if (!buf || len == 0 || len > KV1_MAX_MSG)
+		return fail(d, "message of %zu bytes (expected 1..%u)", len, KV1_MAX_MSG);
+	if (kv1_wire_walk(buf, len, &pos, 0) || pos != len)
+		return fail(d, "not one well-formed msgpack value (%zu bytes)", len);
+	if (msgpack_unpack_next(u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+		return fail(d, "msgpack-c could not unpack the message");
+	if (u->data.type != MSGPACK_OBJECT_MAP)
+		return fail(d, "expected `object`, got `%s`", tname(&u->data));
+	o = &u->data;
+	for (uint32_t i = 0; i < o->via.map.size; i++) {
+		int k = field_index(&o->via.map.ptr[i].key, names, n);
+
+		if (k >= 0 && (keep & (1u << k))) {
+			fv[k] = &o->via.map.ptr[i].val;
+			*seen |= 1u << k;
+		}
+	}
+	return 0;
 }
 
 static int missing(struct dec *d, unsigned seen, unsigned required, const char *const *names, int n)
@@ -450,23 +461,15 @@ int kv1_agent_meta_decode(const void *buf, size_t len, struct kv1_agent_meta *m,
 	static const char *const names[] = {"remote_hostname", "remote_port", "request_ids",
 	                                    "kv_caches_base_addr", "block_ids"};
 	struct dec d = {"MooncakeAgentMetadata", err, errsz};
-	const msgpack_object *o = NULL, *fv[5] = {0};
+	const msgpack_object *fv[5] = {0};
 	msgpack_unpacked u;
 	unsigned seen = 0;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
 	msgpack_unpacked_init(&u);
-	if ((ret = top_map(&d, buf, len, &u, &o)))
+	if ((ret = top_fields(&d, buf, len, &u, names, 5, ~0u, fv, &seen)))
 		goto out;
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		int k = field_index(&o->via.map.ptr[i].key, names, 5);
-
-		if (k >= 0) {
-			fv[k] = &o->via.map.ptr[i].val;
-			seen |= 1u << k;
-		}
-	}
 	if ((ret = missing(&d, seen, 0x1f, names, 5)) ||
 	    (ret = get_str(&d, fv[0], names[0], &m->remote_hostname)) ||
 	    (ret = get_int(&d, fv[1], names[1], 0, 65535, &m->remote_port)) ||
@@ -616,7 +619,7 @@ int kv1_xfer_meta_decode(const void *buf, size_t len, enum kv1_shape shape, stru
 	                                    "prefix_replay_checkpoints"};
 	enum { NF = sizeof(names) / sizeof(names[0]) };
 	struct dec d = {"MooncakeXferMetadata", err, errsz};
-	const msgpack_object *o = NULL, *fv[NF] = {0};
+	const msgpack_object *fv[NF] = {0};
 	bool bn = shape >= KV1_SHAPE_BN, b1 = shape >= KV1_SHAPE_B1;
 	/* the fields this shape knows; the others are unknown keys to it, ignored (B1 / B2: the
 	 * first seven, mooncake_connector.py @ b745e8b5d / 4d51588e2) */
@@ -628,16 +631,10 @@ int kv1_xfer_meta_decode(const void *buf, size_t len, enum kv1_shape shape, stru
 	memset(m, 0, sizeof(*m));
 	m->remote_pp_size = 1;
 	msgpack_unpacked_init(&u);
-	if ((ret = top_map(&d, buf, len, &u, &o)))
+	/* before BL: the first eight and remote_pp_size (11) only */
+	if ((ret = top_fields(&d, buf, len, &u, names, nf,
+	                      shape >= KV1_SHAPE_BL ? ~0u : 0xffu | 1u << 11, fv, &seen)))
 		goto out;
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		int k = field_index(&o->via.map.ptr[i].key, names, nf);
-
-		if (k >= 0 && (shape >= KV1_SHAPE_BL || k < 8 || k == 11)) {
-			fv[k] = &o->via.map.ptr[i].val;
-			seen |= 1u << k;
-		}
-	}
 	if ((ret = missing(&d, seen,
 	                   bn   ? 0xff
 	                   : b1 ? 0x7f
@@ -669,7 +666,7 @@ int kv1_xfer_resp_decode(const void *buf, size_t len, struct kv1_xfer_resp *r, c
 {
 	static const char *const names[] = {"status", "ok_reqs", "err_reqs", "err_msg"};
 	struct dec d = {"MooncakeXferResponse", err, errsz};
-	const msgpack_object *o = NULL, *fv[4] = {0};
+	const msgpack_object *fv[4] = {0};
 	msgpack_unpacked u;
 	unsigned seen = 0;
 	int64_t st = 0;
@@ -677,16 +674,8 @@ int kv1_xfer_resp_decode(const void *buf, size_t len, struct kv1_xfer_resp *r, c
 
 	memset(r, 0, sizeof(*r));
 	msgpack_unpacked_init(&u);
-	if ((ret = top_map(&d, buf, len, &u, &o)))
+	if ((ret = top_fields(&d, buf, len, &u, names, 4, ~0u, fv, &seen)))
 		goto out;
-	for (uint32_t i = 0; i < o->via.map.size; i++) {
-		int k = field_index(&o->via.map.ptr[i].key, names, 4);
-
-		if (k >= 0) {
-			fv[k] = &o->via.map.ptr[i].val;
-			seen |= 1u << k;
-		}
-	}
 	if ((ret = missing(&d, seen, 1, names, 4)) ||
 	    (ret = get_int(&d, fv[0], names[0], 0, 2, &st)))
 		goto out;
