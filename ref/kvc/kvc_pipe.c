@@ -263,30 +263,20 @@ static int zaddr(char *buf, size_t n, const char *host, int port)
 	return 0;
 }
 
-static int zbind(void *s, const char *host, int port, const char *what)
+/* binds (bind) or connects socket s to host:port; what names it in the error */
+static int zattach(void *s, const char *host, int port, const char *what, bool bind)
 {
 	char a[300];
 	int rc = zaddr(a, sizeof(a), host, port);
 	if (rc)
 		return rc;
-	if (zmq_bind(s, a) < 0) {
-		pd_err("kvc: %s: zmq bind %s: %s", what, a, zmq_strerror(zmq_errno()));
+	if ((bind ? zmq_bind(s, a) : zmq_connect(s, a)) < 0) {
+		pd_err("kvc: %s: zmq %s %s: %s", what, bind ? "bind" : "connect", a,
+		       zmq_strerror(zmq_errno()));
 		return KVC_ERR_CONFIG;
 	}
-	pd_dbg("kvc: %s bound %s", what, a);
-	return 0;
-}
-
-static int zconnect(void *s, const char *host, int port, const char *what)
-{
-	char a[300];
-	int rc = zaddr(a, sizeof(a), host, port);
-	if (rc)
-		return rc;
-	if (zmq_connect(s, a) < 0) {
-		pd_err("kvc: %s: zmq connect %s: %s", what, a, zmq_strerror(zmq_errno()));
-		return KVC_ERR_CONFIG;
-	}
+	if (bind)
+		pd_dbg("kvc: %s bound %s", what, a);
 	return 0;
 }
 
@@ -357,10 +347,11 @@ int kvc_pipe_open(struct kvc_pipe *p, const struct kvc_opts *o)
 	/* the monitor (and its reader) before the bind: a consumer that connects at once must be
 	 * counted, or a later rogue peer would look like the only one */
 	if ((rc = kvc_mon_start(p)) ||
-	    (rc = zbind(p->data_out, bh, p->v0.bind_data_port, "data PUSH (B+9+2r)")) ||
-	    (rc = zbind(p->ack_out, bh, p->v0.bind_ack_port, "ACK PUSH (B+10+2r)")) ||
-	    (rc = zconnect(p->data_in, p->v0.remote_host, p->v0.connect_data_port, "data PULL")) ||
-	    (rc = zconnect(p->ack_in, p->v0.remote_host, p->v0.connect_ack_port, "ACK PULL")))
+	    (rc = zattach(p->data_out, bh, p->v0.bind_data_port, "data PUSH (B+9+2r)", true)) ||
+	    (rc = zattach(p->ack_out, bh, p->v0.bind_ack_port, "ACK PUSH (B+10+2r)", true)) ||
+	    (rc = zattach(p->data_in, p->v0.remote_host, p->v0.connect_data_port, "data PULL",
+	                  false)) ||
+	    (rc = zattach(p->ack_in, p->v0.remote_host, p->v0.connect_ack_port, "ACK PULL", false)))
 		goto fail;
 	eo.metadata_conn = o->mc->conn_string;
 	eo.local_server_name = p->v0.own_url;
