@@ -2,6 +2,8 @@
 /* cfg_pyjson: a JSON reader that fails exactly like CPython's json.load (and, in a second
  * wording, like pydantic's jiter), so pdkv can print the exception vLLM would raise. */
 #include "cfg_internal.h"
+#include "pd_buf.h"
+#include "pd_util.h"
 
 #include <cJSON.h>
 #include <stdarg.h>
@@ -76,38 +78,10 @@ static size_t pj_skip(struct pj *p, size_t i)
 static int pj_put(char **buf, size_t *len, size_t *cap, uint32_t c)
 {
 	char tmp[4];
-	size_t k;
+	size_t k = pd_utf8_encode(c, tmp);
 
-	if (c < 0x80) {
-		tmp[0] = (char)c;
-		k = 1;
-	} else if (c < 0x800) {
-		tmp[0] = (char)(0xc0 | (c >> 6));
-		tmp[1] = (char)(0x80 | (c & 0x3f));
-		k = 2;
-	} else if (c < 0x10000) {
-		tmp[0] = (char)(0xe0 | (c >> 12));
-		tmp[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-		tmp[2] = (char)(0x80 | (c & 0x3f));
-		k = 3;
-	} else {
-		tmp[0] = (char)(0xf0 | (c >> 18));
-		tmp[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-		tmp[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-		tmp[3] = (char)(0x80 | (c & 0x3f));
-		k = 4;
-	}
-	if (*len + k + 1 > *cap) {
-		size_t nc = *cap ? *cap * 2 : 32;
-		char *nb;
-		while (nc < *len + k + 1)
-			nc *= 2;
-		nb = realloc(*buf, nc);
-		if (!nb)
-			return -1;
-		*buf = nb;
-		*cap = nc;
-	}
+	if (pd_buf_grow(buf, cap, *len + k + 1, 32))
+		return -1;
 	memcpy(*buf + *len, tmp, k);
 	*len += k;
 	(*buf)[*len] = 0;

@@ -37,6 +37,8 @@ int pd_mkdir_p(const char *path);
  * above U+10FFFF; encoded surrogates U+D800..DFFF only when surrogates), or 0 when the bytes
  * there are not one. n >= 1. */
 size_t pd_utf8_seq(const unsigned char *s, size_t n, bool surrogates);
+/* Writes code point cp (at most U+10FFFF) as UTF-8 into out; returns its length, 1 to 4. */
+size_t pd_utf8_encode(uint32_t cp, char out[4]);
 /* Offset of the first byte of s[0..n) that is not well-formed UTF-8, or -1 when all is. */
 long pd_utf8_invalid_at(const char *s, size_t n, bool surrogates);
 int pd_rm_rf(const char *path); /* removes a directory tree; refuses "/" and "" */

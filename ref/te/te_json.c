@@ -270,27 +270,8 @@ static int hex4(const char *s, unsigned *out)
 static void put_utf8(struct pd_buf *b, unsigned cp)
 {
 	char t[4];
-	size_t n;
-	if (cp < 0x80) {
-		t[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		t[0] = (char)(0xc0 | (cp >> 6));
-		t[1] = (char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		t[0] = (char)(0xe0 | (cp >> 12));
-		t[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		t[2] = (char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		t[0] = (char)(0xf0 | (cp >> 18));
-		t[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		t[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		t[3] = (char)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
-	pd_buf_put(b, t, n);
+
+	pd_buf_put(b, t, pd_utf8_encode(cp, t));
 }
 
 /* Parses a string at p->s (on the opening quote); returns a malloc'd NUL-free C string. */

@@ -367,6 +367,28 @@ static void test_iov_advance(void **state)
 	assert_int_equal(n, 0);
 }
 
+/* pd_utf8_encode: each length, the bytes pd_utf8_seq accepts back */
+static void test_utf8_encode(void **state)
+{
+	static const struct {
+		uint32_t cp;
+		const char *want;
+	} cases[] = {{0x41, "A"},
+	             {0xe9, "\xc3\xa9"},
+	             {0x20ac, "\xe2\x82\xac"},
+	             {0x1f600, "\xf0\x9f\x98\x80"}};
+	char out[4];
+
+	(void)state;
+	for (size_t i = 0; i < PD_ARRAY_SIZE(cases); i++) {
+		size_t n = pd_utf8_encode(cases[i].cp, out);
+
+		assert_int_equal(n, strlen(cases[i].want));
+		assert_memory_equal(out, cases[i].want, n);
+		assert_int_equal(pd_utf8_seq((const unsigned char *)out, n, false), n);
+	}
+}
+
 int main(void)
 {
 	setenv("PDKV_TCP_RECV_CHUNK", "4K", 1); /* test_recv_chunk */
@@ -378,6 +400,7 @@ int main(void)
 	    cmocka_unit_test(test_helpers),       cmocka_unit_test(test_recv_chunk),
 	    cmocka_unit_test(test_recv_spin),     cmocka_unit_test(test_meta_url),
 	    cmocka_unit_test(test_workdir),       cmocka_unit_test(test_iov_advance),
+	    cmocka_unit_test(test_utf8_encode),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
