@@ -295,6 +295,17 @@ fail:
 	return ret;
 }
 
+/* Deletes key k (malloc'd, freed here; NULL: nothing deleted) and clears *published; 0 also
+ * when the key was gone already. */
+static int unpublish(struct te_engine *eng, char *k, bool *published)
+{
+	int r = k ? te_meta_del(eng->meta, k) : 0;
+
+	free(k);
+	*published = false;
+	return r == TE_ERR_NOT_FOUND ? 0 : r;
+}
+
 /* rpc_meta first, then the segment: Mooncake's freeEngine removes rpc_meta, its transport's
  * destructor the segment afterwards. */
 int te_engine_remove_keys(struct te_engine *eng)
@@ -304,20 +315,12 @@ int te_engine_remove_keys(struct te_engine *eng)
 	if (!eng)
 		return TE_ERR_INVALID_ARGUMENT;
 	pthread_mutex_lock(&eng->pub_lock);
-	if (eng->meta && eng->rpc_published) {
-		char *k = te_meta_rpc_key(eng->name);
-		if (k && (r = te_meta_del(eng->meta, k)) && r != TE_ERR_NOT_FOUND)
-			ret = r;
-		free(k);
-		eng->rpc_published = false;
-	}
-	if (eng->meta && eng->seg_published) {
-		char *k = te_meta_segment_key(eng->name);
-		if (k && (r = te_meta_del(eng->meta, k)) && r != TE_ERR_NOT_FOUND)
-			ret = r;
-		free(k);
-		eng->seg_published = false;
-	}
+	if (eng->meta && eng->rpc_published &&
+	    (r = unpublish(eng, te_meta_rpc_key(eng->name), &eng->rpc_published)))
+		ret = r;
+	if (eng->meta && eng->seg_published &&
+	    (r = unpublish(eng, te_meta_segment_key(eng->name), &eng->seg_published)))
+		ret = r;
 	pthread_mutex_unlock(&eng->pub_lock);
 	if (ret)
 		pd_warn("te: removing the keys of %s from %s failed: %s", eng->name, eng->conn,
