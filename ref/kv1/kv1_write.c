@@ -215,14 +215,17 @@ struct wphases {
 	unsigned polls;
 };
 
-/* The nap before the next look at a batch submitted el ns ago whose unfinished tasks the last
- * WRITE's rate says take est ns more (0: no rate yet): half of est, or, with no rate, from
- * 10 us, 1.5x longer per pass. Never more than half of el (a rate from a slower path, TCP
- * before CUDA IPC, costs at most half the WRITE's time once) nor 2 ms, nor less than 10 us: a
- * long WRITE costs tens of wake-ups, not one every 50 us (on a small host those take CPU from
- * the transfer itself), and a CUDA IPC hand-off is seen done within tens of us, not after a nap
- * sized for 16 GB/s (issue 33: 0.52 of each 1.0 ms hand-off of 58.7 MB on an H200 was that nap).
- */
+/* The nap before the next look at a batch whose submit returned el ns ago and whose unfinished
+ * tasks the last WRITE's rate says take est ns more (0: no rate yet): half of est, or, with no
+ * rate, from 10 us, 1.5x longer per pass. Never more than half of el (a rate from a slower
+ * path, TCP before CUDA IPC, costs at most half the WRITE's wait once) nor 2 ms, nor less than
+ * 10 us: a long WRITE costs tens of wake-ups, not one every 50 us (on a small host those take
+ * CPU from the transfer itself), and a CUDA IPC hand-off is seen done within tens of us, not
+ * after a nap sized for 16 GB/s (issue 33: 0.52 of each 1.0 ms hand-off of 58.7 MB on an H200
+ * was that nap). Both el and the rate count from the submit's return, not from its start:
+ * CUDA IPC spends most of a WRITE queueing its copies inside the submit, and they end tens of
+ * us after it returns; a rate over the whole WRITE put the first look 0.1 ms after the end
+ * (issue 33: the hand-off's wait was 0.11 ms where pdkv bench's was 0.05 ms, on an H100). */
 static long nap_ns(uint64_t el, uint64_t est, long *backoff)
 {
 	long ns;
@@ -279,14 +282,14 @@ static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_requ
 		for (size_t k = i; k < n; k++)
 			left += r[k].length;
 		struct timespec ts = {
-		    0, nap_ns(pd_now_ns() - ph->alloc, left * fs / 1000000, &backoff)};
+		    0, nap_ns(pd_now_ns() - ph->submit, left * fs / 1000000, &backoff)};
 		ph->polls++;
 		ph->napped += (uint64_t)ts.tv_nsec;
 		nanosleep(&ts, NULL);
 	}
 	ph->done = pd_now_ns();
-	if (!ret && bytes) { /* this WRITE's rate paces the next one's polling */
-		uint64_t f = (ph->done - ph->alloc) * 1000000 / bytes;
+	if (!ret && bytes) { /* this WRITE's rate after its submit paces the next one's polling */
+		uint64_t f = (ph->done - ph->submit) * 1000000 / bytes;
 		atomic_store(&w->write_fs_per_byte, f < 1 ? 1 : f > 100000000 ? 100000000 : f);
 	}
 	return ret;
