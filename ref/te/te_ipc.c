@@ -71,6 +71,13 @@ struct te_transport {
 	bool stop, th_started;
 	pthread_t th;
 	size_t group; /* copies behind one event and one cudaMemcpyBatchAsync */
+	bool phases;  /* PDKV_TE_IPC_PHASES=1: a log line per submit */
+};
+
+/* One submit's moments for PDKV_TE_IPC_PHASES=1 (ns). */
+struct ipc_phases {
+	uint64_t queue, event, post;
+	unsigned groups;
 };
 
 /* ---------------------------------------------------------------- host identity */
@@ -378,7 +385,7 @@ static size_t queue_group(struct ipc_done *d, const struct ipc_copy *v, size_t n
 
 /* Queues the copies of plan v (all of stream device dev) in groups of tp->group behind one
  * event each. */
-static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n)
+static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n, struct ipc_phases *ph)
 {
 	size_t i = 0;
 
@@ -386,7 +393,7 @@ static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n)
 		int dev = v[i].sdevice;
 		struct ipc_done *d = calloc(1, sizeof(*d));
 		void *s = stream_of(tp, dev);
-		uint64_t bytes = 0;
+		uint64_t bytes = 0, t0 = pd_now_ns(), t1, t2;
 		size_t j = i;
 
 		/* the group: one device, at most tp->group copies and about IPC_GROUP_BYTES */
@@ -402,8 +409,14 @@ static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n)
 		d->dev = dev;
 		queue_group(d, v + i, j - i, dev, s);
 		i = j;
+		t1 = pd_now_ns();
+		ph->queue += t1 - t0;
+		ph->groups++;
 		if (d->n && (d->ev = event_get(tp, dev)) && !te_gpu_event_record(d->ev, s)) {
+			t2 = pd_now_ns();
+			ph->event += t2 - t1;
 			group_post(tp, d);
+			ph->post += pd_now_ns() - t2;
 			continue;
 		}
 		/* no event: the stream itself is the completion */
@@ -461,6 +474,8 @@ static int ipc_submit(struct te_transport *tp, struct te_task *const *tasks, siz
 {
 	struct ipc_copy *cv = malloc(n * sizeof(*cv));
 	struct te_task **tv = malloc(n * sizeof(*tv));
+	struct ipc_phases ph = {0};
+	uint64_t t0 = pd_now_ns(), t1, t2;
 	size_t nc = 0, nt = 0;
 	int ret = 0;
 
@@ -475,13 +490,22 @@ static int ipc_submit(struct te_transport *tp, struct te_task *const *tasks, siz
 		else
 			tv[nt++] = tasks[i];
 	pthread_mutex_unlock(&tp->mu);
+	t1 = pd_now_ns();
 	/* TCP first: its submit fails only with nothing started, and no copy is queued yet */
 	if (nt && (ret = te_tcp_transport_ops.submit(tp->tcp, tv, nt)))
 		goto out;
 	for (size_t i = 0; i < nc; i++)
 		atomic_store(&cv[i].t->slice_count, 1);
 	qsort(cv, nc, sizeof(*cv), cmp_copy);
-	issue(tp, cv, nc);
+	t2 = pd_now_ns();
+	issue(tp, cv, nc, &ph);
+	if (tp->phases)
+		pd_info(
+		    "te: nvlink_intra submit phases: %zu copies, %zu to TCP: plan %.3f tcp %.3f "
+		    "queue %.3f (%u groups) event %.3f post %.3f = %.3f ms",
+		    nc, nt, (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+		    (double)ph.queue / 1e6, ph.groups, (double)ph.event / 1e6,
+		    (double)ph.post / 1e6, (double)(pd_now_ns() - t0) / 1e6);
 out:
 	free(cv);
 	free(tv);
@@ -539,6 +563,7 @@ static int ipc_install(struct te_engine *eng, struct te_transport **out)
 	int64_t group; /* the row's default (16) when unset or bad */
 	pd_env_int("PDKV_TE_IPC_GROUP", &group);
 	tp->group = (size_t)group;
+	pd_env_bool("PDKV_TE_IPC_PHASES", &tp->phases);
 	if (te_gpu_device_count(why, sizeof(why)) <= 0) {
 		pd_err("te: nvlink_intra needs a CUDA device: %s", why);
 		ret = TE_ERR_DEVICE_NOT_FOUND;
