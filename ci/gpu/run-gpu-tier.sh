@@ -125,7 +125,9 @@ for p in nvlink tcp; do
 	r=$(echo "$out" | awk '/after the first/ {print $NF}')
 	echo "$out" | awk -v g="$HANDOFF_GOAL" '/after the first/ {printf "%s  [goal >= %s: %s]\n", $0, g, ($NF >= g ? "met" : "not met"); next} {print}'
 	[ "$p" = nvlink ] || continue
-	v=$(awk -v r="${r:-none}" -v g="$HANDOFF_GOAL" 'BEGIN{print r == "none" ? "none" : r > 1.5 ? "high" : r < g ? "low" : "ok"}')
+	# parenthesised: a bare ">" after print is awk's redirection (it wrote a file "high" and
+	# left v empty, so the verdict line never printed)
+	v=$(awk -v r="${r:-none}" -v g="$HANDOFF_GOAL" 'BEGIN{print (r == "none" ? "none" : r > 1.5 ? "high" : r < g ? "low" : "ok")}')
 	case $v in
 	none) echo "FAIL handoff_ratio_$p: no hand-off after the first in the prefill's log" ;;
 	low) echo "FAIL handoff_ratio_$p: hand-off after the first at $r of the paced bench (goal >= $HANDOFF_GOAL)" ;;
