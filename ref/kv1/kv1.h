@@ -240,6 +240,9 @@ struct kv1_stats {
 	/* consumer: kv1_landed_wait wake-ups by a WRITE that landed none of the blocks it waits
 	 * for (each one costs a waiter's thread a slice of CPU for nothing) */
 	uint64_t landed_idle_wakes;
+	/* producer: handshake handler threads started so far, and those waiting now for the next
+	 * handshake (a thread is kept up to 5 s after one; at most 2 wait) */
+	uint64_t handler_threads_started, handler_threads_waiting;
 };
 void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st);
 

@@ -98,13 +98,11 @@ static bool push_all(struct kv1_worker *w, const struct kv1_agent_meta *m)
 	return ok;
 }
 
-static void *kv1_gena_handle(void *arg)
+static void kv1_gena_handle(struct kv1_job *j, void *push)
 {
-	struct kv1_job *j = arg;
 	struct kv1_worker *w = j->w;
 	struct kv1_agent_meta m;
 	char err[512];
-	void *push = kv1_job_push_open(w);
 	bool ok = false;
 
 	if (kv1_agent_meta_decode(j->payload, j->len, &m, err, sizeof(err))) {
@@ -123,13 +121,9 @@ static void *kv1_gena_handle(void *arg)
 		kv1_job_reply(j, push, KV1_TRANS_DONE, strlen(KV1_TRANS_DONE), true);
 	else
 		kv1_job_reply(j, push, KV1_TRANS_ERROR, strlen(KV1_TRANS_ERROR), true);
-	if (push)
-		zmq_close(push);
 	free(j->ident);
 	free(j->payload);
 	free(j);
-	atomic_fetch_sub(&w->handlers, 1);
-	return NULL;
 }
 
 const struct kv1_park_ops kv1_gena_park_ops = {.handle = kv1_gena_handle}; /* gen A never parks */

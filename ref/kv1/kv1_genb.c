@@ -466,11 +466,9 @@ static bool admit(struct kv1_job *j, void *push)
 	return true;
 }
 
-static void *kv1_genb_handle(void *arg)
+static void kv1_genb_handle(struct kv1_job *j, void *push)
 {
-	struct kv1_job *j = arg;
 	struct kv1_worker *w = j->w;
-	void *push = kv1_job_push_open(w);
 
 	while (j) {
 		/* a parked job comes back here with its state when one of its ids is ready */
@@ -481,10 +479,6 @@ static void *kv1_genb_handle(void *arg)
 		/* this thread's slot goes to the next woken handshake, if any */
 		j = kv1_park_pop(w);
 	}
-	if (push)
-		zmq_close(push);
-	atomic_fetch_sub(&w->handlers, 1);
-	return NULL;
 }
 
 const struct kv1_park_ops kv1_genb_park_ops = {

@@ -97,6 +97,15 @@ struct kv1_worker {
 	atomic_bool stop;
 	atomic_int handlers;
 	const struct kv1_park_ops *ops; /* the generation's, for kv1_park.c */
+	/* handler threads kept after a handshake (kv1_park.c): jobs handed to waiting threads
+	 * (pq, pool_nq of them not yet taken), threads waiting (pool_idle), alive (pool_live),
+	 * started in all (pool_started); pmu guards all but the atomics */
+	pthread_mutex_t pmu;
+	pthread_cond_t pcv;
+	struct kv1_job *pq_head, *pq_tail;
+	int pool_idle, pool_nq;
+	atomic_int pool_live;
+	atomic_uint_fast64_t pool_started;
 	/* gen B parked handshakes (w->mu): waiting for an id (parked) or runnable again (wake) */
 	struct kv1_job *parked, *wake_head, *wake_tail;
 	int nparked, max_parked, max_parked_peer;
@@ -138,13 +147,14 @@ struct kv1_job {
 int kv1_router_start(struct kv1_worker *w, char *err, size_t errsz);
 /* Sends a reply multipart [ident, (empty,) body] back through the ROUTER thread. */
 int kv1_job_reply(struct kv1_job *j, void *push, const void *body, size_t len, bool delim);
-void *kv1_job_push_open(struct kv1_worker *w);
 
 /* What the handler slots and the parking (kv1_park.c) call in a generation's file, filled there
  * (kv1_gena_park_ops, kv1_genb_park_ops) and handed to kv1_park_init by kv1_worker_create: the
  * generations call the parking, never the reverse. gen A fills only handle. */
 struct kv1_park_ops {
-	void *(*handle)(void *job); /* handler thread entry; frees the job or hands it on to park */
+	/* runs one handshake on a handler thread with that thread's PUSH (NULL: none could be
+	 * opened); frees the job or hands it on to park; the slot is released by the caller */
+	void (*handle)(struct kv1_job *j, void *push);
 	void (*state_free)(void *gb);                               /* a job's gb (set: gen B) */
 	bool (*waits_on)(const struct kv1_job *j, const char *key); /* key among pending ids */
 	bool (*runnable_locked)(struct kv1_worker *w, const struct kv1_job *j); /* w->mu held */
@@ -154,9 +164,18 @@ struct kv1_park_ops {
 extern const struct kv1_park_ops kv1_gena_park_ops, kv1_genb_park_ops;
 
 void kv1_job_free(struct kv1_job *j);
-/* A handler slot (false: KV1_MAX_HANDLERS run); spawn starts a thread in a reserved slot. */
+/* A handler slot (false: KV1_MAX_HANDLERS run); spawn runs j in a reserved slot, on a kept
+ * handler thread when one waits, else on a new one. After a handshake a thread waits up to
+ * KV1_POOL_IDLE_MS for the next one, with its PUSH open (at most KV1_POOL_KEEP wait): a new
+ * thread's first engine call and its PUSH's connect cost a GPU hand-off measurable time.
+ * threads_stop wakes the waiting ones to exit (the worker stops); threads_init/fini: pmu, pcv. */
+#define KV1_POOL_KEEP    2
+#define KV1_POOL_IDLE_MS 5000
 bool kv1_handler_reserve(struct kv1_worker *w);
 void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j);
+void kv1_handler_threads_init(struct kv1_worker *w);
+void kv1_handler_threads_stop(struct kv1_worker *w); /* returns when none is alive */
+void kv1_handler_threads_fini(struct kv1_worker *w);
 
 /* Parking (kv1_park.c): a gen B handshake whose ids are not ready waits on no thread. init: the
  * generation's ops and the caps (env). */
@@ -261,6 +280,8 @@ int kv1_write_regions_g(struct kv1_worker *w, const char *host, int64_t port,
 void kv1_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns);
 /* A ZMQ socket with linger 0, ZMQ_MAXMSGSIZE = KV1_MAX_MSG and the given receive timeout. */
 void *kv1_zsock(struct kv1_worker *w, int type, int rcvtimeo_ms);
+/* A handler thread's PUSH to the ROUTER thread's inproc PULL (NULL on failure). */
+void *kv1_job_push_open(struct kv1_worker *w);
 void kv1_set_err(char *err, size_t errsz, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -35,19 +35,105 @@ bool kv1_handler_reserve(struct kv1_worker *w)
 	return false;
 }
 
+/* The next job for a thread that just finished one: waits for a handed job while fewer than
+ * KV1_POOL_KEEP threads wait, at most KV1_POOL_IDLE_MS; NULL: the thread ends. */
+static struct kv1_job *pool_next(struct kv1_worker *w)
+{
+	uint64_t end = pd_now_ns() + (uint64_t)KV1_POOL_IDLE_MS * 1000000ull;
+	struct kv1_job *j = NULL;
+
+	pthread_mutex_lock(&w->pmu);
+	if (w->pool_idle >= KV1_POOL_KEEP || atomic_load(&w->stop)) {
+		pthread_mutex_unlock(&w->pmu);
+		return NULL;
+	}
+	w->pool_idle++;
+	while (!w->pq_head && !atomic_load(&w->stop) && pd_now_ns() < end)
+		kv1_cond_wait_until(&w->pcv, &w->pmu, end);
+	w->pool_idle--;
+	/* a job handed to this thread is taken even while stopping: its slot is reserved */
+	j = w->pq_head;
+	if (j) {
+		w->pq_head = j->next;
+		if (!w->pq_head)
+			w->pq_tail = NULL;
+		w->pool_nq--;
+		j->next = NULL;
+	}
+	pthread_mutex_unlock(&w->pmu);
+	return j;
+}
+
+static void *handler_main(void *arg)
+{
+	struct kv1_job *j = arg;
+	struct kv1_worker *w = j->w;
+	void *push = kv1_job_push_open(w);
+
+	while (j) {
+		w->ops->handle(j, push);
+		atomic_fetch_sub(&w->handlers, 1);
+		j = pool_next(w);
+	}
+	if (push)
+		zmq_close(push);
+	atomic_fetch_sub(&w->pool_live, 1);
+	return NULL;
+}
+
 void kv1_handler_spawn(struct kv1_worker *w, struct kv1_job *j)
 {
 	pthread_attr_t at;
 	pthread_t t;
 
+	pthread_mutex_lock(&w->pmu);
+	if (w->pool_idle > w->pool_nq) { /* a kept thread waits: hand it j */
+		j->next = NULL;
+		if (w->pq_tail)
+			w->pq_tail->next = j;
+		else
+			w->pq_head = j;
+		w->pq_tail = j;
+		w->pool_nq++;
+		pthread_cond_signal(&w->pcv);
+		pthread_mutex_unlock(&w->pmu);
+		return;
+	}
+	pthread_mutex_unlock(&w->pmu);
+	atomic_fetch_add(&w->pool_live, 1);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &at, w->ops->handle, j)) {
+	if (pthread_create(&t, &at, handler_main, j)) {
+		atomic_fetch_sub(&w->pool_live, 1);
 		atomic_fetch_sub(&w->handlers, 1);
 		pd_warn("kv1: %s: cannot start a handshake thread; dropping it", w->side_addr);
 		kv1_job_free(j);
+	} else {
+		atomic_fetch_add(&w->pool_started, 1);
 	}
 	pthread_attr_destroy(&at);
+}
+
+void kv1_handler_threads_init(struct kv1_worker *w)
+{
+	pthread_mutex_init(&w->pmu, NULL);
+	pthread_cond_init(&w->pcv, NULL);
+}
+
+void kv1_handler_threads_stop(struct kv1_worker *w)
+{
+	pthread_mutex_lock(&w->pmu);
+	pthread_cond_broadcast(&w->pcv);
+	pthread_mutex_unlock(&w->pmu);
+	/* a waiting thread sees stop within one bounded wait step (100 ms) */
+	for (int i = 0; i < 300 && atomic_load(&w->pool_live) > 0; i++)
+		pd_sleep_ms(10);
+}
+
+void kv1_handler_threads_fini(struct kv1_worker *w)
+{
+	pthread_mutex_destroy(&w->pmu);
+	pthread_cond_destroy(&w->pcv);
 }
 
 /* ------------------------------------------------------------------ parking */

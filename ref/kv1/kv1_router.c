@@ -13,17 +13,6 @@
 #include "pd_tsan.h"
 #include "pd_util.h"
 
-void *kv1_job_push_open(struct kv1_worker *w)
-{
-	void *p = kv1_zsock(w, ZMQ_PUSH, 0);
-
-	if (p && zmq_connect(p, w->inproc)) {
-		zmq_close(p);
-		return NULL;
-	}
-	return p;
-}
-
 int kv1_job_reply(struct kv1_job *j, void *push, const void *body, size_t len, bool delim)
 {
 	if (!push)

@@ -33,6 +33,18 @@ void *kv1_zsock(struct kv1_worker *w, int type, int rcvtimeo_ms)
 		zmq_setsockopt(s, ZMQ_RCVTIMEO, &rcvtimeo_ms, sizeof(rcvtimeo_ms));
 	return s;
 }
+
+void *kv1_job_push_open(struct kv1_worker *w)
+{
+	void *p = kv1_zsock(w, ZMQ_PUSH, 0);
+
+	if (p && zmq_connect(p, w->inproc)) {
+		zmq_close(p);
+		return NULL;
+	}
+	return p;
+}
+
 void kv1_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns)
 {
 	uint64_t now = pd_now_ns(), step = 100000000ull;

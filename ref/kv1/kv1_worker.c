@@ -107,6 +107,7 @@ int kv1_worker_create(const struct kv1_opts *o, struct kv1_worker **out, char *e
 	pthread_cond_init(&w->cv, NULL);
 	pthread_cond_init(&w->acv, NULL);
 	pthread_cond_init(&w->hcv, NULL);
+	kv1_handler_threads_init(w);
 	if (o->nbufs < 1 || o->nbufs > KV1_MAX_BUFS || !o->block_len || !o->num_blocks) {
 		kv1_set_err(err, errsz,
 		            "kv1: bad KV layout (%d buffers, block_len %zu, %zu blocks)", o->nbufs,
@@ -237,7 +238,9 @@ void kv1_worker_destroy(struct kv1_worker *w)
 		pd_sleep_ms(10);
 	if (w->thr_started)
 		pthread_join(w->thr, NULL);
-	if (atomic_load(&w->handlers) > 0) {
+	/* kept handler threads hold PUSH sockets: they close them before the context ends */
+	kv1_handler_threads_stop(w);
+	if (atomic_load(&w->handlers) > 0 || atomic_load(&w->pool_live) > 0) {
 		/* A handler is stuck in an engine call: leave the worker to the process exit
 		 * rather than free memory it still uses. */
 		pd_warn("kv1: %d handshake(s) still running at shutdown",
@@ -270,6 +273,7 @@ void kv1_worker_destroy(struct kv1_worker *w)
 	pthread_cond_destroy(&w->cv);
 	pthread_cond_destroy(&w->acv);
 	pthread_cond_destroy(&w->hcv);
+	kv1_handler_threads_fini(w);
 	free(w);
 }
 
@@ -318,4 +322,8 @@ void kv1_worker_stats(struct kv1_worker *w, struct kv1_stats *st)
 	st->recv_no_answer = atomic_load(&w->recv_no_answer);
 	st->recv_held_blocks = kv1_rhold_count(w);
 	st->landed_idle_wakes = atomic_load(&w->landed_idle_wakes);
+	st->handler_threads_started = atomic_load(&w->pool_started);
+	pthread_mutex_lock(&w->pmu);
+	st->handler_threads_waiting = (uint64_t)w->pool_idle;
+	pthread_mutex_unlock(&w->pmu);
 }

@@ -106,6 +106,13 @@ static void test_gen_a(void **state)
 	assert_true(same(p, pi + 2, d, di, 3)); /* P's last 3 */
 	kv1_worker_stats(p, &st);
 	assert_int_equal(st.bytes_sent, 3 * BLEN * NBUFS);
+	assert_int_equal(st.handler_threads_started, 1);
+	/* the handler thread is kept for the next handshake (KV1_POOL_KEEP) */
+	for (int i = 0; i < 200 && st.handler_threads_waiting != 1; i++) {
+		pd_sleep_ms(10);
+		kv1_worker_stats(p, &st);
+	}
+	assert_int_equal(st.handler_threads_waiting, 1);
 
 	/* the hazard: an id P does not know is answered trans_done and nothing is written */
 	{
@@ -120,6 +127,7 @@ static void test_gen_a(void **state)
 		kv1_worker_stats(p, &st);
 		assert_int_equal(st.unknown_ids, 1);
 		assert_int_equal(st.bytes_sent, 3 * BLEN * NBUFS);
+		assert_int_equal(st.handler_threads_started, 1); /* ran on the kept thread */
 	}
 	/* P has fewer blocks than D asks for: trans_error */
 	{
