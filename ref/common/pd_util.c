@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +59,18 @@ void pd_sleep_ms(int ms)
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+void pd_futex_wake(uint32_t *a)
+{
+	syscall(SYS_futex, a, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+int pd_futex_wait(uint32_t *a, uint32_t v, uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+
+	return (int)syscall(SYS_futex, a, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
 }
 
 void pd_fine_naps(void)

@@ -24,6 +24,10 @@ size_t pd_locked_size(pthread_mutex_t *mu, const size_t *v);
  * READ, kv1's WRITE, pdkv bench) notices the end within a few us instead of
  * every nap lasting 50 us or more. te_transfer_sync leaves its caller's slack alone. */
 void pd_fine_naps(void);
+/* Futex on a 32-bit word of this process: wake wakes every sleeper of *a; wait sleeps while
+ * *a == v, at most ns: 0 when woken, else -1 (errno ETIMEDOUT, EAGAIN: *a != v, EINTR). */
+void pd_futex_wake(uint32_t *a);
+int pd_futex_wait(uint32_t *a, uint32_t v, uint64_t ns);
 
 /* Reads a whole file (NUL-terminated, *len without the NUL). Refuses files over max bytes.
  * Returns 0, -ENOENT, -EISDIR, -EFBIG, or another -errno. */

@@ -72,11 +72,7 @@ struct kv1_worker {
 	pthread_cond_t hcv;
 	size_t nheld, max_held;
 	atomic_uint_fast64_t writes_abandoned, writes_refused;
-	/* kv1_write.c: the last WRITE's femtoseconds per byte after its submit returned (0: none
-	 * yet), which paces the polling of the next one; PDKV_KV1_PHASES=1: a log line per WRITE
-	 * with its phases */
-	atomic_uint_fast64_t write_fs_per_byte;
-	bool write_phases;
+	bool write_phases; /* kv1_write.c, PDKV_KV1_PHASES=1: a log line per WRITE, its phases */
 	/* consumer, amu: blocks held after receives that did not end cleanly (kv1_rhold.c) */
 	uint8_t *rhold_on, *rhold_freed;
 	struct kv1_rhold *rholds;

@@ -3,9 +3,7 @@
  * landed hook, TCP host memory), so work on a request's KV can start before its transfer ends. */
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,15 +24,12 @@
 
 static void futex_wake_all(_Atomic uint32_t *a)
 {
-	syscall(SYS_futex, (uint32_t *)a, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	pd_futex_wake((uint32_t *)a);
 }
 
-/* Sleeps while *a == v, at most ms; 0 when woken, else -1 (errno: ETIMEDOUT, EAGAIN, EINTR). */
 static int futex_wait_ms(_Atomic uint32_t *a, uint32_t v, int ms)
 {
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	return (int)syscall(SYS_futex, (uint32_t *)a, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
+	return pd_futex_wait((uint32_t *)a, v, (uint64_t)ms * 1000000ull);
 }
 
 /* Engine server thread: counts the bytes of [addr, addr+len) per block of the buffer it hit. */

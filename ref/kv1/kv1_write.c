@@ -14,6 +14,7 @@
  * (WRITEs already in flight may still add theirs, so up to max_held + KV1_MAX_HANDLERS); the
  * engine's destroy releases the rest once its lanes are gone. */
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -215,48 +216,24 @@ struct wphases {
 	unsigned polls;
 };
 
-/* The nap before the next look at a batch whose submit returned el ns ago and whose unfinished
- * tasks the last WRITE's rate says take est ns more (0: no rate yet): half of est, or, with no
- * rate, from 10 us, 1.5x longer per pass. Never more than half of el (a rate from a slower
- * path, TCP before CUDA IPC, costs at most half the WRITE's wait once) nor 2 ms, nor less than
- * 10 us: a long WRITE costs tens of wake-ups, not one every 50 us (on a small host those take
- * CPU from the transfer itself), and a CUDA IPC hand-off is seen done within tens of us, not
- * after a nap sized for 16 GB/s (issue 33: 0.52 of each 1.0 ms hand-off of 58.7 MB on an H200
- * was that nap). Both el and the rate count from the submit's return, not from its start:
- * CUDA IPC spends most of a WRITE queueing its copies inside the submit, and they end tens of
- * us after it returns; a rate over the whole WRITE put the first look 0.1 ms after the end
- * (issue 33: the hand-off's wait was 0.11 ms where pdkv bench's was 0.05 ms, on an H100). */
-static long nap_ns(uint64_t el, uint64_t est, long *backoff)
+/* Waits for the batch to end: the engine wakes this thread when its last task ends
+ * (te_batch_wait), in steps of at most 100 ms to see the worker stop. Before, the thread
+ * polled with naps paced by the last WRITE's rate (issue 33: a nap sized for one path put the
+ * first look after the end on another; on a 2-core host the wake-ups took CPU from the
+ * transfer). Gives up at end, on the engine's slice timeout (MC_SLICE_TIMEOUT: a task reported
+ * TE_TIMEOUT) or when the worker stops, with *next the first task not seen finished and *why
+ * set; the caller then holds the batch (kv1_hold_add). */
+static int wait_batch(struct kv1_worker *w, uint64_t batch, size_t n, uint64_t end, size_t *next,
+                      const char **why, struct wphases *ph)
 {
-	long ns;
-
-	if (est) {
-		ns = (long)(est / 2);
-	} else {
-		*backoff = !*backoff ? 10000 : *backoff < 2000000 ? *backoff * 3 / 2 : 2000000;
-		ns = *backoff;
-	}
-	if ((uint64_t)ns > el / 2)
-		ns = (long)(el / 2);
-	return ns < 10000 ? 10000 : ns > 2000000 ? 2000000 : ns;
-}
-
-/* Polls the batch to its end, paced by nap_ns. Gives up at end, on the engine's slice timeout
- * (MC_SLICE_TIMEOUT: a task reported TE_TIMEOUT) or when the worker stops, with *next the first
- * task not seen finished and *why set; the caller then holds the batch (kv1_hold_add). */
-static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_request *r, size_t n,
-                      uint64_t bytes, uint64_t end, size_t *next, const char **why,
-                      struct wphases *ph)
-{
-	uint64_t fs = atomic_load(&w->write_fs_per_byte);
-	long backoff = 0;
+	unsigned stalls = 0;
 	int ret = 0;
 
 	*next = 0;
 	*why = NULL;
-	pd_fine_naps(); /* a 20 us nap is 20 us, not 70 */
 	for (size_t i = 0; i < n; *next = i) {
 		struct te_task_status st;
+		uint64_t now, t;
 		int e = te_batch_status(w->te, batch, i, &st);
 
 		if (e) {
@@ -269,29 +246,27 @@ static int wait_batch(struct kv1_worker *w, uint64_t batch, const struct te_requ
 			if (!i)
 				ph->first = pd_now_ns();
 			i++;
+			stalls = 0;
 			continue;
 		}
+		now = pd_now_ns();
 		*why = atomic_load(&w->stop)     ? "the worker is stopping"
 		       : st.status == TE_TIMEOUT ? "the engine's slice timeout (MC_SLICE_TIMEOUT)"
-		       : pd_now_ns() > end       ? "timed out (MC_TRANSFER_TIMEOUT)"
+		       : now > end               ? "timed out (MC_TRANSFER_TIMEOUT)"
 		                                 : NULL;
 		if (*why)
 			return TE_ERR_TIMEOUT;
-		uint64_t left = 0;
-
-		for (size_t k = i; k < n; k++)
-			left += r[k].length;
-		struct timespec ts = {
-		    0, nap_ns(pd_now_ns() - ph->submit, left * fs / 1000000, &backoff)};
+		t = end - now < 100000000ull ? end - now : 100000000ull;
 		ph->polls++;
-		ph->napped += (uint64_t)ts.tv_nsec;
-		nanosleep(&ts, NULL);
+		e = te_batch_wait(w->te, batch, 0, t / 1000 + 1);
+		ph->napped += pd_now_ns() - now;
+		/* a task counted ended shows its final status a few instructions later */
+		if (e == 0 && ++stalls > 1)
+			sched_yield();
+		else if (e && e != TE_ERR_TIMEOUT)
+			pd_sleep_ms(1);
 	}
 	ph->done = pd_now_ns();
-	if (!ret && bytes) { /* this WRITE's rate after its submit paces the next one's polling */
-		uint64_t f = (ph->done - ph->submit) * 1000000 / bytes;
-		atomic_store(&w->write_fs_per_byte, f < 1 ? 1 : f > 100000000 ? 100000000 : f);
-	}
 	return ret;
 }
 
@@ -319,7 +294,7 @@ static int write_batch(struct kv1_worker *w, struct te_request *r, size_t n, con
 		te_batch_free(w->te, batch); /* nothing of it was started */
 		return ret;
 	}
-	ret = wait_batch(w, batch, r, n, bytes, end, &next, &why, ph);
+	ret = wait_batch(w, batch, n, end, &next, &why, ph);
 	if (!why) {
 		int fr = te_batch_free(w->te, batch);
 
@@ -358,8 +333,8 @@ static int submit_counted(struct kv1_worker *w, struct te_request *r, size_t n, 
 	if (w->write_phases) /* ms from the previous moment; -1: not reached */
 		pd_info(
 		    "kv1: WRITE phases to %s: %llu bytes, %zu requests: open %.3f room %.3f "
-		    "alloc %.3f submit %.3f first %.3f done %.3f free %.3f = %.3f ms; %u polls, "
-		    "%.3f ms napped",
+		    "alloc %.3f submit %.3f first %.3f done %.3f free %.3f = %.3f ms; %u waits, "
+		    "%.3f ms waited",
 		    seg, (unsigned long long)bytes, n, ms_since(ph->t0, ph->seg),
 		    ms_since(ph->seg, ph->room), ms_since(ph->room, ph->alloc),
 		    ms_since(ph->alloc, ph->submit), ms_since(ph->submit, ph->first),

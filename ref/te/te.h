@@ -130,6 +130,15 @@ int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
  * submit (TE_ERR_BATCH_BUSY after); the caller keeps ud alive until every task has ended. */
 typedef void (*te_land_fn)(void *ud, size_t task, uint64_t off, const void *data, size_t len);
 int te_batch_set_land(struct te_engine *eng, uint64_t batch_id, te_land_fn fn, void *ud);
+/* Waiting for a batch (pdkv's own; Mooncake has none, its callers poll te_batch_status):
+ * sleeps until at most max_open of the batch's submitted tasks are still running (0: all have
+ * ended), or timeout_us passed (TE_ERR_TIMEOUT). The thread is woken by the transport thread
+ * that ends the task crossing that line, so a caller sees the end at once without a polling
+ * loop's wake-ups. A task counted ended here may show its final status through
+ * te_batch_status a few instructions later (yield and ask again). One thread waits on a batch
+ * at a time (TE_ERR_BATCH_BUSY); te_batch_free / _abandon of a batch a thread waits on are
+ * TE_ERR_BATCH_BUSY. */
+int te_batch_wait(struct te_engine *eng, uint64_t batch_id, size_t max_open, uint64_t timeout_us);
 /* TE_ERR_BATCH_BUSY unless every task was observed finished through te_batch_status. */
 int te_batch_free(struct te_engine *eng, uint64_t batch_id);
 

@@ -27,6 +27,7 @@ struct te_batch {
 	void *release_ud;
 	size_t reap_next; /* the first task not yet seen ended */
 	struct te_batch *ab_link;
+	struct te_batch_wake wake; /* te_batch_wait */
 };
 
 struct te_batch_slot {
@@ -180,7 +181,8 @@ out:
 
 /* Validates every request before any is started (te.h: all or nothing), then hands the
  * non-empty ones to the transport. */
-static int start_tasks(struct te_engine *eng, struct te_task *tasks, size_t n)
+static int start_tasks(struct te_engine *eng, struct te_task *tasks, size_t n,
+                       struct te_batch_wake *wake)
 {
 	struct te_task *stackv[64], **v = stackv;
 	size_t m = 0;
@@ -251,8 +253,15 @@ static int start_tasks(struct te_engine *eng, struct te_task *tasks, size_t n)
 		}
 		v[m++] = t;
 	}
-	if (m)
+	if (m) {
+		/* counted open before the transport can end one of them */
+		for (size_t i = 0; i < m; i++)
+			v[i]->wake = wake;
+		atomic_fetch_add(&wake->open, (uint32_t)m);
 		ret = eng->ops->submit(eng->tp, v, m);
+		if (ret) /* none started */
+			atomic_fetch_sub(&wake->open, (uint32_t)m);
+	}
 	if (!ret)
 		for (size_t i = 0; i < n; i++)
 			if (tasks[i].req.length == 0)
@@ -292,7 +301,7 @@ int te_batch_submit(struct te_engine *eng, uint64_t batch_id, const struct te_re
 			t[i].idx = b->count + i;
 			atomic_store(&t[i].slice_count, -1);
 		}
-		ret = start_tasks(eng, t, n);
+		ret = start_tasks(eng, t, n, &b->wake);
 		if (!ret)
 			b->count += n;
 	}
@@ -365,6 +374,56 @@ int te_batch_status(struct te_engine *eng, uint64_t batch_id, size_t task_id,
 	return ret;
 }
 
+void te_batch_wake_task_ended(struct te_batch_wake *w)
+{
+	uint32_t open = atomic_fetch_sub(&w->open, 1) - 1;
+
+	if (open <= atomic_load(&w->wake_at) && atomic_exchange(&w->armed, 0)) {
+		atomic_fetch_add(&w->seq, 1);
+		pd_futex_wake((uint32_t *)&w->seq);
+	}
+}
+
+int te_batch_wait(struct te_engine *eng, uint64_t batch_id, size_t max_open, uint64_t timeout_us)
+{
+	struct te_batch_wake *w;
+	struct te_batch *b;
+	uint64_t end;
+	int ret = 0;
+
+	if (!eng)
+		return TE_ERR_INVALID_ARGUMENT;
+	if (!(b = batch_get(eng, batch_id)))
+		return TE_ERR_BAD_BATCH;
+	w = &b->wake;
+	/* set under the table's read lock: te_batch_free / _abandon (write lock) see it */
+	if (atomic_exchange(&w->waiting, 1)) {
+		batch_put(eng);
+		return TE_ERR_BATCH_BUSY;
+	}
+	batch_put(eng);
+	end = pd_now_ns() + timeout_us * 1000ull;
+	for (;;) {
+		uint32_t seq;
+		uint64_t now;
+
+		atomic_store(&w->wake_at, max_open);
+		atomic_store(&w->armed, 1);
+		seq = atomic_load(&w->seq);
+		if (atomic_load(&w->open) <= max_open)
+			break;
+		now = pd_now_ns();
+		if (now >= end) {
+			ret = TE_ERR_TIMEOUT;
+			break;
+		}
+		pd_futex_wait((uint32_t *)&w->seq, seq, end - now);
+	}
+	atomic_store(&w->armed, 0);
+	atomic_store(&w->waiting, 0); /* the last touch of b */
+	return ret;
+}
+
 int te_batch_free(struct te_engine *eng, uint64_t batch_id)
 {
 	struct te_batch_table *bt;
@@ -378,6 +437,10 @@ int te_batch_free(struct te_engine *eng, uint64_t batch_id)
 	b = lookup(bt, batch_id);
 	if (!b) {
 		ret = TE_ERR_BAD_BATCH;
+		goto out;
+	}
+	if (atomic_load(&b->wake.waiting)) { /* another thread is in te_batch_wait */
+		ret = TE_ERR_BATCH_BUSY;
 		goto out;
 	}
 	for (size_t i = 0; i < b->count; i++) {
@@ -404,6 +467,10 @@ int te_batch_abandon(struct te_engine *eng, uint64_t batch_id, te_release_fn rel
 	bt = eng->batches;
 	pthread_rwlock_wrlock(&bt->lock);
 	b = lookup(bt, batch_id);
+	if (b && atomic_load(&b->wake.waiting)) { /* another thread is in te_batch_wait */
+		pthread_rwlock_unlock(&bt->lock);
+		return TE_ERR_BATCH_BUSY;
+	}
 	if (b) /* the id is stale from now on; the tasks keep their batch */
 		bt->slots[(batch_id & 0xffffffffu) - 1].b = NULL;
 	pthread_rwlock_unlock(&bt->lock);

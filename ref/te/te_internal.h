@@ -209,8 +209,18 @@ int te_hs_request(const char *host, int port, int type, const char *json, char *
                   int timeout_ms);
 
 /* ================================================================ tasks and transports */
+/* A batch's end-of-task accounting for te_batch_wait: tasks handed to the transport and not
+ * ended (open), and one waiter's wake-up: armed with its threshold (wake_at), woken through
+ * seq when open falls to it. */
+struct te_batch_wake {
+	_Atomic uint32_t open, seq, armed, waiting;
+	_Atomic size_t wake_at;
+};
+
 struct te_task {
 	struct te_request req;
+	struct te_batch_wake *wake; /* the batch's (set at submit) */
+	atomic_int ended_slices;    /* slices ended, ok or not: the last one ends the task */
 	const struct te_segment_desc *peer; /* snapshot valid until the batch is freed */
 	atomic_int slice_count;             /* set by the transport before posting */
 	atomic_int success_slices, failed_slices;
@@ -233,14 +243,19 @@ static inline void te_task_landed(struct te_task *t, const char *local, size_t l
 }
 
 /* Transports call this when a slice ends; the engine derives the task status from counts. */
+void te_batch_wake_task_ended(struct te_batch_wake *w); /* te_batch.c */
+/* The task's last slice tells te_batch_wait before its status turns final: the batch cannot be
+ * freed (te_batch_free needs every task seen final) while the waiter's wake-up is under way. */
 static inline void te_task_slice_done(struct te_task *t, size_t bytes, bool ok)
 {
-	if (ok) {
+	if (ok)
 		atomic_fetch_add(&t->transferred, bytes);
+	if (t->wake && atomic_fetch_add(&t->ended_slices, 1) + 1 == atomic_load(&t->slice_count))
+		te_batch_wake_task_ended(t->wake);
+	if (ok)
 		atomic_fetch_add(&t->success_slices, 1);
-	} else {
+	else
 		atomic_fetch_add(&t->failed_slices, 1);
-	}
 }
 
 /* Contracts for transports (tcp, rdma) — the engine relies on these:

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_te_abandon: te_batch_abandon — a batch given up while its WRITEs are in flight keeps its
+/* test_te_abandon: te_batch_abandon and te_batch_wait. A batch given up while its WRITEs are in
+ * flight keeps its
  * source memory until the engine has ended every task: release is not called (and the memory
  * not reused) while the target holds a WRITE back (te_gate), it is called once after, and
  * te_engine_destroy releases what is still held once its lanes are gone. Two engines in one
  * process over loopback TCP; small socket buffers keep the held WRITE's body in the source. */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -200,12 +203,92 @@ static void test_abandon_misuse(void **state)
 	free(dst);
 }
 
+struct waiter {
+	struct te_engine *a;
+	uint64_t batch;
+	int rc;
+	uint64_t done_ns;
+};
+
+static void *wait_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	do /* BUSY: the main thread's probe holds the batch for a moment */
+		w->rc = te_batch_wait(w->a, w->batch, 0, WAIT_S * 1000000ull);
+	while (w->rc == TE_ERR_BATCH_BUSY);
+	w->done_ns = pd_now_ns();
+	return NULL;
+}
+
+/* te_batch_wait: a held WRITE keeps it asleep until its timeout; a second waiter, a free or an
+ * abandon of the batch it waits on are refused; once the target lets the WRITE through the
+ * waiter wakes, and every status is final after at most a few yields. */
+static void test_batch_wait(void **state)
+{
+	struct te_engine *a = mk("bw_src"), *b = mk("bw_dst");
+	uint8_t *src = malloc(2 * LEN), *dst = calloc(2, LEN);
+	struct waiter w = {0};
+	struct te_task_status st;
+	pthread_t t;
+	uint64_t t0;
+	int rc = 0;
+	(void)state;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	memset(src, PATTERN, 2 * LEN);
+	assert_int_equal(te_register(a, src, 2 * LEN, "cpu:0"), 0);
+	assert_int_equal(te_register(b, dst, 2 * LEN, "cpu:0"), 0);
+	assert_int_equal(te_batch_wait(NULL, 1, 0, 1), TE_ERR_INVALID_ARGUMENT);
+	assert_int_equal(te_batch_wait(a, 12345, 0, 1), TE_ERR_BAD_BATCH);
+	te_gate_arm(TE_GATE_WRITE, 1);
+	w.a = a;
+	w.batch = write_batch(a, b, src, dst, 2);
+	assert_true(te_gate_wait_held(WAIT_S));
+	t0 = pd_now_ns();
+	assert_int_equal(te_batch_wait(a, w.batch, 0, 100000), TE_ERR_TIMEOUT);
+	assert_true(pd_now_ns() - t0 >= 100000000ull);
+	assert_int_equal(te_batch_wait(a, w.batch, 2, 1), 0); /* at most 2 open: already so */
+
+	assert_int_equal(pthread_create(&t, NULL, wait_main, &w), 0);
+	for (int i = 0; i < 2000 && (rc = te_batch_wait(a, w.batch, 0, 1)) != TE_ERR_BATCH_BUSY;
+	     i++)
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	assert_int_equal(rc, TE_ERR_BATCH_BUSY); /* the thread waits: one waiter at a time */
+	assert_int_equal(te_batch_abandon(a, w.batch, NULL, NULL), TE_ERR_BATCH_BUSY);
+	assert_int_equal(te_batch_free(a, w.batch), TE_ERR_BATCH_BUSY);
+	nanosleep(&(struct timespec){0, 50000000}, NULL);
+	assert_int_equal(w.done_ns, 0); /* still asleep: the WRITE is held */
+
+	te_gate_release();
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w.rc, 0);
+	for (size_t i = 0; i < 2; i++) {
+		int k = 0;
+
+		do {
+			assert_int_equal(te_batch_status(a, w.batch, i, &st), 0);
+			if (st.status != TE_COMPLETED)
+				sched_yield();
+		} while (st.status != TE_COMPLETED && ++k < 1000);
+		assert_int_equal(st.status, TE_COMPLETED);
+	}
+	assert_int_equal(te_batch_free(a, w.batch), 0);
+	assert_memory_equal(dst, src, 2 * LEN);
+	te_engine_destroy(a);
+	te_engine_destroy(b);
+	free(src);
+	free(dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_abandon_in_flight),
 	    cmocka_unit_test(test_abandon_destroy),
 	    cmocka_unit_test(test_abandon_misuse),
+	    cmocka_unit_test(test_batch_wait),
 	};
 
 	setenv("VLLM_HOST_IP", "127.0.0.1", 0);
