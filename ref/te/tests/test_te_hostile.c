@@ -54,21 +54,25 @@ static int write_until_ok(struct te_engine *a, struct te_engine *b, char *la, ch
 	return r;
 }
 
-/* Waits up to limit_ms for the peer to close fd (recv 0 or an error); true if it did. */
+/* Waits up to limit_ms for the peer to close fd (recv 0 or an error); true if it did. Each
+ * poll waits at most what is left of limit_ms (it once waited 100 ms for a 1 ms limit). */
 static bool closed_by_peer(int fd, int limit_ms)
 {
 	uint64_t end = pd_now_ns() + (uint64_t)limit_ms * 1000000ull;
 	char b[4096];
-	while (pd_now_ns() < end) {
+	for (;;) {
 		struct pollfd p = {fd, POLLIN, 0};
+		uint64_t now = pd_now_ns();
+		int wait_ms = now >= end ? 0 : (int)((end - now + 999999) / 1000000);
 		ssize_t r;
-		if (poll(&p, 1, 100) <= 0)
-			continue;
-		r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
-		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-			return true;
+		if (poll(&p, 1, wait_ms < 100 ? wait_ms : 100) > 0) {
+			r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+				return true;
+		}
+		if (pd_now_ns() >= end)
+			return false;
 	}
-	return false;
 }
 
 /* D4: 256 silent connections (the data server's whole table) used to lock every initiator
