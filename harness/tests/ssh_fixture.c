@@ -48,12 +48,15 @@ static int start_sshd(struct sshfx *f, const char *host)
 	char cfg[256], log[256], text[1024];
 	snprintf(cfg, sizeof(cfg), "%s/sshd-%s.conf", f->dir, host);
 	snprintf(log, sizeof(log), "%s/sshd-%s.log", f->dir, host);
+	/* SetEnv SHLVL=1: Debian's bash sources ~/.bashrc for a command sshd runs only at shell
+	 * level 1; at 2 it skips it, so a host's .bashrc (pyenv init: ~1 s) does not slow every
+	 * ssh command of the tests (0.07 s instead). */
 	snprintf(text, sizeof(text),
 	         "ListenAddress %s\nPort 22\nHostKey %s/hostkey\nPidFile none\n"
 	         "AuthorizedKeysFile %s/authorized_keys\nPasswordAuthentication no\n"
 	         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
 	         "PermitRootLogin prohibit-password\nSubsystem sftp internal-sftp\n"
-	         "MaxSessions 64\nMaxStartups 64\nLogLevel ERROR\n",
+	         "MaxSessions 64\nMaxStartups 64\nLogLevel ERROR\nSetEnv SHLVL=1\n",
 	         h->addr, f->dir, f->dir);
 	if (pd_write_file(cfg, text, strlen(text)))
 		return -1;
