@@ -47,6 +47,7 @@ done_last() { [ "$(grep '^data: ' "$TMP/sse" | tail -1)" = "data: [DONE]" ]; }
 
 export PDKV_LOG=debug
 pair ok
+BOOT_ok=$BOOT # the good pair's bootstrap port (each pair call sets BOOT anew)
 OUT=$(route_bs $PORT_Pok $PORT_Dok $BOOT "$PROMPT" 12)
 check "streamed decode text equals the plain stand-in's ('$OUT')" [ "$OUT" = "$REF" ]
 check "... ends with data: [DONE]" done_last
@@ -69,7 +70,9 @@ check "corrupt, non-streamed: HTTP 200" [ "$(cat $TMP/status)" = 200 ]
 check "corrupt, non-streamed: text follows the wrong KV ('$OUT')" [ "$OUT" != "$REF" ]
 check "corrupt, non-streamed: 2 checksum failures" [ "$(metric $PORT_Dbad pdkv_kv_checksum_failures_total)" = 2 ]
 check "corrupt, non-streamed: marked X-PDKV-KV-Check: failed (issue 34, N4)" grep -qi "^X-PDKV-KV-Check: failed" "$TMP/hdr"
-OUT=$(route_b $PORT_Pok $PORT_Dok $BOOT "$PROMPT" 12 0 | text)
+OUT=$(route_b $PORT_Pok $PORT_Dok $BOOT_ok "$PROMPT" 12 0 | text)
+check "good KV: HTTP 200" [ "$(cat $TMP/status)" = 200 ]
+check "good KV: text equals the plain stand-in's ('$OUT')" [ "$OUT" = "$REF" ]
 check "good KV: no X-PDKV-KV-Check header" bash -c "! grep -qi '^X-PDKV-KV-Check' '$TMP/hdr'"
 
 pair pf --fault corrupt -- --kv-integrity-policy fail
