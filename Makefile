@@ -87,8 +87,10 @@ tsan:
 	echo "tsan: $$n reports in build-tsan/tsan-logs/"; [ $$rc -eq 0 ] && [ $$n -eq 0 ]
 
 # libFuzzer targets (FUZZ in */fuzz/fuzz.mk) through clang, each run FUZZ_SECONDS on its corpus
-# fixtures/fuzz/<target>/seeds (+ regress); new inputs go to build-fuzz/corpus/<target>.
+# fixtures/fuzz/<target>/seeds (+ regress), FUZZ_JOBS targets at once (ci/fuzz-one.sh each);
+# new inputs go to build-fuzz/corpus/<target>.
 FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 2
 FUZZ_CC      ?= clang-14
 FUZZFILES    := $(foreach f,$(FUZZ),$(BUILD)/fuzz/$(f))
 $(foreach f,$(FUZZ),$(eval $(call bin_rule,$(f),$(BUILD)/fuzz)))
@@ -97,19 +99,7 @@ fuzz:
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) OPT=-O1 \
 	  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  FUZZ_LINK=-fsanitize=fuzzer fuzz-build
-	@for f in $(FUZZ); do mkdir -p build-fuzz/corpus/$$f build-fuzz/crash/$$f; \
-	  echo "fuzz: $$f for $(FUZZ_SECONDS) s"; \
-	  build-fuzz/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    -artifact_prefix=build-fuzz/crash/$$f/ build-fuzz/corpus/$$f \
-	    $$(ls -d fixtures/fuzz/$$f/seeds fixtures/fuzz/$$f/regress 2>/dev/null) \
-	    >build-fuzz/crash/$$f.log 2>&1; \
-	  grep -E "^stat::(number_of_executed_units|average_exec_per_sec)|==ERROR|SUMMARY|^Done" \
-	    build-fuzz/crash/$$f.log || true; \
-	  if ls build-fuzz/crash/$$f/* >/dev/null 2>&1; then \
-	    grep -E "^ +#[0-9]+ .* in |^MS:|^Base64:|^artifact" build-fuzz/crash/$$f.log | \
-	      grep -v -E " in (fuzzer::|__sanitizer|__libc|_start|main )" | head -30; \
-	    echo "fuzz: $$f CRASHED (log build-fuzz/crash/$$f.log)"; exit 1; fi; \
-	done
+	@printf '%s\n' $(FUZZ) | xargs -P $(FUZZ_JOBS) -I{} bash ci/fuzz-one.sh {} $(FUZZ_SECONDS)
 
 # The README's main command: the default scenario suite on local TCP with a local etcd.
 run: all

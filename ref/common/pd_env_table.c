@@ -241,6 +241,7 @@ static const struct pd_env_var rows[] = {
     IF("PDKV_MEM_SCALE", 1, 100, "1", MK, SCR | TST,
        "make test: memory limits multiplier (make tsan sets 5)"),
     IF("FUZZ_SECONDS", 1, 86400, "60", MK, SCR, "make fuzz: seconds per target (CI: 30)"),
+    IF("FUZZ_JOBS", 1, 64, "2", MK, SCR, "make fuzz: targets fuzzed at once"),
     S("FUZZ_CC", "clang-14", IGN, MK, SCR, "make fuzz: the compiler"),
     IF("PDKV_BENCH_DURATION", 1, 3600, "2", MK, SCR, "make bench: seconds per point"),
     IF("PDKV_BENCH_THREADS", 1, 256, "1", MK, SCR, "make bench: threads per point"),
