@@ -87,7 +87,7 @@ expect "$T/r.json" 0 router_prefill_request=FAIL~"stream is not false" \
 [ "$(run --proxy-cmd "$PXA --contract v0 --bogus {prefil_url}" "$S/v0-pdkv-proxy-v0.json")" = 1 ] ||
 	fail "unknown placeholder should fail"
 grep -q 'unknown placeholder {prefil_url}' "$T/out" || fail "placeholder error text"
-[ "$(run --proxy-cmd "python3 -c 'import time; time.sleep(60)'" --timeout 20 \
+[ "$(run --proxy-cmd "python3 -c 'import time; time.sleep(60)'" --timeout 8 \
 	"$S/v0-pdkv-proxy-v0.json")" = 1 ] || fail "a router that never listens should fail"
 grep -q 'was not ready within' "$T/out" || fail "readiness timeout text"
 [ "$(run --external prefill=http://x,decode=ftp://y,proxy=http://z)" = 2 ] || fail "bad --external"
