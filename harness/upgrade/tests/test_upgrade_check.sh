@@ -48,7 +48,7 @@ check "junit: four testcases, no failure" bash -c "[ \$(grep -c '<testcase' '$T/
 
 # gen A -> gen B: two contracts, eight cells, mixed cells INCOMPATIBLE with an error
 t0=$(date +%s)
-rc=$(run --from 0.15 --to 0.16 --timeout 8 --json "$T/b.json")
+rc=$(run --from 0.15 --to 0.16 --timeout 4 --json "$T/b.json")
 secs=$(($(date +%s) - t0))
 check "0.15 -> 0.16 exits 0 (got $rc)" [ "$rc" = 0 ]
 check "0.15 -> 0.16 in bounded time (took ${secs}s)" [ "$secs" -lt 90 ]
