@@ -80,6 +80,20 @@ fi
 # 1P1D with the KV blocks in GPU memory (V1 gen B, --kv-cache-device), over nvlink_intra and tcp;
 # then pdkv bench WRITE (the prefill writes into the decode's blocks) with the descriptor size and
 # count the scenario's hand-offs had, on the same GPUs: the hand-off goodput vs the bench.
+# Like for like: the scenario's processes and the bench it is compared with run on the CPUs next
+# to GPU 0 (its PCI device's local_cpulist, as numactl --cpunodebind would), so neither lands on
+# a far NUMA node for some runs and not others. GPU_PIN=0: unpinned.
+PIN=()
+bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null | head -1 | tr 'A-F' 'a-f')
+bus=${bus#0000}
+cpus=$( [ -n "$bus" ] && cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null)
+if [ "${GPU_PIN:-1}" = 1 ] && [ -n "$cpus" ] && command -v taskset >/dev/null &&
+	[ "$(taskset -c -p $$ 2>/dev/null | awk '{print $NF}')" != "$cpus" ]; then
+	PIN=(taskset -c "$cpus")
+	echo "INFO scenario_1p1d_gpu and bench_handoff: on GPU 0's local CPUs $cpus (GPU_PIN=0: unpinned)"
+else
+	echo "INFO scenario_1p1d_gpu and bench_handoff: unpinned (GPU 0's local CPUs: ${cpus:-unknown})"
+fi
 if [ "$ngpu" -ge 2 ]; then
 	sfx=-2gpu tgt=(--gpu_id=0 --target_gpu_id=1)
 	echo "INFO scenario_1p1d_gpu: prefill on GPU 0, decode on GPU 1"
@@ -92,18 +106,18 @@ for p in nvlink tcp; do
 	[ $p = nvlink ] && proto=nvlink_intra
 	rm -f "$LOG/scenario-$p.json"
 	rm -rf "$LOG/run-$p"
-	step scenario_1p1d_gpu_$p "$BUILD/bin/pdkv" run --keep --workdir "$LOG/run-$p" \
+	step scenario_1p1d_gpu_$p "${PIN[@]}" "$BUILD/bin/pdkv" run --keep --workdir "$LOG/run-$p" \
 		--json "$LOG/scenario-$p.json" "scenarios/gpu/1p1d-gpu-v1-$p$sfx.json" || continue
 	# descriptor size and descriptors per hand-off of the scenario (prefill's MooncakePromMetrics)
 	read -r blk nd < <(python3 "$HERE/handoff.py" shape "$LOG/scenario-$p.json" 2>/dev/null) ||
 		{ blk=1048576 nd=56; }
-	step bench_handoff_$p "$B" --mode=loopback --use_vram --protocol=$proto --operation=write \
+	step bench_handoff_$p "${PIN[@]}" "$B" --mode=loopback --use_vram --protocol=$proto --operation=write \
 		--batch_size="$nd" --duration="$S" -b "$blk" -e "$blk" -f 2 "${tgt[@]}" \
 		--json "$LOG/bench-handoff-$p.json"
 	# like for like: the bench's batches as far apart as the scenario's hand-offs (an engine
 	# that idles between hand-offs submits slower than a hot loop: CPU and driver caches cold)
 	gap=$(python3 "$HERE/handoff.py" gap "$LOG"/run-$p/*/prefill.log 2>/dev/null) || gap=
-	[ -n "$gap" ] && step bench_handoff_paced_$p "$B" --mode=loopback --use_vram --protocol=$proto \
+	[ -n "$gap" ] && step bench_handoff_paced_$p "${PIN[@]}" "$B" --mode=loopback --use_vram --protocol=$proto \
 		--operation=write --batch_size="$nd" --duration="$S" -b "$blk" -e "$blk" -f 2 \
 		--gap-ms="$gap" "${tgt[@]}" --json "$LOG/bench-handoff-paced-$p.json"
 	echo "INFO bench_handoff_paced_$p: ${gap:-?} ms between batches (the scenario's median gap)"
