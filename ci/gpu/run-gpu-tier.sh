@@ -101,54 +101,73 @@ else
 	sfx= tgt=()
 	echo "INFO scenario_1p1d_gpu: one GPU here: prefill and decode both keep their KV on GPU 0"
 fi
+# nvlink_intra, where the goal is judged, runs GPU_HANDOFF_ROUNDS (3) rounds of scenario + paced
+# bench: one run's ratio moved 0.66-1.21 between runs on one H100 host (2026-12-06), as the
+# CUDA copy submission of both sides did; tcp runs once, for the record.
+ROUNDS=${GPU_HANDOFF_ROUNDS:-3}
 for p in nvlink tcp; do
-	proto=tcp
-	[ $p = nvlink ] && proto=nvlink_intra
-	rm -f "$LOG/scenario-$p.json"
-	rm -rf "$LOG/run-$p"
-	step scenario_1p1d_gpu_$p "${PIN[@]}" "$BUILD/bin/pdkv" run --keep --workdir "$LOG/run-$p" \
-		--json "$LOG/scenario-$p.json" "scenarios/gpu/1p1d-gpu-v1-$p$sfx.json" || continue
-	# descriptor size and descriptors per hand-off of the scenario (prefill's MooncakePromMetrics)
-	read -r blk nd < <(python3 "$HERE/handoff.py" shape "$LOG/scenario-$p.json" 2>/dev/null) ||
-		{ blk=1048576 nd=56; }
-	step bench_handoff_$p "${PIN[@]}" "$B" --mode=loopback --use_vram --protocol=$proto --operation=write \
-		--batch_size="$nd" --duration="$S" -b "$blk" -e "$blk" -f 2 "${tgt[@]}" \
-		--json "$LOG/bench-handoff-$p.json"
-	# like for like: the bench's batches as far apart as the scenario's hand-offs (an engine
-	# that idles between hand-offs submits slower than a hot loop: CPU and driver caches cold)
-	gap=$(python3 "$HERE/handoff.py" gap "$LOG"/run-$p/*/prefill.log 2>/dev/null) || gap=
-	[ -n "$gap" ] && step bench_handoff_paced_$p "${PIN[@]}" "$B" --mode=loopback --use_vram --protocol=$proto \
-		--operation=write --batch_size="$nd" --duration="$S" -b "$blk" -e "$blk" -f 2 \
-		--gap-ms="$gap" "${tgt[@]}" --json "$LOG/bench-handoff-paced-$p.json"
-	echo "INFO bench_handoff_paced_$p: ${gap:-?} ms between batches (the scenario's median gap)"
+	proto=tcp nr=1
+	[ $p = nvlink ] && proto=nvlink_intra nr=$ROUNDS
+	for i in $(seq 1 "$nr"); do
+		sc=$LOG/scenario-$p-$i.json run=$LOG/run-$p-$i
+		rm -f "$sc"
+		rm -rf "$run"
+		step scenario_1p1d_gpu_${p}_$i "${PIN[@]}" "$BUILD/bin/pdkv" run --keep --workdir "$run" \
+			--json "$sc" "scenarios/gpu/1p1d-gpu-v1-$p$sfx.json" || continue
+		# descriptor size and descriptors per hand-off (prefill's MooncakePromMetrics)
+		read -r blk nd < <(python3 "$HERE/handoff.py" shape "$sc" 2>/dev/null) ||
+			{ blk=1048576 nd=56; }
+		[ "$i" = 1 ] && step bench_handoff_$p "${PIN[@]}" "$B" --mode=loopback --use_vram \
+			--protocol=$proto --operation=write --batch_size="$nd" --duration="$S" -b "$blk" \
+			-e "$blk" -f 2 "${tgt[@]}" --json "$LOG/bench-handoff-$p.json"
+		# like for like: the bench's batches as far apart as the scenario's hand-offs (an
+		# engine that idles between hand-offs submits slower than a hot loop)
+		gap=$(python3 "$HERE/handoff.py" gap "$run"/*/prefill.log 2>/dev/null) || gap=
+		[ -n "$gap" ] && step bench_handoff_paced_${p}_$i "${PIN[@]}" "$B" --mode=loopback \
+			--use_vram --protocol=$proto --operation=write --batch_size="$nd" --duration="$S" \
+			-b "$blk" -e "$blk" -f 2 --gap-ms="$gap" "${tgt[@]}" \
+			--json "$LOG/bench-handoff-paced-$p-$i.json"
+		echo "INFO bench_handoff_paced_${p}_$i: ${gap:-?} ms between batches (the scenario's median gap)"
+	done
 done
 
 echo "--- ratios (pdkv bench, this run)"
 cat "$LOG"/bench_nvlink_intra.log "$LOG"/bench_tcp_vram.log "$LOG"/bench_two_gpus_nvlink_intra.log 2>/dev/null |
 	grep -E '^# (ratio|cudaMemcpy)' |
 	awk '/^# ratio/ {n=$NF; printf "%s  [goal >= 0.90: %s]\n", $0, (n >= 0.90 ? "met" : "not met"); next} {print}'
+# shellcheck source=../rxe/judge.sh
+. "$ROOT/ci/rxe/judge.sh"
 for p in nvlink tcp; do
-	[ -s "$LOG/scenario-$p.json" ] && [ -s "$LOG/bench-handoff-$p.json" ] &&
-		python3 "$HERE/handoff.py" ratio "$LOG/scenario-$p.json" "$LOG/bench-handoff-$p.json" \
-			"$LOG"/run-$p/*/prefill.log "hot loop"
-	[ -s "$LOG/scenario-$p.json" ] && [ -s "$LOG/bench-handoff-paced-$p.json" ] || continue
-	out=$(python3 "$HERE/handoff.py" ratio "$LOG/scenario-$p.json" \
-		"$LOG/bench-handoff-paced-$p.json" "$LOG"/run-$p/*/prefill.log "paced")
-	# the goal is judged on the like-for-like (paced) ratio over nvlink_intra, where the copies
-	# are the device's own; tcp staging is printed for the record
-	r=$(echo "$out" | awk '/after the first/ {print $NF}')
-	echo "$out" | awk -v g="$HANDOFF_GOAL" '/after the first/ {printf "%s  [goal >= %s: %s]\n", $0, g, ($NF >= g ? "met" : "not met"); next} {print}'
+	nr=1
+	[ $p = nvlink ] && nr=$ROUNDS
+	[ -s "$LOG/scenario-$p-1.json" ] && [ -s "$LOG/bench-handoff-$p.json" ] &&
+		python3 "$HERE/handoff.py" ratio "$LOG/scenario-$p-1.json" "$LOG/bench-handoff-$p.json" \
+			"$LOG"/run-$p-1/*/prefill.log "hot loop"
+	ratios="" refs=""
+	for i in $(seq 1 "$nr"); do
+		[ -s "$LOG/scenario-$p-$i.json" ] && [ -s "$LOG/bench-handoff-paced-$p-$i.json" ] || continue
+		out=$(python3 "$HERE/handoff.py" ratio "$LOG/scenario-$p-$i.json" \
+			"$LOG/bench-handoff-paced-$p-$i.json" "$LOG"/run-$p-$i/*/prefill.log "paced, round $i")
+		echo "$out"
+		r=$(echo "$out" | awk '/after the first/ {print $NF}')
+		ref=$(echo "$out" | awk '/after the first/ {for (k = 1; k < NF; k++) if ($k == "GB/s") {print $(k - 1); exit}}')
+		[ -n "$r" ] && ratios="$ratios $(awk -v r="$r" 'BEGIN{printf "%.1f", r * 100}')"
+		[ -n "$ref" ] && refs="$refs $ref"
+	done
+	# tcp staging is printed for the record; the goal is judged over nvlink_intra, where the
+	# copies are the device's own: the median of the rounds against the goal, NOTRUN when the
+	# paced bench itself (or the rounds' ratios) spread more than 20 % CV or the median misses
+	# the goal by less than twice that spread (ci/rxe/judge.sh, the Soft-RoCE tier's rule)
 	[ "$p" = nvlink ] || continue
-	# parenthesised: a bare ">" after print is awk's redirection (it wrote a file "high" and
-	# left v empty, so the verdict line never printed)
-	v=$(awk -v r="${r:-none}" -v g="$HANDOFF_GOAL" 'BEGIN{print (r == "none" ? "none" : r > 1.5 ? "high" : r < g ? "low" : "ok")}')
-	case $v in
-	none) echo "FAIL handoff_ratio_$p: no hand-off after the first in the prefill's log" ;;
-	low) echo "FAIL handoff_ratio_$p: hand-off after the first at $r of the paced bench (goal >= $HANDOFF_GOAL)" ;;
-	high) echo "FAIL handoff_ratio_$p: $r of the paced bench: far above 1, a broken measurement" ;;
-	ok) echo "PASS handoff_ratio_$p: $r of the paced bench (goal >= $HANDOFF_GOAL)" ;;
+	v=$(rxe_judge --ratios="${ratios# }" --expect="$nr" --goal="$(awk -v g="$HANDOFF_GOAL" 'BEGIN{print g * 100}')" \
+		--refs="${refs# }" --ref="the paced pdkv bench" --max=150)
+	rc=$?
+	echo "${v%% *} handoff_ratio_$p: hand-off after the first / paced bench, rounds${ratios:- none} % (goal >= $HANDOFF_GOAL): ${v#* }"
+	case $rc in
+	0) ;;
+	77) notruns=$((notruns + 1)) ;;
+	*) fails=$((fails + 1)) ;;
 	esac
-	[ "$v" = ok ] || fails=$((fails + 1))
 done
 if [ "$fails" -gt 0 ]; then
 	echo "gpu tier: FAIL ($fails failed, $notruns NOTRUN; logs in $LOG)"

@@ -105,13 +105,13 @@ rxe_judge() {
 		}
 		s = 0; for (i = 1; i <= m; i++) s += b[i]
 		if (m < 2 || s <= 0) {
-			printf "NOTRUN noise not measurable: %d ib_write_bw reference run(s), need >= 2\n", m
+			printf "NOTRUN noise not measurable: %d %s reference run(s), need >= 2\n", m, ref
 			exit 77
 		}
 		mean = s / m; ss = 0
 		for (i = 1; i <= m; i++) ss += (b[i] - mean) ^ 2
 		cvv = sqrt(ss / (m - 1)) / mean * 100
-		noise = sprintf("ib_write_bw CV %.1f%% over %d runs", cvv, m)
+		noise = sprintf("%s CV %.1f%% over %d runs", ref, cvv, m)
 		if (cvv > cvlim) {
 			printf "NOTRUN too noisy to measure: %s > %g%% limit\n", noise, cvlim
 			exit 77
@@ -144,15 +144,15 @@ rxe_judge() {
 		# within twice the measured noise of the goal the host cannot tell above from below
 		nz = cvv; if (goal > 0 && n >= 2 && rcv > nz) nz = rcv
 		if (goal > 0 && med < goal && med >= goal * (1 - 2 * nz / 100)) {
-			printf "NOTRUN median %.1f%% of ib_write_bw is below the goal %g%% by less than twice the measured noise (CV %.1f%%): cannot tell (%s)\n", med, goal, nz, noise
+			printf "NOTRUN median %.1f%% of %s is below the goal %g%% by less than twice the measured noise (CV %.1f%%): cannot tell (%s)\n", med, ref, goal, nz, noise
 			exit 77
 		}
 		if (goal > 0 && med < goal) {
-			printf "FAIL median %.1f%% of ib_write_bw below the goal %g%% (%s)\n", med, goal, noise
+			printf "FAIL median %.1f%% of %s below the goal %g%% (%s)\n", med, ref, goal, noise
 			exit 1
 		}
 		g = goal > 0 ? sprintf(" >= goal %g%%", goal) : " (no goal; sane)"
-		printf "PASS median %.1f%% of ib_write_bw%s (%s)\n", med, g, noise
+		printf "PASS median %.1f%% of %s%s (%s)\n", med, ref, g, noise
 		exit 0
 	}'
 }

@@ -265,6 +265,11 @@ static const struct pd_env_var rows[] = {
     IF("GPU_BATCH", 1, 4096, "16", MK, SCR, "make test-gpu: batch size"),
     IF("GPU_STEP_S", 1, 86400, "240", MK, SCR, "make test-gpu: seconds per step"),
     P("GPU_LOG", NULL, MK, SCR, "make test-gpu: log directory (unset: build/test-logs/gpu-tier)"),
+    IF("GPU_HANDOFF_ROUNDS", 1, 100, "3", MK, SCR,
+       "make test-gpu: rounds of the nvlink_intra 1P1D scenario and paced bench behind the "
+       "hand-off verdict"),
+    B("GPU_PIN", "1", W, MK, SCR,
+      "make test-gpu: 1 runs the 1P1D scenarios and their benches on GPU 0's local CPUs"),
 };
 
 _Static_assert(PD_ARRAY_SIZE(rows) <= PD_ENV_MAX_ROWS, "raise PD_ENV_MAX_ROWS");
