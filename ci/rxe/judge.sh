@@ -34,6 +34,13 @@
 #   5. else PASS
 # With --each, rules 2b and 4 are per ratio: a size that misses the goal by less than twice the
 # host's noise (ib_write_bw CV) is NOTRUN (cannot tell), further FAIL; the verdict names them.
+# cv_pct "V1 V2 ..": their coefficient of variation in percent (one decimal); nothing for fewer
+# than 2 values. The tier's single-shot steps borrow it from the repeated ratio rounds as --noise.
+cv_pct() {
+	echo "$1" | awk '{for (i = 1; i <= NF; i++) {v[++n] = $i; s += $i}}
+		END {if (n < 2 || s <= 0) exit; m = s / n; for (i = 1; i <= n; i++) q += (v[i] - m) ^ 2
+			printf "%.1f", sqrt(q / (n - 1)) / m * 100}'
+}
 rxe_judge() {
 	local ratios="" expect=0 goal=0 max=150 refs="" cv=20 each=0 upper=0 min=25 labels="" \
 		ref=ib_write_bw noise=0 above=fail nlabel="spread of its own rounds" a

@@ -58,4 +58,10 @@ check "--noise below the refs' CV changes nothing: 123 % NOTRUN as before" verdi
 check "--above=notrun: 183 % of a summed perftest is NOTRUN with the reason" bash -c '. ci/rxe/judge.sh; rxe_judge --ratios="183" --expect=1 --goal=95 --each --above=notrun "--refs=30.1 31.0 29.5" | grep -q "^NOTRUN broken measurement: #1=183%.*no ceiling here"'
 check "--above=notrun: a ratio below the goal still FAILs" verdict FAIL --ratios="60" --expect=1 --goal=95 --each --above=notrun "$QUIET"
 check "--above=bogus: FAIL (unknown argument)" verdict FAIL --ratios="95" --expect=1 --above=bogus "$QUIET"
+# single-shot steps judged with pdkv bench's spread over the ratio rounds (cv_pct), CI 2026-12-06:
+# ib_write_bw CV 0.3 %, pdkv bench rounds 80.9/84.0/98.1 %
+check "cv_pct of 80.9 84.0 98.1 is 10.5" test "$(cv_pct "80.9 84.0 98.1")" = 10.5
+check "cv_pct of one value prints nothing" test -z "$(cv_pct "5")"
+check "aggregate 83 % vs 95 % with pdkv's 10.5 % spread: NOTRUN, not FAIL" verdict NOTRUN --ratios="83" --labels="rxe0+rxe2" --expect=1 --goal=95 --each --above=notrun --noise="$(cv_pct "80.9 84.0 98.1")" "--refs=32.5 32.5 32.3"
+check "aggregate 50 % with the same spread: still FAIL" verdict FAIL --ratios="50" --labels="rxe0+rxe2" --expect=1 --goal=95 --each --above=notrun --noise=10.5 "--refs=32.5 32.5 32.3"
 [ "$fails" = 0 ]
