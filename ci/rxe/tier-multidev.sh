@@ -71,6 +71,12 @@ print(r["transfers"], r["failed"], r["wrong"], r["slices_moved"], r["slices_move
 	if [ "$rc" = 0 ] && [ "$failed" = 0 ] && [ "$wrong" = 0 ] && [ "${out2:-0}" != "?" ] && [ "${out2:-0}" -gt 0 ] &&
 		grep -q '^# fault: ip link set dev rxe-veth2 down' $LOG/multidev-down.log; then
 		result PASS multidev_device_down "$t0" "$detail"
+	elif [ "$rc" = 0 ] && [ "$failed" = 0 ] && [ "$wrong" = 0 ] && [ "${out2:-?}" = 0 ] &&
+		grep -q 'rxe2 port 1 is down' $LOG/multidev-down.log; then
+		# nothing lost and the port seen down, but no slice was in flight on rxe2 at that
+		# moment (a loaded host, CI 2026-12-06): the re-post path was not exercised
+		result NOTRUN multidev_device_down "$t0" "$detail: the fault hit no slice in flight on rxe2, so no move was tested"
+		notruns="$notruns multidev_device_down"
 	else
 		result FAIL multidev_device_down "$t0" "$detail"
 	fi
