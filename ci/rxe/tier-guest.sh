@@ -160,10 +160,15 @@ for r in $(seq "$ROUNDS"); do
 done
 judged bw_ratio_engine "$t0" "rounds:${r_eng:- none}" --ratios="$r_eng" --expect="$ROUNDS" \
 	--goal=90 --refs="$refs"
-# pdkv bench's own spread over these rounds: the noise of the single-shot bench steps below
+# pdkv bench's own spread over these rounds (at least SHOT_CV): the noise of the single-shot bench steps below
 # (multidev_aggregate, bench_per_size), which ib_write_bw's steadiness alone understates (a TCG
 # guest gave ib_write_bw CV 0.3 % while pdkv bench's rounds ran 81-98 %, 2026-12-06)
+# One 2 s shot of one size moves more than the rounds do: 256 KiB gave 103.9, 93 and 82 % of
+# ib_write_bw in three CI runs (2026-12-05/06, CV 11.8 %) with steady references, so a single
+# shot's noise is at least SHOT_CV.
+SHOT_CV=10
 bench_cv=$(cv_pct "$r_bench")
+bench_cv=$(awk -v a="${bench_cv:-0}" -v b="$SHOT_CV" 'BEGIN{print (a > b ? a : b)}')
 if [ -n "$have_bench" ]; then
 	judged bw_ratio_bench "$t0" "rounds:${r_bench:- none}" --ratios="$r_bench" \
 		--expect="$ROUNDS" --goal=90 --refs="$refs"
@@ -307,7 +312,7 @@ else
 	nz=$(awk -v a="${wire:-0}" -v b="${bench_cv:-0}" 'BEGIN{m = a > b ? a : b; if (m > 0) print m}')
 	judged bench_per_size "$t0" "sizes: ${sizes:-none}" --ratios="$(ratios_of $LOG/bench-per-size.log)" \
 		--labels="$sizes" --expect=7 --goal=95 --each --refs="$refs" ${nz:+--noise=$nz} \
-		"--noise-label=the larger of ib_write_bw's spread over the sizes >= 64 KiB (${wire:-?} %) and pdkv bench's over the ratio rounds (${bench_cv:-?} %)"
+		"--noise-label=the larger of ib_write_bw's spread over the sizes >= 64 KiB (${wire:-?} %) and pdkv bench's over the ratio rounds, at least $SHOT_CV % for one shot (${bench_cv:-?} %)"
 	echo "    per-size bandwidth table (pdkv bench write vs ib_write_bw, same pair, same run):"
 	echo "    $(printf '%-10s %6s %12s %12s %8s %10s' bytes batch pdkv_MB/s ib_write_bw ratio line_rate)"
 	python3 -c '

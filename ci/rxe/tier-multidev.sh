@@ -38,7 +38,7 @@ else
 	judged multidev_aggregate "$t0" "$(grep -m1 '^# devices:' $LOG/multidev.log | sed 's/^# //')" \
 		--ratios="$(ratios_of $LOG/multidev.log)" --expect=1 --goal=95 --each \
 		--labels="rxe0+rxe2" --ref="ib_write_bw x2 summed" --refs="$refs" --above=notrun \
-		${bench_cv:+--noise=$bench_cv} "--noise-label=pdkv bench's spread over the ratio rounds"
+		${bench_cv:+--noise=$bench_cv} "--noise-label=pdkv bench's spread over the ratio rounds, at least $SHOT_CV % for one shot"
 	echo "    aggregate table (pdkv bench over rxe0,rxe2 vs ib_write_bw rxe0->rxe1 + rxe2->rxe3 at the same time):"
 	[ -s $LOG/multidev.json ] && python3 -c '
 import json, sys
