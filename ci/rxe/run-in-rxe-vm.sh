@@ -124,6 +124,7 @@ if [ "$KVM" = on ] || { [ "$KVM" = auto ] && [ -w /dev/kvm ] && [ ! -d /sys/modu
   [ -w /dev/kvm ] || die "RXEVM_KVM=on but /dev/kvm is not usable"
   accel=kvm; cpu=host
 fi
+echo "export RXEVM_ACCEL=$accel" >> "$JOB/env" # the guest's judges know emulation from KVM
 qargs=(-nodefaults -no-user-config -display none -no-reboot
   -machine q35,accel=$accel -cpu $cpu -smp "$SMP" -m "$MEM"
   -kernel "$VMLINUZ" -initrd "$INITRD"

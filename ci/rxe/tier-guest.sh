@@ -163,10 +163,12 @@ judged bw_ratio_engine "$t0" "rounds:${r_eng:- none}" --ratios="$r_eng" --expect
 # pdkv bench's own spread over these rounds (at least SHOT_CV): the noise of the single-shot bench steps below
 # (multidev_aggregate, bench_per_size), which ib_write_bw's steadiness alone understates (a TCG
 # guest gave ib_write_bw CV 0.3 % while pdkv bench's rounds ran 81-98 %, 2026-12-06)
-# One 2 s shot of one size moves more than the rounds do: 256 KiB gave 103.9, 93 and 82 % of
-# ib_write_bw in three CI runs (2026-12-05/06, CV 11.8 %) with steady references, so a single
-# shot's noise is at least SHOT_CV.
+# One 2 s shot of one size moves more than the rounds do: under TCG, 256 KiB gave 103.9, 93 and
+# 82 % of ib_write_bw in three CI runs (2026-12-05/06, CV 11.8 %) and 16 KiB 95.8 and 72 %, with
+# steady references; so a single shot's noise is at least SHOT_CV: 20 % under TCG (a miss of
+# more than 40 points still FAILs), 10 % under KVM.
 SHOT_CV=10
+[ "${RXEVM_ACCEL:-tcg}" = tcg ] && SHOT_CV=20
 bench_cv=$(cv_pct "$r_bench")
 bench_cv=$(awk -v a="${bench_cv:-0}" -v b="$SHOT_CV" 'BEGIN{print (a > b ? a : b)}')
 if [ -n "$have_bench" ]; then

@@ -64,4 +64,6 @@ check "cv_pct of 80.9 84.0 98.1 is 10.5" test "$(cv_pct "80.9 84.0 98.1")" = 10.
 check "cv_pct of one value prints nothing" test -z "$(cv_pct "5")"
 check "aggregate 83 % vs 95 % with pdkv's 10.5 % spread: NOTRUN, not FAIL" verdict NOTRUN --ratios="83" --labels="rxe0+rxe2" --expect=1 --goal=95 --each --above=notrun --noise="$(cv_pct "80.9 84.0 98.1")" "--refs=32.5 32.5 32.3"
 check "aggregate 50 % with the same spread: still FAIL" verdict FAIL --ratios="50" --labels="rxe0+rxe2" --expect=1 --goal=95 --each --above=notrun --noise=10.5 "--refs=32.5 32.5 32.3"
+check "per size under TCG (one shot, noise 20 %): 16 KiB at 72 % is NOTRUN" verdict NOTRUN --ratios="90 72 99 96 97 95 96" --expect=7 --goal=95 --each --noise=20 "$QUIET"
+check "per size under TCG (noise 20 %): 50 % still FAILs" verdict FAIL --ratios="90 50 99 96 97 95 96" --expect=7 --goal=95 --each --noise=20 "$QUIET"
 [ "$fails" = 0 ]
