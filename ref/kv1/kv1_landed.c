@@ -22,16 +22,6 @@
 #define LANDED_BYTES   0x3fffffffu
 #define LANDED_STEP_MS 50 /* a sleeper's bounded step, to see the worker stop */
 
-static void futex_wake_all(_Atomic uint32_t *a)
-{
-	pd_futex_wake((uint32_t *)a);
-}
-
-static int futex_wait_ms(_Atomic uint32_t *a, uint32_t v, int ms)
-{
-	return pd_futex_wait((uint32_t *)a, v, (uint64_t)ms * 1000000ull);
-}
-
 /* Engine server thread: counts the bytes of [addr, addr+len) per block of the buffer it hit. */
 static void on_landed(void *ud, const void *addr, size_t len)
 {
@@ -60,7 +50,7 @@ static void on_landed(void *ud, const void *addr, size_t len)
 			old = atomic_fetch_add(c, (uint32_t)(hi - lo));
 			if ((old & LANDED_WAITED) && (old & LANDED_BYTES) < bl &&
 			    (old & LANDED_BYTES) + (hi - lo) >= bl)
-				futex_wake_all(c);
+				pd_futex_wake((uint32_t *)c);
 		}
 		break;
 	}
@@ -117,7 +107,7 @@ static void sleep_on(struct kv1_worker *w, _Atomic uint32_t *c, uint32_t v, cons
 	ended(w, done, &over);
 	if (over)
 		return;
-	if (!futex_wait_ms(c, v, LANDED_STEP_MS)) {
+	if (!pd_futex_wait((uint32_t *)c, v, LANDED_STEP_MS * 1000000ull)) {
 		uint32_t now = atomic_load(c);
 
 		if ((now & LANDED_BYTES) < w->o.block_len && !((now ^ v) & LANDED_KICK) &&
@@ -179,6 +169,6 @@ void kv1_landed_done(struct kv1_worker *w, atomic_int *done, bool ok)
 	for (size_t i = 0; i < nw; i++)
 		if (atomic_load(&w->landed[i]) & LANDED_WAITED) {
 			atomic_fetch_xor(&w->landed[i], LANDED_KICK);
-			futex_wake_all(&w->landed[i]);
+			pd_futex_wake((uint32_t *)&w->landed[i]);
 		}
 }

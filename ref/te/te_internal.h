@@ -219,7 +219,7 @@ struct te_batch_wake {
 
 struct te_task {
 	struct te_request req;
-	struct te_batch_wake *wake; /* the batch's (set at submit) */
+	struct te_batch_wake *wake; /* the batch's: set at submit for every task a transport gets */
 	atomic_int ended_slices;    /* slices ended, ok or not: the last one ends the task */
 	const struct te_segment_desc *peer; /* snapshot valid until the batch is freed */
 	atomic_int slice_count;             /* set by the transport before posting */
@@ -250,7 +250,7 @@ static inline void te_task_slice_done(struct te_task *t, size_t bytes, bool ok)
 {
 	if (ok)
 		atomic_fetch_add(&t->transferred, bytes);
-	if (t->wake && atomic_fetch_add(&t->ended_slices, 1) + 1 == atomic_load(&t->slice_count))
+	if (atomic_fetch_add(&t->ended_slices, 1) + 1 == atomic_load(&t->slice_count))
 		te_batch_wake_task_ended(t->wake);
 	if (ok)
 		atomic_fetch_add(&t->success_slices, 1);

@@ -78,6 +78,17 @@ static uint64_t write_batch(struct te_engine *a, struct te_engine *b, uint8_t *s
 	return batch;
 }
 
+/* src (filled with PATTERN) on a, dst on b, len bytes each. */
+static void register_pair(struct te_engine *a, struct te_engine *b, uint8_t *src, uint8_t *dst,
+                          size_t len)
+{
+	assert_non_null(src);
+	assert_non_null(dst);
+	memset(src, PATTERN, len);
+	assert_int_equal(te_register(a, src, len, "cpu:0"), 0);
+	assert_int_equal(te_register(b, dst, len, "cpu:0"), 0);
+}
+
 static size_t reap_until(struct te_engine *a, const struct rel *r, int calls)
 {
 	uint64_t end = pd_now_ns() + WAIT_S * 1000000000ull;
@@ -101,11 +112,7 @@ static void test_abandon_in_flight(void **state)
 	uint64_t batch;
 	(void)state;
 
-	assert_non_null(src);
-	assert_non_null(dst);
-	memset(src, PATTERN, 2 * LEN);
-	assert_int_equal(te_register(a, src, 2 * LEN, "cpu:0"), 0);
-	assert_int_equal(te_register(b, dst, 2 * LEN, "cpu:0"), 0);
+	register_pair(a, b, src, dst, 2 * LEN);
 	te_gate_arm(TE_GATE_WRITE, 1);
 	batch = write_batch(a, b, src, dst, 2);
 	assert_true(te_gate_wait_held(WAIT_S));
@@ -235,11 +242,7 @@ static void test_batch_wait(void **state)
 	int rc = 0;
 	(void)state;
 
-	assert_non_null(src);
-	assert_non_null(dst);
-	memset(src, PATTERN, 2 * LEN);
-	assert_int_equal(te_register(a, src, 2 * LEN, "cpu:0"), 0);
-	assert_int_equal(te_register(b, dst, 2 * LEN, "cpu:0"), 0);
+	register_pair(a, b, src, dst, 2 * LEN);
 	assert_int_equal(te_batch_wait(NULL, 1, 0, 1), TE_ERR_INVALID_ARGUMENT);
 	assert_int_equal(te_batch_wait(a, 12345, 0, 1), TE_ERR_BAD_BATCH);
 	te_gate_arm(TE_GATE_WRITE, 1);
