@@ -352,12 +352,18 @@ int main(int argc, char **argv)
 	struct acc_verdict v;
 	char **pos = calloc((size_t)argc + 1, sizeof(char *)), err[512], src[600], cmd[2048] = "";
 	int npos = 0, rc, np;
+	if (!pos) {
+		fprintf(stderr, "pdkv accept: out of memory\n");
+		return 1;
+	}
 	rc = pd_opt_parse(&g_spec, argc, argv, 1, pos, &npos);
-	if (rc)
-		return rc == 1 ? 0 : 2;
-	if (acc_pairs_parse(g_a.pairs, &ps, err, sizeof(err))) {
+	if (!rc && acc_pairs_parse(g_a.pairs, &ps, err, sizeof(err))) {
 		fprintf(stderr, "pdkv accept: %s\n", err);
-		return 2;
+		rc = 2;
+	}
+	if (rc) {
+		free(pos);
+		return rc == 1 ? 0 : 2;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
