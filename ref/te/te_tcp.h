@@ -68,6 +68,7 @@ struct tcp_lane {
 	 * waits), so the copy overlaps that socket read. rpend.t NULL = none. */
 	struct tcp_slice rpend;
 	int rpend_k;
+	int rcv_lowat; /* the socket's SO_RCVLOWAT (receiver); 1 on each new connection */
 };
 
 struct tcp_peer {

@@ -194,9 +194,9 @@ static int read_status(const struct tcp_lane *l, const struct tcp_slice *s, uint
 
 /* The receiver waits for WRITE statuses with SO_RCVLOWAT at as many of them as are outstanding,
  * at most STATUS_WAKE_MAX (all of them will come, or the connection ends, which wakes it too);
- * READs read at the default, 1. Over loopback the statuses are taken in by the sending thread
- * (the socket's backlog at its release) and each one woke the receiver onto that core: a 1 MiB
- * WRITE stream on 2 cores switched sender and receiver every 1 MiB (issue 33). *cur: the
+ * anything else reads at the default, 1. Over loopback the statuses are taken in by the sending
+ * thread (the socket's backlog at its release) and each one woke the receiver onto that core: a 1
+ * MiB WRITE stream on 2 cores switched sender and receiver every 1 MiB (issue 33). *cur: the
  * socket's present value. */
 #define STATUS_WAKE_MAX 16
 static void set_lowat(int fd, int *cur, size_t nwrites)
@@ -214,7 +214,6 @@ static void *lane_rcv_main(void *arg)
 {
 	struct tcp_lane *l = arg;
 	unsigned char stbuf[TCP_IOV_MAX * 8];
-	int lowat = 1, lowat_fd = -1;
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
@@ -241,10 +240,6 @@ static void *lane_rcv_main(void *arg)
 			break;
 		s = l->iq.v[l->iq.head];
 		fd = l->fd;
-		if (fd != lowat_fd) { /* a new connection starts at the default */
-			lowat_fd = fd;
-			lowat = 1;
-		}
 		if (l->peer->v2 && s.op == TE_WRITE)
 			while (nwrites < TCP_IOV_MAX && l->iq.head + nwrites < l->iq.n &&
 			       l->iq.v[l->iq.head + nwrites].op == TE_WRITE)
@@ -254,15 +249,13 @@ static void *lane_rcv_main(void *arg)
 		gpu_small = !nwrites && s.gpu && s.len <= te_gpu_chunk();
 		if (l->rpend.t && !(gpu_small && l->rpend.gpu == s.gpu))
 			rpend_end(l);
-		if (!nwrites)
-			set_lowat(fd, &lowat, 1);
+		set_lowat(fd, &l->rcv_lowat, nwrites); /* the receiver's own, as fd */
 
 		if (nwrites) {
 			/* v2 WRITE statuses: read as many as are outstanding in one call, never
 			 * past the last of them (a READ's body may follow). */
 			size_t got = 0;
 
-			set_lowat(fd, &lowat, nwrites);
 			err = recv_statuses(fd, stbuf, nwrites, &got);
 			pthread_mutex_lock(&l->mu);
 			for (size_t i = 0; !err && i < got / 8; i++) {
@@ -628,6 +621,7 @@ static void *lane_snd_main(void *arg)
 			te_net_tune_socket(fd);
 			te_net_set_timeouts_ms(fd, TCP_IO_TIMEOUT_S * 1000);
 			l->fd = fd;
+			l->rcv_lowat = 1;
 		}
 		/* responses are matched in wire order, so queue them before the headers go out */
 		n = resume ? vec_len(&work) : sequence(l, work.v + work.head, vec_len(&work));

@@ -25,7 +25,8 @@ M=Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4 # the stand-in's default served name
 # handle_segv=0: under make asan, ASan's own SIGSEGV handler would report and exit 1 before the
 # proxy's handler could log the signal (ignored by builds without ASan)
 start_proxy() {
-	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0" "$B/pdkv-proxy" --host 127.0.0.1 --port 0 --prefill "http://127.0.0.1:$SP" \
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0" "$B/pdkv-proxy" \
+		--host 127.0.0.1 --port 0 --prefill "http://127.0.0.1:$SP" \
 		--decode "http://127.0.0.1:$SP" >"$TMP/log" 2>&1 &
 	PID=$!
 	PORT=$(tl_log_port "$TMP/log")
