@@ -18,7 +18,10 @@
 # PDKV_BENCH_HISTORY (the history dir, default $PDKV_BENCH_OUT/history), PDKV_BENCH_GATE (on
 # by default: the exit status follows the comparison's verdict — a REGRESSION, i.e. a pdkv/socket
 # ratio significantly worse than the previous run beyond 5 %, fails make bench; 0 turns it off),
-# PDKV_BENCH_SERVE (1), MOONCAKE_BENCH.
+# PDKV_BENCH_SERVE (1), MOONCAKE_BENCH, PDKV_BENCH_AFFINITY (split: the initiator on the first
+# half of the CPUs, the target on the rest, every row alike, as two deployed processes are; none:
+# wherever the scheduler puts them — on a host whose scheduler sees no shared cache, as the
+# 2-core CI VM, that placement moves the figures more than the transport does; docs/tcp.md).
 set -u
 BUILD=${BUILD:-build}
 BIN=$BUILD/bin/pdkv-bench
@@ -29,6 +32,7 @@ REP=${PDKV_BENCH_REPEAT:-5}
 BATCH=${PDKV_BENCH_BATCH:-128}
 GATE=${PDKV_BENCH_GATE:-1}
 HIST=${PDKV_BENCH_HISTORY:-$OUT/history}
+AFF=${PDKV_BENCH_AFFINITY:-split}
 export MC_TCP_BIND_ADDRESS=${MC_TCP_BIND_ADDRESS:-127.0.0.1}
 mkdir -p "$OUT"
 [ -x "$BIN" ] || { echo "bench: $BIN not built (run make first)" >&2; exit 2; }
@@ -46,7 +50,7 @@ echo "[bench] $(date +%T) plain socket vs pdkv tcp: write+read, 64 KiB and 1 MiB
      "about $(awk -v d="$DUR" -v r="$REP" 'BEGIN { printf "%.0f", d * 8 * r + 20 }')s)"
 "$BIN" --mode=loopback --baseline=socket --protocol=tcp --metadata_server=P2PHANDSHAKE \
   --operation=write,read -b 64K -e 1M -f 16 --batch_size="$BATCH" --threads="$THR" \
-  --duration="$DUR" --repeat="$REP" --report_unit=GB --check \
+  --duration="$DUR" --repeat="$REP" --report_unit=GB --check --affinity="$AFF" \
   "${MCARG[@]}" --json "$OUT/bench.json" --csv "$OUT/bench.csv" 2>&1 | tee "$OUT/bench.txt" |
   while IFS= read -r l; do
     case "$l" in

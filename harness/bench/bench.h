@@ -35,8 +35,9 @@ struct bench_opts {
 	int op;               /* TE_READ | TE_WRITE (the pass being run) */
 	const char *ops_str;  /* --operation as given */
 	uint64_t block, batch, threads;
-	double duration; /* seconds per row */
-	double gap_ms;   /* idle between timed batches, untimed (--gap-ms; 0 = none) */
+	double duration;      /* seconds per row */
+	double gap_ms;        /* idle between timed batches, untimed (--gap-ms; 0 = none) */
+	const char *affinity; /* --affinity: none | split | INIT/TARGET CPU lists */
 	uint64_t buffer_size;
 	const char *unit; /* GB GiB Gb MB MiB Mb KB KiB Kb */
 	double unit_div;  /* bytes per unit (bits for the b units handled by unit_bits) */
@@ -259,6 +260,14 @@ int bench_loop_spawn(const struct bench_opts *o, uint64_t buffer_size, int idx,
                      struct bench_loop_target *lt);
 int bench_loop_wait(struct bench_loop_target *lt);
 int bench_loop_stop(struct bench_loop_target *lt, int rc);
+/* --affinity (bench_affinity.c): parse and resolve it (0, or 2 with the error printed); pin the
+ * main thread to the initiator's CPUs; around a spawn, the calling thread on the target's (the
+ * child inherits them); the placement in words for the banner and the JSON meta, NULL if off. */
+int bench_affinity_parse(const struct bench_opts *o);
+int bench_affinity_self(void);
+int bench_affinity_child_begin(void);
+void bench_affinity_child_end(void);
+const char *bench_affinity_desc(void);
 double bench_cpu_self(void);    /* this process's CPU seconds */
 double bench_cpu_of(pid_t pid); /* another's (utime + stime); -1 if unknown */
 

@@ -80,12 +80,15 @@ int bench_loop_spawn(const struct bench_opts *o, uint64_t buffer_size, int idx,
 	unlink(lt->ready);
 	target_argv(o, exe, lt->ready, buffer_size, idx, &a);
 	lt->log = pd_asprintf("%s.log", lt->ready);
-	if (!lt->log || pd_proc_spawn(&lt->proc, "bench-target", a.argv, NULL, lt->log)) {
+	if (!lt->log || bench_affinity_child_begin() ||
+	    pd_proc_spawn(&lt->proc, "bench-target", a.argv, NULL, lt->log)) {
+		bench_affinity_child_end();
 		fprintf(stderr, "pdkv-bench: cannot start %s\n", exe);
 		free(lt->log);
 		lt->log = NULL;
 		return 1;
 	}
+	bench_affinity_child_end();
 	return 0;
 }
 

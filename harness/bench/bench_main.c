@@ -339,7 +339,9 @@ int main(int argc, char **argv)
 	rc = bench_parse(argc, argv, &o, &ro, &done);
 	if (rc || done)
 		return rc;
-	rc = bench_gpu_require(&o);
+	rc = bench_affinity_self(); /* before any thread: they inherit the main thread's CPUs */
+	if (!rc)
+		rc = bench_gpu_require(&o);
 	if (!rc && o.compare_perftest)
 		rc = bench_perftest_check(&o);
 	if (!rc && o.compare_mooncake)

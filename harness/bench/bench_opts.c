@@ -282,6 +282,14 @@ static const struct pd_opt bench_optv[] = {
              "transfer after a pause, as one prompt's KV hand-off is",
      .want = "milliseconds, 0 to 10000",
      .max = 10000},
+    {.name = "affinity",
+     .type = PD_OPT_STR,
+     .dst = &g_o.affinity,
+     .arg = "=SPEC",
+     .help = "loopback: split (the initiator on the first half of this\nprocess's CPUs, the "
+             "target on the rest), I/T (CPU lists,\ne.g. 0-3/4-7) or none (default); every row "
+             "alike",
+     .want = "split, none or CPU lists like 0-3/4-7"},
     {.name = "min-bw",
      .type = PD_OPT_DOUBLE,
      .dst = &g_o.min_bw,
@@ -641,7 +649,7 @@ static int check_combinations(struct bench_opts *o)
 		        "bench runs its batches back to back, so its rows would not compare\n");
 		return 2;
 	}
-	if ((o->latency && bench_lat_check(o)) || bench_fault_check(o))
+	if ((o->latency && bench_lat_check(o)) || bench_fault_check(o) || bench_affinity_parse(o))
 		return 2;
 	if (o->sweep_b || o->sweep_e) {
 		if (!o->sweep_b)

@@ -152,6 +152,8 @@ void bench_banner(const struct bench_opts *o, const char *local, const char *rem
 		       (unsigned long long)o->batch, (unsigned long long)o->threads, o->duration);
 	if (o->gap_ms > 0)
 		printf(" gap            : %g ms idle between batches (not timed)\n", o->gap_ms);
+	if (bench_affinity_desc())
+		printf(" affinity       : %s\n", bench_affinity_desc());
 	printf(" buffer size    : %llu bytes per side (at least block x batch x threads)\n",
 	       (unsigned long long)o->buffer_size);
 	printf(" check          : %s\n",
@@ -334,6 +336,8 @@ static void json_meta(cJSON *root, const struct bench_opts *o)
 	cJSON_AddNumberToObject(m, "threads", (double)o->threads);
 	cJSON_AddNumberToObject(m, "duration_s", o->duration);
 	cJSON_AddNumberToObject(m, "gap_ms", o->gap_ms);
+	cJSON_AddStringToObject(m, "affinity",
+	                        bench_affinity_desc() ? bench_affinity_desc() : "none");
 	cJSON_AddNumberToObject(m, "repeat", o->repeat);
 	cJSON_AddStringToObject(m, "baseline", o->baseline);
 	cJSON_AddBoolToObject(m, "check", o->check);
