@@ -254,6 +254,8 @@ static const struct pd_env_var rows[] = {
     P("PDKV_BENCH_OUT", "reports/out", MK, SCR, "make bench: where its results are written"),
     IF("PDKV_BENCH_BATCH", 1, 1024, "128", MK, SCR, "make bench: requests per batch"),
     B("PDKV_BENCH_SERVE", "1", W, MK, SCR, "make bench: 0 skips the bench serve sweep"),
+    S("PDKV_BENCH_AFFINITY", "split", IGN, MK, SCR,
+      "make bench: pdkv bench --affinity (split: initiator and target on their own CPUs; none)"),
     S("PDKV_BENCH_SERVE_TOKENS", "1000,4000,16000", IGN, MK, SCR,
       "make bench: input lengths of the bench serve sweep"),
     IF("RXE_BW_MB", 1, 100000, "32", MK, SCR, "make test-rxe: MB per bandwidth point"),
