@@ -59,7 +59,9 @@ for r in d["rows"]:
     k = r["label"].split()[0]
     if k == "socket":  # the baseline is never a regression
         assert r["verdict"] != "REGRESSION", r
-    if k == "pdkv" and r["verdict"] == "worse" and r["change_pct"] < -5:
+    # a pdkv row slower beyond the threshold is left to its pdkv/socket ratio; within it (the
+    # previous run may itself have been slowed by the hog of step 2) it is just "worse"
+    if k == "pdkv" and r["verdict"] == "worse" and r["change_pct"] < -45:
         assert "pdkv/socket" in r.get("not_gated", ""), r
 PY
 
