@@ -5,6 +5,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,25 +87,39 @@ static int recv_status_body(int fd, uint64_t *st, void *body, size_t len, size_t
 }
 
 /* v2 WRITE statuses: as many of the nwrites outstanding as are in, at least one, never past the
- * last of them (a READ's body may follow); *got = bytes (a multiple of 8). The first is read in
- * full: a signal (EINTR, or a short count under MSG_WAITALL, e.g. on resuming from SIGSTOP) is
- * not a lost peer. */
-static int recv_statuses(int fd, unsigned char *stbuf, size_t nwrites, size_t *got)
+ * last of them (a READ's body may follow); *got = bytes (a multiple of 8). The first is waited
+ * for with poll, STATUS_WAIT_MS at a time while the socket's SO_RCVLOWAT (lowat) holds the
+ * wake-up for several statuses: a slow target must not keep a landed WRITE's status back until
+ * the WRITEs after it have landed too (issue 33; test_te_eintr's slow target saw the first
+ * status only after 13 of 16 WRITEs of 30 ms each). Read nothing for TCP_IO_TIMEOUT_S: -EAGAIN,
+ * as the socket's receive timeout gives. A signal (EINTR, or a short count on resuming from
+ * SIGSTOP) is not a lost peer. */
+#define STATUS_WAIT_MS 1
+static int recv_statuses(int fd, unsigned char *stbuf, size_t nwrites, int lowat, size_t *got)
 {
+	uint64_t end = pd_now_ns() + TCP_IO_TIMEOUT_S * 1000000000ull;
+	int err = 0;
 	ssize_t r;
-	int err = pd_read_full(fd, stbuf, 8);
 
 	*got = 0;
-	if (err)
-		return err;
-	*got = 8;
-	if (nwrites < 2)
-		return 0;
-	do
-		r = recv(fd, stbuf + 8, (nwrites - 1) * 8, MSG_DONTWAIT);
-	while (r < 0 && errno == EINTR);
-	if (r > 0)
-		*got += (size_t)r;
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+
+		r = recv(fd, stbuf, nwrites * 8, MSG_DONTWAIT);
+		if (r > 0)
+			break;
+		if (r == 0)
+			return -EPIPE;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		if (pd_now_ns() >= end)
+			return -EAGAIN;
+		if (poll(&p, 1, lowat > 8 ? STATUS_WAIT_MS : 1000) < 0 && errno != EINTR)
+			return -errno;
+	}
+	*got = (size_t)r;
 	if (*got % 8) {
 		err = pd_read_full(fd, stbuf + *got, 8 - *got % 8);
 		*got += 8 - *got % 8;
@@ -163,6 +178,22 @@ static void drain_deferred_upto(struct tcp_lane *l, uint64_t upto)
 static void drain_deferred(struct tcp_lane *l)
 {
 	drain_deferred_upto(l, l->next_seq);
+}
+
+/* Sender side (send token held, lane lock not held), between its socket calls: the slices up to
+ * and including *last are in the kernel, so WRITEs among them whose statuses came early can end
+ * now rather than when the whole call returns. A fresh lane's sender sends everything queued
+ * while it connected in one call, and with a slow target a WRITE's status waited for all of it
+ * to go out (test_te_eintr's slow target: the first of 16 WRITEs confirmed after the target had
+ * seen up to 13). */
+static void sent_upto(struct tcp_lane *l, const struct tcp_slice *last)
+{
+	if (!l->peer->v2)
+		return;
+	pthread_mutex_lock(&l->mu);
+	if (last->seq > l->sent_seq)
+		drain_deferred_upto(l, last->seq);
+	pthread_mutex_unlock(&l->mu);
 }
 
 /* Receiver: ends the READ into CUDA memory whose copy was left queued (see tcp_lane.rpend). */
@@ -256,7 +287,7 @@ static void *lane_rcv_main(void *arg)
 			 * past the last of them (a READ's body may follow). */
 			size_t got = 0;
 
-			err = recv_statuses(fd, stbuf, nwrites, &got);
+			err = recv_statuses(fd, stbuf, nwrites, l->rcv_lowat, &got);
 			pthread_mutex_lock(&l->mu);
 			for (size_t i = 0; !err && i < got / 8; i++) {
 				uint64_t v;
@@ -396,6 +427,7 @@ static int send_group(struct tcp_lane *l, struct tcp_slice *v, size_t n, size_t 
 		if (ret)
 			return ret;
 		*sent = i;
+		sent_upto(l, &v[i - 1]);
 	}
 	return 0;
 }
@@ -456,6 +488,8 @@ static int send_host(struct tcp_lane *l, int fd, const struct tcp_slice *v, size
 		adv = *off + (uint64_t)w;
 		while (i < n && adv >= wire_bytes(&v[i]))
 			adv -= wire_bytes(&v[i++]);
+		if (i > *done && !dontwait) /* inline: the caller ends them under its lock */
+			sent_upto(l, &v[i - 1]);
 		*done = i;
 		*off = adv;
 		if (dontwait && ++pieces == INLINE_PIECES)

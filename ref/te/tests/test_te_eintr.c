@@ -295,30 +295,25 @@ static void slow_write(uint64_t addr, uint64_t len)
 	pd_sleep_ms(30);
 }
 
-static void test_slow_target_status(void **state)
+/* One round against the slow target: NW WRITEs of SLICE, as NW batches of one (one_batch
+ * false) or one batch of NW; returns how many the target had seen when the initiator saw the
+ * first one confirmed. Every WRITE completes and lands. */
+static int slow_round(struct te_engine *a, uint64_t seg, char *la, char *lb, bool one_batch)
 {
 	enum { NW = 16 };
-	struct te_engine *a, *b;
-	char *la = malloc(BUF), *lb = malloc(BUF);
-	uint64_t seg, bid[NW];
+	uint64_t bid[NW];
+	struct te_request r[NW];
 	struct te_task_status st = {0, 0};
-	int seen_at_first = -1;
-	(void)state;
+	int seen_at_first = -1, nb = one_batch ? 1 : NW;
 
-	setenv("MC_TCP_LANES_PER_PEER", "1", 1); /* every WRITE on one connection, in order */
-	a = mk("slow-a");
-	b = mk("slow-b");
-	assert_int_equal(te_register(a, la, BUF, "cpu:0"), 0);
-	assert_int_equal(te_register(b, lb, BUF, "cpu:0"), 0);
-	assert_int_equal(te_open_segment(a, te_engine_name(b), &seg), 0);
-	memset(la, 7, BUF);
+	memset(la, one_batch ? 9 : 7, BUF);
 	atomic_store(&g_seen, 0);
-	te_test_set_write_hook(slow_write);
-	for (int i = 0; i < NW; i++) {
-		struct te_request r = {TE_WRITE, la + (size_t)i * SLICE, seg,
-		                       (uint64_t)(uintptr_t)(lb + (size_t)i * SLICE), SLICE};
-		assert_int_equal(te_batch_alloc(a, 1, &bid[i]), 0);
-		assert_int_equal(te_batch_submit(a, bid[i], &r, 1), 0);
+	for (int i = 0; i < NW; i++)
+		r[i] = (struct te_request){TE_WRITE, la + (size_t)i * SLICE, seg,
+		                           (uint64_t)(uintptr_t)(lb + (size_t)i * SLICE), SLICE};
+	for (int i = 0; i < nb; i++) {
+		assert_int_equal(te_batch_alloc(a, (size_t)(NW / nb), &bid[i]), 0);
+		assert_int_equal(te_batch_submit(a, bid[i], r + i, (size_t)(NW / nb)), 0);
 	}
 	for (uint64_t end = pd_now_ns() + 20000000000ull; pd_now_ns() < end; pd_sleep_ms(1)) {
 		assert_int_equal(te_batch_status(a, bid[0], 0, &st), 0);
@@ -327,24 +322,50 @@ static void test_slow_target_status(void **state)
 			break;
 		}
 	}
-	print_message("first WRITE confirmed after the target had seen %d of %d\n", seen_at_first,
-	              NW);
+	print_message("%s: first WRITE confirmed after the target had seen %d of %d\n",
+	              one_batch ? "one batch of 16" : "16 batches of one", seen_at_first, NW);
 	assert_int_equal(st.status, TE_COMPLETED);
-	/* 1 on a quiet host (each 1 MiB WRITE confirms itself); the bound leaves room for a host
-	 * too loaded to run the initiator's reader for a while (8 seen at load 170), and still
-	 * fails the old coalescing, which confirmed nothing before the queue ran dry: 16 of 16 */
-	assert_true(seen_at_first >= 1 && seen_at_first <= NW - 4);
 	for (int i = 0; i < NW; i++) /* the rest complete too */
 		for (uint64_t end = pd_now_ns() + 20000000000ull;; pd_sleep_ms(1)) {
-			assert_int_equal(te_batch_status(a, bid[i], 0, &st), 0);
+			int b = one_batch ? 0 : i;
+			assert_int_equal(te_batch_status(a, bid[b], one_batch ? (size_t)i : 0, &st),
+			                 0);
 			if (st.status == TE_COMPLETED)
 				break;
 			assert_true(st.status != TE_FAILED && pd_now_ns() < end);
 		}
-	for (int i = 0; i < NW; i++)
+	for (int i = 0; i < nb; i++)
 		assert_int_equal(te_batch_free(a, bid[i]), 0);
-	te_test_set_write_hook(NULL);
 	assert_int_equal(memcmp(la, lb, (size_t)NW * SLICE), 0);
+	return seen_at_first;
+}
+
+static void test_slow_target_status(void **state)
+{
+	struct te_engine *a, *b;
+	char *la = malloc(BUF), *lb = malloc(BUF);
+	uint64_t seg;
+	(void)state;
+
+	setenv("MC_TCP_LANES_PER_PEER", "1", 1); /* every WRITE on one connection, in order */
+	a = mk("slow-a");
+	b = mk("slow-b");
+	assert_int_equal(te_register(a, la, BUF, "cpu:0"), 0);
+	assert_int_equal(te_register(b, lb, BUF, "cpu:0"), 0);
+	assert_int_equal(te_open_segment(a, te_engine_name(b), &seg), 0);
+	te_test_set_write_hook(slow_write);
+	/* 2 on a quiet host (the target is inside the next WRITE's 30 ms when the first status is
+	 * read); the bound leaves room for a host too loaded to run the initiator's reader for a
+	 * while (8 seen at load 170). It fails what went wrong before: the server's old
+	 * coalescing confirmed nothing before the queue ran dry (16 of 16); on a fresh lane (the
+	 * first round) the sender sent all 16 in one call and a status that came early waited
+	 * for the call's end (9-13 of 16). (A reader waiting with SO_RCVLOWAT for the statuses
+	 * outstanding, unbounded in time, saw 3-4 of 16: within the bound, so not caught here.) */
+	for (int k = 0; k < 2; k++) {
+		int seen = slow_round(a, seg, la, lb, k == 1);
+		assert_true(seen >= 1 && seen <= 8);
+	}
+	te_test_set_write_hook(NULL);
 	te_engine_destroy(a);
 	te_engine_destroy(b);
 	unsetenv("MC_TCP_LANES_PER_PEER");
