@@ -12,8 +12,9 @@
 #include "pd_proc.h"
 
 #define BENCH_MAX_THREADS 64
-#define BENCH_MAX_PAIRS   16 /* engines on one side of a scheme; pairs x threads <= 256 */
-#define BENCH_MAX_POINTS  8  /* --num-pairs sweep points */
+#define BENCH_MAX_PAIRS   16   /* engines on one side of a scheme; pairs x threads <= 256 */
+#define BENCH_MAX_POINTS  8    /* --num-pairs sweep points */
+#define BENCH_MAX_BUFFERS 1024 /* --buffers */
 
 enum bench_mode { BENCH_TARGET, BENCH_INITIATOR, BENCH_LOOPBACK };
 enum bench_baseline { BENCH_BASELINE_NONE, BENCH_BASELINE_SOCKET, BENCH_BASELINE_SOCKET_ONLY };
@@ -38,6 +39,8 @@ struct bench_opts {
 	double duration;      /* seconds per row */
 	double gap_ms;        /* idle between timed batches, untimed (--gap-ms; 0 = none) */
 	const char *affinity; /* --affinity: none | split | INIT/TARGET CPU lists */
+	int buffers;          /* --buffers: separate allocations per side (1 = one region) */
+	uint64_t max_block;   /* the largest row's bytes per transfer (set after parsing) */
 	uint64_t buffer_size;
 	const char *unit; /* GB GiB Gb MB MiB Mb KB KiB Kb */
 	double unit_div;  /* bytes per unit (bits for the b units handled by unit_bits) */
@@ -188,8 +191,12 @@ struct bench_thread {
 	uint64_t block; /* bytes per transfer */
 	/* set by thread_init: */
 	char *local, *scratch; /* region bases; scratch receives --check's WRITE read-back */
-	bool vram;             /* local/scratch are GPU memory: --check goes through tmp */
-	void *priv;            /* per-thread back-end state */
+	/* --buffers=N > 1: the region is N allocations, lv / sv (local / scratch); block k of
+	 * the region (k = i * threads + t) is at lv[k % N] + (k / N) * block, see bench_block */
+	int nbuf;
+	char *const *lv, *const *sv;
+	bool vram;  /* local/scratch are GPU memory: --check goes through tmp */
+	void *priv; /* per-thread back-end state */
 	/* results */
 	double xfer_s;
 	uint64_t batches, transfers, wrong, failed;
@@ -197,6 +204,16 @@ struct bench_thread {
 	int err;
 	char *tmp;
 };
+
+/* Where th's i-th block of its local (scratch: false) or scratch region is. */
+static inline char *bench_block(const struct bench_thread *th, bool scratch, uint64_t i)
+{
+	uint64_t k = i * th->o->threads + (uint64_t)th->t;
+	if (th->nbuf > 1)
+		return (scratch ? th->sv : th->lv)[k % (uint64_t)th->nbuf] +
+		       k / (uint64_t)th->nbuf * th->block;
+	return (scratch ? th->scratch : th->local) + k * th->block;
+}
 
 struct bench_backend {
 	const char *kind; /* bench_row.kind: "pdkv" | "socket" */
@@ -238,6 +255,8 @@ int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
 void bench_te_fini(struct bench_te *b);
 const char *bench_te_local_name(struct bench_te *b);
 uint64_t bench_te_remote_size(struct bench_te *b);
+/* --buffers=N: bytes of each of the N allocations that hold a region of region bytes */
+uint64_t bench_buffer_each(const struct bench_opts *o, uint64_t region);
 /* --scheme: an initiator engine with local and scratch regions of `region` bytes (no segment
  * opened); a lane of it: the window [roff, roff + len) of segment's first buffer, local
  * offset loff, sharing the endpoint's engine (bench_te_fini on a lane frees only the lane). */

@@ -13,7 +13,8 @@
 
 #include "pd_util.h"
 
-/* Offset of this thread's i-th block in the region: blocks interleave across threads. */
+/* Offset of this thread's i-th block in the region: blocks interleave across threads (the
+ * --check pattern's seed position; bench_block gives its address). */
 static uint64_t block_off(const struct bench_thread *th, uint64_t i)
 {
 	return th->block * (i * th->o->threads + (uint64_t)th->t);
@@ -58,7 +59,7 @@ static void warm_up(struct bench_thread *th)
 	double s;
 	if (o->check && o->op == BENCH_READ) {
 		for (uint64_t i = 0; i < o->batch; i++)
-			xfill(th, th->local + block_off(th, i), block_off(th, i), 0);
+			xfill(th, bench_block(th, false, i), block_off(th, i), 0);
 		if (!th->err)
 			th->err = th->be->batch(th, BENCH_WRITE, th->local, false, &s);
 	}
@@ -74,9 +75,9 @@ static void timed_batch(struct bench_thread *th, uint64_t iter)
 	if (o->check) {
 		for (uint64_t i = 0; i < o->batch; i++) {
 			if (o->op == BENCH_WRITE)
-				xfill(th, th->local + block_off(th, i), block_off(th, i), iter);
+				xfill(th, bench_block(th, false, i), block_off(th, i), iter);
 			else
-				xzero(th, th->local + block_off(th, i));
+				xzero(th, bench_block(th, false, i));
 		}
 		if (th->err)
 			return;
@@ -94,7 +95,7 @@ static void timed_batch(struct bench_thread *th, uint64_t iter)
 		return;
 	for (uint64_t i = 0; i < o->batch; i++) {
 		uint64_t off = block_off(th, i);
-		const char *p = o->op == BENCH_WRITE ? th->scratch + off : th->local + off;
+		const char *p = bench_block(th, o->op == BENCH_WRITE, i);
 		th->wrong += xcount(th, p, off, o->op == BENCH_WRITE ? iter : 0);
 	}
 }

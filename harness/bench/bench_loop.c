@@ -17,7 +17,7 @@
 
 /* argv of a spawned target: the loopback's own flags that concern the target side */
 struct target_args {
-	char meta[1100], proto[64], dev[600], ready[300], name[300], gpu[64], buf[64];
+	char meta[1100], proto[64], dev[600], ready[300], name[300], gpu[64], buf[64], nbuf[32];
 	char *argv[24];
 };
 
@@ -43,6 +43,10 @@ static void target_argv(const struct bench_opts *o, const char *exe, const char 
 		a->argv[ta++] = a->dev;
 	}
 	a->argv[ta++] = a->buf;
+	if (o->buffers > 1) {
+		snprintf(a->nbuf, sizeof(a->nbuf), "--buffers=%d", o->buffers);
+		a->argv[ta++] = a->nbuf;
+	}
 	snprintf(a->ready, sizeof(a->ready), "--ready_file=%s", ready);
 	a->argv[ta++] = a->ready;
 	if (!pd_meta_is_p2p(o->metadata)) {

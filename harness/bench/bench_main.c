@@ -357,6 +357,7 @@ int main(int argc, char **argv)
 		if (need > region)
 			region = need;
 	}
+	o.max_block = max_block;
 	if (o.buffer_size < region)
 		o.buffer_size = region;
 
@@ -380,7 +381,9 @@ int main(int argc, char **argv)
 		return mode_initiator(&o, &ro, region, sizes, ns, 0);
 	case BENCH_LOOPBACK:
 		if (!ro.buffer_given)
-			o.buffer_size = region;
+			o.buffer_size = o.buffers > 1
+			                    ? bench_buffer_each(&o, region) * (uint64_t)o.buffers
+			                    : region;
 		if (bench_loop_spawn(&o, o.buffer_size, 0, &lt) || bench_loop_wait(&lt))
 			return bench_loop_stop(&lt, 1);
 		o.segment = lt.seg;

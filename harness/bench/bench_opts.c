@@ -290,6 +290,16 @@ static const struct pd_opt bench_optv[] = {
              "target on the rest), I/T (CPU lists,\ne.g. 0-3/4-7) or none (default); every row "
              "alike",
      .want = "split, none or CPU lists like 0-3/4-7"},
+    {.name = "buffers",
+     .type = PD_OPT_INT,
+     .dst = &g_o.buffers,
+     .arg = "=N",
+     .help = "each side's memory as N separate allocations, transfer k\nof a batch in "
+             "allocation k mod N (a KV cache of N\nper-layer tensors, as vLLM registers "
+             "them); 1 (default):\none region per side",
+     .want = "1..1024",
+     .min = 1,
+     .max = BENCH_MAX_BUFFERS},
     {.name = "min-bw",
      .type = PD_OPT_DOUBLE,
      .dst = &g_o.min_bw,
@@ -515,6 +525,7 @@ static void set_defaults(struct bench_opts *o, struct bench_run_ops *ro)
 	                         .sweep_f = 2,
 	                         .ops_str = "read",
 	                         .repeat = 1,
+	                         .buffers = 1,
 	                         .perftest_duration = 3,
 	                         .perftest_port = 18515,
 	                         .iterations = 1000,
@@ -651,6 +662,15 @@ static int check_combinations(struct bench_opts *o)
 	}
 	if ((o->latency && bench_lat_check(o)) || bench_fault_check(o) || bench_affinity_parse(o))
 		return 2;
+	if (o->buffers > 1 && (o->baseline_id != BENCH_BASELINE_NONE || o->compare_mooncake ||
+	                       o->compare_perftest || o->verify_written || scheme_given(&g_p))) {
+		fprintf(stderr,
+		        "pdkv-bench: --buffers=%d is for pdkv's engine rows alone: not with "
+		        "--baseline, --compare-mooncake, --compare-perftest, "
+		        "--verify_written or --scheme\n",
+		        o->buffers);
+		return 2;
+	}
 	if (o->sweep_b || o->sweep_e) {
 		if (!o->sweep_b)
 			o->sweep_b = o->block;

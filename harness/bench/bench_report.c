@@ -138,8 +138,12 @@ void bench_banner(const struct bench_opts *o, const char *local, const char *rem
 	                                           : "transfer engine");
 	printf(" metadata       : %s\n", o->metadata);
 	printf(" local segment  : %s\n", local ? local : "-");
-	printf(" target segment : %s (buffer %llu bytes)\n", remote ? remote : "-",
-	       (unsigned long long)remote_size);
+	if (o->buffers > 1)
+		printf(" target segment : %s (%d buffers, the first of %llu bytes)\n",
+		       remote ? remote : "-", o->buffers, (unsigned long long)remote_size);
+	else
+		printf(" target segment : %s (buffer %llu bytes)\n", remote ? remote : "-",
+		       (unsigned long long)remote_size);
 	printf(" block size     : %llu", (unsigned long long)o->block);
 	if (o->sweep_b)
 		printf(" (sweep -b %llu -e %llu -f %g)", (unsigned long long)o->sweep_b,
@@ -152,10 +156,20 @@ void bench_banner(const struct bench_opts *o, const char *local, const char *rem
 		       (unsigned long long)o->batch, (unsigned long long)o->threads, o->duration);
 	if (o->gap_ms > 0)
 		printf(" gap            : %g ms idle between batches (not timed)\n", o->gap_ms);
+	if (o->buffers > 1)
+		printf(
+		    " buffers        : %d separate allocations per side (transfer k of a batch in "
+		    "allocation k mod %d)\n",
+		    o->buffers, o->buffers);
 	if (bench_affinity_desc())
 		printf(" affinity       : %s\n", bench_affinity_desc());
-	printf(" buffer size    : %llu bytes per side (at least block x batch x threads)\n",
-	       (unsigned long long)o->buffer_size);
+	if (o->buffers > 1) /* each allocation holds its share of the largest row and a block */
+		printf(
+		    " buffer size    : %d x %llu bytes per side (--buffers)\n", o->buffers,
+		    (unsigned long long)bench_buffer_each(o, o->max_block * o->batch * o->threads));
+	else
+		printf(" buffer size    : %llu bytes per side (at least block x batch x threads)\n",
+		       (unsigned long long)o->buffer_size);
 	printf(" check          : %s\n",
 	       o->check ? "on: every byte compared (write: per-iteration pattern read back; read: "
 	                  "target pattern); not timed"
@@ -336,6 +350,7 @@ static void json_meta(cJSON *root, const struct bench_opts *o)
 	cJSON_AddNumberToObject(m, "threads", (double)o->threads);
 	cJSON_AddNumberToObject(m, "duration_s", o->duration);
 	cJSON_AddNumberToObject(m, "gap_ms", o->gap_ms);
+	cJSON_AddNumberToObject(m, "buffers", o->buffers > 1 ? o->buffers : 1);
 	cJSON_AddStringToObject(m, "affinity",
 	                        bench_affinity_desc() ? bench_affinity_desc() : "none");
 	cJSON_AddNumberToObject(m, "repeat", o->repeat);

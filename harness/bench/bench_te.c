@@ -30,7 +30,20 @@ struct bench_te {
 	uint64_t region;
 	const struct bench_opts *o; /* set once local/scratch are allocated */
 	bool lane;                  /* a window of an endpoint's engine and regions: owns neither */
+	/* --buffers=N > 1: N allocations each of local, scratch and the target's (rv, addresses
+	 * in the target); each is each bytes; local = lv[0], scratch = sv[0] */
+	int nbuf;
+	uint64_t each;
+	char *lv[BENCH_MAX_BUFFERS], *sv[BENCH_MAX_BUFFERS];
+	uint64_t rv[BENCH_MAX_BUFFERS];
 };
+
+uint64_t bench_buffer_each(const struct bench_opts *o, uint64_t region)
+{
+	uint64_t n = o->buffers > 1 ? (uint64_t)o->buffers : 1;
+	/* a row's blocks k, k + N, ... in one allocation: at most region / N + one block */
+	return ((region + n - 1) / n + (n > 1 ? o->max_block : 0) + 4095) & ~(uint64_t)4095;
+}
 
 /* idx > 0 (a scheme's further engines) with a metadata store: the name gets "-idx", so each
  * engine has its own keys; P2PHANDSHAKE names are ip:port already. */
@@ -72,54 +85,80 @@ static int verify_written(const struct bench_opts *o, const char *buf)
 	return nonzero || wrong ? 1 : 0;
 }
 
+/* Frees v[0..n) of each bytes. */
+static void mem_free_all(const struct bench_opts *o, char **v, int n, uint64_t each)
+{
+	for (int j = 0; j < n; j++)
+		bench_mem_free(o, v[j], each);
+}
+
+/* The target's memory: one buffer of --buffer_size, or --buffers=N of buffer_size / N each
+ * (*each bytes), holding the READ pattern (seed 0) an initiator with --check expects. */
+static int target_mem(const struct bench_opts *o, char **v, int *n, uint64_t *each)
+{
+	char *h = NULL;
+	int ret = 0;
+
+	*n = o->buffers > 1 ? o->buffers : 1;
+	*each = *n > 1 ? (o->buffer_size / (uint64_t)*n + 4095) & ~(uint64_t)4095 : o->buffer_size;
+	for (int j = 0; j < *n; j++)
+		if (!(v[j] = bench_mem_alloc(o, *each))) {
+			fprintf(stderr, "pdkv-bench: cannot allocate %s%llu-byte buffer (%s)\n",
+			        *n > 1 ? "another " : "a ", (unsigned long long)*each,
+			        bench_mem_location(o));
+			mem_free_all(o, v, j, *each);
+			return 1;
+		}
+	if (o->use_vram && !(h = malloc(*each)))
+		ret = 1;
+	for (int j = 0; !ret && j < *n; j++) {
+		bench_fill(o->use_vram ? h : v[j], (uint64_t)j * *each, *each, 0);
+		if (o->use_vram)
+			ret = bench_mem_put(o, v[j], h, *each);
+	}
+	free(h);
+	if (ret) {
+		fprintf(stderr, "pdkv-bench: cannot fill the target's GPU buffer\n");
+		mem_free_all(o, v, *n, *each);
+	}
+	return ret;
+}
+
 int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_addr)
 {
 	struct bench_sock_srv srv = {sock_lfd, NULL, 0, 0};
 	struct te_engine *eng = NULL;
 	pthread_t st;
 	bool st_started = false;
-	char *buf;
+	char *v[BENCH_MAX_BUFFERS];
+	uint64_t each;
 	sigset_t ss;
-	int sig = 0, ret;
+	int sig = 0, ret, n;
 
-	buf = bench_mem_alloc(o, o->buffer_size);
-	if (!buf) {
-		fprintf(stderr, "pdkv-bench: cannot allocate a %llu-byte buffer (%s)\n",
-		        (unsigned long long)o->buffer_size, bench_mem_location(o));
+	if (target_mem(o, v, &n, &each))
 		return 1;
-	}
-	/* the READ pattern (seed 0): what an initiator with --check expects to read */
-	if (!o->use_vram) {
-		bench_fill(buf, 0, o->buffer_size, 0);
-	} else {
-		char *h = malloc(o->buffer_size);
-		ret = h ? 0 : 1;
-		if (h) {
-			bench_fill(h, 0, o->buffer_size, 0);
-			ret = bench_mem_put(o, buf, h, o->buffer_size);
-		}
-		free(h);
-		if (ret) {
-			fprintf(stderr, "pdkv-bench: cannot fill the target's GPU buffer\n");
-			goto out;
-		}
-	}
 	if (make_engine(o, 0, &eng))
 		goto out;
-	ret = te_register(eng, buf, o->buffer_size, bench_mem_location(o));
-	if (ret) {
-		fprintf(stderr, "pdkv-bench: registering the buffer failed: %s\n",
-		        te_strerror(ret));
-		goto out;
-	}
-	srv.buf = buf;
-	srv.len = o->buffer_size;
+	for (int j = 0; j < n; j++)
+		if ((ret = te_register(eng, v[j], each, bench_mem_location(o)))) {
+			fprintf(stderr, "pdkv-bench: registering the buffer failed: %s\n",
+			        te_strerror(ret));
+			goto out;
+		}
+	srv.buf = v[0];
+	srv.len = each;
 	if (sock_lfd >= 0 && !pthread_create(&st, NULL, bench_sock_server, &srv))
 		st_started = true;
-	printf("Transfer engine target started: segment %s (protocol %s, metadata %s, buffer %llu "
-	       "bytes at %s)\n",
-	       te_engine_name(eng), te_engine_protocol(eng), o->metadata,
-	       (unsigned long long)o->buffer_size, bench_mem_location(o));
+	if (n > 1)
+		printf("Transfer engine target started: segment %s (protocol %s, metadata %s, %d "
+		       "buffers of %llu bytes at %s)\n",
+		       te_engine_name(eng), te_engine_protocol(eng), o->metadata, n,
+		       (unsigned long long)each, bench_mem_location(o));
+	else
+		printf("Transfer engine target started: segment %s (protocol %s, metadata %s, "
+		       "buffer %llu bytes at %s)\n",
+		       te_engine_name(eng), te_engine_protocol(eng), o->metadata,
+		       (unsigned long long)each, bench_mem_location(o));
 	if (st_started)
 		printf("Socket baseline listening on %s (initiator: --baseline_server=%s)\n",
 		       sock_addr, sock_addr);
@@ -150,12 +189,12 @@ int bench_te_target(const struct bench_opts *o, int sock_lfd, const char *sock_a
 		pthread_join(st, NULL);
 	}
 	te_engine_destroy(eng);
-	ret = o->verify_written ? verify_written(o, buf) : 0;
-	bench_mem_free(o, buf, o->buffer_size);
+	ret = o->verify_written ? verify_written(o, v[0]) : 0;
+	mem_free_all(o, v, n, each);
 	return ret;
 out:
 	te_engine_destroy(eng);
-	bench_mem_free(o, buf, o->buffer_size);
+	mem_free_all(o, v, n, each);
 	return 1;
 }
 
@@ -173,20 +212,26 @@ int bench_te_endpoint(const struct bench_opts *o, uint64_t region, int idx, stru
 		goto fail;
 	b->region = region;
 	b->o = o;
-	b->local = bench_mem_alloc(o, region);
-	b->scratch = bench_mem_alloc(o, region);
-	if (!b->local || !b->scratch || bench_mem_zero(o, b->local, region) ||
-	    bench_mem_zero(o, b->scratch, region)) {
-		fprintf(stderr, "pdkv-bench: cannot allocate 2 x %llu bytes (%s)\n",
-		        (unsigned long long)region, bench_mem_location(o));
-		goto fail;
+	b->nbuf = o->buffers > 1 ? o->buffers : 1;
+	b->each = b->nbuf > 1 ? bench_buffer_each(o, region) : region;
+	for (int j = 0; j < b->nbuf; j++) {
+		b->lv[j] = bench_mem_alloc(o, b->each);
+		b->sv[j] = bench_mem_alloc(o, b->each);
+		if (!b->lv[j] || !b->sv[j] || bench_mem_zero(o, b->lv[j], b->each) ||
+		    bench_mem_zero(o, b->sv[j], b->each)) {
+			fprintf(stderr, "pdkv-bench: cannot allocate 2 x %d x %llu bytes (%s)\n",
+			        b->nbuf, (unsigned long long)b->each, bench_mem_location(o));
+			goto fail;
+		}
+		if ((ret = te_register(b->eng, b->lv[j], b->each, bench_mem_location(o))) ||
+		    (ret = te_register(b->eng, b->sv[j], b->each, bench_mem_location(o)))) {
+			fprintf(stderr, "pdkv-bench: registering local buffers failed: %s\n",
+			        te_strerror(ret));
+			goto fail;
+		}
 	}
-	if ((ret = te_register(b->eng, b->local, region, bench_mem_location(o))) ||
-	    (ret = te_register(b->eng, b->scratch, region, bench_mem_location(o)))) {
-		fprintf(stderr, "pdkv-bench: registering local buffers failed: %s\n",
-		        te_strerror(ret));
-		goto fail;
-	}
+	b->local = b->lv[0];
+	b->scratch = b->sv[0];
 	*out = b;
 	return 0;
 fail:
@@ -194,7 +239,37 @@ fail:
 	return 1;
 }
 
-/* Opens segment on b's engine: its first buffer, which must hold `need` bytes. */
+/* --buffers=N: the first N of segment's nbuffers buffers, each at least each bytes. */
+static int open_buffers(struct bench_te *b, const char *segment, int nbuffers, uint64_t each)
+{
+	struct te_buffer_view buf;
+
+	if (nbuffers < b->nbuf) {
+		fprintf(stderr,
+		        "pdkv-bench: --buffers=%d: segment %s has %d registered buffer%s; start "
+		        "its target with --buffers=%d\n",
+		        b->nbuf, segment, nbuffers, nbuffers == 1 ? "" : "s", b->nbuf);
+		return 1;
+	}
+	for (int j = 0; j < b->nbuf; j++) {
+		if (te_inspect_buffer(b->eng, segment, j, &buf))
+			return 1;
+		if (buf.length < each) {
+			fprintf(stderr,
+			        "pdkv-bench: --buffers=%d: buffer %d of %s has %llu bytes, %llu "
+			        "needed; start the target with --buffer_size=%llu or more\n",
+			        b->nbuf, j, segment, (unsigned long long)buf.length,
+			        (unsigned long long)each,
+			        (unsigned long long)each * (uint64_t)b->nbuf);
+			return 1;
+		}
+		b->rv[j] = buf.addr;
+	}
+	return 0;
+}
+
+/* Opens segment on b's engine: its first buffer, which must hold `need` bytes (--buffers=N:
+ * its first N buffers, each N-th of it). */
 static int open_target(struct bench_te *b, const char *segment, uint64_t need)
 {
 	struct te_segment_view v;
@@ -213,6 +288,8 @@ static int open_target(struct bench_te *b, const char *segment, uint64_t need)
 	}
 	b->rbase = buf.addr;
 	b->rsize = buf.length;
+	if (b->nbuf > 1)
+		return open_buffers(b, segment, v.nbuffers, bench_buffer_each(b->o, need));
 	if (need > b->rsize) {
 		fprintf(stderr,
 		        "pdkv-bench: block x batch x threads = %llu bytes does not fit the "
@@ -271,8 +348,8 @@ void bench_te_fini(struct bench_te *b)
 	}
 	te_engine_destroy(b->eng);
 	if (b->o) {
-		bench_mem_free(b->o, b->local, b->region);
-		bench_mem_free(b->o, b->scratch, b->region);
+		mem_free_all(b->o, b->lv, b->nbuf, b->each);
+		mem_free_all(b->o, b->sv, b->nbuf, b->each);
 	}
 	free(b);
 }
@@ -302,6 +379,9 @@ static int te_thread_init(struct bench_thread *th)
 	pd_fine_naps(); /* the default 50 us timer slack would dominate the short polling naps */
 	th->local = b->local;
 	th->scratch = b->scratch;
+	th->nbuf = b->nbuf;
+	th->lv = b->lv;
+	th->sv = b->sv;
 	th->vram = th->o->use_vram;
 	th->priv = calloc(1, sizeof(struct te_thr));
 	if (!th->priv)
@@ -343,12 +423,17 @@ static int te_batch(struct bench_thread *th, int opcode, char *lbase, bool recor
 			return TE_ERR_MEMORY;
 	}
 	for (uint64_t i = 0; i < n; i++) {
-		uint64_t off = th->block * (i * o->threads + (uint64_t)th->t);
+		uint64_t k = i * o->threads + (uint64_t)th->t, off = th->block * k;
 		r[i].opcode = opcode;
 		r[i].source = lbase + off;
 		r[i].target_id = b->seg;
 		r[i].target_offset = b->rbase + off;
 		r[i].length = th->block;
+		if (b->nbuf > 1) { /* --buffers: block k in allocation k mod N, on both sides */
+			r[i].source = bench_block(th, lbase == th->scratch, i);
+			r[i].target_offset =
+			    b->rv[k % (uint64_t)b->nbuf] + k / (uint64_t)b->nbuf * th->block;
+		}
 	}
 	ret = te_batch_alloc(b->eng, n, &bid);
 	if (ret)

@@ -128,6 +128,22 @@ else
   echo "NOTE: one CPU here: --affinity placement not checked"
 fi
 
+# --buffers=N: each side's memory as N allocations (a per-layer KV cache), every byte checked
+# both ways at sizes whose blocks do not divide evenly over the allocations; in the banner and
+# the JSON meta; refused beside the rows it does not apply to
+for op in write read; do
+  "$B" --operation=$op -b 4K -e 256K -f 64 --batch_size=13 --threads=2 --duration=0.2 --check \
+    --buffers=7 --json "$T/nb.json" >"$T/out" 2>&1 || fail "--buffers=7 $op: exit $? ($(tail -2 "$T/out" | tr '\n' ' '))"
+  [ "$(grep -c '^  pdkv ' "$T/out")" = 2 ] || fail "--buffers=7 $op: want 2 rows"
+  grep '^  pdkv ' "$T/out" | awk '$(NF-1) != 0 || $NF != 0 {exit 1}' || fail "--buffers=7 $op: wrong or failed bytes"
+done
+grep -q "buffers        : 7 separate allocations per side" "$T/out" || fail "--buffers: not in the header"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["meta"]["buffers"] == 7' "$T/nb.json" ||
+  fail "--buffers: not in the JSON meta"
+"$B" --buffers=2 --baseline=socket >"$T/out" 2>&1; [ $? -eq 2 ] || fail "--buffers with --baseline: want exit 2"
+grep -q -- "--buffers=2 is for pdkv's engine rows alone" "$T/out" || fail "--buffers with --baseline: no clear message"
+"$B" --buffers=0 >"$T/out" 2>&1; [ $? -eq 2 ] || fail "--buffers=0: want exit 2"
+
 # --min-bw that cannot be met -> exit 1 with perftest's wording
 "$B" --operation=write --block_size=4K --batch_size=8 --duration=0.2 --min-bw=100000 >"$T/out" 2>&1
 [ $? -eq 1 ] || fail "--min-bw: want exit 1"
@@ -176,6 +192,26 @@ grep -q "^Test completed: duration" "$T/out" || fail "initiator printed no compl
 kill -INT "$TPID"
 wait "$TPID"; rc=$?
 [ $rc -eq 0 ] || fail "target exit $rc after SIGINT"
+# a target with --buffers=4 publishes four buffers; an initiator that wants five is told why
+"$B" --mode=target --metadata_server="etcd://127.0.0.1:$EP" --local_server_name=bench-tgt:2 \
+  --buffer_size=8M --buffers=4 >"$T/target2.log" 2>&1 &
+TPID=$!
+PIDS+=($TPID)
+for _ in $(seq 100); do grep -q "segment bench-tgt:2" "$T/target2.log" && break; sleep 0.1; done
+grep -q "4 buffers of 2097152 bytes" "$T/target2.log" || fail "--buffers=4 target: $(cat "$T/target2.log")"
+$ETC get mooncake/ram/bench-tgt:2 --print-value-only |
+  python3 -c 'import json, sys; d = json.load(sys.stdin); assert len(d["buffers"]) == 4, d["buffers"]' ||
+  fail "--buffers=4 target: the descriptor does not list 4 buffers"
+"$B" --mode=initiator --metadata_server="etcd://127.0.0.1:$EP" --local_server_name=bench-init:2 \
+  --segment_id=bench-tgt:2 --operation=write --block_size=64K --batch_size=16 --duration=0.3 --check \
+  --buffers=4 >"$T/out" 2>&1 || fail "--buffers=4 initiator failed: $(tail -3 "$T/out")"
+"$B" --mode=initiator --metadata_server="etcd://127.0.0.1:$EP" --local_server_name=bench-init:3 \
+  --segment_id=bench-tgt:2 --operation=write --block_size=64K --batch_size=16 --duration=0.3 \
+  --buffers=5 >"$T/out" 2>&1 && fail "--buffers=5 against 4 buffers: want a failure"
+grep -q "segment bench-tgt:2 has 4 registered buffers; start its target with --buffers=5" "$T/out" ||
+  fail "--buffers=5 against 4 buffers: no clear message: $(tail -2 "$T/out")"
+kill -INT "$TPID"
+wait "$TPID" || fail "--buffers=4 target: exit $? after SIGINT"
 $ETC get --prefix mooncake/ --keys-only >"$T/keys" 2>&1
 [ ! -s "$T/keys" ] || fail "keys left after shutdown: $(cat "$T/keys")"
 echo "bench: all checks passed"
