@@ -121,11 +121,13 @@ for p in nvlink tcp; do
 			--protocol=$proto --operation=write --batch_size="$nd" --duration="$S" -b "$blk" \
 			-e "$blk" -f 2 "${tgt[@]}" --json "$LOG/bench-handoff-$p.json"
 		# like for like: the bench's batches as far apart as the scenario's hand-offs (an
-		# engine that idles between hand-offs submits slower than a hot loop)
+		# engine that idles between hand-offs submits slower than a hot loop), each of its
+		# nd transfers between allocations of their own, as the stand-ins' per-layer KV
+		# buffers are (CUDA queues a copy slower when each one touches another allocation)
 		gap=$(python3 "$HERE/handoff.py" gap "$run"/*/prefill.log 2>/dev/null) || gap=
 		[ -n "$gap" ] && step bench_handoff_paced_${p}_$i "${PIN[@]}" "$B" --mode=loopback \
 			--use_vram --protocol=$proto --operation=write --batch_size="$nd" --duration="$S" \
-			-b "$blk" -e "$blk" -f 2 --gap-ms="$gap" "${tgt[@]}" \
+			-b "$blk" -e "$blk" -f 2 --gap-ms="$gap" --buffers="$nd" "${tgt[@]}" \
 			--json "$LOG/bench-handoff-paced-$p-$i.json"
 		echo "INFO bench_handoff_paced_${p}_$i: ${gap:-?} ms between batches (the scenario's median gap)"
 	done
