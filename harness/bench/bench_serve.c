@@ -468,6 +468,8 @@ static int run_point(struct run_ctx *c, const char *target, const char *url, con
 	r->in_len = in_len;
 	point_name(c->o, r);
 	pt.label = r->name;
+	if (serve_point_warmup(&pt))
+		return -1;
 	scrape(pm, &pb);
 	scrape(dm, &db);
 	fetch_ho(pm, ~0ull, &pseq, &ps, &pbytes); /* after = max: only the count */

@@ -33,6 +33,10 @@ struct serve_opts {
 	int nin;
 	int seed;
 	double timeout_s;
+	/* vllm bench serve's start of each run: one unmeasured test request (the point's first
+	 * prompt), retried until it succeeds or ready_check_s passes (0: none), then num_warmups
+	 * more of it; neither counts in the point's figures or hand-off metrics */
+	int ready_check_s, num_warmups;
 	const char *json, *csv, *plot;
 	const char *single_args; /* --single-args: extra pdkv-standin flags for the plain one */
 	/* vllm bench serve's flags (vllm/benchmarks/serve.py, datasets/datasets.py) */
@@ -124,6 +128,9 @@ void serve_pct_word(double p, char *buf, size_t sz);
 /* --save-result: vllm bench serve's result JSON, one file per point (its file names) */
 int serve_save_results(const struct run_ctx *c);
 
+/* bench_serve_load.c: the point's unmeasured test run and warm-ups (-1 with the reason
+ * printed: the test request never succeeded), then its measured requests */
+int serve_point_warmup(struct serve_point *pt);
 int serve_point_run(struct serve_point *pt);
 void serve_point_free(struct serve_point *pt);
 int bench_serve_main(int argc, char **argv);

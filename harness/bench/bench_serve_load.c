@@ -289,6 +289,70 @@ static double gamma_draw(double k, uint64_t *st)
 	}
 }
 
+/* One unmeasured request of the point's first prompt; true when it succeeded (else *err). */
+static bool test_request(const struct serve_point *pt, const char **err)
+{
+	struct serve_req q = {0};
+	bool ok;
+
+	if (serve_dataset_fill(pt->o, pt->input_len, &q, 1)) {
+		*err = "cannot make the prompt";
+		return false;
+	}
+	one_request(pt, &q);
+	ok = q.ok;
+	*err = q.err ? q.err : "?";
+	free(q.prompt);
+	free(q.itl);
+	return ok;
+}
+
+/* vllm bench serve (vllm/benchmarks/serve.py benchmark()): "Starting initial single prompt
+ * test run..." with the run's first prompt, retried until it succeeds or the ready-check
+ * timeout passes, then --num-warmups more of it, before the measured requests. Here once per
+ * sweep point, as vLLM's sweeps start one vllm bench serve per point; so a point's figures
+ * never carry a deployment's first-request costs (connections, first touch of KV memory). */
+int serve_point_warmup(struct serve_point *pt)
+{
+	const struct serve_opts *o = pt->o;
+	double end = pd_now_s() + o->ready_check_s;
+	const char *err = "?";
+	int tries = 1;
+
+	if (o->ready_check_s) {
+		printf("Starting initial single prompt test run...\n");
+		fflush(stdout);
+		while (!test_request(pt, &err) && !serve_stop) {
+			if (pd_now_s() >= end) {
+				fprintf(
+				    stderr,
+				    "pdkv bench serve: [%s] initial test run failed (%d tries in "
+				    "%d s, --ready-check-timeout-sec) - please make sure benchmark "
+				    "arguments are correctly specified. Error: %s\n",
+				    pt->label ? pt->label : "point", tries, o->ready_check_s, err);
+				return -1;
+			}
+			tries++;
+			pd_sleep_ms(1000); /* not up yet, or failing: again in a second */
+		}
+		if (serve_stop)
+			return 0;
+		printf("Initial test run completed.\n");
+	} else {
+		printf("Skipping endpoint ready check.\n");
+	}
+	if (o->num_warmups) {
+		printf("Warming up with %d requests...\n", o->num_warmups);
+		fflush(stdout);
+		for (int i = 0; i < o->num_warmups && !serve_stop; i++)
+			test_request(pt, &err);
+		printf("Warmup run completed.\n");
+	}
+	printf("Starting main benchmark run...\n");
+	fflush(stdout);
+	return 0;
+}
+
 int serve_point_run(struct serve_point *pt)
 {
 	const struct serve_opts *o = pt->o;

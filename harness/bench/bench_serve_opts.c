@@ -161,6 +161,7 @@ static void serve_defaults(struct serve_opts *o)
 	o->nin = 1;
 	o->output_len = 128;
 	o->timeout_s = 600;
+	o->ready_check_s = 600;
 	o->burstiness = 1.0;
 	o->pct_metrics = SERVE_M_TTFT | SERVE_M_TPOT | SERVE_M_ITL; /* vLLM's, for generation */
 	o->pcts[0] = 99;
@@ -313,6 +314,21 @@ int serve_parse(int argc, char **argv, struct serve_opts *o, char *urlbuf, size_
 	    STR("json", &o->json, "FILE", "rows JSON (pdkv report compare)"),
 	    STR("csv", &o->csv, "FILE", "one CSV line per point"),
 	    STR("plot", &o->plot, "FILE.png", "gnuplot: TTFT vs rate, hand-off vs prompt length"),
+	    {.name = "ready-check-timeout-sec",
+	     .type = PD_OPT_INT,
+	     .dst = &o->ready_check_s,
+	     .arg = "S",
+	     .min = 0,
+	     .max = 86400,
+	     .help = "each point starts with one unmeasured test request, retried\n"
+	             "up to S s until it succeeds (600); 0: none"},
+	    {.name = "num-warmups",
+	     .type = PD_OPT_INT,
+	     .dst = &o->num_warmups,
+	     .arg = "N",
+	     .min = 0,
+	     .max = 100000,
+	     .help = "then N unmeasured warm-up requests of it (0)"},
 	    {.name = "timeout",
 	     .type = PD_OPT_INT,
 	     .dst = &timeout,

@@ -52,6 +52,18 @@ for r in rows:
     assert r["better"] in ("higher", "lower", "none") and isinstance(r["value"], (int, float))
 PY
 check "csv: header and 4 rows" [ "$(wc -l <"$T/s.csv")" = 5 ]
+# vllm bench serve's unmeasured initial test run, once per point (the hand-off counts above
+# are 4: it is not in them); a proxy that never answers fails the point when its timeout ends
+check "text: every point starts with the initial test run" \
+	[ "$(grep -c '^Initial test run completed' "$T/out")" = 4 ]
+t0=$(date +%s)
+timeout 30 "$B" serve --base-url http://127.0.0.1:1 --num-prompts 1 --ready-check-timeout-sec 2 \
+	>/dev/null 2>"$T/err4"
+rc=$?
+check "dead proxy: exit 1 after --ready-check-timeout-sec ($rc, $(($(date +%s) - t0)) s)" \
+	[ $rc = 1 ] && [ $(($(date +%s) - t0)) -lt 15 ]
+check "dead proxy: says the initial test run failed and why" \
+	grep -q "initial test run failed (.* tries in 2 s, --ready-check-timeout-sec).*Error: transport error" "$T/err4"
 "$BIN/pdkv-report" compare "$T/s.json" "$T/s.json" >"$T/cmp" 2>&1
 check "pdkv report compare reads the rows" [ $? = 0 ]
 
