@@ -255,8 +255,13 @@ int bench_te_row(struct bench_te *b, const struct bench_opts *o, uint64_t block,
 void bench_te_fini(struct bench_te *b);
 const char *bench_te_local_name(struct bench_te *b);
 uint64_t bench_te_remote_size(struct bench_te *b);
-/* --buffers=N: bytes of each of the N allocations that hold a region of region bytes */
-uint64_t bench_buffer_each(const struct bench_opts *o, uint64_t region);
+/* --buffers=N: bytes of each of the N allocations that hold a region of region bytes (a row's
+ * blocks k, k + N, ... in one allocation: at most region / N and one block) */
+static inline uint64_t bench_buffer_each(const struct bench_opts *o, uint64_t region)
+{
+	uint64_t n = o->buffers > 1 ? (uint64_t)o->buffers : 1;
+	return ((region + n - 1) / n + (n > 1 ? o->max_block : 0) + 4095) & ~(uint64_t)4095;
+}
 /* --scheme: an initiator engine with local and scratch regions of `region` bytes (no segment
  * opened); a lane of it: the window [roff, roff + len) of segment's first buffer, local
  * offset loff, sharing the endpoint's engine (bench_te_fini on a lane frees only the lane). */

@@ -38,13 +38,6 @@ struct bench_te {
 	uint64_t rv[BENCH_MAX_BUFFERS];
 };
 
-uint64_t bench_buffer_each(const struct bench_opts *o, uint64_t region)
-{
-	uint64_t n = o->buffers > 1 ? (uint64_t)o->buffers : 1;
-	/* a row's blocks k, k + N, ... in one allocation: at most region / N + one block */
-	return ((region + n - 1) / n + (n > 1 ? o->max_block : 0) + 4095) & ~(uint64_t)4095;
-}
-
 /* idx > 0 (a scheme's further engines) with a metadata store: the name gets "-idx", so each
  * engine has its own keys; P2PHANDSHAKE names are ip:port already. */
 static int make_engine(const struct bench_opts *o, int idx, struct te_engine **eng)
