@@ -193,9 +193,18 @@ elif [ -z "$have_bench" ]; then
 	result NOTRUN rdma_accept_local "$t0" "pdkv-bench not built"
 elif run_accept || { echo "    (rdma_accept_local: retrying once; first try's tail:)";
 	tail -4 $LOG/accept.log | sed 's/^/    | /'; run_accept; }; then
-	# every size (64 KiB, 256 KiB) must have its ratio, none above 150 %; no goal at these sizes
+	# every size (64 KiB, 256 KiB) must have its ratio, none above 150 %; no goal at these sizes.
+	# Its ib_write_bw is one shot per size; from 64 KiB up ib_write_bw is bound by the wire, so
+	# those shots and the repeated rounds above (64 KiB, same pair) should agree: their spread,
+	# or pdkv bench's over the rounds if larger, is the step's noise. A TCG CI run (2026-12-07)
+	# had shots of 21 and 29 MB/s against rounds of 33 MB/s, and 156 % at 64 KiB FAILed as
+	# a broken measurement: with this noise (22 %) it is NOTRUN, too noisy to judge.
+	anz=$(cv_pct "$(sed -n 's/^# ib_write_bw [0-9]* B: \([0-9.]*\) GB\/s.*/\1/p' $LOG/accept.log |
+		awk '{printf "%.1f ", $1 * 1000}') $(echo "$refs" | awk '{for (i = 1; i <= NF; i++) s += $i; if (NF) printf "%.1f", s / NF}')")
+	anz=$(awk -v a="${anz:-0}" -v b="${bench_cv:-0}" 'BEGIN{m = a > b ? a : b; if (m > 0) print m}')
 	judged rdma_accept_local "$t0" "$(grep -m1 '^65536' $LOG/accept.log | awk '{print "64 KiB: " $3 " of line rate, " $4 " of ib_write_bw"}')" \
-		--ratios="$(ratios_of $LOG/accept.log)" --expect=2 --refs="$refs"
+		--ratios="$(ratios_of $LOG/accept.log)" --expect=2 --refs="$refs" ${anz:+--noise=$anz} \
+		"--noise-label=the larger of the spread of its ib_write_bw shots and the rounds' mean at 64 KiB and up, and pdkv bench's over the ratio rounds (at least $SHOT_CV %)"
 	sed 's/^/    /' $LOG/accept.log
 else
 	result FAIL rdma_accept_local "$t0" "see below"; tail -15 $LOG/accept.log | sed 's/^/    | /'
