@@ -64,6 +64,7 @@ struct serve_req {
 	bool ok;
 	bool sent;        /* false: never started (the sweep was interrupted first) */
 	bool interrupted; /* aborted in flight by SIGINT/SIGTERM: neither ok nor failed */
+	bool unreachable; /* no HTTP answer at all (connection refused, reset, timed out) */
 	const char *err;
 };
 

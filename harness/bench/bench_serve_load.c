@@ -179,6 +179,7 @@ static void one_request(const struct serve_point *pt, struct serve_req *q)
 		q->err = "interrupted";
 	} else if (cc != CURLE_OK) {
 		q->err = "transport error or timeout";
+		q->unreachable = true;
 	}
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
 	q->e2e = pd_now_s() - c.t0;
@@ -289,18 +290,21 @@ static double gamma_draw(double k, uint64_t *st)
 	}
 }
 
-/* One unmeasured request of the point's first prompt; true when it succeeded (else *err). */
-static bool test_request(const struct serve_point *pt, const char **err)
+/* One unmeasured request of the point's first prompt; true when it succeeded (else *err, and
+ * *unreachable when no HTTP answer came). */
+static bool test_request(const struct serve_point *pt, const char **err, bool *unreachable)
 {
 	struct serve_req q = {0};
 	bool ok;
 
+	*unreachable = false;
 	if (serve_dataset_fill(pt->o, pt->input_len, &q, 1)) {
 		*err = "cannot make the prompt";
 		return false;
 	}
 	one_request(pt, &q);
 	ok = q.ok;
+	*unreachable = q.unreachable;
 	*err = q.err ? q.err : "?";
 	free(q.prompt);
 	free(q.itl);
@@ -311,18 +315,28 @@ static bool test_request(const struct serve_point *pt, const char **err)
  * test run..." with the run's first prompt, retried until it succeeds or the ready-check
  * timeout passes, then --num-warmups more of it, before the measured requests. Here once per
  * sweep point, as vLLM's sweeps start one vllm bench serve per point; so a point's figures
- * never carry a deployment's first-request costs (connections, first touch of KV memory). */
+ * never carry a deployment's first-request costs (connections, first touch of KV memory).
+ * One difference: vLLM waits (retrying every 5 s) also while the endpoint answers with an
+ * error; here only while nothing answers. A deployment that is up and fails requests is what
+ * pdkv reports, so the point is measured at once and its failures count. */
 int serve_point_warmup(struct serve_point *pt)
 {
 	const struct serve_opts *o = pt->o;
 	double end = pd_now_s() + o->ready_check_s;
 	const char *err = "?";
+	bool unreachable, ok = false;
 	int tries = 1;
 
 	if (o->ready_check_s) {
 		printf("Starting initial single prompt test run...\n");
 		fflush(stdout);
-		while (!test_request(pt, &err) && !serve_stop) {
+		while (!serve_stop && !(ok = test_request(pt, &err, &unreachable)) && !serve_stop) {
+			if (!unreachable) {
+				printf("Initial test run failed (%s): the endpoint answers, so the "
+				       "point is measured now and its failures count.\n",
+				       err);
+				break;
+			}
 			if (pd_now_s() >= end) {
 				fprintf(
 				    stderr,
@@ -333,11 +347,12 @@ int serve_point_warmup(struct serve_point *pt)
 				return -1;
 			}
 			tries++;
-			pd_sleep_ms(1000); /* not up yet, or failing: again in a second */
+			pd_sleep_ms(1000); /* nothing answers yet: again in a second */
 		}
 		if (serve_stop)
 			return 0;
-		printf("Initial test run completed.\n");
+		if (ok)
+			printf("Initial test run completed.\n");
 	} else {
 		printf("Skipping endpoint ready check.\n");
 	}
@@ -345,7 +360,7 @@ int serve_point_warmup(struct serve_point *pt)
 		printf("Warming up with %d requests...\n", o->num_warmups);
 		fflush(stdout);
 		for (int i = 0; i < o->num_warmups && !serve_stop; i++)
-			test_request(pt, &err);
+			test_request(pt, &err, &unreachable);
 		printf("Warmup run completed.\n");
 	}
 	printf("Starting main benchmark run...\n");

@@ -98,9 +98,10 @@ check "--external: the marked answers are not ok" python3 -c "
 import json; q=json.load(open('$T/e.json'))['scenarios'][0]['requests']
 print('  --external requests:', q); assert q['sent'] == 6 and q['ok'] == 0, q"
 # some failed, some not (a plain stand-in failing after 4 requests): the exit follows the failures
+# (no initial test run, which would be one of the 4)
 standin f --fault fail-after=4
 "$BIN/pdkv" bench serve --base-url "$URL_f" --num-prompts 6 --random-input-len 64 \
-	--random-output-len 8 --max-concurrency 1 >"$T/fout" 2>&1
+	--random-output-len 8 --max-concurrency 1 --ready-check-timeout-sec 0 >"$T/fout" 2>&1
 rc=$?
 check "bench serve with 2 of 6 failed: exit 1 ($rc), Failed requests: 2" \
 	bash -c "[ $rc = 1 ] && grep -qE '^Failed requests: +2' '$T/fout' && grep -qE '^Successful requests: +4' '$T/fout'"
