@@ -311,7 +311,8 @@ static bool test_request(const struct serve_point *pt, const char **err, bool *u
 	return ok;
 }
 
-/* vllm bench serve (vllm/benchmarks/serve.py benchmark()): "Starting initial single prompt
+/* vllm bench serve (vllm/benchmarks/serve.py benchmark() at vLLM 009e6d4, its ready check in
+ * vllm/benchmarks/lib/ready_checker.py at 032a8d2): "Starting initial single prompt
  * test run..." with the run's first prompt, retried until it succeeds or the ready-check
  * timeout passes, then --num-warmups more of it, before the measured requests. Here once per
  * sweep point, as vLLM's sweeps start one vllm bench serve per point; so a point's figures
@@ -330,7 +331,7 @@ int serve_point_warmup(struct serve_point *pt)
 	if (o->ready_check_s) {
 		printf("Starting initial single prompt test run...\n");
 		fflush(stdout);
-		while (!serve_stop && !(ok = test_request(pt, &err, &unreachable)) && !serve_stop) {
+		while (!(ok = test_request(pt, &err, &unreachable)) && !serve_stop) {
 			if (!unreachable) {
 				printf("Initial test run failed (%s): the endpoint answers, so the "
 				       "point is measured now and its failures count.\n",
