@@ -118,7 +118,18 @@ echo "[bench] results: $OUT/bench.json $OUT/bench.csv $OUT/bench.txt"
 REPORT=$BUILD/bin/pdkv-report
 gated=
 if [ "$rc" -eq 0 ] && [ -s "$OUT/bench.json" ] && [ -x "$REPORT" ]; then
-  prev=$(ls -d "$HIST"/*/bench.json 2>/dev/null | sort | tail -n 1)
+  # the previous run that was no regression itself (its compare.json says): a slowdown that
+  # stays keeps failing instead of becoming the new reference
+  prev= skipped=0
+  for f in $(ls -d "$HIST"/*/bench.json 2>/dev/null | sort -r); do
+    if python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["summary"]["regressions"] == 0)' \
+      "$(dirname "$f")/compare.json" 2>/dev/null; then
+      skipped=$((skipped + 1))
+      continue
+    fi
+    prev=$f
+    break
+  done
   run="$HIST/$(date -u +%Y%m%dT%H%M%SZ)-$(git rev-parse --short HEAD 2>/dev/null || echo nogit)"
   mkdir -p "$run"
   cp "$OUT/bench.json" "$OUT/bench.csv" "$OUT/bench.txt" "$run/"
@@ -126,9 +137,13 @@ if [ "$rc" -eq 0 ] && [ -s "$OUT/bench.json" ] && [ -x "$REPORT" ]; then
   echo "[bench] kept in the history: $run"
   if [ -n "$prev" ]; then
     echo
-    echo "[bench] compared with the previous run ($(basename "$(dirname "$prev")")):"
+    echo "[bench] compared with the previous run ($(basename "$(dirname "$prev")"))$(
+      [ "$skipped" -gt 0 ] && echo "; later ones skipped as regressions: $skipped run(s)"):"
+    # --history: a ratio gates only beyond 3x its run-to-run spread over the earlier runs
+    # kept here (a run's interleaved pairs move together with the host's state, so two runs
+    # of one commit differ by more than their samples say); under 3 earlier runs: not gated
     "$REPORT" compare "$prev" "$run/bench.json" --threshold="${PDKV_BENCH_THRESHOLD:-5}" \
-      --markdown="$run/compare.md" --json="$run/compare.json"
+      --history="$HIST" --markdown="$run/compare.md" --json="$run/compare.json"
     crc=$?
     if [ "$crc" -eq 1 ] && [ "$GATE" != 0 ]; then
       echo "[bench] REGRESSION: pdkv is significantly slower than in the previous run, in its ratio to" \
@@ -142,7 +157,11 @@ if [ "$rc" -eq 0 ] && [ -s "$OUT/bench.json" ] && [ -x "$REPORT" ]; then
       [ "$GATE" != 0 ] && rc=$crc && gated=1
     fi
   else
-    echo "[bench] first run in $HIST: nothing to compare with yet"
+    if [ "$skipped" -gt 0 ]; then
+      echo "[bench] every earlier run in $HIST was a regression ($skipped): nothing to compare with"
+    else
+      echo "[bench] first run in $HIST: nothing to compare with yet"
+    fi
   fi
   "$REPORT" history "$HIST" --out "$HIST/plots" | sed 's/^/[bench] /'
 elif [ "$rc" -ne 0 ]; then

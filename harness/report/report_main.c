@@ -11,7 +11,7 @@
 
 static const char usage_fmt[] =
     "usage: pdkv report compare OLD.json NEW.json [--threshold 5%%] [--alpha 0.05]\n"
-    "                           [--json[=FILE]] [--markdown[=FILE]]\n"
+    "                           [--json[=FILE]] [--markdown[=FILE]] [--history DIR]\n"
     "       pdkv report diff OLD.json NEW.json [same flags]\n"
     "       pdkv report history DIR [--out DIR/plots]\n"
     "\n"
@@ -26,6 +26,11 @@ static const char usage_fmt[] =
     "  histogram _bucket sums are not compared.\n"
     "  Reads pdkv bench --json, pdkv run --json (verdicts, checks, metric deltas) and\n"
     "  rows files {\"rows\": [{name, metric, samples|value, better: higher|lower}]}.\n"
+    "  --history DIR (the earlier runs, as ci/bench.sh keeps them): a row gates only\n"
+    "  when its new median is also beyond the prediction bound of its medians over\n"
+    "  the last 10 earlier runs, mean - t(1-alpha/m; n-1) sd sqrt(1+1/n) (runs whose\n"
+    "  own comparison found a regression left out); with fewer than 3 earlier runs\n"
+    "  it is reported, not gated.\n"
     "diff: the same comparison, for two pdkv run --json files (before/after an upgrade).\n"
     "history: every *.json in DIR and DIR/*/ (DIR/<UTC time>-<commit>/bench.json), as\n"
     "  gnuplot PNG + SVG per series plus index.md and index.html in --out.\n"
@@ -82,7 +87,7 @@ static int opt_md(const char *v, void *dst, void *ud)
 /* compare's and diff's rows plus history's --out, one table: the subcommand checks that the
  * flags it got are its own. */
 static int parse(int argc, char **argv, struct rpt_opts *opt, struct outs *o, const char **out,
-                 char **pos, int *npos)
+                 const char **hist_dir, char **pos, int *npos)
 {
 	const struct pd_opt rows[] = {
 	    {.name = "threshold",
@@ -117,6 +122,12 @@ static int parse(int argc, char **argv, struct rpt_opts *opt, struct outs *o, co
 	     .want = "a file name",
 	     .fn = opt_md,
 	     .optional_value = true},
+	    {.name = "history",
+	     .type = PD_OPT_STR,
+	     .dst = hist_dir,
+	     .arg = "DIR",
+	     .help = "compare/diff: gate only beyond each row's run-to-run\nspread over the "
+	             "earlier runs in DIR"},
 	    {.name = "out",
 	     .shrt = 'o',
 	     .type = PD_OPT_STR,
@@ -178,12 +189,13 @@ static int emit(const struct rpt_cmp *c, const struct outs *o)
 }
 
 static int compare(int argc, char **argv, char **pos, int npos, const struct rpt_opts *optp,
-                   const struct outs *op)
+                   const struct outs *op, const char *hist_dir)
 {
 	struct rpt_opts opt = *optp;
 	struct outs o = *op;
 	struct rpt_doc a, b;
 	struct rpt_cmp c;
+	struct rpt_hist h = {0};
 	char err[1024];
 	int rc;
 
@@ -214,13 +226,20 @@ static int compare(int argc, char **argv, char **pos, int npos, const struct rpt
 		        "pdkv report: %s is a %s file and %s a %s file: compare two of a kind\n",
 		        a.path, rpt_kind_name(a.kind), b.path, rpt_kind_name(b.kind));
 		rc = 2;
-	} else if (rpt_compare(&a, &b, &opt, &c)) {
-		fprintf(stderr, "pdkv report: out of memory\n");
+	} else if (hist_dir && rpt_hist_load(hist_dir, pos[1], b.kind, &h, err, sizeof(err))) {
+		fprintf(stderr, "pdkv report: %s\n", err);
 		rc = 2;
 	} else {
-		rc = emit(&c, &o) ? 2 : rpt_cmp_status(&c);
-		rpt_cmp_free(&c);
+		opt.hist = hist_dir ? &h : NULL;
+		if (rpt_compare(&a, &b, &opt, &c)) {
+			fprintf(stderr, "pdkv report: out of memory\n");
+			rc = 2;
+		} else {
+			rc = emit(&c, &o) ? 2 : rpt_cmp_status(&c);
+			rpt_cmp_free(&c);
+		}
 	}
+	rpt_hist_free(&h);
 	rpt_doc_free(&a);
 	rpt_doc_free(&b);
 	return rc;
@@ -256,14 +275,14 @@ int main(int argc, char **argv)
 {
 	struct rpt_opts opt = {.threshold_pct = 5, .alpha = 0.05};
 	struct outs o = {0};
-	const char *out = NULL;
+	const char *out = NULL, *hist_dir = NULL;
 	char **pos = calloc((size_t)argc + 1, sizeof(*pos));
 	int npos = 0, rc;
 	bool hist;
 
 	if (!pos)
 		return 2;
-	rc = parse(argc, argv, &opt, &o, &out, pos, &npos);
+	rc = parse(argc, argv, &opt, &o, &out, &hist_dir, pos, &npos);
 	if (rc) {
 		free(pos);
 		return rc == 1 ? 0 : 2;
@@ -281,9 +300,11 @@ int main(int argc, char **argv)
 		rc = say("%s: --json and --markdown are compare's and diff's", pos[0]);
 	else if (!hist && out)
 		rc = say("%s: --out is history's", pos[0]);
+	else if (hist && hist_dir)
+		rc = say("%s: --history is compare's and diff's (history reads its DIR)", pos[0]);
 	else
 		rc = hist ? history(pos + 1, npos - 1, out)
-		          : compare(npos, pos, pos + 1, npos - 1, &opt, &o);
+		          : compare(npos, pos, pos + 1, npos - 1, &opt, &o, hist_dir);
 	free(pos);
 	return rc;
 }

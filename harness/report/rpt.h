@@ -69,10 +69,58 @@ void rpt_doc_free(struct rpt_doc *d);
 const char *rpt_meta_get(const struct rpt_doc *d, const char *k); /* NULL when absent */
 const char *rpt_kind_name(enum rpt_kind k);
 
+/* ---- run-to-run spread from a history (rpt_spread.c) ------------------------------------------
+ */
+/* Two runs of one commit on a shared host differ by more than their samples say: the host's
+ * state moves a whole run's samples together. With `compare --history DIR` a row gates only
+ * when its new median also lies beyond the prediction bound of its medians over the earlier
+ * runs kept in DIR (rpt_spread_k; at least RPT_SPREAD_MIN_RUNS of them, the last
+ * RPT_SPREAD_MAX_RUNS, leaving out runs whose own comparison found a regression); with fewer it
+ * is reported, not gated. */
+#define RPT_SPREAD_MIN_RUNS 3
+#define RPT_SPREAD_MAX_RUNS 10
+
+struct rpt_hist {
+	char *dir;
+	struct rpt_doc *docs; /* the earlier runs' files, oldest first */
+	size_t *run;          /* docs[i] belongs to run run[i] (0 = the oldest kept) */
+	size_t n, nruns;
+	size_t left_out; /* runs left out: their own comparison found a regression */
+};
+
+struct rpt_spread {
+	size_t runs;     /* earlier runs that have the row */
+	double center;   /* the mean of their medians */
+	double sd_pct;   /* the standard deviation of their medians, % of center */
+	double k;        /* the gate in standard deviations (rpt_spread_k) */
+	double gate_pct; /* k * sd_pct, at least --threshold */
+};
+
+/* How many run-to-run standard deviations one more run of the same code may lie from the mean
+ * of n earlier runs, one-sided, with a chance of alpha / m (m rows gate: Bonferroni):
+ * t(1 - alpha / m; n - 1) * sqrt(1 + 1/n), the normal prediction bound. 3 runs, alpha 0.05, 4
+ * rows: 7.16; 10 runs: 2.83. */
+double rpt_spread_k(size_t n, double alpha, size_t m);
+
+/* Loads the runs in dir that came before new_path (when new_path is itself a run kept in
+ * dir: those whose names sort before its run's) or, else, every run in dir but new_path;
+ * only files of kind. -1 with err set when dir cannot be read. */
+int rpt_hist_load(const char *dir, const char *new_path, enum rpt_kind kind, struct rpt_hist *h,
+                  char *err, size_t errsz);
+void rpt_hist_free(struct rpt_hist *h);
+/* s's spread over h (s matched by key and metric); runs = 0 when no earlier run has it */
+void rpt_hist_spread(const struct rpt_hist *h, const struct rpt_series *s, struct rpt_spread *sp);
+
+/* rpt_history.c: sorted names of dir's entries ending in suffix (NULL: every entry but dot
+ * files); NULL when dir cannot be read */
+char **rpt_list_dir(const char *dir, const char *suffix, size_t *n);
+void rpt_free_list(char **v, size_t n);
+
 /* ---- comparison (rpt_compare.c) -------------------------------------------------------------- */
 struct rpt_opts {
-	double threshold_pct; /* a change smaller than this is no regression (5) */
-	double alpha;         /* significance level (0.05) */
+	double threshold_pct;        /* a change smaller than this is no regression (5) */
+	double alpha;                /* significance level (0.05) */
+	const struct rpt_hist *hist; /* --history: gate only beyond the run-to-run spread */
 };
 
 enum rpt_outcome {
@@ -95,7 +143,9 @@ struct rpt_row {
 	const char *test; /* "exact" | "normal" | "threshold" | NULL */
 	enum rpt_outcome out;
 	char note[160]; /* paired despite different settings: what differed */
-	char why[160];  /* why a change is not gated ("the ratio to socket decides"), or "" */
+	char why[256];  /* why a change is not gated ("the ratio to socket decides"), or "" */
+	struct rpt_spread sprd; /* --history, for a row that would gate: its run-to-run spread */
+	bool sprd_set;
 };
 
 struct rpt_vdiff {

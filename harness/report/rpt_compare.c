@@ -151,6 +151,42 @@ static void decide_scalar(struct rpt_cmp *c, struct rpt_row *r, double diff, int
 		c->few_moved++;
 }
 
+/* --history: a row that would gate does so only when its new median lies, in the bad
+ * direction, beyond --threshold and beyond the one-sided prediction bound of the earlier runs'
+ * medians for one more run: t(1 - alpha / m; n - 1) * sd * sqrt(1 + 1/n) from their mean (n runs,
+ * m gated rows: Bonferroni). With too few earlier runs it is reported, not gated. Without
+ * --history: yes. */
+static bool beyond_spread(struct rpt_cmp *c, struct rpt_row *r)
+{
+	const struct rpt_hist *h = c->opt.hist;
+	struct rpt_spread *sp = &r->sprd;
+	double bad_pct, gate, k;
+	if (!h)
+		return true;
+	rpt_hist_spread(h, r->n, sp);
+	r->sprd_set = true;
+	if (sp->runs < RPT_SPREAD_MIN_RUNS) {
+		snprintf(r->why, sizeof(r->why),
+		         "not gated: %zu earlier run%s in %s ha%s this row, %d needed to know its "
+		         "run-to-run spread",
+		         sp->runs, sp->runs == 1 ? "" : "s", h->dir, sp->runs == 1 ? "s" : "ve",
+		         RPT_SPREAD_MIN_RUNS);
+		return false;
+	}
+	k = rpt_spread_k(sp->runs, c->opt.alpha, c->family);
+	sp->k = k;
+	bad_pct = (sp->center - r->med_n) / fabs(sp->center) * 100 * r->o->better;
+	gate = isnan(sp->sd_pct) ? 0 : k * sp->sd_pct;
+	sp->gate_pct = gate > c->opt.threshold_pct ? gate : c->opt.threshold_pct;
+	if (bad_pct > sp->gate_pct)
+		return true;
+	snprintf(r->why, sizeof(r->why),
+	         "not gated: %+.1f%% from the mean of %zu earlier runs, within %.1f%% (%.2f x "
+	         "their run-to-run spread of %.1f%%, at least the threshold)",
+	         -bad_pct, sp->runs, sp->gate_pct, k, sp->sd_pct);
+	return false;
+}
+
 /* The verdict of a row with samples from its p-value for the gate (r->p_gate). */
 static void judge(struct rpt_cmp *c, struct rpt_row *r)
 {
@@ -177,7 +213,7 @@ static void judge(struct rpt_cmp *c, struct rpt_row *r)
 		         "not gated: p=%.3f after Holm's correction over %zu gated rows", r->p_gate,
 		         c->family);
 	} else
-		r->out = RPT_REGRESSION;
+		r->out = beyond_spread(c, r) ? RPT_REGRESSION : RPT_WORSE;
 }
 
 /* A row is a REGRESSION only when (a) each side has RPT_MIN_SAMPLES samples, (b) the U test

@@ -43,8 +43,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* sorted names of dir's entries ending in suffix (NULL: every entry but dot files) */
-static char **list_dir(const char *dir, const char *suffix, size_t *n)
+char **rpt_list_dir(const char *dir, const char *suffix, size_t *n)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -70,7 +69,7 @@ static char **list_dir(const char *dir, const char *suffix, size_t *n)
 	return v;
 }
 
-static void free_list(char **v, size_t n)
+void rpt_free_list(char **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
@@ -109,7 +108,7 @@ static int load_one(struct hrun *r, const char *path, FILE *f)
 static int load_runs(struct hist *h, const char *dir, FILE *f)
 {
 	size_t n;
-	char **names = list_dir(dir, NULL, &n);
+	char **names = rpt_list_dir(dir, NULL, &n);
 	for (size_t i = 0; i < n; i++) {
 		char *path = pd_asprintf("%s/%s", dir, names[i]);
 		struct stat st;
@@ -132,14 +131,14 @@ static int load_runs(struct hist *h, const char *dir, FILE *f)
 		r->label = run_label(names[i]);
 		if (S_ISDIR(st.st_mode)) {
 			size_t nj;
-			char **js = list_dir(path, ".json", &nj);
+			char **js = rpt_list_dir(path, ".json", &nj);
 			for (size_t k = 0; k < nj; k++) {
 				char *jp = pd_asprintf("%s/%s", path, js[k]);
 				if (jp)
 					load_one(r, jp, f);
 				free(jp);
 			}
-			free_list(js, nj);
+			rpt_free_list(js, nj);
 		} else
 			load_one(r, path, f);
 		free(path);
@@ -151,7 +150,7 @@ static int load_runs(struct hist *h, const char *dir, FILE *f)
 			free(r->docs);
 		}
 	}
-	free_list(names, n);
+	rpt_free_list(names, n);
 	return 0;
 }
 

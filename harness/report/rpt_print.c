@@ -125,6 +125,14 @@ static void footer(FILE *f, const struct rpt_cmp *c, const char *pre)
 		fprintf(f, ", %zu verdict%s worse, %zu new NOTRUN", c->worse_verdicts,
 		        c->worse_verdicts == 1 ? "" : "s", c->new_notrun);
 	fprintf(f, "\n");
+	if (c->opt.hist)
+		fprintf(
+		    f,
+		    "%sgate: also beyond the prediction bound of each row over the earlier runs "
+		    "in %s, t(1 - alpha/m; n-1) x sd x sqrt(1 + 1/n) (%zu read, the last %d "
+		    "count; %zu left out as regressions; %d needed, else not gated)\n",
+		    pre, c->opt.hist->dir, c->opt.hist->nruns, RPT_SPREAD_MAX_RUNS,
+		    c->opt.hist->left_out, RPT_SPREAD_MIN_RUNS);
 }
 
 /* scenario, check, old, new, what, detail of one changed verdict */
@@ -285,6 +293,15 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 	cJSON_AddNumberToObject(root, "alpha", c->opt.alpha);
 	cJSON_AddNumberToObject(root, "min_samples", RPT_MIN_SAMPLES);
 	cJSON_AddNumberToObject(root, "gated_rows", (double)c->family);
+	if (c->opt.hist) {
+		cJSON *h = cJSON_AddObjectToObject(root, "history");
+		cJSON_AddStringToObject(h, "dir", c->opt.hist->dir);
+		cJSON_AddNumberToObject(h, "runs", (double)c->opt.hist->nruns);
+		cJSON_AddNumberToObject(h, "left_out_regressions", (double)c->opt.hist->left_out);
+		cJSON_AddNumberToObject(h, "min_runs", RPT_SPREAD_MIN_RUNS);
+		cJSON_AddNumberToObject(h, "max_runs", RPT_SPREAD_MAX_RUNS);
+		cJSON_AddStringToObject(h, "rule", "mean - t(1-alpha/m; n-1) * sd * sqrt(1+1/n)");
+	}
 	arr = cJSON_AddArrayToObject(root, "warnings");
 	for (size_t i = 0; i < c->nwarn; i++)
 		cJSON_AddItemToArray(arr, cJSON_CreateString(c->warn[i]));
@@ -342,6 +359,14 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 			cJSON_AddStringToObject(o, "paired_despite", r->note);
 		if (r->why[0])
 			cJSON_AddStringToObject(o, "not_gated", r->why);
+		if (r->sprd_set) {
+			cJSON *h = cJSON_AddObjectToObject(o, "history");
+			cJSON_AddNumberToObject(h, "runs", (double)r->sprd.runs);
+			add_num(h, "mean", r->sprd.center);
+			add_num(h, "spread_pct", r->sprd.sd_pct);
+			add_num(h, "k", r->sprd.k);
+			add_num(h, "gate_pct", r->sprd.gate_pct);
+		}
 		cJSON_AddItemToArray(arr, o);
 	}
 	sum = cJSON_AddObjectToObject(root, "summary");

@@ -200,3 +200,83 @@ double pd_stats_mann_whitney(const double *x, size_t n, const double *y, size_t 
 	p = erfc(z / sqrt(2));
 	return p > 1 ? 1 : p;
 }
+
+/* The continued fraction of the regularized incomplete beta function I_x(a, b), evaluated by
+ * the modified Lentz method; converges fast for x < (a + 1) / (a + b + 2). */
+static double beta_cf(double x, double a, double b)
+{
+	const double tiny = 1e-300;
+	double c = 1, d = 1 - (a + b) * x / (a + 1), h;
+	d = fabs(d) < tiny ? tiny : d;
+	d = 1 / d;
+	h = d;
+	for (int m = 1; m <= 300; m++) {
+		double m2 = 2.0 * m, num, del;
+		/* even step */
+		num = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+		d = 1 + num * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + num / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		h *= d * c;
+		/* odd step */
+		num = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+		d = 1 + num * d;
+		d = fabs(d) < tiny ? tiny : d;
+		c = 1 + num / c;
+		c = fabs(c) < tiny ? tiny : c;
+		d = 1 / d;
+		del = d * c;
+		h *= del;
+		if (fabs(del - 1) < 1e-15)
+			break;
+	}
+	return h;
+}
+
+static double inc_beta(double x, double a, double b)
+{
+	double front;
+	if (x <= 0)
+		return 0;
+	if (x >= 1)
+		return 1;
+	front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+	if (x < (a + 1) / (a + b + 2))
+		return front * beta_cf(x, a, b) / a;
+	return 1 - exp(lgamma(a + b) - lgamma(a) - lgamma(b) + b * log1p(-x) + a * log(x)) *
+	               beta_cf(1 - x, b, a) / b;
+}
+
+double pd_stats_t_cdf(double t, double df)
+{
+	double tail;
+	if (isnan(t) || !(df > 0))
+		return NAN;
+	if (isinf(t))
+		return t > 0 ? 1 : 0;
+	tail = 0.5 * inc_beta(df / (df + t * t), df / 2, 0.5); /* P(T > |t|) */
+	return t >= 0 ? 1 - tail : tail;
+}
+
+double pd_stats_t_quantile(double p, double df)
+{
+	double lo = 0, hi = 1;
+	if (!(p > 0 && p < 1) || !(df > 0))
+		return NAN;
+	if (p < 0.5)
+		return -pd_stats_t_quantile(1 - p, df);
+	if (p == 0.5)
+		return 0;
+	while (pd_stats_t_cdf(hi, df) < p && hi < 1e12)
+		hi *= 2;
+	for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+		double mid = (lo + hi) / 2;
+		if (pd_stats_t_cdf(mid, df) < p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (lo + hi) / 2;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pd_stats: pdkv's one statistics module — percentiles by one definition, median, mean, stdev,
- * min/max, histogram quantiles and the two-sided Mann-Whitney U test. Every pdkv tool uses it. */
+ * min/max, histogram quantiles, the two-sided Mann-Whitney U test and Student's t. Every pdkv
+ * tool uses it. */
 #ifndef PD_STATS_H
 #define PD_STATS_H
 
@@ -42,5 +43,10 @@ double pd_stats_hist_pct(const double *le, const double *cum, size_t nb, double 
  * empty). Returns the p-value: 1 when every value is tied, NAN when a side is empty. */
 double pd_stats_mann_whitney(const double *x, size_t n, const double *y, size_t m, double *u,
                              const char **method);
+
+/* Student's t distribution with df degrees of freedom (df > 0): P(T <= t), from the regularized
+ * incomplete beta function; and its p-quantile (0 < p < 1). NAN outside the domain. */
+double pd_stats_t_cdf(double t, double df);
+double pd_stats_t_quantile(double p, double df);
 
 #endif

@@ -169,6 +169,58 @@ PATH=/nonexistent "$R" history "$T/h" --out "$T/nogp" >"$T/out" 2>&1; rc=$?
 grep -q "gnuplot not found" "$T/out" || fail "history without gnuplot: reason not said"
 [ -s "$T/nogp/index.md" ] && ls "$T"/nogp/*.dat >/dev/null 2>&1 || fail "history without gnuplot: no index/data"
 
+# --history DIR: a row gates only beyond the prediction bound of its medians over the earlier
+# runs kept in DIR (at least 3; runs whose own comparison found a regression left out)
+rows() { # FILE v1 v2 v3 v4 v5: one higher-is-better row
+  printf '{"tool":"t","rows":[{"name":"r","metric":"x socket","better":"higher","samples":[%s,%s,%s,%s,%s]}]}\n' \
+    "$2" "$3" "$4" "$5" "$6" >"$1"
+}
+H=$T/hist
+for r in 20260101T000000Z-a:1.00 20260102T000000Z-b:0.85; do
+  mkdir -p "$H/${r%%:*}"
+  v=${r#*:}
+  rows "$H/${r%%:*}/bench.json" "$v" "$v" "$v" "$v" "$v"
+done
+rows "$T/old.json" 1.05 1.04 1.06 1.05 1.05
+rows "$T/new.json" 0.80 0.81 0.79 0.80 0.80
+rows "$T/bad.json" 0.50 0.51 0.49 0.50 0.50
+"$R" compare "$T/old.json" "$T/new.json" >"$T/out" 2>&1; [ $? -eq 1 ] || fail "-24% without --history: want exit 1"
+"$R" compare "$T/old.json" "$T/new.json" --history "$H" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "--history of 2 runs: want exit 0 (not gated), got $rc"
+grep -q "worse.*not gated: 2 earlier runs in $H have this row, 3 needed" "$T/out" || fail "--history of 2 runs: reason not said"
+mkdir -p "$H/20260103T000000Z-c" && cp "$T/old.json" "$H/20260103T000000Z-c/bench.json"
+"$R" compare "$T/old.json" "$T/new.json" --history "$H" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "-20% within 3 x a 10% run-to-run spread: want exit 0, got $rc"
+# the prediction bound for one row, 3 runs: t(0.95; 2) x sqrt(4/3) = 2.920 x 1.155 = 3.37 sd
+grep -q "not gated: -17.2% from the mean of 3 earlier runs, within 36.3% (3.37 x their run-to-run spread of 10.8%" "$T/out" ||
+  fail "within the spread: reason not said"
+grep -q "gate: also beyond the prediction bound of each row over the earlier runs in $H, .* (3 read" "$T/out" || fail "--history: footer"
+"$R" compare "$T/old.json" "$T/bad.json" --history "$H" --json >"$T/cmp.json" 2>"$T/out"; rc=$?
+[ $rc -eq 1 ] || fail "-50% beyond 3 x the spread: want exit 1, got $rc"
+python3 - "$T/cmp.json" <<'PY' || fail "--history JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["history"]["runs"] == 3 and d["history"]["min_runs"] == 3, d["history"]
+r = d["rows"][0]
+assert r["verdict"] == "REGRESSION" and r["history"]["runs"] == 3, r
+h = r["history"]
+assert abs(h["mean"] - 0.96667) < 1e-4 and abs(h["spread_pct"] - 10.767) < 0.01, h
+assert abs(h["k"] - 3.3717) < 1e-3 and abs(h["gate_pct"] - 36.30) < 0.01, h
+PY
+# a run whose comparison found a regression is left out; runs after NEW's own run do not count
+mkdir -p "$H/20260104T000000Z-d" "$H/20260106T000000Z-f" "$H/20260105T000000Z-e"
+cp "$T/bad.json" "$H/20260104T000000Z-d/bench.json"
+echo '{"tool":"pdkv report","summary":{"regressions":1}}' >"$H/20260104T000000Z-d/compare.json"
+cp "$T/bad.json" "$H/20260106T000000Z-f/bench.json"
+cp "$T/new.json" "$H/20260105T000000Z-e/bench.json"
+"$R" compare "$T/old.json" "$H/20260105T000000Z-e/bench.json" --history "$H" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "history with a left-out regression run: want exit 0, got $rc"
+grep -q "(3 read, the last 10 count; 1 left out as regressions" "$T/out" || fail "left-out run not said"
+grep -q "from the mean of 3 earlier runs" "$T/out" || fail "a later run or a regression run counted"
+"$R" compare "$T/old.json" "$T/new.json" --history "$T/nope" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "--history missing dir: want 2"
+grep -q "history $T/nope: not a directory" "$T/out" || fail "--history missing dir: not said"
+"$R" history "$H" --history "$H" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "history --history: want 2"
+
 # real pdkv bench JSON: samples per row, meta, compares with itself
 B="$BIN/pdkv-bench"
 if [ -x "$B" ]; then

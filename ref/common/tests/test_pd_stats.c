@@ -117,12 +117,37 @@ static void test_mw_normal(void **st)
 	assert_null(m);
 }
 
+/* Student's t: closed forms for df 1 (Cauchy: 1/2 + atan(t)/pi) and df 2
+ * (1/2 + t / (2 sqrt(2 + t^2))); quantiles from the printed tables (e.g. NIST/SEMATECH
+ * e-Handbook 1.3.6.7.2): t(0.975; 1) 12.706, (0.975; 2) 4.303, (0.975; 10) 2.228,
+ * (0.95; 30) 1.697, (0.99; 5) 3.365 */
+static void test_student_t(void **st)
+{
+	(void)st;
+	assert_true(fabs(pd_stats_t_cdf(1, 1) - 0.75) < 1e-12);
+	assert_true(fabs(pd_stats_t_cdf(-3, 1) - (0.5 + atan(-3) / M_PI)) < 1e-12);
+	assert_true(fabs(pd_stats_t_cdf(2, 2) - (0.5 + 2 / (2 * sqrt(6)))) < 1e-12);
+	assert_true(fabs(pd_stats_t_cdf(0, 7) - 0.5) < 1e-15);
+	assert_true(fabs(pd_stats_t_quantile(0.975, 1) - 12.706) < 1e-3);
+	assert_true(fabs(pd_stats_t_quantile(0.975, 2) - 4.303) < 1e-3);
+	assert_true(fabs(pd_stats_t_quantile(0.975, 10) - 2.228) < 1e-3);
+	assert_true(fabs(pd_stats_t_quantile(0.95, 30) - 1.697) < 1e-3);
+	assert_true(fabs(pd_stats_t_quantile(0.99, 5) - 3.365) < 1e-3);
+	/* df 2 inverts in closed form: t = (2p - 1) sqrt(2 / (1 - (2p - 1)^2)) */
+	assert_true(fabs(pd_stats_t_quantile(0.9875, 2) - 0.975 * sqrt(2 / (1 - 0.975 * 0.975))) <
+	            1e-9);
+	assert_true(fabs(pd_stats_t_quantile(0.025, 2) + 4.303) < 1e-3);
+	assert_true(pd_stats_t_quantile(0.5, 3) == 0);
+	assert_true(isnan(pd_stats_t_quantile(1, 3)) && isnan(pd_stats_t_quantile(0.9, 0)));
+	assert_true(isnan(pd_stats_t_cdf(1, -1)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_percentiles), cmocka_unit_test(test_even),
 	    cmocka_unit_test(test_hist),        cmocka_unit_test(test_mw_exact),
-	    cmocka_unit_test(test_mw_normal),
+	    cmocka_unit_test(test_mw_normal),   cmocka_unit_test(test_student_t),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
