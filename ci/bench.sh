@@ -8,8 +8,10 @@
 # "CPU s/GB" (initiator + target CPU per GB moved, verification included) is the load-independent
 # efficiency figure: on a busy 2-core host GB/s mostly measures the other tenants.
 # Every run is also kept in the history layout, reports/out/history/<UTC time>-<commit>/, and
-# compared with the previous run there (`pdkv report compare`: medians, Mann-Whitney U, "~" when
-# no significant change), then `pdkv report history` redraws reports/out/history/plots/.
+# compared with the previous run there that was no regression (`pdkv report compare --history`:
+# medians, Mann-Whitney U, "~" when no significant change, and a ratio gates only beyond the
+# prediction bound of its earlier runs, which needs 3 of them), then `pdkv report history`
+# redraws reports/out/history/plots/.
 # Env: BUILD (build), PDKV_BENCH_DURATION (2 s per row), PDKV_BENCH_REPEAT (5: every socket/pdkv
 # pair runs 5 times, interleaved; the summary takes the best of each, the comparison all of them
 # — the U test needs >= 4 a side, Holm's correction over the 4 ratio rows >= 5),
@@ -17,7 +19,8 @@
 # PDKV_BENCH_THRESHOLD (percent a ratio must move to count, default 5),
 # PDKV_BENCH_HISTORY (the history dir, default $PDKV_BENCH_OUT/history), PDKV_BENCH_GATE (on
 # by default: the exit status follows the comparison's verdict — a REGRESSION, i.e. a pdkv/socket
-# ratio significantly worse than the previous run beyond 5 %, fails make bench; 0 turns it off),
+# ratio significantly worse than the previous run beyond 5 % and beyond its run-to-run spread,
+# fails make bench; 0 turns it off),
 # PDKV_BENCH_SERVE (1), MOONCAKE_BENCH, PDKV_BENCH_AFFINITY (split: the initiator on the first
 # half of the CPUs, the target on the rest, every row alike, as two deployed processes are; none:
 # wherever the scheduler puts them — on a host whose scheduler sees no shared cache, as the
