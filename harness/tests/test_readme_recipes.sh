@@ -36,7 +36,7 @@ for n in $names; do
 	expect=$(head -1 "$T/$n/expect")
 	check "$n: runs as written (exit $rc)" [ $rc = 0 ]
 	check "$n: output matches /$expect/" grep -qE "$expect" "$T/$n/out"
-	[ $rc = 0 ] && grep -qE "$expect" "$T/$n/out" || { echo "--- $n script"; cat "$T/$n/run.sh" | tail -n +5; echo "--- out"; tail -n 5 "$T/$n/out"; echo "--- err"; tail -n 15 "$T/$n/err"; }
+	[ $rc = 0 ] && grep -qE "$expect" "$T/$n/out" || { echo "--- $n script"; cat "$T/$n/run.sh" | tail -n +5; echo "--- out"; tail -n 5 "$T/$n/out"; echo "--- err"; tail -n 15 "$T/$n/err"; echo "--- err: errors, all processes"; grep -E " (ERROR|FATAL) |rror:" "$T/$n/err" | head -n 10; }
 	for p in $(pgrep -f "pdkv-(standin|proxy|metaserver|bootstrap)" || true); do
 		[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$T/$n" ] && kill -9 "$p"
 	done
