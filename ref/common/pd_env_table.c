@@ -152,7 +152,8 @@ static const struct pd_env_var rows[] = {
     I("PDKV_TE_IPC_GROUP", 1, 64, "16", W, TE,
       "nvlink_intra: copies queued behind one CUDA event (and one cudaMemcpyBatchAsync)"),
     B("PDKV_TE_IPC_PHASES", "0", IGN, TE, 0,
-      "1: nvlink_intra logs one line per submit with its phases (plan, queue, event, post) in ms"),
+      "1: nvlink_intra logs each submit's phases (plan, queue, event, post) and each copy group's "
+      "completion (pickup, event wait, end) in ms"),
     Z("PDKV_GPU_CHUNK", 64 * KiB, 64 * MiB, "2M", IGN, TE,
       "bytes per staging copy between GPU memory and a socket"),
     I("PDKV_KV_THREADS", 1, PD_PAR_MAX, NULL, W, SA,

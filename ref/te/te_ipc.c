@@ -42,6 +42,7 @@ struct ipc_done { /* one event behind which n tasks end */
 	void *ev;
 	int dev;
 	size_t n;
+	uint64_t t_submit, t_post; /* PDKV_TE_IPC_PHASES: the submit's start, the post (ns) */
 	struct te_task *t[IPC_GROUP_TASKS];
 	size_t len[IPC_GROUP_TASKS];
 };
@@ -280,6 +281,7 @@ static void event_put_locked(struct te_transport *tp, int dev, void *ev)
 	tp->evfree[dev][tp->nevfree[dev]++] = ev;
 }
 
+/* The completion thread: waits on each posted group's event in turn and ends its tasks. */
 static void *completer(void *arg)
 {
 	struct te_transport *tp = arg;
@@ -287,6 +289,7 @@ static void *completer(void *arg)
 	pthread_mutex_lock(&tp->qmu);
 	for (;;) {
 		struct ipc_done *d;
+		uint64_t t0 = 0, t1 = 0;
 		bool ok;
 		while (!tp->qn && !tp->stop)
 			pthread_cond_wait(&tp->qcv, &tp->qmu);
@@ -296,9 +299,19 @@ static void *completer(void *arg)
 		tp->qhead = (tp->qhead + 1) % tp->qcap;
 		tp->qn--;
 		pthread_mutex_unlock(&tp->qmu);
+		if (tp->phases)
+			t0 = pd_now_ns();
 		ok = !te_gpu_event_wait(d->ev);
+		if (tp->phases)
+			t1 = pd_now_ns();
 		for (size_t i = 0; i < d->n; i++)
 			te_task_slice_done(d->t[i], ok ? d->len[i] : 0, ok);
+		if (tp->phases)
+			pd_info(
+			    "te: nvlink_intra completion: %zu copies, picked up %.3f ms after the "
+			    "post, event %.3f ms, tasks ended %.3f ms after the submit began",
+			    d->n, (double)(t0 - d->t_post) / 1e6, (double)(t1 - t0) / 1e6,
+			    (double)(pd_now_ns() - d->t_submit) / 1e6);
 		pthread_mutex_lock(&tp->qmu);
 		event_put_locked(tp, d->dev, d->ev);
 		free(d);
@@ -312,6 +325,7 @@ static void group_post(struct te_transport *tp, struct ipc_done *d)
 {
 	bool ok = false;
 
+	d->t_post = pd_now_ns();
 	pthread_mutex_lock(&tp->qmu);
 	if (tp->qn == tp->qcap) {
 		size_t n = tp->qcap ? tp->qcap * 2 : 64;
@@ -385,7 +399,8 @@ static size_t queue_group(struct ipc_done *d, const struct ipc_copy *v, size_t n
 
 /* Queues the copies of plan v (all of stream device dev) in groups of tp->group behind one
  * event each. */
-static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n, struct ipc_phases *ph)
+static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n, struct ipc_phases *ph,
+                  uint64_t t_submit)
 {
 	size_t i = 0;
 
@@ -407,6 +422,7 @@ static void issue(struct te_transport *tp, struct ipc_copy *v, size_t n, struct 
 			continue;
 		}
 		d->dev = dev;
+		d->t_submit = t_submit;
 		queue_group(d, v + i, j - i, dev, s);
 		i = j;
 		t1 = pd_now_ns();
@@ -498,7 +514,7 @@ static int ipc_submit(struct te_transport *tp, struct te_task *const *tasks, siz
 		atomic_store(&cv[i].t->slice_count, 1);
 	qsort(cv, nc, sizeof(*cv), cmp_copy);
 	t2 = pd_now_ns();
-	issue(tp, cv, nc, &ph);
+	issue(tp, cv, nc, &ph, t0);
 	if (tp->phases)
 		pd_info(
 		    "te: nvlink_intra submit phases: %zu copies, %zu to TCP: plan %.3f tcp %.3f "
