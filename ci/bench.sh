@@ -24,7 +24,11 @@
 # PDKV_BENCH_SERVE (1), MOONCAKE_BENCH, PDKV_BENCH_AFFINITY (split: the initiator on the first
 # half of the CPUs, the target on the rest, every row alike, as two deployed processes are; none:
 # wherever the scheduler puts them — on a host whose scheduler sees no shared cache, as the
-# 2-core CI VM, that placement moves the figures more than the transport does; docs/tcp.md).
+# 2-core CI VM, that placement moves the figures more than the transport does; docs/tcp.md),
+# PDKV_BENCH_CONGESTION (cubic: the TCP congestion control of every data socket, pdkv's and the
+# socket's alike; host: the host's net.ipv4.tcp_congestion_control. Over loopback BBR, a
+# common default, keeps a congestion window of a few segments and paces the flow, so the
+# figures measure how promptly each receiver reads more than the transport; docs/tcp.md).
 set -u
 BUILD=${BUILD:-build}
 BIN=$BUILD/bin/pdkv-bench
@@ -36,6 +40,10 @@ BATCH=${PDKV_BENCH_BATCH:-128}
 GATE=${PDKV_BENCH_GATE:-1}
 HIST=${PDKV_BENCH_HISTORY:-$OUT/history}
 AFF=${PDKV_BENCH_AFFINITY:-split}
+CC=${PDKV_BENCH_CONGESTION:-cubic}
+CCARG=()
+[ "$CC" != host ] && CCARG=(--congestion="$CC")
+HOSTCC=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)
 export MC_TCP_BIND_ADDRESS=${MC_TCP_BIND_ADDRESS:-127.0.0.1}
 mkdir -p "$OUT"
 [ -x "$BIN" ] || { echo "bench: $BIN not built (run make first)" >&2; exit 2; }
@@ -51,10 +59,16 @@ fi
 echo "[bench] $(date +%T) plain socket vs pdkv tcp: write+read, 64 KiB and 1 MiB x batch $BATCH," \
      "${DUR}s per row, --check on, each pair ${REP}x interleaved (best counts; $((8 * REP)) rows," \
      "about $(awk -v d="$DUR" -v r="$REP" 'BEGIN { printf "%.0f", d * 8 * r + 20 }')s)"
+if [ "$CC" != host ]; then
+  echo "[bench] TCP congestion control: $CC on every data socket (the host's default is $HOSTCC;" \
+       "PDKV_BENCH_CONGESTION=host runs with that)"
+else
+  echo "[bench] TCP congestion control: the host's default, $HOSTCC"
+fi
 "$BIN" --mode=loopback --baseline=socket --protocol=tcp --metadata_server=P2PHANDSHAKE \
   --operation=write,read -b 64K -e 1M -f 16 --batch_size="$BATCH" --threads="$THR" \
   --duration="$DUR" --repeat="$REP" --report_unit=GB --check --affinity="$AFF" \
-  "${MCARG[@]}" --json "$OUT/bench.json" --csv "$OUT/bench.csv" 2>&1 | tee "$OUT/bench.txt" |
+  "${CCARG[@]}" "${MCARG[@]}" --json "$OUT/bench.json" --csv "$OUT/bench.csv" 2>&1 | tee "$OUT/bench.txt" |
   while IFS= read -r l; do
     case "$l" in
       "  socket"*|"  pdkv"*|"  mooncake"*|"# ratio"*) echo "[bench] $(date +%T) $l" ;;

@@ -8,7 +8,7 @@ BINS += pdkv-accept
 pdkv-accept_SRCS := harness/accept/accept_main.c harness/accept/acc_judge.c harness/accept/acc_run.c \
 	harness/accept/acc_report.c harness/bench/bench_opts.c harness/bench/bench_lat.c \
 	harness/bench/bench_multi.c harness/bench/bench_perftest.c harness/bench/bench_rdmarate.c \
-	harness/bench/bench_affinity.c
+	harness/bench/bench_affinity.c harness/bench/bench_cc.c
 pdkv-accept_LIBS := hr cfg pdtestsvc te temeta pdcommon
 TESTS += test_accept
 test_accept_SRCS := harness/accept/tests/test_accept.c harness/accept/acc_judge.c \

@@ -36,11 +36,12 @@ struct bench_opts {
 	int op;               /* TE_READ | TE_WRITE (the pass being run) */
 	const char *ops_str;  /* --operation as given */
 	uint64_t block, batch, threads;
-	double duration;      /* seconds per row */
-	double gap_ms;        /* idle between timed batches, untimed (--gap-ms; 0 = none) */
-	const char *affinity; /* --affinity: none | split | INIT/TARGET CPU lists */
-	int buffers;          /* --buffers: separate allocations per side (1 = one region) */
-	uint64_t max_block;   /* the largest row's bytes per transfer (set after parsing) */
+	double duration;        /* seconds per row */
+	double gap_ms;          /* idle between timed batches, untimed (--gap-ms; 0 = none) */
+	const char *affinity;   /* --affinity: none | split | INIT/TARGET CPU lists */
+	const char *congestion; /* --congestion: TCP congestion control of every data socket */
+	int buffers;            /* --buffers: separate allocations per side (1 = one region) */
+	uint64_t max_block;     /* the largest row's bytes per transfer (set after parsing) */
 	uint64_t buffer_size;
 	const char *unit; /* GB GiB Gb MB MiB Mb KB KiB Kb */
 	double unit_div;  /* bytes per unit (bits for the b units handled by unit_bits) */
@@ -292,6 +293,12 @@ int bench_affinity_self(void);
 int bench_affinity_child_begin(void);
 void bench_affinity_child_end(void);
 const char *bench_affinity_desc(void);
+/* --congestion (bench_cc.c): check it and set PDKV_TCP_CONGESTION (0, or 2 with the error
+ * printed); what ran: "cubic (--congestion; host default bbr)", the name, the host's. */
+int bench_cc_parse(const struct bench_opts *o);
+const char *bench_cc_desc(void);
+const char *bench_cc_name(void);
+const char *bench_cc_host(void);
 double bench_cpu_self(void);    /* this process's CPU seconds */
 double bench_cpu_of(pid_t pid); /* another's (utime + stime); -1 if unknown */
 

@@ -8,7 +8,7 @@ pdkv-bench_SRCS := harness/bench/bench_main.c harness/bench/bench_opts.c harness
 	harness/bench/bench_serve.c harness/bench/bench_serve_load.c harness/bench/bench_serve_out.c \
 	harness/bench/bench_serve_opts.c harness/bench/bench_serve_data.c harness/bench/bench_serve_save.c \
 	harness/bench/bench_loop.c harness/bench/bench_scheme.c harness/bench/bench_lat.c harness/bench/bench_multi.c \
-	harness/bench/bench_affinity.c
+	harness/bench/bench_affinity.c harness/bench/bench_cc.c
 pdkv-bench_LIBS := hr cfg pdtestsvc te temeta pdcommon
 # With lib terdma linked, ref/te/rdma.mk adds the strong reference that pulls the RDMA
 # transport in (the engine's own reference is weak).

@@ -290,6 +290,13 @@ static const struct pd_opt bench_optv[] = {
              "target on the rest), I/T (CPU lists,\ne.g. 0-3/4-7) or none (default); every row "
              "alike",
      .want = "split, none or CPU lists like 0-3/4-7"},
+    {.name = "congestion",
+     .type = PD_OPT_STR,
+     .dst = &g_o.congestion,
+     .arg = "=NAME",
+     .help = "TCP congestion control of every data socket of the run, pdkv's\nand the socket "
+             "baseline's alike (e.g. cubic; default: the host's;\nsets PDKV_TCP_CONGESTION)",
+     .want = "a name from net.ipv4.tcp_available_congestion_control"},
     {.name = "buffers",
      .type = PD_OPT_INT,
      .dst = &g_o.buffers,
@@ -660,7 +667,8 @@ static int check_combinations(struct bench_opts *o)
 		        "bench runs its batches back to back, so its rows would not compare\n");
 		return 2;
 	}
-	if ((o->latency && bench_lat_check(o)) || bench_fault_check(o) || bench_affinity_parse(o))
+	if ((o->latency && bench_lat_check(o)) || bench_fault_check(o) || bench_affinity_parse(o) ||
+	    bench_cc_parse(o))
 		return 2;
 	if (o->buffers > 1 && (o->baseline_id != BENCH_BASELINE_NONE || o->compare_mooncake ||
 	                       o->compare_perftest || o->verify_written || scheme_given(&g_p))) {

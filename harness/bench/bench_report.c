@@ -163,6 +163,8 @@ void bench_banner(const struct bench_opts *o, const char *local, const char *rem
 		    o->buffers, o->buffers);
 	if (bench_affinity_desc())
 		printf(" affinity       : %s\n", bench_affinity_desc());
+	if (bench_cc_desc()[0] && strcmp(o->protocol ? o->protocol : "tcp", "tcp") == 0)
+		printf(" congestion     : %s\n", bench_cc_desc());
 	if (o->buffers > 1) /* each allocation holds its share of the largest row and a block */
 		printf(
 		    " buffer size    : %d x %llu bytes per side (--buffers)\n", o->buffers,
@@ -353,6 +355,10 @@ static void json_meta(cJSON *root, const struct bench_opts *o)
 	cJSON_AddNumberToObject(m, "buffers", o->buffers > 1 ? o->buffers : 1);
 	cJSON_AddStringToObject(m, "affinity",
 	                        bench_affinity_desc() ? bench_affinity_desc() : "none");
+	if (bench_cc_name()[0]) {
+		cJSON_AddStringToObject(m, "congestion_control", bench_cc_name());
+		cJSON_AddStringToObject(m, "congestion_control_host", bench_cc_host());
+	}
 	cJSON_AddNumberToObject(m, "repeat", o->repeat);
 	cJSON_AddStringToObject(m, "baseline", o->baseline);
 	cJSON_AddBoolToObject(m, "check", o->check);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "pd_tsan.h"
+#include "pd_tcpcc.h"
 #include "pd_util.h"
 #include "te/te.h"
 
@@ -88,6 +89,7 @@ void *bench_sock_server(void *arg)
 		if (fd < 0)
 			continue;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		pd_sock_congestion(fd); /* as the engine's data sockets (PDKV_TCP_CONGESTION) */
 		c = malloc(sizeof(*c));
 		if (!c) {
 			close(fd);
@@ -189,6 +191,8 @@ static int sock_thread_init(struct bench_thread *th)
 	th->local = s_local + c->loff;
 	th->scratch = s_scratch + c->loff;
 	p->fd = pd_tcp_connect(c->host, c->port, 5000);
+	if (p->fd >= 0)
+		pd_sock_congestion(p->fd);
 	if (p->fd >= 0)
 		__atomic_add_fetch(&s_connects, 1, __ATOMIC_RELAXED);
 	return p->fd < 0 ? p->fd : 0;

@@ -125,6 +125,9 @@ static const struct pd_env_var rows[] = {
       "milliseconds a handshake peer has to send one whole frame"),
     Z("PDKV_TCP_SOCKBUF", 64 * KiB, GiB, NULL, IGN, TE,
       "SO_SNDBUF/SO_RCVBUF of data sockets (unset: the kernel's autotuning)"),
+    S("PDKV_TCP_CONGESTION", NULL, IGN, TE, 0,
+      "TCP congestion control of data sockets, e.g. cubic (unset: the host's "
+      "net.ipv4.tcp_congestion_control); pdkv bench --congestion sets it"),
     I("PDKV_HTTP_HEADER_TIMEOUT_MS", 100, 3600000, "10000", W,
       SA | PD_ENV_C_PROXY | PD_ENV_C_METASERVER,
       "ms an HTTP client may take to send a request's whole header (stand-in, proxy, metaserver)"),
@@ -257,6 +260,9 @@ static const struct pd_env_var rows[] = {
     B("PDKV_BENCH_SERVE", "1", W, MK, SCR, "make bench: 0 skips the bench serve sweep"),
     S("PDKV_BENCH_AFFINITY", "split", IGN, MK, SCR,
       "make bench: pdkv bench --affinity (split: initiator and target on their own CPUs; none)"),
+    S("PDKV_BENCH_CONGESTION", "cubic", IGN, MK, SCR,
+      "make bench: pdkv bench --congestion, the TCP congestion control of every data socket "
+      "(host: the host's default)"),
     S("PDKV_BENCH_SERVE_TOKENS", "1000,4000,16000", IGN, MK, SCR,
       "make bench: input lengths of the bench serve sweep"),
     IF("RXE_BW_MB", 1, 100000, "32", MK, SCR, "make test-rxe: MB per bandwidth point"),

@@ -163,7 +163,8 @@ int te_net_connect_why(const char *host, int port, int timeout_ms, char *why, si
 void te_net_local_ip(char *out, size_t len);
 /* SO_RCVTIMEO and SO_SNDTIMEO. */
 void te_net_set_timeouts_ms(int fd, int ms);
-/* TCP_NODELAY, and PDKV_TCP_SOCKBUF's fixed buffer size when set (else kernel autotuning). */
+/* TCP_NODELAY, PDKV_TCP_CONGESTION when set, and PDKV_TCP_SOCKBUF's fixed buffer size when set
+ * (else kernel autotuning). */
 void te_net_tune_socket(int fd);
 
 /* The accept loop of both servers (handshake, TCP data): one thread polls lfd (listening,

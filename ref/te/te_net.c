@@ -23,6 +23,7 @@
 
 #include "pd_env.h"
 #include "pd_log.h"
+#include "pd_tcpcc.h"
 #include "pd_util.h"
 
 /* Which failure, to what: "connection to H:P refused (nothing listens on that port)" ... */
@@ -130,6 +131,7 @@ void te_net_tune_socket(int fd)
 	uint64_t sz;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	pd_sock_congestion(fd); /* PDKV_TCP_CONGESTION, when set (docs/tcp.md) */
 	/* Default: leave the kernel's autotuning alone (a fixed SO_SNDBUF disables it and is
 	 * capped by wmem_max); PDKV_TCP_SOCKBUF=4M forces a size. */
 	if (pd_env_size("PDKV_TCP_SOCKBUF", &sz) == 1) { /* 64K..1G */

@@ -128,6 +128,49 @@ else
   echo "NOTE: one CPU here: --affinity placement not checked"
 fi
 
+# --congestion=NAME: every data socket of the run, pdkv's (lane and target) and the socket
+# baseline's (both ends), uses that congestion control (seen with ss on the target's two ports
+# while the run goes); said in the banner and the JSON meta; a bad or missing name: exit 2
+"$B" --congestion='x;y' >"$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --congestion: want exit 2"
+grep -q -- "--congestion=x;y: expected the name of a TCP congestion control" "$T/out" ||
+  fail "bad --congestion: no clear message"
+"$B" --congestion=nosuchcc >"$T/out" 2>&1; [ $? -eq 2 ] || fail "--congestion=nosuchcc: want exit 2"
+grep -q -- "--congestion=nosuchcc: not available on this host (it offers: " "$T/out" ||
+  fail "--congestion=nosuchcc: no clear message"
+HOSTCC=$(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null)
+CC=reno
+[ "$HOSTCC" = reno ] && CC=cubic
+if command -v ss >/dev/null && [ -n "$HOSTCC" ]; then
+  "$B" --operation=write --block_size=64K --batch_size=16 --duration=1.5 --repeat=2 \
+    --baseline=socket --congestion=$CC --json "$T/cc.json" >"$T/out" 2>&1 &
+  BP=$!
+  PIDS+=("$BP")
+  : >"$T/ss"
+  while kill -0 "$BP" 2>/dev/null; do
+    tp=$(pgrep -P "$BP" pdkv-bench | head -1)
+    # the target's established sockets: "<local port> <congestion control>"
+    [ -n "$tp" ] && ss -tinpH state established 2>/dev/null |
+      awk -v t="pid=$tp," 'index($0, t) { n = split($3, l, ":"); port = l[n]; p = 1; next }
+        p { p = 0; n = split($0, w, /[ \t]+/)   # the first word after ts, sack, ecn...
+            for (i = 1; i <= n; i++) if (w[i] !~ /^(|ts|sack|ecn|ecnseen|fastopen)$/) break
+            print port, w[i] }' >>"$T/ss"
+    sleep 0.2
+  done
+  wait "$BP" || fail "--congestion=$CC run failed"
+  PIDS=()
+  ports=$(awk -v c="$CC" '$2 == c { print $1 }' "$T/ss" | sort -u | wc -l)
+  other=$(awk -v c="$CC" '$2 != c' "$T/ss" | sort -u | head -3)
+  [ "$ports" -ge 2 ] ||
+    fail "--congestion=$CC: want the target's pdkv and socket-baseline ports on $CC, saw: $(sort -u "$T/ss" | tr '\n' ' ')"
+  [ -z "$other" ] || fail "--congestion=$CC: target sockets on another congestion control: $other"
+  grep -q "congestion     : $CC (--congestion; host default $HOSTCC)" "$T/out" ||
+    fail "--congestion: not in the header"
+  python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["meta"]; assert m["congestion_control"] == sys.argv[2] and m["congestion_control_host"] == sys.argv[3], m' \
+    "$T/cc.json" "$CC" "$HOSTCC" || fail "--congestion: not in the JSON meta"
+else
+  echo "NOTE: no ss or no /proc/sys/net/ipv4/tcp_congestion_control: --congestion not checked"
+fi
+
 # --buffers=N: each side's memory as N allocations (a per-layer KV cache), every byte checked
 # both ways at sizes whose blocks do not divide evenly over the allocations; in the banner and
 # the JSON meta; refused beside the rows it does not apply to

@@ -15,12 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "pd_meta_scheme.h"
 #include "pd_proc.h"
+#include "pd_tcpcc.h"
 #include "pd_util.h"
 
 static void test_parse_numbers(void **state)
@@ -389,6 +392,42 @@ static void test_utf8_encode(void **state)
 	}
 }
 
+/* PDKV_TCP_CONGESTION: a name the kernel offers is what the socket then uses; one it refuses
+ * is reported (-errno) and the socket keeps the host's default; unset changes nothing */
+static void test_sock_congestion(void **state)
+{
+	char host[32], avail[256], got[32];
+	socklen_t gl;
+	int fd;
+	const char *want;
+	(void)state;
+
+	if (pd_tcp_cc_host(host, sizeof(host), avail, sizeof(avail)))
+		skip();
+	want = strcmp(host, "reno") ? "reno" : "cubic";
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	unsetenv("PDKV_TCP_CONGESTION");
+	assert_int_equal(pd_sock_congestion(fd), 0);
+	gl = sizeof(got);
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, got, &gl), 0);
+	assert_string_equal(got, host);
+	setenv("PDKV_TCP_CONGESTION", want, 1);
+	assert_int_equal(pd_sock_congestion(fd), 0);
+	gl = sizeof(got);
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, got, &gl), 0);
+	assert_string_equal(got, want);
+	close(fd);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	setenv("PDKV_TCP_CONGESTION", "nosuchcc", 1);
+	assert_int_equal(pd_sock_congestion(fd), -ENOENT);
+	gl = sizeof(got);
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, got, &gl), 0);
+	assert_string_equal(got, host);
+	unsetenv("PDKV_TCP_CONGESTION");
+	close(fd);
+}
+
 int main(void)
 {
 	setenv("PDKV_TCP_RECV_CHUNK", "4K", 1); /* test_recv_chunk */
@@ -400,7 +439,7 @@ int main(void)
 	    cmocka_unit_test(test_helpers),       cmocka_unit_test(test_recv_chunk),
 	    cmocka_unit_test(test_recv_spin),     cmocka_unit_test(test_meta_url),
 	    cmocka_unit_test(test_workdir),       cmocka_unit_test(test_iov_advance),
-	    cmocka_unit_test(test_utf8_encode),
+	    cmocka_unit_test(test_utf8_encode),   cmocka_unit_test(test_sock_congestion),
 	};
 	return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
