@@ -358,7 +358,7 @@ static const struct pd_opt bench_optv[] = {
      .dst = &g_o.repeat,
      .arg = "=N",
      .help = "run every row N times (socket and pdkv interleaved);\nthe ratio line uses the best "
-             "of each",
+             "of each, the next one lists\neach interleaved pair's ratio and their median",
      .want = "1..100",
      .min = 1,
      .max = 100},

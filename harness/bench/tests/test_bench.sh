@@ -167,6 +167,19 @@ if command -v ss >/dev/null && [ -n "$HOSTCC" ]; then
     fail "--congestion: not in the header"
   python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["meta"]; assert m["congestion_control"] == sys.argv[2] and m["congestion_control_host"] == sys.argv[3], m' \
     "$T/cc.json" "$CC" "$HOSTCC" || fail "--congestion: not in the JSON meta"
+  # --repeat: each interleaved pair's pdkv/socket and their median, from the rows themselves
+  python3 - "$T/cc.json" "$T/out" <<'PY' || fail "--repeat: the per-pair ratio line is wrong"
+import json, re, statistics, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+s = [r["GBps"] for r in rows if r["kind"] == "socket"]
+p = [r["GBps"] for r in rows if r["kind"] == "pdkv"]
+want = [round(a / b, 2) for a, b in zip(p, s)]
+m = re.search(r"^# ratio pdkv/socket write 65536 B per interleaved pair: (.*), median (\S+)$",
+              open(sys.argv[2]).read(), re.M)
+got = [float(x) for x in m.group(1).split()]
+assert len(got) == 2 and all(abs(a - b) < 0.011 for a, b in zip(got, want)), (got, want)
+assert abs(float(m.group(2)) - statistics.median(a / b for a, b in zip(p, s))) < 0.006, m.group(2)
+PY
 else
   echo "NOTE: no ss or no /proc/sys/net/ipv4/tcp_congestion_control: --congestion not checked"
 fi
