@@ -196,8 +196,8 @@ elif [ "$rc" -ne 0 ]; then
 fi
 
 # the KV hand-off at engine speed (issue 10; its engine rows and the stand-ins inherit
-# PDKV_TCP_CONGESTION, so the ratio's two sides run on the same congestion control): the engine with KV-shaped WRITEs (one prompt's
-# block list, Qwen2.5-7B geometry, vLLM's per-layer K/V buffers) per prompt length, then a short
+# PDKV_TCP_CONGESTION, so the ratio's two sides run on the same congestion control): the
+# engine with KV-shaped WRITEs (one prompt's block list, Qwen2.5-7B geometry, vLLM's per-layer K/V buffers) per prompt length, then a short
 # `pdkv bench serve` sweep (prompt lengths x request rates) through a V1 gen B deployment; the
 # ratio is the hand-off goodput (the stand-ins' pdkv_kv_handoff_* histograms, prefill part +
 # decode part) over the engine's GB/s at the same prompt length.
