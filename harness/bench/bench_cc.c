@@ -13,8 +13,6 @@
 #include "bench.h"
 
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,25 +27,14 @@ static struct {
 	char name[32], host[32], desc[160];
 } g_cc;
 
-/* name is one word of the host's list (space separated) */
-static bool listed(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = list; (p = strstr(p, name)); p += n)
-		if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
-			return true;
-	return false;
-}
-
 /* Can a socket of this process use name? 0, or -errno of the refusal. */
 static int try_cc(const char *name)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0), err = 0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), err;
 
 	if (fd < 0)
 		return -errno;
-	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)))
-		err = -errno;
+	err = pd_tcp_cc_set(fd, name);
 	close(fd);
 	return err;
 }
@@ -78,14 +65,14 @@ int bench_cc_parse(const struct bench_opts *o)
 		    want, *avail ? avail : "unknown");
 		return 2;
 	}
-	if (*avail && !listed(avail, want)) {
+	if ((err = try_cc(want)) == -ENOENT) { /* the kernel's answer for a name it lacks */
 		fprintf(stderr,
 		        "pdkv-bench: --congestion=%s: not available on this host (it offers: "
 		        "%s; modprobe tcp_%s may add it)\n",
-		        want, avail, want);
+		        want, *avail ? avail : "unknown", want);
 		return 2;
 	}
-	if ((err = try_cc(want))) {
+	if (err) {
 		fprintf(stderr, "pdkv-bench: --congestion=%s: the kernel refused it (%s)%s\n", want,
 		        strerror(-err),
 		        err == -EPERM ? "; without CAP_NET_ADMIN only the names in "

@@ -40,18 +40,24 @@ int pd_tcp_cc_host(char *buf, size_t len, char *avail, size_t alen)
 	return err;
 }
 
+int pd_tcp_cc_set(int fd, const char *name)
+{
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)))
+		return -errno;
+	return 0;
+}
+
 int pd_sock_congestion(int fd)
 {
 	static atomic_bool warned;
 	const char *cc = pd_env_str("PDKV_TCP_CONGESTION");
 	char avail[256] = "?";
+	int err;
 
-	if (!cc || !*cc)
-		return 0;
-	if (!setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)))
+	if (!cc || !*cc || !(err = pd_tcp_cc_set(fd, cc)))
 		return 0;
 	if (!atomic_exchange(&warned, true)) {
-		int e = errno;
+		int e = -err;
 		read_sysctl_line("/proc/sys/net/ipv4/tcp_available_congestion_control", avail,
 		                 sizeof(avail));
 		pd_warn("PDKV_TCP_CONGESTION=%s: the kernel refused it on a data socket (%s); "

@@ -11,6 +11,8 @@
  * for like. A name the kernel refuses is warned about once (what the host offers) and the
  * socket keeps the default. Returns 0, or -errno of the refusal. */
 int pd_sock_congestion(int fd);
+/* Sets TCP_CONGESTION name on fd; 0, or -errno (-ENOENT: the host offers no such name). */
+int pd_tcp_cc_set(int fd, const char *name);
 /* The host's default congestion control (net.ipv4.tcp_congestion_control) into buf, and, when
  * avail is not NULL, what it offers (tcp_available_congestion_control); 0 or -errno. */
 int pd_tcp_cc_host(char *buf, size_t len, char *avail, size_t alen);
