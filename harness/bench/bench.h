@@ -196,8 +196,9 @@ struct bench_thread {
 	 * the region (k = i * threads + t) is at lv[k % N] + (k / N) * block, see bench_block */
 	int nbuf;
 	char *const *lv, *const *sv;
-	bool vram;  /* local/scratch are GPU memory: --check goes through tmp */
-	void *priv; /* per-thread back-end state */
+	bool vram;               /* local/scratch are GPU memory: --check goes through tmp */
+	void *priv;              /* per-thread back-end state */
+	struct bench_step *step; /* the row's shared batch clock when be->lockstep (bench_fanout) */
 	/* results */
 	double xfer_s;
 	uint64_t batches, transfers, wrong, failed;
@@ -226,6 +227,11 @@ struct bench_backend {
 	 * this thread's offsets; record: one latency sample per transfer (bench_lat_add); counts
 	 * failed transfers in th->failed. *secs = the batch's transfer time. err or 0. */
 	int (*batch)(struct bench_thread *th, int op, char *buf, bool record, double *secs);
+	/* The row's threads carry the parts of one batch (the plain-socket baseline: the engine's
+	 * batch over as many connections as it has lanes). Each timed batch starts on all of them
+	 * together and lasts until the last part ends, as the engine's batch waits for its
+	 * slowest lane; --check's untimed work is done between batches, never beside one. */
+	bool lockstep;
 };
 
 /* One row: o->threads threads of be over ctx, reduced into *row. The first thread error, or 0. */
@@ -354,8 +360,8 @@ struct bench_sock_ctx {
 };
 int bench_sock_ctx_init(struct bench_sock_ctx *c, const char *server, uint64_t roff, uint64_t loff);
 extern const struct bench_backend bench_sock_backend; /* ctx: a struct bench_sock_ctx */
-/* A row on bench_sock_conns(o) connections, one thread each, o->batch x o->threads transfers in
- * flight over them (reported with o's batch and threads). */
+/* A row on bench_sock_conns(o) connections, one thread each in lockstep (bench_backend.lockstep),
+ * o->batch x o->threads transfers in flight over them (reported with o's batch and threads). */
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
                    struct bench_row *row);
 /* Connections the socket baseline opens: as many as the engine's TCP lanes per peer

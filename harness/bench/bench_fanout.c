@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,24 +68,25 @@ static void warm_up(struct bench_thread *th)
 		th->err = th->be->batch(th, o->op, th->local, false, &s);
 }
 
-/* One timed batch and, with --check, its verification (WRITE: read back into scratch). */
-static void timed_batch(struct bench_thread *th, uint64_t iter)
+/* --check before a timed batch: WRITE's pattern into the local blocks, READ's blocks zeroed. */
+static void prep_batch(struct bench_thread *th, uint64_t iter)
 {
 	const struct bench_opts *o = th->o;
-	double s;
-	if (o->check) {
-		for (uint64_t i = 0; i < o->batch; i++) {
-			if (o->op == BENCH_WRITE)
-				xfill(th, bench_block(th, false, i), block_off(th, i), iter);
-			else
-				xzero(th, bench_block(th, false, i));
-		}
-		if (th->err)
-			return;
-	}
-	th->err = th->be->batch(th, o->op, th->local, true, &s);
-	if (th->err)
+	if (!o->check)
 		return;
+	for (uint64_t i = 0; i < o->batch; i++) {
+		if (o->op == BENCH_WRITE)
+			xfill(th, bench_block(th, false, i), block_off(th, i), iter);
+		else
+			xzero(th, bench_block(th, false, i));
+	}
+}
+
+/* A timed batch of s seconds is done: counted and, with --check, verified (WRITE: read back
+ * into scratch). */
+static void end_batch(struct bench_thread *th, uint64_t iter, double s)
+{
+	const struct bench_opts *o = th->o;
 	th->xfer_s += s;
 	th->batches++;
 	th->transfers += o->batch;
@@ -97,6 +99,68 @@ static void timed_batch(struct bench_thread *th, uint64_t iter)
 		uint64_t off = block_off(th, i);
 		const char *p = bench_block(th, o->op == BENCH_WRITE, i);
 		th->wrong += xcount(th, p, off, o->op == BENCH_WRITE ? iter : 0);
+	}
+}
+
+/* One timed batch and, with --check, its verification. */
+static void timed_batch(struct bench_thread *th, uint64_t iter)
+{
+	double s;
+	prep_batch(th, iter);
+	if (th->err || (th->err = th->be->batch(th, th->o->op, th->local, true, &s)))
+		return;
+	end_batch(th, iter, s);
+}
+
+/* A lockstep row's batch clock. go and stop are written only between the end barrier of one
+ * batch and the start barrier of the next, and read only between start and end, so every
+ * thread takes the same decision; t_end alternates so that one batch's readers and the next
+ * batch's writers never share a slot. */
+struct bench_step {
+	pthread_barrier_t start, end;
+	atomic_bool go, stop;
+	_Atomic uint64_t t_start, t_end[2];
+};
+
+static bool more_batches(const struct bench_opts *o, uint64_t iter, uint64_t end)
+{
+	return o->latency ? iter <= o->iterations : pd_now_ns() < end;
+}
+
+/* The timed loop of a lockstep row: every thread's part of batch k starts at the same barrier,
+ * and the batch's time, from its start to the end of its last part, is every thread's. */
+static void lockstep_loop(struct bench_thread *th, uint64_t end, const struct timespec *gap)
+{
+	struct bench_step *st = th->step;
+	const struct bench_opts *o = th->o;
+
+	for (uint64_t iter = 1;; iter++) {
+		uint64_t k = iter & 1, t1, prev;
+		double s = 0;
+		if (!th->err)
+			prep_batch(th, iter);
+		if (th->err)
+			atomic_store(&st->stop, true);
+		if (th->t == 0)
+			atomic_store(&st->go, more_batches(o, iter, end));
+		if (pthread_barrier_wait(&st->start) == PTHREAD_BARRIER_SERIAL_THREAD)
+			atomic_store(&st->t_start, pd_now_ns());
+		if (!atomic_load(&st->go) || atomic_load(&st->stop))
+			return;
+		th->err = th->be->batch(th, o->op, th->local, true, &s);
+		t1 = pd_now_ns();
+		prev = atomic_load(&st->t_end[k]);
+		while (prev < t1 && !atomic_compare_exchange_weak(&st->t_end[k], &prev, t1))
+			;
+		pthread_barrier_wait(&st->end);
+		s = (double)(atomic_load(&st->t_end[k]) - atomic_load(&st->t_start)) / 1e9;
+		if (th->t == 0)
+			atomic_store(&st->t_end[k ^ 1], 0);
+		if (th->err)
+			continue;
+		end_batch(th, iter, s);
+		if (o->gap_ms > 0 && pd_now_ns() < end)
+			nanosleep(gap, NULL);
 	}
 }
 
@@ -113,17 +177,16 @@ static void *thread_main(void *arg)
 	if (!th->err)
 		warm_up(th);
 	pthread_barrier_wait(th->bar);
-	if (th->err)
-		goto out;
 	th->failed = 0; /* the warm-up's do not count */
 	end = pd_now_ns() + (uint64_t)(o->duration * 1e9);
+	if (th->step) /* its barriers need every thread, one that failed included */
+		lockstep_loop(th, end, &gap);
 	/* --latency: exactly o->iterations timed requests, however long they take */
-	while (!th->err && (o->latency ? iter < o->iterations : pd_now_ns() < end)) {
+	while (!th->step && !th->err && more_batches(o, iter + 1, end)) {
 		timed_batch(th, ++iter);
 		if (o->gap_ms > 0 && pd_now_ns() < end)
 			nanosleep(&gap, NULL);
 	}
-out:
 	if (th->be->thread_fini)
 		th->be->thread_fini(th);
 	free(th->tmp);
@@ -159,6 +222,7 @@ static int reduce(const struct bench_opts *o, struct bench_thread *th, struct be
 int bench_run_lanes(struct bench_lane *lanes, size_t n)
 {
 	struct bench_thread *th;
+	struct bench_step *steps;
 	pthread_t *tid;
 	pthread_barrier_t bar;
 	size_t total = 0, k = 0;
@@ -169,7 +233,8 @@ int bench_run_lanes(struct bench_lane *lanes, size_t n)
 		total += lanes[i].o->threads;
 	th = calloc(total, sizeof(*th));
 	tid = calloc(total, sizeof(*tid));
-	if (!th || !tid) {
+	steps = calloc(n, sizeof(*steps));
+	if (!th || !tid || !steps) {
 		fprintf(stderr, "pdkv-bench: out of memory for %zu threads\n", total);
 		exit(1);
 	}
@@ -177,14 +242,20 @@ int bench_run_lanes(struct bench_lane *lanes, size_t n)
 	t0 = pd_now_ns();
 	for (size_t i = 0; i < n; i++) {
 		struct bench_lane *l = &lanes[i];
+		bool lockstep = l->be->lockstep && l->o->threads > 1;
 		bench_row_init(&l->row, l->be->kind, l->o, l->block);
+		if (lockstep) {
+			pthread_barrier_init(&steps[i].start, NULL, (unsigned)l->o->threads);
+			pthread_barrier_init(&steps[i].end, NULL, (unsigned)l->o->threads);
+		}
 		for (uint64_t t = 0; t < l->o->threads; t++, k++) {
 			th[k] = (struct bench_thread){.be = l->be,
 			                              .ctx = l->ctx,
 			                              .o = l->o,
 			                              .bar = &bar,
 			                              .t = (int)t,
-			                              .block = l->block};
+			                              .block = l->block,
+			                              .step = lockstep ? &steps[i] : NULL};
 			if (pthread_create(&tid[k], NULL, thread_main, &th[k])) {
 				fprintf(stderr, "pdkv-bench: cannot start thread %zu\n", k);
 				exit(1);
@@ -196,6 +267,10 @@ int bench_run_lanes(struct bench_lane *lanes, size_t n)
 	pthread_barrier_destroy(&bar);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (lanes[i].be->lockstep && lanes[i].o->threads > 1) {
+			pthread_barrier_destroy(&steps[i].start);
+			pthread_barrier_destroy(&steps[i].end);
+		}
 		int e = reduce(lanes[i].o, &th[k], &lanes[i].row, t0);
 		if (e && !err)
 			err = e;
@@ -203,6 +278,7 @@ int bench_run_lanes(struct bench_lane *lanes, size_t n)
 	}
 	free(th);
 	free(tid);
+	free(steps);
 	return err;
 }
 

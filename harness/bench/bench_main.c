@@ -279,9 +279,13 @@ static void lanes_line(const struct bench_opts *o)
 	if (o->baseline_id == BENCH_BASELINE_NONE)
 		return;
 	c = bench_sock_conns(o);
-	printf("# lanes: socket baseline %d connection%s, one thread each%s (%llu transfers in "
+	printf("# lanes: socket baseline %d connection%s, one thread each%s%s (%llu transfers in "
 	       "flight over them, as pdkv's batch x threads)\n",
 	       c, c == 1 ? "" : "s", tcp ? ", as many as pdkv's lanes (iperf3 -P)" : "",
+	       c > 1
+	           ? ", in lockstep: a batch ends with its slowest connection, as pdkv's with its "
+	             "slowest lane"
+	           : "",
 	       (unsigned long long)(o->batch * o->threads));
 	fflush(stdout);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_sock: the plain-socket baseline — the same batch shape as the engine runs (24-byte
  * request header, WRITE body follows / READ body returns, one ack per WRITE batch) on as many
- * blocking TCP connections as the engine opens lanes (one thread each), no engine in between. */
+ * blocking TCP connections as the engine opens lanes (one thread each, in lockstep: a batch
+ * ends when its last connection's part does, as the engine's ends with its slowest lane), no
+ * engine in between. */
 #include "bench.h"
 
 #include <errno.h>
@@ -15,8 +17,10 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "pd_env.h"
 #include "pd_tsan.h"
 #include "pd_tcpcc.h"
 #include "pd_util.h"
@@ -110,13 +114,15 @@ void *bench_sock_server(void *arg)
 /* ---------------------------------------------------------------- initiator */
 struct sock_thr {
 	int fd;
+	long lag_ms; /* PDKV_TEST_SOCK_LAG_MS on the first connection (tests only), else 0 */
 };
 
 static int sock_batch(struct bench_thread *th, int op, char *base, bool record, double *secs)
 {
 	const struct bench_opts *o = th->o;
 	const struct bench_sock_ctx *c = th->ctx;
-	int fd = ((struct sock_thr *)th->priv)->fd;
+	const struct sock_thr *p = th->priv;
+	int fd = p->fd;
 	uint64_t n = o->batch, t0 = pd_now_ns();
 	struct hdr *h = calloc(n, sizeof(*h));
 	int ret = 0;
@@ -146,6 +152,10 @@ static int sock_batch(struct bench_thread *th, int op, char *base, bool record, 
 			if (record && !ret)
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 		}
+	}
+	if (record && p->lag_ms) {
+		struct timespec lag = {p->lag_ms / 1000, p->lag_ms % 1000 * 1000000};
+		nanosleep(&lag, NULL);
 	}
 	*secs = (double)(pd_now_ns() - t0) / 1e9;
 	free(h);
@@ -188,6 +198,15 @@ static int sock_thread_init(struct bench_thread *th)
 	if (!p)
 		return -ENOMEM;
 	th->priv = p;
+	if (th->t == 0) {
+		/* PDKV_TEST_SOCK_LAG_MS (test only, never set in production): the first
+		 * connection's part of every timed batch takes that much longer, so a test can see
+		 * that the row's batch waits for its slowest connection
+		 * (test_bench_lanes.sh). 1..1000; else 0. */
+		int64_t lag;
+		pd_env_int("PDKV_TEST_SOCK_LAG_MS", &lag);
+		p->lag_ms = (long)lag;
+	}
 	th->local = s_local + c->loff;
 	th->scratch = s_scratch + c->loff;
 	p->fd = pd_tcp_connect(c->host, c->port, 5000);
@@ -212,6 +231,7 @@ const struct bench_backend bench_sock_backend = {
     .thread_init = sock_thread_init,
     .thread_fini = sock_thread_fini,
     .batch = sock_batch,
+    .lockstep = true,
 };
 
 int bench_sock_ctx_init(struct bench_sock_ctx *c, const char *server, uint64_t roff, uint64_t loff)

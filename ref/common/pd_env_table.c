@@ -207,6 +207,8 @@ static const struct pd_env_var rows[] = {
       "mooncake.json of a vLLM V0 deployment (V1 reads kv_connector_extra_config instead)"),
     IF("PDKV_TEST_SLOWDOWN_PCT", 1, 1000, NULL, PD_ENV_C_BENCH, TST,
        "test only: every pdkv engine batch of pdkv bench takes this many percent longer"),
+    IF("PDKV_TEST_SOCK_LAG_MS", 1, 1000, NULL, PD_ENV_C_BENCH, TST,
+       "test only: the socket baseline's first connection sleeps this long in each timed batch"),
     S("PDKV_FAULT", NULL, ERR, SA, TST, "fault spec as --fault gives it, when --fault is not"),
     P("PDKV_MDLGPU", NULL, SA, 0, "libmdlgpu.so, the GPU fill kernel (unset: beside the binary)"),
     S("CUDA_VISIBLE_DEVICES", NULL, IGN, SA | PD_ENV_C_BENCH, 0,
