@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,17 +115,26 @@ static void timed_batch(struct bench_thread *th, uint64_t iter)
 
 /* A lockstep row's batch clock. go and stop are written only between the end barrier of one
  * batch and the start barrier of the next, and read only between start and end, so every
- * thread takes the same decision; t_end alternates so that one batch's readers and the next
- * batch's writers never share a slot. */
+ * thread takes the same decision. A batch starts at the earliest clock read after its start
+ * barrier (a thread may be preempted before it reads the clock, never before the barrier lets
+ * it go) and ends at the latest end of a part; t_start and t_end alternate by batch so that
+ * one batch's readers and the next batch's writers never share a slot. */
 struct bench_step {
 	pthread_barrier_t start, end;
 	atomic_bool go, stop;
-	_Atomic uint64_t t_start, t_end[2];
+	_Atomic uint64_t t_start[2], t_end[2];
 };
 
 static bool more_batches(const struct bench_opts *o, uint64_t iter, uint64_t end)
 {
 	return o->latency ? iter <= o->iterations : pd_now_ns() < end;
+}
+
+static void atomic_min_max(_Atomic uint64_t *v, uint64_t x, bool max)
+{
+	uint64_t cur = atomic_load(v);
+	while ((max ? cur < x : cur > x) && !atomic_compare_exchange_weak(v, &cur, x))
+		;
 }
 
 /* The timed loop of a lockstep row: every thread's part of batch k starts at the same barrier,
@@ -134,8 +144,11 @@ static void lockstep_loop(struct bench_thread *th, uint64_t end, const struct ti
 	struct bench_step *st = th->step;
 	const struct bench_opts *o = th->o;
 
+	if (th->t == 0)
+		atomic_store(&st->t_start[1],
+		             UINT64_MAX); /* the first batch's; before any barrier */
 	for (uint64_t iter = 1;; iter++) {
-		uint64_t k = iter & 1, t1, prev;
+		uint64_t k = iter & 1;
 		double s = 0;
 		if (!th->err)
 			prep_batch(th, iter);
@@ -143,19 +156,18 @@ static void lockstep_loop(struct bench_thread *th, uint64_t end, const struct ti
 			atomic_store(&st->stop, true);
 		if (th->t == 0)
 			atomic_store(&st->go, more_batches(o, iter, end));
-		if (pthread_barrier_wait(&st->start) == PTHREAD_BARRIER_SERIAL_THREAD)
-			atomic_store(&st->t_start, pd_now_ns());
+		pthread_barrier_wait(&st->start);
+		atomic_min_max(&st->t_start[k], pd_now_ns(), false);
 		if (!atomic_load(&st->go) || atomic_load(&st->stop))
 			return;
 		th->err = th->be->batch(th, o->op, th->local, true, &s);
-		t1 = pd_now_ns();
-		prev = atomic_load(&st->t_end[k]);
-		while (prev < t1 && !atomic_compare_exchange_weak(&st->t_end[k], &prev, t1))
-			;
+		atomic_min_max(&st->t_end[k], pd_now_ns(), true);
 		pthread_barrier_wait(&st->end);
-		s = (double)(atomic_load(&st->t_end[k]) - atomic_load(&st->t_start)) / 1e9;
-		if (th->t == 0)
+		s = (double)(atomic_load(&st->t_end[k]) - atomic_load(&st->t_start[k])) / 1e9;
+		if (th->t == 0) { /* the next batch's slots: nobody reads them until its start */
+			atomic_store(&st->t_start[k ^ 1], UINT64_MAX);
 			atomic_store(&st->t_end[k ^ 1], 0);
+		}
 		if (th->err)
 			continue;
 		end_batch(th, iter, s);
