@@ -198,7 +198,7 @@ struct bench_thread {
 	char *const *lv, *const *sv;
 	bool vram;               /* local/scratch are GPU memory: --check goes through tmp */
 	void *priv;              /* per-thread back-end state */
-	struct bench_step *step; /* the row's shared batch clock when be->lockstep (bench_fanout) */
+	struct bench_step *step; /* the row's shared batch clock when its lane is lockstep */
 	/* results */
 	double xfer_s;
 	uint64_t batches, transfers, wrong, failed;
@@ -227,11 +227,6 @@ struct bench_backend {
 	 * this thread's offsets; record: one latency sample per transfer (bench_lat_add); counts
 	 * failed transfers in th->failed. *secs = the batch's transfer time. err or 0. */
 	int (*batch)(struct bench_thread *th, int op, char *buf, bool record, double *secs);
-	/* The row's threads carry the parts of one batch (the plain-socket baseline: the engine's
-	 * batch over as many connections as it has lanes). Each timed batch starts on all of them
-	 * together and lasts until the last part ends, as the engine's batch waits for its
-	 * slowest lane; --check's untimed work is done between batches, never beside one. */
-	bool lockstep;
 };
 
 /* One row: o->threads threads of be over ctx, reduced into *row. The first thread error, or 0. */
@@ -244,6 +239,12 @@ struct bench_lane {
 	void *ctx;
 	const struct bench_opts *o; /* the lane's shape: batch, threads, op, duration, check */
 	uint64_t block;
+	/* The lane's threads carry the parts of one batch (the plain-socket baseline of a
+	 * one-thread engine row: its batch over as many connections as the engine has lanes).
+	 * Each timed batch starts on all of them together and lasts until the last part ends, as
+	 * the engine's batch waits for its slowest lane; --check's untimed work is done between
+	 * batches, never beside one. */
+	bool lockstep;
 	struct bench_row row;
 };
 int bench_run_lanes(struct bench_lane *lanes, size_t n);
@@ -360,14 +361,17 @@ struct bench_sock_ctx {
 };
 int bench_sock_ctx_init(struct bench_sock_ctx *c, const char *server, uint64_t roff, uint64_t loff);
 extern const struct bench_backend bench_sock_backend; /* ctx: a struct bench_sock_ctx */
-/* A row on bench_sock_conns(o) connections, one thread each in lockstep (bench_backend.lockstep),
- * o->batch x o->threads transfers in flight over them (reported with o's batch and threads). */
+/* A row on bench_sock_conns(o) connections, one thread each, o->batch x o->threads transfers in
+ * flight over them (reported with o's batch and threads); in lockstep (bench_lane.lockstep) when
+ * o->threads is 1, as the engine's one batch at a time spans its lanes. */
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
                    struct bench_row *row);
 /* Connections the socket baseline opens: as many as the engine's TCP lanes per peer
  * (te_tcp_lanes_per_peer, as iperf3 -P), fewer when batch x threads does not divide; rdma: one
  * per thread. */
 int bench_sock_conns(const struct bench_opts *o);
+/* Does the socket row of o run its connections in lockstep (bench_lane.lockstep)? */
+bool bench_sock_lockstep(const struct bench_opts *o);
 
 /* line rate (bench_rdmarate.c): sum over the devices in `devices` (comma list; NULL/"" = all)
  * of port 1's active speed x width, in Gb/s, when ACTIVE. desc gets "rxe0 1x 2.5 Gb/s + ...".

@@ -254,7 +254,7 @@ int bench_run_lanes(struct bench_lane *lanes, size_t n)
 	t0 = pd_now_ns();
 	for (size_t i = 0; i < n; i++) {
 		struct bench_lane *l = &lanes[i];
-		bool lockstep = l->be->lockstep && l->o->threads > 1;
+		bool lockstep = l->lockstep && l->o->threads > 1;
 		bench_row_init(&l->row, l->be->kind, l->o, l->block);
 		if (lockstep) {
 			pthread_barrier_init(&steps[i].start, NULL, (unsigned)l->o->threads);
@@ -279,7 +279,7 @@ int bench_run_lanes(struct bench_lane *lanes, size_t n)
 	pthread_barrier_destroy(&bar);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (lanes[i].be->lockstep && lanes[i].o->threads > 1) {
+		if (lanes[i].lockstep && lanes[i].o->threads > 1) {
 			pthread_barrier_destroy(&steps[i].start);
 			pthread_barrier_destroy(&steps[i].end);
 		}

@@ -282,7 +282,7 @@ static void lanes_line(const struct bench_opts *o)
 	printf("# lanes: socket baseline %d connection%s, one thread each%s%s (%llu transfers in "
 	       "flight over them, as pdkv's batch x threads)\n",
 	       c, c == 1 ? "" : "s", tcp ? ", as many as pdkv's lanes (iperf3 -P)" : "",
-	       c > 1
+	       bench_sock_lockstep(o)
 	           ? ", in lockstep: a batch ends with its slowest connection, as pdkv's with its "
 	             "slowest lane"
 	           : "",

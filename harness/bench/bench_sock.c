@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_sock: the plain-socket baseline — the same batch shape as the engine runs (24-byte
  * request header, WRITE body follows / READ body returns, one ack per WRITE batch) on as many
- * blocking TCP connections as the engine opens lanes (one thread each, in lockstep: a batch
- * ends when its last connection's part does, as the engine's ends with its slowest lane), no
- * engine in between. */
+ * blocking TCP connections as the engine opens lanes (one thread each; for a one-thread engine
+ * row in lockstep: a batch ends when its last connection's part does, as the engine's ends with
+ * its slowest lane), no engine in between. */
 #include "bench.h"
 
 #include <errno.h>
@@ -231,7 +231,6 @@ const struct bench_backend bench_sock_backend = {
     .thread_init = sock_thread_init,
     .thread_fini = sock_thread_fini,
     .batch = sock_batch,
-    .lockstep = true,
 };
 
 int bench_sock_ctx_init(struct bench_sock_ctx *c, const char *server, uint64_t roff, uint64_t loff)
@@ -260,11 +259,17 @@ int bench_sock_conns(const struct bench_opts *o)
 	return c;
 }
 
+bool bench_sock_lockstep(const struct bench_opts *o)
+{
+	return o->threads == 1 && bench_sock_conns(o) > 1;
+}
+
 int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t block,
                    struct bench_row *row)
 {
 	struct bench_sock_ctx c;
 	struct bench_opts so = *o;
+	struct bench_lane lane = {.be = &bench_sock_backend, .ctx = &c, .o = &so, .block = block};
 	int err, n0, conns = bench_sock_conns(o);
 
 	if (bench_sock_ctx_init(&c, server, 0, 0)) {
@@ -277,8 +282,12 @@ int bench_sock_row(const struct bench_opts *o, const char *server, uint64_t bloc
 	 * transfers in flight in all (batch x threads), the same region covered */
 	so.batch = o->batch * o->threads / (uint64_t)conns;
 	so.threads = (uint64_t)conns;
+	/* one engine thread: its batch spans the lanes and ends with the slowest, so the
+	 * connections carry one batch together; more: each engine thread's batches run free */
+	lane.lockstep = bench_sock_lockstep(o);
 	n0 = __atomic_load_n(&s_connects, __ATOMIC_RELAXED);
-	err = bench_run_row(&bench_sock_backend, &c, &so, block, row);
+	err = bench_run_lanes(&lane, 1);
+	*row = lane.row;
 	row->conns = __atomic_load_n(&s_connects, __ATOMIC_RELAXED) - n0;
 	row->batch = o->batch;
 	row->threads = o->threads;

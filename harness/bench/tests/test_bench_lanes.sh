@@ -47,6 +47,17 @@ assert s["transfers"] > 0 and s["GBps"] < 0.0106, s
 assert s["transfers"] % 8 == 0 and s["batches"] * 8 == s["transfers"], s
 assert p["GBps"] > 0.05, p  # the knob is the socket's alone
 PY
+# Two engine threads run their batches free of each other over the lanes, so the socket
+# baseline's connections run free too: the lag holds only the first connection's share.
+PDKV_TEST_SOCK_LAG_MS=50 run 2 "$T/f" --batch_size=4 --threads=2 --json="$T/f.json"
+check "2 threads: exit 0" [ $? = 0 ]
+check "2 threads: the banner does not say lockstep" sh -c "grep '^# lanes: socket baseline 2 connections' '$T/f' | grep -qv lockstep"
+check "2 threads: the other connection runs free of the lagging one" python3 - "$T/f.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+s = [r for r in rows if r["kind"] == "socket"][0]
+assert s["GBps"] > 0.05, s
+PY
 run 3 "$T/b" --batch_size=4
 check "3 lanes, 4 in flight: 2 connections (3 does not divide 4)" grep -q "^# socket: 2 connections opened" "$T/b"
 run 1 "$T/c" --batch_size=4 --threads=2
