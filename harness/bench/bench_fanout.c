@@ -144,9 +144,8 @@ static void lockstep_loop(struct bench_thread *th, uint64_t end, const struct ti
 	struct bench_step *st = th->step;
 	const struct bench_opts *o = th->o;
 
-	if (th->t == 0)
-		atomic_store(&st->t_start[1],
-		             UINT64_MAX); /* the first batch's; before any barrier */
+	if (th->t == 0) /* the first batch's slot, before any thread passes a barrier */
+		atomic_store(&st->t_start[1], UINT64_MAX);
 	for (uint64_t iter = 1;; iter++) {
 		uint64_t k = iter & 1;
 		double s = 0;
@@ -231,6 +230,12 @@ static int reduce(const struct bench_opts *o, struct bench_thread *th, struct be
 	return err;
 }
 
+/* Does lane l run in lockstep? One thread has nobody to keep step with. */
+static bool lane_lockstep(const struct bench_lane *l)
+{
+	return l->lockstep && l->o->threads > 1;
+}
+
 int bench_run_lanes(struct bench_lane *lanes, size_t n)
 {
 	struct bench_thread *th;
@@ -254,7 +259,7 @@ int bench_run_lanes(struct bench_lane *lanes, size_t n)
 	t0 = pd_now_ns();
 	for (size_t i = 0; i < n; i++) {
 		struct bench_lane *l = &lanes[i];
-		bool lockstep = l->lockstep && l->o->threads > 1;
+		bool lockstep = lane_lockstep(l);
 		bench_row_init(&l->row, l->be->kind, l->o, l->block);
 		if (lockstep) {
 			pthread_barrier_init(&steps[i].start, NULL, (unsigned)l->o->threads);
@@ -279,7 +284,7 @@ int bench_run_lanes(struct bench_lane *lanes, size_t n)
 	pthread_barrier_destroy(&bar);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (lanes[i].lockstep && lanes[i].o->threads > 1) {
+		if (lane_lockstep(&lanes[i])) {
 			pthread_barrier_destroy(&steps[i].start);
 			pthread_barrier_destroy(&steps[i].end);
 		}

@@ -17,7 +17,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "pd_env.h"
@@ -153,10 +152,8 @@ static int sock_batch(struct bench_thread *th, int op, char *base, bool record, 
 				bench_lat_add(&th->lat, (double)(pd_now_ns() - t0) / 1e3);
 		}
 	}
-	if (record && p->lag_ms) {
-		struct timespec lag = {p->lag_ms / 1000, p->lag_ms % 1000 * 1000000};
-		nanosleep(&lag, NULL);
-	}
+	if (record && p->lag_ms)
+		pd_sleep_ms((int)p->lag_ms);
 	*secs = (double)(pd_now_ns() - t0) / 1e9;
 	free(h);
 	return ret;
