@@ -90,11 +90,17 @@ struct rpt_hist {
 
 struct rpt_spread {
 	size_t runs;     /* earlier runs that have the row */
-	double center;   /* the mean of their medians */
-	double sd_pct;   /* the standard deviation of their medians, % of center */
+	bool log;        /* every median > 0: center and sd_pct are of their logs */
+	double center;   /* the geometric mean of their medians (log), else the mean */
+	double sd_pct;   /* the standard deviation of their logs x 100 (log), else % of center */
 	double k;        /* the gate in standard deviations (rpt_spread_k) */
-	double gate_pct; /* k * sd_pct, at least --threshold */
+	double gate_pct; /* the bound, % from center in the bad direction, at least --threshold */
 };
+
+/* The bound k standard deviations from center in the bad direction (better > 0: lower), as %
+ * of center: on the log scale 1 - exp(-k sd) for a higher-is-better row, which stays below
+ * 100 %, and exp(k sd) - 1 for a lower-is-better one; k * sd_pct on the linear scale. */
+double rpt_spread_gate_pct(const struct rpt_spread *sp, double k, int better);
 
 /* How many run-to-run standard deviations one more run of the same code may lie from the mean
  * of n earlier runs, one-sided, with a chance of alpha / m (m rows gate: Bonferroni):

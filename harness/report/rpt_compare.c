@@ -154,8 +154,8 @@ static void decide_scalar(struct rpt_cmp *c, struct rpt_row *r, double diff, int
 /* --history: a row that would gate does so only when its new median lies, in the bad
  * direction, beyond --threshold and beyond the one-sided prediction bound of the earlier runs'
  * medians for one more run: t(1 - alpha / m; n - 1) * sd * sqrt(1 + 1/n) from their mean (n runs,
- * m gated rows: Bonferroni). With too few earlier runs it is reported, not gated. Without
- * --history: yes. */
+ * m gated rows: Bonferroni), both of the medians' logs when all are > 0 (rpt_hist_spread). With
+ * too few earlier runs it is reported, not gated. Without --history: yes. */
 static bool beyond_spread(struct rpt_cmp *c, struct rpt_row *r)
 {
 	const struct rpt_hist *h = c->opt.hist;
@@ -176,14 +176,15 @@ static bool beyond_spread(struct rpt_cmp *c, struct rpt_row *r)
 	k = rpt_spread_k(sp->runs, c->opt.alpha, c->family);
 	sp->k = k;
 	bad_pct = (sp->center - r->med_n) / fabs(sp->center) * 100 * r->o->better;
-	gate = isnan(sp->sd_pct) ? 0 : k * sp->sd_pct;
+	gate = rpt_spread_gate_pct(sp, k, r->o->better);
 	sp->gate_pct = gate > c->opt.threshold_pct ? gate : c->opt.threshold_pct;
 	if (bad_pct > sp->gate_pct)
 		return true;
 	snprintf(r->why, sizeof(r->why),
-	         "not gated: %+.1f%% from the mean of %zu earlier runs, within %.1f%% (%.2f x "
-	         "their run-to-run spread of %.1f%%, at least the threshold)",
-	         -bad_pct, sp->runs, sp->gate_pct, k, sp->sd_pct);
+	         "not gated: %+.1f%% from the %smean of %zu earlier runs, within %.1f%% (%.2f x "
+	         "their run-to-run spread of %.1f%%%s, at least the threshold)",
+	         -bad_pct, sp->log ? "geometric " : "", sp->runs, sp->gate_pct, k, sp->sd_pct,
+	         sp->log ? " on a log scale" : "");
 	return false;
 }
 

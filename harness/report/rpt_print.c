@@ -129,7 +129,8 @@ static void footer(FILE *f, const struct rpt_cmp *c, const char *pre)
 		fprintf(
 		    f,
 		    "%sgate: also beyond the prediction bound of each row over the earlier runs "
-		    "in %s, t(1 - alpha/m; n-1) x sd x sqrt(1 + 1/n) (%zu read, the last %d "
+		    "in %s, t(1 - alpha/m; n-1) x sd x sqrt(1 + 1/n) of the medians' logs "
+		    "(%zu read, the last %d "
 		    "count; %zu left out as regressions; %d needed, else not gated)\n",
 		    pre, c->opt.hist->dir, c->opt.hist->nruns, RPT_SPREAD_MAX_RUNS,
 		    c->opt.hist->left_out, RPT_SPREAD_MIN_RUNS);
@@ -300,7 +301,10 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 		cJSON_AddNumberToObject(h, "left_out_regressions", (double)c->opt.hist->left_out);
 		cJSON_AddNumberToObject(h, "min_runs", RPT_SPREAD_MIN_RUNS);
 		cJSON_AddNumberToObject(h, "max_runs", RPT_SPREAD_MAX_RUNS);
-		cJSON_AddStringToObject(h, "rule", "mean - t(1-alpha/m; n-1) * sd * sqrt(1+1/n)");
+		cJSON_AddStringToObject(
+		    h, "rule",
+		    "mean - t(1-alpha/m; n-1) * sd * sqrt(1+1/n) of the medians' "
+		    "logs (of the medians where one is <= 0)");
 	}
 	arr = cJSON_AddArrayToObject(root, "warnings");
 	for (size_t i = 0; i < c->nwarn; i++)
@@ -362,6 +366,7 @@ cJSON *rpt_cmp_json(const struct rpt_cmp *c)
 		if (r->sprd_set) {
 			cJSON *h = cJSON_AddObjectToObject(o, "history");
 			cJSON_AddNumberToObject(h, "runs", (double)r->sprd.runs);
+			cJSON_AddStringToObject(h, "scale", r->sprd.log ? "log" : "linear");
 			add_num(h, "mean", r->sprd.center);
 			add_num(h, "spread_pct", r->sprd.sd_pct);
 			add_num(h, "k", r->sprd.k);

@@ -184,9 +184,33 @@ void rpt_hist_spread(const struct rpt_hist *h, const struct rpt_series *s, struc
 	sp->runs = m;
 	if (!m)
 		return;
+	/* a figure's run-to-run noise multiplies it (a busier host makes a run slower by some
+	 * fraction): judged on the log of the medians, a bound in the slower direction stays
+	 * above zero however wide the spread, so a collapse is never inside it */
+	sp->log = true;
+	for (size_t i = 0; i < m; i++)
+		sp->log = sp->log && med[i] > 0 && isfinite(med[i]);
+	if (sp->log) {
+		for (size_t i = 0; i < m; i++)
+			med[i] = log(med[i]);
+		sp->center = exp(pd_stats_mean(med, m));
+		sp->sd_pct = m > 1 ? pd_stats_stdev(med, m) * 100 : NAN;
+		return;
+	}
 	sp->center = pd_stats_mean(med, m);
 	sp->sd_pct =
 	    m > 1 && sp->center != 0 ? pd_stats_stdev(med, m) / fabs(sp->center) * 100 : NAN;
+}
+
+double rpt_spread_gate_pct(const struct rpt_spread *sp, double k, int better)
+{
+	double g;
+	if (isnan(sp->sd_pct) || isnan(k))
+		return 0;
+	g = k * sp->sd_pct / 100;
+	if (!sp->log)
+		return g * 100;
+	return (better > 0 ? 1 - exp(-g) : exp(g) - 1) * 100;
 }
 
 double rpt_spread_k(size_t n, double alpha, size_t m)

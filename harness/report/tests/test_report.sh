@@ -192,7 +192,8 @@ mkdir -p "$H/20260103T000000Z-c" && cp "$T/old.json" "$H/20260103T000000Z-c/benc
 "$R" compare "$T/old.json" "$T/new.json" --history "$H" >"$T/out" 2>&1; rc=$?
 [ $rc -eq 0 ] || fail "-20% within 3 x a 10% run-to-run spread: want exit 0, got $rc"
 # the prediction bound for one row, 3 runs: t(0.95; 2) x sqrt(4/3) = 2.920 x 1.155 = 3.37 sd
-grep -q "not gated: -17.2% from the mean of 3 earlier runs, within 36.3% (3.37 x their run-to-run spread of 10.8%" "$T/out" ||
+# on the log scale: geometric mean 0.9628, sd of the logs 0.1106 -> 1 - exp(-3.37 x 0.1106) = 31.1 %
+grep -q "not gated: -16.9% from the geometric mean of 3 earlier runs, within 31.1% (3.37 x their run-to-run spread of 11.1% on a log scale" "$T/out" ||
   fail "within the spread: reason not said"
 grep -q "gate: also beyond the prediction bound of each row over the earlier runs in $H, .* (3 read" "$T/out" || fail "--history: footer"
 "$R" compare "$T/old.json" "$T/bad.json" --history "$H" --json >"$T/cmp.json" 2>"$T/out"; rc=$?
@@ -204,8 +205,9 @@ assert d["history"]["runs"] == 3 and d["history"]["min_runs"] == 3, d["history"]
 r = d["rows"][0]
 assert r["verdict"] == "REGRESSION" and r["history"]["runs"] == 3, r
 h = r["history"]
-assert abs(h["mean"] - 0.96667) < 1e-4 and abs(h["spread_pct"] - 10.767) < 0.01, h
-assert abs(h["k"] - 3.3717) < 1e-3 and abs(h["gate_pct"] - 36.30) < 0.01, h
+assert h["scale"] == "log", h
+assert abs(h["mean"] - 0.96280) < 1e-4 and abs(h["spread_pct"] - 11.064) < 0.01, h
+assert abs(h["k"] - 3.3717) < 1e-3 and abs(h["gate_pct"] - 31.14) < 0.01, h
 PY
 # a run whose comparison found a regression is left out; runs after NEW's own run do not count
 mkdir -p "$H/20260104T000000Z-d" "$H/20260106T000000Z-f" "$H/20260105T000000Z-e"
@@ -216,7 +218,23 @@ cp "$T/new.json" "$H/20260105T000000Z-e/bench.json"
 "$R" compare "$T/old.json" "$H/20260105T000000Z-e/bench.json" --history "$H" >"$T/out" 2>&1; rc=$?
 [ $rc -eq 0 ] || fail "history with a left-out regression run: want exit 0, got $rc"
 grep -q "(3 read, the last 10 count; 1 left out as regressions" "$T/out" || fail "left-out run not said"
-grep -q "from the mean of 3 earlier runs" "$T/out" || fail "a later run or a regression run counted"
+grep -q "from the geometric mean of 3 earlier runs" "$T/out" || fail "a later run or a regression run counted"
+# a noisy history (medians 1.00, 0.55, 1.35: 45 % apart run to run) put the linear bound at
+# 152 % below the mean, where no collapse can reach; on the log scale a pdkv 95 % slower gates
+H2=$T/noisy
+for r in 20260101T000000Z-a:1.00 20260102T000000Z-b:0.55 20260103T000000Z-c:1.35; do
+  mkdir -p "$H2/${r%%:*}"
+  v=${r#*:}
+  rows "$H2/${r%%:*}/bench.json" "$v" "$v" "$v" "$v" "$v"
+done
+rows "$T/collapse.json" 0.05 0.051 0.049 0.05 0.05
+"$R" compare "$T/old.json" "$T/collapse.json" --history "$H2" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 1 ] || { cat "$T/out"; fail "-95% after a noisy history: want exit 1 (REGRESSION), got $rc"; }
+grep -Eq "^r +x socket .* REGRESSION" "$T/out" || fail "-95% after a noisy history: no REGRESSION"
+rows "$T/dip.json" 0.60 0.61 0.59 0.60 0.60
+"$R" compare "$T/old.json" "$T/dip.json" --history "$H2" >"$T/out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "-43% within a noisy history's spread: want exit 0, got $rc"
+grep -q "not gated: .* from the geometric mean of 3 earlier runs" "$T/out" || fail "dip in a noisy history: reason not said"
 "$R" compare "$T/old.json" "$T/new.json" --history "$T/nope" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "--history missing dir: want 2"
 grep -q "history $T/nope: not a directory" "$T/out" || fail "--history missing dir: not said"
 "$R" history "$H" --history "$H" >"$T/out" 2>&1; [ $? -eq 2 ] || fail "history --history: want 2"

@@ -61,8 +61,9 @@ grep -Eq "^pdkv/socket write 64 KiB b8 t1 tcp +x socket .* n=8\+8 " "$T/log" ||
 grep -q "^gate: also beyond the prediction bound of each row over the earlier runs in $T/hist, .* (4 read" "$T/log" ||
   fail "same commit: the history's runs not said"
 
-# 5. pdkv alone ten times as slow (-90 %: beyond the prediction bound of 5 runs, 3.8 sd, unless
-#    the runs' ratios spread more than 23 %), gate off: the REGRESSION is reported, exit 0
+# 5. pdkv alone ten times as slow (-90 %, ln 10 = 2.3 on the log scale the bound is judged on:
+#    beyond the prediction bound of 5 runs, 3.8 sd, unless the runs' ratios spread more than
+#    60 %; a CI run saw them spread 28-43 %), gate off: the REGRESSION is reported, exit 0
 PDKV_BENCH_GATE=0 PDKV_TEST_SLOWDOWN_PCT=900 bench || fail "slowed pdkv, PDKV_BENCH_GATE=0: want exit 0, got $?"
 grep -Eq "^pdkv/socket .* x socket .* REGRESSION" "$T/log" || fail "slowed pdkv, gate off: no pdkv/socket REGRESSION"
 grep -q "not gated: PDKV_BENCH_GATE=0" "$T/log" || fail "slowed pdkv, gate off: not said"
