@@ -32,7 +32,7 @@ check "text report: request figures" grep -q "600 requests (300 streamed, [0-9]*
 check "text report: each process's fds, threads and RSS" \
 	grep -qE "prefill: fds [0-9]+/[0-9]+/[0-9]+/[0-9]+, threads .*decode: fds .*proxy: fds " "$T/out"
 check "the proxy saw clients hang up mid-answer" \
-	grep -q "Failed to send the response body\|closed by the client\|client hung up" "$T/w/soak-short/proxy.log"
+	grep -q "Failed to send the response body\|closed by the client\|client hung up\|client gone or aborted" "$T/w/soak-short/proxy.log"
 python3 - "$T/r.json" <<'PY'
 import json, sys
 sc = json.load(open(sys.argv[1]))["scenarios"][0]
