@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pd_log.h"
@@ -20,14 +21,35 @@ static bool out_of_fds(const char *m)
 	       strstr(m, "EMFILE") || strstr(m, "ENFILE");
 }
 
+/* The count held since the last line, said at exit: a burst that ends within a second of its
+ * first line would otherwise never be counted. */
+static void say_held(void)
+{
+	uint64_t held;
+	pthread_mutex_lock(&g_mu);
+	held = g_held;
+	g_held = 0;
+	pthread_mutex_unlock(&g_mu);
+	if (held)
+		pd_warn("libmicrohttpd: %llu more messages left out since the last one",
+		        (unsigned long long)held);
+}
+
+static void at_exit_once(void)
+{
+	atexit(say_held);
+}
+
 void pd_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	char m[512];
 	uint64_t now = pd_now_ns(), held = 0;
 	bool print = false;
 	size_t n;
 
 	(void)cls;
+	pthread_once(&once, at_exit_once);
 	vsnprintf(m, sizeof(m), fmt, ap);
 	n = strlen(m);
 	while (n && (m[n - 1] == '\n' || m[n - 1] == '\r'))
