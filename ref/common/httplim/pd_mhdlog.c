@@ -35,27 +35,22 @@ static void say_held(void)
 		        (unsigned long long)held);
 }
 
-static void at_exit_once(void)
-{
-	atexit(say_held);
-}
-
 void pd_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	char m[512];
 	uint64_t now = pd_now_ns(), held = 0;
 	bool print = false;
 	size_t n;
 
 	(void)cls;
-	pthread_once(&once, at_exit_once);
 	vsnprintf(m, sizeof(m), fmt, ap);
 	n = strlen(m);
 	while (n && (m[n - 1] == '\n' || m[n - 1] == '\r'))
 		m[--n] = '\0';
 	pthread_mutex_lock(&g_mu);
 	g_seen++;
+	if (!g_printed)
+		atexit(say_held); /* once: the first message is always printed */
 	if (!g_printed || now - g_last_ns >= 1000000000ull) {
 		print = true;
 		held = g_held;
